@@ -1,0 +1,183 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/metrics"
+)
+
+// Job is a dataflow graph under construction and, once Run, its execution.
+// Build the graph with FromSource and the package functions, then call Run
+// once.
+type Job struct {
+	name    string
+	cfg     config
+	nodes   []*node
+	errs    []error
+	metrics *metrics.Registry
+
+	mu struct {
+		sync.Mutex
+		ran bool
+	}
+}
+
+// NewJob returns an empty job. Options set job-wide defaults (Parallelism,
+// BatchSize, BufferTimeout, MetricsAddr, ...).
+func NewJob(name string, opts ...Option) *Job {
+	j := &Job{name: name, cfg: defaultJobConfig(), metrics: metrics.NewRegistry(name)}
+	for _, o := range opts {
+		o.apply(&j.cfg)
+	}
+	if err := j.cfg.check("NewJob", scopeJob); err != nil {
+		j.errs = append(j.errs, err)
+	}
+	return j
+}
+
+// Name is the job's name.
+func (j *Job) Name() string { return j.name }
+
+// Metrics returns the job's metrics registry (records in and out, watermarks,
+// late records dropped, per operator and subtask).
+func (j *Job) Metrics() *metrics.Registry { return j.metrics }
+
+// partitioning is how records of an edge are distributed over the
+// subtasks of its consumer.
+type partitioning uint8
+
+const (
+	forward   partitioning = iota // subtask i to subtask i; chained when possible
+	hashed                        // by key group
+	rebalance                     // round robin
+	broadcast                     // to every subtask
+)
+
+func (p partitioning) String() string {
+	return [...]string{"forward", "hash", "rebalance", "broadcast"}[p]
+}
+
+// node is one operator of the graph. Its typed behaviour is captured in
+// closures by the package function that created it, so the graph itself is
+// untyped.
+type node struct {
+	id          int
+	name        string
+	uid         string
+	parallelism int
+	inputs      []*edge
+	outputs     []*edge
+
+	// build instantiates the operator for one subtask. out is the node's
+	// output consumer (a consumer[OUT]); it returns one consumer per input
+	// edge (consumer[IN] each). Source nodes set run instead.
+	build func(st *subtask, out any) ([]any, error)
+	// run is the loop of a source subtask pushing into out.
+	run func(st *subtask, out any) error
+	// splits enumerates a source's splits before the job starts; the source
+	// parallelism is capped by their number.
+	splits func(ctx context.Context) (int, error)
+	// tee fans the node's output out to several consumers (or none).
+	tee func(outs []any) any
+}
+
+// edge connects two nodes.
+type edge struct {
+	from, to *node
+	index    int // which input of to
+	part     partitioning
+	chained  bool
+	// writer returns, for one subtask of from, the consumer that routes
+	// records to the gates of to's subtasks.
+	writer func(st *subtask, targets []target) any
+	// deliver adapts the typed input consumer in to untyped messages: it
+	// pushes a received batch and recycles it.
+	deliver func(in any) func(b any) error
+	// empty makes a record-less batch carrying only a watermark.
+	empty func(wm int64) any
+}
+
+// target is one receiving gate channel of an edge.
+type target struct {
+	gate    *exec.Gate
+	channel int
+}
+
+func (j *Job) addNode(name, kind string, parallelism int, cfg config) *node {
+	n := &node{id: len(j.nodes), parallelism: parallelism}
+	n.name = cfg.name
+	if n.name == "" {
+		n.name = name
+	}
+	if n.name == "" {
+		n.name = fmt.Sprintf("%s-%d", kind, n.id)
+	}
+	n.uid = cfg.uid
+	if n.uid == "" {
+		n.uid = n.name
+	}
+	j.nodes = append(j.nodes, n)
+	return n
+}
+
+func (j *Job) addEdge(from, to *node, part partitioning) *edge {
+	e := &edge{from: from, to: to, index: len(to.inputs), part: part}
+	from.outputs = append(from.outputs, e)
+	to.inputs = append(to.inputs, e)
+	return e
+}
+
+func (j *Job) fail(err error) { j.errs = append(j.errs, err) }
+
+// opConfig applies operator options on top of the job defaults.
+func (j *Job) opConfig(where string, allowed scope, opts []Option) config {
+	c := config{parallelism: 0}
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	if err := c.check(where, allowed); err != nil {
+		j.fail(err)
+	}
+	return c
+}
+
+// Run executes the job until its bounded inputs are exhausted, ctx is
+// cancelled, or an operator fails. It returns nil when every source ended
+// and every sink closed; the error of the first failing operator (an
+// *exec.TaskError naming it); or ctx's cause. A Job runs once.
+func (j *Job) Run(ctx context.Context) error {
+	j.mu.Lock()
+	if j.mu.ran {
+		j.mu.Unlock()
+		return errors.New("weir: job already ran")
+	}
+	j.mu.ran = true
+	j.mu.Unlock()
+	if err := errors.Join(j.errs...); err != nil {
+		return err
+	}
+	if err := j.cfg.validate(); err != nil {
+		return err
+	}
+	if len(j.nodes) == 0 {
+		return errors.New("weir: job has no operators")
+	}
+	if j.cfg.metricsAddr != "" {
+		srv, err := metrics.Serve(j.cfg.metricsAddr, j.metrics)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		j.cfg.logger.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics")
+	}
+	start := time.Now()
+	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
+	err := j.execute(ctx)
+	j.cfg.logger.Info("job finished", "job", j.name, "elapsed", time.Since(start), "err", err)
+	return err
+}

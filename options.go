@@ -1,0 +1,163 @@
+package weir
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/internal/keygroup"
+)
+
+// Option configures a job (NewJob) or one operator (FromSource, Map, KeyBy,
+// Window, ...). Options that make no sense where they are given make Run fail
+// with an error naming them, rather than being ignored.
+type Option interface {
+	apply(*config)
+	String() string
+}
+
+type scope uint8
+
+const (
+	scopeJob scope = 1 << iota
+	scopeOp
+)
+
+type option struct {
+	name  string
+	scope scope
+	fn    func(*config)
+}
+
+func (o option) apply(c *config) {
+	c.used = append(c.used, o)
+	o.fn(c)
+}
+func (o option) String() string { return o.name }
+
+// config is the union of job-level and operator-level settings. Operators
+// inherit the job's values for the fields they do not set.
+type config struct {
+	used []option
+
+	// job and operator
+	parallelism int
+
+	// job
+	maxParallelism int
+	batchSize      int
+	bufferTimeout  time.Duration
+	queueCapacity  int
+	metricsAddr    string
+	logger         *slog.Logger
+
+	// operator
+	name string
+	uid  string
+}
+
+func (c *config) check(where string, allowed scope) error {
+	var bad []string
+	for _, o := range c.used {
+		if o.scope&allowed == 0 {
+			bad = append(bad, o.name)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("weir: %s: option(s) %s not valid here", where, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func defaultJobConfig() config {
+	return config{
+		parallelism:    1,
+		maxParallelism: keygroup.DefaultMaxParallelism,
+		batchSize:      1024,
+		bufferTimeout:  10 * time.Millisecond,
+		queueCapacity:  4,
+	}
+}
+
+// validate checks a job configuration and fills defaults.
+func (c *config) validate() error {
+	switch {
+	case c.parallelism < 1:
+		return fmt.Errorf("weir: parallelism %d: must be at least 1", c.parallelism)
+	case c.maxParallelism < 1 || c.maxParallelism > 1<<15:
+		return fmt.Errorf("weir: max parallelism %d: must be in [1, 32768]", c.maxParallelism)
+	case c.parallelism > c.maxParallelism:
+		return fmt.Errorf("weir: parallelism %d exceeds max parallelism %d", c.parallelism, c.maxParallelism)
+	case c.batchSize < 1:
+		return fmt.Errorf("weir: batch size %d: must be at least 1", c.batchSize)
+	case c.bufferTimeout < 0:
+		return fmt.Errorf("weir: buffer timeout %v: must not be negative", c.bufferTimeout)
+	case c.queueCapacity < 1:
+		return fmt.Errorf("weir: queue capacity %d: must be at least 1", c.queueCapacity)
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// String prints the effective job options.
+func (c *config) String() string {
+	return fmt.Sprintf("parallelism=%d max-parallelism=%d batch-size=%d buffer-timeout=%v queue-capacity=%d metrics=%q",
+		c.parallelism, c.maxParallelism, c.batchSize, c.bufferTimeout, c.queueCapacity, c.metricsAddr)
+}
+
+// Parallelism sets how many subtasks run an operator; given to NewJob it is
+// the default for every operator. Stateless operators chained to their
+// input run at their input's parallelism unless told otherwise.
+func Parallelism(n int) Option {
+	return option{fmt.Sprintf("Parallelism(%d)", n), scopeJob | scopeOp, func(c *config) { c.parallelism = n }}
+}
+
+// MaxParallelism sets the number of key groups (default 128): the upper
+// bound for parallelism, fixed for the life of the job's state.
+func MaxParallelism(n int) Option {
+	return option{fmt.Sprintf("MaxParallelism(%d)", n), scopeJob, func(c *config) { c.maxParallelism = n }}
+}
+
+// BatchSize sets how many records a batch on an edge holds at most (default
+// 1024).
+func BatchSize(n int) Option {
+	return option{fmt.Sprintf("BatchSize(%d)", n), scopeJob, func(c *config) { c.batchSize = n }}
+}
+
+// BufferTimeout bounds how long a record may wait in a partly filled output
+// batch before it is sent (default 10ms). Zero sends after every input batch.
+func BufferTimeout(d time.Duration) Option {
+	return option{fmt.Sprintf("BufferTimeout(%v)", d), scopeJob, func(c *config) { c.bufferTimeout = d }}
+}
+
+// QueueCapacity sets how many batches an input channel buffers before its
+// sender blocks (default 4). This bounds memory and is where backpressure
+// starts.
+func QueueCapacity(n int) Option {
+	return option{fmt.Sprintf("QueueCapacity(%d)", n), scopeJob, func(c *config) { c.queueCapacity = n }}
+}
+
+// MetricsAddr serves Prometheus metrics at http://addr/metrics while the job
+// runs. An address without a host (":9249") listens on loopback only.
+func MetricsAddr(addr string) Option {
+	return option{fmt.Sprintf("MetricsAddr(%q)", addr), scopeJob, func(c *config) { c.metricsAddr = addr }}
+}
+
+// Logger sets the job's logger (default: discard).
+func Logger(l *slog.Logger) Option {
+	return option{"Logger", scopeJob, func(c *config) { c.logger = l }}
+}
+
+// Name names an operator in metrics, logs and errors.
+func Name(name string) Option {
+	return option{fmt.Sprintf("Name(%q)", name), scopeOp, func(c *config) { c.name = name }}
+}
+
+// UID gives an operator a stable identity that savepoints use to map state
+// to operators across code changes. It defaults to the operator's name.
+func UID(uid string) Option {
+	return option{fmt.Sprintf("UID(%q)", uid), scopeOp, func(c *config) { c.uid = uid }}
+}

@@ -1,0 +1,107 @@
+package weir
+
+import (
+	"context"
+	"sync"
+
+	"github.com/weirstream/weir/internal/metrics"
+)
+
+// Sink is an output of a job. Each sink subtask opens its own writer.
+type Sink[T any] interface {
+	// OpenWriter opens the writer of sink subtask `subtask` of `parallelism`.
+	OpenWriter(ctx context.Context, subtask, parallelism int) (SinkWriter[T], error)
+}
+
+// SinkWriter writes the records that reach one sink subtask.
+type SinkWriter[T any] interface {
+	// Write writes records; the slice is only valid during the call.
+	Write(ctx context.Context, items []T) error
+	// Close flushes and releases the writer. It is called once, at the end
+	// of the input or when the job fails.
+	Close(ctx context.Context) error
+}
+
+// SinkFunc adapts a function to a Sink whose writers call it (from several
+// goroutines when the sink's parallelism is above 1).
+type SinkFunc[T any] func(ctx context.Context, items []T) error
+
+// OpenWriter implements Sink.
+func (f SinkFunc[T]) OpenWriter(context.Context, int, int) (SinkWriter[T], error) {
+	return funcWriter[T](f), nil
+}
+
+type funcWriter[T any] SinkFunc[T]
+
+func (f funcWriter[T]) Write(ctx context.Context, items []T) error { return f(ctx, items) }
+func (f funcWriter[T]) Close(context.Context) error                 { return nil }
+
+// To writes s to sink. The sink is chained to its input and runs at its
+// parallelism unless Parallelism says otherwise.
+func To[T any](s *Stream[T], sink Sink[T], opts ...Option) {
+	cfg := s.job.opConfig("To", scopeOp, opts)
+	n := s.job.addNode(cfg.name, "sink", cfg.parallelism, cfg)
+	n.tee = newTee[struct{}]
+	connect(s, n, forward)
+	n.build = func(st *subtask, _ any) ([]any, error) {
+		w, err := sink.OpenWriter(st.ctx, st.index, n.parallelism)
+		if err != nil {
+			return nil, err
+		}
+		op := &sinkOp[T]{w: w, st: st, m: st.metrics(n)}
+		st.closers = append(st.closers, op.close)
+		return []any{consumer[T](op)}, nil
+	}
+}
+
+type sinkOp[T any] struct {
+	w      SinkWriter[T]
+	st     *subtask
+	m      *metrics.Operator
+	closed bool
+}
+
+func (op *sinkOp[T]) push(b *batch[T]) error {
+	if len(b.data) == 0 {
+		return nil
+	}
+	op.m.RecordsIn.Add(int64(len(b.data)))
+	return op.w.Write(op.st.ctx, b.data)
+}
+
+func (op *sinkOp[T]) finish() error { return op.close() }
+
+func (op *sinkOp[T]) close() error {
+	if op.closed {
+		return nil
+	}
+	op.closed = true
+	return op.w.Close(op.st.ctx)
+}
+
+// Collector gathers the records of a stream in memory; see Collect.
+type Collector[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+// Collect attaches a sink that keeps every record of s in memory. Items
+// returns them once Run has returned (in arrival order per subtask; the
+// interleaving of subtasks is not defined).
+func Collect[T any](s *Stream[T], opts ...Option) *Collector[T] {
+	c := &Collector[T]{}
+	To(s, SinkFunc[T](func(_ context.Context, items []T) error {
+		c.mu.Lock()
+		c.items = append(c.items, items...)
+		c.mu.Unlock()
+		return nil
+	}), append([]Option{Name("collect")}, opts...)...)
+	return c
+}
+
+// Items returns a copy of what arrived so far.
+func (c *Collector[T]) Items() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]T(nil), c.items...)
+}

@@ -1,0 +1,258 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// Source is an input of a job, split into independent splits (partitions,
+// files) in the spirit of Flink's FLIP-27: the job enumerates the splits
+// once, assigns them to source subtasks (split i to subtask i mod p) and
+// opens one reader per split. Watermarks are generated per split and
+// combined by minimum, so one slow split holds the watermark back, as it
+// must.
+type Source[T any] interface {
+	// Splits enumerates the splits. It is called once, when the job starts.
+	Splits(ctx context.Context) ([]Split, error)
+	// Open returns a reader of one split.
+	Open(ctx context.Context, split Split) (SplitReader[T], error)
+}
+
+// Split is one independently readable part of a source.
+type Split interface {
+	// ID identifies the split stably across runs (used by checkpoints).
+	ID() string
+}
+
+// SplitReader reads the records of one split.
+type SplitReader[T any] interface {
+	// Read fills dst with up to len(dst) records and returns how many. At
+	// the end of a bounded split it returns io.EOF (with or without records).
+	// A reader of an unbounded split that has nothing to return may wait a
+	// little (up to ~10ms), then return 0, nil, so the job can flush its
+	// buffers and notice cancellation.
+	Read(ctx context.Context, dst []T) (int, error)
+	// Close releases the reader.
+	Close() error
+}
+
+// SkipCounter is implemented by readers that skip malformed records when
+// told to; the job exposes the count as weir_bad_records_skipped_total.
+type SkipCounter interface {
+	Skipped() int64
+}
+
+// WatermarkStrategy says where a record's event time comes from and how the
+// source derives watermarks from event times.
+type WatermarkStrategy[T any] struct {
+	kind  watermark.Kind
+	delay int64
+	ts    func(T) time.Time
+}
+
+// BoundedOutOfOrderness assigns event times with ts and emits, per split,
+// the watermark max event time seen - d - 1ms (Flink's definition): events
+// may arrive up to d later than a later-stamped event without being late.
+func BoundedOutOfOrderness[T any](d time.Duration, ts func(T) time.Time) WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{kind: watermark.Bounded, delay: d.Milliseconds(), ts: ts}
+}
+
+// MonotonousTimestamps is for sources whose event times never decrease
+// within a split: the watermark is the max event time seen - 1ms.
+func MonotonousTimestamps[T any](ts func(T) time.Time) WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{kind: watermark.Bounded, delay: 0, ts: ts}
+}
+
+// NoWatermarks stamps each record with its ingestion time (the wall clock
+// when the source read it) and never advances the watermark until the input
+// ends: event-time windows then fire only at the end of a bounded input.
+func NoWatermarks[T any]() WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{kind: watermark.None}
+}
+
+// FromSource adds a source to the job. The source runs at the job's
+// parallelism (or Parallelism(n)), capped by its number of splits.
+func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[T], opts ...Option) *Stream[T] {
+	cfg := j.opConfig("FromSource", scopeOp, opts)
+	if cfg.name == "" {
+		cfg.name = name
+	}
+	out, n := newStream[T](j, "source", cfg)
+	var splits []Split
+	n.splits = func(ctx context.Context) (int, error) {
+		var err error
+		splits, err = src.Splits(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if len(splits) == 0 {
+			return 0, errors.New("source has no splits")
+		}
+		return len(splits), nil
+	}
+	n.run = func(st *subtask, o any) error {
+		var mine []Split
+		for i, s := range splits {
+			if i%n.parallelism == st.index {
+				mine = append(mine, s)
+			}
+		}
+		return runSource(st, n, src, mine, ws, o.(consumer[T]))
+	}
+	return out
+}
+
+// runSource is the loop of one source subtask.
+func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws WatermarkStrategy[T], out consumer[T]) error {
+	ctx := st.ctx
+	m := st.metrics(n)
+	readers := make([]SplitReader[T], len(splits))
+	for i, s := range splits {
+		r, err := src.Open(ctx, s)
+		if err != nil {
+			return fmt.Errorf("open split %s: %w", s.ID(), err)
+		}
+		readers[i] = r
+		st.closers = append(st.closers, r.Close)
+	}
+	gens := make([]watermark.Generator, len(splits))
+	for i := range gens {
+		gens[i] = watermark.NewGenerator(ws.kind, ws.delay)
+	}
+	comb := watermark.NewCombiner(len(splits))
+	size := st.cfg().batchSize
+	b := newBatch[T](size)
+	b.data = b.data[:size]
+	b.ts = b.ts[:size]
+	b.wm = b.wm[:size]
+	done := make([]bool, len(splits))
+	active := len(splits)
+	lastWM := int64(watermark.Min)
+	view := &batch[T]{} // the part of b that was filled, lent to the chain
+	for active > 0 {
+		progressed := false
+		for s, r := range readers {
+			if done[s] {
+				continue
+			}
+			k, err := r.Read(ctx, b.data[:size])
+			eof := errors.Is(err, io.EOF)
+			if err != nil && !eof {
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+				return fmt.Errorf("split %s: %w", splits[s].ID(), err)
+			}
+			if k > 0 {
+				progressed = true
+				stamp(&b.header, b.data[:k], &gens[s], comb.MinExcept(s), ws)
+				comb.Update(s, gens[s].Current())
+			}
+			if eof {
+				done[s] = true
+				active--
+				comb.Update(s, watermark.Max)
+				if sc, ok := r.(SkipCounter); ok {
+					m.BadRecordsSkipped.Store(sc.Skipped())
+				}
+			}
+			b.watermark = comb.Current()
+			if k > 0 || b.watermark > lastWM {
+				view.ts, view.wm, view.data, view.watermark = b.ts[:k], b.wm[:k], b.data[:k], b.watermark
+				m.RecordsOut.Add(int64(k))
+				m.Watermark.Store(b.watermark)
+				if err := out.push(view); err != nil {
+					return err
+				}
+				lastWM = b.watermark
+			}
+		}
+		now := time.Now().UnixNano()
+		if err := st.flushDue(now); err != nil {
+			return err
+		}
+		if !progressed {
+			if err := ctx.Err(); err != nil {
+				return context.Cause(ctx)
+			}
+			for _, r := range readers {
+				if sc, ok := r.(SkipCounter); ok {
+					m.BadRecordsSkipped.Store(sc.Skipped())
+				}
+			}
+		}
+	}
+	if lastWM < watermark.Max {
+		view.ts, view.wm, view.data, view.watermark = nil, nil, nil, watermark.Max
+		m.Watermark.Store(watermark.Max)
+		if err := out.push(view); err != nil {
+			return err
+		}
+	}
+	return out.finish()
+}
+
+// stamp assigns event times and the per-record watermark column for k
+// records just read from one split. others is the minimum watermark of the
+// subtask's other splits, which caps this split's contribution.
+func stamp[T any](h *header, data []T, g *watermark.Generator, others int64, ws WatermarkStrategy[T]) {
+	ts, wm := h.ts[:len(data)], h.wm[:len(data)]
+	if ws.ts == nil {
+		now := time.Now().UnixMilli()
+		for i := range data {
+			ts[i] = now
+			wm[i] = min(g.Current(), others)
+			g.OnEvent(now)
+		}
+		return
+	}
+	for i := range data {
+		w := g.Current()
+		if w > others {
+			w = others
+		}
+		wm[i] = w
+		t := ws.ts(data[i]).UnixMilli()
+		ts[i] = t
+		g.OnEvent(t)
+	}
+}
+
+// SliceSource is a bounded source of one split that emits items in order.
+func SliceSource[T any](items []T) Source[T] { return &sliceSource[T]{items: items} }
+
+type sliceSource[T any] struct{ items []T }
+
+type indexSplit int
+
+func (s indexSplit) ID() string { return strconv.Itoa(int(s)) }
+
+func (s *sliceSource[T]) Splits(context.Context) ([]Split, error) {
+	return []Split{indexSplit(0)}, nil
+}
+
+func (s *sliceSource[T]) Open(context.Context, Split) (SplitReader[T], error) {
+	return &sliceReader[T]{items: s.items}, nil
+}
+
+type sliceReader[T any] struct {
+	items []T
+	pos   int
+}
+
+func (r *sliceReader[T]) Read(_ context.Context, dst []T) (int, error) {
+	n := copy(dst, r.items[r.pos:])
+	r.pos += n
+	if r.pos == len(r.items) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r *sliceReader[T]) Close() error { return nil }

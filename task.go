@@ -1,0 +1,310 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// plan is the compiled job: parallelism resolved, chains formed, gates made.
+type plan struct {
+	job   *Job
+	gates [][]*exec.Gate // per node, per subtask; nil for chained nodes
+	// channel index of each (input edge, sending subtask) in the gate
+	base map[*edge]int
+}
+
+// subtask is the per-goroutine context handed to operators as they are
+// built: which subtask they are, where to register things the task loop must
+// drive (flushing of output buffers, closing of sinks).
+type subtask struct {
+	plan     *plan
+	ctx      context.Context
+	index    int
+	flushers []flusher
+	closers  []func() error
+	timeout  int64 // buffer timeout, ns
+}
+
+// flusher is an output buffer that the task loop flushes when the buffer
+// timeout expires.
+type flusher interface {
+	// pendingSince is when the oldest unsent record or watermark was added
+	// (unix ns), or 0 when nothing is pending.
+	pendingSince() int64
+	flush() error
+}
+
+func (st *subtask) cfg() *config { return &st.plan.job.cfg }
+
+func (st *subtask) metrics(n *node) *metrics.Operator {
+	return st.plan.job.metrics.Operator(n.name, st.index)
+}
+
+// flushDue flushes every buffer whose oldest content waited the timeout.
+func (st *subtask) flushDue(now int64) error {
+	for _, f := range st.flushers {
+		if ps := f.pendingSince(); ps != 0 && now-ps >= st.timeout {
+			if err := f.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wait is how long the task may block on input before a flush is due; <= 0
+// means no flush is pending.
+func (st *subtask) wait(now int64) time.Duration {
+	var w int64 = -1
+	for _, f := range st.flushers {
+		if ps := f.pendingSince(); ps != 0 {
+			d := max(ps+st.timeout-now, 1000) // at least 1µs: a zero timeout would block forever
+			if w < 0 || d < w {
+				w = d
+			}
+		}
+	}
+	return time.Duration(w)
+}
+
+func (st *subtask) close() error {
+	var errs []error
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		errs = append(errs, st.closers[i]())
+	}
+	st.closers = nil
+	return errors.Join(errs...)
+}
+
+// compile resolves parallelism, chains and gates.
+func (j *Job) compile(ctx context.Context) (*plan, error) {
+	p := &plan{job: j, gates: make([][]*exec.Gate, len(j.nodes)), base: map[*edge]int{}}
+	// Nodes are created after their inputs, so index order is topological.
+	for _, n := range j.nodes {
+		if n.splits != nil {
+			k, err := n.splits(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("weir: source %q: %w", n.name, err)
+			}
+			if n.parallelism == 0 {
+				n.parallelism = j.cfg.parallelism
+			}
+			// Subtasks beyond the number of splits would have nothing to read.
+			n.parallelism = max(1, min(n.parallelism, k))
+			continue
+		}
+		if n.parallelism == 0 {
+			if len(n.inputs) > 0 && n.inputs[0].part == forward {
+				n.parallelism = n.inputs[0].from.parallelism
+			} else {
+				n.parallelism = j.cfg.parallelism
+			}
+		}
+		if n.parallelism > j.cfg.maxParallelism {
+			return nil, fmt.Errorf("weir: operator %q: parallelism %d exceeds max parallelism %d", n.name, n.parallelism, j.cfg.maxParallelism)
+		}
+		for _, e := range n.inputs {
+			if e.part == forward && e.from.parallelism != n.parallelism {
+				e.part = rebalance // like Flink: forward needs equal parallelism
+			}
+			e.chained = e.part == forward && len(n.inputs) == 1
+		}
+	}
+	for _, n := range j.nodes {
+		chans := 0
+		for _, e := range n.inputs {
+			if e.chained {
+				continue
+			}
+			p.base[e] = chans
+			if e.part == forward {
+				chans++
+			} else {
+				chans += e.from.parallelism
+			}
+		}
+		if chans == 0 {
+			continue
+		}
+		for i := 0; i < n.parallelism; i++ {
+			p.gates[n.id] = append(p.gates[n.id], exec.NewGate(chans, j.cfg.queueCapacity, ctx.Done()))
+		}
+	}
+	return p, nil
+}
+
+// targets lists the gate channels that subtask i of e.from sends to.
+func (p *plan) targets(e *edge, i int) []target {
+	gs := p.gates[e.to.id]
+	if e.part == forward {
+		return []target{{gs[i], p.base[e]}}
+	}
+	out := make([]target, len(gs))
+	for k, g := range gs {
+		out[k] = target{g, p.base[e] + i}
+	}
+	return out
+}
+
+// instantiate builds node n and everything chained after it for subtask st
+// and returns n's input consumers.
+func (p *plan) instantiate(n *node, st *subtask) ([]any, error) {
+	out, err := p.output(n, st)
+	if err != nil {
+		return nil, err
+	}
+	if n.build == nil {
+		return nil, fmt.Errorf("weir: operator %q cannot be built", n.name)
+	}
+	return n.build(st, out)
+}
+
+// output builds n's output consumer: chained successors and network writers.
+func (p *plan) output(n *node, st *subtask) (any, error) {
+	var outs []any
+	for _, e := range n.outputs {
+		if e.chained {
+			ins, err := p.instantiate(e.to, st)
+			if err != nil {
+				return nil, err
+			}
+			outs = append(outs, ins[0])
+			continue
+		}
+		outs = append(outs, e.writer(st, p.targets(e, st.index)))
+	}
+	return n.tee(outs), nil
+}
+
+func (j *Job) execute(parent context.Context) error {
+	g := exec.NewGroup(parent)
+	ctx := g.Context()
+	p, err := j.compile(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range j.nodes {
+		head := n.run != nil
+		for _, e := range n.inputs {
+			head = head || !e.chained
+		}
+		if !head {
+			continue
+		}
+		for i := 0; i < n.parallelism; i++ {
+			n, i := n, i
+			g.Go(n.name, i, func(ctx context.Context) error {
+				st := &subtask{plan: p, ctx: ctx, index: i, timeout: int64(j.cfg.bufferTimeout)}
+				defer st.close()
+				if n.run != nil {
+					out, err := p.output(n, st)
+					if err != nil {
+						return err
+					}
+					if err := n.run(st, out); err != nil {
+						return err
+					}
+				} else if err := p.runInputTask(n, st); err != nil {
+					return err
+				}
+				return st.close()
+			})
+		}
+	}
+	err = g.Wait()
+	if err != nil && parent.Err() != nil && errors.Is(err, context.Cause(parent)) {
+		return err
+	}
+	return err
+}
+
+// runInputTask is the loop of a task whose head reads from a gate: it
+// combines the channels' watermarks (minimum over channels, ended channels
+// count as +inf), rewrites each batch's watermarks to the combined ones, and
+// pushes the batch into the chain.
+func (p *plan) runInputTask(n *node, st *subtask) error {
+	ins, err := p.instantiate(n, st)
+	if err != nil {
+		return err
+	}
+	gate := p.gates[n.id][st.index]
+	nch := gate.Channels()
+	deliver := make([]func(any) error, nch)
+	for _, e := range n.inputs {
+		d := e.deliver(ins[e.index])
+		if e.part == forward {
+			deliver[p.base[e]] = d
+			continue
+		}
+		for k := 0; k < e.from.parallelism; k++ {
+			deliver[p.base[e]+k] = d
+		}
+	}
+	first := n.inputs[0]
+	toFirst := first.deliver(ins[first.index])
+	comb := watermark.NewCombiner(nch)
+	ended := 0
+	m := st.metrics(n)
+	for ended < nch {
+		msg, ok := gate.TryNext()
+		if !ok {
+			now := time.Now().UnixNano()
+			if err := st.flushDue(now); err != nil {
+				return err
+			}
+			var err error
+			msg, ok, err = gate.Next(st.wait(now))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // a flush is due
+			}
+		}
+		c := int(msg.Channel)
+		switch msg.Kind {
+		case exec.Data:
+			h := msg.Batch.(headed).hdr()
+			if nch > 1 {
+				if others := comb.MinExcept(c); others < h.watermark {
+					for i, w := range h.wm {
+						if w > others {
+							h.wm[i] = others
+						}
+					}
+				}
+			}
+			comb.Update(c, h.watermark)
+			h.watermark = comb.Current()
+			m.Watermark.Store(h.watermark)
+			if err := deliver[c](msg.Batch); err != nil {
+				return err
+			}
+		case exec.End:
+			ended++
+			if wm, adv := comb.Update(c, watermark.Max); adv {
+				m.Watermark.Store(wm)
+				if err := toFirst(first.empty(wm)); err != nil {
+					return err
+				}
+			}
+		}
+		// Checked after every batch, not only when idle, so that a rarely
+		// used output channel of a busy task still flushes in time.
+		if len(st.flushers) > 0 {
+			if err := st.flushDue(time.Now().UnixNano()); err != nil {
+				return err
+			}
+		}
+	}
+	return ins[first.index].(finisher).finish()
+}
+
+// finisher is the untyped view of consumer.finish.
+type finisher interface{ finish() error }
