@@ -34,7 +34,7 @@ func (f SinkFunc[T]) OpenWriter(context.Context, int, int) (SinkWriter[T], error
 type funcWriter[T any] SinkFunc[T]
 
 func (f funcWriter[T]) Write(ctx context.Context, items []T) error { return f(ctx, items) }
-func (f funcWriter[T]) Close(context.Context) error                 { return nil }
+func (f funcWriter[T]) Close(context.Context) error                { return nil }
 
 // To writes s to sink. The sink is chained to its input and runs at its
 // parallelism unless Parallelism says otherwise.

@@ -126,4 +126,3 @@ func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 	}
 	return out
 }
-
