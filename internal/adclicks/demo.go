@@ -1,0 +1,129 @@
+package adclicks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// DemoClick is a click of the demo stream: the shape a user's job would
+// read from a log of click events.
+type DemoClick struct {
+	AdID   string    `json:"ad_id"`
+	UserID int64     `json:"user_id"`
+	TS     time.Time `json:"ts"`
+}
+
+// DemoConfig describes the demo's click stream.
+type DemoConfig struct {
+	Events int64
+	Ads    int
+	Seed   uint64
+	// Rate limits events per second of wall-clock time (0: unlimited).
+	Rate float64
+	// Start is the event time of the first click.
+	Start time.Time
+	// Disorder: every click is delayed by up to Jitter; LateShare of the
+	// clicks are delayed further, by up to MaxLate (a phone that was
+	// offline, a backlog in a queue).
+	Jitter    time.Duration
+	LateShare float64
+	MaxLate   time.Duration
+}
+
+// DefaultDemo is the demo's stream: one click per millisecond of event time
+// over 50 ads (Zipf-like popularity), up to 4s of ordinary disorder, and 1%
+// of clicks late by up to 20 minutes.
+func DefaultDemo() DemoConfig {
+	return DemoConfig{
+		Events: 2_000_000, Ads: 50, Seed: 1, Start: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		Jitter: 4 * time.Second, LateShare: 0.01, MaxLate: 20 * time.Minute,
+	}
+}
+
+// DemoSource is a deterministic source of demo clicks: the same seed gives
+// the same stream, in the same order.
+func DemoSource(c DemoConfig) weir.Source[DemoClick] { return &demoSource{c: c} }
+
+type demoSource struct{ c DemoConfig }
+
+func (s *demoSource) Splits(context.Context) ([]weir.Split, error) {
+	return []weir.Split{genSplit{}}, nil
+}
+
+func (s *demoSource) Open(context.Context, weir.Split) (weir.SplitReader[DemoClick], error) {
+	ads := make([]string, s.c.Ads)
+	for i := range ads {
+		ads[i] = fmt.Sprintf("ad-%02d", i)
+	}
+	// Popularity ∝ 1/(rank+1): a cumulative table drawn by binary search.
+	cum := make([]float64, s.c.Ads)
+	total := 0.0
+	for i := range cum {
+		total += 1 / float64(i+1)
+		cum[i] = total
+	}
+	for i := range cum {
+		cum[i] /= total
+	}
+	return &demoReader{c: s.c, ads: ads, cum: cum, rng: rand.New(rand.NewPCG(s.c.Seed, s.c.Seed^0x5eed)), start: time.Now()}, nil
+}
+
+type demoReader struct {
+	c     DemoConfig
+	ads   []string
+	cum   []float64
+	rng   *rand.Rand
+	i     int64
+	start time.Time
+}
+
+func (r *demoReader) Read(ctx context.Context, dst []DemoClick) (int, error) {
+	if r.c.Rate > 0 {
+		due := int64(time.Since(r.start).Seconds()*r.c.Rate) - r.i
+		if due <= 0 {
+			t := time.NewTimer(min(time.Duration(float64(time.Second)/r.c.Rate), 10*time.Millisecond))
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+				return 0, context.Cause(ctx)
+			case <-t.C:
+			}
+			return 0, nil
+		}
+		if int64(len(dst)) > due {
+			dst = dst[:due]
+		}
+	}
+	k := 0
+	base := r.c.Start.UnixMilli()
+	for k < len(dst) && r.i < r.c.Events {
+		u := r.rng.Float64()
+		lo, hi := 0, len(r.cum)-1
+		for lo < hi {
+			m := (lo + hi) / 2
+			if r.cum[m] < u {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		delay := r.rng.Int64N(r.c.Jitter.Milliseconds() + 1)
+		if r.rng.Float64() < r.c.LateShare {
+			delay += r.rng.Int64N(r.c.MaxLate.Milliseconds() + 1)
+		}
+		dst[k] = DemoClick{AdID: r.ads[lo], UserID: r.rng.Int64N(1_000_000), TS: time.UnixMilli(base + r.i - delay).UTC()}
+		k++
+		r.i++
+	}
+	if r.i >= r.c.Events {
+		return k, io.EOF
+	}
+	return k, nil
+}
+
+func (r *demoReader) Close() error { return nil }
