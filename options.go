@@ -51,6 +51,7 @@ type config struct {
 	queueCapacity  int
 	metricsAddr    string
 	logger         *slog.Logger
+	clock          func() time.Time
 
 	// operator
 	name string
@@ -98,6 +99,9 @@ func (c *config) validate() error {
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.clock == nil {
+		c.clock = time.Now
 	}
 	return nil
 }
@@ -160,4 +164,10 @@ func Name(name string) Option {
 // to operators across code changes. It defaults to the operator's name.
 func UID(uid string) Option {
 	return option{fmt.Sprintf("UID(%q)", uid), scopeOp, func(c *config) { c.uid = uid }}
+}
+
+// Clock replaces the wall clock that drives processing time (processing-time
+// timers and triggers, state TTL, ingestion timestamps) — for tests.
+func Clock(now func() time.Time) Option {
+	return option{"Clock", scopeJob, func(c *config) { c.clock = now }}
 }

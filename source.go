@@ -174,7 +174,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			}
 		}
 		now := time.Now().UnixNano()
-		if err := st.flushDue(now); err != nil {
+		if err := st.tick(now); err != nil {
 			return err
 		}
 		if !progressed {

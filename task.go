@@ -27,8 +27,20 @@ type subtask struct {
 	ctx      context.Context
 	index    int
 	flushers []flusher
+	timers   []procTimers
 	closers  []func() error
 	timeout  int64 // buffer timeout, ns
+}
+
+// procTimers is an operator with processing-time timers: the task loop
+// calls onProcessingTime from the task's goroutine once the wall clock
+// reaches nextProcessingTime. Operators never read the clock themselves.
+type procTimers interface {
+	// nextProcessingTime is the earliest pending timer (unix ms), or
+	// watermark.Max when there is none.
+	nextProcessingTime() int64
+	// onProcessingTime fires the timers due at now (unix ms).
+	onProcessingTime(now int64) error
 }
 
 // flusher is an output buffer that the task loop flushes when the buffer
@@ -42,12 +54,27 @@ type flusher interface {
 
 func (st *subtask) cfg() *config { return &st.plan.job.cfg }
 
+// now is the processing time in unix ms, from the job's clock.
+func (st *subtask) now() int64 { return st.cfg().clock().UnixMilli() }
+
 func (st *subtask) metrics(n *node) *metrics.Operator {
 	return st.plan.job.metrics.Operator(n.name, st.index)
 }
 
-// flushDue flushes every buffer whose oldest content waited the timeout.
-func (st *subtask) flushDue(now int64) error {
+// busy reports whether the task loop must look at the clock after every
+// batch: to flush output buffers or fire processing-time timers.
+func (st *subtask) busy() bool { return len(st.flushers) > 0 || len(st.timers) > 0 }
+
+// tick fires due processing-time timers and flushes every buffer whose
+// oldest content waited the buffer timeout. now is unix ns.
+func (st *subtask) tick(now int64) error {
+	for _, t := range st.timers {
+		if t.nextProcessingTime() <= now/1e6 {
+			if err := t.onProcessingTime(now / 1e6); err != nil {
+				return err
+			}
+		}
+	}
 	for _, f := range st.flushers {
 		if ps := f.pendingSince(); ps != 0 && now-ps >= st.timeout {
 			if err := f.flush(); err != nil {
@@ -58,10 +85,18 @@ func (st *subtask) flushDue(now int64) error {
 	return nil
 }
 
-// wait is how long the task may block on input before a flush is due; <= 0
-// means no flush is pending.
+// wait is how long the task may block on input before a flush or a timer is
+// due; <= 0 means nothing is pending.
 func (st *subtask) wait(now int64) time.Duration {
 	var w int64 = -1
+	for _, t := range st.timers {
+		if next := t.nextProcessingTime(); next != watermark.Max {
+			d := max(next*1e6-now, 1000)
+			if w < 0 || d < w {
+				w = d
+			}
+		}
+	}
 	for _, f := range st.flushers {
 		if ps := f.pendingSince(); ps != 0 {
 			d := max(ps+st.timeout-now, 1000) // at least 1µs: a zero timeout would block forever
@@ -255,7 +290,7 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		msg, ok := gate.TryNext()
 		if !ok {
 			now := time.Now().UnixNano()
-			if err := st.flushDue(now); err != nil {
+			if err := st.tick(now); err != nil {
 				return err
 			}
 			var err error
@@ -297,8 +332,8 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		}
 		// Checked after every batch, not only when idle, so that a rarely
 		// used output channel of a busy task still flushes in time.
-		if len(st.flushers) > 0 {
-			if err := st.flushDue(time.Now().UnixNano()); err != nil {
+		if st.busy() {
+			if err := st.tick(time.Now().UnixNano()); err != nil {
 				return err
 			}
 		}
