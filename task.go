@@ -68,10 +68,13 @@ func (st *subtask) busy() bool { return len(st.flushers) > 0 || len(st.timers) >
 // tick fires due processing-time timers and flushes every buffer whose
 // oldest content waited the buffer timeout. now is unix ns.
 func (st *subtask) tick(now int64) error {
-	for _, t := range st.timers {
-		if t.nextProcessingTime() <= now/1e6 {
-			if err := t.onProcessingTime(now / 1e6); err != nil {
-				return err
+	if len(st.timers) > 0 {
+		ms := st.now()
+		for _, t := range st.timers {
+			if t.nextProcessingTime() <= ms {
+				if err := t.onProcessingTime(ms); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -91,7 +94,7 @@ func (st *subtask) wait(now int64) time.Duration {
 	var w int64 = -1
 	for _, t := range st.timers {
 		if next := t.nextProcessingTime(); next != watermark.Max {
-			d := max(next*1e6-now, 1000)
+			d := max((next-st.now())*1e6, 1000)
 			if w < 0 || d < w {
 				w = d
 			}
