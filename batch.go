@@ -19,6 +19,9 @@ type header struct {
 	ts        []int64 // event time of each record, ms since the epoch
 	wm        []int64 // watermark in effect before each record
 	watermark int64   // watermark after the last record
+	// idle says the sender has gone idle after this batch: downstream leaves
+	// its channel out of the watermark minimum until it sends again.
+	idle bool
 }
 
 func (h *header) hdr() *header { return h }
@@ -47,6 +50,7 @@ func (b *batch[T]) reset() {
 	b.data = b.data[:0]
 	b.ts = b.ts[:0]
 	b.wm = b.wm[:0]
+	b.idle = false
 }
 
 func (b *batch[T]) add(v T, ts, wm int64) {

@@ -23,7 +23,7 @@ func (op *mapOp[T, U]) push(b *batch[T]) error {
 		ob.data[i] = op.fn(b.data[i])
 	}
 	// A map changes neither timestamps nor watermarks: share the columns.
-	ob.ts, ob.wm, ob.watermark = b.ts, b.wm, b.watermark
+	ob.ts, ob.wm, ob.watermark, ob.idle = b.ts, b.wm, b.watermark, b.idle
 	op.m.RecordsOut.Add(int64(n))
 	err := op.out.push(ob)
 	clear(ob.data)
@@ -48,7 +48,7 @@ func (op *filterOp[T]) push(b *batch[T]) error {
 			ob.add(b.data[i], b.ts[i], b.wm[i])
 		}
 	}
-	ob.watermark = b.watermark
+	ob.watermark, ob.idle = b.watermark, b.idle
 	op.m.RecordsOut.Add(int64(len(ob.data)))
 	err := op.out.push(ob)
 	ob.reset()
@@ -93,7 +93,7 @@ func (op *flatMapOp[T, U]) push(b *batch[T]) error {
 			return op.err
 		}
 	}
-	op.ob.watermark = b.watermark
+	op.ob.watermark, op.ob.idle = b.watermark, b.idle
 	op.m.RecordsOut.Add(int64(len(op.ob.data)))
 	err := op.out.push(op.ob)
 	op.ob.reset()

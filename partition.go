@@ -20,21 +20,24 @@ type keyed[K comparable, T any] struct {
 
 // outBuffers holds one partly filled batch per target channel of an edge.
 type outBuffers[E any] struct {
-	st      *subtask
-	targets []target
-	pool    *batchPool[E]
-	bufs    []*batch[E]
-	sentWM  []int64
-	wm      int64 // latest watermark of the input
-	since   int64 // unix ns of the oldest pending content; 0 if none
-	size    int
-	m       *metrics.Operator
+	st       *subtask
+	targets  []target
+	pool     *batchPool[E]
+	bufs     []*batch[E]
+	sentWM   []int64
+	wm       int64 // latest watermark of the input
+	idle     bool  // the input is idle: say so downstream
+	sentIdle []bool
+	since    int64 // unix ns of the oldest pending content; 0 if none
+	size     int
+	m        *metrics.Operator
 }
 
 func newOutBuffers[E any](st *subtask, targets []target, pool *batchPool[E], m *metrics.Operator) *outBuffers[E] {
 	o := &outBuffers[E]{st: st, targets: targets, pool: pool, size: st.cfg().batchSize, wm: watermark.Min, m: m}
 	o.bufs = make([]*batch[E], len(targets))
 	o.sentWM = make([]int64, len(targets))
+	o.sentIdle = make([]bool, len(targets))
 	for i := range o.bufs {
 		o.bufs[i] = pool.get()
 		o.sentWM[i] = watermark.Min
@@ -47,7 +50,9 @@ func newOutBuffers[E any](st *subtask, targets []target, pool *batchPool[E], m *
 func (o *outBuffers[E]) send(t int, wm int64) error {
 	b := o.bufs[t]
 	b.watermark = wm
+	b.idle = o.idle
 	o.sentWM[t] = wm
+	o.sentIdle[t] = o.idle
 	o.m.RecordsOut.Add(int64(len(b.data)))
 	blocked, err := o.targets[t].gate.Send(o.targets[t].channel, exec.Message{Kind: exec.Data, Batch: b})
 	if blocked > 0 {
@@ -70,10 +75,11 @@ func (o *outBuffers[E]) sendFull(t int) error {
 
 // endBatch notes the input batch's final watermark and starts the buffer
 // timeout if anything is now pending.
-func (o *outBuffers[E]) endBatch(wm int64) {
+func (o *outBuffers[E]) endBatch(wm int64, idle bool) {
 	if wm > o.wm {
 		o.wm = wm
 	}
+	o.idle = idle
 	if o.since == 0 && o.pending() {
 		o.since = time.Now().UnixNano()
 	}
@@ -81,7 +87,7 @@ func (o *outBuffers[E]) endBatch(wm int64) {
 
 func (o *outBuffers[E]) pending() bool {
 	for t, b := range o.bufs {
-		if len(b.data) > 0 || o.sentWM[t] < o.wm {
+		if len(b.data) > 0 || o.sentWM[t] < o.wm || o.sentIdle[t] != o.idle {
 			return true
 		}
 	}
@@ -92,7 +98,7 @@ func (o *outBuffers[E]) pendingSince() int64 { return o.since }
 
 func (o *outBuffers[E]) flush() error {
 	for t, b := range o.bufs {
-		if len(b.data) > 0 || o.sentWM[t] < o.wm {
+		if len(b.data) > 0 || o.sentWM[t] < o.wm || o.sentIdle[t] != o.idle {
 			if err := o.send(t, o.wm); err != nil {
 				return err
 			}
@@ -105,6 +111,7 @@ func (o *outBuffers[E]) flush() error {
 // finish sends what is buffered with the final watermark, then End.
 func (o *outBuffers[E]) finish() error {
 	o.wm = watermark.Max
+	o.idle = false
 	if err := o.flush(); err != nil {
 		return err
 	}
@@ -151,7 +158,7 @@ func (w *hashWriter[K, T]) push(b *batch[T]) error {
 			}
 		}
 	}
-	o.endBatch(b.watermark)
+	o.endBatch(b.watermark, b.idle)
 	return nil
 }
 
@@ -190,7 +197,7 @@ func (w *plainWriter[T]) push(b *batch[T]) error {
 			}
 		}
 	}
-	o.endBatch(b.watermark)
+	o.endBatch(b.watermark, b.idle)
 	return nil
 }
 

@@ -51,9 +51,20 @@ type SkipCounter interface {
 // WatermarkStrategy says where a record's event time comes from and how the
 // source derives watermarks from event times.
 type WatermarkStrategy[T any] struct {
-	kind  watermark.Kind
-	delay int64
-	ts    func(T) time.Time
+	kind     watermark.Kind
+	delay    int64
+	ts       func(T) time.Time
+	idleness int64 // ms; 0: splits never count as idle
+}
+
+// WithIdleness marks a split idle when it has produced no record for d of
+// processing time: its watermark stops holding back the subtask's, so one
+// quiet partition cannot stall the job (Flink's withIdleness). When the
+// split produces again it rejoins the minimum once its own watermark has
+// caught up; until then its events may be late.
+func (ws WatermarkStrategy[T]) WithIdleness(d time.Duration) WatermarkStrategy[T] {
+	ws.idleness = d.Milliseconds()
+	return ws
 }
 
 // BoundedOutOfOrderness assigns event times with ts and emits, per split,
@@ -132,8 +143,15 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 	b.ts = b.ts[:size]
 	b.wm = b.wm[:size]
 	done := make([]bool, len(splits))
+	lastRead := make([]int64, len(splits)) // processing time of each split's last record, ms
+	if ws.idleness > 0 {
+		now := st.now()
+		for i := range lastRead {
+			lastRead[i] = now
+		}
+	}
 	active := len(splits)
-	lastWM := int64(watermark.Min)
+	lastWM, lastIdle := int64(watermark.Min), false
 	view := &batch[T]{} // the part of b that was filled, lent to the chain
 	for active > 0 {
 		progressed := false
@@ -151,8 +169,16 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			}
 			if k > 0 {
 				progressed = true
-				stamp(&b.header, b.data[:k], &gens[s], comb.MinExcept(s), ws)
+				if comb.Idle(s) {
+					comb.SetIdle(s, false)
+				}
+				stamp(&b.header, b.data[:k], &gens[s], comb.Current(), comb.Others(s), ws, st)
 				comb.Update(s, gens[s].Current())
+				if ws.idleness > 0 {
+					lastRead[s] = st.now()
+				}
+			} else if ws.idleness > 0 && !eof && !comb.Idle(s) && st.now()-lastRead[s] >= ws.idleness {
+				comb.SetIdle(s, true)
 			}
 			if eof {
 				done[s] = true
@@ -163,14 +189,15 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 				}
 			}
 			b.watermark = comb.Current()
-			if k > 0 || b.watermark > lastWM {
-				view.ts, view.wm, view.data, view.watermark = b.ts[:k], b.wm[:k], b.data[:k], b.watermark
+			idle := comb.AllIdle()
+			if k > 0 || b.watermark > lastWM || idle != lastIdle {
+				view.ts, view.wm, view.data, view.watermark, view.idle = b.ts[:k], b.wm[:k], b.data[:k], b.watermark, idle
 				m.RecordsOut.Add(int64(k))
 				m.Watermark.Store(b.watermark)
 				if err := out.push(view); err != nil {
 					return err
 				}
-				lastWM = b.watermark
+				lastWM, lastIdle = b.watermark, idle
 			}
 		}
 		now := time.Now().UnixNano()
@@ -189,7 +216,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		}
 	}
 	if lastWM < watermark.Max {
-		view.ts, view.wm, view.data, view.watermark = nil, nil, nil, watermark.Max
+		view.ts, view.wm, view.data, view.watermark, view.idle = nil, nil, nil, watermark.Max, false
 		m.Watermark.Store(watermark.Max)
 		if err := out.push(view); err != nil {
 			return err
@@ -198,26 +225,24 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 	return out.finish()
 }
 
-// stamp assigns event times and the per-record watermark column for k
-// records just read from one split. others is the minimum watermark of the
-// subtask's other splits, which caps this split's contribution.
-func stamp[T any](h *header, data []T, g *watermark.Generator, others int64, ws WatermarkStrategy[T]) {
+// stamp assigns event times and the per-record watermark column for the
+// records just read from one split: before each record, the subtask's
+// combined watermark is max(cur, min(split's watermark, others)), where cur
+// is the combined watermark before the batch and others the minimum over the
+// subtask's other active splits.
+func stamp[T any](h *header, data []T, g *watermark.Generator, cur, others int64, ws WatermarkStrategy[T], st *subtask) {
 	ts, wm := h.ts[:len(data)], h.wm[:len(data)]
 	if ws.ts == nil {
-		now := time.Now().UnixMilli()
+		now := st.now()
 		for i := range data {
 			ts[i] = now
-			wm[i] = min(g.Current(), others)
+			wm[i] = watermark.At(cur, g.Current(), others)
 			g.OnEvent(now)
 		}
 		return
 	}
 	for i := range data {
-		w := g.Current()
-		if w > others {
-			w = others
-		}
-		wm[i] = w
+		wm[i] = watermark.At(cur, g.Current(), others)
 		t := ws.ts(data[i]).UnixMilli()
 		ts[i] = t
 		g.OnEvent(t)

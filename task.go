@@ -310,16 +310,20 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		case exec.Data:
 			h := msg.Batch.(headed).hdr()
 			if nch > 1 {
-				if others := comb.MinExcept(c); others < h.watermark {
-					for i, w := range h.wm {
-						if w > others {
-							h.wm[i] = others
-						}
-					}
+				cur, others := comb.Current(), comb.Others(c)
+				for i, w := range h.wm {
+					h.wm[i] = watermark.At(cur, w, others)
 				}
 			}
 			comb.Update(c, h.watermark)
+			if h.idle {
+				comb.SetIdle(c, true)
+			}
 			h.watermark = comb.Current()
+			h.idle = false // the combined output is not idle while any input is active
+			if comb.AllIdle() {
+				h.idle = true
+			}
 			m.Watermark.Store(h.watermark)
 			if err := deliver[c](msg.Batch); err != nil {
 				return err

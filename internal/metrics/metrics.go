@@ -40,6 +40,9 @@ type Operator struct {
 // Registry holds every operator's metrics of one job.
 type Registry struct {
 	Job string
+	// Now is the processing-time clock for the watermark lag (default
+	// time.Now).
+	Now func() time.Time
 	mu  struct {
 		sync.Mutex
 		ops map[opKey]*Operator
@@ -105,12 +108,13 @@ var (
 	descLate     = prometheus.NewDesc("late_records_dropped_total", "Events dropped because they arrived after their window's allowed lateness.", labels, nil)
 	descSkipped  = prometheus.NewDesc("weir_bad_records_skipped_total", "Malformed input records skipped by a source.", labels, nil)
 	descWM       = prometheus.NewDesc("weir_watermark_ms", "Current input watermark of the operator subtask, epoch milliseconds (absent before the first watermark).", labels, nil)
+	descLag      = prometheus.NewDesc("weir_watermark_lag_seconds", "Processing time minus the operator subtask's current watermark (absent before the first watermark and after the last).", labels, nil)
 	descBackpres = prometheus.NewDesc("weir_backpressure_seconds_total", "Time spent blocked on a full output queue.", labels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descLate, descSkipped, descWM, descBackpres} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descLate, descSkipped, descWM, descLag, descBackpres} {
 		ch <- d
 	}
 }
@@ -125,6 +129,8 @@ func (r *Registry) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(o.BadRecordsSkipped.Load()), lv...)
 		if wm := o.Watermark.Load(); wm != math.MinInt64 && wm != math.MaxInt64 {
 			ch <- prometheus.MustNewConstMetric(descWM, prometheus.GaugeValue, float64(wm), lv...)
+			lag := float64(r.now().UnixMilli()-wm) / 1e3
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag, lv...)
 		}
 		ch <- prometheus.MustNewConstMetric(descBackpres, prometheus.CounterValue, float64(o.BackpressureNanos.Load())/1e9, lv...)
 	}
@@ -183,4 +189,11 @@ func LoopbackDefault(addr string) string {
 		return net.JoinHostPort("127.0.0.1", port)
 	}
 	return addr
+}
+
+func (r *Registry) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoopbackDefault(t *testing.T) {
@@ -22,6 +23,7 @@ func TestLoopbackDefault(t *testing.T) {
 
 func TestServeExposesCounters(t *testing.T) {
 	reg := NewRegistry("j")
+	reg.Now = func() time.Time { return time.UnixMilli(4234) }
 	o := reg.Operator("window", 1)
 	o.RecordsIn.Add(7)
 	o.LateDropped.Add(3)
@@ -44,6 +46,7 @@ func TestServeExposesCounters(t *testing.T) {
 		`weir_records_in_total{job="j",operator="window",subtask="1"} 7`,
 		`late_records_dropped_total{job="j",operator="window",subtask="1"} 3`,
 		`weir_watermark_ms{job="j",operator="window",subtask="1"} 1234`,
+		`weir_watermark_lag_seconds{job="j",operator="window",subtask="1"} 3`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("missing %q in:\n%s", want, body)

@@ -64,18 +64,26 @@ func (g *Generator) Current() int64 { return g.wm }
 // MaxTimestamp is the largest timestamp seen.
 func (g *Generator) MaxTimestamp() int64 { return g.max }
 
-// Combiner keeps the minimum watermark over n inputs. Inputs that ended count
-// as Max.
+// Combiner merges the watermarks of n inputs into one, like Flink's
+// StatusWatermarkValve: the output is the minimum over the inputs that are
+// active (not idle) and aligned, and it never goes back. Inputs that ended
+// count as Max. An idle input is left out so that one quiet partition
+// cannot stall the job; when it becomes active again it rejoins the
+// minimum only once its own watermark has caught up with the output
+// (until then its events may be late, which is the price of idleness).
 type Combiner struct {
-	wms []int64
-	cur int64
+	wms     []int64
+	idle    []bool
+	aligned []bool
+	cur     int64
 }
 
-// NewCombiner returns a combiner over n inputs, all at Min.
+// NewCombiner returns a combiner over n active inputs, all at Min.
 func NewCombiner(n int) *Combiner {
-	c := &Combiner{wms: make([]int64, n), cur: Min}
+	c := &Combiner{wms: make([]int64, n), idle: make([]bool, n), aligned: make([]bool, n), cur: Min}
 	for i := range c.wms {
 		c.wms[i] = Min
+		c.aligned[i] = true
 	}
 	if n == 0 {
 		c.cur = Max
@@ -89,35 +97,84 @@ func (c *Combiner) Current() int64 { return c.cur }
 // Of returns input i's own watermark.
 func (c *Combiner) Of(i int) int64 { return c.wms[i] }
 
-// MinExcept is the minimum over every input but i (Max if there is none).
-func (c *Combiner) MinExcept(i int) int64 {
+// Idle reports whether input i is idle.
+func (c *Combiner) Idle(i int) bool { return c.idle[i] }
+
+// AllIdle reports whether every input that has not ended is idle.
+func (c *Combiner) AllIdle() bool {
+	any := false
+	for i, w := range c.wms {
+		if w == Max {
+			continue
+		}
+		any = true
+		if !c.idle[i] {
+			return false
+		}
+	}
+	return any
+}
+
+// Others is the minimum over the active, aligned inputs other than i (Max if
+// there is none): what caps input i's contribution to the output.
+func (c *Combiner) Others(i int) int64 {
 	m := int64(Max)
 	for j, w := range c.wms {
-		if j != i && w < m {
+		if j != i && !c.idle[j] && c.aligned[j] && w < m {
 			m = w
 		}
 	}
 	return m
 }
 
-// Update sets input i's watermark (ignoring regressions) and returns the
-// combined watermark and whether it advanced.
+// At is the combined watermark if input i's watermark were w, the others
+// unchanged: max(output, min(w, others)). The task loops use it to derive
+// the combined watermark before each record of a batch from one input.
+func At(cur, w, others int64) int64 {
+	return max(cur, min(w, others))
+}
+
+// Update sets input i's watermark (ignoring regressions), marks it active,
+// and returns the combined watermark and whether it advanced.
 func (c *Combiner) Update(i int, wm int64) (int64, bool) {
-	if wm <= c.wms[i] {
+	if wm > c.wms[i] {
+		c.wms[i] = wm
+	}
+	if c.idle[i] {
+		c.idle[i] = false
+		c.aligned[i] = false // rejoins below once caught up
+	}
+	if !c.aligned[i] && c.wms[i] >= c.cur {
+		c.aligned[i] = true
+	}
+	return c.recompute()
+}
+
+// SetIdle marks input i idle or active. An input becoming active again is
+// aligned only if its watermark has reached the output.
+func (c *Combiner) SetIdle(i int, idle bool) (int64, bool) {
+	if c.idle[i] == idle {
 		return c.cur, false
 	}
-	old := c.wms[i]
-	c.wms[i] = wm
-	if old != c.cur {
-		return c.cur, false // i was not the minimum: the minimum is unchanged
+	c.idle[i] = idle
+	if !idle {
+		c.aligned[i] = c.wms[i] >= c.cur || c.cur == Min
 	}
+	return c.recompute()
+}
+
+func (c *Combiner) recompute() (int64, bool) {
 	m := int64(Max)
-	for _, w := range c.wms {
-		if w < m {
-			m = w
+	found := false
+	for j, w := range c.wms {
+		if !c.idle[j] && c.aligned[j] {
+			found = true
+			if w < m {
+				m = w
+			}
 		}
 	}
-	if m > c.cur {
+	if found && m > c.cur {
 		c.cur = m
 		return m, true
 	}

@@ -65,9 +65,49 @@ func TestCombinerMatchesNaiveMin(t *testing.T) {
 					me = min(me, x)
 				}
 			}
-			if c.MinExcept(j) != me {
-				t.Fatalf("MinExcept(%d) = %d, want %d", j, c.MinExcept(j), me)
+			if c.Others(j) != me {
+				t.Fatalf("Others(%d) = %d, want %d", j, c.Others(j), me)
 			}
 		}
+	}
+}
+
+func TestCombinerIdleness(t *testing.T) {
+	c := NewCombiner(2)
+	c.Update(0, 100)
+	if c.Current() != Min {
+		t.Fatalf("input 1 has no watermark yet: output %d", c.Current())
+	}
+	if wm, adv := c.SetIdle(1, true); wm != 100 || !adv {
+		t.Fatalf("idle input 1 must be left out: (%d, %v)", wm, adv)
+	}
+	if !c.AllIdle() == true && c.Idle(0) {
+		t.Fatal("input 0 is active")
+	}
+	c.Update(0, 200)
+	if c.Current() != 200 {
+		t.Fatalf("output %d, want 200", c.Current())
+	}
+	// Input 1 resumes behind the output: the output does not go back, and
+	// input 1 does not hold it until it catches up.
+	if wm, _ := c.Update(1, 50); wm != 200 {
+		t.Fatalf("output went back to %d", wm)
+	}
+	c.Update(0, 300)
+	if c.Current() != 300 {
+		t.Fatalf("unaligned input 1 held the output at %d", c.Current())
+	}
+	c.Update(1, 310) // caught up: aligned again
+	c.Update(0, 400)
+	if c.Current() != 310 {
+		t.Fatalf("aligned input 1 must hold the output at 310, got %d", c.Current())
+	}
+	c.SetIdle(0, true)
+	c.SetIdle(1, true)
+	if !c.AllIdle() || c.Current() != 310 {
+		t.Fatalf("all idle: output %d, AllIdle %v", c.Current(), c.AllIdle())
+	}
+	if At(310, 500, Max) != 500 || At(310, 100, Max) != 310 || At(310, 500, 400) != 400 {
+		t.Fatal("At is max(cur, min(w, others))")
 	}
 }

@@ -1,0 +1,84 @@
+package weir_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// twoSplits has a busy split and a silent one that never ends.
+type twoSplits struct{ n int64 }
+
+func (s twoSplits) Splits(context.Context) ([]weir.Split, error) {
+	return []weir.Split{split("busy"), split("silent")}, nil
+}
+
+func (s twoSplits) Open(_ context.Context, sp weir.Split) (weir.SplitReader[ev], error) {
+	return &twoReader{silent: sp.ID() == "silent", n: s.n}, nil
+}
+
+type twoReader struct {
+	silent bool
+	i, n   int64
+}
+
+func (r *twoReader) Read(ctx context.Context, dst []ev) (int, error) {
+	if r.silent || r.i >= r.n {
+		select { // an unbounded split with nothing to say waits a little
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+		return 0, nil
+	}
+	k := 0
+	for k < len(dst) && r.i < r.n {
+		dst[k] = ev{Key: "a", TS: r.i * 100}
+		r.i++
+		k++
+	}
+	return k, nil
+}
+
+func (r *twoReader) Close() error { return nil }
+
+// A silent split holds every window back, unless the strategy declares
+// splits idle after a while: then windows fire while it stays silent.
+func TestIdleSplitStopsHoldingTheWatermark(t *testing.T) {
+	for _, idle := range []bool{false, true} {
+		var clock atomic.Int64 // a fake clock that moves 10ms per reading
+		now := func() time.Time { return time.UnixMilli(clock.Add(10)) }
+		job := weir.NewJob("idle", weir.Clock(now))
+		ws := weir.BoundedOutOfOrderness(0, func(e ev) time.Time { return time.UnixMilli(e.TS) })
+		if idle {
+			ws = ws.WithIdleness(time.Second)
+		}
+		src := weir.FromSource(job, "two", weir.Source[ev](twoSplits{n: 100}), ws)
+		out := weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev]()))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- job.Run(ctx) }()
+		// Events cover [0, 9900]: with the silent split idle, windows up to
+		// [8000, 9000) fire (the watermark reaches 9899).
+		wait := 500 * time.Millisecond // long enough for a wrong firing to show
+		if idle {
+			wait = 5 * time.Second
+		}
+		deadline := time.Now().Add(wait)
+		for len(out.Items()) < 9 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		got := len(out.Items())
+		cancel()
+		<-done
+		if idle && got != 9 {
+			t.Fatalf("with idleness: %d windows fired, want 9", got)
+		}
+		if !idle && got != 0 {
+			t.Fatalf("without idleness the silent split must hold every window: %d fired", got)
+		}
+	}
+}
