@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -84,6 +85,13 @@ type node struct {
 	splits func(ctx context.Context) (int, error)
 	// tee fans the node's output out to several consumers (or none).
 	tee func(outs []any) any
+
+	// Windows: the input type (checked by LateEvents) and the side output
+	// of late events, a node with no inputs chained to this one.
+	lateType   reflect.Type
+	side       *node
+	sideStream any
+	sideOf     *node
 }
 
 // edge connects two nodes.

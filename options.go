@@ -22,6 +22,7 @@ type scope uint8
 const (
 	scopeJob scope = 1 << iota
 	scopeOp
+	scopeWindow // options of Window, Aggregate, Reduce, ProcessWindow
 )
 
 type option struct {
@@ -56,6 +57,11 @@ type config struct {
 	// operator
 	name string
 	uid  string
+
+	// window
+	lateness int64 // ms
+	trigger  *WindowTrigger
+	retract  bool
 }
 
 func (c *config) check(where string, allowed scope) error {
@@ -170,4 +176,32 @@ func UID(uid string) Option {
 // timers and triggers, state TTL, ingestion timestamps) — for tests.
 func Clock(now func() time.Time) Option {
 	return option{"Clock", scopeJob, func(c *config) { c.clock = now }}
+}
+
+// AllowedLateness keeps a window's state for d after it fired (by the
+// watermark): events that arrive in that time are still added and cause a
+// corrected result (a late firing); only events later than that are dropped
+// (and counted, and sent to LateEvents). Flink's allowedLateness.
+func AllowedLateness(d time.Duration) Option {
+	return option{fmt.Sprintf("AllowedLateness(%v)", d), scopeWindow, func(c *config) { c.lateness = d.Milliseconds() }}
+}
+
+// Trigger sets when a window emits its result (default: EventTimeTrigger).
+func Trigger(t WindowTrigger) Option {
+	return option{"Trigger(" + t.String() + ")", scopeWindow, func(c *config) { c.trigger = &t }}
+}
+
+// Accumulating makes every firing of a window after the first emit the
+// window's new value as UpdateAfter (the default): a consumer keeping the
+// latest value per window stays right.
+func Accumulating() Option {
+	return option{"Accumulating()", scopeWindow, func(c *config) { c.retract = false }}
+}
+
+// Retracting makes every firing of a window after the first emit
+// UpdateBefore with the previous value, then UpdateAfter with the new one,
+// so that a downstream sum (adding UpdateAfter and Insert, subtracting
+// UpdateBefore and Delete) stays exact.
+func Retracting() Option {
+	return option{"Retracting()", scopeWindow, func(c *config) { c.retract = true }}
 }

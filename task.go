@@ -137,6 +137,9 @@ func (j *Job) compile(ctx context.Context) (*plan, error) {
 			n.parallelism = max(1, min(n.parallelism, k))
 			continue
 		}
+		if n.sideOf != nil {
+			n.parallelism = n.sideOf.parallelism // a side output runs in its operator's task
+		}
 		if n.parallelism == 0 {
 			if len(n.inputs) > 0 && n.inputs[0].part == forward {
 				n.parallelism = n.inputs[0].from.parallelism

@@ -1,6 +1,8 @@
 package weir
 
 import (
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/weirstream/weir/internal/hashtable"
@@ -13,27 +15,100 @@ import (
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
 func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...Option) *Stream[WindowResult[K, OUT]] {
+	render := func(emit func(WindowResult[K, OUT]), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error {
+		emit(WindowResult[K, OUT]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
+		return nil
+	}
+	return windowOperator(ws, "window", agg, render, true, opts)
+}
+
+// windowOperator adds a window node. The aligned operator serves the common
+// case (tumbling or hopping, event-time trigger, no lateness); everything
+// else goes to the general operator.
+func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], kind string, agg AggregateFunction[T, ACC, OUT],
+	render func(func(R), K, *gwin[ACC, OUT], ChangeKind, OUT) error, results bool, opts []Option) *Stream[R] {
 	j := ws.ks.src.job
 	cfg := ws.cfg
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	if err := cfg.check("Aggregate", scopeOp); err != nil {
+	if err := cfg.check(kind, scopeOp|scopeWindow); err != nil {
 		j.fail(err)
 	}
-	out, n := newStream[WindowResult[K, OUT]](j, "window", cfg)
+	trig := EventTimeTrigger()
+	if cfg.trigger != nil {
+		trig = *cfg.trigger
+	}
+	if err := trig.validate(); err != nil {
+		j.fail(err)
+	}
+	if cfg.lateness < 0 {
+		j.fail(fmt.Errorf("weir: AllowedLateness must not be negative"))
+	}
+	out, n := newStream[R](j, kind, cfg)
+	n.lateType = reflect.TypeFor[T]()
 	connectKeyed(ws.ks, n)
 	w := ws.w
+	aligned := results && (w.kind == tumblingWindows || w.kind == hoppingWindows) &&
+		trig == EventTimeTrigger() && cfg.lateness == 0
 	n.build = func(st *subtask, o any) ([]any, error) {
 		size := st.cfg().batchSize
-		op := &alignedWindowOp[K, T, ACC, OUT]{
-			w: w, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
-			ob: newBatch[WindowResult[K, OUT]](size), size: size,
-			wm: watermark.Min, sentWM: watermark.Min, nextFire: watermark.Max,
-			m: st.metrics(n),
+		var late consumer[LateEvent[K, T]]
+		if n.side != nil {
+			lo, err := st.plan.output(n.side, st)
+			if err != nil {
+				return nil, err
+			}
+			late = lo.(consumer[LateEvent[K, T]])
 		}
+		if aligned {
+			op := &alignedWindowOp[K, T, ACC, OUT]{
+				w: w, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
+				ob: newBatch[WindowResult[K, OUT]](size), size: size,
+				wm: watermark.Min, sentWM: watermark.Min, nextFire: watermark.Max,
+				m: st.metrics(n), late: late,
+			}
+			if late != nil {
+				op.lb = newBatch[LateEvent[K, T]](size)
+			}
+			return []any{consumer[keyed[K, T]](op)}, nil
+		}
+		op := &genWindowOp[K, T, ACC, OUT, R]{
+			w: w, agg: agg, trig: trig, lateness: cfg.lateness, retract: cfg.retract, render: render,
+			now: st.now, out: o.(consumer[R]), ob: newBatch[R](size), size: size, m: st.metrics(n), late: late,
+		}
+		if late != nil {
+			op.lb = newBatch[LateEvent[K, T]](size)
+		}
+		op.init()
+		st.timers = append(st.timers, op)
 		return []any{consumer[keyed[K, T]](op)}, nil
 	}
+	return out
+}
+
+// LateEvents returns the events that the windowed aggregation producing
+// results dropped because they were too late (after the window fired and
+// its allowed lateness passed), with the window each missed and the
+// watermark at its arrival. T is the window's input type, which Go cannot
+// infer from results: weir.LateEvents[Click](counts).
+func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]]) *Stream[LateEvent[K, T]] {
+	n := results.node
+	j := results.job
+	if n.lateType == nil {
+		j.fail(fmt.Errorf("weir: LateEvents: %q is not the output of a window", n.name))
+	} else if want := reflect.TypeFor[T](); n.lateType != want {
+		j.fail(fmt.Errorf("weir: LateEvents[%v]: window %q aggregates %v", want, n.name, n.lateType))
+	}
+	if n.sideStream != nil {
+		if s, ok := n.sideStream.(*Stream[LateEvent[K, T]]); ok {
+			return s
+		}
+	}
+	out, ln := newStream[LateEvent[K, T]](j, "late-events", config{name: n.name + "-late"})
+	ln.sideOf = n
+	n.side = ln
+	n.sideStream = out
 	return out
 }
 
@@ -62,7 +137,9 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	buckets []*bucket[K, ACC] // sorted by start (hence by end)
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
 	free    []*hashtable.Table[K, ACC]
-	late    int64
+	dropped int64
+	late    consumer[LateEvent[K, T]]
+	lb      *batch[LateEvent[K, T]]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
@@ -94,10 +171,19 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 			return err
 		}
 	}
-	if op.late > 0 {
-		op.m.LateDropped.Add(op.late)
-		op.late = 0
+	if op.dropped > 0 {
+		op.m.LateDropped.Add(op.dropped)
+		op.dropped = 0
 	}
+	if op.lb != nil && (len(op.lb.data) > 0 || op.wm > op.lb.watermark) {
+		op.lb.watermark = op.wm
+		err := op.late.push(op.lb)
+		op.lb.reset()
+		if err != nil {
+			return err
+		}
+	}
+	op.ob.idle = b.idle
 	if len(op.ob.data) > 0 || op.wm > op.sentWM {
 		return op.emit(op.wm)
 	}
@@ -126,7 +212,15 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) assign(r *keyed[K, T], ts int64) {
 		}
 	}
 	if !accepted {
-		op.late++
+		op.dropped++
+		if op.lb != nil {
+			s := op.w.lastStart(ts)
+			op.lb.add(LateEvent[K, T]{
+				Key: r.key, Value: r.val, Timestamp: time.UnixMilli(ts).UTC(),
+				Window:    WindowInfo{time.UnixMilli(s).UTC(), time.UnixMilli(s + op.w.size).UTC()},
+				Watermark: time.UnixMilli(op.wm).UTC(),
+			}, ts, op.wm)
+		}
 	}
 }
 
@@ -212,4 +306,11 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) emit(wm int64) error {
 	return err
 }
 
-func (op *alignedWindowOp[K, T, ACC, OUT]) finish() error { return op.out.finish() }
+func (op *alignedWindowOp[K, T, ACC, OUT]) finish() error {
+	if op.late != nil {
+		if err := op.late.finish(); err != nil {
+			return err
+		}
+	}
+	return op.out.finish()
+}

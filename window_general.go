@@ -1,0 +1,485 @@
+package weir
+
+import (
+	"time"
+
+	"github.com/weirstream/weir/internal/hashtable"
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/pq"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// genWindowOp is the general keyed window operator (Flink's WindowOperator):
+// any window kind (including merging sessions and the global window), any
+// trigger, allowed lateness, accumulating or retracting results, late
+// events to a side output. State is per key: a short list of windows with
+// an accumulator each. Timers are lazy: a popped timer whose window no
+// longer exists (merged, purged, cleaned up) is ignored.
+//
+// R is the output record type; render turns a firing into records.
+type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
+	w        Windows
+	agg      AggregateFunction[T, ACC, OUT]
+	trig     WindowTrigger
+	lateness int64
+	retract  bool
+	render   func(emit func(R), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error
+	now      func() int64
+
+	out  consumer[R]
+	ob   *batch[R]
+	size int
+	m    *metrics.Operator
+	late consumer[LateEvent[K, T]]
+	lb   *batch[LateEvent[K, T]]
+
+	keys    *hashtable.Table[K, *gkey[K, ACC, OUT]]
+	etimers pq.Heap[gtimer[K]]
+	ptimers pq.Heap[gtimer[K]]
+	seq     uint64
+
+	wm      int64 // input watermark
+	emitWM  int64 // watermark carried by records emitted now
+	sentWM  int64
+	idle    bool
+	dropped int64
+	emitFn  func(R)
+	outTS   int64 // timestamp of records emitted now
+	err     error
+}
+
+// gkey is one key's open windows.
+type gkey[K comparable, ACC, OUT any] struct {
+	key  K
+	hash uint64
+	wins []*gwin[ACC, OUT]
+}
+
+// gwin is one window of one key.
+type gwin[ACC, OUT any] struct {
+	start, end int64
+	acc        ACC
+	count      int64 // events since the last firing (CountTrigger)
+	fired      bool  // a result of this pane was emitted
+	dirty      bool  // changed since the last firing
+	last       OUT   // the result last emitted, to retract it
+	early      bool  // an early-firing timer is pending
+	lateTimer  bool  // a late-firing timer is pending
+	procTimer  bool  // a processing-time firing timer is pending
+}
+
+type timerKind uint8
+
+const (
+	tFire    timerKind = iota // event time: end-1 reached
+	tCleanup                  // event time: end-1+lateness reached
+	tProcFire
+	tEarly
+	tLate
+)
+
+type gtimer[K comparable] struct {
+	at         int64
+	kind       timerKind
+	seq        uint64
+	hash       uint64
+	key        K
+	start, end int64
+}
+
+func (a gtimer[K]) Less(b gtimer[K]) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind // fire before cleanup at the same time
+	}
+	return a.seq < b.seq
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
+	op.keys = hashtable.New[K, *gkey[K, ACC, OUT]](64)
+	op.wm, op.emitWM, op.sentWM = watermark.Min, watermark.Min, watermark.Min
+	op.emitFn = func(r R) {
+		op.ob.add(r, op.outTS, op.emitWM)
+		if len(op.ob.data) >= op.size && op.err == nil {
+			op.err = op.emit(op.emitWM)
+		}
+	}
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) push(b *batch[keyed[K, T]]) error {
+	op.m.RecordsIn.Add(int64(len(b.data)))
+	for i := range b.data {
+		if w := b.wm[i]; w > op.wm {
+			if err := op.advance(w); err != nil {
+				return err
+			}
+		}
+		r := &b.data[i]
+		if err := op.element(r, b.ts[i]); err != nil {
+			return err
+		}
+	}
+	if b.watermark > op.wm {
+		if err := op.advance(b.watermark); err != nil {
+			return err
+		}
+	}
+	if op.dropped > 0 {
+		op.m.LateDropped.Add(op.dropped)
+		op.dropped = 0
+	}
+	op.idle = b.idle
+	return op.flushOut()
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) flushOut() error {
+	if op.lb != nil && (len(op.lb.data) > 0 || op.wm > op.lb.watermark) {
+		op.lb.watermark = op.wm
+		err := op.late.push(op.lb)
+		op.lb.reset()
+		if err != nil {
+			return err
+		}
+	}
+	if len(op.ob.data) > 0 || op.wm > op.sentWM {
+		return op.emit(op.wm)
+	}
+	return nil
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) emit(wm int64) error {
+	op.ob.watermark = wm
+	op.ob.idle = op.idle
+	op.sentWM = wm
+	op.m.RecordsOut.Add(int64(len(op.ob.data)))
+	err := op.out.push(op.ob)
+	op.ob.reset()
+	return err
+}
+
+// windowsOf lists the windows an event at ts belongs to, latest first
+// (sessions: its own [ts, ts+gap) before merging).
+func (op *genWindowOp[K, T, ACC, OUT, R]) windowsOf(ts int64, dst [][2]int64) [][2]int64 {
+	switch op.w.kind {
+	case sessionWindows:
+		return append(dst, [2]int64{ts, ts + op.w.size})
+	case globalWindows:
+		return append(dst, [2]int64{watermark.Min, watermark.Max})
+	}
+	for s := op.w.lastStart(ts); s > ts-op.w.size; s -= op.w.slide {
+		dst = append(dst, [2]int64{s, s + op.w.size})
+	}
+	return dst
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) isLate(end int64) bool {
+	if end == watermark.Max {
+		return false // the global window is never late
+	}
+	return end-1+op.lateness <= op.wm
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) error {
+	var buf [8][2]int64
+	wins := op.windowsOf(ts, buf[:0])
+	var ks *gkey[K, ACC, OUT]
+	if p := op.keys.Get(r.hash, r.key); p != nil {
+		ks = *p
+	}
+	accepted := false
+	for _, se := range wins {
+		start, end := se[0], se[1]
+		var merged []*gwin[ACC, OUT]
+		if op.w.kind == sessionWindows && ks != nil {
+			// Windows that overlap or touch [start, end) merge with it.
+			for _, w := range ks.wins {
+				if w.start <= end && start <= w.end {
+					merged = append(merged, w)
+					start, end = min(start, w.start), max(end, w.end)
+				}
+			}
+		}
+		if op.isLate(end) {
+			continue
+		}
+		if ks == nil {
+			ks = &gkey[K, ACC, OUT]{key: r.key, hash: r.hash}
+			p, _ := op.keys.Upsert(r.hash, r.key)
+			*p = ks
+		}
+		w := op.findWin(ks, start, end, merged)
+		w.acc = op.agg.Add(w.acc, r.val)
+		w.dirty = true
+		w.count++
+		accepted = true
+		if err := op.onElement(ks, w); err != nil {
+			return err
+		}
+	}
+	if !accepted {
+		op.dropped++
+		if op.late != nil {
+			le := LateEvent[K, T]{Key: r.key, Value: r.val, Timestamp: time.UnixMilli(ts).UTC(), Watermark: time.UnixMilli(op.wm).UTC()}
+			if len(wins) > 0 {
+				le.Window = WindowInfo{time.UnixMilli(wins[0][0]).UTC(), time.UnixMilli(wins[0][1]).UTC()}
+			}
+			op.lb.add(le, ts, op.wm)
+			if len(op.lb.data) >= op.size {
+				op.lb.watermark = op.wm
+				err := op.late.push(op.lb)
+				op.lb.reset()
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// findWin returns the window [start, end) of ks, creating it, or merging
+// the given windows into it (retracting results they emitted).
+func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, end int64, merged []*gwin[ACC, OUT]) *gwin[ACC, OUT] {
+	if len(merged) == 1 && merged[0].start == start && merged[0].end == end {
+		return merged[0]
+	}
+	if merged == nil {
+		for _, w := range ks.wins {
+			if w.start == start && w.end == end {
+				return w
+			}
+		}
+	}
+	nw := &gwin[ACC, OUT]{start: start, end: end, acc: op.agg.Create()}
+	if len(merged) > 0 {
+		keep := ks.wins[:0]
+		for _, w := range ks.wins {
+			isMerged := false
+			for _, m := range merged {
+				if m == w {
+					isMerged = true
+				}
+			}
+			if !isMerged {
+				keep = append(keep, w)
+			}
+		}
+		ks.wins = keep
+		for _, m := range merged {
+			nw.acc = op.agg.Merge(nw.acc, m.acc)
+			nw.count += m.count
+			if m.fired {
+				// The merged session replaces a result already emitted.
+				op.outTS = m.end - 1
+				op.renderKind(ks.key, m, Delete, m.last)
+			}
+			nw.dirty = nw.dirty || m.dirty || m.fired
+		}
+	}
+	ks.wins = append(ks.wins, nw)
+	op.seq++
+	switch op.trig.kind {
+	case eventTimeTrigger:
+		op.etimers.Push(gtimer[K]{at: nw.end - 1, kind: tFire, seq: op.seq, hash: ks.hash, key: ks.key, start: start, end: end})
+	}
+	if end != watermark.Max {
+		op.etimers.Push(gtimer[K]{at: end - 1 + op.lateness, kind: tCleanup, seq: op.seq, hash: ks.hash, key: ks.key, start: start, end: end})
+	}
+	return nw
+}
+
+// onElement runs the trigger after an event was added to w.
+func (op *genWindowOp[K, T, ACC, OUT, R]) onElement(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) error {
+	switch op.trig.kind {
+	case eventTimeTrigger:
+		if w.end != watermark.Max && w.end-1 <= op.wm {
+			// Late but within the allowed lateness: a late firing.
+			if op.trig.late == 0 {
+				return op.fire(ks, w)
+			}
+			if !w.lateTimer {
+				w.lateTimer = true
+				op.procTimer(ks, w, tLate, op.now()+op.trig.late)
+			}
+			return nil
+		}
+		if op.trig.early > 0 && !w.early {
+			w.early = true
+			op.procTimer(ks, w, tEarly, op.now()+op.trig.early)
+		}
+	case processingTimeTrigger:
+		if !w.procTimer {
+			w.procTimer = true
+			op.procTimer(ks, w, tProcFire, w.end-1)
+		}
+	case countTrigger:
+		if w.count >= op.trig.count {
+			return op.fire(ks, w)
+		}
+	}
+	return nil
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) procTimer(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT], kind timerKind, at int64) {
+	op.seq++
+	op.ptimers.Push(gtimer[K]{at: at, kind: kind, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
+}
+
+// fire emits w's result: Insert the first time in a pane, then
+// UpdateAfter (accumulating) or UpdateBefore+UpdateAfter (retracting).
+func (op *genWindowOp[K, T, ACC, OUT, R]) fire(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) error {
+	if !w.dirty {
+		return nil
+	}
+	v := op.agg.Result(w.acc)
+	op.outTS = w.end - 1 // Flink stamps window results with window.maxTimestamp()
+	if !w.fired {
+		op.renderKind(ks.key, w, Insert, v)
+	} else {
+		if op.retract {
+			op.renderKind(ks.key, w, UpdateBefore, w.last)
+		}
+		op.renderKind(ks.key, w, UpdateAfter, v)
+	}
+	w.last, w.fired, w.dirty, w.count = v, true, false, 0
+	if op.trig.purge {
+		w.acc = op.agg.Create()
+		w.fired = false
+		w.procTimer = false
+	}
+	return op.err
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) renderKind(key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) {
+	if op.err != nil {
+		return
+	}
+	if err := op.render(op.emitFn, key, w, kind, v); err != nil && op.err == nil {
+		op.err = err
+	}
+}
+
+// lookup finds the live window a timer refers to.
+func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OUT], *gwin[ACC, OUT]) {
+	p := op.keys.Get(t.hash, t.key)
+	if p == nil {
+		return nil, nil
+	}
+	for _, w := range (*p).wins {
+		if w.start == t.start && w.end == t.end {
+			return *p, w
+		}
+	}
+	return *p, nil
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
+	for i, x := range ks.wins {
+		if x == w {
+			ks.wins = append(ks.wins[:i], ks.wins[i+1:]...)
+			break
+		}
+	}
+	if len(ks.wins) == 0 {
+		op.keys.Delete(ks.hash, ks.key)
+	}
+}
+
+// advance moves the watermark and runs the event-time timers it passed.
+func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
+	op.emitWM = op.wm
+	op.wm = wm
+	for op.etimers.Len() > 0 && op.etimers.Peek().at <= wm {
+		t := op.etimers.Pop()
+		ks, w := op.lookup(&t)
+		if w == nil {
+			continue
+		}
+		switch t.kind {
+		case tFire:
+			if err := op.fire(ks, w); err != nil {
+				return err
+			}
+		case tCleanup:
+			if w.dirty {
+				// Whatever the trigger, a window's pending events are never
+				// discarded silently: they fire when the window is cleaned up
+				// (Flink drops them for count and processing-time triggers).
+				if err := op.fire(ks, w); err != nil {
+					return err
+				}
+			}
+			op.remove(ks, w)
+		}
+	}
+	if wm == watermark.Max {
+		// The global window has no cleanup timer: fire what is pending.
+		var pending []*gkey[K, ACC, OUT]
+		op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+			pending = append(pending, *p)
+			return true
+		})
+		for _, ks := range pending {
+			for _, w := range append([]*gwin[ACC, OUT](nil), ks.wins...) {
+				if err := op.fire(ks, w); err != nil {
+					return err
+				}
+				op.remove(ks, w)
+			}
+		}
+	}
+	op.emitWM = wm
+	return op.err
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) nextProcessingTime() int64 {
+	if op.ptimers.Len() == 0 {
+		return watermark.Max
+	}
+	return op.ptimers.Peek().at
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) onProcessingTime(now int64) error {
+	op.emitWM = op.wm
+	for op.ptimers.Len() > 0 && op.ptimers.Peek().at <= now {
+		t := op.ptimers.Pop()
+		ks, w := op.lookup(&t)
+		if w == nil {
+			continue
+		}
+		switch t.kind {
+		case tProcFire:
+			w.procTimer = false
+			if err := op.fire(ks, w); err != nil {
+				return err
+			}
+			if op.trig.purge && op.w.kind != globalWindows {
+				op.remove(ks, w)
+			}
+		case tEarly:
+			w.early = false
+			if w.end-1 <= op.wm {
+				continue // the on-time firing happened
+			}
+			// The next event schedules the next early firing.
+			if err := op.fire(ks, w); err != nil {
+				return err
+			}
+		case tLate:
+			w.lateTimer = false
+			if err := op.fire(ks, w); err != nil {
+				return err
+			}
+		}
+	}
+	return op.flushOut()
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) finish() error {
+	if op.late != nil {
+		if err := op.late.finish(); err != nil {
+			return err
+		}
+	}
+	return op.out.finish()
+}
