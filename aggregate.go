@@ -145,3 +145,31 @@ func (r reduceAgg[T]) Result(a Opt[T]) T { return a.V }
 func Reduce[K comparable, T any](ws *WindowedStream[K, T], fn func(a, b T) T, opts ...Option) *Stream[WindowResult[K, T]] {
 	return Aggregate(ws, AggregateFunction[T, Opt[T], T](reduceAgg[T]{fn}), opts...)
 }
+
+type countDistinctAgg[T any, V comparable] struct{ fn func(T) V }
+
+// CountDistinct counts the distinct values of fn(record). Its accumulator
+// is a set, so its state grows with the number of distinct values.
+func CountDistinct[T any, V comparable](fn func(T) V) AggregateFunction[T, map[V]struct{}, int64] {
+	return countDistinctAgg[T, V]{fn}
+}
+
+func (c countDistinctAgg[T, V]) Create() map[V]struct{} { return map[V]struct{}{} }
+func (c countDistinctAgg[T, V]) Add(a map[V]struct{}, in T) map[V]struct{} {
+	if a == nil {
+		a = map[V]struct{}{}
+	}
+	a[c.fn(in)] = struct{}{}
+	return a
+}
+func (c countDistinctAgg[T, V]) Merge(a, b map[V]struct{}) map[V]struct{} {
+	m := make(map[V]struct{}, len(a)+len(b))
+	for k := range a {
+		m[k] = struct{}{}
+	}
+	for k := range b {
+		m[k] = struct{}{}
+	}
+	return m
+}
+func (c countDistinctAgg[T, V]) Result(a map[V]struct{}) int64 { return int64(len(a)) }

@@ -27,6 +27,7 @@ const (
 	hoppingWindows
 	sessionWindows
 	globalWindows
+	slidingWindows
 )
 
 // Tumbling windows of a fixed size that do not overlap: [k·size, (k+1)·size).
@@ -89,8 +90,24 @@ func Session(gap time.Duration) Windows {
 // GlobalWindows.
 func Global() Windows { return Windows{kind: globalWindows, slide: 1} }
 
+// Sliding windows have no fixed edges: for each event at t, the window is
+// the same key's events in (t-d, t], and its result is emitted once the
+// watermark passes t, as a WindowResult whose End is t and Start is t-d.
+// An event later than the watermark is dropped. This is SQL's OVER (RANGE
+// BETWEEN d PRECEDING AND CURRENT ROW), Flink's over window; Beam has no
+// direct equivalent.
+func Sliding(d time.Duration) Windows {
+	w := Windows{kind: slidingWindows, size: d.Milliseconds(), slide: 1}
+	if w.size <= 0 {
+		w.err = fmt.Errorf("weir: Sliding(%v): range must be at least 1ms", d)
+	}
+	return w
+}
+
 func (w Windows) String() string {
 	switch w.kind {
+	case slidingWindows:
+		return fmt.Sprintf("Sliding(%v)", time.Duration(w.size)*time.Millisecond)
 	case sessionWindows:
 		return fmt.Sprintf("Session(%v)", time.Duration(w.size)*time.Millisecond)
 	case globalWindows:
@@ -164,7 +181,7 @@ func Window[K comparable, T any](ks *KeyedStream[K, T], w Windows, opts ...Optio
 	j := ks.src.job
 	cfg := j.opConfig("Window", scopeOp|scopeWindow, opts)
 	if w.kind == 0 {
-		j.fail(fmt.Errorf("weir: Window: zero Windows value (use Tumbling, Hopping, Session or Global)"))
+		j.fail(fmt.Errorf("weir: Window: zero Windows value (use Tumbling, Hopping, Session, Sliding or Global)"))
 	} else if w.err != nil {
 		j.fail(w.err)
 	}

@@ -109,6 +109,8 @@ func runGoldenCase(t *testing.T, opts string, lines []string) string {
 				w = weir.Session(ms(a[1]))
 			case "global":
 				w = weir.Global()
+			case "sliding":
+				w = weir.Sliding(ms(a[1]))
 			}
 		case "bound":
 			bound = ms(v)

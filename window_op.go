@@ -51,6 +51,9 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	w := ws.w
 	aligned := results && (w.kind == tumblingWindows || w.kind == hoppingWindows) &&
 		trig == EventTimeTrigger() && cfg.lateness == 0
+	if w.kind == slidingWindows && (cfg.trigger != nil || cfg.lateness != 0 || !results) {
+		j.fail(fmt.Errorf("weir: %v windows take no trigger or allowed lateness and work with Aggregate and Reduce", w))
+	}
 	n.build = func(st *subtask, o any) ([]any, error) {
 		size := st.cfg().batchSize
 		var late consumer[LateEvent[K, T]]
@@ -60,6 +63,17 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 				return nil, err
 			}
 			late = lo.(consumer[LateEvent[K, T]])
+		}
+		if w.kind == slidingWindows {
+			op := &overOp[K, T, ACC, OUT]{
+				size: w.size, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
+				ob: newBatch[WindowResult[K, OUT]](size), size0: size, m: st.metrics(n), late: late,
+			}
+			if late != nil {
+				op.lb = newBatch[LateEvent[K, T]](size)
+			}
+			op.init()
+			return []any{consumer[keyed[K, T]](op)}, nil
 		}
 		if aligned {
 			op := &alignedWindowOp[K, T, ACC, OUT]{
@@ -314,3 +328,28 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) finish() error {
 	}
 	return op.out.finish()
 }
+
+// ProcessWindow calls fn once per window firing with all of the window's
+// events (in arrival order) and its bounds; fn emits any number of records.
+// It supports every window kind but Sliding, triggers and allowed lateness
+// (a late firing calls fn again with all events so far). Prefer Aggregate
+// when an incremental aggregate will do: ProcessWindow keeps every event.
+func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+	render := func(emit func(OUT), key K, w *gwin[[]T, []T], kind ChangeKind, v []T) error {
+		if kind == UpdateBefore || kind == Delete {
+			return nil // a process function's output cannot be retracted
+		}
+		return fn(key, WindowInfo{time.UnixMilli(w.start).UTC(), time.UnixMilli(w.end).UTC()}, v, emit)
+	}
+	if ws.w.kind == slidingWindows {
+		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
+	}
+	return windowOperator(ws, "process-window", AggregateFunction[T, []T, []T](collectAgg[T]{}), render, false, opts)
+}
+
+type collectAgg[T any] struct{}
+
+func (collectAgg[T]) Create() []T        { return nil }
+func (collectAgg[T]) Add(a []T, v T) []T { return append(a, v) }
+func (collectAgg[T]) Merge(a, b []T) []T { return append(append([]T(nil), a...), b...) }
+func (collectAgg[T]) Result(a []T) []T   { return a }

@@ -1,0 +1,193 @@
+package weir
+
+import (
+	"time"
+
+	"github.com/weirstream/weir/internal/hashtable"
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/pq"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// overOp computes Sliding windows: per key, the events of the last `size`
+// ms before each event, emitted when the watermark passes the event.
+// Events are buffered per key in timestamp order until no future window can
+// include them (ts <= watermark - size).
+type overOp[K comparable, T, ACC, OUT any] struct {
+	size  int64
+	agg   AggregateFunction[T, ACC, OUT]
+	out   consumer[WindowResult[K, OUT]]
+	ob    *batch[WindowResult[K, OUT]]
+	size0 int // batch size
+	m     *metrics.Operator
+	late  consumer[LateEvent[K, T]]
+	lb    *batch[LateEvent[K, T]]
+
+	keys    *hashtable.Table[K, *overKey[K, T]]
+	timers  pq.Heap[overTimer[K]]
+	seq     uint64
+	wm      int64
+	emitWM  int64
+	sentWM  int64
+	dropped int64
+	idle    bool
+}
+
+type overKey[K comparable, T any] struct {
+	key     K
+	hash    uint64
+	events  []overEvent[T] // sorted by ts
+	emitted int            // events[:emitted] have been emitted
+}
+
+type overEvent[T any] struct {
+	ts  int64
+	val T
+}
+
+type overTimer[K comparable] struct {
+	at   int64
+	seq  uint64
+	hash uint64
+	key  K
+}
+
+func (a overTimer[K]) Less(b overTimer[K]) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+func (op *overOp[K, T, ACC, OUT]) init() {
+	op.keys = hashtable.New[K, *overKey[K, T]](64)
+	op.wm, op.emitWM, op.sentWM = watermark.Min, watermark.Min, watermark.Min
+}
+
+func (op *overOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
+	op.m.RecordsIn.Add(int64(len(b.data)))
+	for i := range b.data {
+		if w := b.wm[i]; w > op.wm {
+			if err := op.advance(w); err != nil {
+				return err
+			}
+		}
+		r := &b.data[i]
+		ts := b.ts[i]
+		if ts <= op.wm {
+			op.dropped++
+			if op.lb != nil {
+				op.lb.add(LateEvent[K, T]{Key: r.key, Value: r.val, Timestamp: time.UnixMilli(ts).UTC(),
+					Window:    WindowInfo{time.UnixMilli(ts - op.size).UTC(), time.UnixMilli(ts).UTC()},
+					Watermark: time.UnixMilli(op.wm).UTC()}, ts, op.wm)
+			}
+			continue
+		}
+		p, ins := op.keys.Upsert(r.hash, r.key)
+		if ins {
+			*p = &overKey[K, T]{key: r.key, hash: r.hash}
+		}
+		k := *p
+		// Insert in timestamp order after equal timestamps (arrival order).
+		j := len(k.events)
+		for j > k.emitted && k.events[j-1].ts > ts {
+			j--
+		}
+		k.events = append(k.events, overEvent[T]{})
+		copy(k.events[j+1:], k.events[j:])
+		k.events[j] = overEvent[T]{ts, r.val}
+		op.seq++
+		op.timers.Push(overTimer[K]{at: ts, seq: op.seq, hash: r.hash, key: r.key})
+	}
+	if b.watermark > op.wm {
+		if err := op.advance(b.watermark); err != nil {
+			return err
+		}
+	}
+	if op.dropped > 0 {
+		op.m.LateDropped.Add(op.dropped)
+		op.dropped = 0
+	}
+	if op.lb != nil && (len(op.lb.data) > 0 || op.wm > op.lb.watermark) {
+		op.lb.watermark = op.wm
+		err := op.late.push(op.lb)
+		op.lb.reset()
+		if err != nil {
+			return err
+		}
+	}
+	op.idle = b.idle
+	if len(op.ob.data) > 0 || op.wm > op.sentWM {
+		return op.emit(op.wm)
+	}
+	return nil
+}
+
+// advance emits, in timestamp order, every buffered event the watermark
+// passed, then trims events no future window can reach.
+func (op *overOp[K, T, ACC, OUT]) advance(w int64) error {
+	op.emitWM = op.wm
+	op.wm = w
+	for op.timers.Len() > 0 && op.timers.Peek().at <= w {
+		t := op.timers.Pop()
+		p := op.keys.Get(t.hash, t.key)
+		if p == nil {
+			continue
+		}
+		k := *p
+		for k.emitted < len(k.events) && k.events[k.emitted].ts <= w {
+			e := &k.events[k.emitted]
+			// The window (ts-size, ts] includes every peer with the same ts.
+			acc := op.agg.Create()
+			for _, x := range k.events {
+				if x.ts > e.ts {
+					break
+				}
+				if x.ts > e.ts-op.size {
+					acc = op.agg.Add(acc, x.val)
+				}
+			}
+			op.ob.add(WindowResult[K, OUT]{Key: k.key, Start: time.UnixMilli(e.ts - op.size).UTC(), End: time.UnixMilli(e.ts).UTC(),
+				Value: op.agg.Result(acc), Kind: Insert}, e.ts, op.emitWM)
+			k.emitted++
+			if len(op.ob.data) >= op.size0 {
+				if err := op.emit(op.emitWM); err != nil {
+					return err
+				}
+			}
+		}
+		// Trim: events at or before w-size are outside every future window.
+		drop := 0
+		for drop < k.emitted && k.events[drop].ts <= w-op.size {
+			drop++
+		}
+		if drop > 0 {
+			k.events = append(k.events[:0], k.events[drop:]...)
+			k.emitted -= drop
+		}
+		if len(k.events) == 0 {
+			op.keys.Delete(k.hash, k.key)
+		} else if k.emitted == len(k.events) && w != watermark.Max {
+			// Come back to trim when the oldest event leaves the range.
+			op.seq++
+			op.timers.Push(overTimer[K]{at: k.events[0].ts + op.size, seq: op.seq, hash: k.hash, key: k.key})
+		}
+	}
+	return nil
+}
+
+func (op *overOp[K, T, ACC, OUT]) emit(wm int64) error {
+	op.ob.watermark = wm
+	op.ob.idle = op.idle
+	op.sentWM = wm
+	op.m.RecordsOut.Add(int64(len(op.ob.data)))
+	err := op.out.push(op.ob)
+	op.ob.reset()
+	return err
+}
+
+func (op *overOp[K, T, ACC, OUT]) finish() error {
+	if op.late != nil {
+		if err := op.late.finish(); err != nil {
+			return err
+		}
+	}
+	return op.out.finish()
+}
