@@ -127,3 +127,28 @@ func (r *demoReader) Read(ctx context.Context, dst []DemoClick) (int, error) {
 }
 
 func (r *demoReader) Close() error { return nil }
+
+// DemoTrueCounts is the batch recount of the demo stream: clicks per
+// one-minute window over the complete input, however late they arrived.
+func DemoTrueCounts(ctx context.Context, c DemoConfig) (map[int64]int64, error) {
+	c.Rate = 0
+	r, err := DemoSource(c).Open(ctx, genSplit{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]DemoClick, 4096)
+	out := map[int64]int64{}
+	for {
+		n, err := r.Read(ctx, buf)
+		for _, x := range buf[:n] {
+			out[WindowStart(x.TS.UnixMilli(), 60_000)]++
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}

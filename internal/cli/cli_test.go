@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -109,4 +110,42 @@ func sortedCopy(s []string) []string {
 		}
 	}
 	return c
+}
+
+// The three late policies on the same seed: drop and side-output lose the
+// same clicks (side-output shows each), correct with enough allowed
+// lateness loses none and its true-up shows no difference.
+func TestDemoLatePolicies(t *testing.T) {
+	args := []string{"demo", "adclicks", "--events", "100000", "--seed", "5", "--quiet"}
+	cost := func(out string) string {
+		m := regexp.MustCompile(`watermark cost (\d+) clicks`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no watermark cost in:\n%s", out)
+		}
+		return m[1]
+	}
+	drop, stderr, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	side, stderr, code := run(t, "demo", "adclicks", "--events", "100000", "--seed", "5", "--late-policy", "side-output")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	corr, stderr, code := run(t, "demo", "adclicks", "--events", "100000", "--seed", "5", "--quiet", "--late-policy", "correct", "--allowed-lateness", "30m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if cost(drop) == "0" || cost(drop) != cost(side) {
+		t.Fatalf("drop costs %s clicks, side-output %s", cost(drop), cost(side))
+	}
+	if n := len(regexp.MustCompile(`(?m)^late click `).FindAllString(side, -1)); strconv.Itoa(n) != cost(side) {
+		t.Fatalf("side-output printed %d late clicks, cost %s", n, cost(side))
+	}
+	if cost(corr) != "0" || !strings.Contains(corr, "corrections)") {
+		t.Fatalf("correct with 30m lateness lost %s clicks", cost(corr))
+	}
+	if _, _, code := run(t, "demo", "adclicks", "--late-policy", "bogus"); code == 0 {
+		t.Fatal("an unknown late policy must fail")
+	}
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +21,8 @@ func newDemoAdclicks() *cobra.Command {
 		metricsAddr string
 		quiet       bool
 		outOfOrder  time.Duration
+		lateness    time.Duration
+		policy      string
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -34,6 +36,7 @@ arrive after their window fired are dropped and counted.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, demoOpts{
 				parallelism: parallelism, metricsAddr: metricsAddr, quiet: quiet, outOfOrder: outOfOrder,
+				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 			})
 		},
 	}
@@ -43,7 +46,9 @@ arrive after their window fired are dropped and counted.`,
 	f.IntVar(&parallelism, "parallelism", 2, "job parallelism")
 	f.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the click generator: the same seed gives the same results")
 	f.IntVar(&c.Ads, "ads", c.Ads, "number of distinct ads")
-	f.DurationVar(&outOfOrder, "out-of-orderness", 5*time.Second, "watermark bound: how late a click may be and still count")
+	f.DurationVar(&outOfOrder, "out-of-orderness", 5*time.Second, "watermark bound: how late a click may be and still count on time")
+	f.DurationVar(&lateness, "allowed-lateness", 0, "keep windows this long after they fired: later clicks correct the result (default 30m with --late-policy correct)")
+	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address (loopback unless a host is given)")
 	f.BoolVar(&quiet, "quiet", false, "do not print each result, only the summary")
 	return cmd
@@ -54,11 +59,23 @@ type demoOpts struct {
 	metricsAddr string
 	quiet       bool
 	outOfOrder  time.Duration
+	lateness    time.Duration
+	latenessSet bool
+	policy      string
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
 	if c.Events < 0 || c.Ads < 1 {
 		return fmt.Errorf("--events must be >= 0 and --ads >= 1")
+	}
+	switch o.policy {
+	case "drop", "side-output":
+	case "correct":
+		if !o.latenessSet {
+			o.lateness = 30 * time.Minute
+		}
+	default:
+		return fmt.Errorf("--late-policy %q: want drop, side-output or correct", o.policy)
 	}
 	opts := []weir.Option{weir.Parallelism(o.parallelism)}
 	if o.metricsAddr != "" {
@@ -68,27 +85,58 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	clicks := weir.FromSource(job, "clicks", adclicks.DemoSource(c),
 		weir.BoundedOutOfOrderness(o.outOfOrder, func(c adclicks.DemoClick) time.Time { return c.TS }))
 	perAd := weir.KeyBy(clicks, func(c adclicks.DemoClick) string { return c.AdID })
-	counts := weir.Aggregate(weir.Window(perAd, weir.Tumbling(time.Minute)), weir.Count[adclicks.DemoClick](), weir.Name("count-per-minute"))
+	counts := weir.Aggregate(weir.Window(perAd, weir.Tumbling(time.Minute), weir.AllowedLateness(o.lateness)),
+		weir.Count[adclicks.DemoClick](), weir.Name("count-per-minute"))
 
 	progress := newProgress(stderr, job)
-	var results, clicksCounted atomic.Int64
-	windows := map[int64]bool{}
-	var mu sync.Mutex
+	var mu sync.Mutex // the two printing sinks share stdout and the tallies
+	type wk struct {
+		ad    string
+		start int64
+	}
+	final := map[wk]int64{}
+	var results, corrections, lateShown int64
 	// One printing subtask, so that lines never interleave.
 	weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(_ context.Context, rs []weir.WindowResult[string, int64]) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range rs {
-			results.Add(1)
-			clicksCounted.Add(r.Value)
-			windows[r.Start.UnixMilli()] = true
-			if !o.quiet {
-				progress.clear()
+			k := wk{r.Key, r.Start.UnixMilli()}
+			old := final[k]
+			final[k] = r.Value
+			if r.Kind == weir.Insert {
+				results++
+			} else {
+				corrections++
+			}
+			if o.quiet {
+				continue
+			}
+			progress.clear()
+			if r.Kind == weir.Insert {
 				fmt.Fprintf(stdout, "window %s–%s  %-6s %7d clicks\n", r.Start.Format("2006-01-02 15:04"), r.End.Format("15:04"), r.Key, r.Value)
+			} else {
+				fmt.Fprintf(stdout, "correction %s–%s  %-6s %7d -> %d clicks (late click)\n", r.Start.Format("2006-01-02 15:04"), r.End.Format("15:04"), r.Key, old, r.Value)
 			}
 		}
 		return nil
 	}), weir.Parallelism(1), weir.Name("print"))
+	if o.policy == "side-output" {
+		weir.To(weir.LateEvents[adclicks.DemoClick](counts), weir.SinkFunc[weir.LateEvent[string, adclicks.DemoClick]](func(_ context.Context, ls []weir.LateEvent[string, adclicks.DemoClick]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range ls {
+				lateShown++
+				if o.quiet {
+					continue
+				}
+				progress.clear()
+				fmt.Fprintf(stdout, "late click %-6s at %s missed %s–%s (watermark %s)\n", l.Key, l.Timestamp.Format("15:04:05.000"),
+					l.Window.Start.Format("15:04"), l.Window.End.Format("15:04"), l.Watermark.Format("15:04:05.000"))
+			}
+			return nil
+		}), weir.Parallelism(1), weir.Name("print-late"))
+	}
 
 	start := time.Now()
 	progress.start()
@@ -99,14 +147,44 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	el := time.Since(start)
 	late := job.Metrics().Sum(func(m *weir.OperatorMetrics) int64 { return m.LateDropped.Load() })
+
+	// The nightly true-up: recount the complete input in a batch.
+	truth, err := adclicks.DemoTrueCounts(ctx, c)
+	if err != nil {
+		return err
+	}
+	streamed := map[int64]int64{}
+	var streamedTotal int64
+	for k, v := range final {
+		if v == 0 {
+			continue
+		}
+		streamed[k.start] += v
+		streamedTotal += v
+	}
+	fmt.Fprintf(stdout, "\ntrue-up: streamed counts against a batch recount of the complete input\n")
+	fmt.Fprintf(stdout, "  %-16s %10s %10s %8s\n", "window", "streamed", "true", "diff")
+	var starts []int64
+	for s := range truth {
+		starts = append(starts, s)
+	}
+	slices.Sort(starts)
+	for _, s := range starts {
+		fmt.Fprintf(stdout, "  %-16s %10d %10d %8d\n", time.UnixMilli(s).UTC().Format("2006-01-02 15:04"), streamed[s], truth[s], streamed[s]-truth[s])
+	}
 	fmt.Fprintf(stdout, "\nsummary\n")
 	fmt.Fprintf(stdout, "  events         %d\n", c.Events)
-	fmt.Fprintf(stdout, "  windows fired  %d (%d per-ad results)\n", len(windows), results.Load())
-	fmt.Fprintf(stdout, "  clicks counted %d\n", clicksCounted.Load())
-	fmt.Fprintf(stdout, "  late dropped   %d clicks arrived after their window fired (watermark bound %v)\n", late, o.outOfOrder)
+	fmt.Fprintf(stdout, "  windows fired  %d (%d per-ad results, %d corrections)\n", len(streamed), results, corrections)
+	fmt.Fprintf(stdout, "  clicks counted %d\n", streamedTotal)
+	fmt.Fprintf(stdout, "  late dropped   %d clicks arrived after their window fired (watermark bound %v, allowed lateness %v, policy %s)\n",
+		late, o.outOfOrder, o.lateness, o.policy)
+	fmt.Fprintf(stdout, "  watermark cost %d clicks missing from the streamed totals (%.3f%%)\n", c.Events-streamedTotal, 100*float64(c.Events-streamedTotal)/float64(max(c.Events, 1)))
 	fmt.Fprintf(stdout, "  throughput     %.0f events/s (%.2fs)\n", float64(c.Events)/el.Seconds(), el.Seconds())
-	if clicksCounted.Load()+late != c.Events {
-		return fmt.Errorf("accounting error: %d counted + %d dropped != %d events", clicksCounted.Load(), late, c.Events)
+	if streamedTotal+late != c.Events {
+		return fmt.Errorf("accounting error: %d counted + %d dropped != %d events", streamedTotal, late, c.Events)
+	}
+	if o.policy == "side-output" && lateShown != late {
+		return fmt.Errorf("accounting error: %d late clicks shown, %d dropped", lateShown, late)
 	}
 	return nil
 }
