@@ -1,0 +1,57 @@
+// Package file connects weir jobs to local files: JSON Lines and CSV
+// sources, a JSON Lines sink, and sinks printing lines to stdout or any
+// io.Writer.
+//
+// # Sources and splits
+//
+// JSONLines and CSV read a list of files. Each file is one split, whose ID
+// is its path cleaned by filepath.Clean; the job spreads the splits over the
+// source's subtasks (split i to subtask i mod p), so a source never runs at
+// a parallelism above its number of files, and records of one file keep
+// their order. Every split's file is opened (and held open) when the job
+// starts; a file that does not exist fails the job then, with an error
+// naming it.
+//
+// Files are read through a 256 KiB buffer, a batch of records per call;
+// lines are decoded where they lie in the buffer. A JSON Lines record is one
+// line, decoded with encoding/json; blank lines are skipped. A CSV record is
+// one line, or several when a quoted field holds line breaks; empty lines
+// are skipped and Header(true) skips each file's first record. The reader
+// of a split (a *Reader) tracks the line number and byte offset of every
+// record; Position is the byte offset of the next unread line.
+//
+// # Follow mode
+//
+// By default a source is bounded: each split ends at the end of its file,
+// and the job ends when all inputs are done. With Follow(pollInterval) the
+// source keeps reading its files as they grow, like tail -f, looking for
+// new data once per poll interval. A last line without its terminating '\n'
+// is not decoded until the '\n' arrives, so a record that is being written
+// is never read half-written. A file that shrinks (truncated, as by
+// logrotate's copytruncate) is read again from its start; files that are
+// renamed or replaced are not reopened. Such a job runs until its context is
+// cancelled.
+//
+// # Bad records
+//
+// A record that cannot be decoded (invalid JSON, a CSV syntax error, or an
+// error of the CSV parse function) fails the job with a *RecordError naming
+// the file, the line and the byte offset of the record, for example
+//
+//	file: clicks.jsonl:17 (byte offset 1234): invalid character 'x' looking for beginning of value
+//
+// The records before it are still delivered. Find it in the job's error
+// with errors.As. With SkipBadRecords, bad records are skipped and counted
+// instead: see Reader.Skipped and the job's weir_bad_records_skipped_total
+// metric.
+//
+// # Sinks
+//
+// JSONLinesSink writes one JSON value per line to a file, buffered, and
+// flushes and fsyncs it when the sink closes. At parallelism 1 it writes to
+// the path it was given; at parallelism p > 1, subtask i writes to its own
+// file, named by inserting "-i" before the path's extension: out.jsonl
+// becomes out-0.jsonl, out-1.jsonl, ... Stdout and Writer print one line per
+// record (fmt.Sprint of the record unless a format function is given),
+// serializing the writes of their subtasks so that lines never interleave.
+package file
