@@ -105,3 +105,47 @@ func (c *Collector[T]) Items() []T {
 	defer c.mu.Unlock()
 	return append([]T(nil), c.items...)
 }
+
+// CommittingSink is a sink with two-phase commit, for exactly-once output:
+// what its writers write becomes visible only when the checkpoint that
+// covers it has completed (Flink's TwoPhaseCommittingSink).
+//
+// At each checkpoint barrier the job calls PreCommit on every writer: the
+// writer stages what it wrote since the previous barrier (closes a part
+// file, flushes a transaction) and returns a committable, a small
+// description of the staged output that the job stores in the checkpoint.
+// Once the checkpoint is complete (its metadata written), the job calls the
+// committer with every committable of that checkpoint. After a crash, the
+// job restores the latest complete checkpoint and calls Commit again with
+// its committables (Commit must therefore be idempotent), then Recover on
+// every new writer so it can discard output that no completed checkpoint
+// covers.
+//
+// Without checkpointing, the job pre-commits and commits once, at the end
+// of a bounded input.
+type CommittingSink[T any] interface {
+	Sink[T]
+	// Committer returns the committer of this sink.
+	Committer() Committer
+}
+
+// CommittingWriter is the writer of a CommittingSink.
+type CommittingWriter[T any] interface {
+	SinkWriter[T]
+	// PreCommit stages everything written since the previous PreCommit as
+	// part of checkpoint checkpointID and returns its committable (nil when
+	// nothing was written).
+	PreCommit(ctx context.Context, checkpointID int64) ([]byte, error)
+	// Recover is called once, before the first Write, when the job starts
+	// from a checkpoint (restoredID > 0) or from scratch (restoredID == 0):
+	// the writer removes output that earlier attempts of this subtask left
+	// and that no committable of the restored checkpoint covers.
+	Recover(ctx context.Context, restoredID int64) error
+}
+
+// Committer makes pre-committed output visible.
+type Committer interface {
+	// Commit makes the output of one committable visible. It must be
+	// idempotent: after a crash the same committable is committed again.
+	Commit(ctx context.Context, committable []byte) error
+}
