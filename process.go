@@ -1,37 +1,42 @@
 package weir
 
 import (
-	"container/heap"
+	"fmt"
 	"time"
 
-	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
 // KeyedProcessFunction handles the records of a keyed stream one at a time,
-// with keyed state (NewValueState) and event-time timers. It may also
-// implement Opener (to create its state) and TimerHandler (to be called
-// back by its timers).
+// with keyed state (NewValueState, NewListState, NewMapState,
+// NewReducingState, NewAggregatingState) and timers in event time and in
+// processing time. It may also implement Opener (to create its state) and
+// TimerHandler (to be called back by its timers).
 //
 // One instance serves every key of a subtask: keep per-key data in state
 // handles, not in plain fields. With parallelism above 1, each subtask uses
 // the same instance, so implement Opener to create state per subtask: Open
 // is called once per subtask with that subtask's RuntimeContext, and the
-// instance must not share mutable fields across subtasks (use NewProcess to
-// get a fresh instance per subtask).
+// instance must not share mutable fields across subtasks (use ProcessWith
+// to get a fresh instance per subtask).
 type KeyedProcessFunction[K comparable, IN, OUT any] interface {
 	ProcessElement(ctx *KeyedContext[K, OUT], in IN) error
 }
 
-// Opener is implemented by process functions that create state.
+// Opener is implemented by process functions that create state. State is
+// created in Open, once per subtask, and not while records flow, so that
+// the set of states of an operator is fixed: a snapshot can then be
+// restored into it. Creating two states of the same name makes Open fail.
 type Opener[K comparable] interface {
 	Open(rc *RuntimeContext[K]) error
 }
 
 // TimerHandler is implemented by process functions that use timers.
-// OnTimer runs with ctx's key set to the timer's key.
+// OnTimer runs with ctx's key set to the timer's key; ctx.TimeDomain tells
+// whether an event-time or a processing-time timer fired.
 type TimerHandler[K comparable, OUT any] interface {
 	OnTimer(ctx *KeyedContext[K, OUT], t time.Time) error
 }
@@ -46,6 +51,14 @@ func (f ProcessFunc[K, IN, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in IN
 
 // Process runs a process function over a keyed stream. The function is
 // shared by all subtasks; see ProcessWith for one instance per subtask.
+//
+// Timers: an event-time timer fires once the watermark reaches its time; at
+// the end of a bounded input (the final, maximal watermark) every pending
+// event-time timer fires. A processing-time timer fires once the job's
+// clock reaches its time, checked after every input batch and while the
+// task waits for input; at the end of input pending processing-time timers
+// are dropped without firing, as in Flink, since the input they were
+// waiting for will never come.
 func Process[K comparable, T, OUT any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, OUT], opts ...Option) *Stream[OUT] {
 	return ProcessWith(ks, func() KeyedProcessFunction[K, T, OUT] { return fn }, opts...)
 }
@@ -64,67 +77,83 @@ func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() K
 			fn: newFn(), out: o.(consumer[OUT]), size: size, m: st.metrics(n),
 			procCore: procCore[K, OUT]{
 				ob: newBatch[OUT](size), wm: watermark.Min, emitWM: watermark.Min, sentWM: watermark.Min,
-				timerSet: hashtable.New[timerKey[K], struct{}](16),
+				clock: st.now,
 			},
 		}
-		op.ctx = &KeyedContext[K, OUT]{op: &op.procCore}
-		rc := &RuntimeContext[K]{Subtask: st.index, Parallelism: n.parallelism, keys: &op.cur}
-		op.onTimer, _ = op.fn.(TimerHandler[K, OUT])
-		if o, ok := op.fn.(Opener[K]); ok {
-			if err := o.Open(rc); err != nil {
-				return nil, err
-			}
+		if err := op.open(st, n.parallelism); err != nil {
+			return nil, fmt.Errorf("weir: operator %q: %w", n.name, err)
 		}
 		return []any{consumer[keyed[K, T]](op)}, nil
 	}
 	return out
 }
 
-// RuntimeContext is given to Opener.Open: it creates keyed state.
-type RuntimeContext[K comparable] struct {
-	Subtask     int
-	Parallelism int
-	keys        *currentKey[K]
-}
+// Names of the timer queues in the state backend (Flink's), so that a
+// snapshot lists them next to the function's state.
+const (
+	eventTimersName = "_timer_state/event_user-timers"
+	procTimersName  = "_timer_state/processing_user-timers"
+)
 
-// currentKey is the key of the record or timer being processed; state
-// handles read it so that Value and Update need no key argument.
-type currentKey[K comparable] struct {
-	key  K
-	hash uint64
-}
-
-// ValueState is one value per key, scoped to the key of the record being
-// processed.
-type ValueState[K comparable, V any] struct {
-	name string
-	keys *currentKey[K]
-	tab  *hashtable.Table[K, V]
-}
-
-// NewValueState creates a value state named name (unique within the
-// operator). Call it from Open.
-func NewValueState[V any, K comparable](rc *RuntimeContext[K], name string) *ValueState[K, V] {
-	return &ValueState[K, V]{name: name, keys: rc.keys, tab: hashtable.New[K, V](64)}
-}
-
-// Value returns the current key's value and whether it is set.
-func (s *ValueState[K, V]) Value() (V, bool) {
-	if p := s.tab.Get(s.keys.hash, s.keys.key); p != nil {
-		return *p, true
+// open creates the subtask's state backend and timer queues, opens the
+// function and registers the operator's processing-time timers with the
+// task loop.
+func (op *processOp[K, T, OUT]) open(st *subtask, parallelism int) error {
+	mp := st.cfg().maxParallelism
+	first, end := keygroup.Range(st.index, parallelism, mp)
+	be, err := state.NewHeap(state.Config{
+		MaxParallelism: mp,
+		KeyGroups:      state.KeyGroupRange{Start: first, End: end},
+		Now:            op.procNow,
+	})
+	if err != nil {
+		return err
 	}
-	var zero V
-	return zero, false
+	st.closers = append(st.closers, be.Close)
+	op.backend = be
+	if op.event, err = state.NewTimerQueue[K, state.VoidNamespace](be, eventTimersName); err != nil {
+		return err
+	}
+	if op.proc, err = state.NewTimerQueue[K, state.VoidNamespace](be, procTimersName); err != nil {
+		return err
+	}
+	op.ctx = &KeyedContext[K, OUT]{op: &op.procCore}
+	op.onTimer, _ = op.fn.(TimerHandler[K, OUT])
+	rc := &RuntimeContext[K]{Subtask: st.index, Parallelism: parallelism, keys: &op.cur, backend: be}
+	if o, ok := op.fn.(Opener[K]); ok {
+		err := o.Open(rc)
+		if err == nil {
+			err = rc.err
+		}
+		if err != nil {
+			return fmt.Errorf("Open: %w", err)
+		}
+	}
+	rc.closed = true
+	st.timers = append(st.timers, op)
+	return nil
 }
 
-// Update sets the current key's value.
-func (s *ValueState[K, V]) Update(v V) {
-	p, _ := s.tab.Upsert(s.keys.hash, s.keys.key)
-	*p = v
-}
+// TimeDomain is the clock a timer runs on.
+type TimeDomain uint8
 
-// Clear removes the current key's value.
-func (s *ValueState[K, V]) Clear() { s.tab.Delete(s.keys.hash, s.keys.key) }
+const (
+	// EventTime timers fire when the watermark reaches their time.
+	EventTime TimeDomain = iota
+	// ProcessingTime timers fire when the job's clock reaches their time.
+	ProcessingTime
+)
+
+// String names the domain, for logs and test output.
+func (d TimeDomain) String() string {
+	switch d {
+	case EventTime:
+		return "EventTime"
+	case ProcessingTime:
+		return "ProcessingTime"
+	}
+	return fmt.Sprintf("TimeDomain(%d)", uint8(d))
+}
 
 // KeyedContext is what a process function sees of the record or timer being
 // processed.
@@ -135,53 +164,54 @@ type KeyedContext[K comparable, OUT any] struct {
 // Key is the key of the record or timer being processed.
 func (c *KeyedContext[K, OUT]) Key() K { return c.op.cur.key }
 
-// Timestamp is the event time of the record, or the time of the timer.
+// Timestamp is the event time of the record, or the time of the timer (in
+// its time domain). Emitted records carry it, so the records a
+// processing-time timer emits are stamped with the processing time.
 func (c *KeyedContext[K, OUT]) Timestamp() time.Time { return time.UnixMilli(c.op.curTS).UTC() }
 
 // Watermark is the operator's current input watermark.
 func (c *KeyedContext[K, OUT]) Watermark() time.Time { return time.UnixMilli(c.op.wm).UTC() }
+
+// TimeDomain is the domain of the timer being fired: ProcessingTime in
+// OnTimer for a processing-time timer, EventTime otherwise (for an
+// event-time timer, and while processing a record, whose Timestamp is its
+// event time).
+func (c *KeyedContext[K, OUT]) TimeDomain() TimeDomain { return c.op.domain }
+
+// CurrentProcessingTime is the job clock's time (see the Clock option). It
+// is read once per record or timer: within one call of ProcessElement or
+// OnTimer it does not change, and state TTL uses the same value.
+func (c *KeyedContext[K, OUT]) CurrentProcessingTime() time.Time {
+	return time.UnixMilli(c.op.procNow()).UTC()
+}
 
 // Emit sends a record downstream with the current timestamp.
 func (c *KeyedContext[K, OUT]) Emit(v OUT) { c.op.ob.add(v, c.op.curTS, c.op.emitWM) }
 
 // RegisterEventTimeTimer asks for OnTimer to be called for the current key
 // once the watermark reaches t. Registering the same key and time twice
-// fires once.
-func (c *KeyedContext[K, OUT]) RegisterEventTimeTimer(t time.Time) { c.op.register(t.UnixMilli()) }
+// fires once. Timers of the same time fire in registration order.
+func (c *KeyedContext[K, OUT]) RegisterEventTimeTimer(t time.Time) {
+	c.op.event.Register(c.op.cur.hash, c.op.cur.key, void, t.UnixMilli())
+}
 
-// DeleteEventTimeTimer cancels a timer of the current key.
+// DeleteEventTimeTimer cancels an event-time timer of the current key.
 func (c *KeyedContext[K, OUT]) DeleteEventTimeTimer(t time.Time) {
-	ms := t.UnixMilli()
-	c.op.timerSet.Delete(timerHash(c.op.cur.hash, ms), timerKey[K]{c.op.cur.key, ms})
+	c.op.event.Delete(c.op.cur.hash, c.op.cur.key, void, t.UnixMilli())
 }
 
-type timerKey[K comparable] struct {
-	key K
-	ts  int64
+// RegisterProcessingTimeTimer asks for OnTimer to be called for the current
+// key once the job's clock reaches t (at once, if it already has).
+// Registering the same key and time twice fires once. At the end of a
+// bounded input, pending processing-time timers do not fire.
+func (c *KeyedContext[K, OUT]) RegisterProcessingTimeTimer(t time.Time) {
+	c.op.proc.Register(c.op.cur.hash, c.op.cur.key, void, t.UnixMilli())
 }
 
-func timerHash(keyHash uint64, ts int64) uint64 { return keygroup.Mix64(keyHash ^ uint64(ts)) }
-
-type timer[K comparable] struct {
-	ts   int64
-	seq  uint64 // registration order breaks ties, so firing order is deterministic
-	hash uint64
-	key  K
-}
-
-type timerHeap[K comparable] []timer[K]
-
-func (h timerHeap[K]) Len() int { return len(h) }
-func (h timerHeap[K]) Less(i, j int) bool {
-	return h[i].ts < h[j].ts || (h[i].ts == h[j].ts && h[i].seq < h[j].seq)
-}
-func (h timerHeap[K]) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap[K]) Push(x any)   { *h = append(*h, x.(timer[K])) }
-func (h *timerHeap[K]) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
+// DeleteProcessingTimeTimer cancels a processing-time timer of the current
+// key.
+func (c *KeyedContext[K, OUT]) DeleteProcessingTimeTimer(t time.Time) {
+	c.op.proc.Delete(c.op.cur.hash, c.op.cur.key, void, t.UnixMilli())
 }
 
 // procCore is the part of the process operator that does not depend on the
@@ -193,23 +223,30 @@ type procCore[K comparable, OUT any] struct {
 	wm     int64 // input watermark
 	emitWM int64 // watermark carried by emitted records
 	sentWM int64
+	domain TimeDomain
 
-	timers   timerHeap[K]
-	timerSet *hashtable.Table[timerKey[K], struct{}]
-	seq      uint64
+	// Timers live in the state backend, one queue per time domain: each
+	// timer carries its key's hash, hence its key group.
+	event, proc state.TimerQueue[K, state.VoidNamespace]
+
+	clock func() int64 // the job's clock, unix ms
+	now   int64        // processing time of the record or timer at hand
+	nowOK bool         // now was read for it
 }
 
-func (c *procCore[K, OUT]) register(ts int64) {
-	h := timerHash(c.cur.hash, ts)
-	if _, inserted := c.timerSet.Upsert(h, timerKey[K]{c.cur.key, ts}); !inserted {
-		return
+// procNow is the processing time of the record or timer being processed:
+// the clock is read at most once per record, and only if something (TTL,
+// CurrentProcessingTime) needs it.
+func (c *procCore[K, OUT]) procNow() int64 {
+	if !c.nowOK {
+		c.now, c.nowOK = c.clock(), true
 	}
-	c.seq++
-	heap.Push(&c.timers, timer[K]{ts: ts, seq: c.seq, hash: c.cur.hash, key: c.cur.key})
+	return c.now
 }
 
 type processOp[K comparable, T, OUT any] struct {
 	procCore[K, OUT]
+	backend state.Backend // the function's state and the timers
 	fn      KeyedProcessFunction[K, T, OUT]
 	onTimer TimerHandler[K, OUT]
 	ctx     *KeyedContext[K, OUT]
@@ -229,6 +266,7 @@ func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {
 		r := &b.data[i]
 		op.cur.key, op.cur.hash, op.curTS = r.key, r.hash, b.ts[i]
 		op.emitWM = op.wm
+		op.nowOK = false
 		if err := op.fn.ProcessElement(op.ctx, r.val); err != nil {
 			return err
 		}
@@ -249,29 +287,70 @@ func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {
 	return nil
 }
 
-// advance moves the watermark to w and fires due timers in time order.
-// Timers registered while firing fire too if they are already due.
+// advance moves the watermark to w and fires due event-time timers in time
+// order. Timers registered while firing fire too if they are already due.
 func (op *processOp[K, T, OUT]) advance(w int64) error {
 	prev := op.wm
 	op.wm = w
 	op.emitWM = prev
-	for len(op.timers) > 0 && op.timers[0].ts <= w {
-		t := heap.Pop(&op.timers).(timer[K])
-		if !op.timerSet.Delete(timerHash(t.hash, t.ts), timerKey[K]{t.key, t.ts}) {
-			continue // deleted, or a duplicate of a timer that already fired
+	for {
+		if t, ok := op.event.Peek(); !ok || t.TS > w {
+			return nil
 		}
-		if op.onTimer == nil {
-			continue
-		}
-		op.cur.key, op.cur.hash, op.curTS = t.key, t.hash, t.ts
-		if err := op.onTimer.OnTimer(op.ctx, time.UnixMilli(t.ts).UTC()); err != nil {
+		t, _ := op.event.Pop()
+		op.nowOK = false
+		if err := op.fire(t, EventTime, prev); err != nil {
 			return err
 		}
-		if len(op.ob.data) >= op.size {
-			if err := op.emit(prev); err != nil {
-				return err
-			}
+	}
+}
+
+// fire calls OnTimer for t; a full output batch goes downstream with
+// watermark wm.
+func (op *processOp[K, T, OUT]) fire(t state.Timer[K, state.VoidNamespace], d TimeDomain, wm int64) error {
+	if op.onTimer == nil {
+		return nil
+	}
+	op.cur.key, op.cur.hash, op.curTS = t.Key, t.Hash, t.TS
+	op.domain = d
+	err := op.onTimer.OnTimer(op.ctx, time.UnixMilli(t.TS).UTC())
+	op.domain = EventTime
+	if err != nil {
+		return err
+	}
+	if len(op.ob.data) >= op.size {
+		return op.emit(wm)
+	}
+	return nil
+}
+
+// nextProcessingTime implements procTimers.
+func (op *processOp[K, T, OUT]) nextProcessingTime() int64 {
+	if t, ok := op.proc.Peek(); ok {
+		return t.TS
+	}
+	return watermark.Max
+}
+
+// onProcessingTime implements procTimers: it fires the processing-time
+// timers due at now, in time order, and sends their output downstream. It
+// fires at most the timers pending when it is called, so that a timer
+// re-registering itself in the past cannot keep the task from its input:
+// timers registered meanwhile fire on the next call.
+func (op *processOp[K, T, OUT]) onProcessingTime(now int64) error {
+	op.emitWM = op.wm
+	for n := op.proc.Len(); n > 0; n-- {
+		if t, ok := op.proc.Peek(); !ok || t.TS > now {
+			break
 		}
+		t, _ := op.proc.Pop()
+		op.now, op.nowOK = now, true
+		if err := op.fire(t, ProcessingTime, op.wm); err != nil {
+			return err
+		}
+	}
+	if len(op.ob.data) > 0 {
+		return op.emit(op.wm)
 	}
 	return nil
 }

@@ -1,0 +1,183 @@
+package state
+
+import (
+	"iter"
+	"math"
+)
+
+// ttlVal is a value with its expiry time (NoExpiry without TTL).
+type ttlVal[V any] struct {
+	v   V
+	exp int64
+}
+
+// heapValue is the heap's value store, and the base of its reducing and
+// aggregating stores.
+type heapValue[K, N comparable, V any] struct {
+	base
+	nsh nsHasher[N]
+	g   groups[nsKey[N, K], ttlVal[V]]
+}
+
+func newHeapValue[K, N comparable, V any](h *Heap, name string, kind Kind, o Options) (*heapValue[K, N, V], error) {
+	bs, err := newBase(h, name, kind, o)
+	if err != nil {
+		return nil, err
+	}
+	nsh, err := newNSHasher[N]()
+	if err != nil {
+		return nil, err
+	}
+	return &heapValue[K, N, V]{base: bs, nsh: nsh, g: newGroups[nsKey[N, K], ttlVal[V]](h.cfg.KeyGroups, h.cfg.MaxParallelism)}, nil
+}
+
+// Get implements ValueStore.
+func (s *heapValue[K, N, V]) Get(hash uint64, key K, ns N) (V, bool) {
+	t := s.g.of(hash)
+	i := t.find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	if s.ttl != 0 {
+		return s.getTTL(t, i)
+	}
+	if i < 0 {
+		var zero V
+		return zero, false
+	}
+	return t.slots[i].val.v, true
+}
+
+// getTTL is Get's path for stores with TTL: expired values are deleted
+// rather than returned, reads may refresh, and every access advances the
+// incremental cleanup.
+func (s *heapValue[K, N, V]) getTTL(t *table[nsKey[N, K], ttlVal[V]], i int) (v V, ok bool) {
+	now := s.now()
+	if i >= 0 {
+		p := &t.slots[i].val
+		if now >= p.exp {
+			t.deleteAt(i)
+		} else {
+			if s.onRead {
+				p.exp = now + s.ttl
+			}
+			v, ok = p.v, true
+		}
+	}
+	if s.onRead { // a read that refreshes is a write
+		s.sweep(now)
+	}
+	return v, ok
+}
+
+// Put implements ValueStore.
+func (s *heapValue[K, N, V]) Put(hash uint64, key K, ns N, v V) {
+	t := s.g.of(hash)
+	i, _ := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	p := &t.slots[i].val
+	p.v = v
+	if s.ttl == 0 {
+		p.exp = NoExpiry
+		return
+	}
+	now := s.now()
+	p.exp = now + s.ttl
+	s.sweep(now)
+}
+
+// Delete implements ValueStore.
+func (s *heapValue[K, N, V]) Delete(hash uint64, key K, ns N) {
+	s.g.of(hash).delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	if s.ttl != 0 {
+		s.sweep(s.now())
+	}
+}
+
+// sweep advances the incremental cleanup.
+func (s *heapValue[K, N, V]) sweep(now int64) {
+	s.g.sweep(cleanupSize, func(v *ttlVal[V]) bool { return now >= v.exp })
+}
+
+// Entries implements ValueStore.
+func (s *heapValue[K, N, V]) Entries(kg int) iter.Seq[Entry[K, N, V]] {
+	return func(yield func(Entry[K, N, V]) bool) {
+		t := s.g.group(kg)
+		if t == nil {
+			return
+		}
+		now := int64(math.MinInt64)
+		if s.ttl != 0 {
+			now = s.now()
+		}
+		t.all(func(h uint64, k nsKey[N, K], v *ttlVal[V]) bool {
+			if now >= v.exp {
+				return true
+			}
+			return yield(Entry[K, N, V]{Hash: s.nsh.mix(h, k.ns), Key: k.key, NS: k.ns, Value: v.v, Expires: v.exp})
+		})
+	}
+}
+
+// len is the number of entries, expired ones not yet removed included.
+func (s *heapValue[K, N, V]) len() int { return s.g.len() }
+
+// heapReducing is the heap's reducing store.
+type heapReducing[K, N comparable, V any] struct {
+	*heapValue[K, N, V]
+	reduce func(a, b V) V
+}
+
+// Add implements ReducingStore.
+func (s *heapReducing[K, N, V]) Add(hash uint64, key K, ns N, v V) {
+	t := s.g.of(hash)
+	i, fresh := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	p := &t.slots[i].val
+	var now int64
+	if s.ttl != 0 {
+		now = s.now()
+		fresh = fresh || now >= p.exp
+	}
+	if fresh {
+		p.v = v
+	} else {
+		p.v = s.reduce(p.v, v)
+	}
+	p.exp = s.expiry(now)
+	if s.ttl != 0 {
+		s.sweep(now)
+	}
+}
+
+// heapAggregating is the heap's aggregating store: it keeps accumulators
+// and applies Result on Get.
+type heapAggregating[K, N comparable, IN, ACC, OUT any] struct {
+	*heapValue[K, N, ACC]
+	agg Aggregator[IN, ACC, OUT]
+}
+
+// Get implements AggregatingStore.
+func (s *heapAggregating[K, N, IN, ACC, OUT]) Get(hash uint64, key K, ns N) (OUT, bool) {
+	acc, ok := s.heapValue.Get(hash, key, ns)
+	if !ok {
+		var zero OUT
+		return zero, false
+	}
+	return s.agg.Result(acc), true
+}
+
+// Add implements AggregatingStore.
+func (s *heapAggregating[K, N, IN, ACC, OUT]) Add(hash uint64, key K, ns N, in IN) {
+	t := s.g.of(hash)
+	i, fresh := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	p := &t.slots[i].val
+	var now int64
+	if s.ttl != 0 {
+		now = s.now()
+		fresh = fresh || now >= p.exp
+	}
+	if fresh {
+		p.v = s.agg.Create()
+	}
+	p.v = s.agg.Add(p.v, in)
+	p.exp = s.expiry(now)
+	if s.ttl != 0 {
+		s.sweep(now)
+	}
+}
