@@ -92,6 +92,9 @@ type node struct {
 	side       *node
 	sideStream any
 	sideOf     *node
+
+	// committer of a two-phase-commit sink
+	committer Committer
 }
 
 // edge connects two nodes.
@@ -183,9 +186,69 @@ func (j *Job) Run(ctx context.Context) error {
 		defer srv.Close()
 		j.cfg.logger.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics")
 	}
+	j.metrics.Now = j.cfg.clock
 	start := time.Now()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
-	err := j.execute(ctx)
+	err := j.runAttempts(ctx)
 	j.cfg.logger.Info("job finished", "job", j.name, "elapsed", time.Since(start), "err", err)
 	return err
+}
+
+// runAttempts runs the job and, when it checkpoints, restarts it from the
+// latest complete checkpoint after a failure, under the restart policy.
+func (j *Job) runAttempts(ctx context.Context) error {
+	var store *ckStore
+	var restored *restoredState
+	var err error
+	if j.cfg.ckDir != "" {
+		if store, err = openCkStore(j); err != nil {
+			return err
+		}
+	}
+	if j.cfg.restoreFrom != "" {
+		if restored, err = loadSavepoint(j, j.cfg.restoreFrom); err != nil {
+			return err
+		}
+	} else if store != nil {
+		if restored, err = store.latest(); err != nil {
+			return err
+		}
+	}
+	pol := j.cfg.restart
+	var failures []time.Time
+	backoff := pol.InitialBackoff
+	for {
+		if restored != nil {
+			j.cfg.logger.Info("restoring", "checkpoint", restored.id, "path", restored.path)
+		}
+		err := j.execute(ctx, store, restored)
+		if err == nil || store == nil || ctx.Err() != nil {
+			return err
+		}
+		now := time.Now()
+		failures = append(failures, now)
+		for len(failures) > 0 && now.Sub(failures[0]) > pol.Interval {
+			failures = failures[1:]
+		}
+		if pol.MaxFailures <= 0 || len(failures) > pol.MaxFailures {
+			return fmt.Errorf("weir: job failed %d times within %v, giving up: %w", len(failures), pol.Interval, err)
+		}
+		j.cfg.logger.Warn("job failed; restarting from the latest checkpoint", "err", err, "backoff", backoff, "failures", len(failures))
+		j.metrics.Checkpoints.Restarts.Add(1)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, pol.MaxBackoff)
+		latest, lerr := store.latest()
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if latest != nil {
+			restored = latest
+		}
+	}
 }

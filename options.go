@@ -54,6 +54,16 @@ type config struct {
 	logger         *slog.Logger
 	clock          func() time.Time
 
+	// checkpoints
+	ckInterval   time.Duration
+	ckDir        string
+	ckTimeout    time.Duration
+	ckRetain     int
+	restoreFrom  string
+	allowNonRest bool
+	startFresh   bool
+	restart      RestartPolicy
+
 	// operator
 	name string
 	uid  string
@@ -84,6 +94,9 @@ func defaultJobConfig() config {
 		batchSize:      1024,
 		bufferTimeout:  10 * time.Millisecond,
 		queueCapacity:  4,
+		ckTimeout:      10 * time.Minute,
+		ckRetain:       3,
+		restart:        DefaultRestartPolicy(),
 	}
 }
 
@@ -102,6 +115,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("weir: buffer timeout %v: must not be negative", c.bufferTimeout)
 	case c.queueCapacity < 1:
 		return fmt.Errorf("weir: queue capacity %d: must be at least 1", c.queueCapacity)
+	case c.ckDir != "" && c.ckInterval <= 0:
+		return fmt.Errorf("weir: checkpoint interval %v: must be positive", c.ckInterval)
+	case c.ckRetain < 1:
+		return fmt.Errorf("weir: retain %d checkpoints: must be at least 1", c.ckRetain)
+	case c.ckTimeout <= 0:
+		return fmt.Errorf("weir: checkpoint timeout %v: must be positive", c.ckTimeout)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
@@ -114,8 +133,8 @@ func (c *config) validate() error {
 
 // String prints the effective job options.
 func (c *config) String() string {
-	return fmt.Sprintf("parallelism=%d max-parallelism=%d batch-size=%d buffer-timeout=%v queue-capacity=%d metrics=%q",
-		c.parallelism, c.maxParallelism, c.batchSize, c.bufferTimeout, c.queueCapacity, c.metricsAddr)
+	return fmt.Sprintf("parallelism=%d max-parallelism=%d batch-size=%d buffer-timeout=%v queue-capacity=%d metrics=%q checkpoint-interval=%v checkpoint-dir=%q",
+		c.parallelism, c.maxParallelism, c.batchSize, c.bufferTimeout, c.queueCapacity, c.metricsAddr, c.ckInterval, c.ckDir)
 }
 
 // Parallelism sets how many subtasks run an operator; given to NewJob it is
@@ -204,4 +223,69 @@ func Accumulating() Option {
 // UpdateBefore and Delete) stays exact.
 func Retracting() Option {
 	return option{"Retracting()", scopeWindow, func(c *config) { c.retract = true }}
+}
+
+// Checkpointing takes a checkpoint every interval into dir (one
+// subdirectory per checkpoint) and makes the job fault tolerant: after a
+// failure it restarts from the latest complete checkpoint (see
+// RestartPolicy), and a process started again with the same dir resumes
+// from it. Every source must implement RestorableSource.
+func Checkpointing(interval time.Duration, dir string) Option {
+	return option{fmt.Sprintf("Checkpointing(%v, %q)", interval, dir), scopeJob, func(c *config) {
+		c.ckInterval, c.ckDir = interval, dir
+	}}
+}
+
+// CheckpointTimeout aborts a checkpoint that has not completed within d
+// (default 10 minutes).
+func CheckpointTimeout(d time.Duration) Option {
+	return option{fmt.Sprintf("CheckpointTimeout(%v)", d), scopeJob, func(c *config) { c.ckTimeout = d }}
+}
+
+// RetainCheckpoints keeps the newest n completed checkpoints (default 3).
+func RetainCheckpoints(n int) Option {
+	return option{fmt.Sprintf("RetainCheckpoints(%d)", n), scopeJob, func(c *config) { c.ckRetain = n }}
+}
+
+// RestoreFrom starts the job from a savepoint or checkpoint directory
+// instead of the latest checkpoint of the checkpoint dir. The parallelism
+// may differ from the one that took it: keyed state moves by key group.
+func RestoreFrom(path string) Option {
+	return option{fmt.Sprintf("RestoreFrom(%q)", path), scopeJob, func(c *config) { c.restoreFrom = path }}
+}
+
+// AllowNonRestoredState lets a job start from a savepoint that holds state
+// of operators the job no longer has (matched by UID); that state is
+// dropped. Without it such a restore fails.
+func AllowNonRestoredState() Option {
+	return option{"AllowNonRestoredState()", scopeJob, func(c *config) { c.allowNonRest = true }}
+}
+
+// StartFresh lets a job start empty when its checkpoint dir holds
+// checkpoints of which none is usable. Without it the job refuses to start,
+// rather than silently reprocess or lose its state.
+func StartFresh() Option {
+	return option{"StartFresh()", scopeJob, func(c *config) { c.startFresh = true }}
+}
+
+// RestartPolicy says how a checkpointed job restarts after a failure:
+// exponential backoff from InitialBackoff to MaxBackoff, and at most
+// MaxFailures failures within Interval, after which Run fails.
+type RestartPolicy struct {
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	MaxFailures    int
+	Interval       time.Duration
+}
+
+// DefaultRestartPolicy: 100ms doubling to 10s, at most 10 failures in 10
+// minutes.
+func DefaultRestartPolicy() RestartPolicy {
+	return RestartPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, MaxFailures: 10, Interval: 10 * time.Minute}
+}
+
+// Restarts sets the restart policy of a checkpointed job. MaxFailures 0
+// disables restarts.
+func Restarts(p RestartPolicy) Option {
+	return option{fmt.Sprintf("Restarts(%+v)", p), scopeJob, func(c *config) { c.restart = p }}
 }

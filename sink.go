@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/weirstream/weir/internal/metrics"
@@ -42,23 +43,40 @@ func To[T any](s *Stream[T], sink Sink[T], opts ...Option) {
 	cfg := s.job.opConfig("To", scopeOp, opts)
 	n := s.job.addNode(cfg.name, "sink", cfg.parallelism, cfg)
 	n.tee = newTee[struct{}]
+	if cs, ok := sink.(CommittingSink[T]); ok {
+		n.committer = cs.Committer()
+	}
 	connect(s, n, forward)
 	n.build = func(st *subtask, _ any) ([]any, error) {
 		w, err := sink.OpenWriter(st.ctx, st.index, n.parallelism)
 		if err != nil {
 			return nil, err
 		}
-		op := &sinkOp[T]{w: w, st: st, m: st.metrics(n)}
+		op := &sinkOp[T]{w: w, st: st, m: st.metrics(n), info: newOpInfo(st, n), committer: n.committer}
+		if cw, ok := w.(CommittingWriter[T]); ok {
+			// The restored checkpoint's output was committed before the
+			// tasks started; what else earlier attempts left goes now.
+			var id int64
+			if r := st.plan.restored; r != nil {
+				id = r.id
+			}
+			if err := cw.Recover(st.ctx, id); err != nil {
+				w.Close(noCtx)
+				return nil, fmt.Errorf("recover sink %q: %w", n.name, err)
+			}
+		}
 		st.closers = append(st.closers, op.close)
 		return []any{consumer[T](op)}, nil
 	}
 }
 
 type sinkOp[T any] struct {
-	w      SinkWriter[T]
-	st     *subtask
-	m      *metrics.Operator
-	closed bool
+	w         SinkWriter[T]
+	st        *subtask
+	m         *metrics.Operator
+	info      opInfo
+	committer Committer
+	closed    bool
 }
 
 func (op *sinkOp[T]) push(b *batch[T]) error {
@@ -69,7 +87,25 @@ func (op *sinkOp[T]) push(b *batch[T]) error {
 	return op.w.Write(op.st.ctx, b.data)
 }
 
-func (op *sinkOp[T]) finish() error { return op.close() }
+// finish closes the writer. Without checkpointing, a two-phase-commit
+// sink pre-commits and commits here, once: the end of a bounded input is
+// then the only point where its output is known complete.
+func (op *sinkOp[T]) finish() error {
+	if cw, ok := op.w.(CommittingWriter[T]); ok && op.st.plan.coord == nil {
+		data, err := cw.PreCommit(op.st.ctx, 0)
+		if err != nil {
+			return err
+		}
+		if err := op.close(); err != nil {
+			return err
+		}
+		if data != nil && op.committer != nil {
+			return op.committer.Commit(op.st.ctx, data)
+		}
+		return nil
+	}
+	return op.close()
+}
 
 func (op *sinkOp[T]) close() error {
 	if op.closed {

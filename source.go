@@ -123,26 +123,55 @@ func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[
 func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws WatermarkStrategy[T], out consumer[T]) error {
 	ctx := st.ctx
 	m := st.metrics(n)
+	ck := st.plan.coord
+	restorable, _ := src.(RestorableSource[T])
+	if ck != nil && restorable == nil {
+		return fmt.Errorf("source %T cannot be checkpointed: it does not implement weir.RestorableSource", src)
+	}
+	saved, _ := st.restoreMeta(n)
 	readers := make([]SplitReader[T], len(splits))
+	gens := make([]watermark.Generator, len(splits))
+	comb := watermark.NewCombiner(len(splits))
+	done := make([]bool, len(splits))
+	active := len(splits)
 	for i, s := range splits {
-		r, err := src.Open(ctx, s)
+		gens[i] = watermark.NewGenerator(ws.kind, ws.delay)
+		var r SplitReader[T]
+		var err error
+		if data, ok := saved[s.ID()]; ok {
+			var ss splitState
+			if err := decode(data, &ss); err != nil {
+				return fmt.Errorf("restore split %s: %w", s.ID(), err)
+			}
+			gens[i].Restore(ss.MaxTS, ss.WM)
+			comb.Update(i, ss.WM)
+			if ss.Done {
+				done[i] = true
+				active--
+				comb.Update(i, watermark.Max)
+				continue
+			}
+			r, err = restorable.OpenAt(ctx, s, ss.Pos)
+		} else {
+			r, err = src.Open(ctx, s)
+		}
 		if err != nil {
 			return fmt.Errorf("open split %s: %w", s.ID(), err)
+		}
+		if ck != nil {
+			if _, ok := r.(CheckpointedReader[T]); !ok {
+				r.Close()
+				return fmt.Errorf("split reader %T cannot be checkpointed: it does not implement weir.CheckpointedReader", r)
+			}
 		}
 		readers[i] = r
 		st.closers = append(st.closers, r.Close)
 	}
-	gens := make([]watermark.Generator, len(splits))
-	for i := range gens {
-		gens[i] = watermark.NewGenerator(ws.kind, ws.delay)
-	}
-	comb := watermark.NewCombiner(len(splits))
 	size := st.cfg().batchSize
 	b := newBatch[T](size)
 	b.data = b.data[:size]
 	b.ts = b.ts[:size]
 	b.wm = b.wm[:size]
-	done := make([]bool, len(splits))
 	lastRead := make([]int64, len(splits)) // processing time of each split's last record, ms
 	if ws.idleness > 0 {
 		now := st.now()
@@ -150,10 +179,49 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			lastRead[i] = now
 		}
 	}
-	active := len(splits)
 	lastWM, lastIdle := int64(watermark.Min), false
+	// snapshot saves every split's position and watermark generator, then
+	// sends the barrier down the chain and the task's part to the
+	// coordinator.
+	snapshot := func(b *barrierMsg) error {
+		info := newOpInfo(st, n)
+		os := info.state(comb.Current())
+		os.Meta = map[string][]byte{}
+		for i, s := range splits {
+			ss := splitState{Done: done[i]}
+			ss.MaxTS, ss.WM = gens[i].State()
+			if !done[i] {
+				pos, err := readers[i].(CheckpointedReader[T]).Position()
+				if err != nil {
+					return fmt.Errorf("position of split %s: %w", s.ID(), err)
+				}
+				ss.Pos = pos
+			}
+			data, err := encode(ss)
+			if err != nil {
+				return err
+			}
+			os.Meta[s.ID()] = data
+		}
+		snap := &taskSnapshot{id: b.id, task: n.name, subtask: st.index, states: []opState{os}}
+		if err := forwardBarrier(out, b, snap); err != nil {
+			return err
+		}
+		return ck.ack(ctx, snap)
+	}
+	var trigger <-chan *barrierMsg
+	if ck != nil {
+		trigger = ck.triggers[n.id][st.index]
+	}
 	view := &batch[T]{} // the part of b that was filled, lent to the chain
 	for active > 0 {
+		select {
+		case b := <-trigger:
+			if err := snapshot(b); err != nil {
+				return err
+			}
+		default:
+		}
 		progressed := false
 		for s, r := range readers {
 			if done[s] {
@@ -222,6 +290,26 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			return err
 		}
 	}
+	if ck != nil {
+		// The input is done, but the job is not until a final checkpoint
+		// covers everything it produced (Flink's FLIP-147): wait for it.
+		if err := ck.sourceFinished(ctx); err != nil {
+			return err
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case b := <-trigger:
+				if err := snapshot(b); err != nil {
+					return err
+				}
+				if b.final {
+					return out.finish()
+				}
+			}
+		}
+	}
 	return out.finish()
 }
 
@@ -281,3 +369,41 @@ func (r *sliceReader[T]) Read(_ context.Context, dst []T) (int, error) {
 }
 
 func (r *sliceReader[T]) Close() error { return nil }
+
+// CheckpointedReader is a SplitReader whose position can be saved in a
+// checkpoint. Sources used in a checkpointed job must have such readers and
+// implement RestorableSource.
+type CheckpointedReader[T any] interface {
+	SplitReader[T]
+	// Position encodes where the next Read continues.
+	Position() ([]byte, error)
+}
+
+// RestorableSource is a Source whose splits can be reopened where a
+// checkpoint left them.
+type RestorableSource[T any] interface {
+	Source[T]
+	// OpenAt opens split at a position its reader's Position returned.
+	OpenAt(ctx context.Context, split Split, pos []byte) (SplitReader[T], error)
+}
+
+// splitState is what a checkpoint keeps per split.
+type splitState struct {
+	Pos   []byte
+	MaxTS int64
+	WM    int64
+	Done  bool
+}
+
+func (s *sliceSource[T]) OpenAt(_ context.Context, _ Split, pos []byte) (SplitReader[T], error) {
+	var i int
+	if err := decode(pos, &i); err != nil {
+		return nil, err
+	}
+	if i < 0 || i > len(s.items) {
+		return nil, fmt.Errorf("weir: slice source position %d out of range [0, %d]", i, len(s.items))
+	}
+	return &sliceReader[T]{items: s.items, pos: i}, nil
+}
+
+func (r *sliceReader[T]) Position() ([]byte, error) { return encode(r.pos) }

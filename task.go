@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weirstream/weir/internal/exec"
@@ -17,6 +18,10 @@ type plan struct {
 	gates [][]*exec.Gate // per node, per subtask; nil for chained nodes
 	// channel index of each (input edge, sending subtask) in the gate
 	base map[*edge]int
+	// restored is the state the job starts from (nil: from scratch)
+	restored *restoredState
+	// coord is the checkpoint coordinator (nil: checkpointing is off)
+	coord *coordinator
 }
 
 // subtask is the per-goroutine context handed to operators as they are
@@ -224,21 +229,59 @@ func (p *plan) output(n *node, st *subtask) (any, error) {
 	return n.tee(outs), nil
 }
 
-func (j *Job) execute(parent context.Context) error {
+// execute runs one attempt of the job, from restored state if given.
+func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredState) error {
 	g := exec.NewGroup(parent)
 	ctx := g.Context()
 	p, err := j.compile(ctx)
 	if err != nil {
+		g.Wait()
 		return err
 	}
+	p.restored = restored
+	if restored != nil {
+		if err := p.checkRestore(ctx); err != nil {
+			g.Wait()
+			return err
+		}
+	}
+	var heads []*node
+	ntasks, nsources := 0, 0
 	for _, n := range j.nodes {
 		head := n.run != nil
 		for _, e := range n.inputs {
 			head = head || !e.chained
 		}
-		if !head {
-			continue
+		if head {
+			heads = append(heads, n)
+			ntasks += n.parallelism
+			if n.run != nil {
+				nsources += n.parallelism
+			}
 		}
+	}
+	if ckpt != nil {
+		c := &coordinator{
+			interval: j.cfg.ckInterval, timeout: j.cfg.ckTimeout, log: j.cfg.logger, metrics: &j.metrics.Checkpoints,
+			triggers: map[int][]chan *barrierMsg{}, nsources: nsources, ntasks: ntasks,
+			acks: make(chan *taskSnapshot, ntasks), finished: make(chan struct{}, nsources),
+			persist: ckpt.persist, commit: ckpt.commit,
+		}
+		if restored != nil {
+			c.nextID = restored.id
+		}
+		for _, n := range heads {
+			if n.run == nil {
+				continue
+			}
+			for i := 0; i < n.parallelism; i++ {
+				c.triggers[n.id] = append(c.triggers[n.id], make(chan *barrierMsg, 1))
+			}
+		}
+		p.coord = c
+		g.Go("checkpoint-coordinator", 0, c.run)
+	}
+	for _, n := range heads {
 		for i := 0; i < n.parallelism; i++ {
 			n, i := n, i
 			g.Go(n.name, i, func(ctx context.Context) error {
@@ -259,11 +302,39 @@ func (j *Job) execute(parent context.Context) error {
 			})
 		}
 	}
-	err = g.Wait()
-	if err != nil && parent.Err() != nil && errors.Is(err, context.Cause(parent)) {
-		return err
+	return g.Wait()
+}
+
+// checkRestore matches restored state to operators by UID and commits the
+// restored checkpoint's pending sink output (idempotently) before any task
+// starts.
+func (p *plan) checkRestore(ctx context.Context) error {
+	byUID := map[string]*node{}
+	for _, n := range p.job.nodes {
+		byUID[n.uid] = n
 	}
-	return err
+	var missing []string
+	for uid := range p.restored.ops {
+		if byUID[uid] == nil {
+			missing = append(missing, uid)
+		}
+	}
+	if len(missing) > 0 && !p.job.cfg.allowNonRest {
+		slices.Sort(missing)
+		return fmt.Errorf("weir: the restored state has operators this job does not have (UIDs %q); give the operators their old UIDs, or pass AllowNonRestoredState to drop that state", missing)
+	}
+	for uid, list := range p.restored.commits {
+		n := byUID[uid]
+		if n == nil || n.committer == nil {
+			continue
+		}
+		for _, c := range list {
+			if err := n.committer.Commit(ctx, c); err != nil {
+				return fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.id, n.name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // runInputTask is the loop of a task whose head reads from a gate: it
@@ -293,6 +364,23 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 	comb := watermark.NewCombiner(nch)
 	ended := 0
 	m := st.metrics(n)
+	// Barrier alignment: a channel that delivered barrier n is blocked
+	// until every live channel delivered it.
+	aligned := 0
+	var alignStart time.Time
+	var pending *barrierMsg
+	completeAlignment := func() error {
+		gate.UnblockAll()
+		aligned = 0
+		p.job.metrics.Checkpoints.AlignmentNanos.Add(int64(time.Since(alignStart)))
+		b := pending
+		pending = nil
+		snap := &taskSnapshot{id: b.id, task: n.name, subtask: st.index}
+		if err := forwardBarrier(ins[first.index], b, snap); err != nil {
+			return err
+		}
+		return p.coord.ack(st.ctx, snap)
+	}
 	for ended < nch {
 		msg, ok := gate.TryNext()
 		if !ok {
@@ -337,6 +425,28 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 			if wm, adv := comb.Update(c, watermark.Max); adv {
 				m.Watermark.Store(wm)
 				if err := toFirst(first.empty(wm)); err != nil {
+					return err
+				}
+			}
+			if pending != nil && aligned == nch-ended {
+				if err := completeAlignment(); err != nil {
+					return err
+				}
+			}
+		case exec.Barrier:
+			b := msg.Batch.(*barrierMsg)
+			if p.coord == nil {
+				return fmt.Errorf("weir: barrier %d in a job without checkpointing", b.id)
+			}
+			if pending == nil {
+				pending, alignStart = b, time.Now()
+			} else if pending.id != b.id {
+				return fmt.Errorf("weir: barrier %d arrived while aligning barrier %d", b.id, pending.id)
+			}
+			gate.Block(c)
+			aligned++
+			if aligned == nch-ended {
+				if err := completeAlignment(); err != nil {
 					return err
 				}
 			}

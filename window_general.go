@@ -44,6 +44,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	idle    bool
 	dropped int64
 	emitFn  func(R)
+	info    opInfo
 	outTS   int64 // timestamp of records emitted now
 	err     error
 }

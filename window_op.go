@@ -68,11 +68,17 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			op := &overOp[K, T, ACC, OUT]{
 				size: w.size, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
 				ob: newBatch[WindowResult[K, OUT]](size), size0: size, m: st.metrics(n), late: late,
+				info: newOpInfo(st, n),
 			}
 			if late != nil {
 				op.lb = newBatch[LateEvent[K, T]](size)
 			}
 			op.init()
+			if wm, groups, ok := st.restoreKeyed(n); ok {
+				if err := op.restore(wm, groups); err != nil {
+					return nil, err
+				}
+			}
 			return []any{consumer[keyed[K, T]](op)}, nil
 		}
 		if aligned {
@@ -80,21 +86,32 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 				w: w, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
 				ob: newBatch[WindowResult[K, OUT]](size), size: size,
 				wm: watermark.Min, sentWM: watermark.Min, nextFire: watermark.Max,
-				m: st.metrics(n), late: late,
+				m: st.metrics(n), late: late, info: newOpInfo(st, n),
 			}
 			if late != nil {
 				op.lb = newBatch[LateEvent[K, T]](size)
+			}
+			if wm, groups, ok := st.restoreKeyed(n); ok {
+				if err := op.restore(wm, groups); err != nil {
+					return nil, err
+				}
 			}
 			return []any{consumer[keyed[K, T]](op)}, nil
 		}
 		op := &genWindowOp[K, T, ACC, OUT, R]{
 			w: w, agg: agg, trig: trig, lateness: cfg.lateness, retract: cfg.retract, render: render,
 			now: st.now, out: o.(consumer[R]), ob: newBatch[R](size), size: size, m: st.metrics(n), late: late,
+			info: newOpInfo(st, n),
 		}
 		if late != nil {
 			op.lb = newBatch[LateEvent[K, T]](size)
 		}
 		op.init()
+		if wm, groups, ok := st.restoreKeyed(n); ok {
+			if err := op.restore(wm, groups); err != nil {
+				return nil, err
+			}
+		}
 		st.timers = append(st.timers, op)
 		return []any{consumer[keyed[K, T]](op)}, nil
 	}
@@ -154,6 +171,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	dropped int64
 	late    consumer[LateEvent[K, T]]
 	lb      *batch[LateEvent[K, T]]
+	info    opInfo
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {

@@ -22,6 +22,7 @@ type overOp[K comparable, T, ACC, OUT any] struct {
 	m     *metrics.Operator
 	late  consumer[LateEvent[K, T]]
 	lb    *batch[LateEvent[K, T]]
+	info  opInfo
 
 	keys    *hashtable.Table[K, *overKey[K, T]]
 	timers  pq.Heap[overTimer[K]]

@@ -18,6 +18,9 @@ const (
 	// End says the sending subtask has no more data on this channel: its
 	// watermark is +inf from now on.
 	End
+	// Barrier is a checkpoint barrier: everything before it on the channel
+	// belongs to the checkpoint, everything after it to the next.
+	Barrier
 )
 
 // Message is one unit on an edge. Checkpoint barriers will be another Kind:
@@ -38,12 +41,16 @@ type Gate struct {
 	done   <-chan struct{}
 	next   int
 	timer  *time.Timer
+	// blocked channels are not read: a channel that delivered a barrier
+	// waits until every other channel delivered it too (alignment).
+	blocked  []bool
+	nblocked int
 }
 
 // NewGate returns a gate of n channels holding up to capacity messages each.
 // done is closed when the job is cancelled.
 func NewGate(n, capacity int, done <-chan struct{}) *Gate {
-	g := &Gate{chans: make([]chan Message, n), signal: make(chan struct{}, 1), done: done}
+	g := &Gate{chans: make([]chan Message, n), signal: make(chan struct{}, 1), done: done, blocked: make([]bool, n)}
 	for i := range g.chans {
 		g.chans[i] = make(chan Message, capacity)
 	}
@@ -84,6 +91,9 @@ func (g *Gate) TryNext() (Message, bool) {
 		if c >= n {
 			c -= n
 		}
+		if g.nblocked > 0 && g.blocked[c] {
+			continue
+		}
 		select {
 		case m := <-g.chans[c]:
 			g.next = c + 1
@@ -95,6 +105,25 @@ func (g *Gate) TryNext() (Message, bool) {
 		}
 	}
 	return Message{}, false
+}
+
+// Block stops reading channel c until UnblockAll.
+func (g *Gate) Block(c int) {
+	if !g.blocked[c] {
+		g.blocked[c] = true
+		g.nblocked++
+	}
+}
+
+// UnblockAll resumes reading every channel.
+func (g *Gate) UnblockAll() {
+	clear(g.blocked)
+	g.nblocked = 0
+	// Messages may have queued on blocked channels without waking us.
+	select {
+	case g.signal <- struct{}{}:
+	default:
+	}
 }
 
 // Next waits for a message. With timeout > 0 it gives up after timeout and

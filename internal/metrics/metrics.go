@@ -37,9 +37,28 @@ type Operator struct {
 	BackpressureNanos atomic.Int64
 }
 
+// Checkpoints are the job's checkpoint metrics.
+type Checkpoints struct {
+	Completed atomic.Int64
+	Failed    atomic.Int64
+	Aborted   atomic.Int64
+	LastID    atomic.Int64
+	// LastDurationNanos is trigger to completion of the last checkpoint.
+	LastDurationNanos atomic.Int64
+	// LastWriteNanos is the time spent writing its files and metadata.
+	LastWriteNanos atomic.Int64
+	// LastSizeBytes is the size of its files.
+	LastSizeBytes atomic.Int64
+	// AlignmentNanos adds up the time tasks held input channels back while
+	// aligning barriers.
+	AlignmentNanos atomic.Int64
+	Restarts       atomic.Int64
+}
+
 // Registry holds every operator's metrics of one job.
 type Registry struct {
-	Job string
+	Job         string
+	Checkpoints Checkpoints
 	// Now is the processing-time clock for the watermark lag (default
 	// time.Now).
 	Now func() time.Time
@@ -109,18 +128,45 @@ var (
 	descSkipped  = prometheus.NewDesc("weir_bad_records_skipped_total", "Malformed input records skipped by a source.", labels, nil)
 	descWM       = prometheus.NewDesc("weir_watermark_ms", "Current input watermark of the operator subtask, epoch milliseconds (absent before the first watermark).", labels, nil)
 	descLag      = prometheus.NewDesc("weir_watermark_lag_seconds", "Processing time minus the operator subtask's current watermark (absent before the first watermark and after the last).", labels, nil)
+	ckLabels     = []string{"job"}
+	descCkDone   = prometheus.NewDesc("weir_checkpoints_completed_total", "Checkpoints completed.", ckLabels, nil)
+	descCkFailed = prometheus.NewDesc("weir_checkpoints_failed_total", "Checkpoints that could not be written.", ckLabels, nil)
+	descCkAbort  = prometheus.NewDesc("weir_checkpoints_aborted_total", "Checkpoints aborted by the timeout.", ckLabels, nil)
+	descCkLast   = prometheus.NewDesc("weir_checkpoint_last_id", "Id of the last completed checkpoint.", ckLabels, nil)
+	descCkDur    = prometheus.NewDesc("weir_checkpoint_last_duration_seconds", "Trigger to completion of the last checkpoint.", ckLabels, nil)
+	descCkSize   = prometheus.NewDesc("weir_checkpoint_last_size_bytes", "Size of the last completed checkpoint.", ckLabels, nil)
+	descCkAlign  = prometheus.NewDesc("weir_checkpoint_alignment_seconds_total", "Time input channels were held back aligning barriers.", ckLabels, nil)
+	descRestarts = prometheus.NewDesc("weir_job_restarts_total", "Restarts of the job from a checkpoint after a failure.", ckLabels, nil)
 	descBackpres = prometheus.NewDesc("weir_backpressure_seconds_total", "Time spent blocked on a full output queue.", labels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descLate, descSkipped, descWM, descLag, descBackpres} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descLate, descSkipped, descWM, descLag, descBackpres,
+		descCkDone, descCkFailed, descCkAbort, descCkLast, descCkDur, descCkSize, descCkAlign, descRestarts} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (r *Registry) Collect(ch chan<- prometheus.Metric) {
+	c := &r.Checkpoints
+	for _, x := range []struct {
+		d *prometheus.Desc
+		t prometheus.ValueType
+		v float64
+	}{
+		{descCkDone, prometheus.CounterValue, float64(c.Completed.Load())},
+		{descCkFailed, prometheus.CounterValue, float64(c.Failed.Load())},
+		{descCkAbort, prometheus.CounterValue, float64(c.Aborted.Load())},
+		{descCkLast, prometheus.GaugeValue, float64(c.LastID.Load())},
+		{descCkDur, prometheus.GaugeValue, float64(c.LastDurationNanos.Load()) / 1e9},
+		{descCkSize, prometheus.GaugeValue, float64(c.LastSizeBytes.Load())},
+		{descCkAlign, prometheus.CounterValue, float64(c.AlignmentNanos.Load()) / 1e9},
+		{descRestarts, prometheus.CounterValue, float64(c.Restarts.Load())},
+	} {
+		ch <- prometheus.MustNewConstMetric(x.d, x.t, x.v, r.Job)
+	}
 	for _, o := range r.Snapshot() {
 		lv := []string{r.Job, o.Name, strconv.Itoa(o.Subtask)}
 		ch <- prometheus.MustNewConstMetric(descIn, prometheus.CounterValue, float64(o.RecordsIn.Load()), lv...)

@@ -61,6 +61,13 @@ func (g *Generator) OnEvent(ts int64) {
 // Current is the watermark after the events seen so far.
 func (g *Generator) Current() int64 { return g.wm }
 
+// State returns what a checkpoint must keep of the generator.
+func (g *Generator) State() (maxTS, wm int64) { return g.max, g.wm }
+
+// Restore continues from a checkpointed state: a restored job then judges
+// lateness exactly as the uninterrupted one would.
+func (g *Generator) Restore(maxTS, wm int64) { g.max, g.wm = maxTS, wm }
+
 // MaxTimestamp is the largest timestamp seen.
 func (g *Generator) MaxTimestamp() int64 { return g.max }
 

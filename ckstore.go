@@ -1,0 +1,210 @@
+package weir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/keygroup"
+)
+
+// ckStore connects a job to its checkpoint directory (internal/checkpoint
+// does the files, checksums and the atomic commit).
+type ckStore struct {
+	job   *Job
+	store *checkpoint.Store
+}
+
+func openCkStore(j *Job) (*ckStore, error) {
+	s, err := checkpoint.Open(j.cfg.ckDir, checkpoint.Retain(j.cfg.ckRetain), checkpoint.WithLogger(j.cfg.logger), checkpoint.VerifyContents())
+	if err != nil {
+		return nil, fmt.Errorf("weir: checkpoint dir: %w", err)
+	}
+	return &ckStore{job: j, store: s}, nil
+}
+
+// persist writes one checkpoint: a state file per operator subtask, then
+// the metadata, atomically, last.
+func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*taskSnapshot) error {
+	p, err := s.store.Begin(id, checkpoint.KindCheckpoint)
+	if err != nil {
+		return err
+	}
+	meta, err := s.write(p, final, snaps)
+	if err != nil {
+		p.Abort()
+		return err
+	}
+	c, err := p.Commit(*meta)
+	if err != nil {
+		p.Abort()
+		return err
+	}
+	s.job.metrics.Checkpoints.LastSizeBytes.Store(c.Metadata().TotalSize())
+	return nil
+}
+
+func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, error) {
+	return writeSnapshot(s.job, p, final, snaps)
+}
+
+// writeSnapshot writes the state files of a checkpoint or savepoint and
+// returns its metadata.
+func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, error) {
+	maxP := j.cfg.maxParallelism
+	meta := &checkpoint.Metadata{
+		Job:            j.name,
+		MaxParallelism: maxP,
+		JobOptions:     map[string]string{"options": j.cfg.String(), "final": fmt.Sprint(final)},
+	}
+	index := map[string]int{}
+	op := func(uid, name string, par int) *checkpoint.OperatorState {
+		i, ok := index[uid]
+		if !ok {
+			i = len(meta.Operators)
+			index[uid] = i
+			meta.Operators = append(meta.Operators, checkpoint.OperatorState{UID: uid, Name: name, Parallelism: par})
+		}
+		return &meta.Operators[i]
+	}
+	commits := map[string][][]byte{}
+	var commitOps []pendingCommit
+	for _, snap := range snaps {
+		for _, st := range snap.states {
+			o := op(st.UID, st.Name, st.Parallelism)
+			name := fmt.Sprintf("op%03d-%s-%d.state", index[st.UID], fileSafe(st.UID), st.Subtask)
+			data, err := encode(st)
+			if err != nil {
+				return nil, err
+			}
+			w, err := p.Create(name)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := w.Write(data); err != nil {
+				w.Close()
+				return nil, err
+			}
+			fi, err := w.Close()
+			if err != nil {
+				return nil, err
+			}
+			fi.Subtask = st.Subtask
+			if st.Groups != nil {
+				lo, hi := keygroup.Range(st.Subtask, st.Parallelism, maxP)
+				fi.KeyGroups = &checkpoint.KeyGroupRange{Start: lo, End: hi}
+			}
+			o.Files = append(o.Files, fi)
+		}
+		for _, c := range snap.committables {
+			if _, seen := commits[c.uid]; !seen {
+				commitOps = append(commitOps, c)
+			}
+			commits[c.uid] = append(commits[c.uid], c.data)
+		}
+	}
+	for _, c := range commitOps {
+		raw, err := json.Marshal(commits[c.uid])
+		if err != nil {
+			return nil, err
+		}
+		o := op(c.uid, c.name, c.parallelism)
+		if o.Extra == nil {
+			o.Extra = map[string]json.RawMessage{}
+		}
+		o.Extra["committables"] = raw
+	}
+	return meta, nil
+}
+
+// commit makes the output of a completed checkpoint visible.
+func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) error {
+	for _, snap := range snaps {
+		for _, c := range snap.committables {
+			if c.committer == nil {
+				continue
+			}
+			if err := c.committer.Commit(ctx, c.data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// latest loads the newest usable checkpoint: nil when there is none. When
+// checkpoints exist but none is usable, the job refuses to start unless
+// told to start fresh.
+func (s *ckStore) latest() (*restoredState, error) {
+	c, err := s.store.Latest()
+	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil, nil
+	case errors.Is(err, checkpoint.ErrNoValidCheckpoint) && s.job.cfg.startFresh:
+		s.job.cfg.logger.Warn("no usable checkpoint; starting fresh as told", "err", err)
+		return nil, nil
+	case errors.Is(err, checkpoint.ErrNoValidCheckpoint):
+		return nil, fmt.Errorf("weir: refusing to start: %w (pass StartFresh to start empty)", err)
+	case err != nil:
+		return nil, err
+	}
+	return loadCheckpoint(c)
+}
+
+func loadSavepoint(j *Job, path string) (*restoredState, error) {
+	c, err := checkpoint.OpenPath(path, checkpoint.WithLogger(j.cfg.logger))
+	if err != nil {
+		return nil, fmt.Errorf("weir: restore from %s: %w", path, err)
+	}
+	if err := c.Verify(); err != nil {
+		return nil, fmt.Errorf("weir: restore from %s: %w", path, err)
+	}
+	if mp := c.Metadata().MaxParallelism; mp != j.cfg.maxParallelism {
+		return nil, fmt.Errorf("weir: restore from %s: it was taken with max parallelism %d, the job has %d (key groups cannot change)", path, mp, j.cfg.maxParallelism)
+	}
+	return loadCheckpoint(c)
+}
+
+func loadCheckpoint(c *checkpoint.Checkpoint) (*restoredState, error) {
+	r := &restoredState{id: c.ID(), path: c.Path(), ops: map[string][]opState{}, commits: map[string][][]byte{}}
+	for _, o := range c.Metadata().Operators {
+		for _, f := range o.Files {
+			data, err := c.ReadFile(f.Name)
+			if err != nil {
+				return nil, err
+			}
+			var st opState
+			if err := decode(data, &st); err != nil {
+				return nil, fmt.Errorf("weir: %s/%s: %w", c.Path(), f.Name, err)
+			}
+			r.ops[o.UID] = append(r.ops[o.UID], st)
+		}
+		if raw, ok := o.Extra["committables"]; ok {
+			var list [][]byte
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return nil, fmt.Errorf("weir: %s: committables of %q: %w", c.Path(), o.UID, err)
+			}
+			r.commits[o.UID] = list
+		}
+	}
+	return r, nil
+}
+
+// fileSafe maps a UID to the characters a state file name may hold.
+func fileSafe(uid string) string {
+	var b strings.Builder
+	for _, c := range []byte(uid) {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() > 64 {
+		return b.String()[:64]
+	}
+	return b.String()
+}

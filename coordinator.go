@@ -1,0 +1,169 @@
+package weir
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/weirstream/weir/internal/metrics"
+)
+
+// coordinator triggers checkpoints at the sources, collects every task's
+// acknowledgement, has the checkpoint written (its metadata last), and then
+// tells the sinks to commit. It runs in its own goroutine for one execution
+// attempt; at most one checkpoint is in flight.
+type coordinator struct {
+	interval time.Duration
+	timeout  time.Duration
+	log      *slog.Logger
+	metrics  *ckMetrics
+
+	// triggers has one channel per source subtask, by node id.
+	triggers map[int][]chan *barrierMsg
+	nsources int
+	ntasks   int
+	acks     chan *taskSnapshot
+	finished chan struct{}
+
+	nextID int64
+	// persist writes a complete checkpoint; commit runs the sinks'
+	// committers for it. Both run in the coordinator goroutine, so tasks go
+	// on processing while state is written (the asynchronous part).
+	persist func(ctx context.Context, id int64, final bool, snaps []*taskSnapshot) error
+	commit  func(ctx context.Context, id int64, snaps []*taskSnapshot) error
+}
+
+// ckMetrics are the job-level checkpoint metrics.
+type ckMetrics = metrics.Checkpoints
+
+// ack hands a task's part of a checkpoint to the coordinator.
+func (c *coordinator) ack(ctx context.Context, s *taskSnapshot) error {
+	select {
+	case c.acks <- s:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// sourceFinished tells the coordinator that one source subtask read all
+// its input.
+func (c *coordinator) sourceFinished(ctx context.Context) error {
+	select {
+	case c.finished <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+type inflight struct {
+	id      int64
+	final   bool
+	started time.Time
+	snaps   []*taskSnapshot
+}
+
+// run is the coordinator loop. It returns when the final checkpoint has
+// been committed (nil) or when ctx ends.
+func (c *coordinator) run(ctx context.Context) error {
+	tick := time.NewTicker(c.interval)
+	defer tick.Stop()
+	var cur *inflight
+	var timeout <-chan time.Time
+	var timer *time.Timer
+	finished, wantFinal := 0, false
+	trigger := func(final bool) {
+		c.nextID++
+		cur = &inflight{id: c.nextID, final: final, started: time.Now()}
+		b := &barrierMsg{id: cur.id, final: final}
+		for _, chans := range c.triggers {
+			for _, ch := range chans {
+				ch <- b // capacity 1 and at most one checkpoint in flight: never blocks
+			}
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		timer = time.NewTimer(c.timeout)
+		timeout = timer.C
+		c.log.Debug("checkpoint triggered", "id", cur.id, "final", final)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-tick.C:
+			if cur == nil && !wantFinal {
+				trigger(false)
+			}
+		case <-c.finished:
+			finished++
+			if finished == c.nsources {
+				wantFinal = true
+				if cur == nil {
+					trigger(true)
+				}
+			}
+		case <-timeout:
+			if cur == nil {
+				continue
+			}
+			c.log.Warn("checkpoint aborted: not complete within the timeout", "id", cur.id, "timeout", c.timeout, "acks", len(cur.snaps), "tasks", c.ntasks)
+			c.metrics.Aborted.Add(1)
+			// A final checkpoint cannot be dropped: the sources are waiting
+			// for it. Its barriers are in flight; a new one would queue
+			// behind them, so the job fails and restarts instead.
+			if cur.final {
+				return fmt.Errorf("weir: final checkpoint %d not complete within %v", cur.id, c.timeout)
+			}
+			cur = nil
+			timeout = nil
+			if wantFinal {
+				trigger(true)
+			}
+		case s := <-c.acks:
+			if cur == nil || s.id != cur.id {
+				continue // an aborted checkpoint's late acknowledgement
+			}
+			cur.snaps = append(cur.snaps, s)
+			if len(cur.snaps) < c.ntasks {
+				continue
+			}
+			done := cur
+			cur = nil
+			timer.Stop()
+			timeout = nil
+			start := time.Now()
+			if err := c.persist(ctx, done.id, done.final, done.snaps); err != nil {
+				// A checkpoint that cannot be written is not fatal: the
+				// previous one stays the restore point (Flink's tolerable
+				// checkpoint failures are 0 by default; we keep going and log).
+				c.log.Error("checkpoint failed", "id", done.id, "err", err)
+				c.metrics.Failed.Add(1)
+				if done.final {
+					return fmt.Errorf("weir: final checkpoint %d: %w", done.id, err)
+				}
+				if wantFinal {
+					trigger(true)
+				}
+				continue
+			}
+			c.metrics.Completed.Add(1)
+			c.metrics.LastID.Store(done.id)
+			c.metrics.LastDurationNanos.Store(int64(time.Since(done.started)))
+			c.metrics.LastWriteNanos.Store(int64(time.Since(start)))
+			c.log.Info("checkpoint complete", "id", done.id, "final", done.final, "duration", time.Since(done.started))
+			if err := c.commit(ctx, done.id, done.snaps); err != nil {
+				return fmt.Errorf("weir: commit of checkpoint %d: %w", done.id, err)
+			}
+			if done.final {
+				return nil
+			}
+			if wantFinal {
+				trigger(true)
+			}
+		}
+	}
+}
