@@ -101,7 +101,7 @@ func (o *outBuffers[E]) barrier(b *barrierMsg) error {
 }
 
 func (w *hashWriter[K, T]) barrier(b *barrierMsg, _ *taskSnapshot) error { return w.out.barrier(b) }
-func (w *plainWriter[T]) barrier(b *barrierMsg, _ *taskSnapshot) error  { return w.out.barrier(b) }
+func (w *plainWriter[T]) barrier(b *barrierMsg, _ *taskSnapshot) error   { return w.out.barrier(b) }
 
 // barrier pre-commits a two-phase-commit sink's writer; other sinks have
 // nothing to save (their output is at-least-once).

@@ -78,7 +78,7 @@ func (w *memWriter) PreCommit(_ context.Context, id int64) ([]byte, error) {
 	return []byte(tx), nil
 }
 func (w *memWriter) Recover(context.Context, int64) error { return nil }
-func (w *memWriter) Close(context.Context) error           { return nil }
+func (w *memWriter) Close(context.Context) error          { return nil }
 
 // buildCounting is a stateful job: tumbling counts per key and a running
 // count per key (Process), into a two-phase-commit sink. failAt > 0 makes
