@@ -64,6 +64,11 @@ type config struct {
 	startFresh   bool
 	restart      RestartPolicy
 
+	// keyed state backend: "heap" (default) or "pebble" in stateDir
+	stateBackend string
+	stateDir     string
+	stateMemory  int64 // bytes of memory budget for the pebble backend (block cache + memtables); 0: default
+
 	// operator
 	name string
 	uid  string
@@ -288,4 +293,20 @@ func DefaultRestartPolicy() RestartPolicy {
 // disables restarts.
 func Restarts(p RestartPolicy) Option {
 	return option{fmt.Sprintf("Restarts(%+v)", p), scopeJob, func(c *config) { c.restart = p }}
+}
+
+// HeapState keeps keyed state in memory as Go values (the default): the
+// fastest, bounded by memory.
+func HeapState() Option {
+	return option{"HeapState()", scopeJob, func(c *config) { c.stateBackend = "heap" }}
+}
+
+// PebbleState keeps keyed state and timers in a Pebble LSM under dir, so
+// state can be larger than memory; memoryBudget bounds the bytes Pebble
+// keeps in memory (0: a default). Checkpoints of Pebble state are
+// incremental: unchanged SST files are shared between checkpoints.
+func PebbleState(dir string, memoryBudget int64) Option {
+	return option{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), scopeJob, func(c *config) {
+		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget
+	}}
 }
