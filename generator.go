@@ -50,13 +50,49 @@ func (g *genSource[T]) Open(_ context.Context, s Split) (SplitReader[T], error) 
 	if !ok || int(i) >= g.cfg.Splits {
 		return nil, fmt.Errorf("weir: generator has no split %s", s.ID())
 	}
-	return &genReader[T]{g: g, next: int64(i), rng: rand.New(rand.NewPCG(g.cfg.Seed, uint64(i))), start: time.Now()}, nil
+	pcg := rand.NewPCG(g.cfg.Seed, uint64(i))
+	return &genReader[T]{g: g, next: int64(i), pcg: pcg, rng: rand.New(pcg), start: time.Now()}, nil
+}
+
+// genPos is a generator split's checkpointed position.
+type genPos struct {
+	Next, Emitted int64
+	PCG           []byte
+}
+
+// OpenAt implements RestorableSource.
+func (g *genSource[T]) OpenAt(ctx context.Context, s Split, pos []byte) (SplitReader[T], error) {
+	r, err := g.Open(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	var p genPos
+	if err := decode(pos, &p); err != nil {
+		return nil, err
+	}
+	gr := r.(*genReader[T])
+	gr.next, gr.emitted, gr.resumed = p.Next, p.Emitted, p.Emitted
+	if err := gr.pcg.UnmarshalBinary(p.PCG); err != nil {
+		return nil, fmt.Errorf("weir: generator position: %w", err)
+	}
+	return gr, nil
+}
+
+// Position implements CheckpointedReader.
+func (r *genReader[T]) Position() ([]byte, error) {
+	st, err := r.pcg.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return encode(genPos{r.next, r.emitted, st})
 }
 
 type genReader[T any] struct {
 	g       *genSource[T]
 	next    int64 // next index
 	emitted int64
+	resumed int64 // emitted when (re)opened, for the rate limit
+	pcg     *rand.PCG
 	rng     *rand.Rand
 	start   time.Time
 	timer   *time.Timer
@@ -65,7 +101,7 @@ type genReader[T any] struct {
 func (r *genReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	cfg := &r.g.cfg
 	if cfg.Rate > 0 {
-		due := int64(time.Since(r.start).Seconds()*cfg.Rate) - r.emitted
+		due := int64(time.Since(r.start).Seconds()*cfg.Rate) - (r.emitted - r.resumed)
 		if due <= 0 {
 			wait := min(time.Duration(float64(time.Second)/cfg.Rate), 10*time.Millisecond)
 			if r.timer == nil {

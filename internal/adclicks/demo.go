@@ -2,6 +2,7 @@ package adclicks
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -70,21 +71,52 @@ func (s *demoSource) Open(context.Context, weir.Split) (weir.SplitReader[DemoCli
 	for i := range cum {
 		cum[i] /= total
 	}
-	return &demoReader{c: s.c, ads: ads, cum: cum, rng: rand.New(rand.NewPCG(s.c.Seed, s.c.Seed^0x5eed)), start: time.Now()}, nil
+	pcg := rand.NewPCG(s.c.Seed, s.c.Seed^0x5eed)
+	return &demoReader{c: s.c, ads: ads, cum: cum, pcg: pcg, rng: rand.New(pcg), start: time.Now()}, nil
+}
+
+// OpenAt reopens the stream at a position saved by Position: the index and
+// the generator's state, so the rest of the stream is identical.
+func (s *demoSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[DemoClick], error) {
+	r, err := s.Open(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	dr := r.(*demoReader)
+	if len(pos) < 8 {
+		return nil, fmt.Errorf("adclicks: bad demo position (%d bytes)", len(pos))
+	}
+	dr.i = int64(binary.BigEndian.Uint64(pos))
+	if err := dr.pcg.UnmarshalBinary(pos[8:]); err != nil {
+		return nil, fmt.Errorf("adclicks: bad demo position: %w", err)
+	}
+	dr.resumed = dr.i
+	return dr, nil
+}
+
+// Position implements weir.CheckpointedReader.
+func (r *demoReader) Position() ([]byte, error) {
+	st, err := r.pcg.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return append(binary.BigEndian.AppendUint64(nil, uint64(r.i)), st...), nil
 }
 
 type demoReader struct {
-	c     DemoConfig
-	ads   []string
-	cum   []float64
-	rng   *rand.Rand
-	i     int64
-	start time.Time
+	c       DemoConfig
+	ads     []string
+	cum     []float64
+	pcg     *rand.PCG
+	rng     *rand.Rand
+	i       int64
+	resumed int64 // index the reader (re)started at, for the rate limit
+	start   time.Time
 }
 
 func (r *demoReader) Read(ctx context.Context, dst []DemoClick) (int, error) {
 	if r.c.Rate > 0 {
-		due := int64(time.Since(r.start).Seconds()*r.c.Rate) - r.i
+		due := int64(time.Since(r.start).Seconds()*r.c.Rate) - (r.i - r.resumed)
 		if due <= 0 {
 			t := time.NewTimer(min(time.Duration(float64(time.Second)/r.c.Rate), 10*time.Millisecond))
 			defer t.Stop()

@@ -2,6 +2,8 @@ package adclicks
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"time"
 
@@ -31,15 +33,16 @@ func (s *source) Open(context.Context, weir.Split) (weir.SplitReader[Click], err
 }
 
 type reader struct {
-	g     *Gen
-	rate  float64
-	start time.Time
-	timer *time.Timer
+	g       *Gen
+	rate    float64
+	resumed int64
+	start   time.Time
+	timer   *time.Timer
 }
 
 func (r *reader) Read(ctx context.Context, dst []Click) (int, error) {
 	if r.rate > 0 {
-		due := int64(time.Since(r.start).Seconds()*r.rate) - r.g.Index()
+		due := int64(time.Since(r.start).Seconds()*r.rate) - (r.g.Index() - r.resumed)
 		if due <= 0 {
 			// Wait for the next event's slot, at most 10ms.
 			wait := min(time.Duration(float64(time.Second)/r.rate), 10*time.Millisecond)
@@ -64,6 +67,33 @@ func (r *reader) Read(ctx context.Context, dst []Click) (int, error) {
 		return k, io.EOF
 	}
 	return k, nil
+}
+
+// OpenAt reopens the generator at a saved position.
+func (s *source) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[Click], error) {
+	r, err := s.Open(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	g := r.(*reader).g
+	if len(pos) < 8 {
+		return nil, fmt.Errorf("adclicks: bad position (%d bytes)", len(pos))
+	}
+	g.i = int64(binary.BigEndian.Uint64(pos))
+	if err := g.rng.UnmarshalBinary(pos[8:]); err != nil {
+		return nil, fmt.Errorf("adclicks: bad position: %w", err)
+	}
+	r.(*reader).resumed = g.i
+	return r, nil
+}
+
+// Position implements weir.CheckpointedReader.
+func (r *reader) Position() ([]byte, error) {
+	st, err := r.g.rng.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return append(binary.BigEndian.AppendUint64(nil, uint64(r.g.i)), st...), nil
 }
 
 func (r *reader) Close() error {
