@@ -38,13 +38,21 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 		p.Abort()
 		return err
 	}
+	s.hook(StageFilesWritten, id)
 	c, err := p.Commit(*meta)
 	if err != nil {
 		p.Abort()
 		return err
 	}
 	s.job.metrics.Checkpoints.LastSizeBytes.Store(c.Metadata().TotalSize())
+	s.hook(StageComplete, id)
 	return nil
+}
+
+func (s *ckStore) hook(stage CheckpointStage, id int64) {
+	if h := s.job.cfg.ckHook; h != nil {
+		h(stage, id)
+	}
 }
 
 func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, error) {
@@ -132,6 +140,7 @@ func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) e
 			}
 		}
 	}
+	s.hook(StageCommitted, id)
 	return nil
 }
 

@@ -71,6 +71,10 @@ func (c *coordinator) run(ctx context.Context) error {
 	tick := time.NewTicker(c.interval)
 	defer tick.Stop()
 	var cur *inflight
+	// carry holds the sink output staged by checkpoints that were aborted
+	// or failed to persist: the next complete checkpoint commits it, so a
+	// failed checkpoint delays output but never loses it.
+	var carry []pendingCommit
 	var timeout <-chan time.Time
 	var timer *time.Timer
 	finished, wantFinal := 0, false
@@ -112,6 +116,9 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			c.log.Warn("checkpoint aborted: not complete within the timeout", "id", cur.id, "timeout", c.timeout, "acks", len(cur.snaps), "tasks", c.ntasks)
 			c.metrics.Aborted.Add(1)
+			for _, s := range cur.snaps {
+				carry = append(carry, s.committables...)
+			}
 			// A final checkpoint cannot be dropped: the sources are waiting
 			// for it. Its barriers are in flight; a new one would queue
 			// behind them, so the job fails and restarts instead.
@@ -125,7 +132,10 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 		case s := <-c.acks:
 			if cur == nil || s.id != cur.id {
-				continue // an aborted checkpoint's late acknowledgement
+				// An aborted checkpoint's late acknowledgement: its state is
+				// stale, but its sinks' staged output must not be lost.
+				carry = append(carry, s.committables...)
+				continue
 			}
 			cur.snaps = append(cur.snaps, s)
 			if len(cur.snaps) < c.ntasks {
@@ -135,6 +145,10 @@ func (c *coordinator) run(ctx context.Context) error {
 			cur = nil
 			timer.Stop()
 			timeout = nil
+			if len(carry) > 0 {
+				done.snaps = append(done.snaps, &taskSnapshot{id: done.id, task: "carried", committables: carry})
+				carry = nil
+			}
 			start := time.Now()
 			if err := c.persist(ctx, done.id, done.final, done.snaps); err != nil {
 				// A checkpoint that cannot be written is not fatal: the
@@ -142,6 +156,9 @@ func (c *coordinator) run(ctx context.Context) error {
 				// checkpoint failures are 0 by default; we keep going and log).
 				c.log.Error("checkpoint failed", "id", done.id, "err", err)
 				c.metrics.Failed.Add(1)
+				for _, s := range done.snaps {
+					carry = append(carry, s.committables...)
+				}
 				if done.final {
 					return fmt.Errorf("weir: final checkpoint %d: %w", done.id, err)
 				}

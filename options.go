@@ -63,6 +63,7 @@ type config struct {
 	allowNonRest bool
 	startFresh   bool
 	restart      RestartPolicy
+	ckHook       func(CheckpointStage, int64)
 
 	// keyed state backend: "heap" (default) or "pebble" in stateDir
 	stateBackend string
@@ -309,4 +310,26 @@ func PebbleState(dir string, memoryBudget int64) Option {
 	return option{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), scopeJob, func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget
 	}}
+}
+
+// CheckpointStage names a point in the completion of a checkpoint.
+type CheckpointStage string
+
+// The stages CheckpointHook reports, in order.
+const (
+	// StageFilesWritten: every state file is written; the metadata is not,
+	// so the checkpoint is not complete yet.
+	StageFilesWritten CheckpointStage = "files-written"
+	// StageComplete: the metadata is written; sinks have pre-committed but
+	// not committed.
+	StageComplete CheckpointStage = "complete"
+	// StageCommitted: the sinks committed the checkpoint's output.
+	StageCommitted CheckpointStage = "committed"
+)
+
+// CheckpointHook calls fn at each stage of every checkpoint, from the
+// coordinator's goroutine. It exists for crash tests (kill the process
+// between pre-commit and commit) and for instrumentation; fn must be quick.
+func CheckpointHook(fn func(stage CheckpointStage, id int64)) Option {
+	return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
 }

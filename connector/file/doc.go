@@ -1,6 +1,6 @@
 // Package file connects weir jobs to local files: JSON Lines and CSV
-// sources, a JSON Lines sink, and sinks printing lines to stdout or any
-// io.Writer.
+// sources, an exactly-once sink writing part files to a directory, a JSON
+// Lines sink, and sinks printing lines to stdout or any io.Writer.
 //
 // # Sources and splits
 //
@@ -45,7 +45,35 @@
 // instead: see Reader.Skipped and the job's weir_bad_records_skipped_total
 // metric.
 //
-// # Sinks
+// # Exactly-once sink
+//
+// ExactlyOnce is a two-phase-commit sink (weir.CommittingSink), modelled on
+// Flink's FileSink: each subtask writes JSON Lines (or what Format makes of
+// a record) to a hidden in-progress file in the sink's directory; at each
+// checkpoint the file is closed, fsynced and renamed to a hidden pending
+// file, and when the checkpoint is complete the sink's committer renames it
+// to its final, visible name:
+//
+//	.part-<subtask>-<writer>-<n>.inprogress          being written
+//	.part-<ckpt>-<subtask>-<seq>.<writer>.pending    pre-committed
+//	part-<ckpt>-<subtask>-<seq>                      committed
+//
+// The checkpoint id is padded to 10 digits and the subtask and sequence
+// numbers to 4, so that concatenating the committed files in name order
+// gives each record once, checkpoint after checkpoint. RollSize starts a new
+// part file within a checkpoint once one is large. After a crash the job
+// commits the restored checkpoint's output again (Commit is idempotent) and
+// each writer's Recover deletes the hidden files of earlier attempts that
+// the restored checkpoint does not cover: in-progress files, and pending
+// files of later checkpoints, whose records the job writes again. A writer
+// cleans up after its own subtask index, and subtask 0 also after indexes
+// at or above the parallelism, so that a job restored at a lower
+// parallelism leaves nothing behind and subtasks never delete each other's
+// files. Without checkpointing the output is committed once, when the
+// bounded input ends. Readers that skip dot files see committed output only.
+// See ExactlyOnce for the exact rules.
+//
+// # Other sinks
 //
 // JSONLinesSink writes one JSON value per line to a file, buffered, and
 // flushes and fsyncs it when the sink closes. At parallelism 1 it writes to

@@ -1,0 +1,702 @@
+package file
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/weirstream/weir"
+)
+
+// Names of the files of an ExactlyOnce sink. Committed part files are
+// visible; in-progress and pending files are hidden (their names start with
+// a dot), so that readers of the directory that skip dot files, as most
+// tools do, only ever see committed output.
+const (
+	partPrefix       = "part-"
+	hiddenPrefix     = "." + partPrefix
+	inProgressSuffix = ".inprogress"
+	pendingSuffix    = ".pending"
+)
+
+// SinkOption configures an ExactlyOnce sink (Format, RollSize). It is a
+// type of its own, so that a source Option given to a sink, or the other way
+// round, does not compile.
+type SinkOption interface{ applySink(*sinkConfig) }
+
+type sinkConfig struct {
+	format   any // func(T) ([]byte, error), checked by ExactlyOnce[T]
+	rollSize int64
+	fs       fsOps
+}
+
+type sinkOptionFunc func(*sinkConfig)
+
+func (f sinkOptionFunc) applySink(c *sinkConfig) { f(c) }
+
+// Format makes an ExactlyOnce sink write f(record) followed by '\n' for each
+// record, instead of the record's JSON encoding. f's result should not end
+// with a '\n' of its own. An error of f fails the write. T must be the
+// record type of the sink (opening the sink's writers fails otherwise).
+func Format[T any](f func(T) ([]byte, error)) SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.format = f })
+}
+
+// RollSize makes an ExactlyOnce sink writer start a new part file, within
+// the same checkpoint, once its current part file holds at least bytes
+// bytes: a part file ends after the record that brings it to bytes or more
+// (so a record is never split, and a record larger than bytes gets a part
+// file of its own). Without RollSize, or with bytes <= 0, a writer writes
+// one part file per checkpoint.
+func RollSize(bytes int64) SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.rollSize = bytes })
+}
+
+// ExactlyOnce returns a sink with two-phase commit (a weir.CommittingSink)
+// that writes its records as JSON Lines to part files in dir, modelled on
+// Flink's FileSink. Run by a job with checkpointing, each record ends up in
+// exactly one committed part file whatever crashes and restarts happen in
+// between, provided the job restores its latest complete checkpoint after a
+// crash; the output of a checkpoint becomes visible when the checkpoint
+// completes. Without checkpointing, the job pre-commits and commits once, as
+// checkpoint 0, at the end of a bounded input: the output becomes visible
+// when the job succeeds, and a failed job leaves only hidden files. Records
+// are encoded with encoding/json (HTML characters not escaped), one per
+// line, unless Format says otherwise.
+//
+// # Files
+//
+// dir is created if it does not exist. It belongs to the sink: two sinks, or
+// two jobs, must not write to the same directory. Each writer (sink subtask)
+// gets a random writer id when it is opened, and writes to hidden files:
+//
+//	.part-<subtask>-<writer>-<n>.inprogress          being written
+//	.part-<ckpt>-<subtask>-<seq>.<writer>.pending    pre-committed, not committed
+//	part-<ckpt>-<subtask>-<seq>                      committed (visible)
+//
+// A writer creates its in-progress file on the first record after a
+// checkpoint, so a checkpoint in which a subtask got no records produces no
+// file. RollSize starts further part files within a checkpoint. At
+// checkpoint ckpt, PreCommit flushes, fsyncs and closes the in-progress
+// files, renames them to pending files (seq numbering them in the order they
+// were written, from 0), fsyncs dir and returns a committable: a JSON object
+// listing each pending file with its final name and size. The committable
+// also lists again the files of the writer's earlier PreCommits that are
+// still pending, so that the output of a checkpoint that was aborted (whose
+// committable the job dropped) is committed with the next checkpoint that
+// completes. PreCommit returns nil when it has nothing to list. Commit renames
+// each pending file to its final name, which is the pending name without
+// the leading dot and the writer id, then fsyncs dir. Checkpoint ids are at
+// least 0 and must increase from one PreCommit of a writer to the next that
+// has data to stage.
+//
+// Final names are unique across attempts and rescaling, because each
+// checkpoint is committed by one attempt of the job, at one parallelism. In
+// the final names the checkpoint id is padded to 10 digits, the subtask and
+// the sequence number to 4, so that below those bounds the names sort in
+// the order the records were written: concatenating the part files in name
+// order gives every record once, checkpoint after checkpoint, and in each
+// checkpoint the records of each subtask in the order it wrote them.
+//
+// # Commit
+//
+// Commit is idempotent: a pending file that is gone while its final file
+// exists with the size the committable records was committed before, and
+// is skipped. A committable whose pending and final file are both missing
+// is an error naming them (the output is lost, and this must not pass
+// silently), and so is a final file that exists with another size, or that
+// already exists while its pending file is still there (Commit never
+// overwrites a committed file, as restoring a checkpoint older than the
+// latest committed one, or reusing the directory of an earlier job, would
+// have it do).
+//
+// # Recovery
+//
+// Recover(restoredID) deletes the hidden files that earlier attempts left
+// behind and that no committed output covers. A writer of subtask i of p
+// only considers hidden files of subtask i, and subtask 0 also those of
+// subtasks >= p, which no subtask of the current attempt has after a
+// rescale; so the writers of an attempt may recover concurrently, and start
+// writing as soon as their own Recover returns, without ever deleting each
+// other's files. A writer never deletes its own files, nor files that are
+// not named as above. Of the files it considers, Recover deletes
+//
+//   - every in-progress file: it holds records written after the last
+//     PreCommit of a crashed attempt (or during a crashed PreCommit), which
+//     the restored job reads and writes again;
+//   - every pending file of a checkpoint after restoredID (or of any
+//     checkpoint, when restoredID is 0): a checkpoint that was pre-committed
+//     but never completed, whose records are written again after the
+//     restore.
+//
+// Pending files of checkpoint restoredID were committed by the job before
+// it called Recover (it commits the restored checkpoint's committables
+// first), so they are no longer pending. A pending file of a checkpoint
+// before restoredID, or of restoredID itself, is left in place: its records
+// precede the restored position and are not written again, so it can only
+// be output that the job has not committed (yet), and deleting it would lose
+// them for good.
+//
+// Close after a PreCommit with no write in between leaves nothing hidden
+// that Commit does not rename. Close without such a PreCommit (the job
+// failed) closes the current in-progress file without flushing it and
+// leaves it, and any rolled in-progress files, to the next Recover: their
+// records are not committed. The job must stop the writers of a failed
+// attempt before the next attempt recovers.
+//
+// # Errors
+//
+// Errors name the file or directory concerned: a directory that cannot be
+// created, read or written, a full disk (ENOSPC from a write or an fsync;
+// find it with errors.Is(err, syscall.ENOSPC)), a failed rename. After a
+// failed Write or PreCommit the writer refuses further writes and
+// pre-commits, so that a part file with missing records is never staged;
+// the job fails, restarts and recovers.
+func ExactlyOnce[T any](dir string, opts ...SinkOption) weir.CommittingSink[T] {
+	cfg := sinkConfig{fs: osFS}
+	for _, o := range opts {
+		o.applySink(&cfg)
+	}
+	s := &eoSink[T]{dir: filepath.Clean(dir), rollSize: cfg.rollSize, fs: cfg.fs}
+	switch f := cfg.format.(type) {
+	case nil:
+	case func(T) ([]byte, error):
+		s.format = f
+	default:
+		var zero T
+		s.err = fmt.Errorf("file: ExactlyOnce[%T]: Format function %T does not take a %T", zero, f, zero)
+	}
+	return s
+}
+
+type eoSink[T any] struct {
+	dir      string
+	format   func(T) ([]byte, error)
+	rollSize int64
+	fs       fsOps
+	err      error // configuration error, returned by OpenWriter
+}
+
+// Committer implements weir.CommittingSink.
+func (s *eoSink[T]) Committer() weir.Committer { return &eoCommitter{dir: s.dir, fs: s.fs} }
+
+// OpenWriter implements weir.Sink. It returns a weir.CommittingWriter.
+func (s *eoSink[T]) OpenWriter(_ context.Context, subtask, parallelism int) (weir.SinkWriter[T], error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if subtask < 0 || subtask >= parallelism {
+		return nil, fmt.Errorf("file: ExactlyOnce: subtask %d of %d", subtask, parallelism)
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, pathError("create directory", s.dir, err)
+	}
+	if fi, err := os.Stat(s.dir); err != nil {
+		return nil, pathError("stat", s.dir, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("file: ExactlyOnce: %s is not a directory", s.dir)
+	}
+	var id [4]byte
+	rand.Read(id[:])
+	return &eoWriter[T]{s: s, subtask: subtask, parallelism: parallelism, id: hex.EncodeToString(id[:])}, nil
+}
+
+// part is an in-progress file that is complete: flushed, fsynced, closed.
+type part struct {
+	path string
+	size int64
+}
+
+type eoWriter[T any] struct {
+	mu                   sync.Mutex
+	s                    *eoSink[T]
+	subtask, parallelism int
+	id                   string // writer id, in the names of its hidden files
+
+	opened  int      // in-progress files opened so far (names them)
+	cur     partFile // current in-progress file, nil if none
+	curPath string
+	bw      *bufio.Writer
+	cw      countingWriter // cw.w is bw; cw.n is the size of cur
+	enc     *json.Encoder  // writes to cw
+	done    []part         // finished in-progress files since the last PreCommit
+	// staged are the files of earlier PreCommits that were still pending
+	// at the last PreCommit: PreCommit lists them again until they are
+	// gone, so that the output of a checkpoint that was aborted (whose
+	// committable the job dropped) is committed with the next one.
+	staged []committableFile
+
+	preID  int64 // id of the last PreCommit
+	pre    bool  // whether there was a PreCommit
+	err    error // sticky failure of Write or PreCommit
+	closed bool
+}
+
+var _ weir.CommittingWriter[int] = (*eoWriter[int])(nil)
+
+// countingWriter counts what goes through it, and keeps the last write
+// error (to tell write errors of json.Encoder from encoding errors).
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+func (w *eoWriter[T]) usable() error {
+	if w.closed {
+		return errors.New("file: ExactlyOnce: writer used after Close")
+	}
+	return w.err
+}
+
+func (w *eoWriter[T]) fail(err error) error {
+	w.err = err
+	return err
+}
+
+// Write implements weir.SinkWriter.
+func (w *eoWriter[T]) Write(_ context.Context, items []T) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	for i := range items {
+		if w.cur == nil {
+			if err := w.open(); err != nil {
+				return w.fail(err)
+			}
+		}
+		if err := w.encode(&items[i]); err != nil {
+			return w.fail(err)
+		}
+		if w.s.rollSize > 0 && w.cw.n >= w.s.rollSize {
+			if err := w.finish(); err != nil {
+				return w.fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+// open creates the next in-progress file.
+func (w *eoWriter[T]) open() error {
+	name := hiddenPrefix + strconv.Itoa(w.subtask) + "-" + w.id + "-" + strconv.Itoa(w.opened) + inProgressSuffix
+	w.opened++
+	path := filepath.Join(w.s.dir, name)
+	f, err := w.s.fs.create(path)
+	if err != nil {
+		return pathError("create", path, err)
+	}
+	if w.bw == nil {
+		w.bw = bufio.NewWriterSize(f, writeBufferSize)
+		w.cw.w = w.bw
+		if w.s.format == nil {
+			w.enc = json.NewEncoder(&w.cw)
+			w.enc.SetEscapeHTML(false)
+		}
+	} else {
+		w.bw.Reset(f)
+	}
+	w.cur, w.curPath, w.cw.n, w.cw.err = f, path, 0, nil
+	return nil
+}
+
+func (w *eoWriter[T]) encode(v *T) error {
+	if w.s.format == nil {
+		// Encode writes the value and a '\n' at once, or nothing when the
+		// value cannot be encoded.
+		if err := w.enc.Encode(v); err != nil {
+			if w.cw.err != nil {
+				return pathError("write", w.curPath, err)
+			}
+			return fmt.Errorf("file: encode a record for %s: %w", w.curPath, err)
+		}
+		return nil
+	}
+	b, err := w.s.format(*v)
+	if err != nil {
+		return fmt.Errorf("file: format a record for %s: %w", w.curPath, err)
+	}
+	if _, err := w.cw.Write(b); err != nil {
+		return pathError("write", w.curPath, err)
+	}
+	if _, err := w.cw.Write(newline); err != nil {
+		return pathError("write", w.curPath, err)
+	}
+	return nil
+}
+
+var newline = []byte{'\n'}
+
+// finish flushes, fsyncs and closes the current in-progress file and adds
+// it to done.
+func (w *eoWriter[T]) finish() error {
+	f, path := w.cur, w.curPath
+	w.cur = nil
+	err := w.bw.Flush()
+	if err != nil {
+		err = pathError("write", path, err)
+	} else if err = f.Sync(); err != nil {
+		err = pathError("fsync", path, err)
+	}
+	if cerr := f.Close(); cerr != nil && err == nil {
+		err = pathError("close", path, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	w.done = append(w.done, part{path: path, size: w.cw.n})
+	return nil
+}
+
+// committable is what PreCommit returns and Commit takes.
+type committable struct {
+	Files []committableFile `json:"files"`
+}
+
+// committableFile is one pending file: names relative to the sink's
+// directory, and its size in bytes.
+type committableFile struct {
+	Pending string `json:"pending"`
+	Final   string `json:"final"`
+	Size    int64  `json:"size"`
+}
+
+// finalName is the name of part file seq of subtask in checkpoint ckpt.
+func finalName(ckpt int64, subtask, seq int) string {
+	return fmt.Sprintf("%s%010d-%04d-%04d", partPrefix, ckpt, subtask, seq)
+}
+
+// PreCommit implements weir.CommittingWriter.
+func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	if w.cur != nil {
+		if err := w.finish(); err != nil {
+			return nil, w.fail(err)
+		}
+	}
+	prev, hadPrev := w.preID, w.pre
+	w.preID, w.pre = checkpointID, true
+	// Files staged earlier that are still pending: their checkpoint was
+	// aborted, or it is not committed yet (listing them twice is harmless,
+	// Commit is idempotent).
+	staged := w.staged[:0]
+	for _, f := range w.staged {
+		if _, err := os.Lstat(filepath.Join(w.s.dir, f.Pending)); !errors.Is(err, fs.ErrNotExist) {
+			staged = append(staged, f)
+		}
+	}
+	w.staged = staged
+	if len(w.done) > 0 {
+		if checkpointID < 0 || hadPrev && checkpointID <= prev {
+			return nil, w.fail(fmt.Errorf("file: ExactlyOnce: PreCommit(%d) after PreCommit(%d) of subtask %d: checkpoint ids must be >= 0 and increase",
+				checkpointID, prev, w.subtask))
+		}
+		for seq, p := range w.done {
+			final := finalName(checkpointID, w.subtask, seq)
+			pending := "." + final + "." + w.id + pendingSuffix
+			if err := w.s.fs.rename(p.path, filepath.Join(w.s.dir, pending)); err != nil {
+				return nil, w.fail(pathError("pre-commit: rename", p.path, err))
+			}
+			w.staged = append(w.staged, committableFile{Pending: pending, Final: final, Size: p.size})
+		}
+		w.done = nil
+		if err := w.s.fs.syncDir(w.s.dir); err != nil {
+			return nil, w.fail(pathError("pre-commit: fsync", w.s.dir, err))
+		}
+	}
+	if len(w.staged) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(committable{Files: w.staged})
+}
+
+// Close implements weir.SinkWriter. Records written since the last
+// PreCommit are not committed: the in-progress files stay, for Recover.
+func (w *eoWriter[T]) Close(context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	w.done = nil
+	if w.cur == nil {
+		return nil
+	}
+	f, path := w.cur, w.curPath
+	w.cur = nil
+	// The buffer is not flushed: its records are not committed, and the
+	// file is deleted by the next Recover anyway.
+	if err := f.Close(); err != nil {
+		return pathError("close", path, err)
+	}
+	return nil
+}
+
+// hidden describes a hidden file of the sink, parsed from its name.
+type hidden struct {
+	pending bool
+	ckpt    int64 // of a pending file
+	subtask int
+	writer  string
+}
+
+// parseHidden parses the name of an in-progress or a pending file.
+func parseHidden(name string) (h hidden, ok bool) {
+	if !strings.HasPrefix(name, hiddenPrefix) {
+		return h, false
+	}
+	if s, ok := strings.CutSuffix(name, inProgressSuffix); ok {
+		// .part-<subtask>-<writer>-<n>
+		f := strings.Split(s[len(hiddenPrefix):], "-")
+		if len(f) != 3 || !isHex(f[1]) {
+			return h, false
+		}
+		sub, err1 := strconv.Atoi(f[0])
+		_, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil || sub < 0 {
+			return h, false
+		}
+		return hidden{subtask: sub, writer: f[1]}, true
+	}
+	if s, ok := strings.CutSuffix(name, pendingSuffix); ok {
+		// .part-<ckpt>-<subtask>-<seq>.<writer>
+		i := strings.LastIndexByte(s, '.')
+		if i <= 0 || !isHex(s[i+1:]) {
+			return h, false
+		}
+		ckpt, sub, _, ok := parsePartName(s[1:i])
+		if !ok {
+			return h, false
+		}
+		return hidden{pending: true, ckpt: ckpt, subtask: sub, writer: s[i+1:]}, true
+	}
+	return h, false
+}
+
+// parsePartName parses the name of a committed part file.
+func parsePartName(name string) (ckpt int64, subtask, seq int, ok bool) {
+	s, ok := strings.CutPrefix(name, partPrefix)
+	if !ok {
+		return 0, 0, 0, false
+	}
+	f := strings.Split(s, "-")
+	if len(f) != 3 {
+		return 0, 0, 0, false
+	}
+	ckpt, err1 := strconv.ParseInt(f[0], 10, 64)
+	subtask, err2 := strconv.Atoi(f[1])
+	seq, err3 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil || err3 != nil || ckpt < 0 || subtask < 0 || seq < 0 {
+		return 0, 0, 0, false
+	}
+	return ckpt, subtask, seq, true
+}
+
+func isHex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Recover implements weir.CommittingWriter; see ExactlyOnce for the rules.
+func (w *eoWriter[T]) Recover(ctx context.Context, restoredID int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errors.New("file: ExactlyOnce: writer used after Close")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(w.s.dir)
+	if err != nil {
+		return pathError("recover: read directory", w.s.dir, err)
+	}
+	var errs []error
+	removed := false
+	for _, e := range entries {
+		h, ok := parseHidden(e.Name())
+		if !ok || h.writer == w.id || e.IsDir() {
+			continue
+		}
+		if h.subtask != w.subtask && (w.subtask != 0 || h.subtask < w.parallelism) {
+			continue // another subtask's
+		}
+		if h.pending && restoredID > 0 && h.ckpt <= restoredID {
+			continue // committed by now, or to be committed: see ExactlyOnce
+		}
+		path := filepath.Join(w.s.dir, e.Name())
+		if err := w.s.fs.remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, pathError("recover: remove", path, err))
+			continue
+		}
+		removed = true
+	}
+	if removed {
+		if err := w.s.fs.syncDir(w.s.dir); err != nil {
+			errs = append(errs, pathError("recover: fsync", w.s.dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// eoCommitter is the committer of an ExactlyOnce sink. It keeps no state:
+// it may commit several committables at once.
+type eoCommitter struct {
+	dir string
+	fs  fsOps
+}
+
+// Commit implements weir.Committer; see ExactlyOnce for the rules.
+func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	var cm committable
+	if err := json.Unmarshal(data, &cm); err != nil {
+		return fmt.Errorf("file: commit to %s: malformed committable: %w", c.dir, err)
+	}
+	for _, f := range cm.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := c.commit(f); err != nil {
+			return err
+		}
+	}
+	if err := c.fs.syncDir(c.dir); err != nil {
+		return pathError("commit: fsync", c.dir, err)
+	}
+	return nil
+}
+
+func (c *eoCommitter) commit(f committableFile) error {
+	h, ok := parseHidden(f.Pending)
+	if !ok || !h.pending || "."+f.Final+"."+h.writer+pendingSuffix != f.Pending || f.Size < 0 {
+		return fmt.Errorf("file: commit to %s: malformed committable: pending file %q, final file %q", c.dir, f.Pending, f.Final)
+	}
+	pending, final := filepath.Join(c.dir, f.Pending), filepath.Join(c.dir, f.Final)
+	pi, perr := os.Lstat(pending)
+	fi, ferr := os.Lstat(final)
+	if ferr != nil && !errors.Is(ferr, fs.ErrNotExist) {
+		return pathError("commit: stat", final, ferr)
+	}
+	switch {
+	case perr == nil:
+		if ferr == nil {
+			return fmt.Errorf("file: commit %s: %s already exists (not overwritten)", pending, final)
+		}
+		if pi.Size() != f.Size {
+			return fmt.Errorf("file: commit %s: it has %d bytes, the committable says %d", pending, pi.Size(), f.Size)
+		}
+		if err := c.fs.rename(pending, final); err != nil {
+			return pathError("commit: rename", pending, err)
+		}
+		return nil
+	case errors.Is(perr, fs.ErrNotExist):
+		if ferr != nil {
+			return fmt.Errorf("file: commit: neither %s nor %s exists: the output of this checkpoint is lost", pending, final)
+		}
+		if fi.Size() != f.Size || !fi.Mode().IsRegular() {
+			return fmt.Errorf("file: commit %s: committed file %s has %d bytes, the committable says %d", pending, final, fi.Size(), f.Size)
+		}
+		return nil // committed before
+	default:
+		return pathError("commit: stat", pending, perr)
+	}
+}
+
+// pathError is an error "file: <op> <path>: <cause>". The cause of an
+// *os.PathError or *os.LinkError is unwrapped (it would name the path
+// again); errors.Is still finds its errno.
+func pathError(op, path string, err error) error {
+	var pe *os.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		return fmt.Errorf("file: %s %s to %s: %w", op, le.Old, le.New, le.Err)
+	}
+	return fmt.Errorf("file: %s %s: %w", op, path, err)
+}
+
+// partFile is a file being written by a sink writer.
+type partFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// fsOps is the file system as the ExactlyOnce sink changes it; tests replace
+// its functions to inject failures.
+type fsOps struct {
+	create  func(path string) (partFile, error) // must fail if path exists
+	rename  func(oldpath, newpath string) error
+	remove  func(path string) error
+	syncDir func(dir string) error
+}
+
+var osFS = fsOps{
+	create: func(path string) (partFile, error) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	},
+	rename:  os.Rename,
+	remove:  os.Remove,
+	syncDir: syncDir,
+}
+
+// syncDir fsyncs a directory, making the renames, creations and removals
+// of its entries durable.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be fsynced there
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
