@@ -1,0 +1,178 @@
+package crashtest
+
+import (
+	"bufio"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashjob")
+	cmd := exec.Command("go", "build", "-o", bin, "./crashjob")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build crashjob: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// output reads the committed output: every line of every part-* file,
+// sorted (subtasks interleave differently from run to run). Hidden files
+// left behind are an error: the final attempt must have cleaned up.
+func output(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("hidden file left behind: %s", e.Name())
+			continue
+		}
+		if !strings.HasPrefix(e.Name(), "part-") {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+func args(root string, extra ...string) []string {
+	return append([]string{
+		"--checkpoint-dir", filepath.Join(root, "ck"), "--output", filepath.Join(root, "out"),
+		"--events", "30000", "--rate", "4000", "--interval", "100ms", "--counter=false",
+	}, extra...)
+}
+
+func kills() int {
+	if s := os.Getenv("WEIR_CRASH_KILLS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	return 50
+}
+
+// TestKillAndRestart kills the job with SIGKILL at random moments, and at
+// the failpoints inside the checkpoint protocol (after the state files,
+// and between the metadata and the sinks' commit), restarting it each time;
+// then lets it finish. The committed output must equal that of a run
+// without failures, record for record.
+func TestKillAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	bin := build(t)
+	refDir := t.TempDir()
+	ref := exec.Command(bin, args(refDir, "--rate", "0")...)
+	if out, err := ref.CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := output(t, filepath.Join(refDir, "out"))
+	if len(want) < 100 {
+		t.Fatalf("reference output has only %d lines", len(want))
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	n := kills()
+	total, failpoints, rounds := 0, 0, 0
+	deadline := time.Now().Add(30 * time.Minute)
+	// Rounds of kill-and-restart until the job completes; more rounds on
+	// fresh directories until n kills have happened in all.
+	for total < n {
+		rounds++
+		root := t.TempDir()
+		for attempt := 0; ; attempt++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("out of time after %d kills", total)
+			}
+			extra := []string{}
+			if attempt%7 == 3 {
+				// A failpoint: the process kills itself inside the protocol.
+				stage := []string{"files-written", "complete"}[rng.IntN(2)]
+				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
+			}
+			cmd := exec.Command(bin, args(root, extra...)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// The moment of the kill (not a wait for a result).
+			timer := time.NewTimer(time.Duration(40+rng.IntN(300)) * time.Millisecond)
+			var err error
+			ourKill := false
+			select {
+			case err = <-done:
+				timer.Stop()
+			case <-timer.C:
+				cmd.Process.Signal(syscall.SIGKILL)
+				err = <-done
+				ourKill = true
+			}
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				total++
+				if !ourKill {
+					failpoints++ // it killed itself inside the checkpoint protocol
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+			}
+			break // completed
+		}
+		got := output(t, filepath.Join(root, "out"))
+		if len(got) != len(want) {
+			missing, extra := diff(want, got), diff(got, want)
+			t.Fatalf("round %d, after %d kills: %d output records, want %d; missing %d (first %q), unexpected %d (first %q)",
+				rounds, total, len(got), len(want), len(missing), first(missing, 5), len(extra), first(extra, 5))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("round %d, after %d kills: record %d is %q, want %q", rounds, total, i, got[i], want[i])
+			}
+		}
+	}
+	t.Logf("%d kills (%d at failpoints) over %d rounds; each round's output equals the failure-free run's %d records", total, failpoints, rounds, len(want))
+}
+
+// diff returns the lines of a that b lacks (as multisets).
+func diff(a, b []string) []string {
+	m := map[string]int{}
+	for _, x := range b {
+		m[x]++
+	}
+	var out []string
+	for _, x := range a {
+		if m[x] > 0 {
+			m[x]--
+		} else {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func first(s []string, n int) []string { return s[:min(n, len(s))] }
