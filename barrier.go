@@ -16,6 +16,9 @@ import (
 type barrierMsg struct {
 	id    int64
 	final bool // taken after the end of the input: the last checkpoint
+	// stop: a stop-with-savepoint. Sources emit nothing after it; the job
+	// ends once the savepoint is complete.
+	stop bool
 }
 
 // taskSnapshot collects one task's part of a checkpoint while its barrier

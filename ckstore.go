@@ -49,6 +49,24 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 	return nil
 }
 
+// persistSavepoint writes a savepoint into path (which must not exist).
+func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, snaps []*taskSnapshot) error {
+	p, err := s.store.BeginSavepointAt(path, id)
+	if err != nil {
+		return err
+	}
+	meta, err := writeSnapshot(s.job, p, false, snaps)
+	if err != nil {
+		p.Abort()
+		return err
+	}
+	if _, err := p.Commit(*meta); err != nil {
+		p.Abort()
+		return err
+	}
+	return nil
+}
+
 func (s *ckStore) hook(stage CheckpointStage, id int64) {
 	if h := s.job.cfg.ckHook; h != nil {
 		h(stage, id)

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -30,8 +31,43 @@ type coordinator struct {
 	// persist writes a complete checkpoint; commit runs the sinks'
 	// committers for it. Both run in the coordinator goroutine, so tasks go
 	// on processing while state is written (the asynchronous part).
-	persist func(ctx context.Context, id int64, final bool, snaps []*taskSnapshot) error
-	commit  func(ctx context.Context, id int64, snaps []*taskSnapshot) error
+	persist   func(ctx context.Context, id int64, final bool, snaps []*taskSnapshot) error
+	persistSP func(ctx context.Context, id int64, path string, snaps []*taskSnapshot) error
+	commit    func(ctx context.Context, id int64, snaps []*taskSnapshot) error
+
+	// requests are savepoints asked for while the job runs.
+	requests chan *savepointReq
+}
+
+// errStopped ends a job stopped with a savepoint; Run returns nil for it.
+var errStopped = errors.New("weir: job stopped with a savepoint")
+
+type savepointReq struct {
+	path string
+	stop bool
+	resp chan savepointResult
+}
+
+type savepointResult struct {
+	path string
+	id   int64
+	err  error
+}
+
+// savepoint asks for a savepoint into path and waits for it.
+func (c *coordinator) savepoint(ctx context.Context, path string, stop bool) (string, int64, error) {
+	req := &savepointReq{path: path, stop: stop, resp: make(chan savepointResult, 1)}
+	select {
+	case c.requests <- req:
+	case <-ctx.Done():
+		return "", 0, context.Cause(ctx)
+	}
+	select {
+	case r := <-req.resp:
+		return r.path, r.id, r.err
+	case <-ctx.Done():
+		return "", 0, context.Cause(ctx)
+	}
 }
 
 // ckMetrics are the job-level checkpoint metrics.
@@ -61,6 +97,7 @@ func (c *coordinator) sourceFinished(ctx context.Context) error {
 type inflight struct {
 	id      int64
 	final   bool
+	sp      *savepointReq
 	started time.Time
 	snaps   []*taskSnapshot
 }
@@ -78,6 +115,30 @@ func (c *coordinator) run(ctx context.Context) error {
 	var timeout <-chan time.Time
 	var timer *time.Timer
 	finished, wantFinal := 0, false
+	var queued []*savepointReq
+	defer func() {
+		for _, r := range queued {
+			r.resp <- savepointResult{err: errors.New("weir: job ended before the savepoint")}
+		}
+		if cur != nil && cur.sp != nil {
+			cur.sp.resp <- savepointResult{err: errors.New("weir: job ended before the savepoint completed")}
+		}
+	}()
+	triggerSP := func(req *savepointReq) {
+		c.nextID++
+		cur = &inflight{id: c.nextID, sp: req, started: time.Now()}
+		b := &barrierMsg{id: cur.id, stop: req.stop}
+		for _, chans := range c.triggers {
+			for _, ch := range chans {
+				ch <- b
+			}
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		timer = time.NewTimer(c.timeout)
+		timeout = timer.C
+	}
 	trigger := func(final bool) {
 		c.nextID++
 		cur = &inflight{id: c.nextID, final: final, started: time.Now()}
@@ -102,6 +163,15 @@ func (c *coordinator) run(ctx context.Context) error {
 			if cur == nil && !wantFinal {
 				trigger(false)
 			}
+		case req := <-c.requests:
+			switch {
+			case wantFinal:
+				req.resp <- savepointResult{err: errors.New("weir: the input is done; the job is finishing")}
+			case cur == nil:
+				triggerSP(req)
+			default:
+				queued = append(queued, req)
+			}
 		case <-c.finished:
 			finished++
 			if finished == c.nsources {
@@ -115,6 +185,13 @@ func (c *coordinator) run(ctx context.Context) error {
 				continue
 			}
 			c.log.Warn("checkpoint aborted: not complete within the timeout", "id", cur.id, "timeout", c.timeout, "acks", len(cur.snaps), "tasks", c.ntasks)
+			if cur.sp != nil {
+				cur.sp.resp <- savepointResult{err: fmt.Errorf("weir: savepoint %d not complete within %v", cur.id, c.timeout)}
+				if cur.sp.stop {
+					return fmt.Errorf("weir: stop-with-savepoint %d not complete within %v", cur.id, c.timeout)
+				}
+				cur.sp = nil
+			}
 			c.metrics.Aborted.Add(1)
 			for _, s := range cur.snaps {
 				carry = append(carry, s.committables...)
@@ -150,6 +227,22 @@ func (c *coordinator) run(ctx context.Context) error {
 				carry = nil
 			}
 			start := time.Now()
+			if sp := done.sp; sp != nil {
+				if err := c.completeSavepoint(ctx, done); err != nil {
+					return err
+				}
+				if sp.stop {
+					return errStopped
+				}
+				if len(queued) > 0 {
+					req := queued[0]
+					queued = queued[1:]
+					triggerSP(req)
+				} else if wantFinal {
+					trigger(true)
+				}
+				continue
+			}
 			if err := c.persist(ctx, done.id, done.final, done.snaps); err != nil {
 				// A checkpoint that cannot be written is not fatal: the
 				// previous one stays the restore point (Flink's tolerable
@@ -178,9 +271,37 @@ func (c *coordinator) run(ctx context.Context) error {
 			if done.final {
 				return nil
 			}
-			if wantFinal {
+			if len(queued) > 0 {
+				req := queued[0]
+				queued = queued[1:]
+				triggerSP(req)
+			} else if wantFinal {
 				trigger(true)
 			}
 		}
 	}
+}
+
+// completeSavepoint writes a savepoint, commits the sinks' output it covers
+// (like a checkpoint), and answers the request. Failing to write it is not
+// fatal to the job unless it was a stop.
+func (c *coordinator) completeSavepoint(ctx context.Context, done *inflight) error {
+	req := done.sp
+	done.sp = nil
+	err := c.persistSP(ctx, done.id, req.path, done.snaps)
+	if err != nil {
+		req.resp <- savepointResult{err: err}
+		c.log.Error("savepoint failed", "id", done.id, "path", req.path, "err", err)
+		if req.stop {
+			return fmt.Errorf("weir: stop-with-savepoint: %w", err)
+		}
+		return nil
+	}
+	if err := c.commit(ctx, done.id, done.snaps); err != nil {
+		req.resp <- savepointResult{err: err}
+		return fmt.Errorf("weir: commit of savepoint %d: %w", done.id, err)
+	}
+	c.log.Info("savepoint complete", "id", done.id, "path", req.path, "stop", req.stop)
+	req.resp <- savepointResult{path: req.path, id: done.id}
+	return nil
 }

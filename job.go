@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"time"
@@ -24,7 +25,8 @@ type Job struct {
 
 	mu struct {
 		sync.Mutex
-		ran bool
+		ran   bool
+		coord *coordinator // of the running attempt, if it checkpoints
 	}
 }
 
@@ -222,6 +224,14 @@ func (j *Job) runAttempts(ctx context.Context) error {
 			j.cfg.logger.Info("restoring", "checkpoint", restored.id, "path", restored.path)
 		}
 		err := j.execute(ctx, store, restored)
+		if errors.Is(err, errStopped) {
+			j.cfg.logger.Info("job stopped with a savepoint")
+			return nil
+		}
+		var perm permanent
+		if errors.As(err, &perm) {
+			return perm.error
+		}
 		if err == nil || store == nil || ctx.Err() != nil {
 			return err
 		}
@@ -251,4 +261,23 @@ func (j *Job) runAttempts(ctx context.Context) error {
 			restored = latest
 		}
 	}
+}
+
+// Savepoint takes a savepoint of the running job into path (a directory
+// that must not exist) and returns once it is complete. With stop, the job
+// then ends: its sources read nothing more, Run returns nil, and the
+// savepoint is where a new job (maybe at another parallelism) can resume
+// with RestoreFrom. Savepoints need Checkpointing.
+func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, error) {
+	if j.cfg.ckDir == "" {
+		return "", errors.New("weir: savepoints need Checkpointing")
+	}
+	j.mu.Lock()
+	c := j.mu.coord
+	j.mu.Unlock()
+	if c == nil {
+		return "", errors.New("weir: the job is not running")
+	}
+	p, _, err := c.savepoint(ctx, filepath.Clean(path), stop)
+	return p, err
 }

@@ -220,6 +220,12 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			if err := snapshot(b); err != nil {
 				return err
 			}
+			if b.stop {
+				// Stop-with-savepoint: read nothing more; the coordinator
+				// ends the job once the savepoint is complete.
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
 		default:
 		}
 		progressed := false
@@ -306,6 +312,10 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 				}
 				if b.final {
 					return out.finish()
+				}
+				if b.stop {
+					<-ctx.Done()
+					return context.Cause(ctx)
 				}
 			}
 		}

@@ -236,13 +236,13 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 	p, err := j.compile(ctx)
 	if err != nil {
 		g.Wait()
-		return err
+		return permanent{err}
 	}
 	p.restored = restored
 	if restored != nil {
 		if err := p.checkRestore(ctx); err != nil {
 			g.Wait()
-			return err
+			return permanent{err}
 		}
 	}
 	var heads []*node
@@ -265,7 +265,8 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 			interval: j.cfg.ckInterval, timeout: j.cfg.ckTimeout, log: j.cfg.logger, metrics: &j.metrics.Checkpoints,
 			triggers: map[int][]chan *barrierMsg{}, nsources: nsources, ntasks: ntasks,
 			acks: make(chan *taskSnapshot, ntasks), finished: make(chan struct{}, nsources),
-			persist: ckpt.persist, commit: ckpt.commit,
+			persist: ckpt.persist, persistSP: ckpt.persistSavepoint, commit: ckpt.commit,
+			requests: make(chan *savepointReq),
 		}
 		if restored != nil {
 			c.nextID = restored.id
@@ -279,6 +280,14 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 			}
 		}
 		p.coord = c
+		j.mu.Lock()
+		j.mu.coord = c
+		j.mu.Unlock()
+		defer func() {
+			j.mu.Lock()
+			j.mu.coord = nil
+			j.mu.Unlock()
+		}()
 		g.Go("checkpoint-coordinator", 0, c.run)
 	}
 	for _, n := range heads {
@@ -464,3 +473,9 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 
 // finisher is the untyped view of consumer.finish.
 type finisher interface{ finish() error }
+
+// permanent marks a failure that a restart cannot fix (a job that does not
+// compile, state that does not match the job): Run returns it at once.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }

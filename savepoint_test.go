@@ -1,0 +1,103 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// genEvents is record i of the test stream: keys spread over 30 values,
+// event times 10ms apart with up to 300ms of disorder against a 200ms
+// bound, so some events are late.
+func genEvents(i int64, rng *rand.Rand) ev {
+	return ev{Key: fmt.Sprintf("k%d", rng.IntN(30)), TS: i*10 - rng.Int64N(300)}
+}
+
+func windowJob(count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
+	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents),
+		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))
+	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
+		return fmt.Sprintf("%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
+	}), weir.Sink[string](sink), weir.UID("sink"))
+	return job
+}
+
+// Stop-with-savepoint at parallelism 2, restore at 1 and at 4: the output
+// before the stop plus the output after the restore equals one
+// uninterrupted run.
+func TestStopWithSavepointAndRescale(t *testing.T) {
+	const n = 30000
+	ref := newMemSink()
+	if err := windowJob(n, 0, 2, t.TempDir(), ref).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := ref.output()
+	for _, p := range []int{1, 4} {
+		first := newMemSink()
+		job := windowJob(-1, 100_000, 2, t.TempDir(), first)
+		done := make(chan error, 1)
+		go func() { done <- job.Run(context.Background()) }()
+		waitFor(t, "first results", func() bool { return len(first.output()) > 50 })
+		sp := filepath.Join(t.TempDir(), "sp")
+		path, err := job.Savepoint(context.Background(), sp, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("a job stopped with a savepoint must end cleanly: %v", err)
+		}
+		before := len(first.output())
+		if before >= len(want) {
+			t.Fatalf("the first job ran to the end (%d results): the savepoint came too late", before)
+		}
+		// The same sink: committing the savepoint's output again on restore
+		// must be a no-op (idempotent commit).
+		if err := windowJob(n, 0, p, t.TempDir(), first, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
+			t.Fatalf("restore at p=%d: %v", p, err)
+		}
+		got := first.output()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("p=%d: %d results before the savepoint, %d in all; want %d as one run", p, before, len(got), len(want))
+		}
+	}
+}
+
+func TestSavepointFromRemovedOperatorFails(t *testing.T) {
+	dir := t.TempDir()
+	sink := newMemSink()
+	if err := windowJob(2000, 0, 1, dir, sink).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A job without the "counts" operator cannot take that state...
+	job := weir.NewJob("other", weir.Checkpointing(time.Second, t.TempDir()), weir.RestoreFrom(latestDir(t, dir)))
+	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: 10, Seed: 3}, genEvents), weir.NoWatermarks[ev](), weir.UID("gen"))
+	weir.To(weir.Map(src, func(e ev) string { return e.Key }), weir.Sink[string](sink), weir.UID("sink"))
+	if err := job.Run(context.Background()); err == nil {
+		t.Fatal("restoring state of a removed operator must fail without AllowNonRestoredState")
+	}
+	// ...unless told to drop it.
+	job2 := weir.NewJob("other", weir.Checkpointing(time.Second, t.TempDir()), weir.RestoreFrom(latestDir(t, dir)), weir.AllowNonRestoredState())
+	src2 := weir.FromSource(job2, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: 10, Seed: 3}, genEvents), weir.NoWatermarks[ev](), weir.UID("gen"))
+	weir.To(weir.Map(src2, func(e ev) string { return e.Key }), weir.Sink[string](sink), weir.UID("sink"))
+	if err := job2.Run(context.Background()); err != nil {
+		t.Fatalf("with AllowNonRestoredState: %v", err)
+	}
+}
+
+func latestDir(t *testing.T, dir string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "chk-*"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no checkpoint in %s", dir)
+	}
+	sort.Strings(m)
+	return m[len(m)-1]
+}
