@@ -188,6 +188,13 @@ func (j *Job) Run(ctx context.Context) error {
 		defer srv.Close()
 		j.cfg.logger.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics")
 	}
+	if j.cfg.controlAddr != "" {
+		cs, err := j.startControl()
+		if err != nil {
+			return err
+		}
+		defer cs.close()
+	}
 	j.metrics.Now = j.cfg.clock
 	start := time.Now()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())

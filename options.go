@@ -51,6 +51,7 @@ type config struct {
 	bufferTimeout  time.Duration
 	queueCapacity  int
 	metricsAddr    string
+	controlAddr    string
 	logger         *slog.Logger
 	clock          func() time.Time
 

@@ -2,15 +2,20 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/internal/adclicks"
 )
 
@@ -23,6 +28,10 @@ func newDemoAdclicks() *cobra.Command {
 		outOfOrder  time.Duration
 		lateness    time.Duration
 		policy      string
+		ckDir       string
+		ckInterval  time.Duration
+		output      string
+		controlAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -37,6 +46,7 @@ arrive after their window fired are dropped and counted.`,
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, demoOpts{
 				parallelism: parallelism, metricsAddr: metricsAddr, quiet: quiet, outOfOrder: outOfOrder,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
+				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr,
 			})
 		},
 	}
@@ -48,6 +58,10 @@ arrive after their window fired are dropped and counted.`,
 	f.IntVar(&c.Ads, "ads", c.Ads, "number of distinct ads")
 	f.DurationVar(&outOfOrder, "out-of-orderness", 5*time.Second, "watermark bound: how late a click may be and still count on time")
 	f.DurationVar(&lateness, "allowed-lateness", 0, "keep windows this long after they fired: later clicks correct the result (default 30m with --late-policy correct)")
+	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory; started again with the same flags, the demo resumes from the latest one")
+	f.DurationVar(&ckInterval, "checkpoint-interval", time.Second, "time between checkpoints (with --checkpoint-dir)")
+	f.StringVar(&output, "output", "", "also write results to this directory through the exactly-once file sink (part-* files; in-progress ones start with a dot)")
+	f.StringVar(&controlAddr, "control-addr", "", "serve the control endpoint (for `weir savepoint`) at this address (loopback unless a host is given; with --checkpoint-dir the default is a free loopback port)")
 	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address (loopback unless a host is given)")
 	f.BoolVar(&quiet, "quiet", false, "do not print each result, only the summary")
@@ -62,6 +76,10 @@ type demoOpts struct {
 	lateness    time.Duration
 	latenessSet bool
 	policy      string
+	ckDir       string
+	ckInterval  time.Duration
+	output      string
+	controlAddr string
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
@@ -78,6 +96,15 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		return fmt.Errorf("--late-policy %q: want drop, side-output or correct", o.policy)
 	}
 	opts := []weir.Option{weir.Parallelism(o.parallelism)}
+	if o.ckDir != "" {
+		opts = append(opts, weir.Checkpointing(o.ckInterval, o.ckDir), weir.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		if o.controlAddr == "" {
+			o.controlAddr = "127.0.0.1:0"
+		}
+	}
+	if o.controlAddr != "" {
+		opts = append(opts, weir.ControlAddr(o.controlAddr))
+	}
 	if o.metricsAddr != "" {
 		opts = append(opts, weir.MetricsAddr(o.metricsAddr))
 	}
@@ -97,6 +124,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	final := map[wk]int64{}
 	var results, corrections, lateShown int64
 	// One printing subtask, so that lines never interleave.
+	if o.output != "" {
+		weir.To(weir.Map(counts, toRow), file.ExactlyOnce[resultRow](o.output), weir.UID("output"))
+	}
 	weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(_ context.Context, rs []weir.WindowResult[string, int64]) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -153,6 +183,18 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	if err != nil {
 		return err
 	}
+	if o.output != "" {
+		// The committed output covers every run of a resumed demo; what
+		// this process printed may not.
+		rows, err := readRows(o.output)
+		if err != nil {
+			return err
+		}
+		final = map[wk]int64{}
+		for _, r := range rows {
+			final[wk{r.Ad, r.WindowStart}] = r.Clicks
+		}
+	}
 	streamed := map[int64]int64{}
 	var streamedTotal int64
 	for k, v := range final {
@@ -161,6 +203,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		}
 		streamed[k.start] += v
 		streamedTotal += v
+	}
+	if o.ckDir != "" {
+		// A resumed run's metrics do not cover earlier runs: count against
+		// the batch recount instead.
+		late = c.Events - streamedTotal
 	}
 	fmt.Fprintf(stdout, "\ntrue-up: streamed counts against a batch recount of the complete input\n")
 	fmt.Fprintf(stdout, "  %-16s %10s %10s %8s\n", "window", "streamed", "true", "diff")
@@ -174,12 +221,15 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	fmt.Fprintf(stdout, "\nsummary\n")
 	fmt.Fprintf(stdout, "  events         %d\n", c.Events)
-	fmt.Fprintf(stdout, "  windows fired  %d (%d per-ad results, %d corrections)\n", len(streamed), results, corrections)
+	fmt.Fprintf(stdout, "  windows fired  %d (%d per-ad results and %d corrections printed by this run)\n", len(streamed), results, corrections)
 	fmt.Fprintf(stdout, "  clicks counted %d\n", streamedTotal)
 	fmt.Fprintf(stdout, "  late dropped   %d clicks arrived after their window fired (watermark bound %v, allowed lateness %v, policy %s)\n",
 		late, o.outOfOrder, o.lateness, o.policy)
 	fmt.Fprintf(stdout, "  watermark cost %d clicks missing from the streamed totals (%.3f%%)\n", c.Events-streamedTotal, 100*float64(c.Events-streamedTotal)/float64(max(c.Events, 1)))
 	fmt.Fprintf(stdout, "  throughput     %.0f events/s (%.2fs)\n", float64(c.Events)/el.Seconds(), el.Seconds())
+	if o.output != "" {
+		fmt.Fprintf(stdout, "  output         %s (committed part files)\n", o.output)
+	}
 	if streamedTotal+late != c.Events {
 		return fmt.Errorf("accounting error: %d counted + %d dropped != %d events", streamedTotal, late, c.Events)
 	}
@@ -262,4 +312,47 @@ func (p *progress) stop() {
 	close(p.done)
 	p.wg.Wait()
 	p.clear()
+}
+
+// resultRow is one result in the demo's output files.
+type resultRow struct {
+	Ad          string `json:"ad"`
+	WindowStart int64  `json:"window_start_ms"`
+	WindowEnd   int64  `json:"window_end_ms"`
+	Clicks      int64  `json:"clicks"`
+	Kind        string `json:"kind"`
+}
+
+func toRow(r weir.WindowResult[string, int64]) resultRow {
+	return resultRow{Ad: r.Key, WindowStart: r.Start.UnixMilli(), WindowEnd: r.End.UnixMilli(), Clicks: r.Value, Kind: r.Kind.String()}
+}
+
+// readRows reads the committed part files in name order (checkpoint order),
+// so a later correction of a window comes after its first result.
+func readRows(dir string) ([]resultRow, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "part-*"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var rows []resultRow
+	for _, n := range names {
+		f, err := os.Open(n)
+		if err != nil {
+			return nil, err
+		}
+		dec := json.NewDecoder(f)
+		for {
+			var r resultRow
+			if err := dec.Decode(&r); err == io.EOF {
+				break
+			} else if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
+			rows = append(rows, r)
+		}
+		f.Close()
+	}
+	return rows, nil
 }

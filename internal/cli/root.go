@@ -46,7 +46,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	demo.AddCommand(newDemoAdclicks())
 	bench := group("bench", "Run a built-in benchmark")
 	bench.AddCommand(newBenchAdclicks())
-	root.AddCommand(demo, bench, newCheckpoints())
+	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint())
 	return root
 }
 
