@@ -142,7 +142,7 @@ func TestDemoLatePolicies(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^late click `).FindAllString(side, -1)); strconv.Itoa(n) != cost(side) {
 		t.Fatalf("side-output printed %d late clicks, cost %s", n, cost(side))
 	}
-	if cost(corr) != "0" || !strings.Contains(corr, "corrections)") {
+	if cost(corr) != "0" || !strings.Contains(corr, "corrections printed") {
 		t.Fatalf("correct with 30m lateness lost %s clicks", cost(corr))
 	}
 	if _, _, code := run(t, "demo", "adclicks", "--late-policy", "bogus"); code == 0 {
