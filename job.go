@@ -25,8 +25,9 @@ type Job struct {
 
 	mu struct {
 		sync.Mutex
-		ran   bool
-		coord *coordinator // of the running attempt, if it checkpoints
+		ran      bool
+		coord    *coordinator // of the running attempt, if it checkpoints
+		restored string       // path of the checkpoint the last attempt restored
 	}
 }
 
@@ -229,6 +230,9 @@ func (j *Job) runAttempts(ctx context.Context) error {
 	for {
 		if restored != nil {
 			j.cfg.logger.Info("restoring", "checkpoint", restored.id, "path", restored.path)
+			j.mu.Lock()
+			j.mu.restored = restored.path
+			j.mu.Unlock()
 		}
 		err := j.execute(ctx, store, restored)
 		if errors.Is(err, errStopped) {
@@ -287,4 +291,12 @@ func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, er
 	}
 	p, _, err := c.savepoint(ctx, filepath.Clean(path), stop)
 	return p, err
+}
+
+// RestoredFrom is the checkpoint or savepoint directory the job's last
+// attempt started from ("" if it started empty).
+func (j *Job) RestoredFrom() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.restored
 }

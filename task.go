@@ -271,6 +271,11 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 		if restored != nil {
 			c.nextID = restored.id
 		}
+		// Ids keep growing past every checkpoint in the directory, even
+		// unusable ones and those newer than the one restored.
+		if next, err := ckpt.store.NextID(); err == nil {
+			c.nextID = max(c.nextID, next-1)
+		}
 		for _, n := range heads {
 			if n.run == nil {
 				continue
