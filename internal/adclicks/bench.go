@@ -14,6 +14,14 @@ type BenchConfig struct {
 	DelayMs     int64
 	Parallelism int
 	Options     []weir.Option // extra job options (batch size, ...)
+	// FailAt > 0 makes the job fail once, when it reads event number
+	// FailAt, to measure recovery (with checkpointing among Options).
+	FailAt int64
+	// Recovery receives the time from that failure to the first event
+	// read after the restart.
+	Recovery *time.Duration
+	// Job, if set, receives the job (for its metrics).
+	Job **weir.Job
 }
 
 // RunWeir runs the standard workload as a weir job written with the public
@@ -25,10 +33,16 @@ func RunWeir(ctx context.Context, c BenchConfig) (Digest, error) {
 	clicks := weir.FromSource(job, "clicks", Source(c.N, JitterMs, Seed, 0),
 		weir.BoundedOutOfOrderness(time.Duration(c.DelayMs)*time.Millisecond,
 			func(c Click) time.Time { return time.UnixMilli(c.EventTimeMs) }))
+	if c.FailAt > 0 {
+		clicks = failOnce(clicks, c.FailAt, c.Recovery)
+	}
 	perAd := weir.KeyBy(clicks, func(c Click) int64 { return c.AdID })
 	counts := weir.Aggregate(weir.Window(perAd, weir.Tumbling(time.Duration(WindowMs)*time.Millisecond)), weir.Count[Click]())
 	sink := &digestSink{}
 	weir.To(counts, sink)
+	if c.Job != nil {
+		*c.Job = job
+	}
 	if err := job.Run(ctx); err != nil {
 		return Digest{}, err
 	}
@@ -71,3 +85,27 @@ func (w digestWriter) Write(_ context.Context, rs []weir.WindowResult[int64, int
 }
 
 func (w digestWriter) Close(context.Context) error { return nil }
+
+// failOnce fails the job once at event failAt (counted by event time, which
+// is StartMs + index up to the jitter) and measures the time until the
+// first event after the restart.
+func failOnce(s *weir.Stream[Click], failAt int64, recovery *time.Duration) *weir.Stream[Click] {
+	var mu sync.Mutex
+	var failedAt time.Time
+	measured := false
+	return weir.Map(s, func(c Click) Click {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case failedAt.IsZero() && c.EventTimeMs >= StartMs+failAt:
+			failedAt = time.Now()
+			panic("adclicks: injected failure to measure recovery")
+		case !failedAt.IsZero() && !measured:
+			measured = true
+			if recovery != nil {
+				*recovery = time.Since(failedAt)
+			}
+		}
+		return c
+	})
+}

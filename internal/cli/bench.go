@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,6 +30,12 @@ type benchResult struct {
 	Dropped              int64   `json:"dropped"`
 	DigestsMatch         bool    `json:"digests_match"`
 	Runs                 int     `json:"runs"`
+	// With --checkpoint-interval:
+	CheckpointInterval     string  `json:"checkpoint_interval,omitempty"`
+	CheckpointEventsPerSec float64 `json:"checkpoint_events_per_sec,omitempty"`
+	CheckpointRatio        float64 `json:"checkpoint_throughput_ratio,omitempty"`
+	CheckpointsCompleted   int64   `json:"checkpoints_completed,omitempty"`
+	RecoveryMs             float64 `json:"recovery_ms,omitempty"`
 }
 
 func newBenchAdclicks() *cobra.Command {
@@ -40,6 +47,8 @@ func newBenchAdclicks() *cobra.Command {
 		asJSON      bool
 		cpuprofile  string
 		batchSize   int
+		ckInterval  time.Duration
+		ckEvents    int64
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -92,10 +101,20 @@ generation included), their ratio and both digests.`,
 				Results: d.Results, Sum: d.Sum, Dropped: d.Dropped, DigestsMatch: d == bd, Runs: runs,
 			}
 			res.Ratio = res.EventsPerSec / res.BaselineEventsPerSec
+			if ckInterval > 0 {
+				if err := benchCheckpoints(cmd.Context(), &res, ckInterval, ckEvents, runs, batchSize); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(out, "workload   adclicks-tumbling n=%d delay=%dms window=60s\n", events, delay)
 			fmt.Fprintf(out, "weir       %6.2f M events/s  (parallelism %d, median of %d)  %s\n", res.EventsPerSec/1e6, parallelism, runs, d)
 			fmt.Fprintf(out, "baseline   %6.2f M events/s  (hand-written single loop)     %s\n", res.BaselineEventsPerSec/1e6, bd)
 			fmt.Fprintf(out, "ratio      %.3f\n", res.Ratio)
+			if ckInterval > 0 {
+				fmt.Fprintf(out, "checkpoints %6.2f M events/s  (%d events, every %v, %d completed; %.1f%% of the same run without)\n",
+					res.CheckpointEventsPerSec/1e6, ckEvents, ckInterval, res.CheckpointsCompleted, 100*res.CheckpointRatio)
+				fmt.Fprintf(out, "recovery   %.1f ms from an injected failure to processing again (restart + restore of the latest checkpoint)\n", res.RecoveryMs)
+			}
 			if d != bd {
 				fmt.Fprintf(out, "DIGESTS DIFFER\n")
 			}
@@ -117,6 +136,8 @@ generation included), their ratio and both digests.`,
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on the last line")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the first weir run to this file")
 	f.IntVar(&batchSize, "batch-size", 1024, "records per batch")
+	f.DurationVar(&ckInterval, "checkpoint-interval", 0, "also run with checkpoints at this interval (into a temporary directory) and measure recovery from a failure")
+	f.Int64Var(&ckEvents, "checkpoint-events", 50_000_000, "events of the checkpoint comparison (long enough for several checkpoints)")
 	return cmd
 }
 
@@ -124,4 +145,59 @@ func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// benchCheckpoints runs the workload with checkpointing (median of runs)
+// and once more with a failure half way, for the recovery time.
+func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Duration, n int64, runs, batchSize int) error {
+	run := func(opts []weir.Option) (float64, *weir.Job, error) {
+		var ran *weir.Job
+		start := time.Now()
+		_, err := adclicks.RunWeir(ctx, adclicks.BenchConfig{
+			N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism,
+			Options: append([]weir.Option{weir.BatchSize(batchSize)}, opts...), Job: &ran,
+		})
+		return float64(n) / time.Since(start).Seconds(), ran, err
+	}
+	var with, without []float64
+	var completed int64
+	for r := 0; r < runs; r++ {
+		rate, _, err := run(nil)
+		if err != nil {
+			return err
+		}
+		without = append(without, rate)
+		dir, err := os.MkdirTemp("", "weir-bench-ck-")
+		if err != nil {
+			return err
+		}
+		rate, job, err := run([]weir.Option{weir.Checkpointing(interval, dir)})
+		os.RemoveAll(dir)
+		if err != nil {
+			return err
+		}
+		with = append(with, rate)
+		completed = job.Metrics().Checkpoints.Completed.Load()
+	}
+	res.CheckpointInterval = interval.String()
+	res.CheckpointEventsPerSec = median(with)
+	res.CheckpointRatio = res.CheckpointEventsPerSec / median(without)
+	res.CheckpointsCompleted = completed
+	dir, err := os.MkdirTemp("", "weir-bench-recovery-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var rec time.Duration
+	_, err = adclicks.RunWeir(ctx, adclicks.BenchConfig{
+		N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism,
+		Options: []weir.Option{weir.BatchSize(batchSize), weir.Checkpointing(interval, dir),
+			weir.Restarts(weir.RestartPolicy{MaxFailures: 1, Interval: time.Hour})},
+		FailAt: n / 2, Recovery: &rec,
+	})
+	if err != nil {
+		return err
+	}
+	res.RecoveryMs = float64(rec.Microseconds()) / 1e3
+	return nil
 }
