@@ -128,12 +128,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapsho
 		return err
 	}
 	s.states = append(s.states, st)
-	if op.late != nil {
-		if err := forwardBarrier(op.late, b, s); err != nil {
-			return err
-		}
-	}
-	return forwardBarrier(op.out, b, s)
+	return op.winOut.forwardBarrier(b, s)
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
@@ -185,12 +180,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot
 		return err
 	}
 	s.states = append(s.states, st)
-	if op.late != nil {
-		if err := forwardBarrier(op.late, b, s); err != nil {
-			return err
-		}
-	}
-	return forwardBarrier(op.out, b, s)
+	return op.winOut.forwardBarrier(b, s)
 }
 
 // restore rebuilds the windows and derives their timers again: timers are
@@ -262,12 +252,7 @@ func (op *overOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error 
 		return err
 	}
 	s.states = append(s.states, st)
-	if op.late != nil {
-		if err := forwardBarrier(op.late, b, s); err != nil {
-			return err
-		}
-	}
-	return forwardBarrier(op.out, b, s)
+	return op.winOut.forwardBarrier(b, s)
 }
 
 func (op *overOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
@@ -290,7 +275,7 @@ func (op *overOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
 			}
 			if len(k.events) > 0 {
 				op.seq++
-				op.timers.Push(overTimer[K]{at: k.events[0].ts + op.size, seq: op.seq, hash: k.hash, key: k.key})
+				op.timers.Push(overTimer[K]{at: k.events[0].ts + op.rng, seq: op.seq, hash: k.hash, key: k.key})
 			}
 		}
 	}

@@ -1,10 +1,7 @@
 package weir
 
 import (
-	"time"
-
 	"github.com/weirstream/weir/internal/hashtable"
-	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/pq"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -18,6 +15,7 @@ import (
 //
 // R is the output record type; render turns a firing into records.
 type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
+	winOut[K, T, R]
 	w        Windows
 	agg      AggregateFunction[T, ACC, OUT]
 	trig     WindowTrigger
@@ -26,27 +24,17 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	render   func(emit func(R), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error
 	now      func() int64
 
-	out  consumer[R]
-	ob   *batch[R]
-	size int
-	m    *metrics.Operator
-	late consumer[LateEvent[K, T]]
-	lb   *batch[LateEvent[K, T]]
-
 	keys    *hashtable.Table[K, *gkey[K, ACC, OUT]]
 	etimers pq.Heap[gtimer[K]]
 	ptimers pq.Heap[gtimer[K]]
 	seq     uint64
 
-	wm      int64 // input watermark
-	emitWM  int64 // watermark carried by records emitted now
-	sentWM  int64
-	idle    bool
-	dropped int64
-	emitFn  func(R)
-	info    opInfo
-	outTS   int64 // timestamp of records emitted now
-	err     error
+	wm     int64 // input watermark
+	emitWM int64 // watermark carried by records emitted now
+	emitFn func(R)
+	info   opInfo
+	outTS  int64 // timestamp of records emitted now
+	err    error
 }
 
 // gkey is one key's open windows.
@@ -102,9 +90,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
 	op.keys = hashtable.New[K, *gkey[K, ACC, OUT]](64)
 	op.wm, op.emitWM, op.sentWM = watermark.Min, watermark.Min, watermark.Min
 	op.emitFn = func(r R) {
-		op.ob.add(r, op.outTS, op.emitWM)
-		if len(op.ob.data) >= op.size && op.err == nil {
-			op.err = op.emit(op.emitWM)
+		if err := op.add(r, op.outTS, op.emitWM); err != nil && op.err == nil {
+			op.err = err
 		}
 	}
 }
@@ -127,37 +114,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) push(b *batch[keyed[K, T]]) error {
 			return err
 		}
 	}
-	if op.dropped > 0 {
-		op.m.LateDropped.Add(op.dropped)
-		op.dropped = 0
-	}
-	op.idle = b.idle
-	return op.flushOut()
-}
-
-func (op *genWindowOp[K, T, ACC, OUT, R]) flushOut() error {
-	if op.lb != nil && (len(op.lb.data) > 0 || op.wm > op.lb.watermark) {
-		op.lb.watermark = op.wm
-		err := op.late.push(op.lb)
-		op.lb.reset()
-		if err != nil {
-			return err
-		}
-	}
-	if len(op.ob.data) > 0 || op.wm > op.sentWM {
-		return op.emit(op.wm)
-	}
-	return nil
-}
-
-func (op *genWindowOp[K, T, ACC, OUT, R]) emit(wm int64) error {
-	op.ob.watermark = wm
-	op.ob.idle = op.idle
-	op.sentWM = wm
-	op.m.RecordsOut.Add(int64(len(op.ob.data)))
-	err := op.out.push(op.ob)
-	op.ob.reset()
-	return err
+	return op.endBatch(op.wm, b.idle)
 }
 
 // windowsOf lists the windows an event at ts belongs to, latest first
@@ -220,20 +177,11 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 		}
 	}
 	if !accepted {
-		op.dropped++
-		if op.late != nil {
-			le := LateEvent[K, T]{Key: r.key, Value: r.val, Timestamp: time.UnixMilli(ts).UTC(), Watermark: time.UnixMilli(op.wm).UTC()}
-			if len(wins) > 0 {
-				le.Window = WindowInfo{time.UnixMilli(wins[0][0]).UTC(), time.UnixMilli(wins[0][1]).UTC()}
-			}
-			op.lb.add(le, ts, op.wm)
-			if len(op.lb.data) >= op.size {
-				op.lb.watermark = op.wm
-				err := op.late.push(op.lb)
-				op.lb.reset()
-				return err
-			}
+		var start, end int64
+		if len(wins) > 0 {
+			start, end = wins[0][0], wins[0][1]
 		}
+		op.dropLate(r, ts, start, end, op.wm)
 	}
 	return nil
 }
@@ -473,14 +421,5 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) onProcessingTime(now int64) error {
 			}
 		}
 	}
-	return op.flushOut()
-}
-
-func (op *genWindowOp[K, T, ACC, OUT, R]) finish() error {
-	if op.late != nil {
-		if err := op.late.finish(); err != nil {
-			return err
-		}
-	}
-	return op.out.finish()
+	return op.endBatch(op.wm, op.idle)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/hashtable"
-	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -55,64 +54,41 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 		j.fail(fmt.Errorf("weir: %v windows take no trigger or allowed lateness and work with Aggregate and Reduce", w))
 	}
 	n.build = func(st *subtask, o any) ([]any, error) {
-		size := st.cfg().batchSize
-		var late consumer[LateEvent[K, T]]
-		if n.side != nil {
-			lo, err := st.plan.output(n.side, st)
+		var op interface {
+			consumer[keyed[K, T]]
+			restore(wm int64, groups [][]byte) error
+		}
+		switch {
+		case w.kind == slidingWindows:
+			wo, err := newWinOut[K, T, WindowResult[K, OUT]](st, n, o)
 			if err != nil {
 				return nil, err
 			}
-			late = lo.(consumer[LateEvent[K, T]])
+			ov := &overOp[K, T, ACC, OUT]{winOut: wo, rng: w.size, agg: agg, info: newOpInfo(st, n)}
+			ov.init()
+			op = ov
+		case aligned:
+			wo, err := newWinOut[K, T, WindowResult[K, OUT]](st, n, o)
+			if err != nil {
+				return nil, err
+			}
+			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n)}
+		default:
+			wo, err := newWinOut[K, T, R](st, n, o)
+			if err != nil {
+				return nil, err
+			}
+			g := &genWindowOp[K, T, ACC, OUT, R]{winOut: wo, w: w, agg: agg, trig: trig, lateness: cfg.lateness,
+				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n)}
+			g.init()
+			st.timers = append(st.timers, g)
+			op = g
 		}
-		if w.kind == slidingWindows {
-			op := &overOp[K, T, ACC, OUT]{
-				size: w.size, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
-				ob: newBatch[WindowResult[K, OUT]](size), size0: size, m: st.metrics(n), late: late,
-				info: newOpInfo(st, n),
-			}
-			if late != nil {
-				op.lb = newBatch[LateEvent[K, T]](size)
-			}
-			op.init()
-			if wm, groups, ok := st.restoreKeyed(n); ok {
-				if err := op.restore(wm, groups); err != nil {
-					return nil, err
-				}
-			}
-			return []any{consumer[keyed[K, T]](op)}, nil
-		}
-		if aligned {
-			op := &alignedWindowOp[K, T, ACC, OUT]{
-				w: w, agg: agg, out: o.(consumer[WindowResult[K, OUT]]),
-				ob: newBatch[WindowResult[K, OUT]](size), size: size,
-				wm: watermark.Min, sentWM: watermark.Min, nextFire: watermark.Max,
-				m: st.metrics(n), late: late, info: newOpInfo(st, n),
-			}
-			if late != nil {
-				op.lb = newBatch[LateEvent[K, T]](size)
-			}
-			if wm, groups, ok := st.restoreKeyed(n); ok {
-				if err := op.restore(wm, groups); err != nil {
-					return nil, err
-				}
-			}
-			return []any{consumer[keyed[K, T]](op)}, nil
-		}
-		op := &genWindowOp[K, T, ACC, OUT, R]{
-			w: w, agg: agg, trig: trig, lateness: cfg.lateness, retract: cfg.retract, render: render,
-			now: st.now, out: o.(consumer[R]), ob: newBatch[R](size), size: size, m: st.metrics(n), late: late,
-			info: newOpInfo(st, n),
-		}
-		if late != nil {
-			op.lb = newBatch[LateEvent[K, T]](size)
-		}
-		op.init()
 		if wm, groups, ok := st.restoreKeyed(n); ok {
 			if err := op.restore(wm, groups); err != nil {
 				return nil, err
 			}
 		}
-		st.timers = append(st.timers, op)
 		return []any{consumer[keyed[K, T]](op)}, nil
 	}
 	return out
@@ -154,23 +130,16 @@ type bucket[K comparable, ACC any] struct {
 // window, not by key: firing is a walk over the buckets the watermark
 // passed, not a timer per key and window.
 type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
-	w    Windows
-	agg  AggregateFunction[T, ACC, OUT]
-	out  consumer[WindowResult[K, OUT]]
-	ob   *batch[WindowResult[K, OUT]]
-	size int
-	m    *metrics.Operator
+	winOut[K, T, WindowResult[K, OUT]]
+	w   Windows
+	agg AggregateFunction[T, ACC, OUT]
 
 	wm       int64 // input watermark
-	sentWM   int64 // last watermark pushed downstream
 	nextFire int64 // smallest end-1 over open buckets; Max if none
 
 	buckets []*bucket[K, ACC] // sorted by start (hence by end)
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
 	free    []*hashtable.Table[K, ACC]
-	dropped int64
-	late    consumer[LateEvent[K, T]]
-	lb      *batch[LateEvent[K, T]]
 	info    opInfo
 }
 
@@ -203,23 +172,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 			return err
 		}
 	}
-	if op.dropped > 0 {
-		op.m.LateDropped.Add(op.dropped)
-		op.dropped = 0
-	}
-	if op.lb != nil && (len(op.lb.data) > 0 || op.wm > op.lb.watermark) {
-		op.lb.watermark = op.wm
-		err := op.late.push(op.lb)
-		op.lb.reset()
-		if err != nil {
-			return err
-		}
-	}
-	op.ob.idle = b.idle
-	if len(op.ob.data) > 0 || op.wm > op.sentWM {
-		return op.emit(op.wm)
-	}
-	return nil
+	return op.endBatch(op.wm, b.idle)
 }
 
 // assign adds a record to each window it belongs to that is not late, from
@@ -244,15 +197,8 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) assign(r *keyed[K, T], ts int64) {
 		}
 	}
 	if !accepted {
-		op.dropped++
-		if op.lb != nil {
-			s := op.w.lastStart(ts)
-			op.lb.add(LateEvent[K, T]{
-				Key: r.key, Value: r.val, Timestamp: time.UnixMilli(ts).UTC(),
-				Window:    WindowInfo{time.UnixMilli(s).UTC(), time.UnixMilli(s + op.w.size).UTC()},
-				Watermark: time.UnixMilli(op.wm).UTC(),
-			}, ts, op.wm)
-		}
+		s := op.w.lastStart(ts)
+		op.dropLate(r, ts, s, s+op.w.size, op.wm)
 	}
 }
 
@@ -319,32 +265,10 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	ts := bk.end - 1
 	var err error
 	bk.tab.All(func(_ uint64, k K, acc *ACC) bool {
-		op.ob.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
-		if len(op.ob.data) >= op.size {
-			err = op.emit(wm)
-		}
+		err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
 		return err == nil
 	})
 	return err
-}
-
-// emit pushes the output batch downstream with final watermark wm.
-func (op *alignedWindowOp[K, T, ACC, OUT]) emit(wm int64) error {
-	op.ob.watermark = wm
-	op.sentWM = wm
-	op.m.RecordsOut.Add(int64(len(op.ob.data)))
-	err := op.out.push(op.ob)
-	op.ob.reset()
-	return err
-}
-
-func (op *alignedWindowOp[K, T, ACC, OUT]) finish() error {
-	if op.late != nil {
-		if err := op.late.finish(); err != nil {
-			return err
-		}
-	}
-	return op.out.finish()
 }
 
 // ProcessWindow calls fn once per window firing with all of the window's

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/hashtable"
-	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/pq"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -14,24 +13,16 @@ import (
 // Events are buffered per key in timestamp order until no future window can
 // include them (ts <= watermark - size).
 type overOp[K comparable, T, ACC, OUT any] struct {
-	size  int64
-	agg   AggregateFunction[T, ACC, OUT]
-	out   consumer[WindowResult[K, OUT]]
-	ob    *batch[WindowResult[K, OUT]]
-	size0 int // batch size
-	m     *metrics.Operator
-	late  consumer[LateEvent[K, T]]
-	lb    *batch[LateEvent[K, T]]
-	info  opInfo
+	winOut[K, T, WindowResult[K, OUT]]
+	rng  int64 // the window's range, ms
+	agg  AggregateFunction[T, ACC, OUT]
+	info opInfo
 
-	keys    *hashtable.Table[K, *overKey[K, T]]
-	timers  pq.Heap[overTimer[K]]
-	seq     uint64
-	wm      int64
-	emitWM  int64
-	sentWM  int64
-	dropped int64
-	idle    bool
+	keys   *hashtable.Table[K, *overKey[K, T]]
+	timers pq.Heap[overTimer[K]]
+	seq    uint64
+	wm     int64
+	emitWM int64
 }
 
 type overKey[K comparable, T any] struct {
@@ -59,7 +50,7 @@ func (a overTimer[K]) Less(b overTimer[K]) bool {
 
 func (op *overOp[K, T, ACC, OUT]) init() {
 	op.keys = hashtable.New[K, *overKey[K, T]](64)
-	op.wm, op.emitWM, op.sentWM = watermark.Min, watermark.Min, watermark.Min
+	op.wm, op.emitWM = watermark.Min, watermark.Min
 }
 
 func (op *overOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
@@ -73,12 +64,7 @@ func (op *overOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		r := &b.data[i]
 		ts := b.ts[i]
 		if ts <= op.wm {
-			op.dropped++
-			if op.lb != nil {
-				op.lb.add(LateEvent[K, T]{Key: r.key, Value: r.val, Timestamp: time.UnixMilli(ts).UTC(),
-					Window:    WindowInfo{time.UnixMilli(ts - op.size).UTC(), time.UnixMilli(ts).UTC()},
-					Watermark: time.UnixMilli(op.wm).UTC()}, ts, op.wm)
-			}
+			op.dropLate(r, ts, ts-op.rng, ts, op.wm)
 			continue
 		}
 		p, ins := op.keys.Upsert(r.hash, r.key)
@@ -102,23 +88,7 @@ func (op *overOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 			return err
 		}
 	}
-	if op.dropped > 0 {
-		op.m.LateDropped.Add(op.dropped)
-		op.dropped = 0
-	}
-	if op.lb != nil && (len(op.lb.data) > 0 || op.wm > op.lb.watermark) {
-		op.lb.watermark = op.wm
-		err := op.late.push(op.lb)
-		op.lb.reset()
-		if err != nil {
-			return err
-		}
-	}
-	op.idle = b.idle
-	if len(op.ob.data) > 0 || op.wm > op.sentWM {
-		return op.emit(op.wm)
-	}
-	return nil
+	return op.endBatch(op.wm, b.idle)
 }
 
 // advance emits, in timestamp order, every buffered event the watermark
@@ -141,22 +111,19 @@ func (op *overOp[K, T, ACC, OUT]) advance(w int64) error {
 				if x.ts > e.ts {
 					break
 				}
-				if x.ts > e.ts-op.size {
+				if x.ts > e.ts-op.rng {
 					acc = op.agg.Add(acc, x.val)
 				}
 			}
-			op.ob.add(WindowResult[K, OUT]{Key: k.key, Start: time.UnixMilli(e.ts - op.size).UTC(), End: time.UnixMilli(e.ts).UTC(),
-				Value: op.agg.Result(acc), Kind: Insert}, e.ts, op.emitWM)
 			k.emitted++
-			if len(op.ob.data) >= op.size0 {
-				if err := op.emit(op.emitWM); err != nil {
-					return err
-				}
+			if err := op.add(WindowResult[K, OUT]{Key: k.key, Start: time.UnixMilli(e.ts - op.rng).UTC(), End: time.UnixMilli(e.ts).UTC(),
+				Value: op.agg.Result(acc), Kind: Insert}, e.ts, op.emitWM); err != nil {
+				return err
 			}
 		}
 		// Trim: events at or before w-size are outside every future window.
 		drop := 0
-		for drop < k.emitted && k.events[drop].ts <= w-op.size {
+		for drop < k.emitted && k.events[drop].ts <= w-op.rng {
 			drop++
 		}
 		if drop > 0 {
@@ -168,27 +135,8 @@ func (op *overOp[K, T, ACC, OUT]) advance(w int64) error {
 		} else if k.emitted == len(k.events) && w != watermark.Max {
 			// Come back to trim when the oldest event leaves the range.
 			op.seq++
-			op.timers.Push(overTimer[K]{at: k.events[0].ts + op.size, seq: op.seq, hash: k.hash, key: k.key})
+			op.timers.Push(overTimer[K]{at: k.events[0].ts + op.rng, seq: op.seq, hash: k.hash, key: k.key})
 		}
 	}
 	return nil
-}
-
-func (op *overOp[K, T, ACC, OUT]) emit(wm int64) error {
-	op.ob.watermark = wm
-	op.ob.idle = op.idle
-	op.sentWM = wm
-	op.m.RecordsOut.Add(int64(len(op.ob.data)))
-	err := op.out.push(op.ob)
-	op.ob.reset()
-	return err
-}
-
-func (op *overOp[K, T, ACC, OUT]) finish() error {
-	if op.late != nil {
-		if err := op.late.finish(); err != nil {
-			return err
-		}
-	}
-	return op.out.finish()
 }
