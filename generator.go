@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"time"
+
+	"github.com/weirstream/weir/internal/pace"
 )
 
 // GeneratorConfig configures GeneratorSource.
@@ -51,7 +52,7 @@ func (g *genSource[T]) Open(_ context.Context, s Split) (SplitReader[T], error) 
 		return nil, fmt.Errorf("weir: generator has no split %s", s.ID())
 	}
 	pcg := rand.NewPCG(g.cfg.Seed, uint64(i))
-	return &genReader[T]{g: g, next: int64(i), pcg: pcg, rng: rand.New(pcg), start: time.Now()}, nil
+	return &genReader[T]{g: g, next: int64(i), pcg: pcg, rng: rand.New(pcg), pace: pace.New(g.cfg.Rate)}, nil
 }
 
 // genPos is a generator split's checkpointed position.
@@ -71,7 +72,7 @@ func (g *genSource[T]) OpenAt(ctx context.Context, s Split, pos []byte) (SplitRe
 		return nil, err
 	}
 	gr := r.(*genReader[T])
-	gr.next, gr.emitted, gr.resumed = p.Next, p.Emitted, p.Emitted
+	gr.next, gr.emitted = p.Next, p.Emitted
 	if err := gr.pcg.UnmarshalBinary(p.PCG); err != nil {
 		return nil, fmt.Errorf("weir: generator position: %w", err)
 	}
@@ -91,35 +92,18 @@ type genReader[T any] struct {
 	g       *genSource[T]
 	next    int64 // next index
 	emitted int64
-	resumed int64 // emitted when (re)opened, for the rate limit
 	pcg     *rand.PCG
 	rng     *rand.Rand
-	start   time.Time
-	timer   *time.Timer
+	pace    *pace.Pacer // counts from when the reader (re)opened
 }
 
 func (r *genReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	cfg := &r.g.cfg
-	if cfg.Rate > 0 {
-		due := int64(time.Since(r.start).Seconds()*cfg.Rate) - (r.emitted - r.resumed)
-		if due <= 0 {
-			wait := min(time.Duration(float64(time.Second)/cfg.Rate), 10*time.Millisecond)
-			if r.timer == nil {
-				r.timer = time.NewTimer(wait)
-			} else {
-				r.timer.Reset(wait)
-			}
-			select {
-			case <-ctx.Done():
-				return 0, context.Cause(ctx)
-			case <-r.timer.C:
-			}
-			return 0, nil
-		}
-		if int64(len(dst)) > due {
-			dst = dst[:due]
-		}
+	allowed, err := r.pace.Allow(ctx, len(dst))
+	if err != nil || allowed == 0 {
+		return 0, err
 	}
+	dst = dst[:allowed]
 	k := 0
 	step := int64(cfg.Splits)
 	for k < len(dst) && (cfg.Count < 0 || r.next < cfg.Count) {
@@ -128,6 +112,7 @@ func (r *genReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 		k++
 	}
 	r.emitted += int64(k)
+	r.pace.Emitted(k)
 	if cfg.Count >= 0 && r.next >= cfg.Count {
 		return k, io.EOF
 	}
@@ -135,8 +120,6 @@ func (r *genReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 }
 
 func (r *genReader[T]) Close() error {
-	if r.timer != nil {
-		r.timer.Stop()
-	}
+	r.pace.Stop()
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/pace"
 )
 
 // DemoClick is a click of the demo stream: the shape a user's job would
@@ -72,7 +73,7 @@ func (s *demoSource) Open(context.Context, weir.Split) (weir.SplitReader[DemoCli
 		cum[i] /= total
 	}
 	pcg := rand.NewPCG(s.c.Seed, s.c.Seed^0x5eed)
-	return &demoReader{c: s.c, ads: ads, cum: cum, pcg: pcg, rng: rand.New(pcg), start: time.Now()}, nil
+	return &demoReader{c: s.c, ads: ads, cum: cum, pcg: pcg, rng: rand.New(pcg), pace: pace.New(s.c.Rate)}, nil
 }
 
 // OpenAt reopens the stream at a position saved by Position: the index and
@@ -90,7 +91,6 @@ func (s *demoSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (wei
 	if err := dr.pcg.UnmarshalBinary(pos[8:]); err != nil {
 		return nil, fmt.Errorf("adclicks: bad demo position: %w", err)
 	}
-	dr.resumed = dr.i
 	return dr, nil
 }
 
@@ -104,33 +104,21 @@ func (r *demoReader) Position() ([]byte, error) {
 }
 
 type demoReader struct {
-	c       DemoConfig
-	ads     []string
-	cum     []float64
-	pcg     *rand.PCG
-	rng     *rand.Rand
-	i       int64
-	resumed int64 // index the reader (re)started at, for the rate limit
-	start   time.Time
+	c    DemoConfig
+	ads  []string
+	cum  []float64
+	pcg  *rand.PCG
+	rng  *rand.Rand
+	i    int64
+	pace *pace.Pacer // counts from when the reader (re)opened
 }
 
 func (r *demoReader) Read(ctx context.Context, dst []DemoClick) (int, error) {
-	if r.c.Rate > 0 {
-		due := int64(time.Since(r.start).Seconds()*r.c.Rate) - (r.i - r.resumed)
-		if due <= 0 {
-			t := time.NewTimer(min(time.Duration(float64(time.Second)/r.c.Rate), 10*time.Millisecond))
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return 0, context.Cause(ctx)
-			case <-t.C:
-			}
-			return 0, nil
-		}
-		if int64(len(dst)) > due {
-			dst = dst[:due]
-		}
+	allowed, err := r.pace.Allow(ctx, len(dst))
+	if err != nil || allowed == 0 {
+		return 0, err
 	}
+	dst = dst[:allowed]
 	k := 0
 	base := r.c.Start.UnixMilli()
 	for k < len(dst) && r.i < r.c.Events {
@@ -152,13 +140,17 @@ func (r *demoReader) Read(ctx context.Context, dst []DemoClick) (int, error) {
 		k++
 		r.i++
 	}
+	r.pace.Emitted(k)
 	if r.i >= r.c.Events {
 		return k, io.EOF
 	}
 	return k, nil
 }
 
-func (r *demoReader) Close() error { return nil }
+func (r *demoReader) Close() error {
+	r.pace.Stop()
+	return nil
+}
 
 // DemoTrueCounts is the batch recount of the demo stream: clicks per
 // one-minute window over the complete input, however late they arrived.

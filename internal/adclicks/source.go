@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/pace"
 )
 
 // Source is a weir source of one split over the generator. With rate > 0
@@ -29,40 +29,22 @@ func (genSplit) ID() string { return "adclicks-0" }
 func (s *source) Splits(context.Context) ([]weir.Split, error) { return []weir.Split{genSplit{}}, nil }
 
 func (s *source) Open(context.Context, weir.Split) (weir.SplitReader[Click], error) {
-	return &reader{g: NewGen(s.n, s.jitter, s.seed), rate: s.rate, start: time.Now()}, nil
+	return &reader{g: NewGen(s.n, s.jitter, s.seed), pace: pace.New(s.rate)}, nil
 }
 
 type reader struct {
-	g       *Gen
-	rate    float64
-	resumed int64
-	start   time.Time
-	timer   *time.Timer
+	g    *Gen
+	pace *pace.Pacer
 }
 
 func (r *reader) Read(ctx context.Context, dst []Click) (int, error) {
-	if r.rate > 0 {
-		due := int64(time.Since(r.start).Seconds()*r.rate) - (r.g.Index() - r.resumed)
-		if due <= 0 {
-			// Wait for the next event's slot, at most 10ms.
-			wait := min(time.Duration(float64(time.Second)/r.rate), 10*time.Millisecond)
-			if r.timer == nil {
-				r.timer = time.NewTimer(wait)
-			} else {
-				r.timer.Reset(wait)
-			}
-			select {
-			case <-ctx.Done():
-				return 0, context.Cause(ctx)
-			case <-r.timer.C:
-			}
-			return 0, nil
-		}
-		if int64(len(dst)) > due {
-			dst = dst[:due]
-		}
+	allowed, err := r.pace.Allow(ctx, len(dst))
+	if err != nil || allowed == 0 {
+		return 0, err
 	}
+	dst = dst[:allowed]
 	k := r.g.Fill(dst)
+	r.pace.Emitted(k)
 	if r.g.Index() >= r.g.n {
 		return k, io.EOF
 	}
@@ -83,7 +65,6 @@ func (s *source) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.Sp
 	if err := g.rng.UnmarshalBinary(pos[8:]); err != nil {
 		return nil, fmt.Errorf("adclicks: bad position: %w", err)
 	}
-	r.(*reader).resumed = g.i
 	return r, nil
 }
 
@@ -97,8 +78,6 @@ func (r *reader) Position() ([]byte, error) {
 }
 
 func (r *reader) Close() error {
-	if r.timer != nil {
-		r.timer.Stop()
-	}
+	r.pace.Stop()
 	return nil
 }
