@@ -55,7 +55,7 @@ func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, s
 	if err != nil {
 		return err
 	}
-	meta, err := writeSnapshot(s.job, p, false, snaps)
+	meta, err := writeSnapshot(s.job, p, false, snaps, nil)
 	if err != nil {
 		p.Abort()
 		return err
@@ -74,12 +74,12 @@ func (s *ckStore) hook(stage CheckpointStage, id int64) {
 }
 
 func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, error) {
-	return writeSnapshot(s.job, p, final, snaps)
+	return writeSnapshot(s.job, p, final, snaps, func() { s.hook(StageStateFile, p.ID()) })
 }
 
 // writeSnapshot writes the state files of a checkpoint or savepoint and
 // returns its metadata.
-func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, error) {
+func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnapshot, fileDone func()) (*checkpoint.Metadata, error) {
 	maxP := j.cfg.maxParallelism
 	meta := &checkpoint.Metadata{
 		Job:            j.name,
@@ -117,6 +117,9 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 			fi, err := w.Close()
 			if err != nil {
 				return nil, err
+			}
+			if fileDone != nil {
+				fileDone()
 			}
 			fi.Subtask = st.Subtask
 			if st.Groups != nil {

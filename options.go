@@ -318,6 +318,9 @@ type CheckpointStage string
 
 // The stages CheckpointHook reports, in order.
 const (
+	// StageStateFile: one more state file is written (reported per file):
+	// the checkpoint is half written.
+	StageStateFile CheckpointStage = "state-file"
 	// StageFilesWritten: every state file is written; the metadata is not,
 	// so the checkpoint is not complete yet.
 	StageFilesWritten CheckpointStage = "files-written"

@@ -73,8 +73,9 @@ func kills() int {
 }
 
 // TestKillAndRestart kills the job with SIGKILL at random moments, and at
-// the failpoints inside the checkpoint protocol (after the state files,
-// and between the metadata and the sinks' commit), restarting it each time;
+// the failpoints inside the checkpoint protocol (after the first state
+// file, after all state files, and between the metadata and the sinks'
+// commit), restarting it each time;
 // then lets it finish. The committed output must equal that of a run
 // without failures, record for record.
 func TestKillAndRestart(t *testing.T) {
@@ -108,7 +109,7 @@ func TestKillAndRestart(t *testing.T) {
 			extra := []string{}
 			if attempt%7 == 3 {
 				// A failpoint: the process kills itself inside the protocol.
-				stage := []string{"files-written", "complete"}[rng.IntN(2)]
+				stage := []string{"state-file", "files-written", "complete"}[rng.IntN(3)]
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
 			cmd := exec.Command(bin, args(root, extra...)...)

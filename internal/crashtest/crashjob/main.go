@@ -33,7 +33,7 @@ func main() {
 		rate      = flag.Float64("rate", 0, "events per second (0: unlimited)")
 		interval  = flag.Duration("interval", 100*time.Millisecond, "checkpoint interval")
 		par       = flag.Int("parallelism", 2, "parallelism")
-		failpoint = flag.String("failpoint", "", "kill this process with SIGKILL at this checkpoint stage: files-written or complete")
+		failpoint = flag.String("failpoint", "", "kill this process with SIGKILL at this checkpoint stage: state-file, files-written or complete")
 		failAfter = flag.Int64("failpoint-checkpoint", 2, "... of the first checkpoint with at least this id")
 		counter   = flag.Bool("counter", true, "include the keyed running counter (Process with ValueState)")
 	)
