@@ -303,10 +303,11 @@ func HeapState() Option {
 	return option{"HeapState()", scopeJob, func(c *config) { c.stateBackend = "heap" }}
 }
 
-// PebbleState keeps keyed state and timers in a Pebble LSM under dir, so
-// state can be larger than memory; memoryBudget bounds the bytes Pebble
-// keeps in memory (0: a default). Checkpoints of Pebble state are
-// incremental: unchanged SST files are shared between checkpoints.
+// PebbleState keeps the keyed state and timers of Process operators in a
+// Pebble LSM under dir, so state can be larger than memory; memoryBudget
+// bounds the bytes each operator's Pebble keeps in memory (0: a default).
+// Checkpoints copy Pebble state by key group like heap state (not yet
+// incrementally); window operators keep their state on the heap.
 func PebbleState(dir string, memoryBudget int64) Option {
 	return option{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), scopeJob, func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget

@@ -59,6 +59,14 @@ func (f ProcessFunc[K, IN, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in IN
 // task waits for input; at the end of input pending processing-time timers
 // are dropped without firing, as in Flink, since the input they were
 // waiting for will never come.
+//
+// Checkpoints: the function's state, with TTL expiry times, its timers of
+// both domains, in registration order, and the watermark are snapshotted
+// per key group, so that a restore may run at another parallelism. A
+// restore puts each state back into the state of the same name created by
+// Open (state in the snapshot that Open does not create fails the
+// restore). State lives in the job's state backend: HeapState (default)
+// or PebbleState.
 func Process[K comparable, T, OUT any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, OUT], opts ...Option) *Stream[OUT] {
 	return ProcessWith(ks, func() KeyedProcessFunction[K, T, OUT] { return fn }, opts...)
 }
@@ -80,8 +88,13 @@ func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() K
 				clock: st.now,
 			},
 		}
-		if err := op.open(st, n.parallelism); err != nil {
+		if err := op.open(st, n); err != nil {
 			return nil, fmt.Errorf("weir: operator %q: %w", n.name, err)
+		}
+		if wm, groups, ok := st.restoreKeyed(n); ok {
+			if err := op.restore(wm, groups); err != nil {
+				return nil, fmt.Errorf("weir: operator %q: restore: %w", n.name, err)
+			}
 		}
 		return []any{consumer[keyed[K, T]](op)}, nil
 	}
@@ -98,10 +111,12 @@ const (
 // open creates the subtask's state backend and timer queues, opens the
 // function and registers the operator's processing-time timers with the
 // task loop.
-func (op *processOp[K, T, OUT]) open(st *subtask, parallelism int) error {
+func (op *processOp[K, T, OUT]) open(st *subtask, n *node) error {
+	parallelism := n.parallelism
+	op.info = newOpInfo(st, n)
 	mp := st.cfg().maxParallelism
 	first, end := keygroup.Range(st.index, parallelism, mp)
-	be, err := state.NewHeap(state.Config{
+	be, err := newStateBackend(st, n, state.Config{
 		MaxParallelism: mp,
 		KeyGroups:      state.KeyGroupRange{Start: first, End: end},
 		Now:            op.procNow,
@@ -253,6 +268,7 @@ type processOp[K comparable, T, OUT any] struct {
 	out     consumer[OUT]
 	size    int
 	m       *metrics.Operator
+	info    opInfo // identity in snapshots
 }
 
 func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -675,4 +677,388 @@ func TestStateOutsideOpenFails(t *testing.T) {
 	if err := job.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "outside Open") {
 		t.Fatalf("Run returned %v, want a failure for state created outside Open", err)
 	}
+}
+
+// ckProc is a checkpointed process function with every kind of state and
+// event-time timers: per key a count (ValueState), the timestamps since the
+// last firing (ListState), counts of timestamps by residue mod 5 (MapState,
+// with TTL) and the last timestamp (ValueState with TTL refreshed on read);
+// a timer at the end of each second of event time reports and clears the
+// list.
+type ckProc struct {
+	count *weir.ValueState[string, int]
+	buf   *weir.ListState[string, int64]
+	mods  *weir.MapState[string, int64, int]
+	last  *weir.ValueState[string, int64]
+	// showWM adds the watermark to the output. With one subtask it is a
+	// function of the input; with more, a subtask's input batches can
+	// carry the watermark of records sent to others (a flush, a barrier),
+	// so the watermark at which a timer fires depends on timing, though
+	// what it sees in state does not.
+	showWM bool
+}
+
+func (f *ckProc) Open(rc *weir.RuntimeContext[string]) error {
+	f.count = weir.NewValueState[int](rc, "count")
+	f.buf = weir.NewListState[int64](rc, "buf")
+	f.mods = weir.NewMapState[int64, int](rc, "mods", weir.TTL(time.Hour))
+	f.last = weir.NewValueState[int64](rc, "last", weir.TTL(time.Hour), weir.TTLUpdateOnRead())
+	return nil
+}
+
+func (f *ckProc) ProcessElement(ctx *weir.KeyedContext[string, string], e ev) error {
+	n, _ := f.count.Value()
+	f.count.Update(n + 1)
+	f.buf.Add(e.TS)
+	c, _ := f.mods.Get(e.TS % 5)
+	f.mods.Put(e.TS%5, c+1)
+	prev, _ := f.last.Value()
+	f.last.Update(max(prev, e.TS))
+	ctx.RegisterEventTimeTimer(time.UnixMilli((e.TS/1000+1)*1000 - 1))
+	return nil
+}
+
+func (f *ckProc) OnTimer(ctx *weir.KeyedContext[string, string], t time.Time) error {
+	n, _ := f.count.Value()
+	var sum int64
+	for ts := range f.buf.All() {
+		sum += ts
+	}
+	var mods []string
+	for m, c := range f.mods.All() {
+		mods = append(mods, fmt.Sprintf("%d:%d", m, c))
+	}
+	slices.Sort(mods)
+	last, _ := f.last.Value()
+	if ctx.Watermark().Before(t) {
+		return fmt.Errorf("timer %v fired at watermark %v", t, ctx.Watermark())
+	}
+	wm := ""
+	if f.showWM {
+		wm = fmt.Sprint(" wm=", ctx.Watermark().UnixMilli())
+	}
+	ctx.Emit(fmt.Sprintf("%s@%d n=%d buf=%d/%d mods=%v last=%d%s", ctx.Key(), t.UnixMilli(), n, len(f.buf.Get()), sum, mods, last, wm))
+	f.buf.Clear()
+	return nil
+}
+
+// buildProcessJob is buildCounting's job with a Process of ckProc instead
+// of windows.
+func buildProcessJob(evs []ev, p int, dir string, sink *memSink, failAt int64, failed *atomic.Bool, opts ...weir.Option) *weir.Job {
+	job := weir.NewJob("process", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
+		weir.Clock(func() time.Time { return time.UnixMilli(1_000_000) }),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour})}, opts...)...)
+	src := weir.FromSource(job, "events", weir.SliceSource(evs),
+		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+	src = weir.Map(src, func(e ev) ev {
+		if failAt > 0 && !failed.Load() {
+			if e.TS%500 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			if e.TS == failAt && failed.CompareAndSwap(false, true) {
+				panic("injected failure")
+			}
+		}
+		return e
+	})
+	out := weir.ProcessWith(weir.KeyBy(src, func(e ev) string { return e.Key }),
+		func() weir.KeyedProcessFunction[string, ev, string] { return &ckProc{showWM: p == 1} }, weir.UID("proc"))
+	weir.To(out, weir.Sink[string](sink), weir.UID("sink"))
+	return job
+}
+
+// A job with a checkpointed Process that fails once and restarts from the
+// latest checkpoint gives exactly the output of a failure-free run: state,
+// TTL entries, timers and watermark are restored.
+func TestProcessCheckpointRecoversExactlyOnce(t *testing.T) {
+	r := newRand(9)
+	evs := randomEvents(r, 20000, 200, 3000)
+	for _, p := range []int{1, 2} {
+		// The watermark a timer sees depends on the parallelism (a subtask
+		// sees the watermarks of its records only), so the reference run
+		// has the same parallelism.
+		want := func() []string {
+			s := newMemSink()
+			var f atomic.Bool
+			if err := buildProcessJob(evs, p, t.TempDir(), s, 0, &f).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s.output()
+		}()
+		if len(want) < 100 {
+			t.Fatalf("only %d outputs", len(want))
+		}
+		s := newMemSink()
+		var failed atomic.Bool
+		job := buildProcessJob(evs, p, t.TempDir(), s, evs[15000].TS, &failed)
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatalf("p=%d: %v", p, err)
+		}
+		if !failed.Load() {
+			t.Fatal("the failure was not injected")
+		}
+		if n := job.Metrics().Checkpoints.Restarts.Load(); n != 1 {
+			t.Fatalf("p=%d: %d restarts, want 1", p, n)
+		}
+		if n := job.Metrics().Checkpoints.Completed.Load(); n < 3 {
+			t.Fatalf("p=%d: only %d checkpoints completed", p, n)
+		}
+		got := s.output()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("p=%d: output after a failure differs from a failure-free run: %d vs %d records\n%s", p, len(got), len(want), firstDiff(want, got))
+		}
+	}
+}
+
+func firstDiff(want, got []string) string {
+	for i := range max(len(want), len(got)) {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			return fmt.Sprintf("first difference at %d:\n want %q\n got  %q", i, w, g)
+		}
+	}
+	return "no difference"
+}
+
+// counter counts the records of each key in a ValueState and emits
+// "key=count" per record.
+type counter struct{ n *weir.ValueState[string, int] }
+
+func (c *counter) Open(rc *weir.RuntimeContext[string]) error {
+	c.n = weir.NewValueState[int](rc, "n")
+	return nil
+}
+
+func (c *counter) ProcessElement(ctx *weir.KeyedContext[string, string], e ev) error {
+	n, _ := c.n.Value()
+	c.n.Update(n + 1)
+	ctx.Emit(fmt.Sprintf("%s=%d", ctx.Key(), n+1))
+	return nil
+}
+
+// countJob counts evs per key with a Process of UID "count"; src is the
+// source's UID.
+func countJob(evs []ev, src string, opts ...weir.Option) (*weir.Job, *weir.Collector[string]) {
+	job := weir.NewJob("count", opts...)
+	s := weir.FromSource(job, "events", weir.SliceSource(evs),
+		weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID(src))
+	out := weir.Collect(weir.ProcessWith(weir.KeyBy(s, func(e ev) string { return e.Key }),
+		func() weir.KeyedProcessFunction[string, ev, string] { return &counter{} }, weir.UID("count")))
+	return job, out
+}
+
+// latestCheckpoint returns the newest checkpoint directory under dir.
+func latestCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "chk-") && !strings.HasSuffix(e.Name(), ".inprogress") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no checkpoint in %s", dir)
+	}
+	slices.Sort(names)
+	return filepath.Join(dir, names[len(names)-1])
+}
+
+// checkCounts checks that the counts emitted per key continue from before:
+// key k's counts are exactly before[k]+1 .. before[k]+n.
+func checkCounts(t *testing.T, got []string, before map[string]int, evs []ev) {
+	t.Helper()
+	n := map[string]int{}
+	for _, e := range evs {
+		n[e.Key]++
+	}
+	seen := map[string][]int{}
+	for _, s := range got {
+		k, v, _ := strings.Cut(s, "=")
+		var c int
+		fmt.Sscan(v, &c)
+		seen[k] = append(seen[k], c)
+	}
+	for k, m := range n {
+		cs := seen[k]
+		slices.Sort(cs)
+		for i, c := range cs {
+			if c != before[k]+i+1 {
+				t.Fatalf("key %s: counts %v, want %d..%d", k, cs, before[k]+1, before[k]+m)
+			}
+		}
+		if len(cs) != m {
+			t.Fatalf("key %s: %d counts, want %d", k, len(cs), m)
+		}
+	}
+}
+
+// The state of a Process restores at another parallelism: key groups move
+// between subtasks, and every key's count continues from its restored
+// value.
+func TestProcessRestoreAtOtherParallelism(t *testing.T) {
+	r := newRand(3)
+	gen := func(n int, from int64) []ev {
+		out := make([]ev, n)
+		for i := range out {
+			out[i] = ev{Key: fmt.Sprint("k", r.IntN(50)), TS: from + int64(i)}
+		}
+		return out
+	}
+	first, more := gen(5000, 0), gen(3000, 10000)
+	before := map[string]int{}
+	for _, e := range first {
+		before[e.Key]++
+	}
+	for _, p1 := range []int{2, 3} {
+		dir := t.TempDir()
+		job, out := countJob(first, "events", weir.Parallelism(p1), weir.Checkpointing(5*time.Millisecond, dir))
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, out.Items(), map[string]int{}, first)
+		ck := latestCheckpoint(t, dir)
+		for _, p2 := range []int{1, 3} {
+			// The new input comes from a new source: the old one's state
+			// (its input is done) is dropped.
+			job, out := countJob(more, "more", weir.Parallelism(p2), weir.RestoreFrom(ck), weir.AllowNonRestoredState())
+			if err := job.Run(context.Background()); err != nil {
+				t.Fatalf("p %d -> %d: %v", p1, p2, err)
+			}
+			checkCounts(t, out.Items(), before, more)
+		}
+	}
+}
+
+// ttlProc remembers each key's last timestamp with a TTL and reports, for
+// each record, whether the value was still there.
+type ttlProc struct {
+	clock *atomic.Int64 // set to the event time, when not nil
+	last  *weir.ValueState[string, int64]
+}
+
+func (f *ttlProc) Open(rc *weir.RuntimeContext[string]) error {
+	f.last = weir.NewValueState[int64](rc, "last", weir.TTL(time.Second))
+	return nil
+}
+
+func (f *ttlProc) ProcessElement(ctx *weir.KeyedContext[string, string], e ev) error {
+	if f.clock != nil {
+		f.clock.Store(e.TS)
+	}
+	v, ok := f.last.Value()
+	ctx.Emit(fmt.Sprintf("%s had=%v %d", ctx.Key(), ok, v))
+	f.last.Update(e.TS)
+	return nil
+}
+
+// TTL expiry times survive a restore: a value restored with its expiry time
+// expires when it would have, by the new job's clock.
+func TestProcessRestoreKeepsTTL(t *testing.T) {
+	var evs []ev
+	for i := range 40 {
+		evs = append(evs, ev{Key: fmt.Sprint("k", i), TS: int64(1000 + 10*i)})
+	}
+	dir := t.TempDir()
+	var clk atomic.Int64
+	job := weir.NewJob("ttl", weir.Parallelism(1), weir.Checkpointing(5*time.Millisecond, dir),
+		weir.Clock(func() time.Time { return time.UnixMilli(clk.Load()) }))
+	src := weir.FromSource(job, "events", weir.SliceSource(evs),
+		weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+	weir.Collect(weir.Process(weir.KeyBy(src, func(e ev) string { return e.Key }), &ttlProc{clock: &clk}, weir.UID("ttl")))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Key ki was written at 1000+10i and expires at 2000+10i; the final
+	// checkpoint was taken at 1390 (the clock then), when all were alive;
+	// at 2250 the keys from k26 on are.
+	for _, p := range []int{1, 2} {
+		job := weir.NewJob("ttl2", weir.Parallelism(p), weir.RestoreFrom(latestCheckpoint(t, dir)), weir.AllowNonRestoredState(),
+			weir.Clock(func() time.Time { return time.UnixMilli(2250) }))
+		src := weir.FromSource(job, "more", weir.SliceSource(evs),
+			weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+		out := weir.Collect(weir.ProcessWith(weir.KeyBy(src, func(e ev) string { return e.Key }),
+			func() weir.KeyedProcessFunction[string, ev, string] { return &ttlProc{} }, weir.UID("ttl")))
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got := out.Items()
+		slices.Sort(got)
+		var want []string
+		for i := range 40 {
+			if i >= 26 {
+				want = append(want, fmt.Sprintf("k%d had=true %d", i, 1000+10*i))
+			} else {
+				want = append(want, fmt.Sprintf("k%d had=false 0", i))
+			}
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("p=%d: %s", p, firstDiff(want, got))
+		}
+	}
+}
+
+// counterRenamed counts like counter, but its state has another name.
+type counterRenamed struct{ n *weir.ValueState[string, int] }
+
+func (c *counterRenamed) Open(rc *weir.RuntimeContext[string]) error {
+	c.n = weir.NewValueState[int](rc, "count")
+	return nil
+}
+
+func (c *counterRenamed) ProcessElement(ctx *weir.KeyedContext[string, string], e ev) error {
+	return nil
+}
+
+// Restoring state that the function does not create (by name) fails the
+// job with an error naming the state, as does a state of another type.
+func TestProcessRestoreUnclaimedStateFails(t *testing.T) {
+	evs := []ev{{"a", 1}, {"b", 2}, {"c", 3}}
+	dir := t.TempDir()
+	job, _ := countJob(evs, "events", weir.Checkpointing(5*time.Millisecond, dir))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ck := latestCheckpoint(t, dir)
+	for _, c := range []struct {
+		fn   func() weir.KeyedProcessFunction[string, ev, string]
+		want []string
+	}{
+		{func() weir.KeyedProcessFunction[string, ev, string] { return &counterRenamed{} }, []string{`"n"`, "Open"}},
+		{func() weir.KeyedProcessFunction[string, ev, string] {
+			return openFuncEv(func(rc *weir.RuntimeContext[string]) error { weir.NewValueState[string](rc, "n"); return nil })
+		}, []string{`"n"`, "types changed"}},
+	} {
+		job := weir.NewJob("count2", weir.RestoreFrom(ck), weir.AllowNonRestoredState())
+		s := weir.FromSource(job, "more", weir.SliceSource(evs),
+			weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+		weir.Collect(weir.ProcessWith(weir.KeyBy(s, func(e ev) string { return e.Key }), c.fn, weir.UID("count")))
+		err := job.Run(context.Background())
+		if err == nil {
+			t.Fatal("restore succeeded")
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not mention %s", err, w)
+			}
+		}
+	}
+}
+
+// openFuncEv is a process function that only opens.
+type openFuncEv func(rc *weir.RuntimeContext[string]) error
+
+func (f openFuncEv) Open(rc *weir.RuntimeContext[string]) error { return f(rc) }
+func (f openFuncEv) ProcessElement(*weir.KeyedContext[string, string], ev) error {
+	return nil
 }

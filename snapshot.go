@@ -82,6 +82,11 @@ func (st *subtask) restoreKeyed(n *node) (wm int64, groups [][]byte, ok bool) {
 			wm = max(wm, s.Watermark)
 		}
 	}
+	if wm == watermark.Max {
+		// Taken after the end of the input (a final checkpoint): new input
+		// starts a new stream of time, as after Flink's stop --drain.
+		wm = watermark.Min
+	}
 	return wm, groups, true
 }
 

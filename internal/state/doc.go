@@ -23,16 +23,31 @@
 //   - The heap backend (Heap) keeps typed Go values in open-addressing
 //     tables, one per key group and store: no serialization, and value,
 //     reducing and aggregating accesses do not allocate.
-//   - A serializing backend (Pebble, larger than memory) will implement the
-//     same interfaces with codecs for K, N and V and keys prefixed by key
-//     group, so that a key group is a contiguous key range; the
-//     constructors gain a case for it, and nothing above this package
-//     changes.
+//   - The serializing backend (Serial) keeps entries as bytes in an
+//     ordered key-value store (KVStore), with keys prefixed by key group
+//     and state id, so that a key group is a contiguous key range, and
+//     keys, namespaces and values encoded by codecs (codec.go). Package
+//     pebblestate puts it over a Pebble database: state larger than
+//     memory.
 //
 // Every store lists its live entries per key group (Entries, or KeyGroup
-// for timers), with the key's hash and the expiry time: what a snapshot
-// writes and a restore, possibly at another parallelism, puts back. The
-// statetest package is a conformance suite that every backend must pass.
+// for timers), with the key's hash and the expiry time. SnapshotKeyGroup
+// encodes a key group of every store of a backend, and RestoreKeyGroups
+// puts key groups back, into a backend of any kind and key-group range
+// (snapshot.go describes the format): what checkpoints write and a
+// restore, possibly at another parallelism, reads. The statetest package
+// is a conformance suite that every backend must pass, snapshot round
+// trips included.
+//
+// # Codecs
+//
+// Keys (stream keys, namespaces, map keys: types with a stable hash) encode
+// canonically and prefix-free, integers as fixed-width big-endian (sign
+// bit flipped) and strings as a 4-byte length and their bytes. Values may
+// be any type but interfaces, channels and functions, unexported fields
+// included; a type with encoding.BinaryMarshaler uses it. Snapshots record
+// the layout of each store's encoding and a restore refuses another
+// layout (the types changed).
 //
 // # TTL
 //

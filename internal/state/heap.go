@@ -131,6 +131,14 @@ func heapOf(b Backend) (*Heap, error) {
 // NewValueStore creates a value store in b.
 func NewValueStore[K, N comparable, V any](b Backend, name string, o Options) (_ ValueStore[K, N, V], err error) {
 	defer named(name, &err)
+	if sb, ok := b.(serialBackend); ok {
+		s, err := newSerialValue[K, N, V](sb.serial(), name, KindValue, o)
+		if err != nil {
+			return nil, err
+		}
+		sb.serial().register(s)
+		return s, nil
+	}
 	h, err := heapOf(b)
 	if err != nil {
 		return nil, err
@@ -149,6 +157,18 @@ func NewValueStore[K, N comparable, V any](b Backend, name string, o Options) (_
 // associative and must not access state.
 func NewReducingStore[K, N comparable, V any](b Backend, name string, reduce func(a, b V) V, o Options) (_ ReducingStore[K, N, V], err error) {
 	defer named(name, &err)
+	if sb, ok := b.(serialBackend); ok {
+		if reduce == nil {
+			return nil, fmt.Errorf("nil reduce function")
+		}
+		v, err := newSerialValue[K, N, V](sb.serial(), name, KindReducing, o)
+		if err != nil {
+			return nil, err
+		}
+		s := &serialReducing[K, N, V]{serialValue: v, reduce: reduce}
+		sb.serial().register(s)
+		return s, nil
+	}
 	h, err := heapOf(b)
 	if err != nil {
 		return nil, err
@@ -171,6 +191,18 @@ func NewReducingStore[K, N comparable, V any](b Backend, name string, reduce fun
 // state.
 func NewAggregatingStore[K, N comparable, IN, ACC, OUT any](b Backend, name string, agg Aggregator[IN, ACC, OUT], o Options) (_ AggregatingStore[K, N, IN, ACC, OUT], err error) {
 	defer named(name, &err)
+	if sb, ok := b.(serialBackend); ok {
+		if agg == nil {
+			return nil, fmt.Errorf("nil aggregate function")
+		}
+		v, err := newSerialValue[K, N, ACC](sb.serial(), name, KindAggregating, o)
+		if err != nil {
+			return nil, err
+		}
+		s := &serialAggregating[K, N, IN, ACC, OUT]{serialValue: v, agg: agg}
+		sb.serial().register(s)
+		return s, nil
+	}
 	h, err := heapOf(b)
 	if err != nil {
 		return nil, err
@@ -192,6 +224,14 @@ func NewAggregatingStore[K, N comparable, IN, ACC, OUT any](b Backend, name stri
 // NewListStore creates a list store in b.
 func NewListStore[K, N comparable, E any](b Backend, name string, o Options) (_ ListStore[K, N, E], err error) {
 	defer named(name, &err)
+	if sb, ok := b.(serialBackend); ok {
+		s, err := newSerialList[K, N, E](sb.serial(), name, o)
+		if err != nil {
+			return nil, err
+		}
+		sb.serial().register(s)
+		return s, nil
+	}
 	h, err := heapOf(b)
 	if err != nil {
 		return nil, err
@@ -217,6 +257,14 @@ func NewListStore[K, N comparable, E any](b Backend, name string, o Options) (_ 
 // serializing backend can store them.
 func NewMapStore[K, N, MK comparable, MV any](b Backend, name string, o Options) (_ MapStore[K, N, MK, MV], err error) {
 	defer named(name, &err)
+	if sb, ok := b.(serialBackend); ok {
+		s, err := newSerialMap[K, N, MK, MV](sb.serial(), name, o)
+		if err != nil {
+			return nil, err
+		}
+		sb.serial().register(s)
+		return s, nil
+	}
 	h, err := heapOf(b)
 	if err != nil {
 		return nil, err
@@ -243,6 +291,14 @@ func NewMapStore[K, N, MK comparable, MV any](b Backend, name string, o Options)
 // NewTimerQueue creates a timer queue in b.
 func NewTimerQueue[K, N comparable](b Backend, name string) (_ TimerQueue[K, N], err error) {
 	defer named(name, &err)
+	if sb, ok := b.(serialBackend); ok {
+		s, err := newSerialTimers[K, N](sb.serial(), name)
+		if err != nil {
+			return nil, err
+		}
+		sb.serial().register(s)
+		return s, nil
+	}
 	h, err := heapOf(b)
 	if err != nil {
 		return nil, err

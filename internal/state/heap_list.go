@@ -33,6 +33,7 @@ type heapList[K, N comparable, E any] struct {
 	base
 	nsh nsHasher[N]
 	g   groups[nsKey[N, K], listVal[E]]
+	ef  lazy[entryFormat[K, N, E]]
 }
 
 // Get implements ListStore.

@@ -12,6 +12,7 @@ type heapMap[K, N, MK comparable, MV any] struct {
 	nsh nsHasher[N]
 	mkh func(MK) uint64
 	g   groups[nsKey[N, K], *table[MK, ttlVal[MV]]]
+	ef  lazy[entryFormat[K, N, KV[MK, MV]]]
 }
 
 type mapTable[MK comparable, MV any] = table[MK, ttlVal[MV]]

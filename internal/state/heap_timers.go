@@ -34,6 +34,7 @@ type heapTimers[K, N comparable] struct {
 	free  []int32
 	heap  []int32
 	seq   uint64
+	tf    lazy[timerFormat[K, N]]
 }
 
 func (q *heapTimers[K, N]) Name() string { return q.name }

@@ -17,6 +17,7 @@ type heapValue[K, N comparable, V any] struct {
 	base
 	nsh nsHasher[N]
 	g   groups[nsKey[N, K], ttlVal[V]]
+	ef  lazy[entryFormat[K, N, V]]
 }
 
 func newHeapValue[K, N comparable, V any](h *Heap, name string, kind Kind, o Options) (*heapValue[K, N, V], error) {

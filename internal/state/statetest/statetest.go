@@ -52,6 +52,10 @@ func Run(t *testing.T, newBackend NewBackend) {
 		{"Timers", testTimers},
 		{"TimersNamespaces", testTimersNamespaces},
 		{"TimersModel", testTimersModel},
+		{"TimersDense", testTimersDense},
+		{"SnapshotRoundTrip", testSnapshotRoundTrip},
+		{"SnapshotRescale", testSnapshotRescale},
+		{"SnapshotErrors", testSnapshotErrors},
 	}
 	for _, tc := range tests {
 		for _, kgs := range []struct {

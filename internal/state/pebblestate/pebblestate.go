@@ -1,0 +1,210 @@
+// Package pebblestate is the Pebble state backend: keyed state and timers
+// in a Pebble LSM on disk, so that state can be larger than memory. The
+// stores are package state's serializing stores (state.Serial), over a
+// Pebble database; see state.Serial for the key layout.
+//
+// The database is a working copy, not the durable state: the write-ahead
+// log is off (as Flink's RocksDB backend has it), and what survives a
+// failure is what checkpoints saved. Each operator subtask has a database
+// of its own, in a directory that Close removes when asked to.
+package pebblestate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/weirstream/weir/internal/state"
+)
+
+// DefaultMemoryBudget is the memory budget of a backend when none is given.
+const DefaultMemoryBudget = 64 << 20
+
+// Options configure a Pebble backend.
+type Options struct {
+	// Dir is the database's directory, created if missing.
+	Dir string
+	// MemoryBudget bounds the memory Pebble uses, in bytes: half for the
+	// block cache, a quarter for each of the two memtables (a memtable
+	// being written, one being flushed). 0 means DefaultMemoryBudget.
+	// Index and filter blocks count too (they live in the block cache);
+	// iterators, compactions and Go's own overhead come on top.
+	MemoryBudget int64
+	// RemoveOnClose removes Dir when the backend is closed: for a working
+	// copy that nothing reopens.
+	RemoveOnClose bool
+	// FS is the file system (default: the OS's); tests use vfs.NewMem().
+	FS vfs.FS
+}
+
+// Backend is a state.Backend over a Pebble database.
+type Backend struct {
+	*state.Serial
+	db   *pebble.DB
+	opts Options
+}
+
+// Open opens (or creates) the database in o.Dir and returns a backend
+// over it for cfg. A database that holds state (reopened from an
+// incremental checkpoint) keeps it: stores created under the names it
+// knows see their entries.
+func Open(o Options, cfg state.Config) (*Backend, error) {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	budget := o.MemoryBudget
+	if budget <= 0 {
+		budget = DefaultMemoryBudget
+	}
+	cache := pebble.NewCache(max(budget/2, 1<<20))
+	defer cache.Unref() // the database holds its own reference
+	popts := &pebble.Options{
+		FS:                          o.FS,
+		Cache:                       cache,
+		MemTableSize:                uint64(max(budget/4, 256<<10)),
+		MemTableStopWritesThreshold: 2,
+		DisableWAL:                  true,
+		Merger:                      listMerger,
+		Logger:                      quiet{},
+	}
+	for i := range popts.Levels {
+		// Bloom filters: a lookup of an absent key (a new key's state, a
+		// timer not registered yet) reads no data block.
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(o.Dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestate: open %s: %w", o.Dir, err)
+	}
+	s, err := state.NewSerial("pebble", cfg, &kv{db: db})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Backend{Serial: s, db: db, opts: o}, nil
+}
+
+// Close closes the database and, with RemoveOnClose, removes its
+// directory.
+func (b *Backend) Close() error {
+	err := b.Serial.Close()
+	if b.opts.RemoveOnClose {
+		err = errors.Join(err, b.opts.FS.RemoveAll(b.opts.Dir))
+	}
+	return err
+}
+
+// DB is the Pebble database.
+func (b *Backend) DB() *pebble.DB { return b.db }
+
+// Checkpoint writes a copy of the database into dir (which must not
+// exist): its SST files hard-linked where the file system allows, so that
+// unchanged files are shared between checkpoints. Open on dir resumes from
+// it.
+func (b *Backend) Checkpoint(dir string) error {
+	if err := b.db.Flush(); err != nil {
+		return err
+	}
+	return b.db.Checkpoint(dir)
+}
+
+// DiskUsage is the bytes of the database's files.
+func (b *Backend) DiskUsage() uint64 { return b.db.Metrics().DiskSpaceUsage() }
+
+// kv adapts a Pebble database to state.KVStore.
+type kv struct {
+	db     *pebble.DB
+	closed bool
+}
+
+func (k *kv) Get(dst, key []byte) ([]byte, bool, error) {
+	v, c, err := k.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst, false, nil
+	}
+	if err != nil {
+		return dst, false, err
+	}
+	dst = append(dst, v...)
+	return dst, true, c.Close()
+}
+
+func (k *kv) Set(key, value []byte) error { return k.db.Set(key, value, pebble.NoSync) }
+func (k *kv) Delete(key []byte) error     { return k.db.Delete(key, pebble.NoSync) }
+func (k *kv) DeleteRange(start, end []byte) error {
+	return k.db.DeleteRange(start, end, pebble.NoSync)
+}
+func (k *kv) Merge(key, operand []byte) error { return k.db.Merge(key, operand, pebble.NoSync) }
+
+func (k *kv) Scan(start, end []byte, fn func(key, value []byte) bool) (err error) {
+	// The iterator keeps its bounds: they are copied, as callers reuse
+	// their buffers.
+	it, err := k.db.NewIter(&pebble.IterOptions{LowerBound: bytes.Clone(start), UpperBound: bytes.Clone(end)})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, it.Close()) }()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if !fn(it.Key(), v) {
+			return nil
+		}
+	}
+	return it.Error()
+}
+
+func (k *kv) Close() error {
+	if k.closed {
+		return nil
+	}
+	k.closed = true
+	return k.db.Close()
+}
+
+// listMerger merges list values with state.MergeList. Its name is recorded
+// in the database: a database written with it opens only with it.
+var listMerger = &pebble.Merger{
+	Name: "weir.list.v1",
+	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
+		return &listValueMerger{ops: [][]byte{bytes.Clone(value)}}, nil
+	},
+}
+
+// listValueMerger collects operands, oldest first.
+type listValueMerger struct{ ops [][]byte }
+
+func (m *listValueMerger) MergeNewer(v []byte) error {
+	m.ops = append(m.ops, bytes.Clone(v))
+	return nil
+}
+
+func (m *listValueMerger) MergeOlder(v []byte) error {
+	m.ops = append([][]byte{bytes.Clone(v)}, m.ops...)
+	return nil
+}
+
+func (m *listValueMerger) Finish(bool) ([]byte, io.Closer, error) {
+	return state.MergeList(m.ops...), nil, nil
+}
+
+// quiet is Pebble's logger: informational messages are dropped, errors go
+// to standard error, and a fatal error panics (Pebble's default logger
+// exits the process), so that the task fails and the job restarts.
+type quiet struct{}
+
+func (quiet) Infof(string, ...any) {}
+func (quiet) Errorf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "pebble: "+format+"\n", args...)
+}
+func (quiet) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

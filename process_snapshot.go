@@ -1,0 +1,66 @@
+package weir
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// barrier snapshots the process operator: every state store and both timer
+// queues, per key group (with TTL expiry times and the timers'
+// registration order), and its watermark; then it forwards the barrier.
+// Output of earlier records went downstream before the barrier: push and
+// onProcessingTime leave no record in the output batch.
+func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if len(op.ob.data) > 0 {
+		if err := op.emit(op.wm); err != nil {
+			return err
+		}
+	}
+	op.nowOK = false // expiry is judged at the time of the snapshot
+	st := op.info.state(op.wm)
+	st.Groups = map[int][]byte{}
+	r := op.backend.KeyGroups()
+	for kg := r.Start; kg < r.End; kg++ {
+		data, err := state.SnapshotKeyGroup(op.backend, kg)
+		if err != nil {
+			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.id, err)
+		}
+		if data != nil {
+			st.Groups[kg] = data
+		}
+	}
+	s.states = append(s.states, st)
+	return forwardBarrier(op.out, b, s)
+}
+
+// restore puts the state of the key groups this subtask owns back into its
+// stores (created by Open, matched by name) and timer queues, and restores
+// the watermark. A snapshot taken after the end of the input (watermark
+// +inf: the final checkpoint of a bounded job) restores with no watermark,
+// as Flink's operators do after stop --drain: the new input's watermarks
+// take over, and timers registered for it can fire.
+func (op *processOp[K, T, OUT]) restore(wm int64, groups [][]byte) error {
+	if err := state.RestoreKeyGroups(op.backend, groups); err != nil {
+		return err
+	}
+	if wm == watermark.Max {
+		wm = watermark.Min
+	}
+	op.wm, op.emitWM, op.sentWM = wm, wm, wm
+	return nil
+}
+
+// newStateBackend creates the keyed state backend of one operator subtask,
+// as the job's options say (HeapState, the default, or PebbleState).
+func newStateBackend(st *subtask, n *node, cfg state.Config) (state.Backend, error) {
+	switch b := st.cfg().stateBackend; b {
+	case "", "heap":
+		return state.NewHeap(cfg)
+	case "pebble":
+		return newPebbleBackend(st, n, cfg)
+	default:
+		return nil, fmt.Errorf("unknown state backend %q", b)
+	}
+}
