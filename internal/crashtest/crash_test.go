@@ -59,7 +59,7 @@ func output(t *testing.T, dir string) []string {
 func args(root string, extra ...string) []string {
 	return append([]string{
 		"--checkpoint-dir", filepath.Join(root, "ck"), "--output", filepath.Join(root, "out"),
-		"--events", "30000", "--rate", "4000", "--interval", "100ms", "--counter=false",
+		"--events", "30000", "--rate", "4000", "--interval", "100ms",
 	}, extra...)
 }
 
