@@ -149,3 +149,36 @@ func TestDemoLatePolicies(t *testing.T) {
 		t.Fatal("an unknown late policy must fail")
 	}
 }
+
+func TestCheckpointsListAndInspect(t *testing.T) {
+	dir := t.TempDir()
+	ck, out := filepath.Join(dir, "ck"), filepath.Join(dir, "out")
+	if _, stderr, code := run(t, "demo", "adclicks", "--events", "50000", "--quiet", "--checkpoint-dir", ck, "--checkpoint-interval", "5ms", "--output", out); code != 0 {
+		t.Fatalf("demo: %s", stderr)
+	}
+	list, stderr, code := run(t, "checkpoints", "list", ck)
+	if code != 0 {
+		t.Fatalf("list: %s", stderr)
+	}
+	rows := strings.Split(strings.TrimSpace(list), "\n")
+	if len(rows) < 2 || !strings.HasPrefix(rows[0], "ID") || !strings.Contains(rows[1], " ok ") {
+		t.Fatalf("list output:\n%s", list)
+	}
+	path := strings.Fields(rows[len(rows)-1])
+	insp, stderr, code := run(t, "checkpoints", "inspect", path[len(path)-1])
+	if code != 0 {
+		t.Fatalf("inspect: %s", stderr)
+	}
+	for _, want := range []string{"verify          ok", `operator "clicks"`, "source positions: split adclicks-0 at end", `operator "count-per-minute"`, "key groups [0, 64)", "committables"} {
+		if !strings.Contains(insp, want) {
+			t.Errorf("inspect lacks %q:\n%s", want, insp)
+		}
+	}
+	if _, _, code := run(t, "savepoint", "--checkpoint-dir", ck, filepath.Join(dir, "sp")); code == 0 {
+		t.Fatal("savepoint of a job that is not running must fail")
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "part-*"))
+	if len(files) == 0 {
+		t.Fatal("--output committed no part file")
+	}
+}
