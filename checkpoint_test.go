@@ -159,3 +159,62 @@ func TestCheckpointedJobRecoversExactlyOnce(t *testing.T) {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+
+// slowSink delays one pre-commit beyond the checkpoint timeout.
+type slowSink struct {
+	*memSink
+	slowOnce atomic.Bool
+}
+
+func (s *slowSink) OpenWriter(ctx context.Context, i, p int) (weir.SinkWriter[string], error) {
+	w, _ := s.memSink.OpenWriter(ctx, i, p)
+	return &slowWriter{memWriter: w.(*memWriter), s: s}, nil
+}
+
+type slowWriter struct {
+	*memWriter
+	s *slowSink
+}
+
+func (w *slowWriter) PreCommit(ctx context.Context, id int64) ([]byte, error) {
+	if id >= 3 && w.s.slowOnce.CompareAndSwap(false, true) {
+		time.Sleep(300 * time.Millisecond) // longer than the checkpoint timeout
+	}
+	return w.memWriter.PreCommit(ctx, id)
+}
+
+// A checkpoint that does not complete within the timeout is aborted; the
+// job goes on, and the output staged by the aborted checkpoint is committed
+// with a later one: nothing lost, nothing doubled.
+func TestCheckpointTimeoutAbortsAndLosesNothing(t *testing.T) {
+	r := newRand(8)
+	evs := randomEvents(r, 20000, 200, 3000)
+	ref := newMemSink()
+	var f atomic.Bool
+	if err := buildCounting(evs, 1, t.TempDir(), ref, 0, &f).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sink := &slowSink{memSink: newMemSink()}
+	job := weir.NewJob("slow", weir.Checkpointing(5*time.Millisecond, t.TempDir()), weir.CheckpointTimeout(100*time.Millisecond))
+	src := weir.FromSource(job, "events", weir.SliceSource(evs),
+		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+	src = weir.Map(src, func(e ev) ev {
+		if e.TS%500 == 0 {
+			time.Sleep(time.Millisecond) // pace: several checkpoints happen
+		}
+		return e
+	})
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))
+	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
+		return fmt.Sprintf("%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
+	}), weir.Sink[string](sink), weir.UID("sink"))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !sink.slowOnce.Load() || job.Metrics().Checkpoints.Aborted.Load() == 0 {
+		t.Fatalf("no checkpoint was aborted (slow pre-commit: %v)", sink.slowOnce.Load())
+	}
+	if got, want := sink.output(), ref.output(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after an aborted checkpoint: %d records committed, want %d", len(got), len(want))
+	}
+}
