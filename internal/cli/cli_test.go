@@ -169,10 +169,23 @@ func TestCheckpointsListAndInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect: %s", stderr)
 	}
-	for _, want := range []string{"verify          ok", `operator "clicks"`, "source positions: split adclicks-0 at end", `operator "count-per-minute"`, "key groups [0, 64)", "committables"} {
+	for _, want := range []string{"verify          ok", `operator "clicks"`, "source positions: split adclicks-0 at end", `operator "count-per-minute"`, "key groups [0, 64)"} {
 		if !strings.Contains(insp, want) {
 			t.Errorf("inspect lacks %q:\n%s", want, insp)
 		}
+	}
+	// The sink's staged output shows in the checkpoints that had any (the
+	// final one may have nothing new).
+	withCommits := 0
+	for _, row := range rows[1:] {
+		f := strings.Fields(row)
+		out, _, _ := run(t, "checkpoints", "inspect", f[len(f)-1])
+		if strings.Contains(out, "committables") {
+			withCommits++
+		}
+	}
+	if withCommits == 0 {
+		t.Errorf("no retained checkpoint lists the sink's committables:\n%s", list)
 	}
 	if _, _, code := run(t, "savepoint", "--checkpoint-dir", ck, filepath.Join(dir, "sp")); code == 0 {
 		t.Fatal("savepoint of a job that is not running must fail")
