@@ -47,6 +47,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	bench := group("bench", "Run a built-in benchmark")
 	bench.AddCommand(newBenchAdclicks())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint())
+	root.AddCommand(newTopicCommands()...)
 	return root
 }
 

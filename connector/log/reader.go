@@ -1,0 +1,435 @@
+package wlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"time"
+)
+
+// StartAt says where a Reader starts: Earliest, Latest, AtOffset or
+// AtTimestamp.
+type StartAt struct {
+	kind int
+	v    int64
+}
+
+const (
+	startEarliest = iota
+	startLatest
+	startOffset
+	startTime
+)
+
+// Earliest starts at the oldest record still in the partition.
+func Earliest() StartAt { return StartAt{kind: startEarliest} }
+
+// Latest starts after the last record: the reader sees only new records.
+func Latest() StartAt { return StartAt{kind: startLatest} }
+
+// AtOffset starts at the first record with offset >= o (offsets have gaps
+// in compacted topics; an offset older than the oldest segment starts at
+// the oldest record).
+func AtOffset(o int64) StartAt { return StartAt{kind: startOffset, v: o} }
+
+// AtTimestamp starts at the first record, in offset order, whose timestamp
+// (ms) is >= ms; at the end of the log if there is none.
+func AtTimestamp(ms int64) StartAt { return StartAt{kind: startTime, v: ms} }
+
+// AtTime is AtTimestamp(t.UnixMilli()).
+func AtTime(t time.Time) StartAt { return AtTimestamp(t.UnixMilli()) }
+
+func (s StartAt) String() string {
+	switch s.kind {
+	case startEarliest:
+		return "earliest"
+	case startLatest:
+		return "latest"
+	case startOffset:
+		return fmt.Sprintf("offset %d", s.v)
+	}
+	return fmt.Sprintf("timestamp %d", s.v)
+}
+
+// ReaderOption configures a Reader (Follow).
+type ReaderOption interface{ applyReader(*Reader) }
+
+type readerOptionFunc func(*Reader)
+
+func (f readerOptionFunc) applyReader(r *Reader) { f(r) }
+
+// Follow makes Read wait for new records at the end of the log, looking
+// for them every poll (default 10ms when poll <= 0), like tail -f.
+func Follow(poll time.Duration) ReaderOption {
+	if poll <= 0 {
+		poll = 10 * time.Millisecond
+	}
+	return readerOptionFunc(func(r *Reader) { r.follow = poll })
+}
+
+// Reader reads one partition from a starting point. It takes no lock:
+// there may be any number of readers, in any process, beside the writer.
+// It only returns complete batches whose CRC matches, so it never returns
+// a record that is still being written. A Reader is not safe for
+// concurrent use.
+type Reader struct {
+	topic     string
+	partition int
+	dir       string
+	follow    time.Duration // 0: stop at the end of the log
+
+	f      *os.File // current segment; nil if none yet
+	base   int64    // its base offset
+	pos    int64    // position of the next batch to read in f
+	next   int64    // offset of the next record to return
+	buf    []byte   // cache of f from bufPos
+	bufPos int64
+	closed bool
+}
+
+// OpenReader opens a reader of partition p.
+func (t *Topic) OpenReader(p int, start StartAt, opts ...ReaderOption) (*Reader, error) {
+	if err := t.checkPartition(p); err != nil {
+		return nil, err
+	}
+	r := &Reader{topic: t.Name, partition: p, dir: t.partDir(p)}
+	for _, o := range opts {
+		o.applyReader(r)
+	}
+	if err := r.seek(start); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("wlog: reader of partition %d of %s at %s: %w", p, t.Name, start, err)
+	}
+	return r, nil
+}
+
+// Next returns the offset from which the reader continues: one past the
+// last record returned (store it to resume with AtOffset).
+func (r *Reader) Next() int64 { return r.next }
+
+// Close closes the reader.
+func (r *Reader) Close() error {
+	r.closed = true
+	if r.f != nil {
+		err := r.f.Close()
+		r.f = nil
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) seek(start StartAt) error {
+	bases, err := listSegments(r.dir)
+	if err != nil {
+		return err
+	}
+	if len(bases) == 0 {
+		// No writer has opened the partition yet: it will start at 0.
+		if start.kind == startOffset {
+			r.next = max(start.v, 0)
+		}
+		return nil
+	}
+	switch start.kind {
+	case startEarliest:
+		return r.openSegment(bases[0], 0, bases[0])
+	case startLatest:
+		last := bases[len(bases)-1]
+		res, err := tailOf(r.dir, last)
+		if err != nil {
+			return err
+		}
+		return r.openSegment(last, res.end, res.nextOffset)
+	case startOffset:
+		o := start.v
+		i := sort.Search(len(bases), func(i int) bool { return bases[i] > o }) - 1
+		if i < 0 {
+			return r.openSegment(bases[0], 0, bases[0])
+		}
+		ents, err := readIndex(indexPath(r.dir, bases[i]))
+		if err != nil {
+			return err
+		}
+		j := sort.Search(len(ents), func(j int) bool { return bases[i]+int64(ents[j].rel) > o }) - 1
+		if err := r.openSegment(bases[i], 0, o); err != nil {
+			return err
+		}
+		if j >= 0 && r.validEntry(ents[j]) {
+			r.pos = int64(ents[j].pos)
+		}
+		return nil
+	}
+	return r.seekTime(bases, start.v)
+}
+
+// seekTime finds the first record with timestamp >= ts. An index entry
+// holds the largest timestamp before its position, so the record sought
+// is after the last entry whose value is < ts: scan from there.
+func (r *Reader) seekTime(bases []int64, ts int64) error {
+	for _, base := range bases {
+		f, err := os.Open(logPath(r.dir, base))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted by retention meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if r.f != nil {
+			r.f.Close()
+		}
+		r.f, r.base, r.pos, r.next, r.buf = f, base, 0, base, nil
+		ents, err := readIndex(indexPath(r.dir, base))
+		if err != nil {
+			return err
+		}
+		j := sort.Search(len(ents), func(j int) bool { return ents[j].maxTS >= ts }) - 1
+		if j >= 0 && r.validEntry(ents[j]) {
+			r.pos, r.next = int64(ents[j].pos), base+int64(ents[j].rel)
+		}
+		var buf []byte
+		for {
+			h, b, err := batchAt(f, r.pos, buf)
+			buf = b
+			if err != nil {
+				break // end of the valid part of this segment
+			}
+			if h.maxTimestamp >= ts {
+				recs, _, err := decodeBatch(nil, b)
+				if err != nil {
+					return err
+				}
+				for _, rec := range recs {
+					if rec.Timestamp >= ts {
+						r.next = rec.Offset
+						return nil
+					}
+				}
+			}
+			r.pos += h.size()
+			r.next = h.lastOffset + 1
+		}
+	}
+	return nil // at the end of the log
+}
+
+// validEntry checks that an index entry of the current segment points at
+// a valid batch of the expected offset.
+func (r *Reader) validEntry(e indexEnt) bool {
+	h, _, err := batchAt(r.f, int64(e.pos), nil)
+	return err == nil && h.baseOffset == r.base+int64(e.rel)
+}
+
+func (r *Reader) openSegment(base, pos, next int64) error {
+	f, err := os.Open(logPath(r.dir, base))
+	if err != nil {
+		return err
+	}
+	if r.f != nil {
+		r.f.Close()
+	}
+	r.f, r.base, r.pos, r.next, r.buf, r.bufPos = f, base, pos, next, nil, 0
+	return nil
+}
+
+// Read returns up to max records (at least 1). At the end of the log it
+// returns io.EOF, or, with Follow, waits for records until ctx is done.
+func (r *Reader) Read(ctx context.Context, max int) ([]Record, error) {
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if max < 1 {
+		max = 1
+	}
+	var timer *time.Timer
+	for {
+		recs, err := r.readAvailable(max)
+		if err != nil || len(recs) > 0 {
+			return recs, err
+		}
+		if r.follow == 0 {
+			return nil, io.EOF
+		}
+		if timer == nil {
+			timer = time.NewTimer(r.follow)
+			defer timer.Stop()
+		} else {
+			timer.Reset(r.follow)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-timer.C:
+		}
+	}
+}
+
+const readChunk = 64 << 10
+
+// readAvailable returns the records available now, moving on to the next
+// segment at the end of one.
+func (r *Reader) readAvailable(max int) ([]Record, error) {
+	for {
+		if r.f == nil {
+			ok, err := r.nextSegment()
+			if err != nil || !ok {
+				return nil, err
+			}
+		}
+		recs, err := r.readSegment(max)
+		if err != nil || len(recs) > 0 {
+			return recs, err
+		}
+		// At the end of the valid part of this segment. If a newer segment
+		// exists, this one was complete before it was created (the writer
+		// finishes a batch before it rolls): read to its end once more,
+		// then move on.
+		ok, err := r.hasNewer()
+		if err != nil || !ok {
+			return nil, err
+		}
+		if recs, err := r.readSegment(max); err != nil || len(recs) > 0 {
+			return recs, err
+		}
+		if st, err := r.f.Stat(); err == nil && st.Size() > r.pos {
+			return nil, fmt.Errorf("%w: %s at position %d (of %d bytes) in a closed segment",
+				ErrCorrupt, logPath(r.dir, r.base), r.pos, st.Size())
+		}
+		if _, err := r.nextSegment(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (r *Reader) hasNewer() (bool, error) {
+	bases, err := listSegments(r.dir)
+	if err != nil {
+		return false, err
+	}
+	return len(bases) > 0 && bases[len(bases)-1] > r.base, nil
+}
+
+// nextSegment opens the oldest segment after the current one (or the
+// oldest if there is no current one). Segments deleted by retention are
+// skipped, and r.next moves up to the new segment's base if it is below.
+func (r *Reader) nextSegment() (bool, error) {
+	for {
+		bases, err := listSegments(r.dir)
+		if err != nil {
+			return false, err
+		}
+		i := 0
+		if r.f != nil {
+			i = sort.Search(len(bases), func(i int) bool { return bases[i] > r.base })
+		} else if j := sort.Search(len(bases), func(i int) bool { return bases[i] > r.next }) - 1; j > 0 {
+			i = j
+		}
+		if i >= len(bases) {
+			return false, nil
+		}
+		err = r.openSegment(bases[i], 0, max(r.next, bases[i]))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return err == nil, err
+	}
+}
+
+// readSegment decodes the complete, valid batches from r.pos on.
+func (r *Reader) readSegment(max int) ([]Record, error) {
+	var out []Record
+	var scratch []Record
+	for len(out) < max {
+		b, err := r.bytesAt(r.pos)
+		if err != nil {
+			return out, err
+		}
+		if b == nil {
+			break
+		}
+		var h batchHeader
+		scratch, h, err = decodeBatch(scratch[:0], b)
+		if err != nil {
+			break // checked by bytesAt; cannot happen
+		}
+		for _, rec := range scratch {
+			if rec.Offset < r.next {
+				continue
+			}
+			if len(out) == max {
+				break
+			}
+			out = append(out, cloneRecord(rec))
+			r.next = rec.Offset + 1
+		}
+		if r.next > h.lastOffset {
+			r.pos += h.size()
+		}
+		if r.next <= h.lastOffset {
+			break // max reached inside the batch; stay on it
+		}
+	}
+	return out, nil
+}
+
+// bytesAt returns the complete, valid batch at pos, or nil if there is
+// none (yet): the end of the file, a batch still being written, or a torn
+// or corrupt tail. Reads go through a cache of readChunk bytes.
+func (r *Reader) bytesAt(pos int64) ([]byte, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		if pos >= r.bufPos && pos < r.bufPos+int64(len(r.buf)) {
+			b := r.buf[pos-r.bufPos:]
+			if h, err := checkBatch(b); err == nil {
+				return b[:h.size()], nil
+			}
+		}
+		if attempt == 1 {
+			break
+		}
+		// Refill from pos, large enough for the batch header's length.
+		n := readChunk
+		var hdr [batchHeaderSize]byte
+		if _, err := r.f.ReadAt(hdr[:], pos); err == nil {
+			if h, err := parseBatchHeader(hdr[:]); err == nil && h.size() > int64(n) {
+				n = int(h.size())
+			}
+		}
+		if cap(r.buf) < n {
+			r.buf = make([]byte, n)
+		}
+		m, err := r.f.ReadAt(r.buf[:n], pos)
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		r.buf, r.bufPos = r.buf[:m], pos
+	}
+	return nil, nil
+}
+
+func cloneRecord(r Record) Record {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Value)
+	}
+	arena := make([]byte, 0, n)
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		arena = append(arena, b...)
+		return arena[len(arena)-len(b) : len(arena) : len(arena)]
+	}
+	r.Key = clone(r.Key)
+	r.Value = clone(r.Value)
+	if r.Headers != nil {
+		hs := make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			hs[i] = Header{Key: h.Key, Value: clone(h.Value)}
+		}
+		r.Headers = hs
+	}
+	return r
+}

@@ -1,0 +1,260 @@
+package wlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// Record is one entry of a partition.
+type Record struct {
+	// Offset is assigned by Writer.Append; it is ignored on input.
+	Offset int64
+	// Timestamp in milliseconds since the Unix epoch. Zero on input means
+	// "now" (the writer's clock).
+	Timestamp int64
+	Key       []byte
+	// Value nil is a tombstone in a compacted topic (distinct from an empty
+	// value).
+	Value   []byte
+	Headers []Header
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Batch framing, big-endian. A batch is written with one write(2) and is
+// the unit of the CRC: a reader or the recovering writer accepts a batch
+// only if it is complete and its CRC matches, so a torn tail is never
+// served.
+//
+//	0  uint32 length        bytes after this field
+//	4  uint32 crc           CRC-32C of bytes [8, 4+length)
+//	8  uint8  magic         batchMagic
+//	9  uint8  flags         0
+//	10 uint16 reserved      0
+//	12 uint32 count         number of records
+//	16 int64  baseOffset    offset of the first record
+//	24 int64  lastOffset    offset of the last record
+//	32 int64  maxTimestamp  largest record timestamp
+//	40 records
+//
+// A record: uvarint offset delta from baseOffset, varint timestamp (ms),
+// varint key length (-1 for nil) and key, varint value length (-1 for nil)
+// and value, uvarint header count, then per header uvarint key length, key,
+// varint value length (-1 for nil), value.
+const (
+	batchHeaderSize = 40
+	batchMagic      = 1
+	// maxBatchBytes bounds the length field, so a garbled length does not
+	// make a reader allocate gigabytes.
+	maxBatchBytes = 256 << 20
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+var (
+	// errShort: the buffer ends before the batch does (maybe still being
+	// written).
+	errShort = errors.New("wlog: short batch")
+	// ErrCorrupt is wrapped by errors about batches whose length, CRC or
+	// contents are invalid.
+	ErrCorrupt = errors.New("wlog: corrupt batch")
+)
+
+// batchHeader is the fixed part of a batch.
+type batchHeader struct {
+	length       uint32
+	count        uint32
+	baseOffset   int64
+	lastOffset   int64
+	maxTimestamp int64
+}
+
+func (h batchHeader) size() int64 { return 4 + int64(h.length) }
+
+// appendBatch encodes recs, whose Offset and Timestamp are already set and
+// whose offsets increase, as one batch appended to dst.
+func appendBatch(dst []byte, recs []Record) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, batchHeaderSize)...)
+	base := recs[0].Offset
+	maxTS := recs[0].Timestamp
+	for i := range recs {
+		r := &recs[i]
+		if r.Timestamp > maxTS {
+			maxTS = r.Timestamp
+		}
+		dst = binary.AppendUvarint(dst, uint64(r.Offset-base))
+		dst = binary.AppendVarint(dst, r.Timestamp)
+		dst = appendBytes(dst, r.Key)
+		dst = appendBytes(dst, r.Value)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
+		for _, h := range r.Headers {
+			dst = binary.AppendUvarint(dst, uint64(len(h.Key)))
+			dst = append(dst, h.Key...)
+			dst = appendBytes(dst, h.Value)
+		}
+	}
+	b := dst[start:]
+	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-4))
+	b[8] = batchMagic
+	binary.BigEndian.PutUint32(b[12:], uint32(len(recs)))
+	binary.BigEndian.PutUint64(b[16:], uint64(base))
+	binary.BigEndian.PutUint64(b[24:], uint64(recs[len(recs)-1].Offset))
+	binary.BigEndian.PutUint64(b[32:], uint64(maxTS))
+	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], crcTable))
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+// parseBatchHeader checks the fixed part of the batch at the start of b
+// without checking the CRC. It returns errShort if b is too short to hold
+// the header.
+func parseBatchHeader(b []byte) (batchHeader, error) {
+	if len(b) < batchHeaderSize {
+		return batchHeader{}, errShort
+	}
+	h := batchHeader{
+		length:       binary.BigEndian.Uint32(b[0:]),
+		count:        binary.BigEndian.Uint32(b[12:]),
+		baseOffset:   int64(binary.BigEndian.Uint64(b[16:])),
+		lastOffset:   int64(binary.BigEndian.Uint64(b[24:])),
+		maxTimestamp: int64(binary.BigEndian.Uint64(b[32:])),
+	}
+	switch {
+	case h.length < batchHeaderSize-4 || h.length > maxBatchBytes:
+		return h, fmt.Errorf("%w: length %d", ErrCorrupt, h.length)
+	case b[8] != batchMagic:
+		return h, fmt.Errorf("%w: magic %d", ErrCorrupt, b[8])
+	case h.count == 0 || h.baseOffset < 0 || h.lastOffset < h.baseOffset:
+		return h, fmt.Errorf("%w: offsets %d..%d, count %d", ErrCorrupt, h.baseOffset, h.lastOffset, h.count)
+	}
+	return h, nil
+}
+
+// checkBatch checks the batch at the start of b (header and CRC) and
+// returns its header. It returns errShort if b ends before the batch.
+func checkBatch(b []byte) (batchHeader, error) {
+	h, err := parseBatchHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if int64(len(b)) < h.size() {
+		return h, errShort
+	}
+	if crc32.Checksum(b[8:h.size()], crcTable) != binary.BigEndian.Uint32(b[4:]) {
+		return h, fmt.Errorf("%w: CRC mismatch", ErrCorrupt)
+	}
+	return h, nil
+}
+
+// decodeBatch checks and decodes the batch at the start of b, appending
+// its records to dst. The records' slices alias b. It returns the batch
+// header; n is the size of the batch in b.
+func decodeBatch(dst []Record, b []byte) ([]Record, batchHeader, error) {
+	h, err := checkBatch(b)
+	if err != nil {
+		return dst, h, err
+	}
+	d := decoder{b: b[batchHeaderSize:h.size()]}
+	prev := int64(-1)
+	for i := uint32(0); i < h.count; i++ {
+		var r Record
+		delta := d.uvarint()
+		r.Offset = h.baseOffset + int64(delta)
+		if delta > uint64(h.lastOffset-h.baseOffset) || r.Offset <= prev {
+			d.fail()
+		}
+		prev = r.Offset
+		r.Timestamp = d.varint()
+		r.Key = d.bytes()
+		r.Value = d.bytes()
+		if n := d.uvarint(); n > 0 {
+			if n > uint64(len(d.b)) {
+				d.fail()
+				n = 0
+			}
+			r.Headers = make([]Header, n)
+			for j := range r.Headers {
+				kl := d.uvarint()
+				r.Headers[j].Key = string(d.take(kl))
+				r.Headers[j].Value = d.bytes()
+			}
+		}
+		if d.err {
+			return dst, h, fmt.Errorf("%w: malformed record %d of batch at offset %d", ErrCorrupt, i, h.baseOffset)
+		}
+		dst = append(dst, r)
+	}
+	if len(d.b) != 0 || prev != h.lastOffset {
+		return dst, h, fmt.Errorf("%w: batch at offset %d does not match its header", ErrCorrupt, h.baseOffset)
+	}
+	return dst, h, nil
+}
+
+// decoder reads varints and byte strings, remembering the first error so
+// that the caller checks once per record.
+type decoder struct {
+	b   []byte
+	err bool
+}
+
+func (d *decoder) fail() { d.err = true; d.b = nil }
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) take(n uint64) []byte {
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.varint()
+	if d.err || n == -1 {
+		return nil
+	}
+	if n < 0 {
+		d.fail()
+		return nil
+	}
+	v := d.take(uint64(n))
+	if v == nil && !d.err {
+		v = []byte{}
+	}
+	return v
+}
