@@ -195,3 +195,23 @@ func TestCheckpointsListAndInspect(t *testing.T) {
 		t.Fatal("--output committed no part file")
 	}
 }
+
+func TestBenchLogJSON(t *testing.T) {
+	out, stderr, code := run(t, "bench", "log", "--records", "20000", "--batch", "500", "--json", "--dir", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want one JSON line per mode:\n%s", out)
+	}
+	for _, l := range lines {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if r["append_records_per_sec"].(float64) <= 0 || r["read_records_per_sec"].(float64) <= 0 {
+			t.Fatalf("no rates: %s", l)
+		}
+	}
+}
