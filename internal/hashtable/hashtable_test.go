@@ -64,6 +64,272 @@ func TestTableMatchesMap(t *testing.T) {
 	}
 }
 
+// Iteration visits every entry once while the visited entries are deleted
+// or kept at random, under a bad hash that makes long clusters.
+func TestWalkWithDeletes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, bits := range []uint{3, 64} {
+		for round := range 50 {
+			var tb Table[int, int] // the zero value is an empty table
+			n := 1 + r.IntN(300)
+			h := func(k int) uint64 {
+				x := mix64(uint64(k))
+				if bits < 64 {
+					x &= 1<<bits - 1
+				}
+				return x << 32 // index uses the high half
+			}
+			for k := range n {
+				p, _ := tb.Upsert(h(k), k)
+				*p = k
+			}
+			seen := map[int]int{}
+			kept := 0
+			tb.Walk(func(_ uint64, k int, v *int) bool {
+				seen[k]++
+				if *v != k {
+					t.Fatalf("value of %d is %d", k, *v)
+				}
+				if r.IntN(2) == 0 {
+					tb.Delete(h(k), k)
+				} else {
+					kept++
+				}
+				return true
+			})
+			if len(seen) != n {
+				t.Fatalf("bits %d round %d: visited %d of %d", bits, round, len(seen), n)
+			}
+			for k, c := range seen {
+				if c != 1 {
+					t.Fatalf("bits %d round %d: %d visited %d times", bits, round, k, c)
+				}
+			}
+			if tb.Len() != kept {
+				t.Fatalf("used %d, kept %d", tb.Len(), kept)
+			}
+			for k := range n {
+				if p := tb.Get(h(k), k); p != nil && *p != k {
+					t.Fatalf("key %d has value %d after deletes", k, *p)
+				}
+			}
+		}
+	}
+}
+
+// mix64 is a 64-bit finalizer (SplitMix64) for test hashes.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// badHash hashes k into the high half (index uses it) keeping only bits
+// bits, so that probe chains are long.
+func badHash(bits uint) func(int) uint64 {
+	return func(k int) uint64 {
+		x := mix64(uint64(k))
+		if bits < 64 {
+			x &= 1<<bits - 1
+		}
+		return x << 32
+	}
+}
+
+// A zero Table is empty and usable.
+func TestZeroTable(t *testing.T) {
+	var tb Table[int, int]
+	if tb.Len() != 0 || tb.Get(1, 1) != nil || tb.Find(1, 1) != -1 || tb.Delete(1, 1) {
+		t.Fatal("zero table is not empty")
+	}
+	if !tb.Walk(func(uint64, int, *int) bool { t.Fatal("walked an entry"); return false }) {
+		t.Fatal("walk of an empty table stopped")
+	}
+	if _, left, done := tb.Sweep(0, 5, func(*int) bool { return true }); !done || left != 4 {
+		t.Fatalf("sweep of an empty table: left %d done %v", left, done)
+	}
+	p, ins := tb.Upsert(3, 3)
+	if !ins {
+		t.Fatal("first upsert did not insert")
+	}
+	*p = 30
+	if i := tb.Find(3, 3); i < 0 || *tb.At(i) != 30 {
+		t.Fatal("Find/At lost the entry")
+	}
+	var tr Table[int, int]
+	tr.Reserve(1)
+	if tr.Len() != 0 || tr.Get(3, 3) != nil {
+		t.Fatal("Reserve inserted")
+	}
+}
+
+// Reserve(n) makes the next n inserts keep the slots: positions from Find
+// stay valid.
+func TestReserve(t *testing.T) {
+	var tb Table[int, int]
+	tb.Reserve(100)
+	p, _ := tb.Upsert(mix64(0), 0)
+	for k := 1; k < 100; k++ {
+		tb.Upsert(mix64(uint64(k)), k)
+	}
+	if p != tb.Get(mix64(0), 0) {
+		t.Fatal("an insert within the reservation grew the table")
+	}
+}
+
+// Random upserts and deletes, with walks that delete visited entries at
+// random (through Delete or DeleteAt), stop early at random, and update
+// values in place, are checked against a Go map.
+func TestWalkMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	for _, bits := range []uint{2, 8, 64} {
+		h := badHash(bits)
+		var tb Table[int, int]
+		model := map[int]int{}
+		for step := range 3000 {
+			switch op := r.IntN(10); {
+			case op < 6:
+				k := r.IntN(400)
+				p, ins := tb.Upsert(h(k), k)
+				if _, had := model[k]; ins == had {
+					t.Fatalf("bits %d step %d: inserted=%v, model had=%v", bits, step, ins, had)
+				}
+				*p, model[k] = step, step
+			case op < 8:
+				k := r.IntN(400)
+				_, had := model[k]
+				if i := tb.Find(h(k), k); (i >= 0) != had {
+					t.Fatalf("bits %d step %d: Find(%d) = %d, model had=%v", bits, step, k, i, had)
+				} else if had {
+					tb.DeleteAt(i)
+				}
+				delete(model, k)
+			default:
+				seen := map[int]bool{}
+				stopAt, stopped := -1, false
+				if r.IntN(3) == 0 && len(model) > 0 {
+					stopAt = 1 + r.IntN(len(model))
+				}
+				all := tb.Walk(func(_ uint64, k int, v *int) bool {
+					if seen[k] {
+						t.Fatalf("bits %d step %d: %d visited twice", bits, step, k)
+					}
+					seen[k] = true
+					if mv, ok := model[k]; !ok || mv != *v {
+						t.Fatalf("bits %d step %d: walk gave %d=%d, model %d (%v)", bits, step, k, *v, mv, ok)
+					}
+					switch r.IntN(3) {
+					case 0:
+						tb.Delete(h(k), k)
+						delete(model, k)
+					case 1:
+						*v++
+						model[k]++
+					}
+					stopped = len(seen) == stopAt
+					return !stopped
+				})
+				if all == stopped {
+					t.Fatalf("bits %d step %d: walk reported %v after %d of stop %d", bits, step, all, len(seen), stopAt)
+				}
+				if all {
+					for k := range model {
+						if !seen[k] {
+							t.Fatalf("bits %d step %d: walk missed %d", bits, step, k)
+						}
+					}
+				}
+			}
+			if tb.Len() != len(model) {
+				t.Fatalf("bits %d step %d: len %d, model %d", bits, step, tb.Len(), len(model))
+			}
+		}
+		for k, v := range model {
+			if p := tb.Get(h(k), k); p == nil || *p != v {
+				t.Fatalf("bits %d: Get(%d) wrong", bits, k)
+			}
+		}
+	}
+}
+
+// A cursor driven by Sweep over several tables, with random budgets and
+// random operations between steps, deletes exactly the entries del picks,
+// charges one unit per empty or finished table, and examines every entry
+// present throughout within a bounded number of steps.
+func TestSweepMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 13))
+	for _, bits := range []uint{3, 64} {
+		h := badHash(bits)
+		tabs := make([]Table[int, int], 4)
+		model := make([]map[int]int, len(tabs))
+		for i := range model {
+			model[i] = map[int]int{}
+		}
+		kg, at := 0, 0
+		for step := range 4000 {
+			ti := r.IntN(len(tabs))
+			k := r.IntN(200)
+			if r.IntN(4) != 0 {
+				p, _ := tabs[ti].Upsert(h(k), k)
+				*p, model[ti][k] = step, step
+			} else if tabs[ti].Delete(h(k), k) {
+				delete(model[ti], k)
+			}
+			// Sweep deletes the entries whose value is a multiple of 5.
+			n := r.IntN(20)
+			for n > 0 {
+				if kg >= len(tabs) {
+					kg = 0
+				}
+				before := n
+				var done bool
+				at, n, done = tabs[kg].Sweep(at, n, func(v *int) bool { return *v%5 == 0 })
+				if done {
+					if before-n != 1 {
+						t.Fatalf("bits %d step %d: a finished table cost %d", bits, step, before-n)
+					}
+					kg++
+				} else if n < 0 {
+					t.Fatalf("bits %d step %d: budget overdrawn: %d", bits, step, n)
+				}
+			}
+			for i := range tabs {
+				for k, v := range model[i] {
+					if tabs[i].Get(h(k), k) == nil {
+						if v%5 != 0 {
+							t.Fatalf("bits %d step %d: sweep deleted %d=%d", bits, step, k, v)
+						}
+						delete(model[i], k)
+					}
+				}
+				if tabs[i].Len() != len(model[i]) {
+					t.Fatalf("bits %d step %d: table %d len %d, model %d", bits, step, i, tabs[i].Len(), len(model[i]))
+				}
+			}
+		}
+		// Without other changes, enough steps clean everything.
+		for range 10000 {
+			if kg >= len(tabs) {
+				kg = 0
+			}
+			var done bool
+			if at, _, done = tabs[kg].Sweep(at, 1, func(v *int) bool { return *v%5 == 0 }); done {
+				kg++
+			}
+		}
+		for i := range tabs {
+			tabs[i].Walk(func(_ uint64, k int, v *int) bool {
+				if *v%5 == 0 {
+					t.Fatalf("bits %d: %d=%d survived the sweeps", bits, k, *v)
+				}
+				return true
+			})
+		}
+	}
+}
+
 func BenchmarkUpsert(b *testing.B) {
 	tb := New[int64, int64](16384)
 	for i := 0; i < b.N; i++ {

@@ -170,25 +170,13 @@ func buildCodec(t reflect.Type, key bool, inProgress map[reflect.Type]bool) (*co
 				if f == 0 {
 					f = 0 // +0 and -0 are equal keys
 				}
-				b := math.Float32bits(f)
-				if b&(1<<31) != 0 {
-					b = ^b
-				} else {
-					b |= 1 << 31
-				}
-				return binary.BigEndian.AppendUint32(dst, b)
+				return binary.BigEndian.AppendUint32(dst, orderFloat(math.Float32bits(f)))
 			},
 			dec: func(src []byte, p unsafe.Pointer) ([]byte, error) {
 				if len(src) < 4 {
 					return nil, errShort
 				}
-				b := binary.BigEndian.Uint32(src)
-				if b&(1<<31) != 0 {
-					b &^= 1 << 31
-				} else {
-					b = ^b
-				}
-				*(*float32)(p) = math.Float32frombits(b)
+				*(*float32)(p) = math.Float32frombits(unorderFloat(binary.BigEndian.Uint32(src)))
 				return src[4:], nil
 			}}, nil
 	case reflect.Float64:
@@ -198,25 +186,13 @@ func buildCodec(t reflect.Type, key bool, inProgress map[reflect.Type]bool) (*co
 				if f == 0 {
 					f = 0
 				}
-				b := math.Float64bits(f)
-				if b&(1<<63) != 0 {
-					b = ^b
-				} else {
-					b |= 1 << 63
-				}
-				return binary.BigEndian.AppendUint64(dst, b)
+				return binary.BigEndian.AppendUint64(dst, orderFloat(math.Float64bits(f)))
 			},
 			dec: func(src []byte, p unsafe.Pointer) ([]byte, error) {
 				if len(src) < 8 {
 					return nil, errShort
 				}
-				b := binary.BigEndian.Uint64(src)
-				if b&(1<<63) != 0 {
-					b &^= 1 << 63
-				} else {
-					b = ^b
-				}
-				*(*float64)(p) = math.Float64frombits(b)
+				*(*float64)(p) = math.Float64frombits(unorderFloat(binary.BigEndian.Uint64(src)))
 				return src[8:], nil
 			}}, nil
 	case reflect.Complex64, reflect.Complex128:
@@ -542,6 +518,25 @@ func kindSig(t reflect.Type) string {
 		return "u64"
 	}
 	return t.Kind().String()
+}
+
+// orderFloat maps the bits of an IEEE 754 float to an unsigned integer of
+// the same order as the float: negative numbers have all bits inverted,
+// positive ones the sign bit set. unorderFloat is its inverse.
+func orderFloat[U uint32 | uint64](b U) U {
+	sign := U(1) << (8*unsafe.Sizeof(b) - 1)
+	if b&sign != 0 {
+		return ^b
+	}
+	return b | sign
+}
+
+func unorderFloat[U uint32 | uint64](b U) U {
+	sign := U(1) << (8*unsafe.Sizeof(b) - 1)
+	if b&sign != 0 {
+		return b &^ sign
+	}
+	return ^b
 }
 
 // readBytes reads a uvarint length and that many bytes.

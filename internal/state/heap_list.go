@@ -39,19 +39,19 @@ type heapList[K, N comparable, E any] struct {
 // Get implements ListStore.
 func (s *heapList[K, N, E]) Get(hash uint64, key K, ns N) []E {
 	t := s.g.of(hash)
-	i := t.find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	i := t.Find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	if s.ttl == 0 {
 		if i < 0 {
 			return nil
 		}
-		return t.slots[i].val.vals
+		return t.At(i).vals
 	}
 	now := s.now()
 	var out []E
 	if i >= 0 {
-		p := &t.slots[i].val
+		p := t.At(i)
 		if p.prune(now) == 0 {
-			t.deleteAt(i)
+			t.DeleteAt(i)
 		} else {
 			if s.onRead {
 				for j := range p.exps {
@@ -70,8 +70,8 @@ func (s *heapList[K, N, E]) Get(hash uint64, key K, ns N) []E {
 // Add implements ListStore.
 func (s *heapList[K, N, E]) Add(hash uint64, key K, ns N, e E) {
 	t := s.g.of(hash)
-	i, _ := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	p := &t.slots[i].val
+	p, _ := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+
 	p.vals = append(p.vals, e)
 	if s.ttl != 0 {
 		now := s.now()
@@ -86,8 +86,8 @@ func (s *heapList[K, N, E]) AddAll(hash uint64, key K, ns N, es []E) {
 		return
 	}
 	t := s.g.of(hash)
-	i, _ := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	p := &t.slots[i].val
+	p, _ := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+
 	p.vals = append(p.vals, es...)
 	if s.ttl != 0 {
 		now := s.now()
@@ -105,8 +105,8 @@ func (s *heapList[K, N, E]) Update(hash uint64, key K, ns N, es []E) {
 		return
 	}
 	t := s.g.of(hash)
-	i, _ := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	p := &t.slots[i].val
+	p, _ := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+
 	old := p.vals
 	p.vals = append(p.vals[:0], es...) // memmove: es may alias the list
 	if len(old) > len(es) {
@@ -124,7 +124,7 @@ func (s *heapList[K, N, E]) Update(hash uint64, key K, ns N, es []E) {
 
 // Delete implements ListStore.
 func (s *heapList[K, N, E]) Delete(hash uint64, key K, ns N) {
-	s.g.of(hash).delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	s.g.of(hash).Delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	if s.ttl != 0 {
 		s.sweep(s.now())
 	}
@@ -145,7 +145,7 @@ func (s *heapList[K, N, E]) Entries(kg int) iter.Seq[Entry[K, N, E]] {
 		if s.ttl != 0 {
 			now = s.now()
 		}
-		t.all(func(h uint64, k nsKey[N, K], l *listVal[E]) bool {
+		t.Walk(func(h uint64, k nsKey[N, K], l *listVal[E]) bool {
 			kh := s.nsh.mix(h, k.ns)
 			for j, e := range l.vals {
 				exp := int64(NoExpiry)

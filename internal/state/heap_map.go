@@ -20,20 +20,20 @@ type mapTable[MK comparable, MV any] = table[MK, ttlVal[MV]]
 // lookup returns the map of a key, or nil, and where it is.
 func (s *heapMap[K, N, MK, MV]) lookup(hash uint64, key K, ns N) (*mapTable[MK, MV], *table[nsKey[N, K], *mapTable[MK, MV]], int) {
 	t := s.g.of(hash)
-	i := t.find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	i := t.Find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	if i < 0 {
 		return nil, t, -1
 	}
-	return t.slots[i].val, t, i
+	return *t.At(i), t, i
 }
 
 // dropIfEmpty deletes the key's entry if it still holds m and m is empty.
 func (s *heapMap[K, N, MK, MV]) dropIfEmpty(hash uint64, key K, ns N, m *mapTable[MK, MV]) {
-	if m.used != 0 {
+	if m.Len() != 0 {
 		return
 	}
 	if cur, t, i := s.lookup(hash, key, ns); cur == m {
-		t.deleteAt(i)
+		t.DeleteAt(i)
 	}
 }
 
@@ -49,10 +49,10 @@ func (s *heapMap[K, N, MK, MV]) Get(hash uint64, key K, ns N, mk MK) (mv MV, ok 
 	now := s.nowIfTTL()
 	if m, _, _ := s.lookup(hash, key, ns); m != nil {
 		h := s.mkh(mk)
-		if j := m.find(h, mk); j >= 0 {
-			p := &m.slots[j].val
+		if j := m.Find(h, mk); j >= 0 {
+			p := m.At(j)
 			if now >= p.exp {
-				m.deleteAt(j)
+				m.DeleteAt(j)
 				s.dropIfEmpty(hash, key, ns, m)
 			} else {
 				if s.onRead {
@@ -78,19 +78,19 @@ func (s *heapMap[K, N, MK, MV]) Contains(hash uint64, key K, ns N, mk MK) bool {
 func (s *heapMap[K, N, MK, MV]) Put(hash uint64, key K, ns N, mk MK, mv MV) {
 	now := s.nowIfTTL()
 	t := s.g.of(hash)
-	i, fresh := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	p, fresh := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	if fresh {
-		t.slots[i].val = &mapTable[MK, MV]{}
+		*p = &mapTable[MK, MV]{}
 	}
-	m := t.slots[i].val
-	j, _ := m.upsert(s.mkh(mk), mk)
-	m.slots[j].val = ttlVal[MV]{mv, s.expiry(now)}
+	m := *p
+	pm, _ := upsert(m, s.mkh(mk), mk)
+	*pm = ttlVal[MV]{mv, s.expiry(now)}
 	s.sweep(now)
 }
 
 // Remove implements MapStore.
 func (s *heapMap[K, N, MK, MV]) Remove(hash uint64, key K, ns N, mk MK) {
-	if m, _, _ := s.lookup(hash, key, ns); m != nil && m.delete(s.mkh(mk), mk) {
+	if m, _, _ := s.lookup(hash, key, ns); m != nil && m.Delete(s.mkh(mk), mk) {
 		s.dropIfEmpty(hash, key, ns, m)
 	}
 	s.sweep(s.nowIfTTL())
@@ -106,7 +106,7 @@ func (s *heapMap[K, N, MK, MV]) Len(hash uint64, key K, ns N) int {
 			pruneMap(m, now)
 			s.dropIfEmpty(hash, key, ns, m)
 		}
-		n = m.used
+		n = m.Len()
 	}
 	if s.onRead { // a read that refreshes is a write
 		s.sweep(now)
@@ -122,9 +122,9 @@ func (s *heapMap[K, N, MK, MV]) All(hash uint64, key K, ns N) iter.Seq2[MK, MV] 
 		if m == nil {
 			return
 		}
-		m.all(func(h uint64, mk MK, p *ttlVal[MV]) bool {
+		m.Walk(func(h uint64, mk MK, p *ttlVal[MV]) bool {
 			if now >= p.exp {
-				m.delete(h, mk)
+				m.Delete(h, mk)
 				return true
 			}
 			if s.onRead {
@@ -138,15 +138,15 @@ func (s *heapMap[K, N, MK, MV]) All(hash uint64, key K, ns N) iter.Seq2[MK, MV] 
 
 // Delete implements MapStore.
 func (s *heapMap[K, N, MK, MV]) Delete(hash uint64, key K, ns N) {
-	s.g.of(hash).delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	s.g.of(hash).Delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	s.sweep(s.nowIfTTL())
 }
 
 // pruneMap removes the entries of m expired at now.
 func pruneMap[MK comparable, MV any](m *mapTable[MK, MV], now int64) {
-	m.all(func(h uint64, mk MK, p *ttlVal[MV]) bool {
+	m.Walk(func(h uint64, mk MK, p *ttlVal[MV]) bool {
 		if now >= p.exp {
-			m.delete(h, mk)
+			m.Delete(h, mk)
 		}
 		return true
 	})
@@ -158,7 +158,7 @@ func (s *heapMap[K, N, MK, MV]) sweep(now int64) {
 	}
 	s.g.sweep(cleanupSize, func(m **mapTable[MK, MV]) bool {
 		pruneMap(*m, now)
-		return (*m).used == 0
+		return (*m).Len() == 0
 	})
 }
 
@@ -170,9 +170,9 @@ func (s *heapMap[K, N, MK, MV]) Entries(kg int) iter.Seq[Entry[K, N, KV[MK, MV]]
 			return
 		}
 		now := s.nowIfTTL()
-		t.all(func(h uint64, k nsKey[N, K], m **mapTable[MK, MV]) bool {
+		t.Walk(func(h uint64, k nsKey[N, K], m **mapTable[MK, MV]) bool {
 			kh := s.nsh.mix(h, k.ns)
-			return (*m).all(func(_ uint64, mk MK, p *ttlVal[MV]) bool {
+			return (*m).Walk(func(_ uint64, mk MK, p *ttlVal[MV]) bool {
 				if now >= p.exp {
 					return true
 				}

@@ -109,59 +109,6 @@ func (sumInts) Create() int      { return 0 }
 func (sumInts) Add(a, b int) int { return a + b }
 func (sumInts) Result(a int) int { return a }
 
-// Iteration visits every entry once while the visited entries are deleted
-// or kept at random, under a bad hash that makes long clusters.
-func TestTableIterationWithDeletes(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	for _, bits := range []uint{3, 64} {
-		for round := range 50 {
-			var tb table[int, int]
-			n := 1 + r.IntN(300)
-			h := func(k int) uint64 {
-				x := keygroup.Mix64(uint64(k))
-				if bits < 64 {
-					x &= 1<<bits - 1
-				}
-				return x << 32 // index uses the high half
-			}
-			for k := range n {
-				i, _ := tb.upsert(h(k), k)
-				tb.slots[i].val = k
-			}
-			seen := map[int]int{}
-			kept := 0
-			tb.all(func(_ uint64, k int, v *int) bool {
-				seen[k]++
-				if *v != k {
-					t.Fatalf("value of %d is %d", k, *v)
-				}
-				if r.IntN(2) == 0 {
-					tb.delete(h(k), k)
-				} else {
-					kept++
-				}
-				return true
-			})
-			if len(seen) != n {
-				t.Fatalf("bits %d round %d: visited %d of %d", bits, round, len(seen), n)
-			}
-			for k, c := range seen {
-				if c != 1 {
-					t.Fatalf("bits %d round %d: %d visited %d times", bits, round, k, c)
-				}
-			}
-			if tb.used != kept {
-				t.Fatalf("used %d, kept %d", tb.used, kept)
-			}
-			for k := range n {
-				if p := tb.get(h(k), k); p != nil && *p != k {
-					t.Fatalf("key %d has value %d after deletes", k, *p)
-				}
-			}
-		}
-	}
-}
-
 // The timer heap keeps its positions consistent under random operations.
 func TestTimerHeapInvariant(t *testing.T) {
 	h := newTestHeap(t, &fakeClock{})

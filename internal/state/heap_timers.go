@@ -50,7 +50,7 @@ func (q *heapTimers[K, N]) hash(keyHash uint64, ns N, ts int64) uint64 {
 // Register implements TimerQueue.
 func (q *heapTimers[K, N]) Register(hash uint64, key K, ns N, ts int64) bool {
 	t := q.g.of(hash)
-	i, fresh := t.upsert(q.hash(hash, ns, ts), timerKey[N, K]{ns, key, ts})
+	p, fresh := upsert(t, q.hash(hash, ns, ts), timerKey[N, K]{ns, key, ts})
 	if !fresh {
 		return false
 	}
@@ -64,7 +64,7 @@ func (q *heapTimers[K, N]) Register(hash uint64, key K, ns N, ts int64) bool {
 	}
 	q.seq++
 	q.nodes[n] = timerNode[K, N]{t: Timer[K, N]{TS: ts, Seq: q.seq, Hash: hash, Key: key, NS: ns}, pos: int32(len(q.heap))}
-	t.slots[i].val = n
+	*p = n
 	q.heap = append(q.heap, n)
 	q.up(len(q.heap) - 1)
 	return true
@@ -73,12 +73,12 @@ func (q *heapTimers[K, N]) Register(hash uint64, key K, ns N, ts int64) bool {
 // Delete implements TimerQueue.
 func (q *heapTimers[K, N]) Delete(hash uint64, key K, ns N, ts int64) bool {
 	t := q.g.of(hash)
-	i := t.find(q.hash(hash, ns, ts), timerKey[N, K]{ns, key, ts})
+	i := t.Find(q.hash(hash, ns, ts), timerKey[N, K]{ns, key, ts})
 	if i < 0 {
 		return false
 	}
-	n := t.slots[i].val
-	t.deleteAt(i)
+	n := *t.At(i)
+	t.DeleteAt(i)
 	q.removeAt(int(q.nodes[n].pos))
 	q.release(n)
 	return true
@@ -100,7 +100,7 @@ func (q *heapTimers[K, N]) Pop() (Timer[K, N], bool) {
 	n := q.heap[0]
 	tm := q.nodes[n].t
 	q.removeAt(0)
-	q.g.of(tm.Hash).delete(q.hash(tm.Hash, tm.NS, tm.TS), timerKey[N, K]{tm.NS, tm.Key, tm.TS})
+	q.g.of(tm.Hash).Delete(q.hash(tm.Hash, tm.NS, tm.TS), timerKey[N, K]{tm.NS, tm.Key, tm.TS})
 	q.release(n)
 	return tm, true
 }
@@ -109,7 +109,7 @@ func (q *heapTimers[K, N]) Pop() (Timer[K, N], bool) {
 func (q *heapTimers[K, N]) KeyGroup(kg int) iter.Seq[Timer[K, N]] {
 	return func(yield func(Timer[K, N]) bool) {
 		if t := q.g.group(kg); t != nil {
-			t.all(func(_ uint64, _ timerKey[N, K], n *int32) bool { return yield(q.nodes[*n].t) })
+			t.Walk(func(_ uint64, _ timerKey[N, K], n *int32) bool { return yield(q.nodes[*n].t) })
 		}
 	}
 }

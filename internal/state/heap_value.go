@@ -35,7 +35,7 @@ func newHeapValue[K, N comparable, V any](h *Heap, name string, kind Kind, o Opt
 // Get implements ValueStore.
 func (s *heapValue[K, N, V]) Get(hash uint64, key K, ns N) (V, bool) {
 	t := s.g.of(hash)
-	i := t.find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	i := t.Find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	if s.ttl != 0 {
 		return s.getTTL(t, i)
 	}
@@ -43,7 +43,7 @@ func (s *heapValue[K, N, V]) Get(hash uint64, key K, ns N) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	return t.slots[i].val.v, true
+	return t.At(i).v, true
 }
 
 // getTTL is Get's path for stores with TTL: expired values are deleted
@@ -52,9 +52,9 @@ func (s *heapValue[K, N, V]) Get(hash uint64, key K, ns N) (V, bool) {
 func (s *heapValue[K, N, V]) getTTL(t *table[nsKey[N, K], ttlVal[V]], i int) (v V, ok bool) {
 	now := s.now()
 	if i >= 0 {
-		p := &t.slots[i].val
+		p := t.At(i)
 		if now >= p.exp {
-			t.deleteAt(i)
+			t.DeleteAt(i)
 		} else {
 			if s.onRead {
 				p.exp = now + s.ttl
@@ -71,8 +71,8 @@ func (s *heapValue[K, N, V]) getTTL(t *table[nsKey[N, K], ttlVal[V]], i int) (v 
 // Put implements ValueStore.
 func (s *heapValue[K, N, V]) Put(hash uint64, key K, ns N, v V) {
 	t := s.g.of(hash)
-	i, _ := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	p := &t.slots[i].val
+	p, _ := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+
 	p.v = v
 	if s.ttl == 0 {
 		p.exp = NoExpiry
@@ -85,7 +85,7 @@ func (s *heapValue[K, N, V]) Put(hash uint64, key K, ns N, v V) {
 
 // Delete implements ValueStore.
 func (s *heapValue[K, N, V]) Delete(hash uint64, key K, ns N) {
-	s.g.of(hash).delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	s.g.of(hash).Delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	if s.ttl != 0 {
 		s.sweep(s.now())
 	}
@@ -107,7 +107,7 @@ func (s *heapValue[K, N, V]) Entries(kg int) iter.Seq[Entry[K, N, V]] {
 		if s.ttl != 0 {
 			now = s.now()
 		}
-		t.all(func(h uint64, k nsKey[N, K], v *ttlVal[V]) bool {
+		t.Walk(func(h uint64, k nsKey[N, K], v *ttlVal[V]) bool {
 			if now >= v.exp {
 				return true
 			}
@@ -128,8 +128,7 @@ type heapReducing[K, N comparable, V any] struct {
 // Add implements ReducingStore.
 func (s *heapReducing[K, N, V]) Add(hash uint64, key K, ns N, v V) {
 	t := s.g.of(hash)
-	i, fresh := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	p := &t.slots[i].val
+	p, fresh := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	var now int64
 	if s.ttl != 0 {
 		now = s.now()
@@ -166,8 +165,7 @@ func (s *heapAggregating[K, N, IN, ACC, OUT]) Get(hash uint64, key K, ns N) (OUT
 // Add implements AggregatingStore.
 func (s *heapAggregating[K, N, IN, ACC, OUT]) Add(hash uint64, key K, ns N, in IN) {
 	t := s.g.of(hash)
-	i, fresh := t.upsert(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	p := &t.slots[i].val
+	p, fresh := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	var now int64
 	if s.ttl != 0 {
 		now = s.now()

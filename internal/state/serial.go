@@ -3,7 +3,9 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 )
 
 // KVStore is an ordered key-value store of bytes: what a Serial backend keeps
@@ -280,6 +282,54 @@ func (b *sbase) set(key, val []byte) {
 func (b *sbase) del(key []byte) {
 	if err := b.kv.Delete(key); err != nil {
 		b.fail(err)
+	}
+}
+
+// nowIfTTL is the current time with TTL, and before all times without.
+func (b *sbase) nowIfTTL() int64 {
+	if b.ttl == 0 {
+		return math.MinInt64
+	}
+	return b.now()
+}
+
+// scanEntries yields the live entries of key group kg of a store whose KV
+// entries are keyed (key group, id, key, namespace, ...) and hold (hash,
+// expiry, ...). decode reads the rest of the key after the namespace and
+// the value after hash and expiry into e. A decoding error, or a value too
+// short (a corrupt what), ends the scan and fails the backend.
+func scanEntries[K, N, V any](b *sbase, kg int, k typed[K], n typed[N], what string, decode func(e *Entry[K, N, V], rest, val []byte) error, yield func(Entry[K, N, V]) bool) {
+	if !b.r.Contains(kg) {
+		return
+	}
+	now := b.nowIfTTL()
+	start, end := b.groupRange(kg)
+	var err error
+	b.scan(start, end, func(key, val []byte) bool {
+		var e Entry[K, N, V]
+		if len(val) < 16 {
+			err = errors.New("corrupt " + what)
+			return false
+		}
+		e.Hash = binary.BigEndian.Uint64(val)
+		e.Expires = int64(binary.BigEndian.Uint64(val[8:]))
+		if now >= e.Expires {
+			return true
+		}
+		rest := key[4:]
+		if rest, err = k.read(rest, &e.Key); err != nil {
+			return false
+		}
+		if rest, err = n.read(rest, &e.NS); err != nil {
+			return false
+		}
+		if err = decode(&e, rest, val[16:]); err != nil {
+			return false
+		}
+		return yield(e)
+	})
+	if err != nil {
+		b.fail(fmt.Errorf("decode: %w", err))
 	}
 }
 

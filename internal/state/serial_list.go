@@ -260,47 +260,22 @@ func (s *serialList[K, N, E]) format() (*entryFormat[K, N, E], error) {
 	return s.ef.get(newEntryFormat[K, N, E])
 }
 
-func (s *serialList[K, N, E]) layout() (string, error) {
-	f, err := s.format()
-	if err != nil {
-		return "", err
-	}
-	return "list:" + f.sig, nil
-}
+func (s *serialList[K, N, E]) layout() (string, error) { return layoutOf("list:", s.format) }
 
 func (s *serialList[K, N, E]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := s.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, s.Entries(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, s.format, s.Entries(kg))
 }
 
 func (s *serialList[K, N, E]) restore(sections [][]byte) error {
-	f, err := s.format()
-	if err != nil {
-		return err
-	}
-	for _, data := range sections {
-		err := f.readAll(data, func(e *Entry[K, N, E]) error {
-			if !s.r.Contains(int(e.Hash % s.maxp)) {
-				return errOutside(e.Hash, int(s.maxp), s.r)
-			}
-			exp := e.Expires
-			if s.ttl == 0 {
-				exp = NoExpiry
-			}
-			k := s.key(e.Hash, e.Key, e.NS)
-			s.vbuf = binary.BigEndian.AppendUint64(s.vbuf[:0], e.Hash)
-			s.vbuf = binary.BigEndian.AppendUint64(s.vbuf, uint64(exp))
-			s.vbuf = s.e.append(s.vbuf, &e.Value)
-			s.merge(k, s.vbuf)
-			return nil
-		})
-		if err != nil {
-			return err
+	return restoreEntries(s.format, sections, s.check, func(e *Entry[K, N, E]) {
+		exp := e.Expires
+		if s.ttl == 0 {
+			exp = NoExpiry
 		}
-	}
-	return nil
+		k := s.key(e.Hash, e.Key, e.NS)
+		s.vbuf = binary.BigEndian.AppendUint64(s.vbuf[:0], e.Hash)
+		s.vbuf = binary.BigEndian.AppendUint64(s.vbuf, uint64(exp))
+		s.vbuf = s.e.append(s.vbuf, &e.Value)
+		s.merge(k, s.vbuf)
+	})
 }

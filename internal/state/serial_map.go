@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
-	"math"
 )
 
 // serialMap is the serial backend's map store: one KV entry per map entry,
@@ -55,13 +54,6 @@ func (s *serialMap[K, N, MK, MV]) mapKey(dst []byte, hash uint64, key K, ns N) [
 func (s *serialMap[K, N, MK, MV]) entryKey(hash uint64, key K, ns N, mk MK) []byte {
 	s.kbuf = s.mk.append(s.mapKey(s.kbuf[:0], hash, key, ns), &mk)
 	return s.kbuf
-}
-
-func (s *serialMap[K, N, MK, MV]) nowIfTTL() int64 {
-	if s.ttl == 0 {
-		return math.MinInt64
-	}
-	return s.now()
 }
 
 func (s *serialMap[K, N, MK, MV]) sweepNow(now int64) {
@@ -192,41 +184,13 @@ func (s *serialMap[K, N, MK, MV]) Delete(hash uint64, key K, ns N) {
 // Entries implements MapStore.
 func (s *serialMap[K, N, MK, MV]) Entries(kg int) iter.Seq[Entry[K, N, KV[MK, MV]]] {
 	return func(yield func(Entry[K, N, KV[MK, MV]]) bool) {
-		if !s.r.Contains(kg) {
-			return
-		}
-		now := s.nowIfTTL()
-		start, end := s.groupRange(kg)
-		var err error
-		s.scan(start, end, func(k, val []byte) bool {
-			var e Entry[K, N, KV[MK, MV]]
-			if len(val) < 16 {
-				err = fmt.Errorf("corrupt map entry")
-				return false
-			}
-			e.Hash = binary.BigEndian.Uint64(val)
-			e.Expires = int64(binary.BigEndian.Uint64(val[8:]))
-			if now >= e.Expires {
-				return true
-			}
-			rest := k[4:]
-			if rest, err = s.k.read(rest, &e.Key); err != nil {
-				return false
-			}
-			if rest, err = s.n.read(rest, &e.NS); err != nil {
-				return false
-			}
+		scanEntries(&s.sbase, kg, s.k, s.n, "map entry", func(e *Entry[K, N, KV[MK, MV]], rest, val []byte) (err error) {
 			if _, err = s.mk.read(rest, &e.Value.Key); err != nil {
-				return false
+				return err
 			}
-			if _, err = s.mv.read(val[16:], &e.Value.Value); err != nil {
-				return false
-			}
-			return yield(e)
-		})
-		if err != nil {
-			s.fail(fmt.Errorf("decode: %w", err))
-		}
+			_, err = s.mv.read(val, &e.Value.Value)
+			return err
+		}, yield)
 	}
 }
 
@@ -234,45 +198,20 @@ func (s *serialMap[K, N, MK, MV]) format() (*entryFormat[K, N, KV[MK, MV]], erro
 	return s.ef.get(newMapEntryFormat[K, N, MK, MV])
 }
 
-func (s *serialMap[K, N, MK, MV]) layout() (string, error) {
-	f, err := s.format()
-	if err != nil {
-		return "", err
-	}
-	return "map:" + f.sig, nil
-}
+func (s *serialMap[K, N, MK, MV]) layout() (string, error) { return layoutOf("map:", s.format) }
 
 func (s *serialMap[K, N, MK, MV]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := s.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, s.Entries(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, s.format, s.Entries(kg))
 }
 
 func (s *serialMap[K, N, MK, MV]) restore(sections [][]byte) error {
-	f, err := s.format()
-	if err != nil {
-		return err
-	}
-	for _, data := range sections {
-		err := f.readAll(data, func(e *Entry[K, N, KV[MK, MV]]) error {
-			if !s.r.Contains(int(e.Hash % s.maxp)) {
-				return errOutside(e.Hash, int(s.maxp), s.r)
-			}
-			exp := e.Expires
-			if s.ttl == 0 {
-				exp = NoExpiry
-			}
-			k := s.entryKey(e.Hash, e.Key, e.NS, e.Value.Key)
-			s.vbuf = s.mv.append(header(s.vbuf[:0], e.Hash, exp), &e.Value.Value)
-			s.set(k, s.vbuf)
-			return nil
-		})
-		if err != nil {
-			return err
+	return restoreEntries(s.format, sections, s.check, func(e *Entry[K, N, KV[MK, MV]]) {
+		exp := e.Expires
+		if s.ttl == 0 {
+			exp = NoExpiry
 		}
-	}
-	return nil
+		k := s.entryKey(e.Hash, e.Key, e.NS, e.Value.Key)
+		s.vbuf = s.mv.append(header(s.vbuf[:0], e.Hash, exp), &e.Value.Value)
+		s.set(k, s.vbuf)
+	})
 }

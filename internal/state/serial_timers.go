@@ -314,39 +314,12 @@ func (q *serialTimers[K, N]) format() (*timerFormat[K, N], error) {
 	return q.tf.get(newTimerFormat[K, N])
 }
 
-func (q *serialTimers[K, N]) layout() (string, error) {
-	f, err := q.format()
-	if err != nil {
-		return "", err
-	}
-	return f.sig, nil
-}
+func (q *serialTimers[K, N]) layout() (string, error) { return layoutOf("", q.format) }
 
 func (q *serialTimers[K, N]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := q.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, q.KeyGroup(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, q.format, q.KeyGroup(kg))
 }
 
 func (q *serialTimers[K, N]) restore(sections [][]byte) error {
-	f, err := q.format()
-	if err != nil {
-		return err
-	}
-	ts, err := f.readSorted(sections)
-	if err != nil {
-		return err
-	}
-	for _, t := range ts {
-		if !q.r.Contains(int(t.Hash % q.maxp)) {
-			return errOutside(t.Hash, int(q.maxp), q.r)
-		}
-	}
-	for _, t := range ts {
-		q.Register(t.Hash, t.Key, t.NS, t.TS)
-	}
-	return nil
+	return restoreTimers(q.format, sections, q.check, q.Register)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
-	"math"
 )
 
 // serialValue is the serial backend's value store, and the base of its
@@ -130,41 +129,10 @@ func cleanValue(_, val []byte, now int64) (bool, []byte) {
 // Entries implements ValueStore.
 func (s *serialValue[K, N, V]) Entries(kg int) iter.Seq[Entry[K, N, V]] {
 	return func(yield func(Entry[K, N, V]) bool) {
-		if !s.r.Contains(kg) {
-			return
-		}
-		now := int64(math.MinInt64)
-		if s.ttl != 0 {
-			now = s.now()
-		}
-		start, end := s.groupRange(kg)
-		var err error
-		s.scan(start, end, func(k, val []byte) bool {
-			var e Entry[K, N, V]
-			if len(val) < 16 {
-				err = fmt.Errorf("corrupt value")
-				return false
-			}
-			e.Hash = binary.BigEndian.Uint64(val)
-			e.Expires = int64(binary.BigEndian.Uint64(val[8:]))
-			if now >= e.Expires {
-				return true
-			}
-			rest := k[4:]
-			if rest, err = s.k.read(rest, &e.Key); err != nil {
-				return false
-			}
-			if _, err = s.n.read(rest, &e.NS); err != nil {
-				return false
-			}
-			if _, err = s.v.read(val[16:], &e.Value); err != nil {
-				return false
-			}
-			return yield(e)
-		})
-		if err != nil {
-			s.fail(fmt.Errorf("decode: %w", err))
-		}
+		scanEntries(&s.sbase, kg, s.k, s.n, "value", func(e *Entry[K, N, V], _, val []byte) error {
+			_, err := s.v.read(val, &e.Value)
+			return err
+		}, yield)
 	}
 }
 
@@ -172,47 +140,22 @@ func (s *serialValue[K, N, V]) format() (*entryFormat[K, N, V], error) {
 	return s.ef.get(newEntryFormat[K, N, V])
 }
 
-func (s *serialValue[K, N, V]) layout() (string, error) {
-	f, err := s.format()
-	if err != nil {
-		return "", err
-	}
-	return f.sig, nil
-}
+func (s *serialValue[K, N, V]) layout() (string, error) { return layoutOf("", s.format) }
 
 func (s *serialValue[K, N, V]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := s.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, s.Entries(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, s.format, s.Entries(kg))
 }
 
 func (s *serialValue[K, N, V]) restore(sections [][]byte) error {
-	f, err := s.format()
-	if err != nil {
-		return err
-	}
-	for _, data := range sections {
-		err := f.readAll(data, func(e *Entry[K, N, V]) error {
-			if !s.r.Contains(int(e.Hash % s.maxp)) {
-				return errOutside(e.Hash, int(s.maxp), s.r)
-			}
-			exp := e.Expires
-			if s.ttl == 0 {
-				exp = NoExpiry
-			}
-			k := s.key(e.Hash, e.Key, e.NS)
-			s.vbuf = s.v.append(header(s.vbuf[:0], e.Hash, exp), &e.Value)
-			s.set(k, s.vbuf)
-			return nil
-		})
-		if err != nil {
-			return err
+	return restoreEntries(s.format, sections, s.check, func(e *Entry[K, N, V]) {
+		exp := e.Expires
+		if s.ttl == 0 {
+			exp = NoExpiry
 		}
-	}
-	return nil
+		k := s.key(e.Hash, e.Key, e.NS)
+		s.vbuf = s.v.append(header(s.vbuf[:0], e.Hash, exp), &e.Value)
+		s.set(k, s.vbuf)
+	})
 }
 
 // serialReducing is the serial backend's reducing store.

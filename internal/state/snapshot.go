@@ -347,7 +347,97 @@ func errOutside(hash uint64, maxp int, r KeyGroupRange) error {
 	return fmt.Errorf("entry of key group %d restored into a backend of key groups %v", int(hash%uint64(maxp)), r)
 }
 
+// signature is a format's layout signature.
+func (f *entryFormat[K, N, V]) signature() string { return f.sig }
+func (f *timerFormat[K, N]) signature() string    { return f.sig }
+
+// layoutOf is a store's layout: the signature of its snapshot format after
+// prefix.
+func layoutOf[F interface{ signature() string }](prefix string, format func() (F, error)) (string, error) {
+	f, err := format()
+	if err != nil {
+		return "", err
+	}
+	return prefix + f.signature(), nil
+}
+
+// appendGroupOf is a store's appendGroup: the items of a key group, seq,
+// appended to dst in the store's snapshot format.
+func appendGroupOf[T any, F interface {
+	appendAll(dst []byte, seq iter.Seq[T]) ([]byte, int)
+}](dst []byte, format func() (F, error), seq iter.Seq[T]) ([]byte, int, error) {
+	f, err := format()
+	if err != nil {
+		return dst, 0, err
+	}
+	dst, n := f.appendAll(dst, seq)
+	return dst, n, nil
+}
+
+// restoreEntries is a store's restore: it reads the entries of sections in
+// the store's format and puts each of them after check accepts its hash.
+func restoreEntries[K, N, V any](format func() (*entryFormat[K, N, V], error), sections [][]byte, check func(hash uint64) error, put func(e *Entry[K, N, V])) error {
+	f, err := format()
+	if err != nil {
+		return err
+	}
+	for _, data := range sections {
+		err := f.readAll(data, func(e *Entry[K, N, V]) error {
+			if err := check(e.Hash); err != nil {
+				return err
+			}
+			put(e)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreTimers is a timer queue's restore: it reads the timers of sections
+// in the queue's format, checks all their hashes and only then registers
+// them, in time order.
+func restoreTimers[K, N any](format func() (*timerFormat[K, N], error), sections [][]byte, check func(hash uint64) error, register func(hash uint64, key K, ns N, ts int64) bool) error {
+	f, err := format()
+	if err != nil {
+		return err
+	}
+	ts, err := f.readSorted(sections)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if err := check(t.Hash); err != nil {
+			return err
+		}
+	}
+	for _, t := range ts {
+		register(t.Hash, t.Key, t.NS, t.TS)
+	}
+	return nil
+}
+
+// check is the error of a restored entry of hash in a serial store that
+// does not hold its key group, or nil.
+func (b *sbase) check(hash uint64) error {
+	if !b.r.Contains(int(hash % b.maxp)) {
+		return errOutside(hash, int(b.maxp), b.r)
+	}
+	return nil
+}
+
 // ---- heap stores ----
+
+// check is the error of a restored entry of hash in a heap store that does
+// not hold its key group, or nil.
+func (g *groups[K, V]) check(hash uint64) error {
+	if !g.contains(hash) {
+		return errOutside(hash, int(g.maxp), g.rangeOf())
+	}
+	return nil
+}
 
 func (g *groups[K, V]) contains(keyHash uint64) bool {
 	kg := int(keyHash % g.maxp)
@@ -362,185 +452,83 @@ func (s *heapValue[K, N, V]) format() (*entryFormat[K, N, V], error) {
 	return s.ef.get(newEntryFormat[K, N, V])
 }
 
-func (s *heapValue[K, N, V]) layout() (string, error) {
-	f, err := s.format()
-	if err != nil {
-		return "", err
-	}
-	return f.sig, nil
-}
+func (s *heapValue[K, N, V]) layout() (string, error) { return layoutOf("", s.format) }
 
 func (s *heapValue[K, N, V]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := s.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, s.Entries(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, s.format, s.Entries(kg))
 }
 
 func (s *heapValue[K, N, V]) restore(sections [][]byte) error {
-	f, err := s.format()
-	if err != nil {
-		return err
-	}
-	for _, data := range sections {
-		err := f.readAll(data, func(e *Entry[K, N, V]) error {
-			if !s.g.contains(e.Hash) {
-				return errOutside(e.Hash, int(s.g.maxp), s.g.rangeOf())
-			}
-			t := s.g.of(e.Hash)
-			i, _ := t.upsert(s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
-			exp := e.Expires
-			if s.ttl == 0 {
-				exp = NoExpiry
-			}
-			t.slots[i].val = ttlVal[V]{e.Value, exp}
-			return nil
-		})
-		if err != nil {
-			return err
+	return restoreEntries(s.format, sections, s.g.check, func(e *Entry[K, N, V]) {
+		t := s.g.of(e.Hash)
+		p, _ := upsert(t, s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
+		exp := e.Expires
+		if s.ttl == 0 {
+			exp = NoExpiry
 		}
-	}
-	return nil
+		*p = ttlVal[V]{e.Value, exp}
+	})
 }
 
 func (s *heapList[K, N, E]) format() (*entryFormat[K, N, E], error) {
 	return s.ef.get(newEntryFormat[K, N, E])
 }
 
-func (s *heapList[K, N, E]) layout() (string, error) {
-	f, err := s.format()
-	if err != nil {
-		return "", err
-	}
-	return "list:" + f.sig, nil
-}
+func (s *heapList[K, N, E]) layout() (string, error) { return layoutOf("list:", s.format) }
 
 func (s *heapList[K, N, E]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := s.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, s.Entries(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, s.format, s.Entries(kg))
 }
 
 func (s *heapList[K, N, E]) restore(sections [][]byte) error {
-	f, err := s.format()
-	if err != nil {
-		return err
-	}
-	for _, data := range sections {
-		err := f.readAll(data, func(e *Entry[K, N, E]) error {
-			if !s.g.contains(e.Hash) {
-				return errOutside(e.Hash, int(s.g.maxp), s.g.rangeOf())
-			}
-			t := s.g.of(e.Hash)
-			i, _ := t.upsert(s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
-			p := &t.slots[i].val
-			p.vals = append(p.vals, e.Value)
-			if s.ttl != 0 {
-				p.exps = append(p.exps, e.Expires)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
+	return restoreEntries(s.format, sections, s.g.check, func(e *Entry[K, N, E]) {
+		t := s.g.of(e.Hash)
+		p, _ := upsert(t, s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
+
+		p.vals = append(p.vals, e.Value)
+		if s.ttl != 0 {
+			p.exps = append(p.exps, e.Expires)
 		}
-	}
-	return nil
+	})
 }
 
 func (s *heapMap[K, N, MK, MV]) format() (*entryFormat[K, N, KV[MK, MV]], error) {
 	return s.ef.get(newMapEntryFormat[K, N, MK, MV])
 }
 
-func (s *heapMap[K, N, MK, MV]) layout() (string, error) {
-	f, err := s.format()
-	if err != nil {
-		return "", err
-	}
-	return "map:" + f.sig, nil
-}
+func (s *heapMap[K, N, MK, MV]) layout() (string, error) { return layoutOf("map:", s.format) }
 
 func (s *heapMap[K, N, MK, MV]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := s.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, s.Entries(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, s.format, s.Entries(kg))
 }
 
 func (s *heapMap[K, N, MK, MV]) restore(sections [][]byte) error {
-	f, err := s.format()
-	if err != nil {
-		return err
-	}
-	for _, data := range sections {
-		err := f.readAll(data, func(e *Entry[K, N, KV[MK, MV]]) error {
-			if !s.g.contains(e.Hash) {
-				return errOutside(e.Hash, int(s.g.maxp), s.g.rangeOf())
-			}
-			t := s.g.of(e.Hash)
-			i, fresh := t.upsert(s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
-			if fresh {
-				t.slots[i].val = &mapTable[MK, MV]{}
-			}
-			m := t.slots[i].val
-			j, _ := m.upsert(s.mkh(e.Value.Key), e.Value.Key)
-			exp := e.Expires
-			if s.ttl == 0 {
-				exp = NoExpiry
-			}
-			m.slots[j].val = ttlVal[MV]{e.Value.Value, exp}
-			return nil
-		})
-		if err != nil {
-			return err
+	return restoreEntries(s.format, sections, s.g.check, func(e *Entry[K, N, KV[MK, MV]]) {
+		t := s.g.of(e.Hash)
+		p, fresh := upsert(t, s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
+		if fresh {
+			*p = &mapTable[MK, MV]{}
 		}
-	}
-	return nil
+		m := *p
+		pm, _ := upsert(m, s.mkh(e.Value.Key), e.Value.Key)
+		exp := e.Expires
+		if s.ttl == 0 {
+			exp = NoExpiry
+		}
+		*pm = ttlVal[MV]{e.Value.Value, exp}
+	})
 }
 
 func (q *heapTimers[K, N]) format() (*timerFormat[K, N], error) {
 	return q.tf.get(newTimerFormat[K, N])
 }
 
-func (q *heapTimers[K, N]) layout() (string, error) {
-	f, err := q.format()
-	if err != nil {
-		return "", err
-	}
-	return f.sig, nil
-}
+func (q *heapTimers[K, N]) layout() (string, error) { return layoutOf("", q.format) }
 
 func (q *heapTimers[K, N]) appendGroup(dst []byte, kg int) ([]byte, int, error) {
-	f, err := q.format()
-	if err != nil {
-		return dst, 0, err
-	}
-	dst, n := f.appendAll(dst, q.KeyGroup(kg))
-	return dst, n, nil
+	return appendGroupOf(dst, q.format, q.KeyGroup(kg))
 }
 
 func (q *heapTimers[K, N]) restore(sections [][]byte) error {
-	f, err := q.format()
-	if err != nil {
-		return err
-	}
-	ts, err := f.readSorted(sections)
-	if err != nil {
-		return err
-	}
-	for _, t := range ts {
-		if !q.g.contains(t.Hash) {
-			return errOutside(t.Hash, int(q.g.maxp), q.g.rangeOf())
-		}
-	}
-	for _, t := range ts {
-		q.Register(t.Hash, t.Key, t.NS, t.TS)
-	}
-	return nil
+	return restoreTimers(q.format, sections, q.g.check, q.Register)
 }
