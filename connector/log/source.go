@@ -1,0 +1,161 @@
+package wlog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// SourceOption configures Source.
+type SourceOption interface{ applySource(*sourceConfig) }
+
+type sourceConfig struct {
+	start  StartAt
+	follow time.Duration // 0: bounded, stop at the end of the log
+}
+
+type sourceOptionFunc func(*sourceConfig)
+
+func (f sourceOptionFunc) applySource(c *sourceConfig) { f(c) }
+
+// StartFrom sets where a source starts when the job has no checkpoint
+// (default Earliest). A restored job continues from its checkpoint.
+func StartFrom(s StartAt) SourceOption {
+	return sourceOptionFunc(func(c *sourceConfig) { c.start = s })
+}
+
+// FollowLog makes the source unbounded: at the end of a partition it waits
+// for new records, polling every poll, like `tail -f`.
+func FollowLog(poll time.Duration) SourceOption {
+	return sourceOptionFunc(func(c *sourceConfig) { c.follow = poll })
+}
+
+// Source reads a topic of the embedded log as a weir source: one split per
+// partition (watermarks are generated per partition), the next offset of
+// each partition kept in checkpoints, records turned into T by decode. A
+// record decode cannot read fails the job with the topic, partition and
+// offset. By default the source is bounded: it ends at the end of the log
+// as it was when the job started reading.
+func Source[T any](dataDir, topic string, decode func(Record) (T, error), opts ...SourceOption) weir.RestorableSource[T] {
+	c := sourceConfig{start: Earliest()}
+	for _, o := range opts {
+		o.applySource(&c)
+	}
+	return &logSource[T]{dir: dataDir, topic: topic, decode: decode, cfg: c}
+}
+
+type logSource[T any] struct {
+	dir, topic string
+	decode     func(Record) (T, error)
+	cfg        sourceConfig
+}
+
+type partSplit int
+
+func (p partSplit) ID() string { return "partition-" + strconv.Itoa(int(p)) }
+
+func (s *logSource[T]) Splits(context.Context) ([]weir.Split, error) {
+	t, err := OpenTopic(s.dir, s.topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]weir.Split, t.Config.Partitions)
+	for i := range out {
+		out[i] = partSplit(i)
+	}
+	return out, nil
+}
+
+func (s *logSource[T]) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[T], error) {
+	return s.open(sp, s.cfg.start)
+}
+
+// OpenAt reopens a partition at the offset a checkpoint saved.
+func (s *logSource[T]) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
+	if len(pos) != 8 {
+		return nil, fmt.Errorf("wlog: bad position for %s (%d bytes)", sp.ID(), len(pos))
+	}
+	return s.open(sp, AtOffset(int64(binary.BigEndian.Uint64(pos))))
+}
+
+func (s *logSource[T]) open(sp weir.Split, start StartAt) (weir.SplitReader[T], error) {
+	p, ok := sp.(partSplit)
+	if !ok {
+		return nil, fmt.Errorf("wlog: not a split of this source: %s", sp.ID())
+	}
+	t, err := OpenTopic(s.dir, s.topic)
+	if err != nil {
+		return nil, err
+	}
+	var ropts []ReaderOption
+	if s.cfg.follow > 0 {
+		ropts = append(ropts, Follow(s.cfg.follow))
+	}
+	r, err := t.OpenReader(int(p), start, ropts...)
+	if err != nil {
+		return nil, err
+	}
+	return &logReader[T]{r: r, src: s, part: int(p), follow: s.cfg.follow > 0}, nil
+}
+
+type logReader[T any] struct {
+	r       *Reader
+	src     *logSource[T]
+	part    int
+	follow  bool
+	pending []Record // read but not yet returned
+}
+
+// Read returns up to len(dst) records. Following, it waits at most ~10ms
+// for new ones, so the job can flush and take checkpoints.
+func (r *logReader[T]) Read(ctx context.Context, dst []T) (int, error) {
+	if len(r.pending) == 0 {
+		rctx := ctx
+		if r.follow {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(ctx, 10*time.Millisecond)
+			defer cancel()
+		}
+		recs, err := r.r.Read(rctx, len(dst))
+		r.pending = recs
+		if len(recs) == 0 {
+			switch {
+			case errors.Is(err, io.EOF):
+				return 0, io.EOF
+			case r.follow && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+				return 0, nil
+			case err != nil:
+				return 0, err
+			}
+		}
+	}
+	n := 0
+	for n < len(dst) && len(r.pending) > 0 {
+		rec := r.pending[0]
+		v, err := r.src.decode(rec)
+		if err != nil {
+			return n, fmt.Errorf("wlog: topic %q partition %d offset %d: %w", r.src.topic, r.part, rec.Offset, err)
+		}
+		dst[n] = v
+		n++
+		r.pending = r.pending[1:]
+	}
+	return n, nil
+}
+
+// Position is the offset of the next record to return.
+func (r *logReader[T]) Position() ([]byte, error) {
+	next := r.r.Next()
+	if len(r.pending) > 0 {
+		next = r.pending[0].Offset
+	}
+	return binary.BigEndian.AppendUint64(nil, uint64(next)), nil
+}
+
+func (r *logReader[T]) Close() error { return r.r.Close() }

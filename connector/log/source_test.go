@@ -1,0 +1,141 @@
+package wlog_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	wlog "github.com/weirstream/weir/connector/log"
+)
+
+type click struct {
+	Ad string
+	TS int64
+}
+
+func fill(t *testing.T, dir string, parts, n int) {
+	t.Helper()
+	tp, err := wlog.CreateTopic(dir, "clicks", wlog.TopicConfig{Partitions: parts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := 0; p < parts; p++ {
+		w, err := tp.OpenWriter(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs []wlog.Record
+		for i := p; i < n; i += parts {
+			recs = append(recs, wlog.Record{Timestamp: int64(i) * 10, Key: []byte(fmt.Sprint("ad", i%7)), Value: []byte(strconv.Itoa(i))})
+		}
+		if _, err := w.Append(recs); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+}
+
+func decode(r wlog.Record) (click, error) {
+	if _, err := strconv.Atoi(string(r.Value)); err != nil {
+		return click{}, err
+	}
+	return click{Ad: string(r.Key), TS: r.Timestamp}, nil
+}
+
+// run counts clicks per ad in 1s windows, from the log, with checkpoints;
+// failAt > 0 fails the job once at that event time.
+func run(t *testing.T, dir, ck string, failAt int64) (map[string]int64, *weir.Job) {
+	t.Helper()
+	var failed atomic.Bool
+	job := weir.NewJob("log", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, ck),
+		weir.Restarts(weir.RestartPolicy{MaxFailures: 3, Interval: time.Hour}))
+	src := weir.FromSource(job, "clicks", wlog.Source(dir, "clicks", decode),
+		weir.BoundedOutOfOrderness(time.Second, func(c click) time.Time { return time.UnixMilli(c.TS) }))
+	src = weir.Map(src, func(c click) click {
+		if failAt > 0 && !failed.Load() {
+			if c.TS%2000 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			if c.TS >= failAt && failed.CompareAndSwap(false, true) {
+				panic("injected")
+			}
+		}
+		return c
+	})
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(c click) string { return c.Ad }), weir.Tumbling(time.Second)), weir.Count[click]())
+	out := weir.Collect(counts)
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range out.Items() {
+		got[fmt.Sprintf("%s@%d", r.Key, r.Start.UnixMilli())] = r.Value // the last (replayed) result wins
+	}
+	return got, job
+}
+
+// The log source reads every partition as a split, keeps offsets in
+// checkpoints, and after a failure resumes where the checkpoint left off.
+func TestLogSourceWithCheckpointsAndFailure(t *testing.T) {
+	dir := t.TempDir()
+	fill(t, dir, 3, 30000)
+	want, _ := run(t, dir, t.TempDir(), 0)
+	var total int64
+	for _, v := range want {
+		total += v
+	}
+	if total != 30000 {
+		t.Fatalf("counted %d of 30000 records", total)
+	}
+	got, job := run(t, dir, t.TempDir(), 200_000)
+	if job.Metrics().Checkpoints.Restarts.Load() != 1 {
+		t.Fatal("the failure was not injected")
+	}
+	keys := func(m map[string]int64) []string {
+		var k []string
+		for x, v := range m {
+			k = append(k, fmt.Sprint(x, "=", v))
+		}
+		sort.Strings(k)
+		return k
+	}
+	if fmt.Sprint(keys(got)) != fmt.Sprint(keys(want)) {
+		t.Fatalf("after a failure the windows differ from a failure-free run")
+	}
+}
+
+func TestLogSourceBadRecordNamesOffset(t *testing.T) {
+	dir := t.TempDir()
+	tp, err := wlog.CreateTopic(dir, "clicks", wlog.TopicConfig{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := tp.OpenWriter(0)
+	w.Append([]wlog.Record{{Timestamp: 1, Value: []byte("1")}, {Timestamp: 2, Value: []byte("oops")}})
+	w.Close()
+	job := weir.NewJob("bad")
+	weir.Collect(weir.FromSource(job, "clicks", wlog.Source(dir, "clicks", decode), weir.NoWatermarks[click]()))
+	err = job.Run(context.Background())
+	if err == nil || !contains(err.Error(), `topic "clicks" partition 0 offset 1`) {
+		t.Fatalf("want an error naming the record, got %v", err)
+	}
+	job2 := weir.NewJob("missing")
+	weir.Collect(weir.FromSource(job2, "x", wlog.Source(dir, "nosuch", decode), weir.NoWatermarks[click]()))
+	if err := job2.Run(context.Background()); err == nil {
+		t.Fatal("a missing topic must be a clear error")
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
