@@ -124,10 +124,11 @@ func (c *coordinator) run(ctx context.Context) error {
 			cur.sp.resp <- savepointResult{err: errors.New("weir: job ended before the savepoint completed")}
 		}
 	}()
-	triggerSP := func(req *savepointReq) {
-		c.nextID++
-		cur = &inflight{id: c.nextID, sp: req, started: time.Now()}
-		b := &barrierMsg{id: cur.id, stop: req.stop}
+	// begin starts checkpoint cur: a barrier to every source subtask (each
+	// trigger channel has room for one, and at most one checkpoint is in
+	// flight, so this never blocks) and the timeout.
+	begin := func(in *inflight, b *barrierMsg) {
+		cur = in
 		for _, chans := range c.triggers {
 			for _, ch := range chans {
 				ch <- b
@@ -138,22 +139,15 @@ func (c *coordinator) run(ctx context.Context) error {
 		}
 		timer = time.NewTimer(c.timeout)
 		timeout = timer.C
+		c.log.Debug("checkpoint triggered", "id", in.id, "final", in.final, "savepoint", in.sp != nil)
 	}
 	trigger := func(final bool) {
 		c.nextID++
-		cur = &inflight{id: c.nextID, final: final, started: time.Now()}
-		b := &barrierMsg{id: cur.id, final: final}
-		for _, chans := range c.triggers {
-			for _, ch := range chans {
-				ch <- b // capacity 1 and at most one checkpoint in flight: never blocks
-			}
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		timer = time.NewTimer(c.timeout)
-		timeout = timer.C
-		c.log.Debug("checkpoint triggered", "id", cur.id, "final", final)
+		begin(&inflight{id: c.nextID, final: final, started: time.Now()}, &barrierMsg{id: c.nextID, final: final})
+	}
+	triggerSP := func(req *savepointReq) {
+		c.nextID++
+		begin(&inflight{id: c.nextID, sp: req, started: time.Now()}, &barrierMsg{id: c.nextID, stop: req.stop})
 	}
 	for {
 		select {
