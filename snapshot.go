@@ -274,13 +274,8 @@ func (op *overOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
 			}
 			p, _ := op.keys.Upsert(e.Hash, e.Key)
 			*p = k
-			for _, ev := range k.events[k.emitted:] {
-				op.seq++
-				op.timers.Push(overTimer[K]{at: ev.ts, seq: op.seq, hash: k.hash, key: k.key})
-			}
 			if len(k.events) > 0 {
-				op.seq++
-				op.timers.Push(overTimer[K]{at: k.events[0].ts + op.rng, seq: op.seq, hash: k.hash, key: k.key})
+				op.schedule(k)
 			}
 		}
 	}

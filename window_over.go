@@ -30,6 +30,10 @@ type overKey[K comparable, T any] struct {
 	hash    uint64
 	events  []overEvent[T] // sorted by ts
 	emitted int            // events[:emitted] have been emitted
+	// One timer per key is live at a time, at the key's next due time;
+	// other timers of the key in the heap are stale and skipped.
+	timerAt  int64
+	hasTimer bool
 }
 
 type overEvent[T any] struct {
@@ -80,8 +84,7 @@ func (op *overOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		k.events = append(k.events, overEvent[T]{})
 		copy(k.events[j+1:], k.events[j:])
 		k.events[j] = overEvent[T]{ts, r.val}
-		op.seq++
-		op.timers.Push(overTimer[K]{at: ts, seq: op.seq, hash: r.hash, key: r.key})
+		op.schedule(k)
 	}
 	if b.watermark > op.wm {
 		if err := op.advance(b.watermark); err != nil {
@@ -103,6 +106,10 @@ func (op *overOp[K, T, ACC, OUT]) advance(w int64) error {
 			continue
 		}
 		k := *p
+		if !k.hasTimer || t.at != k.timerAt {
+			continue // superseded by an earlier timer of the key
+		}
+		k.hasTimer = false
 		for k.emitted < len(k.events) && k.events[k.emitted].ts <= w {
 			e := &k.events[k.emitted]
 			// The window (ts-size, ts] includes every peer with the same ts.
@@ -132,11 +139,25 @@ func (op *overOp[K, T, ACC, OUT]) advance(w int64) error {
 		}
 		if len(k.events) == 0 {
 			op.keys.Delete(k.hash, k.key)
-		} else if k.emitted == len(k.events) && w != watermark.Max {
-			// Come back to trim when the oldest event leaves the range.
-			op.seq++
-			op.timers.Push(overTimer[K]{at: k.events[0].ts + op.rng, seq: op.seq, hash: k.hash, key: k.key})
+		} else if w != watermark.Max {
+			op.schedule(k)
 		}
 	}
 	return nil
+}
+
+// schedule makes sure k has a timer at its next due time: its oldest
+// unemitted event (to emit it) or the time its oldest event leaves the
+// range (to trim it), whichever comes first.
+func (op *overOp[K, T, ACC, OUT]) schedule(k *overKey[K, T]) {
+	next := k.events[0].ts + op.rng
+	if k.emitted < len(k.events) {
+		next = min(next, k.events[k.emitted].ts)
+	}
+	if k.hasTimer && k.timerAt <= next {
+		return
+	}
+	k.timerAt, k.hasTimer = next, true
+	op.seq++
+	op.timers.Push(overTimer[K]{at: next, seq: op.seq, hash: k.hash, key: k.key})
 }
