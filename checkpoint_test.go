@@ -80,17 +80,14 @@ func (w *memWriter) PreCommit(_ context.Context, id int64) ([]byte, error) {
 func (w *memWriter) Recover(context.Context, int64) error { return nil }
 func (w *memWriter) Close(context.Context) error          { return nil }
 
-// buildCounting is a stateful job: tumbling counts per key and a running
-// count per key (Process), into a two-phase-commit sink. failAt > 0 makes
-// the map fail once when it sees that event.
-func buildCounting(evs []ev, p int, dir string, sink *memSink, failAt int64, failed *atomic.Bool, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("counting", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
-		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour})}, opts...)...)
+// failingSource reads evs with a 200ms bounded-out-of-orderness watermark;
+// with failAt > 0 it paces the input (so checkpoints complete) and fails
+// the job once, with a panic, at the event whose timestamp is failAt.
+func failingSource(job *weir.Job, evs []ev, failAt int64, failed *atomic.Bool) *weir.Stream[ev] {
 	src := weir.FromSource(job, "events", weir.SliceSource(evs),
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
-	src = weir.Map(src, func(e ev) ev {
+	return weir.Map(src, func(e ev) ev {
 		if failAt > 0 && !failed.Load() {
-			// Pace the input so that checkpoints complete before the failure.
 			if e.TS%500 == 0 {
 				time.Sleep(time.Millisecond)
 			}
@@ -100,6 +97,15 @@ func buildCounting(evs []ev, p int, dir string, sink *memSink, failAt int64, fai
 		}
 		return e
 	})
+}
+
+// buildCounting is a stateful job: tumbling counts per key and a running
+// count per key (Process), into a two-phase-commit sink. failAt > 0 makes
+// the map fail once when it sees that event.
+func buildCounting(evs []ev, p int, dir string, sink *memSink, failAt int64, failed *atomic.Bool, opts ...weir.Option) *weir.Job {
+	job := weir.NewJob("counting", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour})}, opts...)...)
+	src := failingSource(job, evs, failAt, failed)
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))
 	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
 		return fmt.Sprintf("%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)

@@ -748,19 +748,7 @@ func buildProcessJob(evs []ev, p int, dir string, sink *memSink, failAt int64, f
 	job := weir.NewJob("process", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
 		weir.Clock(func() time.Time { return time.UnixMilli(1_000_000) }),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour})}, opts...)...)
-	src := weir.FromSource(job, "events", weir.SliceSource(evs),
-		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
-	src = weir.Map(src, func(e ev) ev {
-		if failAt > 0 && !failed.Load() {
-			if e.TS%500 == 0 {
-				time.Sleep(time.Millisecond)
-			}
-			if e.TS == failAt && failed.CompareAndSwap(false, true) {
-				panic("injected failure")
-			}
-		}
-		return e
-	})
+	src := failingSource(job, evs, failAt, failed)
 	out := weir.ProcessWith(weir.KeyBy(src, func(e ev) string { return e.Key }),
 		func() weir.KeyedProcessFunction[string, ev, string] { return &ckProc{showWM: p == 1} }, weir.UID("proc"))
 	weir.To(out, weir.Sink[string](sink), weir.UID("sink"))
