@@ -36,6 +36,21 @@ func encodeGroups[E any](st *opState, groups map[int][]E) error {
 	return nil
 }
 
+// eachEntry decodes the per-key-group entry lists of a restore and calls
+// fn for every entry.
+func eachEntry[E any](groups [][]byte, fn func(E)) error {
+	for _, data := range groups {
+		var es []E
+		if err := decode(data, &es); err != nil {
+			return err
+		}
+		for _, e := range es {
+			fn(e)
+		}
+	}
+	return nil
+}
+
 // restoredState is the state a job restores from: every operator subtask's
 // state of one checkpoint or savepoint, by operator UID.
 type restoredState struct {
@@ -138,17 +153,10 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapsho
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
 	op.wm, op.sentWM = wm, wm
-	for _, data := range groups {
-		var es []alignedEntry[K, ACC]
-		if err := decode(data, &es); err != nil {
-			return err
-		}
-		for _, e := range es {
-			p, _ := op.bucket(e.Start, e.End).tab.Upsert(e.Hash, e.Key)
-			*p = e.Acc
-		}
-	}
-	return nil
+	return eachEntry(groups, func(e alignedEntry[K, ACC]) {
+		p, _ := op.bucket(e.Start, e.End).tab.Upsert(e.Hash, e.Key)
+		*p = e.Acc
+	})
 }
 
 // ---- general windows ----
@@ -194,39 +202,32 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot
 func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) error {
 	op.wm, op.emitWM, op.sentWM = wm, wm, wm
 	now := op.now()
-	for _, data := range groups {
-		var es []genEntry[K, ACC, OUT]
-		if err := decode(data, &es); err != nil {
-			return err
-		}
-		for _, e := range es {
-			ks := &gkey[K, ACC, OUT]{key: e.Key, hash: e.Hash}
-			p, _ := op.keys.Upsert(e.Hash, e.Key)
-			*p = ks
-			for _, we := range e.Wins {
-				w := &gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
-					dirty: we.Dirty, last: we.Last, early: we.Early, lateTimer: we.LateTimer, procTimer: we.ProcTimer}
-				ks.wins = append(ks.wins, w)
-				op.seq++
-				if op.trig.kind == eventTimeTrigger {
-					op.etimers.Push(gtimer[K]{at: w.end - 1, kind: tFire, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
-				}
-				if w.end != watermark.Max {
-					op.etimers.Push(gtimer[K]{at: w.end - 1 + op.lateness, kind: tCleanup, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
-				}
-				if w.early {
-					op.procTimer(ks, w, tEarly, now+op.trig.early)
-				}
-				if w.lateTimer {
-					op.procTimer(ks, w, tLate, now+op.trig.late)
-				}
-				if w.procTimer {
-					op.procTimer(ks, w, tProcFire, w.end-1)
-				}
+	return eachEntry(groups, func(e genEntry[K, ACC, OUT]) {
+		ks := &gkey[K, ACC, OUT]{key: e.Key, hash: e.Hash}
+		p, _ := op.keys.Upsert(e.Hash, e.Key)
+		*p = ks
+		for _, we := range e.Wins {
+			w := &gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
+				dirty: we.Dirty, last: we.Last, early: we.Early, lateTimer: we.LateTimer, procTimer: we.ProcTimer}
+			ks.wins = append(ks.wins, w)
+			op.seq++
+			if op.trig.kind == eventTimeTrigger {
+				op.etimers.Push(gtimer[K]{at: w.end - 1, kind: tFire, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
+			}
+			if w.end != watermark.Max {
+				op.etimers.Push(gtimer[K]{at: w.end - 1 + op.lateness, kind: tCleanup, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
+			}
+			if w.early {
+				op.procTimer(ks, w, tEarly, now+op.trig.early)
+			}
+			if w.lateTimer {
+				op.procTimer(ks, w, tLate, now+op.trig.late)
+			}
+			if w.procTimer {
+				op.procTimer(ks, w, tProcFire, w.end-1)
 			}
 		}
-	}
-	return nil
+	})
 }
 
 // ---- sliding (over) windows ----
@@ -262,24 +263,17 @@ func (op *overOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error 
 
 func (op *overOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
 	op.wm, op.emitWM, op.sentWM = wm, wm, wm
-	for _, data := range groups {
-		var es []overEntry[K, T]
-		if err := decode(data, &es); err != nil {
-			return err
+	return eachEntry(groups, func(e overEntry[K, T]) {
+		k := &overKey[K, T]{key: e.Key, hash: e.Hash, emitted: e.Emitted}
+		for i := range e.Ts {
+			k.events = append(k.events, overEvent[T]{e.Ts[i], e.Vals[i]})
 		}
-		for _, e := range es {
-			k := &overKey[K, T]{key: e.Key, hash: e.Hash, emitted: e.Emitted}
-			for i := range e.Ts {
-				k.events = append(k.events, overEvent[T]{e.Ts[i], e.Vals[i]})
-			}
-			p, _ := op.keys.Upsert(e.Hash, e.Key)
-			*p = k
-			if len(k.events) > 0 {
-				op.schedule(k)
-			}
+		p, _ := op.keys.Upsert(e.Hash, e.Key)
+		*p = k
+		if len(k.events) > 0 {
+			op.schedule(k)
 		}
-	}
-	return nil
+	})
 }
 
 // DescribeOperatorState describes the non-keyed part of one state file of a
