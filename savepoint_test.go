@@ -20,10 +20,14 @@ func genEvents(i int64, rng *rand.Rand) ev {
 }
 
 func windowJob(count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+	return windowJobOf(weir.Tumbling(time.Second), count, rate, p, dir, sink, opts...)
+}
+
+func windowJobOf(w weir.Windows, count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
 	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
 	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents),
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
-	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w), weir.Count[ev](), weir.UID("counts"))
 	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
 		return fmt.Sprintf("%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
 	}), weir.Sink[string](sink), weir.UID("sink"))
@@ -32,40 +36,43 @@ func windowJob(count int64, rate float64, p int, dir string, sink *memSink, opts
 
 // Stop-with-savepoint at parallelism 2, restore at 1 and at 4: the output
 // before the stop plus the output after the restore equals one
-// uninterrupted run.
+// uninterrupted run — for the aligned (tumbling), general (session) and
+// sliding window operators.
 func TestStopWithSavepointAndRescale(t *testing.T) {
 	const n = 30000
-	ref := newMemSink()
-	if err := windowJob(n, 0, 2, t.TempDir(), ref).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	want := ref.output()
-	for _, p := range []int{1, 4} {
-		first := newMemSink()
-		job := windowJob(-1, 100_000, 2, t.TempDir(), first)
-		done := make(chan error, 1)
-		go func() { done <- job.Run(context.Background()) }()
-		waitFor(t, "first results", func() bool { return len(first.output()) > 50 })
-		sp := filepath.Join(t.TempDir(), "sp")
-		path, err := job.Savepoint(context.Background(), sp, true)
-		if err != nil {
+	for _, w := range []weir.Windows{weir.Tumbling(time.Second), weir.Session(150 * time.Millisecond), weir.Sliding(500 * time.Millisecond)} {
+		ref := newMemSink()
+		if err := windowJobOf(w, n, 0, 2, t.TempDir(), ref).Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-done; err != nil {
-			t.Fatalf("a job stopped with a savepoint must end cleanly: %v", err)
-		}
-		before := len(first.output())
-		if before >= len(want) {
-			t.Fatalf("the first job ran to the end (%d results): the savepoint came too late", before)
-		}
-		// The same sink: committing the savepoint's output again on restore
-		// must be a no-op (idempotent commit).
-		if err := windowJob(n, 0, p, t.TempDir(), first, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
-			t.Fatalf("restore at p=%d: %v", p, err)
-		}
-		got := first.output()
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("p=%d: %d results before the savepoint, %d in all; want %d as one run", p, before, len(got), len(want))
+		want := ref.output()
+		for _, p := range []int{1, 4} {
+			first := newMemSink()
+			job := windowJobOf(w, -1, 100_000, 2, t.TempDir(), first)
+			done := make(chan error, 1)
+			go func() { done <- job.Run(context.Background()) }()
+			waitFor(t, "first results", func() bool { return len(first.output()) > 50 })
+			sp := filepath.Join(t.TempDir(), "sp")
+			path, err := job.Savepoint(context.Background(), sp, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("a job stopped with a savepoint must end cleanly: %v", err)
+			}
+			before := len(first.output())
+			if before >= len(want) {
+				t.Fatalf("%v: the first job ran to the end (%d results): the savepoint came too late", w, before)
+			}
+			// The same sink: committing the savepoint's output again on
+			// restore must be a no-op (idempotent commit).
+			if err := windowJobOf(w, n, 0, p, t.TempDir(), first, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
+				t.Fatalf("%v: restore at p=%d: %v", w, p, err)
+			}
+			got := first.output()
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%v p=%d: %d results before the savepoint, %d in all; want %d as one run", w, p, before, len(got), len(want))
+			}
 		}
 	}
 }
