@@ -389,6 +389,18 @@ type CheckpointedReader[T any] interface {
 	Position() ([]byte, error)
 }
 
+// CheckpointListener is implemented by split readers that want to know
+// when a checkpoint holding their position has completed, as Flink's
+// CheckpointListener. position is what the reader's Position returned for
+// that checkpoint. The call is made from the reader's task between reads,
+// after the checkpoint's metadata is durable; it is a notification only
+// (a Kafka source commits offsets to its group for monitoring): a returned
+// error is logged and counted, it does not fail the job, and a
+// notification may be skipped (a later one covers it).
+type CheckpointListener interface {
+	NotifyCheckpointComplete(ctx context.Context, checkpointID int64, position []byte) error
+}
+
 // RestorableSource is a Source whose splits can be reopened where a
 // checkpoint left them.
 type RestorableSource[T any] interface {
