@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir/internal/metrics"
@@ -37,6 +38,11 @@ type coordinator struct {
 
 	// requests are savepoints asked for while the job runs.
 	requests chan *savepointReq
+
+	// committed is the id of the newest checkpoint or savepoint whose
+	// sinks were told to commit; sources poll it to notify their
+	// CheckpointListener readers.
+	committed atomic.Int64
 }
 
 // errStopped ends a job stopped with a savepoint; Run returns nil for it.
@@ -262,6 +268,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			if err := c.commit(ctx, done.id, done.snaps); err != nil {
 				return fmt.Errorf("weir: commit of checkpoint %d: %w", done.id, err)
 			}
+			c.committed.Store(done.id)
 			if done.final {
 				return nil
 			}
@@ -295,6 +302,7 @@ func (c *coordinator) completeSavepoint(ctx context.Context, done *inflight) err
 		req.resp <- savepointResult{err: err}
 		return fmt.Errorf("weir: commit of savepoint %d: %w", done.id, err)
 	}
+	c.committed.Store(done.id)
 	c.log.Info("savepoint complete", "id", done.id, "path", req.path, "stop", req.stop)
 	req.resp <- savepointResult{path: req.path, id: done.id}
 	return nil

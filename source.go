@@ -180,6 +180,41 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		}
 	}
 	lastWM, lastIdle := int64(watermark.Min), false
+	// Positions of checkpoints not yet known complete, for readers that
+	// implement CheckpointListener.
+	type pendingPos struct {
+		id  int64
+		pos [][]byte
+	}
+	var pending []pendingPos
+	listening := false
+	for _, r := range readers {
+		if _, ok := r.(CheckpointListener); ok {
+			listening = true
+		}
+	}
+	notify := func() {
+		last := ck.committed.Load()
+		k := 0
+		for k < len(pending) && pending[k].id <= last {
+			k++
+		}
+		if k == 0 {
+			return
+		}
+		p := pending[k-1] // the newest complete one covers the older ones
+		pending = append(pending[:0], pending[k:]...)
+		for i, r := range readers {
+			l, ok := r.(CheckpointListener)
+			if !ok || done[i] || p.pos[i] == nil {
+				continue
+			}
+			if err := l.NotifyCheckpointComplete(ctx, p.id, p.pos[i]); err != nil {
+				ck.log.Warn("checkpoint-complete notification failed", "split", splits[i].ID(), "checkpoint", p.id, "err", err)
+				m.NotifyErrors.Add(1)
+			}
+		}
+	}
 	// snapshot saves every split's position and watermark generator, then
 	// sends the barrier down the chain and the task's part to the
 	// coordinator.
@@ -187,6 +222,10 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		info := newOpInfo(st, n)
 		os := info.state(comb.Current())
 		os.Meta = map[string][]byte{}
+		var positions [][]byte
+		if listening {
+			positions = make([][]byte, len(splits))
+		}
 		for i, s := range splits {
 			ss := splitState{Done: done[i]}
 			ss.MaxTS, ss.WM = gens[i].State()
@@ -196,12 +235,18 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 					return fmt.Errorf("position of split %s: %w", s.ID(), err)
 				}
 				ss.Pos = pos
+				if positions != nil {
+					positions[i] = pos
+				}
 			}
 			data, err := encode(ss)
 			if err != nil {
 				return err
 			}
 			os.Meta[s.ID()] = data
+		}
+		if positions != nil {
+			pending = append(pending, pendingPos{id: b.id, pos: positions})
 		}
 		snap := &taskSnapshot{id: b.id, task: n.name, subtask: st.index, states: []opState{os}}
 		if err := forwardBarrier(out, b, snap); err != nil {
@@ -273,6 +318,9 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 				}
 				lastWM, lastIdle = b.watermark, idle
 			}
+		}
+		if len(pending) > 0 {
+			notify()
 		}
 		now := time.Now().UnixNano()
 		if err := st.tick(now); err != nil {

@@ -31,6 +31,10 @@ type Operator struct {
 	LateDropped atomic.Int64
 	// BadRecordsSkipped counts malformed input records skipped by a source.
 	BadRecordsSkipped atomic.Int64
+	// DeadLetters counts malformed input records sent to a dead-letter sink.
+	DeadLetters atomic.Int64
+	// NotifyErrors counts failed checkpoint-complete notifications.
+	NotifyErrors atomic.Int64
 	// Watermark is the operator's current input watermark (ms), Min if none.
 	Watermark atomic.Int64
 	// BackpressureNanos is the time spent blocked sending to a full queue.
@@ -126,6 +130,8 @@ var (
 	descOut      = prometheus.NewDesc("weir_records_out_total", "Records emitted by the operator subtask.", labels, nil)
 	descLate     = prometheus.NewDesc("late_records_dropped_total", "Events dropped because they arrived after their window's allowed lateness.", labels, nil)
 	descSkipped  = prometheus.NewDesc("weir_bad_records_skipped_total", "Malformed input records skipped by a source.", labels, nil)
+	descDead     = prometheus.NewDesc("weir_dead_letters_total", "Malformed input records a source sent to its dead-letter sink.", labels, nil)
+	descNotify   = prometheus.NewDesc("weir_checkpoint_notify_errors_total", "Failed checkpoint-complete notifications of source readers (for example offset commits for monitoring).", labels, nil)
 	descWM       = prometheus.NewDesc("weir_watermark_ms", "Current input watermark of the operator subtask, epoch milliseconds (absent before the first watermark).", labels, nil)
 	descLag      = prometheus.NewDesc("weir_watermark_lag_seconds", "Processing time minus the operator subtask's current watermark (absent before the first watermark and after the last).", labels, nil)
 	ckLabels     = []string{"job"}
@@ -173,6 +179,8 @@ func (r *Registry) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOut, prometheus.CounterValue, float64(o.RecordsOut.Load()), lv...)
 		ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(o.LateDropped.Load()), lv...)
 		ch <- prometheus.MustNewConstMetric(descSkipped, prometheus.CounterValue, float64(o.BadRecordsSkipped.Load()), lv...)
+		ch <- prometheus.MustNewConstMetric(descDead, prometheus.CounterValue, float64(o.DeadLetters.Load()), lv...)
+		ch <- prometheus.MustNewConstMetric(descNotify, prometheus.CounterValue, float64(o.NotifyErrors.Load()), lv...)
 		if wm := o.Watermark.Load(); wm != math.MinInt64 && wm != math.MaxInt64 {
 			ch <- prometheus.MustNewConstMetric(descWM, prometheus.GaugeValue, float64(wm), lv...)
 			lag := float64(r.now().UnixMilli()-wm) / 1e3
