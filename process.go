@@ -88,6 +88,7 @@ func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() K
 				clock: st.now,
 			},
 		}
+		op.procCore.m = op.m
 		if err := op.open(st, n); err != nil {
 			return nil, fmt.Errorf("weir: operator %q: %w", n.name, err)
 		}
@@ -203,6 +204,10 @@ func (c *KeyedContext[K, OUT]) CurrentProcessingTime() time.Time {
 // Emit sends a record downstream with the current timestamp.
 func (c *KeyedContext[K, OUT]) Emit(v OUT) { c.op.ob.add(v, c.op.curTS, c.op.emitWM) }
 
+// emitAt sends a record with timestamp ts (ms), which must not be below the
+// current record's: the joins stamp a pair with the later of its two times.
+func (c *KeyedContext[K, OUT]) emitAt(v OUT, ts int64) { c.op.ob.add(v, ts, c.op.emitWM) }
+
 // RegisterEventTimeTimer asks for OnTimer to be called for the current key
 // once the watermark reaches t. Registering the same key and time twice
 // fires once. Timers of the same time fire in registration order.
@@ -247,6 +252,8 @@ type procCore[K comparable, OUT any] struct {
 	clock func() int64 // the job's clock, unix ms
 	now   int64        // processing time of the record or timer at hand
 	nowOK bool         // now was read for it
+
+	m *metrics.Operator // for operators built on Process (joins) that count late records
 }
 
 // procNow is the processing time of the record or timer being processed:

@@ -1,0 +1,559 @@
+package weir
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+)
+
+// Joins of two keyed streams. Every join here is a keyed operator with two
+// inputs: both streams are tagged with their side, merged into one keyed
+// edge (Flink's CoGroup does the same with its TaggedUnion) and handled by
+// the same machinery as Process or ProcessWindow, so joins checkpoint,
+// restore at another parallelism and run on either state backend like any
+// other keyed operator. The watermark of a join is the minimum of its two
+// inputs' watermarks.
+//
+// Which join to use, as in Flink:
+//
+//   - WindowJoin / CoGroup: both sides cut into the same windows (tumbling,
+//     hopping, session); a pair joins if the keys match and both fall in the
+//     same window. State lives as long as the window.
+//   - IntervalJoin: a pair joins if the keys match and the right time is
+//     within [left+lower, left+upper]. State lives until the watermark
+//     passes the interval.
+//   - Join: a regular (unbounded) inner join: every pair with matching keys
+//     and a true predicate, whenever its two sides arrive. State is kept
+//     forever (Flink's default with no state TTL).
+//   - JoinChanges: a regular inner join of changelog streams (inputs with
+//     retractions, such as the results of AggregateChanges), emitting a
+//     changelog.
+
+// tagged carries a record of either input of a two-input keyed operator.
+// Fields are exported for the state snapshots (gob).
+type tagged[L, R any] struct {
+	IsRight bool
+	Left    L
+	Right   R
+}
+
+// connectTwo merges two keyed streams into one keyed stream of tagged
+// records, keyed by the same key.
+func connectTwo[K comparable, L, R any](left *KeyedStream[K, L], right *KeyedStream[K, R], what string) *KeyedStream[K, tagged[L, R]] {
+	j := left.src.job
+	if right.src.job != j {
+		j.fail(fmt.Errorf("weir: %s: streams of different jobs", what))
+	}
+	l := Map(left.src, func(v L) tagged[L, R] { return tagged[L, R]{Left: v} }, Name(what+"-left"))
+	r := Map(right.src, func(v R) tagged[L, R] { return tagged[L, R]{IsRight: true, Right: v} }, Name(what+"-right"))
+	lk, rk := left.key, right.key
+	return &KeyedStream[K, tagged[L, R]]{
+		src: Union(l, r),
+		key: func(t tagged[L, R]) K {
+			if t.IsRight {
+				return rk(t.Right)
+			}
+			return lk(t.Left)
+		},
+		hash: left.hash,
+	}
+}
+
+// CoGroup cuts both keyed streams into the same windows and calls fn once
+// per key and window that has events on either side, with the events of
+// each side in arrival order (Flink's coGroup). A side without events in
+// the window gets an empty slice, so outer joins are built with CoGroup.
+// Options are those of Window (AllowedLateness, Trigger) and of any
+// operator (Name, UID, Parallelism); events late for every window they
+// belong to are dropped and counted, as in a windowed aggregate.
+func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows,
+	fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+	ks := connectTwo(left, right, "CoGroup")
+	ws := Window(ks, w, append([]Option{Name("CoGroup")}, opts...)...)
+	return ProcessWindow(ws, func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
+		var ls []L
+		var rs []R
+		for i := range evs {
+			if evs[i].IsRight {
+				rs = append(rs, evs[i].Right)
+			} else {
+				ls = append(ls, evs[i].Left)
+			}
+		}
+		return fn(key, win, ls, rs, emit)
+	})
+}
+
+// WindowJoin is the inner join of two keyed streams over windows (Flink's
+// DataStream join ... window ... apply): fn is called for every pair of a
+// left and a right event with the same key in the same window. A pair in
+// several hopping windows is joined once per window. Results carry the
+// window's last millisecond as their timestamp.
+func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows,
+	fn func(key K, win WindowInfo, l L, r R) OUT, opts ...Option) *Stream[OUT] {
+	return CoGroup(left, right, w, func(key K, win WindowInfo, ls []L, rs []R, emit func(OUT)) error {
+		for _, l := range ls {
+			for _, r := range rs {
+				emit(fn(key, win, l, r))
+			}
+		}
+		return nil
+	}, append([]Option{Name("WindowJoin")}, opts...)...)
+}
+
+// IntervalJoin joins each left event at time t with every right event of
+// the same key whose time lies in [t+lower, t+upper], bounds included
+// (Flink's intervalJoin ... between(lower, upper)). lower must not exceed
+// upper; both may be negative. A pair is emitted once, when its second
+// event arrives, stamped with the later of the two times.
+//
+// Events are buffered in keyed state until the watermark passes the last
+// time they can still match, then removed by an event-time timer. An event
+// below the watermark when it arrives is late: it is dropped and counted
+// (weir_late_records_dropped_total), as in Flink. weir removes a left event
+// only once the watermark is beyond t+upper (Flink removes it at t+upper,
+// which can miss a right event at exactly t+upper that is not late).
+func IntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration,
+	fn func(key K, l L, r R) OUT, opts ...Option) *Stream[OUT] {
+	j := left.src.job
+	lo, hi := lower.Milliseconds(), upper.Milliseconds()
+	if lo > hi {
+		j.fail(fmt.Errorf("weir: IntervalJoin: lower bound %v is above upper bound %v", lower, upper))
+	}
+	ks := connectTwo(left, right, "IntervalJoin")
+	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
+		return &intervalJoin[K, L, R, OUT]{lower: lo, upper: hi, fn: fn}
+	}, append([]Option{Name("IntervalJoin")}, opts...)...)
+}
+
+type intervalJoin[K comparable, L, R, OUT any] struct {
+	lower, upper int64
+	fn           func(K, L, R) OUT
+	left         *MapState[K, int64, []L] // event time -> events at that time
+	right        *MapState[K, int64, []R]
+	expired      []int64
+}
+
+func (f *intervalJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
+	f.left = NewMapState[int64, []L](rc, "left-buffer")
+	f.right = NewMapState[int64, []R](rc, "right-buffer")
+	return nil
+}
+
+// leftExpiry is the first watermark at which a left event at t can no
+// longer be joined: every right event it could match (up to t+upper) is
+// then late. Likewise for a right event at t, whose partners are left
+// events up to t-lower.
+func (f *intervalJoin[K, L, R, OUT]) leftExpiry(t int64) int64  { return max(t, t+f.upper) + 1 }
+func (f *intervalJoin[K, L, R, OUT]) rightExpiry(t int64) int64 { return max(t, t-f.lower) + 1 }
+
+func (f *intervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in tagged[L, R]) error {
+	t := ctx.op.curTS
+	if t < ctx.op.wm {
+		ctx.op.m.LateDropped.Add(1)
+		return nil
+	}
+	key := ctx.Key()
+	if !in.IsRight {
+		ls, _ := f.left.Get(t)
+		f.left.Put(t, append(ls, in.Left))
+		for rt, rs := range f.right.All() {
+			if rt >= t+f.lower && rt <= t+f.upper {
+				for _, r := range rs {
+					ctx.emitAt(f.fn(key, in.Left, r), max(t, rt))
+				}
+			}
+		}
+		ctx.RegisterEventTimeTimer(time.UnixMilli(f.leftExpiry(t)))
+		return nil
+	}
+	rs, _ := f.right.Get(t)
+	f.right.Put(t, append(rs, in.Right))
+	for lt, ls := range f.left.All() {
+		if t >= lt+f.lower && t <= lt+f.upper {
+			for _, l := range ls {
+				ctx.emitAt(f.fn(key, l, in.Right), max(t, lt))
+			}
+		}
+	}
+	ctx.RegisterEventTimeTimer(time.UnixMilli(f.rightExpiry(t)))
+	return nil
+}
+
+// OnTimer removes the events of the key that can no longer join.
+func (f *intervalJoin[K, L, R, OUT]) OnTimer(ctx *KeyedContext[K, OUT], at time.Time) error {
+	now := at.UnixMilli()
+	f.expired = f.expired[:0]
+	for t := range f.left.All() {
+		if f.leftExpiry(t) <= now {
+			f.expired = append(f.expired, t)
+		}
+	}
+	for _, t := range f.expired {
+		f.left.Remove(t)
+	}
+	f.expired = f.expired[:0]
+	for t := range f.right.All() {
+		if f.rightExpiry(t) <= now {
+			f.expired = append(f.expired, t)
+		}
+	}
+	for _, t := range f.expired {
+		f.right.Remove(t)
+	}
+	return nil
+}
+
+// Join is the regular inner join of two keyed streams (a SQL join on the
+// key without time bounds): every left and right event with the same key
+// for which pred returns true yields fn's result once, when the later of
+// the two arrives, stamped with the later of their event times. Both sides
+// are kept in keyed state for ever (Flink's default without a state TTL),
+// so use it where keys are bounded or the job is bounded; WindowJoin and
+// IntervalJoin bound their state by time. The output is append-only; for
+// inputs with retractions use JoinChanges.
+func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R],
+	fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[OUT] {
+	ks := connectTwo(left, right, "Join")
+	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
+		return &regularJoin[K, L, R, OUT]{fn: fn}
+	}, append([]Option{Name("Join")}, opts...)...)
+}
+
+// Timed is a value with its event time (ms), as kept in a join's state.
+type Timed[T any] struct {
+	V  T
+	TS int64
+}
+
+type regularJoin[K comparable, L, R, OUT any] struct {
+	fn    func(K, L, R) (OUT, bool)
+	left  *ListState[K, Timed[L]]
+	right *ListState[K, Timed[R]]
+}
+
+func (f *regularJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
+	f.left = NewListState[Timed[L]](rc, "left")
+	f.right = NewListState[Timed[R]](rc, "right")
+	return nil
+}
+
+func (f *regularJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in tagged[L, R]) error {
+	t, key := ctx.op.curTS, ctx.Key()
+	if !in.IsRight {
+		f.left.Add(Timed[L]{in.Left, t})
+		for r := range f.right.All() {
+			if out, ok := f.fn(key, in.Left, r.V); ok {
+				ctx.emitAt(out, max(t, r.TS))
+			}
+		}
+		return nil
+	}
+	f.right.Add(Timed[R]{in.Right, t})
+	for l := range f.left.All() {
+		if out, ok := f.fn(key, l.V, in.Right); ok {
+			ctx.emitAt(out, max(t, l.TS))
+		}
+	}
+	return nil
+}
+
+// Change is one row of a changelog stream: a value and what it does to a
+// view of the results (Flink's RowKind): Insert and UpdateAfter add it,
+// UpdateBefore and Delete retract it.
+type Change[T any] struct {
+	Kind  ChangeKind
+	Value T
+}
+
+// Adds reports whether the change adds its value to the view (Insert or
+// UpdateAfter) rather than retracting it.
+func (c Change[T]) Adds() bool { return c.Kind == Insert || c.Kind == UpdateAfter }
+
+// Changes turns an append-only stream into a changelog of inserts.
+func Changes[T any](s *Stream[T], opts ...Option) *Stream[Change[T]] {
+	return Map(s, func(v T) Change[T] { return Change[T]{Insert, v} }, append([]Option{Name("Changes")}, opts...)...)
+}
+
+// JoinChanges is the regular inner join of two changelog streams: it keeps
+// each side as a multiset of values per key, and when a value is added
+// (Insert, UpdateAfter) it emits an Insert for every match on the other
+// side; when one is retracted (UpdateBefore, Delete) a Delete for every
+// match. Applying the output to a view gives the join of the two input
+// views at every moment. Retracting a value that is not there is ignored,
+// as in Flink. State is kept for ever, as in Join.
+func JoinChanges[K, L, R comparable, OUT any](left *KeyedStream[K, Change[L]], right *KeyedStream[K, Change[R]],
+	fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[Change[OUT]] {
+	ks := connectTwo(left, right, "JoinChanges")
+	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[Change[L], Change[R]], Change[OUT]] {
+		return &changeJoin[K, L, R, OUT]{fn: fn}
+	}, append([]Option{Name("JoinChanges")}, opts...)...)
+}
+
+type changeJoin[K, L, R comparable, OUT any] struct {
+	fn    func(K, L, R) (OUT, bool)
+	left  *MapState[K, L, int64] // value -> multiplicity
+	right *MapState[K, R, int64]
+}
+
+func (f *changeJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
+	f.left = NewMapState[L, int64](rc, "left")
+	f.right = NewMapState[R, int64](rc, "right")
+	return nil
+}
+
+// count moves v's multiplicity in s by one and reports whether it changed.
+func count[K, V comparable](s *MapState[K, V, int64], v V, add bool) bool {
+	n, _ := s.Get(v)
+	switch {
+	case add:
+		s.Put(v, n+1)
+	case n == 0:
+		return false
+	case n == 1:
+		s.Remove(v)
+	default:
+		s.Put(v, n-1)
+	}
+	return true
+}
+
+func (f *changeJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, Change[OUT]], in tagged[Change[L], Change[R]]) error {
+	key := ctx.Key()
+	if !in.IsRight {
+		add := in.Left.Adds()
+		if !count(f.left, in.Left.Value, add) {
+			return nil
+		}
+		kind := changeOf(add)
+		for r, n := range f.right.All() {
+			if out, ok := f.fn(key, in.Left.Value, r); ok {
+				for range n {
+					ctx.Emit(Change[OUT]{kind, out})
+				}
+			}
+		}
+		return nil
+	}
+	add := in.Right.Adds()
+	if !count(f.right, in.Right.Value, add) {
+		return nil
+	}
+	kind := changeOf(add)
+	for l, n := range f.left.All() {
+		if out, ok := f.fn(key, l, in.Right.Value); ok {
+			for range n {
+				ctx.Emit(Change[OUT]{kind, out})
+			}
+		}
+	}
+	return nil
+}
+
+func changeOf(add bool) ChangeKind {
+	if add {
+		return Insert
+	}
+	return Delete
+}
+
+// KeyValue is a key with its value, such as the result of a group
+// aggregate.
+type KeyValue[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// RetractingAggregateFunction is an aggregate that can also take a value
+// back out, for aggregates over changelog streams (Flink's retract method).
+type RetractingAggregateFunction[T, ACC, OUT any] interface {
+	Create() ACC
+	Add(acc ACC, v T) ACC
+	Retract(acc ACC, v T) ACC
+	Result(acc ACC) OUT
+}
+
+// AggregateChanges is a continuously updated aggregate per key over a
+// changelog (SQL's GROUP BY without windows, Flink's GroupAggFunction). It
+// emits its own changelog: an Insert with the first result of a key, then
+// UpdateBefore(old) and UpdateAfter(new) whenever the result changes (not
+// when it stays the same), and a Delete when every value of the key has
+// been retracted. Retracting from a key with no values is ignored. Results
+// carry the event time of the change that caused them. State is kept for
+// ever. For an append-only stream, wrap it with Changes.
+func AggregateChanges[K comparable, T, ACC any, OUT comparable](ks *KeyedStream[K, Change[T]], agg RetractingAggregateFunction[T, ACC, OUT], opts ...Option) *Stream[Change[KeyValue[K, OUT]]] {
+	return ProcessWith(ks, func() KeyedProcessFunction[K, Change[T], Change[KeyValue[K, OUT]]] {
+		return &groupAgg[K, T, ACC, OUT]{agg: agg}
+	}, append([]Option{Name("AggregateChanges")}, opts...)...)
+}
+
+// groupAcc is the state of one key of AggregateChanges.
+type groupAcc[ACC, OUT any] struct {
+	Acc  ACC
+	N    int64 // values added minus values retracted
+	Last OUT   // the result last emitted
+}
+
+type groupAgg[K comparable, T, ACC any, OUT comparable] struct {
+	agg RetractingAggregateFunction[T, ACC, OUT]
+	st  *ValueState[K, groupAcc[ACC, OUT]]
+}
+
+func (f *groupAgg[K, T, ACC, OUT]) Open(rc *RuntimeContext[K]) error {
+	f.st = NewValueState[groupAcc[ACC, OUT]](rc, "group")
+	return nil
+}
+
+func (f *groupAgg[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, Change[KeyValue[K, OUT]]], in Change[T]) error {
+	g, ok := f.st.Value()
+	if !ok {
+		if !in.Adds() {
+			return nil
+		}
+		g.Acc = f.agg.Create()
+	}
+	key := ctx.Key()
+	if in.Adds() {
+		g.Acc = f.agg.Add(g.Acc, in.Value)
+		g.N++
+	} else {
+		g.Acc = f.agg.Retract(g.Acc, in.Value)
+		g.N--
+	}
+	if g.N <= 0 {
+		ctx.Emit(Change[KeyValue[K, OUT]]{Delete, KeyValue[K, OUT]{key, g.Last}})
+		f.st.Clear()
+		return nil
+	}
+	res := f.agg.Result(g.Acc)
+	switch {
+	case !ok:
+		ctx.Emit(Change[KeyValue[K, OUT]]{Insert, KeyValue[K, OUT]{key, res}})
+	case res != g.Last:
+		ctx.Emit(Change[KeyValue[K, OUT]]{UpdateBefore, KeyValue[K, OUT]{key, g.Last}})
+		ctx.Emit(Change[KeyValue[K, OUT]]{UpdateAfter, KeyValue[K, OUT]{key, res}})
+	}
+	g.Last = res
+	f.st.Update(g)
+	return nil
+}
+
+// ExtremumAcc is the accumulator of MaxRetract and MinRetract: the count of
+// every value, and the current extremum.
+type ExtremumAcc[V cmp.Ordered] struct {
+	Counts map[V]int64
+	Best   V
+}
+
+type extremumRetract[T any, V cmp.Ordered] struct {
+	fn  func(T) V
+	max bool
+}
+
+// MaxRetract is the largest fn(v) of the values present, for
+// AggregateChanges (Flink's MaxWithRetractAggFunction). It keeps a count
+// per distinct value, so that retracting the maximum finds the next one.
+func MaxRetract[T any, V cmp.Ordered](fn func(T) V) RetractingAggregateFunction[T, ExtremumAcc[V], V] {
+	return extremumRetract[T, V]{fn, true}
+}
+
+// MinRetract is the smallest fn(v) of the values present, for
+// AggregateChanges.
+func MinRetract[T any, V cmp.Ordered](fn func(T) V) RetractingAggregateFunction[T, ExtremumAcc[V], V] {
+	return extremumRetract[T, V]{fn, false}
+}
+
+func (a extremumRetract[T, V]) better(x, y V) bool {
+	if a.max {
+		return x > y
+	}
+	return x < y
+}
+
+func (a extremumRetract[T, V]) Create() ExtremumAcc[V] { return ExtremumAcc[V]{Counts: map[V]int64{}} }
+
+func (a extremumRetract[T, V]) Add(acc ExtremumAcc[V], v T) ExtremumAcc[V] {
+	x := a.fn(v)
+	if len(acc.Counts) == 0 || a.better(x, acc.Best) {
+		acc.Best = x
+	}
+	acc.Counts[x]++
+	return acc
+}
+
+func (a extremumRetract[T, V]) Retract(acc ExtremumAcc[V], v T) ExtremumAcc[V] {
+	x := a.fn(v)
+	n, ok := acc.Counts[x]
+	if !ok {
+		return acc
+	}
+	if n > 1 {
+		acc.Counts[x] = n - 1
+		return acc
+	}
+	delete(acc.Counts, x)
+	if x == acc.Best {
+		first := true
+		for y := range acc.Counts {
+			if first || a.better(y, acc.Best) {
+				acc.Best, first = y, false
+			}
+		}
+	}
+	return acc
+}
+
+func (a extremumRetract[T, V]) Result(acc ExtremumAcc[V]) V { return acc.Best }
+
+// SumAcc is the accumulator of SumRetract and AvgRetract.
+type SumAcc[N Number] struct {
+	Sum N
+	N   int64
+}
+
+type sumRetract[T any, N Number] struct{ fn func(T) N }
+
+// SumRetract is the sum of fn(v) over the values present, for
+// AggregateChanges.
+func SumRetract[T any, N Number](fn func(T) N) RetractingAggregateFunction[T, SumAcc[N], N] {
+	return sumRetract[T, N]{fn}
+}
+
+func (a sumRetract[T, N]) Create() SumAcc[N] { return SumAcc[N]{} }
+func (a sumRetract[T, N]) Add(acc SumAcc[N], v T) SumAcc[N] {
+	acc.Sum += a.fn(v)
+	acc.N++
+	return acc
+}
+func (a sumRetract[T, N]) Retract(acc SumAcc[N], v T) SumAcc[N] {
+	acc.Sum -= a.fn(v)
+	acc.N--
+	return acc
+}
+func (a sumRetract[T, N]) Result(acc SumAcc[N]) N { return acc.Sum }
+
+type avgRetract[T any, N Number] struct{ sumRetract[T, N] }
+
+// AvgRetract is the mean of fn(v) over the values present, in the values'
+// own type: for integers the quotient is truncated toward zero, as SQL's
+// AVG of an integer column in Flink. Zero values give zero.
+func AvgRetract[T any, N Number](fn func(T) N) RetractingAggregateFunction[T, SumAcc[N], N] {
+	return avgRetract[T, N]{sumRetract[T, N]{fn}}
+}
+
+func (a avgRetract[T, N]) Result(acc SumAcc[N]) N {
+	if acc.N == 0 {
+		return 0
+	}
+	return acc.Sum / N(acc.N)
+}
+
+type countRetract[T any] struct{}
+
+// CountRetract counts the values present, for AggregateChanges.
+func CountRetract[T any]() RetractingAggregateFunction[T, int64, int64] { return countRetract[T]{} }
+
+func (countRetract[T]) Create() int64                { return 0 }
+func (countRetract[T]) Add(acc int64, _ T) int64     { return acc + 1 }
+func (countRetract[T]) Retract(acc int64, _ T) int64 { return acc - 1 }
+func (countRetract[T]) Result(acc int64) int64       { return acc }
