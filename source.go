@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,9 +91,15 @@ func NoWatermarks[T any]() WatermarkStrategy[T] {
 // FromSource adds a source to the job. The source runs at the job's
 // parallelism (or Parallelism(n)), capped by its number of splits.
 func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[T], opts ...Option) *Stream[T] {
-	cfg := j.opConfig("FromSource", scopeOp, opts)
+	cfg := j.opConfig("FromSource", scopeOp|scopeSource, opts)
 	if cfg.name == "" {
 		cfg.name = name
+	}
+	bad := Fail
+	for _, o := range opts {
+		if b, ok := o.(badRecordOption); ok {
+			bad = b.policy
+		}
 	}
 	out, n := newStream[T](j, "source", cfg)
 	var splits []Split
@@ -114,19 +121,25 @@ func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[
 				mine = append(mine, s)
 			}
 		}
-		return runSource(st, n, src, mine, ws, o.(consumer[T]))
+		return runSource(st, n, src, mine, ws, o.(consumer[T]), bad.kind)
+	}
+	if bad.kind == sideBad {
+		dl := BadRecords(out)
+		if bad.sink != nil {
+			To(dl, bad.sink, Name(cfg.name+"-dead-letters"))
+		}
 	}
 	return out
 }
 
 // runSource is the loop of one source subtask.
-func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws WatermarkStrategy[T], out consumer[T]) error {
+func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws WatermarkStrategy[T], out consumer[T], bad badKind) error {
 	ctx := st.ctx
 	m := st.metrics(n)
 	ck := st.plan.coord
 	restorable, _ := src.(RestorableSource[T])
 	if ck != nil && restorable == nil {
-		return fmt.Errorf("source %T cannot be checkpointed: it does not implement weir.RestorableSource", src)
+		return permanent{fmt.Errorf("source %T cannot be checkpointed: it does not implement weir.RestorableSource", src)}
 	}
 	saved, _ := st.restoreMeta(n)
 	readers := make([]SplitReader[T], len(splits))
@@ -161,13 +174,64 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		if ck != nil {
 			if _, ok := r.(CheckpointedReader[T]); !ok {
 				r.Close()
-				return fmt.Errorf("split reader %T cannot be checkpointed: it does not implement weir.CheckpointedReader", r)
+				return permanent{fmt.Errorf("split reader %T cannot be checkpointed: it does not implement weir.CheckpointedReader", r)}
 			}
 		}
 		readers[i] = r
 		st.closers = append(st.closers, r.Close)
 	}
 	size := st.cfg().batchSize
+	// Malformed records: skipped and counted, or sent to the side output.
+	var badOut consumer[BadRecord]
+	var bb *batch[BadRecord]
+	if n.side != nil {
+		bad = sideBad
+		lo, err := st.plan.output(n.side, st)
+		if err != nil {
+			return err
+		}
+		badOut, bb = lo.(consumer[BadRecord]), newBatch[BadRecord](size)
+	}
+	if bad != failBad {
+		for i, r := range readers {
+			if r == nil {
+				continue
+			}
+			rep, ok := r.(BadRecordReporter)
+			if !ok {
+				return permanent{fmt.Errorf("OnBadRecord(Skip) and OnBadRecord(DeadLetter) need split readers that implement weir.BadRecordReporter; %T does not", r)}
+			}
+			split := splits[i].ID()
+			if bad == skipBad {
+				rep.SetBadRecordHandler(func([]byte, string, error) { m.BadRecordsSkipped.Add(1) })
+				continue
+			}
+			rep.SetBadRecordHandler(func(raw []byte, pos string, err error) {
+				m.DeadLetters.Add(1)
+				now := st.now()
+				bb.add(BadRecord{Source: n.name, Split: split, Position: pos, Raw: bytes.Clone(raw), Err: err.Error(),
+					Time: time.UnixMilli(now).UTC()}, now, comb.Current())
+			})
+		}
+	}
+	// flushBad sends the dead letters of the last read on.
+	flushBad := func() error {
+		if bb == nil || len(bb.data) == 0 {
+			return nil
+		}
+		bb.watermark = comb.Current()
+		err := badOut.push(bb)
+		bb.reset()
+		return err
+	}
+	finish := func() error {
+		if badOut != nil {
+			if err := badOut.finish(); err != nil {
+				return err
+			}
+		}
+		return out.finish()
+	}
 	b := newBatch[T](size)
 	b.data = b.data[:size]
 	b.ts = b.ts[:size]
@@ -249,6 +313,11 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			pending = append(pending, pendingPos{id: b.id, pos: positions})
 		}
 		snap := &taskSnapshot{id: b.id, task: n.name, subtask: st.index, states: []opState{os}}
+		if badOut != nil {
+			if err := forwardBarrier(badOut, b, snap); err != nil {
+				return err
+			}
+		}
 		if err := forwardBarrier(out, b, snap); err != nil {
 			return err
 		}
@@ -279,6 +348,9 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 				continue
 			}
 			k, err := r.Read(ctx, b.data[:size])
+			if ferr := flushBad(); ferr != nil {
+				return ferr
+			}
 			eof := errors.Is(err, io.EOF)
 			if err != nil && !eof {
 				if ctx.Err() != nil {
@@ -303,7 +375,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 				done[s] = true
 				active--
 				comb.Update(s, watermark.Max)
-				if sc, ok := r.(SkipCounter); ok {
+				if sc, ok := r.(SkipCounter); ok && bad == failBad {
 					m.BadRecordsSkipped.Store(sc.Skipped())
 				}
 			}
@@ -331,7 +403,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 				return context.Cause(ctx)
 			}
 			for _, r := range readers {
-				if sc, ok := r.(SkipCounter); ok {
+				if sc, ok := r.(SkipCounter); ok && bad == failBad {
 					m.BadRecordsSkipped.Store(sc.Skipped())
 				}
 			}
@@ -359,7 +431,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 					return err
 				}
 				if b.final {
-					return out.finish()
+					return finish()
 				}
 				if b.stop {
 					<-ctx.Done()
@@ -368,7 +440,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			}
 		}
 	}
-	return out.finish()
+	return finish()
 }
 
 // stamp assigns event times and the per-record watermark column for the

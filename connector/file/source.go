@@ -2,6 +2,7 @@ package file
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -217,9 +218,10 @@ type Reader[T any] struct {
 	recOff, recLine int64 // where the current record starts
 
 	skipped   atomic.Int64
-	idleUntil time.Time   // follow: don't look at the file again before
-	timer     *time.Timer // follow: for idle waits
-	err       error       // returned by the next Read
+	onBad     func(raw []byte, position string, err error) // set by the job for OnBadRecord(Skip|DeadLetter)
+	idleUntil time.Time                                    // follow: don't look at the file again before
+	timer     *time.Timer                                  // follow: for idle waits
+	err       error                                        // returned by the next Read
 	eof       bool
 }
 
@@ -307,6 +309,10 @@ func (r *Reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 			if errors.Is(err, io.EOF) {
 				// Not to be taken for the end of the split.
 				err = errors.New(err.Error())
+			}
+			if r.onBad != nil {
+				r.onBad(bytes.TrimRight(rec, "\r\n"), r.path+":"+strconv.FormatInt(r.recLine, 10)+" (byte offset "+strconv.FormatInt(r.recOff, 10)+")", err)
+				continue
 			}
 			if r.cfg.skipBad {
 				r.skipped.Add(1)
@@ -457,6 +463,12 @@ func (r *Reader[T]) wait(ctx context.Context, d time.Duration) error {
 // (always 0 without SkipBadRecords). It may be called concurrently with
 // Read.
 func (r *Reader[T]) Skipped() int64 { return r.skipped.Load() }
+
+// SetBadRecordHandler implements weir.BadRecordReporter: records that
+// cannot be decoded go to h, with "path:line (byte offset N)" as their
+// position, instead of failing the reader or being counted by
+// SkipBadRecords.
+func (r *Reader[T]) SetBadRecordHandler(h func(raw []byte, position string, err error)) { r.onBad = h }
 
 // Position is the byte offset of the next unread line: where a reader
 // would resume to read what this one has not returned yet. Lines held back
