@@ -10,4 +10,8 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
   exit 1
 fi
+# connector/postgres tests start their own server: make sure PostgreSQL is
+# installed, and make its absence a failure rather than a skip.
+bash scripts/postgres.sh install
+export WEIR_REQUIRE_POSTGRES=1
 go test -race -count=1 ./...

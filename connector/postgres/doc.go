@@ -1,0 +1,23 @@
+// Package postgres is weir's PostgreSQL sink, in two modes.
+//
+// Upsert writes each record as an idempotent upsert: the table stores, with
+// each row, the position (window end, sequence number, source offset) of
+// the last update applied, and an update whose position is not greater is
+// skipped. The job delivers records at least once (it replays the records
+// since the last checkpoint after a failure); the writes being idempotent,
+// the table ends up as if each record had been written once. Rows are
+// visible as soon as they are flushed.
+//
+// Transactional is a two-phase-commit sink (weir.CommittingSink): rows are
+// staged in a staging table in PostgreSQL, and when a checkpoint completes,
+// one transaction per sink subtask moves its rows of that checkpoint to the
+// target table and records the commit in a bookkeeping table, so that a
+// commit repeated after a crash is skipped. Rows become visible when their
+// checkpoint completes; appends are exactly once.
+//
+// Both use github.com/jackc/pgx/v5, one connection per sink subtask. The
+// target table must exist; the sinks check its columns and keys when they
+// open and fail with an error naming what does not match. See
+// docs/postgres.md for the guarantees, and for how the tests run a
+// throwaway server (scripts/postgres.sh).
+package postgres
