@@ -111,6 +111,11 @@ func (w *plainWriter[T]) barrier(b *barrierMsg, _ *taskSnapshot) error   { retur
 func (op *sinkOp[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	cw, ok := op.w.(CommittingWriter[T])
 	if !ok {
+		if fw, ok := op.w.(FlushingWriter); ok {
+			if err := fw.Flush(op.st.ctx, b.id); err != nil {
+				return fmt.Errorf("flush for checkpoint %d: %w", b.id, err)
+			}
+		}
 		return nil
 	}
 	data, err := cw.PreCommit(op.st.ctx, b.id)

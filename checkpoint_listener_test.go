@@ -117,3 +117,56 @@ func TestSourceReadersAreToldOfCompletedCheckpoints(t *testing.T) {
 		t.Errorf("sink got %d records, want %d", len(out), src.n)
 	}
 }
+
+// flushSink records the checkpoint ids its writer was flushed for and the
+// number of records written before each flush.
+type flushSink struct {
+	mu      sync.Mutex
+	written int
+	flushes []notification
+}
+
+func (s *flushSink) OpenWriter(context.Context, int, int) (weir.SinkWriter[string], error) {
+	return &flushWriter{s}, nil
+}
+
+type flushWriter struct{ s *flushSink }
+
+func (w *flushWriter) Write(_ context.Context, items []string) error {
+	w.s.mu.Lock()
+	w.s.written += len(items)
+	w.s.mu.Unlock()
+	return nil
+}
+func (w *flushWriter) Flush(_ context.Context, id int64) error {
+	w.s.mu.Lock()
+	w.s.flushes = append(w.s.flushes, notification{id: id, pos: w.s.written})
+	w.s.mu.Unlock()
+	return nil
+}
+func (w *flushWriter) Close(context.Context) error { return nil }
+
+func TestFlushingWritersAreFlushedAtEveryCheckpoint(t *testing.T) {
+	src := &listeningSource{n: 300, want: 3}
+	sink := &flushSink{}
+	job := weir.NewJob("flush", weir.Checkpointing(5*time.Millisecond, t.TempDir()))
+	s := weir.FromSource[int](job, "src", src, weir.NoWatermarks[int]())
+	weir.To(weir.Map(s, strconv.Itoa), weir.Sink[string](sink))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := job.Metrics().Checkpoints.Completed.Load()
+	if int64(len(sink.flushes)) < done || done < 3 {
+		t.Fatalf("%d flushes for %d completed checkpoints", len(sink.flushes), done)
+	}
+	for i, f := range sink.flushes {
+		if i > 0 && (f.id <= sink.flushes[i-1].id || f.pos < sink.flushes[i-1].pos) {
+			t.Fatalf("flush %d %+v after %+v", i, f, sink.flushes[i-1])
+		}
+	}
+	if last := sink.flushes[len(sink.flushes)-1]; last.pos != src.n {
+		t.Fatalf("the final checkpoint's flush saw %d records, want %d", last.pos, src.n)
+	}
+}

@@ -142,6 +142,17 @@ func (c *Collector[T]) Items() []T {
 	return append([]T(nil), c.items...)
 }
 
+// FlushingWriter is a SinkWriter that buffers: Flush is called at every
+// checkpoint barrier, before the sink acknowledges the checkpoint, and
+// must make everything written so far durable in the external system
+// (Flink's SinkWriter.flush). A checkpoint then covers the sink's output,
+// so that after a restore nothing written before it is lost: at-least-once
+// delivery, or effectively once with idempotent writes (an upsert keyed by
+// a position). Two-phase-commit writers use PreCommit instead.
+type FlushingWriter interface {
+	Flush(ctx context.Context, checkpointID int64) error
+}
+
 // CommittingSink is a sink with two-phase commit, for exactly-once output:
 // what its writers write becomes visible only when the checkpoint that
 // covers it has completed (Flink's TwoPhaseCommittingSink).
