@@ -123,7 +123,7 @@ func segmentMaxTS(path string) (int64, error) {
 }
 
 // forEachBatch calls fn with each valid batch of a segment, in order.
-func forEachBatch(path string, fn func(h batchHeader, recs []Record) error) error {
+func forEachBatch(path string, fn func(h batchHeader, b []byte, recs []Record) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func forEachBatch(path string, fn func(h batchHeader, recs []Record) error) erro
 		if err != nil {
 			return fmt.Errorf("%s at %d: %w", path, pos, err)
 		}
-		if err := fn(h, recs); err != nil {
+		if err := fn(h, b, recs); err != nil {
 			return err
 		}
 		pos += h.size()
@@ -161,7 +161,7 @@ func (w *Writer) compact(closed []int64, last int64, now time.Time, st *CleanSta
 		if b < closed[0] || b > last {
 			continue
 		}
-		err := forEachBatch(logPath(w.dir, b), func(_ batchHeader, recs []Record) error {
+		err := forEachBatch(logPath(w.dir, b), func(_ batchHeader, _ []byte, recs []Record) error {
 			for _, r := range recs {
 				if r.Key != nil {
 					latest[string(r.Key)] = r.Offset
@@ -193,7 +193,7 @@ func (w *Writer) compactSegment(base int64, latest map[string]int64, now time.Ti
 	var removed int64
 	maxTS, lastIndexed := int64(minTS), int64(0)
 	var keep []Record
-	err = forEachBatch(path, func(_ batchHeader, recs []Record) error {
+	err = forEachBatch(path, func(_ batchHeader, b []byte, recs []Record) error {
 		keep = keep[:0]
 		for _, r := range recs {
 			superseded := r.Key != nil && latest[string(r.Key)] != r.Offset
@@ -211,7 +211,13 @@ func (w *Writer) compactSegment(base int64, latest map[string]int64, now time.Ti
 			index = append(index, indexEnt{rel: uint32(keep[0].Offset - base), pos: uint32(pos), maxTS: maxTS})
 			lastIndexed = pos
 		}
-		out = appendBatch(out, keep)
+		// A batch of the exactly-once Sink keeps its producer section, so
+		// that the sink's deduplication still finds its sequence number.
+		prod, _, _, err := producerSection(b)
+		if err != nil {
+			return err
+		}
+		out = appendBatchProducer(out, keep, prod)
 		for _, r := range keep {
 			maxTS = max(maxTS, r.Timestamp)
 		}

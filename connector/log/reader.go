@@ -89,6 +89,13 @@ type Reader struct {
 	buf    []byte   // cache of f from bufPos
 	bufPos int64
 	closed bool
+	// dec is the batch at dec.pos of dec.f, decoded and copied: records up
+	// to dec.last (offset), dec.size bytes in the segment.
+	dec struct {
+		f               *os.File
+		pos, last, size int64
+		recs            []Record
+	}
 }
 
 // OpenReader opens a reader of partition p.
@@ -338,41 +345,81 @@ func (r *Reader) nextSegment() (bool, error) {
 	}
 }
 
-// readSegment decodes the complete, valid batches from r.pos on.
+// readSegment returns records of the complete, valid batches from r.pos
+// on. A batch is decoded and copied once, into memory of its own, and
+// kept until the reader moves past it (max may end a read inside it).
 func (r *Reader) readSegment(max int) ([]Record, error) {
 	var out []Record
-	var scratch []Record
 	for len(out) < max {
-		b, err := r.bytesAt(r.pos)
-		if err != nil {
-			return out, err
+		if r.dec.f != r.f || r.dec.pos != r.pos {
+			b, err := r.bytesAt(r.pos)
+			if err != nil {
+				return out, err
+			}
+			if b == nil {
+				break
+			}
+			recs, h, err := decodeBatch(r.dec.recs[:0], b)
+			if err != nil {
+				// The framing and CRC are valid (bytesAt checked them): the
+				// contents are not, or are of a format this version cannot read.
+				return out, fmt.Errorf("wlog: %s at position %d: %w", logPath(r.dir, r.base), r.pos, err)
+			}
+			cloneBatch(recs, len(b))
+			r.dec.recs, r.dec.f, r.dec.pos, r.dec.last, r.dec.size = recs, r.f, r.pos, h.lastOffset, h.size()
 		}
-		if b == nil {
-			break
+		if out == nil {
+			out = make([]Record, 0, min(max, len(r.dec.recs)))
 		}
-		var h batchHeader
-		scratch, h, err = decodeBatch(scratch[:0], b)
-		if err != nil {
-			break // checked by bytesAt; cannot happen
-		}
-		for _, rec := range scratch {
+		for _, rec := range r.dec.recs {
 			if rec.Offset < r.next {
 				continue
 			}
 			if len(out) == max {
 				break
 			}
-			out = append(out, cloneRecord(rec))
+			out = append(out, rec)
 			r.next = rec.Offset + 1
 		}
-		if r.next > h.lastOffset {
-			r.pos += h.size()
-		}
-		if r.next <= h.lastOffset {
+		if r.next <= r.dec.last {
 			break // max reached inside the batch; stay on it
 		}
+		r.pos += r.dec.size
 	}
 	return out, nil
+}
+
+// cloneBatch copies the bytes and headers of a decoded batch of n bytes
+// (which alias the read buffer) into one new allocation each.
+func cloneBatch(recs []Record, n int) {
+	arena := make([]byte, 0, n)
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		arena = append(arena, b...) // earlier records keep the old array if it grows
+		return arena[len(arena)-len(b) : len(arena) : len(arena)]
+	}
+	nh := 0
+	for i := range recs {
+		nh += len(recs[i].Headers)
+	}
+	var hs []Header
+	if nh > 0 {
+		hs = make([]Header, 0, nh)
+	}
+	for i := range recs {
+		r := &recs[i]
+		r.Key = clone(r.Key)
+		r.Value = clone(r.Value)
+		if r.Headers != nil {
+			start := len(hs)
+			for _, h := range r.Headers {
+				hs = append(hs, Header{Key: h.Key, Value: clone(h.Value)})
+			}
+			r.Headers = hs[start:len(hs):len(hs)]
+		}
+	}
 }
 
 // bytesAt returns the complete, valid batch at pos, or nil if there is
@@ -407,29 +454,4 @@ func (r *Reader) bytesAt(pos int64) ([]byte, error) {
 		r.buf, r.bufPos = r.buf[:m], pos
 	}
 	return nil, nil
-}
-
-func cloneRecord(r Record) Record {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Value)
-	}
-	arena := make([]byte, 0, n)
-	clone := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		arena = append(arena, b...)
-		return arena[len(arena)-len(b) : len(arena) : len(arena)]
-	}
-	r.Key = clone(r.Key)
-	r.Value = clone(r.Value)
-	if r.Headers != nil {
-		hs := make([]Header, len(r.Headers))
-		for i, h := range r.Headers {
-			hs[i] = Header{Key: h.Key, Value: clone(h.Value)}
-		}
-		r.Headers = hs
-	}
-	return r
 }

@@ -35,13 +35,22 @@ type Header struct {
 //	0  uint32 length        bytes after this field
 //	4  uint32 crc           CRC-32C of bytes [8, 4+length)
 //	8  uint8  magic         batchMagic
-//	9  uint8  flags         0
+//	9  uint8  flags         flagProducer or 0
 //	10 uint16 reserved      0
 //	12 uint32 count         number of records
 //	16 int64  baseOffset    offset of the first record
 //	24 int64  lastOffset    offset of the last record
 //	32 int64  maxTimestamp  largest record timestamp
-//	40 records
+//	40 records, or, with flagProducer, the producer section and then the records
+//
+// The producer section identifies the batch as one committed by the
+// exactly-once Sink: uint8 length L of the producer id, the id (L bytes),
+// then uint64 epoch, int64 checkpoint id and uint32 index, the batch's
+// sequence number (see Sink). Batches without the flag are laid out as
+// before the flag existed, so segments written by earlier versions read
+// unchanged; a version that predates the flag cannot decode batches that
+// carry it (its writers still keep them: the length and CRC framing is
+// the same).
 //
 // A record: uvarint offset delta from baseOffset, varint timestamp (ms),
 // varint key length (-1 for nil) and key, varint value length (-1 for nil)
@@ -50,6 +59,11 @@ type Header struct {
 const (
 	batchHeaderSize = 40
 	batchMagic      = 1
+	// flagProducer: a producer section follows the header.
+	flagProducer = 0x01
+	knownFlags   = flagProducer
+	// prodFixed is the size of a producer section without the id.
+	prodFixed = 1 + 8 + 8 + 4
 	// maxBatchBytes bounds the length field, so a garbled length does not
 	// make a reader allocate gigabytes.
 	maxBatchBytes = 256 << 20
@@ -69,6 +83,7 @@ var (
 // batchHeader is the fixed part of a batch.
 type batchHeader struct {
 	length       uint32
+	flags        uint8
 	count        uint32
 	baseOffset   int64
 	lastOffset   int64
@@ -80,8 +95,15 @@ func (h batchHeader) size() int64 { return 4 + int64(h.length) }
 // appendBatch encodes recs, whose Offset and Timestamp are already set and
 // whose offsets increase, as one batch appended to dst.
 func appendBatch(dst []byte, recs []Record) []byte {
+	return appendBatchProducer(dst, recs, nil)
+}
+
+// appendBatchProducer is appendBatch with a producer section (raw, as
+// producerSection returns it) when prod is not nil.
+func appendBatchProducer(dst []byte, recs []Record, prod []byte) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, batchHeaderSize)...)
+	dst = append(dst, prod...)
 	base := recs[0].Offset
 	maxTS := recs[0].Timestamp
 	for i := range recs {
@@ -89,26 +111,100 @@ func appendBatch(dst []byte, recs []Record) []byte {
 		if r.Timestamp > maxTS {
 			maxTS = r.Timestamp
 		}
-		dst = binary.AppendUvarint(dst, uint64(r.Offset-base))
-		dst = binary.AppendVarint(dst, r.Timestamp)
-		dst = appendBytes(dst, r.Key)
-		dst = appendBytes(dst, r.Value)
-		dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
-		for _, h := range r.Headers {
-			dst = binary.AppendUvarint(dst, uint64(len(h.Key)))
-			dst = append(dst, h.Key...)
-			dst = appendBytes(dst, h.Value)
-		}
+		dst = appendRecord(dst, uint64(r.Offset-base), r)
 	}
-	b := dst[start:]
+	var flags uint8
+	if prod != nil {
+		flags = flagProducer
+	}
+	sealBatch(dst[start:], flags, len(recs), base, recs[len(recs)-1].Offset, maxTS)
+	return dst
+}
+
+// appendRecord appends the encoding of r, at offset delta from its batch's
+// base offset.
+func appendRecord(dst []byte, delta uint64, r *Record) []byte {
+	dst = binary.AppendUvarint(dst, delta)
+	dst = binary.AppendVarint(dst, r.Timestamp)
+	dst = appendBytes(dst, r.Key)
+	dst = appendBytes(dst, r.Value)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
+	for _, h := range r.Headers {
+		dst = binary.AppendUvarint(dst, uint64(len(h.Key)))
+		dst = append(dst, h.Key...)
+		dst = appendBytes(dst, h.Value)
+	}
+	return dst
+}
+
+// sealBatch fills in the header of the batch b (header, optional producer
+// section, records) and its CRC.
+func sealBatch(b []byte, flags uint8, count int, base, last, maxTS int64) {
 	binary.BigEndian.PutUint32(b[0:], uint32(len(b)-4))
 	b[8] = batchMagic
-	binary.BigEndian.PutUint32(b[12:], uint32(len(recs)))
+	b[9] = flags
+	b[10], b[11] = 0, 0
+	binary.BigEndian.PutUint32(b[12:], uint32(count))
 	binary.BigEndian.PutUint64(b[16:], uint64(base))
-	binary.BigEndian.PutUint64(b[24:], uint64(recs[len(recs)-1].Offset))
+	binary.BigEndian.PutUint64(b[24:], uint64(last))
 	binary.BigEndian.PutUint64(b[32:], uint64(maxTS))
 	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], crcTable))
-	return dst
+}
+
+// rebase moves the checked batch b to base offset base (its records hold
+// deltas, so only the header changes) and recomputes its CRC.
+func rebase(b []byte, base int64) {
+	old := int64(binary.BigEndian.Uint64(b[16:]))
+	last := int64(binary.BigEndian.Uint64(b[24:]))
+	binary.BigEndian.PutUint64(b[16:], uint64(base))
+	binary.BigEndian.PutUint64(b[24:], uint64(base+last-old))
+	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], crcTable))
+}
+
+// prodSeq is the sequence number of a batch of the exactly-once Sink:
+// ordered by epoch, then checkpoint id, then index.
+type prodSeq struct {
+	epoch uint64
+	ckpt  int64
+	idx   uint32
+}
+
+func (a prodSeq) less(b prodSeq) bool {
+	if a.epoch != b.epoch {
+		return a.epoch < b.epoch
+	}
+	if a.ckpt != b.ckpt {
+		return a.ckpt < b.ckpt
+	}
+	return a.idx < b.idx
+}
+
+func (a prodSeq) String() string { return fmt.Sprintf("%d/%d/%d", a.epoch, a.ckpt, a.idx) }
+
+// appendProducerSection appends a producer section.
+func appendProducerSection(dst []byte, producer string, seq prodSeq) []byte {
+	dst = append(dst, uint8(len(producer)))
+	dst = append(dst, producer...)
+	dst = binary.BigEndian.AppendUint64(dst, seq.epoch)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(seq.ckpt))
+	return binary.BigEndian.AppendUint32(dst, seq.idx)
+}
+
+// producerSection returns the raw producer section of the checked batch b
+// (nil if it has none), its producer id (aliasing b) and sequence.
+func producerSection(b []byte) (raw, producer []byte, seq prodSeq, err error) {
+	if b[9]&flagProducer == 0 {
+		return nil, nil, seq, nil
+	}
+	body := b[batchHeaderSize:]
+	if len(body) < 1 || len(body) < prodFixed+int(body[0]) {
+		return nil, nil, seq, fmt.Errorf("%w: short producer section", ErrCorrupt)
+	}
+	l := int(body[0])
+	producer = body[1 : 1+l]
+	f := body[1+l:]
+	seq = prodSeq{epoch: binary.BigEndian.Uint64(f), ckpt: int64(binary.BigEndian.Uint64(f[8:])), idx: binary.BigEndian.Uint32(f[16:])}
+	return body[:prodFixed+l], producer, seq, nil
 }
 
 func appendBytes(dst, b []byte) []byte {
@@ -132,6 +228,7 @@ func parseBatchHeader(b []byte) (batchHeader, error) {
 		baseOffset:   int64(binary.BigEndian.Uint64(b[16:])),
 		lastOffset:   int64(binary.BigEndian.Uint64(b[24:])),
 		maxTimestamp: int64(binary.BigEndian.Uint64(b[32:])),
+		flags:        b[9],
 	}
 	switch {
 	case h.length < batchHeaderSize-4 || h.length > maxBatchBytes:
@@ -168,7 +265,14 @@ func decodeBatch(dst []Record, b []byte) ([]Record, batchHeader, error) {
 	if err != nil {
 		return dst, h, err
 	}
-	d := decoder{b: b[batchHeaderSize:h.size()]}
+	if h.flags&^knownFlags != 0 {
+		return dst, h, fmt.Errorf("%w: batch at offset %d has flags %#x this version does not know (written by a newer weir?)", ErrCorrupt, h.baseOffset, h.flags)
+	}
+	prod, _, _, err := producerSection(b[:h.size()])
+	if err != nil {
+		return dst, h, fmt.Errorf("batch at offset %d: %w", h.baseOffset, err)
+	}
+	d := decoder{b: b[batchHeaderSize+len(prod) : h.size()]}
 	prev := int64(-1)
 	for i := uint32(0); i < h.count; i++ {
 		var r Record

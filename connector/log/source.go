@@ -18,6 +18,7 @@ type SourceOption interface{ applySource(*sourceConfig) }
 type sourceConfig struct {
 	start  StartAt
 	follow time.Duration // 0: bounded, stop at the end of the log
+	stop   map[int]int64 // partition -> end offset (exclusive)
 }
 
 type sourceOptionFunc func(*sourceConfig)
@@ -34,6 +35,14 @@ func StartFrom(s StartAt) SourceOption {
 // for new records, polling every poll, like `tail -f`.
 func FollowLog(poll time.Duration) SourceOption {
 	return sourceOptionFunc(func(c *sourceConfig) { c.follow = poll })
+}
+
+// StopAt bounds the source at the given offsets: partition p ends before
+// offset stop[p] (a record at or past it is not read), even when
+// following, which then waits until the partition reaches it. Partitions
+// not in stop end as they would without StopAt.
+func StopAt(stop map[int]int64) SourceOption {
+	return sourceOptionFunc(func(c *sourceConfig) { c.stop = stop })
 }
 
 // Source reads a topic of the embedded log as a weir source: one split per
@@ -101,7 +110,11 @@ func (s *logSource[T]) open(sp weir.Split, start StartAt) (weir.SplitReader[T], 
 	if err != nil {
 		return nil, err
 	}
-	return &logReader[T]{r: r, src: s, part: int(p), follow: s.cfg.follow > 0}, nil
+	lr := &logReader[T]{r: r, src: s, part: int(p), follow: s.cfg.follow > 0, stop: -1}
+	if o, ok := s.cfg.stop[int(p)]; ok {
+		lr.stop = o
+	}
+	return lr, nil
 }
 
 type logReader[T any] struct {
@@ -109,6 +122,7 @@ type logReader[T any] struct {
 	src     *logSource[T]
 	part    int
 	follow  bool
+	stop    int64    // end offset (exclusive); -1: none
 	pending []Record // read but not yet returned
 }
 
@@ -116,6 +130,9 @@ type logReader[T any] struct {
 // for new ones, so the job can flush and take checkpoints.
 func (r *logReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	if len(r.pending) == 0 {
+		if r.stop >= 0 && r.r.Next() >= r.stop {
+			return 0, io.EOF
+		}
 		rctx := ctx
 		if r.follow {
 			var cancel context.CancelFunc
@@ -123,6 +140,11 @@ func (r *logReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 			defer cancel()
 		}
 		recs, err := r.r.Read(rctx, len(dst))
+		if r.stop >= 0 {
+			for len(recs) > 0 && recs[len(recs)-1].Offset >= r.stop {
+				recs = recs[:len(recs)-1]
+			}
+		}
 		r.pending = recs
 		if len(recs) == 0 {
 			switch {

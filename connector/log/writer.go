@@ -48,9 +48,13 @@ func (p SyncPolicy) String() string {
 type WriterOption interface{ applyWriter(*writerConfig) }
 
 type writerConfig struct {
-	sync   SyncPolicy
-	logger *slog.Logger
-	now    func() time.Time
+	sync SyncPolicy
+	// callerSyncs: Append does not fsync; the caller calls Sync (the
+	// Sink's committer, which appends many batches per commit). Segments
+	// closed by a roll are still synced.
+	callerSyncs bool
+	logger      *slog.Logger
+	now         func() time.Time
 }
 
 type writerOptionFunc func(*writerConfig)
@@ -250,13 +254,45 @@ func (w *Writer) Append(recs []Record) (int64, error) {
 		}
 	}
 	w.mu.buf = appendBatch(w.mu.buf[:0], recs)
-	batch := w.mu.buf
+	maxTS := recs[0].Timestamp
+	for i := range recs {
+		maxTS = max(maxTS, recs[i].Timestamp)
+	}
+	if err := w.writeLocked(w.mu.buf, first, recs[len(recs)-1].Offset, maxTS); err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+// appendEncoded appends the checked batch b (any base offset; it is moved
+// to the next offset, which changes b) and returns its new base offset.
+func (w *Writer) appendEncoded(b []byte, h batchHeader) (int64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.closed {
+		return 0, ErrClosed
+	}
+	if w.mu.err != nil {
+		return 0, w.mu.err
+	}
+	first := w.mu.next
+	rebase(b, first)
+	if err := w.writeLocked(b, first, first+h.lastOffset-h.baseOffset, h.maxTimestamp); err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+// writeLocked writes the encoded batch holding offsets first..last: rolls
+// the segment if it is full, adds an index entry, writes the batch with
+// one write(2) and fsyncs it if the policy says so.
+func (w *Writer) writeLocked(batch []byte, first, last, maxTS int64) error {
 	if len(batch)-4 > maxBatchBytes {
-		return 0, fmt.Errorf("wlog: batch of %d bytes is larger than %d", len(batch), maxBatchBytes)
+		return fmt.Errorf("wlog: batch of %d bytes is larger than %d", len(batch), maxBatchBytes)
 	}
 	if w.mu.pos > 0 && w.mu.pos+int64(len(batch)) > w.cfg.SegmentBytes {
 		if err := w.rollLocked(); err != nil {
-			return 0, w.failLocked(err)
+			return w.failLocked(err)
 		}
 	}
 	if w.mu.pos > 0 && w.mu.pos-w.mu.lastIndexed >= indexInterval {
@@ -270,22 +306,20 @@ func (w *Writer) Append(recs []Record) (int64, error) {
 		// Take back a partial write so that the file ends at a batch
 		// boundary; if even that fails, the writer is unusable.
 		if terr := w.mu.f.Truncate(w.mu.pos); terr != nil {
-			return 0, w.failLocked(err)
+			return w.failLocked(err)
 		}
-		return 0, fmt.Errorf("wlog: append to partition %d of %s: %w", w.partition, w.topic, err)
+		return fmt.Errorf("wlog: append to partition %d of %s at offset %d: %w", w.partition, w.topic, first, err)
 	}
 	w.mu.pos += int64(len(batch))
-	w.mu.next = recs[len(recs)-1].Offset + 1
-	for i := range recs {
-		w.mu.maxTS = max(w.mu.maxTS, recs[i].Timestamp)
-	}
+	w.mu.next = last + 1
+	w.mu.maxTS = max(w.mu.maxTS, maxTS)
 	w.mu.dirty = true
-	if w.wcfg.sync.every == 0 {
+	if w.wcfg.sync.every == 0 && !w.wcfg.callerSyncs {
 		if err := w.syncLocked(); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return first, nil
+	return nil
 }
 
 // failLocked makes err sticky.

@@ -58,22 +58,7 @@ func (s *demoSource) Splits(context.Context) ([]weir.Split, error) {
 }
 
 func (s *demoSource) Open(context.Context, weir.Split) (weir.SplitReader[DemoClick], error) {
-	ads := make([]string, s.c.Ads)
-	for i := range ads {
-		ads[i] = fmt.Sprintf("ad-%02d", i)
-	}
-	// Popularity ∝ 1/(rank+1): a cumulative table drawn by binary search.
-	cum := make([]float64, s.c.Ads)
-	total := 0.0
-	for i := range cum {
-		total += 1 / float64(i+1)
-		cum[i] = total
-	}
-	for i := range cum {
-		cum[i] /= total
-	}
-	pcg := rand.NewPCG(s.c.Seed, s.c.Seed^0x5eed)
-	return &demoReader{c: s.c, ads: ads, cum: cum, pcg: pcg, rng: rand.New(pcg), pace: pace.New(s.c.Rate)}, nil
+	return &demoReader{DemoGen: NewDemoGen(s.c), pace: pace.New(s.c.Rate)}, nil
 }
 
 // OpenAt reopens the stream at a position saved by Position: the index and
@@ -103,13 +88,82 @@ func (r *demoReader) Position() ([]byte, error) {
 	return append(binary.BigEndian.AppendUint64(nil, uint64(r.i)), st...), nil
 }
 
+// DemoGen generates the demo stream click by click: click i is the same
+// for a given configuration (seed, ads, disorder) whatever Events is, so a
+// shorter stream is a prefix of a longer one.
+type DemoGen struct {
+	c   DemoConfig
+	ads []string
+	cum []float64
+	pcg *rand.PCG
+	rng *rand.Rand
+	i   int64
+}
+
+// NewDemoGen starts the stream of c at its first click.
+func NewDemoGen(c DemoConfig) *DemoGen {
+	ads := make([]string, c.Ads)
+	for i := range ads {
+		ads[i] = fmt.Sprintf("ad-%02d", i)
+	}
+	// Popularity ∝ 1/(rank+1): a cumulative table drawn by binary search.
+	cum := make([]float64, c.Ads)
+	total := 0.0
+	for i := range cum {
+		total += 1 / float64(i+1)
+		cum[i] = total
+	}
+	for i := range cum {
+		cum[i] /= total
+	}
+	pcg := rand.NewPCG(c.Seed, c.Seed^0x5eed)
+	return &DemoGen{c: c, ads: ads, cum: cum, pcg: pcg, rng: rand.New(pcg)}
+}
+
+// Ads returns the ad ids of the stream.
+func (g *DemoGen) Ads() []string { return g.ads }
+
+// Index is the index of the next click.
+func (g *DemoGen) Index() int64 { return g.i }
+
+// Fill fills dst with the next clicks, up to the end of the stream (Events),
+// and returns how many.
+func (g *DemoGen) Fill(dst []DemoClick) int {
+	k := 0
+	base := g.c.Start.UnixMilli()
+	for k < len(dst) && g.i < g.c.Events {
+		u := g.rng.Float64()
+		lo, hi := 0, len(g.cum)-1
+		for lo < hi {
+			m := (lo + hi) / 2
+			if g.cum[m] < u {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		delay := g.rng.Int64N(g.c.Jitter.Milliseconds() + 1)
+		if g.rng.Float64() < g.c.LateShare {
+			delay += g.rng.Int64N(g.c.MaxLate.Milliseconds() + 1)
+		}
+		dst[k] = DemoClick{AdID: g.ads[lo], UserID: g.rng.Int64N(1_000_000), TS: time.UnixMilli(base + g.i - delay).UTC()}
+		k++
+		g.i++
+	}
+	return k
+}
+
+// Skip generates and drops the next n clicks (fewer at the end of the
+// stream).
+func (g *DemoGen) Skip(n int64) {
+	var buf [1024]DemoClick
+	for n > 0 && g.i < g.c.Events {
+		n -= int64(g.Fill(buf[:min(n, int64(len(buf)))]))
+	}
+}
+
 type demoReader struct {
-	c    DemoConfig
-	ads  []string
-	cum  []float64
-	pcg  *rand.PCG
-	rng  *rand.Rand
-	i    int64
+	*DemoGen
 	pace *pace.Pacer // counts from when the reader (re)opened
 }
 
@@ -118,28 +172,7 @@ func (r *demoReader) Read(ctx context.Context, dst []DemoClick) (int, error) {
 	if err != nil || allowed == 0 {
 		return 0, err
 	}
-	dst = dst[:allowed]
-	k := 0
-	base := r.c.Start.UnixMilli()
-	for k < len(dst) && r.i < r.c.Events {
-		u := r.rng.Float64()
-		lo, hi := 0, len(r.cum)-1
-		for lo < hi {
-			m := (lo + hi) / 2
-			if r.cum[m] < u {
-				lo = m + 1
-			} else {
-				hi = m
-			}
-		}
-		delay := r.rng.Int64N(r.c.Jitter.Milliseconds() + 1)
-		if r.rng.Float64() < r.c.LateShare {
-			delay += r.rng.Int64N(r.c.MaxLate.Milliseconds() + 1)
-		}
-		dst[k] = DemoClick{AdID: r.ads[lo], UserID: r.rng.Int64N(1_000_000), TS: time.UnixMilli(base + r.i - delay).UTC()}
-		k++
-		r.i++
-	}
+	k := r.Fill(dst[:allowed])
 	r.pace.Emitted(k)
 	if r.i >= r.c.Events {
 		return k, io.EOF
@@ -175,4 +208,33 @@ func DemoTrueCounts(ctx context.Context, c DemoConfig) (map[int64]int64, error) 
 			return nil, err
 		}
 	}
+}
+
+// ProduceDemo generates the clicks of c from index from on (up to
+// c.Events) and hands them to emit in batches of up to batch clicks, at
+// most c.Rate clicks per second (0: unlimited). The slice is only valid
+// during the call. It is how the demo's producer fills its topic: the
+// stream is deterministic by index, so a producer that stopped can resume
+// at any index.
+func ProduceDemo(ctx context.Context, c DemoConfig, from int64, batch int, emit func([]DemoClick) error) error {
+	g := NewDemoGen(c)
+	g.Skip(from)
+	p := pace.New(c.Rate)
+	defer p.Stop()
+	buf := make([]DemoClick, max(batch, 1))
+	for g.Index() < c.Events {
+		n, err := p.Allow(ctx, len(buf))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue
+		}
+		k := g.Fill(buf[:n])
+		p.Emitted(k)
+		if err := emit(buf[:k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

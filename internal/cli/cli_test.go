@@ -44,18 +44,69 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestDemoAdclicksGolden(t *testing.T) {
-	out, stderr, code := run(t, "demo", "adclicks", "--events", "300000", "--ads", "4", "--parallelism", "1", "--seed", "7")
+	out, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "300000", "--ads", "4", "--parallelism", "1", "--seed", "7")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	golden(t, "demo-adclicks.golden", out)
+	// The in-memory generator gives the same results, without the log.
+	gen, stderr, code := run(t, "demo", "adclicks", "--source", "generator", "--data-dir", t.TempDir(), "--events", "300000", "--ads", "4", "--parallelism", "1", "--seed", "7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	logLines := regexp.MustCompile(`(?m)^  (input|results) .*\n`)
+	mask := regexp.MustCompile(`throughput .*`)
+	if a, b := mask.ReplaceAllString(logLines.ReplaceAllString(out, ""), ""), mask.ReplaceAllString(gen, ""); a != b {
+		t.Fatalf("--source generator differs from the log path:\n%s\nvs\n%s", b, a)
+	}
+	if strings.Contains(gen, "topic clicks") {
+		t.Fatal("--source generator mentions the log")
+	}
+}
+
+// A second run on the same data directory finds the clicks in the topic
+// and writes none; a run with another seed starts the topic again; the
+// results topic holds one run's results.
+func TestDemoLogTopicsAcrossRuns(t *testing.T) {
+	dir := t.TempDir()
+	demo := func(extra ...string) string {
+		t.Helper()
+		out, stderr, code := run(t, append([]string{"demo", "adclicks", "--data-dir", dir, "--events", "60000", "--ads", "3", "--quiet"}, extra...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		return regexp.MustCompile(`throughput .*`).ReplaceAllString(out, "")
+	}
+	first := demo()
+	if !strings.Contains(first, "60000 clicks read (60000 written by the producer in this run)") {
+		t.Fatalf("first run:\n%s", first)
+	}
+	second := demo()
+	if !strings.Contains(second, "(0 written by the producer in this run)") {
+		t.Fatalf("second run wrote clicks again:\n%s", second)
+	}
+	if strings.ReplaceAll(second, "(0 written", "(60000 written") != first {
+		t.Fatalf("second run differs:\n%s\nvs\n%s", second, first)
+	}
+	longer := demo("--events", "90000")
+	if !strings.Contains(longer, "90000 clicks read (30000 written by the producer in this run)") {
+		t.Fatalf("a longer stream resumes where the topic ends:\n%s", longer)
+	}
+	other := demo("--seed", "9")
+	if !strings.Contains(other, "60000 clicks read (60000 written by the producer in this run)") {
+		t.Fatalf("another seed must start the topic again:\n%s", other)
+	}
+	m := regexp.MustCompile(`results        topic click-counts: (\d+) records`).FindStringSubmatch(first)
+	if m == nil || m[1] == "0" || !strings.Contains(second, m[0]) {
+		t.Fatalf("results topic: first run %q, second run:\n%s", m, second)
+	}
 }
 
 // The same seed gives the same results at any parallelism (as a multiset:
 // lines of different subtasks may interleave differently).
 func TestDemoSameResultsAtAnyParallelism(t *testing.T) {
 	lines := func(p string) []string {
-		out, stderr, code := run(t, "demo", "adclicks", "--events", "200000", "--parallelism", p, "--seed", "3")
+		out, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "200000", "--parallelism", p, "--seed", "3")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -116,7 +167,7 @@ func sortedCopy(s []string) []string {
 // same clicks (side-output shows each), correct with enough allowed
 // lateness loses none and its true-up shows no difference.
 func TestDemoLatePolicies(t *testing.T) {
-	args := []string{"demo", "adclicks", "--events", "100000", "--seed", "5", "--quiet"}
+	args := []string{"demo", "adclicks", "--data-dir", t.TempDir(), "--events", "100000", "--seed", "5", "--quiet"}
 	cost := func(out string) string {
 		m := regexp.MustCompile(`watermark cost (\d+) clicks`).FindStringSubmatch(out)
 		if m == nil {
@@ -128,11 +179,11 @@ func TestDemoLatePolicies(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	side, stderr, code := run(t, "demo", "adclicks", "--events", "100000", "--seed", "5", "--late-policy", "side-output")
+	side, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "100000", "--seed", "5", "--late-policy", "side-output")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	corr, stderr, code := run(t, "demo", "adclicks", "--events", "100000", "--seed", "5", "--quiet", "--late-policy", "correct", "--allowed-lateness", "30m")
+	corr, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "100000", "--seed", "5", "--quiet", "--late-policy", "correct", "--allowed-lateness", "30m")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -145,7 +196,7 @@ func TestDemoLatePolicies(t *testing.T) {
 	if cost(corr) != "0" || !strings.Contains(corr, "corrections printed") {
 		t.Fatalf("correct with 30m lateness lost %s clicks", cost(corr))
 	}
-	if _, _, code := run(t, "demo", "adclicks", "--late-policy", "bogus"); code == 0 {
+	if _, _, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--late-policy", "bogus"); code == 0 {
 		t.Fatal("an unknown late policy must fail")
 	}
 }
@@ -153,7 +204,7 @@ func TestDemoLatePolicies(t *testing.T) {
 func TestCheckpointsListAndInspect(t *testing.T) {
 	dir := t.TempDir()
 	ck, out := filepath.Join(dir, "ck"), filepath.Join(dir, "out")
-	if _, stderr, code := run(t, "demo", "adclicks", "--events", "50000", "--quiet", "--checkpoint-dir", ck, "--checkpoint-interval", "5ms", "--output", out); code != 0 {
+	if _, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "50000", "--quiet", "--checkpoint-dir", ck, "--checkpoint-interval", "5ms", "--output", out); code != 0 {
 		t.Fatalf("demo: %s", stderr)
 	}
 	list, stderr, code := run(t, "checkpoints", "list", ck)
@@ -169,7 +220,7 @@ func TestCheckpointsListAndInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect: %s", stderr)
 	}
-	for _, want := range []string{"verify          ok", `operator "clicks"`, "source positions: split adclicks-0 at end", `operator "count-per-minute"`, "key groups [0, 64)"} {
+	for _, want := range []string{"verify          ok", `operator "clicks"`, "source positions: split partition-0 at end", `operator "count-per-minute"`, "key groups [0, 64)"} {
 		if !strings.Contains(insp, want) {
 			t.Errorf("inspect lacks %q:\n%s", want, insp)
 		}

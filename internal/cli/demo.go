@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,13 +11,18 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
+	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/internal/adclicks"
+	"github.com/weirstream/weir/internal/checkpoint"
 )
 
 func newDemoAdclicks() *cobra.Command {
@@ -32,6 +38,10 @@ func newDemoAdclicks() *cobra.Command {
 		ckInterval  time.Duration
 		output      string
 		controlAddr string
+		dataDir     string
+		source      string
+		failpoint   string
+		failAfter   int64
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -40,13 +50,21 @@ func newDemoAdclicks() *cobra.Command {
 seed) with ordinary disorder of a few seconds and a share of clicks that arrive
 minutes late is keyed by ad and counted in one-minute event-time windows under
 a bounded-out-of-orderness watermark. Results print as windows fire; clicks that
-arrive after their window fired are dropped and counted.`,
+arrive after their window fired are dropped and counted.
+
+By default the clicks go through the embedded log in --data-dir: a producer
+writes them to topic "clicks" (resuming where the topic ends, and writing
+nothing if it already holds them), the job reads that topic and writes its
+results to topic "click-counts" through the exactly-once log sink (and to
+files with --output). --source generator reads the generator in memory
+instead, without the log.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, demoOpts{
 				parallelism: parallelism, metricsAddr: metricsAddr, quiet: quiet, outOfOrder: outOfOrder,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr,
+				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
 			})
 		},
 	}
@@ -65,6 +83,14 @@ arrive after their window fired are dropped and counted.`,
 	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address (loopback unless a host is given)")
 	f.BoolVar(&quiet, "quiet", false, "do not print each result, only the summary")
+	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory of the embedded log (topics clicks and click-counts)")
+	f.StringVar(&source, "source", "log", "log: a producer writes the clicks to topic clicks and the job reads them from there and writes results to topic click-counts; generator: the job reads the generator in memory (no log)")
+	// For the crash test: the process kills itself inside the checkpoint
+	// protocol.
+	f.StringVar(&failpoint, "failpoint", "", "kill this process with SIGKILL at this checkpoint stage (state-file, files-written, complete)")
+	f.Int64Var(&failAfter, "failpoint-checkpoint", 2, "... of the first checkpoint with at least this id")
+	f.MarkHidden("failpoint")
+	f.MarkHidden("failpoint-checkpoint")
 	return cmd
 }
 
@@ -80,6 +106,10 @@ type demoOpts struct {
 	ckInterval  time.Duration
 	output      string
 	controlAddr string
+	dataDir     string
+	source      string
+	failpoint   string
+	failAfter   int64
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
@@ -95,6 +125,17 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	default:
 		return fmt.Errorf("--late-policy %q: want drop, side-output or correct", o.policy)
 	}
+	var dl *demoLog
+	switch o.source {
+	case "generator":
+	case "log":
+		var err error
+		if dl, err = prepareDemoLog(stderr, c, o); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--source %q: want log or generator", o.source)
+	}
 	opts := []weir.Option{weir.Parallelism(o.parallelism)}
 	if o.ckDir != "" {
 		opts = append(opts, weir.Checkpointing(o.ckInterval, o.ckDir), weir.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
@@ -108,8 +149,19 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	if o.metricsAddr != "" {
 		opts = append(opts, weir.MetricsAddr(o.metricsAddr))
 	}
+	if o.failpoint != "" {
+		opts = append(opts, weir.CheckpointHook(func(stage weir.CheckpointStage, id int64) {
+			if string(stage) == o.failpoint && id >= o.failAfter {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
 	job := weir.NewJob("demo-adclicks", opts...)
-	clicks := weir.FromSource(job, "clicks", adclicks.DemoSource(c),
+	var src weir.Source[adclicks.DemoClick] = adclicks.DemoSource(c)
+	if dl != nil {
+		src = dl.source()
+	}
+	clicks := weir.FromSource(job, "clicks", src,
 		weir.BoundedOutOfOrderness(o.outOfOrder, func(c adclicks.DemoClick) time.Time { return c.TS }))
 	perAd := weir.KeyBy(clicks, func(c adclicks.DemoClick) string { return c.AdID })
 	counts := weir.Aggregate(weir.Window(perAd, weir.Tumbling(time.Minute), weir.AllowedLateness(o.lateness)),
@@ -126,6 +178,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	// One printing subtask, so that lines never interleave.
 	if o.output != "" {
 		weir.To(weir.Map(counts, toRow), file.ExactlyOnce[resultRow](o.output), weir.UID("output"))
+	}
+	if dl != nil {
+		weir.To(counts, wlog.Sink(o.dataDir, resultsTopic, "demo-adclicks", resultRecord), weir.UID("click-counts"), weir.Name("click-counts"))
 	}
 	weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(_ context.Context, rs []weir.WindowResult[string, int64]) error {
 		mu.Lock()
@@ -170,7 +225,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 
 	start := time.Now()
 	progress.start()
-	err := job.Run(ctx)
+	err := dl.run(ctx, c, job)
 	progress.stop()
 	if err != nil {
 		return err
@@ -229,6 +284,14 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	fmt.Fprintf(stdout, "  throughput     %.0f events/s (%.2fs)\n", float64(c.Events)/el.Seconds(), el.Seconds())
 	if o.output != "" {
 		fmt.Fprintf(stdout, "  output         %s (committed part files)\n", o.output)
+	}
+	if dl != nil {
+		n, parts, err := topicRecords(o.dataDir, resultsTopic)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "  input          topic %s: %d clicks read (%d written by the producer in this run)\n", clicksTopic, c.Events, dl.produced.Load())
+		fmt.Fprintf(stdout, "  results        topic %s: %d records in %d partitions (exactly once)\n", resultsTopic, n, parts)
 	}
 	if streamedTotal+late != c.Events {
 		return fmt.Errorf("accounting error: %d counted + %d dropped != %d events", streamedTotal, late, c.Events)
@@ -355,4 +418,237 @@ func readRows(dir string) ([]resultRow, error) {
 		f.Close()
 	}
 	return rows, nil
+}
+
+// The demo's topics in --data-dir.
+const (
+	clicksTopic       = "clicks"
+	resultsTopic      = "click-counts"
+	resultsPartitions = 4
+)
+
+// demoLog is the log side of the demo: the clicks topic, how much of the
+// stream it holds, and the producer that writes the rest while the job
+// reads.
+type demoLog struct {
+	dataDir  string
+	events   int64
+	have     int64 // clicks in the topic when the demo started
+	ads      map[string]string
+	produced atomic.Int64
+}
+
+// prepareDemoLog creates the topics, and checks that the clicks topic
+// holds a prefix of this stream. Without a checkpoint to resume from, the
+// results topic starts empty: it holds the results of one run.
+func prepareDemoLog(stderr io.Writer, c adclicks.DemoConfig, o demoOpts) (*demoLog, error) {
+	resuming := hasCheckpoint(o.ckDir)
+	if !resuming {
+		if err := wlog.DeleteTopic(o.dataDir, resultsTopic); err != nil && !errors.Is(err, wlog.ErrNoTopic) {
+			return nil, err
+		}
+	}
+	if _, err := wlog.CreateTopic(o.dataDir, resultsTopic, wlog.TopicConfig{Partitions: resultsPartitions}); err != nil && !errors.Is(err, wlog.ErrTopicExists) {
+		return nil, err
+	}
+	dl := &demoLog{dataDir: o.dataDir, events: c.Events, ads: map[string]string{}}
+	for _, ad := range adclicks.NewDemoGen(c).Ads() {
+		dl.ads[ad] = ad
+	}
+	for {
+		t, err := wlog.OpenTopic(o.dataDir, clicksTopic)
+		if errors.Is(err, wlog.ErrNoTopic) {
+			t, err = wlog.CreateTopic(o.dataDir, clicksTopic, wlog.TopicConfig{Partitions: 1})
+		}
+		if err != nil {
+			return nil, err
+		}
+		if t.Config.Partitions != 1 {
+			return nil, fmt.Errorf("topic %s in %s has %d partitions; the demo needs 1 (one split: late clicks are then the same in every run)", clicksTopic, o.dataDir, t.Config.Partitions)
+		}
+		infos, err := t.Describe()
+		if err != nil {
+			return nil, err
+		}
+		dl.have = infos[0].Next
+		differs, err := dl.differs(t, c, infos[0].Earliest)
+		if err != nil || differs == "" {
+			return dl, err
+		}
+		if resuming {
+			return nil, fmt.Errorf("topic %s in %s holds another click stream than these flags give (%s), and the checkpoint in %s was taken over it: use that run's --seed/--ads, or another --data-dir and --checkpoint-dir", clicksTopic, o.dataDir, differs, o.ckDir)
+		}
+		fmt.Fprintf(stderr, "weir: topic %s in %s held another click stream (%s); starting it again\n", clicksTopic, o.dataDir, differs)
+		if err := wlog.DeleteTopic(o.dataDir, clicksTopic); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// differs compares the first and the last click the job would read from
+// the topic with the generator's; it describes the first difference, or
+// returns "".
+func (dl *demoLog) differs(t *wlog.Topic, c adclicks.DemoConfig, earliest int64) (string, error) {
+	n := min(dl.have, c.Events)
+	if n == 0 {
+		return "", nil
+	}
+	if earliest > 0 {
+		return fmt.Sprintf("it starts at offset %d", earliest), nil
+	}
+	want := make([]adclicks.DemoClick, 1)
+	for _, i := range []int64{0, n - 1} {
+		g := adclicks.NewDemoGen(c)
+		g.Skip(i)
+		g.Fill(want)
+		r, err := t.OpenReader(0, wlog.AtOffset(i))
+		if err != nil {
+			return "", err
+		}
+		recs, err := r.Read(context.Background(), 1)
+		r.Close()
+		if err != nil {
+			return "", fmt.Errorf("topic %s partition 0 offset %d: %w", clicksTopic, i, err)
+		}
+		got, err := dl.decode(recs[0])
+		if err != nil || got != want[0] || recs[0].Offset != i {
+			return fmt.Sprintf("click %d", i), nil
+		}
+	}
+	return "", nil
+}
+
+// source reads the first --events clicks of the topic; while the producer
+// writes, it follows the topic.
+func (dl *demoLog) source() weir.Source[adclicks.DemoClick] {
+	opts := []wlog.SourceOption{wlog.StopAt(map[int]int64{0: dl.events})}
+	if dl.have < dl.events {
+		opts = append(opts, wlog.FollowLog(2*time.Millisecond))
+	}
+	return wlog.Source(dl.dataDir, clicksTopic, dl.decode, opts...)
+}
+
+// A click's record: the ad as key, the user id (decimal) as value, the
+// event time as timestamp.
+func (dl *demoLog) decode(r wlog.Record) (adclicks.DemoClick, error) {
+	ad, ok := dl.ads[string(r.Key)]
+	if !ok {
+		return adclicks.DemoClick{}, fmt.Errorf("unknown ad %q", r.Key)
+	}
+	user, err := strconv.ParseInt(string(r.Value), 10, 64)
+	if err != nil {
+		return adclicks.DemoClick{}, fmt.Errorf("user id: %w", err)
+	}
+	return adclicks.DemoClick{AdID: ad, UserID: user, TS: time.UnixMilli(r.Timestamp).UTC()}, nil
+}
+
+// run runs the job and, beside it, the producer that writes the clicks the
+// topic does not hold yet. A failing producer fails the job. dl nil runs
+// the job alone.
+func (dl *demoLog) run(ctx context.Context, c adclicks.DemoConfig, job *weir.Job) error {
+	if dl == nil || dl.have >= c.Events {
+		return job.Run(ctx)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan error, 1)
+	go func() {
+		err := dl.produce(ctx, c)
+		if err != nil {
+			cancel(fmt.Errorf("producer: %w", err))
+		}
+		done <- err
+	}()
+	err := job.Run(ctx)
+	cancel(nil)
+	if perr := <-done; perr != nil && !errors.Is(perr, context.Canceled) {
+		return fmt.Errorf("producer: %w", perr)
+	}
+	return err
+}
+
+// produce appends clicks have.. to the topic. The stream is deterministic
+// by index, so after a crash it resumes where the topic ends (a torn last
+// batch is dropped when the writer opens).
+func (dl *demoLog) produce(ctx context.Context, c adclicks.DemoConfig) error {
+	t, err := wlog.OpenTopic(dl.dataDir, clicksTopic)
+	if err != nil {
+		return err
+	}
+	w, err := t.OpenWriter(0, wlog.WithSync(wlog.SyncEvery(time.Second)))
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if next := w.NextOffset(); next != dl.have {
+		return fmt.Errorf("topic %s partition 0 ends at offset %d, expected %d", clicksTopic, next, dl.have)
+	}
+	keys := map[string][]byte{}
+	for ad := range dl.ads {
+		keys[ad] = []byte(ad)
+	}
+	recs := make([]wlog.Record, 0, 4096)
+	vals := make([]byte, 0, 8*cap(recs))
+	err = adclicks.ProduceDemo(ctx, c, dl.have, cap(recs), func(cs []adclicks.DemoClick) error {
+		recs, vals = recs[:0], vals[:0]
+		for _, x := range cs {
+			// Earlier values stay valid if vals grows: append copies.
+			start := len(vals)
+			vals = strconv.AppendInt(vals, x.UserID, 10)
+			recs = append(recs, wlog.Record{Key: keys[x.AdID], Value: vals[start:len(vals):len(vals)], Timestamp: x.TS.UnixMilli()})
+		}
+		if _, err := w.Append(recs); err != nil {
+			return err
+		}
+		dl.produced.Add(int64(len(cs)))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return w.Sync()
+}
+
+// resultRecord is a result in topic click-counts: the ad as key, the row
+// as JSON value (as in the --output files), the window's last
+// millisecond as timestamp.
+func resultRecord(r weir.WindowResult[string, int64], rec *wlog.Record) error {
+	b, err := json.Marshal(toRow(r))
+	if err != nil {
+		return err
+	}
+	rec.Key = append(rec.Key, r.Key...)
+	rec.Value = append(rec.Value, b...)
+	rec.Timestamp = r.End.UnixMilli() - 1
+	return nil
+}
+
+// topicRecords counts the records of a topic (it has no gaps: it is not
+// compacted).
+func topicRecords(dir, topic string) (n int64, parts int, err error) {
+	t, err := wlog.OpenTopic(dir, topic)
+	if err != nil {
+		return 0, 0, err
+	}
+	infos, err := t.Describe()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, in := range infos {
+		n += in.Next - in.Earliest
+	}
+	return n, len(infos), nil
+}
+
+// hasCheckpoint says whether the job will resume from a checkpoint in dir.
+func hasCheckpoint(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	s, err := checkpoint.Open(dir, checkpoint.ReadOnly())
+	if err != nil {
+		return false
+	}
+	_, err = s.Latest()
+	return !errors.Is(err, checkpoint.ErrNoCheckpoint)
 }

@@ -1,0 +1,209 @@
+package crashtest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	wlog "github.com/weirstream/weir/connector/log"
+)
+
+// buildWeir builds the weir command (or takes the one WEIR_CRASH_WEIR
+// names).
+func buildWeir(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("WEIR_CRASH_WEIR"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "weir")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/weir").CombinedOutput(); err != nil {
+		t.Fatalf("build weir: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func demoArgs(root string, extra ...string) []string {
+	return append([]string{"demo", "adclicks", "--quiet",
+		"--data-dir", filepath.Join(root, "data"), "--checkpoint-dir", filepath.Join(root, "ck"),
+		"--checkpoint-interval", "50ms", "--output", filepath.Join(root, "out"),
+		"--events", "90000", "--rate", "15000", "--ads", "40", "--seed", "11", "--out-of-orderness", "2s",
+	}, extra...)
+}
+
+func logKills() int {
+	if s := os.Getenv("WEIR_CRASH_KILLS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	return 20
+}
+
+// resultTopic reads topic click-counts: per partition, its records as
+// "key value" lines, sorted (sink subtasks commit in either order).
+func resultTopic(t *testing.T, dataDir string) [][]string {
+	t.Helper()
+	tp, err := wlog.OpenTopic(dataDir, "click-counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]string, tp.Config.Partitions)
+	for p := range out {
+		r, err := tp.OpenReader(p, wlog.Earliest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			recs, err := r.Read(context.Background(), 1000)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("click-counts partition %d: %v", p, err)
+			}
+			for _, rec := range recs {
+				out[p] = append(out[p], fmt.Sprintf("%s %s", rec.Key, rec.Value))
+			}
+		}
+		r.Close()
+		slices.Sort(out[p])
+	}
+	return out
+}
+
+// partFiles reads the committed part files, sorted; hidden files left
+// behind are an error.
+func partFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("hidden file left behind: %s", e.Name())
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		f.Close()
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// TestKillDemoOnTheLog kills `weir demo adclicks` on its default path (a
+// producer writes the clicks to a topic, the job reads it and writes the
+// results to topic click-counts through the exactly-once log sink and to
+// part files) with SIGKILL at random moments and at failpoints inside the
+// checkpoint protocol, restarting it with the same flags until it
+// completes. The results topic and the part files must then hold exactly
+// what a run without failures commits: the same records, none twice.
+func TestKillDemoOnTheLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	bin := buildWeir(t)
+	refDir := t.TempDir()
+	if out, err := exec.Command(bin, demoArgs(refDir, "--rate", "0")...).CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	wantTopic := resultTopic(t, filepath.Join(refDir, "data"))
+	wantFiles := partFiles(t, filepath.Join(refDir, "out"))
+	n := 0
+	for p, recs := range wantTopic {
+		if len(slices.Compact(slices.Clone(recs))) != len(recs) {
+			t.Fatalf("reference run: duplicates in partition %d", p)
+		}
+		n += len(recs)
+	}
+	if n < 50 || n != len(wantFiles) {
+		t.Fatalf("reference run: %d records in the topic, %d in part files", n, len(wantFiles))
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	want := logKills()
+	total, failpoints, rounds := 0, 0, 0
+	start := time.Now()
+	deadline := start.Add(20 * time.Minute)
+	for total < want {
+		rounds++
+		root := t.TempDir()
+		for attempt := 0; ; attempt++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("out of time after %d kills", total)
+			}
+			var extra []string
+			if attempt%5 == 2 {
+				stage := []string{"state-file", "files-written", "complete"}[rng.IntN(3)]
+				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(4)))
+			}
+			cmd := exec.Command(bin, demoArgs(root, extra...)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// The moment of the kill (not a wait for a result).
+			timer := time.NewTimer(time.Duration(60+rng.IntN(400)) * time.Millisecond)
+			var err error
+			ourKill := false
+			select {
+			case err = <-done:
+				timer.Stop()
+			case <-timer.C:
+				cmd.Process.Signal(syscall.SIGKILL)
+				err = <-done
+				ourKill = true
+			}
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				total++
+				if !ourKill {
+					failpoints++
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+			}
+			break
+		}
+		gotTopic := resultTopic(t, filepath.Join(root, "data"))
+		for p := range wantTopic {
+			if !slices.Equal(gotTopic[p], wantTopic[p]) {
+				t.Fatalf("round %d, after %d kills: click-counts partition %d holds %d records, want %d; missing %q, unexpected %q",
+					rounds, total, p, len(gotTopic[p]), len(wantTopic[p]), first(diff(wantTopic[p], gotTopic[p]), 3), first(diff(gotTopic[p], wantTopic[p]), 3))
+			}
+		}
+		if got := partFiles(t, filepath.Join(root, "out")); !slices.Equal(got, wantFiles) {
+			t.Fatalf("round %d, after %d kills: %d part-file records, want %d; missing %q, unexpected %q",
+				rounds, total, len(got), len(wantFiles), first(diff(wantFiles, got), 3), first(diff(got, wantFiles), 3))
+		}
+		// No staged output left for the sink either.
+		if left, _ := filepath.Glob(filepath.Join(root, "data", "click-counts", ".txn", "*", "*.*")); len(left) != 0 {
+			t.Fatalf("round %d: staging files left: %v", rounds, left)
+		}
+	}
+	t.Logf("%d kills (%d at failpoints) over %d rounds in %v; each round's click-counts topic and part files equal the failure-free run's %d records",
+		total, failpoints, rounds, time.Since(start).Round(time.Millisecond), n)
+}
