@@ -124,6 +124,14 @@ type logReader[T any] struct {
 	follow  bool
 	stop    int64    // end offset (exclusive); -1: none
 	pending []Record // read but not yet returned
+	onBad   func(raw []byte, position string, err error)
+}
+
+// SetBadRecordHandler implements weir.BadRecordReporter: records decode
+// rejects go to h with their value as the raw bytes and "topic/partition@offset"
+// as their position.
+func (r *logReader[T]) SetBadRecordHandler(h func(raw []byte, position string, err error)) {
+	r.onBad = h
 }
 
 // Read returns up to len(dst) records. Following, it waits at most ~10ms
@@ -162,7 +170,12 @@ func (r *logReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 		rec := r.pending[0]
 		v, err := r.src.decode(rec)
 		if err != nil {
-			return n, fmt.Errorf("wlog: topic %q partition %d offset %d: %w", r.src.topic, r.part, rec.Offset, err)
+			if r.onBad == nil {
+				return n, fmt.Errorf("wlog: topic %q partition %d offset %d: %w", r.src.topic, r.part, rec.Offset, err)
+			}
+			r.onBad(rec.Value, r.src.topic+"/"+strconv.Itoa(r.part)+"@"+strconv.FormatInt(rec.Offset, 10), err)
+			r.pending = r.pending[1:]
+			continue
 		}
 		dst[n] = v
 		n++

@@ -139,3 +139,31 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+func TestLogSourceDeadLetters(t *testing.T) {
+	dir := t.TempDir()
+	tp, err := wlog.CreateTopic(dir, "clicks", wlog.TopicConfig{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := tp.OpenWriter(0)
+	w.Append([]wlog.Record{{Timestamp: 1, Value: []byte("1")}, {Timestamp: 2, Value: []byte("oops")}, {Timestamp: 3, Value: []byte("3")}})
+	w.Close()
+	job := weir.NewJob("dlq")
+	var letters []weir.BadRecord
+	sink := weir.SinkFunc[weir.BadRecord](func(_ context.Context, items []weir.BadRecord) error {
+		letters = append(letters, items...)
+		return nil
+	})
+	out := weir.Collect(weir.FromSource(job, "clicks", wlog.Source(dir, "clicks", decode), weir.NoWatermarks[click](),
+		weir.OnBadRecord(weir.DeadLetter(sink))))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(out.Items()); n != 2 {
+		t.Fatalf("%d good records, want 2", n)
+	}
+	if len(letters) != 1 || string(letters[0].Raw) != "oops" || letters[0].Position != "clicks/0@1" || letters[0].Err == "" {
+		t.Fatalf("dead letters %+v, want one for clicks/0@1 with raw oops", letters)
+	}
+}
