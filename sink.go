@@ -104,6 +104,13 @@ func (op *sinkOp[T]) finish() error {
 		}
 		return nil
 	}
+	if fw, ok := op.w.(FlushingWriter); ok && op.st.plan.coord == nil {
+		// Without checkpoints the end of the input is the one flush point
+		// (with them, the final checkpoint's barrier flushed).
+		if err := fw.Flush(op.st.ctx, 0); err != nil {
+			return err
+		}
+	}
 	return op.close()
 }
 
@@ -145,7 +152,9 @@ func (c *Collector[T]) Items() []T {
 // FlushingWriter is a SinkWriter that buffers: Flush is called at every
 // checkpoint barrier, before the sink acknowledges the checkpoint, and
 // must make everything written so far durable in the external system
-// (Flink's SinkWriter.flush). A checkpoint then covers the sink's output,
+// (Flink's SinkWriter.flush). Without checkpointing it is called once, with
+// id 0, at the end of a bounded input, before Close; Close itself runs
+// after failures too, so it need not flush. A checkpoint then covers the sink's output,
 // so that after a restore nothing written before it is lost: at-least-once
 // delivery, or effectively once with idempotent writes (an upsert keyed by
 // a position). Two-phase-commit writers use PreCommit instead.

@@ -94,9 +94,9 @@ func (s *UpsertSink[T]) Stats() UpsertStats {
 // positionTypes are the column types a position fits in.
 var positionTypes = []string{"bigint", "numeric", "integer"}
 
-// OpenWriter implements weir.Sink. The writer is a weir.CommittingWriter
-// only to flush at checkpoint barriers: its PreCommit returns no
-// committable, and the sink has no committer.
+// OpenWriter implements weir.Sink. The writer is a weir.FlushingWriter: it
+// flushes at every checkpoint barrier (and at the end of a bounded input
+// without checkpointing).
 func (s *UpsertSink[T]) OpenWriter(ctx context.Context, subtask, parallelism int) (weir.SinkWriter[T], error) {
 	if s.err != nil {
 		return nil, s.err
@@ -152,14 +152,14 @@ type upsertWriter[T any] struct {
 	upsert  string
 	width   int // values a row function returns
 
-	mu     sync.Mutex // Write, PreCommit and Close come from the sink's task; the lock makes misuse safe
+	mu     sync.Mutex // Write, Flush and Close come from the sink's task; the lock makes misuse safe
 	conn   *pgx.Conn
 	buf    [][]any
 	err    error // sticky
 	closed bool
 }
 
-var _ weir.CommittingWriter[int] = (*upsertWriter[int])(nil)
+var _ weir.FlushingWriter = (*upsertWriter[int])(nil)
 
 // Write implements weir.SinkWriter.
 func (w *upsertWriter[T]) Write(ctx context.Context, items []T) error {
@@ -211,29 +211,24 @@ func (w *upsertWriter[T]) flush(ctx context.Context) error {
 	return nil
 }
 
-// PreCommit implements weir.CommittingWriter: it flushes, so that the
-// checkpoint covers only rows that are in the table, and returns no
-// committable.
-func (w *upsertWriter[T]) PreCommit(ctx context.Context, _ int64) ([]byte, error) {
+// Flush implements weir.FlushingWriter: the checkpoint then covers only
+// rows that are in the table.
+func (w *upsertWriter[T]) Flush(ctx context.Context, _ int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usable(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := w.flush(ctx); err != nil {
-		return nil, w.fail(err)
+		return w.fail(err)
 	}
-	return nil, nil
+	return nil
 }
-
-// Recover implements weir.CommittingWriter: an upsert sink leaves nothing
-// to clean up.
-func (w *upsertWriter[T]) Recover(context.Context, int64) error { return nil }
 
 // Close implements weir.SinkWriter. It does not flush: Close also ends a
 // failed job, whose unflushed rows the next attempt replays; a job that
 // succeeds has flushed at its final checkpoint (or, without checkpointing,
-// at its PreCommit at the end of the input).
+// at the end of the input).
 func (w *upsertWriter[T]) Close(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

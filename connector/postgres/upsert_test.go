@@ -17,24 +17,30 @@ type rec struct {
 
 func recRow(r rec) ([]any, int64) { return []any{r.K, r.V}, r.Pos }
 
-func openUpsert(t *testing.T, s *postgres.UpsertSink[rec]) weir.CommittingWriter[rec] {
+// flushingWriter is what the upsert sink's writer is.
+type flushingWriter interface {
+	weir.SinkWriter[rec]
+	weir.FlushingWriter
+}
+
+func openUpsert(t *testing.T, s *postgres.UpsertSink[rec]) flushingWriter {
 	t.Helper()
 	w, err := s.OpenWriter(context.Background(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close(context.Background()) })
-	return w.(weir.CommittingWriter[rec])
+	return w.(flushingWriter)
 }
 
-func write(t *testing.T, w weir.CommittingWriter[rec], recs ...rec) {
+func write(t *testing.T, w flushingWriter, recs ...rec) {
 	t.Helper()
 	ctx := context.Background()
 	if err := w.Write(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := w.PreCommit(ctx, 1); err != nil || c != nil {
-		t.Fatalf("PreCommit = %q, %v; want no committable", c, err)
+	if err := w.Flush(ctx, 1); err != nil {
+		t.Fatalf("Flush: %v", err)
 	}
 }
 
@@ -133,11 +139,11 @@ func TestUpsertConnectionLoss(t *testing.T) {
 	if err := w.Write(ctx, []rec{{"a", 2, 2}}); err != nil {
 		t.Fatal(err) // buffered only
 	}
-	_, err := w.PreCommit(ctx, 2)
+	err := w.Flush(ctx, 2)
 	wantErr(t, err, "upsert 1 rows into "+tbl, "sink lossy, subtask 0")
-	_, err2 := w.PreCommit(ctx, 3)
+	err2 := w.Flush(ctx, 3)
 	if err2 != err {
-		t.Fatalf("second PreCommit: %v, want the sticky %v", err2, err)
+		t.Fatalf("second Flush: %v, want the sticky %v", err2, err)
 	}
 	wantRows(t, conn, "SELECT k, v FROM "+tbl, "a 1")
 }
