@@ -33,7 +33,7 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 	if err != nil {
 		return err
 	}
-	meta, err := s.write(p, final, snaps)
+	meta, confirms, err := s.write(p, final, snaps)
 	if err != nil {
 		p.Abort()
 		return err
@@ -43,6 +43,9 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 	if err != nil {
 		p.Abort()
 		return err
+	}
+	for _, fn := range confirms {
+		fn()
 	}
 	s.job.metrics.Checkpoints.LastSizeBytes.Store(c.Metadata().TotalSize())
 	s.hook(StageComplete, id)
@@ -55,7 +58,7 @@ func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, s
 	if err != nil {
 		return err
 	}
-	meta, err := writeSnapshot(s.job, p, false, snaps, nil)
+	meta, _, err := writeSnapshot(s.job, p, false, snaps, nil)
 	if err != nil {
 		p.Abort()
 		return err
@@ -73,13 +76,14 @@ func (s *ckStore) hook(stage CheckpointStage, id int64) {
 	}
 }
 
-func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, error) {
+func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, []func(), error) {
 	return writeSnapshot(s.job, p, final, snaps, func() { s.hook(StageStateFile, p.ID()) })
 }
 
 // writeSnapshot writes the state files of a checkpoint or savepoint and
-// returns its metadata.
-func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnapshot, fileDone func()) (*checkpoint.Metadata, error) {
+// returns its metadata, and what to call once it is complete (incremental
+// Pebble state learns which files the store has).
+func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnapshot, fileDone func()) (*checkpoint.Metadata, []func(), error) {
 	maxP := j.cfg.maxParallelism
 	meta := &checkpoint.Metadata{
 		Job:            j.name,
@@ -98,25 +102,38 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 	}
 	commits := map[string][][]byte{}
 	var commitOps []pendingCommit
+	var confirms []func()
 	for _, snap := range snaps {
 		for _, st := range snap.states {
 			o := op(st.UID, st.Name, st.Parallelism)
+			if _, ok := st.Meta[incLocalKey]; ok {
+				var files []checkpoint.FileInfo
+				var confirm func()
+				var err error
+				if st, files, confirm, err = writeLocalSnapshot(p, st, index[st.UID]); err != nil {
+					return nil, nil, err
+				}
+				o.Files = append(o.Files, files...)
+				if confirm != nil {
+					confirms = append(confirms, confirm)
+				}
+			}
 			name := fmt.Sprintf("op%03d-%s-%d.state", index[st.UID], fileSafe(st.UID), st.Subtask)
 			data, err := encode(st)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			w, err := p.Create(name)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if _, err := w.Write(data); err != nil {
 				w.Close()
-				return nil, err
+				return nil, nil, err
 			}
 			fi, err := w.Close()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if fileDone != nil {
 				fileDone()
@@ -138,7 +155,7 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 	for _, c := range commitOps {
 		raw, err := json.Marshal(commits[c.uid])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o := op(c.uid, c.name, c.parallelism)
 		if o.Extra == nil {
@@ -146,7 +163,7 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 		}
 		o.Extra["committables"] = raw
 	}
-	return meta, nil
+	return meta, confirms, nil
 }
 
 // commit makes the output of a completed checkpoint visible.
@@ -199,9 +216,12 @@ func loadSavepoint(j *Job, path string) (*restoredState, error) {
 }
 
 func loadCheckpoint(c *checkpoint.Checkpoint) (*restoredState, error) {
-	r := &restoredState{id: c.ID(), path: c.Path(), ops: map[string][]opState{}, commits: map[string][][]byte{}}
+	r := &restoredState{id: c.ID(), path: c.Path(), ck: c, ops: map[string][]opState{}, commits: map[string][][]byte{}}
 	for _, o := range c.Metadata().Operators {
 		for _, f := range o.Files {
+			if !isStateFile(f) {
+				continue // a file of a Pebble database: its backend reads it
+			}
 			data, err := c.ReadFile(f.Name)
 			if err != nil {
 				return nil, err
@@ -221,6 +241,13 @@ func loadCheckpoint(c *checkpoint.Checkpoint) (*restoredState, error) {
 		}
 	}
 	return r, nil
+}
+
+// isStateFile reports whether f is an operator subtask's state file (an
+// encoded opState), rather than a file of a Pebble database that an
+// incremental checkpoint saved (shared, or named op<i>-<uid>-<subtask>.db.<file>).
+func isStateFile(f checkpoint.FileInfo) bool {
+	return !f.Shared && strings.HasSuffix(f.Name, ".state") && !strings.Contains(f.Name, ".db.")
 }
 
 // fileSafe maps a UID to the characters a state file name may hold.

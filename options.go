@@ -70,6 +70,7 @@ type config struct {
 	stateBackend string
 	stateDir     string
 	stateMemory  int64 // bytes of memory budget for the pebble backend (block cache + memtables); 0: default
+	incremental  bool  // incremental checkpoints of pebble state
 
 	// operator
 	name string
@@ -312,6 +313,20 @@ func PebbleState(dir string, memoryBudget int64) Option {
 	return option{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), scopeJob, func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget
 	}}
+}
+
+// IncrementalCheckpoints makes checkpoints of PebbleState state
+// incremental, as Flink's `execution.checkpointing.incremental: true` does
+// for RocksDB (off by default there and here): each checkpoint uploads only
+// the SST files that the previous one did not have, into the checkpoint
+// directory's shared/ area, and lists the others again; retention deletes
+// a shared file once no retained checkpoint lists it. A restore with the
+// same parallelism opens the files directly; at another parallelism, it
+// copies each key group's entries out of the old databases. Savepoints stay
+// self-contained, by key group. Without PebbleState (heap state) it does
+// nothing: there are no files to share.
+func IncrementalCheckpoints() Option {
+	return option{"IncrementalCheckpoints()", scopeJob, func(c *config) { c.incremental = true }}
 }
 
 // CheckpointStage names a point in the completion of a checkpoint.

@@ -1,16 +1,20 @@
 package weir_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -225,4 +229,106 @@ func TestPebbleStateLargerThanMemory(t *testing.T) {
 	if len(heap) != keys || !slices.Equal(peb, heap) {
 		t.Fatalf("Pebble job: %d results, heap job: %d; equal: %v", len(peb), len(heap), slices.Equal(peb, heap))
 	}
+}
+
+// Incremental checkpoints of Pebble state: a checkpointed job that fails
+// once gives the heap job's output and the full-snapshot Pebble job's;
+// its checkpoints share SST files; a savepoint of it is by key group (it
+// restores into the heap backend); and its last checkpoint restores at
+// other parallelisms (rescaling copies key groups out of the old
+// databases).
+func TestPebbleIncrementalCheckpoints(t *testing.T) {
+	evs := randomEvents(newRand(9), 20000, 200, 3000)
+	const p = 2
+	heap := newMemSink()
+	var f atomic.Bool
+	if err := buildProcessJob(evs, p, t.TempDir(), heap, 0, &f, weir.HeapState()).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, incremental := range []bool{false, true} {
+		sink := newMemSink()
+		var failed atomic.Bool
+		ckDir := t.TempDir()
+		opts := []weir.Option{weir.PebbleState(t.TempDir(), 8<<20)}
+		if incremental {
+			opts = append(opts, weir.IncrementalCheckpoints())
+		}
+		job := buildProcessJob(evs, p, ckDir, sink, evs[15000].TS, &failed, opts...)
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatalf("incremental %t: %v", incremental, err)
+		}
+		if n := job.Metrics().Checkpoints.Restarts.Load(); !failed.Load() || n != 1 {
+			t.Fatalf("incremental %t: %d restarts, want 1", incremental, n)
+		}
+		if a, b := heap.output(), sink.output(); !slices.Equal(a, b) {
+			t.Fatalf("incremental %t: Pebble job with a failure differs from the heap job without: %d vs %d records\n%s", incremental, len(b), len(a), firstDiff(a, b))
+		}
+		shared, _ := os.ReadDir(filepath.Join(ckDir, "shared"))
+		if incremental != (len(shared) > 0) {
+			t.Errorf("incremental %t: %d entries in the shared area", incremental, len(shared))
+		}
+	}
+
+	// Rescaling from an incremental checkpoint, and a savepoint of
+	// incremental state restored into the heap backend.
+	r := newRand(4)
+	gen := func(n int, from int64) []ev {
+		out := make([]ev, n)
+		for i := range out {
+			out[i] = ev{Key: fmt.Sprint("k", r.IntN(50)), TS: from + int64(i)}
+		}
+		return out
+	}
+	first, second := gen(4000, 0), gen(2000, 10000)
+	count := func(evs ...[]ev) map[string]int {
+		m := map[string]int{}
+		for _, es := range evs {
+			for _, e := range es {
+				m[e.Key]++
+			}
+		}
+		return m
+	}
+	dir1 := t.TempDir()
+	job, _ := countJob(first, "events", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, dir1),
+		weir.PebbleState(t.TempDir(), 4<<20), weir.IncrementalCheckpoints())
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ck := latestCheckpoint(t, dir1)
+	for _, p := range []int{1, 3} {
+		var logs syncBuffer
+		job, out := countJob(second, "more", weir.Parallelism(p), weir.RestoreFrom(ck), weir.AllowNonRestoredState(),
+			weir.PebbleState(t.TempDir(), 4<<20), weir.IncrementalCheckpoints(), weir.Checkpointing(5*time.Millisecond, t.TempDir()),
+			weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatalf("p=%d: %v", p, err)
+		}
+		if n := job.Metrics().Checkpoints.Restarts.Load(); n != 0 {
+			t.Fatalf("p=%d: %d restarts:\n%s", p, n, logs.String())
+		}
+		checkCounts(t, out.Items(), count(first), second)
+	}
+	job, _ = countJob(second, "more", weir.RestoreFrom(ck), weir.AllowNonRestoredState())
+	if err := job.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "restore it with PebbleState") {
+		t.Fatalf("heap restore of incremental Pebble state: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (a job's log).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -20,6 +20,15 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	}
 	op.nowOK = false // expiry is judged at the time of the snapshot
 	st := op.info.state(op.wm)
+	if pb, ok := op.backend.(*pebbleBackend); ok && pb.incremental {
+		token, err := pb.snapshot(b.id, b.final || b.stop, op.procNow())
+		if err != nil {
+			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.id, err)
+		}
+		st.Meta = map[string][]byte{incLocalKey: token}
+		s.states = append(s.states, st)
+		return forwardBarrier(op.out, b, s)
+	}
 	st.Groups = map[int][]byte{}
 	r := op.backend.KeyGroups()
 	for kg := r.Start; kg < r.End; kg++ {
@@ -42,6 +51,11 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 // as Flink's operators do after stop --drain: the new input's watermarks
 // take over, and timers registered for it can fire.
 func (op *processOp[K, T, OUT]) restore(wm int64, groups [][]byte) error {
+	if pb, ok := op.backend.(*pebbleBackend); ok {
+		if err := pb.checkRestored(); err != nil {
+			return err
+		}
+	}
 	if err := state.RestoreKeyGroups(op.backend, groups); err != nil {
 		return err
 	}
@@ -57,6 +71,12 @@ func (op *processOp[K, T, OUT]) restore(wm int64, groups [][]byte) error {
 func newStateBackend(st *subtask, n *node, cfg state.Config) (state.Backend, error) {
 	switch b := st.cfg().stateBackend; b {
 	case "", "heap":
+		if ds, err := incDescs(st.plan.restored, n.uid); err != nil || len(ds) > 0 {
+			if err == nil {
+				err = fmt.Errorf("%s holds the state of operator %q as Pebble files (an incremental checkpoint): restore it with PebbleState, or restore a savepoint (which is by key group)", st.plan.restored.path, n.uid)
+			}
+			return nil, err
+		}
 		return state.NewHeap(cfg)
 	case "pebble":
 		return newPebbleBackend(st, n, cfg)

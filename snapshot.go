@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -56,7 +57,10 @@ func eachEntry[E any](groups [][]byte, fn func(E)) error {
 type restoredState struct {
 	id   int64
 	path string
-	ops  map[string][]opState
+	// ck is the checkpoint, for restores that read more of its files
+	// (incremental Pebble state).
+	ck  *checkpoint.Checkpoint
+	ops map[string][]opState
 	// commits are the committables of two-phase-commit sinks, by UID.
 	commits map[string][][]byte
 }
@@ -83,6 +87,16 @@ func (st *subtask) restoreKeyed(n *node) (wm int64, groups [][]byte, ok bool) {
 			if kg >= lo && kg < hi {
 				groups = append(groups, data)
 				contributes = true
+			}
+		}
+		// Incremental Pebble state: the key groups with entries are
+		// listed with the database's files, which the backend restored.
+		if data, ok := s.Meta[incMetaKey]; ok {
+			var d incDesc
+			if decode(data, &d) == nil {
+				for _, kg := range d.NonEmpty {
+					contributes = contributes || kg >= lo && kg < hi
+				}
 			}
 		}
 		// An old subtask with no state in our range still bounds the

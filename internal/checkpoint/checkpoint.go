@@ -73,7 +73,7 @@ func load(fsys FS, dir string) (c *Checkpoint, hasMeta bool, err error) {
 	c = newCheckpoint(fsys, dir, m)
 	for _, op := range m.Operators {
 		for _, f := range op.Files {
-			path := filepath.Join(dir, f.Name)
+			path := c.FilePath(f)
 			st, err := fsys.Stat(path)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
@@ -120,6 +120,15 @@ func (c *Checkpoint) File(name string) (FileInfo, bool) {
 	return f, ok
 }
 
+// FilePath returns the path of the file f of the checkpoint: in its
+// directory, or, for a shared file, in the shared area next to it.
+func (c *Checkpoint) FilePath(f FileInfo) string {
+	if f.Shared {
+		return filepath.Join(filepath.Dir(c.path), SharedDirName, filepath.FromSlash(f.Name))
+	}
+	return filepath.Join(c.path, f.Name)
+}
+
 // LogValue implements slog.LogValuer.
 func (c *Checkpoint) LogValue() slog.Value {
 	return slog.GroupValue(slog.Int64("id", c.meta.ID), slog.String("kind", string(c.meta.Kind)),
@@ -135,7 +144,7 @@ func (c *Checkpoint) Open(name string) (io.ReadCloser, error) {
 	if !ok {
 		return nil, fmt.Errorf("checkpoint: %s is not a file of %s: %w", name, c.path, fs.ErrNotExist)
 	}
-	path := filepath.Join(c.path, name)
+	path := c.FilePath(info)
 	f, err := c.fs.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, corruptf(path, "missing (listed with %d bytes)", info.Size)

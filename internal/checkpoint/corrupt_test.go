@@ -61,9 +61,9 @@ var corruptions = []struct {
 	}, "checksum line"},
 	{"newer format version", func(t *testing.T, dir string) {
 		rewriteMetadata(t, dir, func(body string) string {
-			return strings.Replace(body, `"format_version": 1`, `"format_version": 2`, 1)
+			return strings.Replace(body, `"format_version": 1`, `"format_version": 3`, 1)
 		})
-	}, "unsupported format version 2"},
+	}, "unsupported format version 3"},
 	{"metadata of another checkpoint", func(t *testing.T, dir string) {
 		rewriteMetadata(t, dir, func(body string) string {
 			return strings.Replace(body, `"checkpoint_id": 2`, `"checkpoint_id": 1`, 1)

@@ -6,14 +6,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"time"
 )
 
-// FormatVersion is the version of the checkpoint format this build writes,
-// and the only one it reads. The envelope of _metadata (a JSON body, then a
-// "crc32c <hex>" line) is the same in every version, so that a newer file is
-// reported as such (*VersionError) rather than as corrupt.
-const FormatVersion = 1
+// FormatVersion is the newest version of the checkpoint format: this build
+// reads versions 1 to FormatVersion. Version 2 added shared files
+// (FileInfo.Shared, incremental checkpoints); a checkpoint without them is
+// written as version 1, which builds that predate version 2 read. The
+// envelope of _metadata (a JSON body, then a "crc32c <hex>" line) is the
+// same in every version, so that a newer file is reported as such
+// (*VersionError) rather than as corrupt.
+const FormatVersion = 2
+
+// sharedVersion is the first format version with shared files.
+const sharedVersion = 2
+
+// SharedDirName is the directory, next to the checkpoint directories, that
+// holds the files incremental checkpoints share.
+const SharedDirName = "shared"
 
 const (
 	metadataName = "_metadata"
@@ -80,6 +91,17 @@ type FileInfo struct {
 	// KeyGroups is the key-group range the file holds, or nil for
 	// operator (non-keyed) state.
 	KeyGroups *KeyGroupRange `json:"key_groups,omitempty"`
+	// Shared marks a file of the shared area (format version 2): Name is
+	// then a slash-separated path under SharedDirName, next to the
+	// checkpoint's directory, and the file may be listed by several
+	// checkpoints (an SST file that did not change between incremental
+	// checkpoints). Retention deletes a shared file once no checkpoint
+	// left in the store lists it. Savepoints never list shared files.
+	Shared bool `json:"shared,omitempty"`
+	// UploadedIn is, for a shared file, the id of the checkpoint that
+	// wrote it: the checkpoint's own uploads are the files whose
+	// UploadedIn is its ID.
+	UploadedIn int64 `json:"uploaded_in,omitempty"`
 }
 
 // KeyGroupRange is a half-open range [Start, End) of key groups.
@@ -111,7 +133,8 @@ func (c *Checksum) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// TotalSize returns the size of all state files.
+// TotalSize returns the size of all state files, shared ones included:
+// the full size of the state.
 func (m *Metadata) TotalSize() int64 {
 	var n int64
 	for _, op := range m.Operators {
@@ -122,13 +145,55 @@ func (m *Metadata) TotalSize() int64 {
 	return n
 }
 
+// SharedSize returns the size of the shared files the checkpoint lists.
+func (m *Metadata) SharedSize() int64 {
+	var n int64
+	for _, op := range m.Operators {
+		for _, f := range op.Files {
+			if f.Shared {
+				n += f.Size
+			}
+		}
+	}
+	return n
+}
+
+// WrittenSize returns the bytes the checkpoint wrote: its own files and the
+// shared files it uploaded, but not the shared files earlier checkpoints
+// wrote and it reuses. For a checkpoint without shared files it is
+// TotalSize; for an incremental one, the size of the increment.
+func (m *Metadata) WrittenSize() int64 {
+	var n int64
+	for _, op := range m.Operators {
+		for _, f := range op.Files {
+			if !f.Shared || f.UploadedIn == m.ID {
+				n += f.Size
+			}
+		}
+	}
+	return n
+}
+
+// HasShared reports whether the checkpoint lists shared files: whether it
+// is incremental.
+func (m *Metadata) HasShared() bool {
+	for _, op := range m.Operators {
+		for _, f := range op.Files {
+			if f.Shared {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // validate checks what a restore relies on: unique operators and file
 // names, file names that stay inside the directory, subtasks and key
 // groups within the parallelism.
 func (m *Metadata) validate() error {
 	switch {
-	case m.FormatVersion != FormatVersion:
-		return fmt.Errorf("format version %d, want %d", m.FormatVersion, FormatVersion)
+	case m.FormatVersion < 1 || m.FormatVersion > FormatVersion:
+		return fmt.Errorf("format version %d, want 1 to %d", m.FormatVersion, FormatVersion)
 	case m.ID < 1:
 		return fmt.Errorf("checkpoint id %d: must be at least 1", m.ID)
 	case !m.Kind.valid():
@@ -149,8 +214,23 @@ func (m *Metadata) validate() error {
 		}
 		uids[op.UID] = true
 		for _, f := range op.Files {
-			if err := validName(f.Name); err != nil {
+			if f.Shared {
+				switch err := validSharedName(f.Name); {
+				case err != nil:
+					return fmt.Errorf("operator %q: %w", op.UID, err)
+				case m.FormatVersion < sharedVersion:
+					return fmt.Errorf("operator %q: shared file %q in format version %d (shared files need version %d)",
+						op.UID, f.Name, m.FormatVersion, sharedVersion)
+				case m.Kind == KindSavepoint:
+					return fmt.Errorf("operator %q: shared file %q: a savepoint must be self-contained", op.UID, f.Name)
+				case f.UploadedIn < 1 || f.UploadedIn > m.ID:
+					return fmt.Errorf("operator %q: shared file %q: uploaded in checkpoint %d, not in [1, %d]",
+						op.UID, f.Name, f.UploadedIn, m.ID)
+				}
+			} else if err := validName(f.Name); err != nil {
 				return fmt.Errorf("operator %q: %w", op.UID, err)
+			} else if f.UploadedIn != 0 {
+				return fmt.Errorf("operator %q: file %q: uploaded_in is for shared files", op.UID, f.Name)
 			}
 			switch kg := f.KeyGroups; {
 			case names[f.Name]:
@@ -182,6 +262,21 @@ func validName(name string) error {
 	for _, c := range []byte(name) {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
 			return fmt.Errorf("file name %q: only letters, digits, '.', '_' and '-' are allowed", name)
+		}
+	}
+	return nil
+}
+
+// validSharedName accepts the names of shared files: one or more
+// slash-separated components, each a valid state file name (so no "." or
+// ".." and nothing absolute).
+func validSharedName(name string) error {
+	if name == "" || len(name) > 1024 {
+		return fmt.Errorf("shared file name %q: must be 1 to 1024 bytes", name)
+	}
+	for _, part := range strings.Split(name, "/") {
+		if err := validName(part); err != nil {
+			return fmt.Errorf("shared file name %q: %w", name, err)
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata/")
 
 func goldenMetadata() *Metadata {
 	return &Metadata{
-		FormatVersion:  FormatVersion,
+		FormatVersion:  1,
 		ID:             41,
 		Kind:           KindCheckpoint,
 		Job:            "adclicks",
@@ -65,6 +65,65 @@ func TestMetadataGolden(t *testing.T) {
 	if !reflect.DeepEqual(m, goldenMetadata()) {
 		t.Fatalf("decoded:\n%+v\nwant\n%+v", m, goldenMetadata())
 	}
+	if m.HasShared() || m.WrittenSize() != m.TotalSize() {
+		t.Fatalf("version 1: shared %t, written %d of %d", m.HasShared(), m.WrittenSize(), m.TotalSize())
+	}
+}
+
+// goldenMetadataV2 is an incremental checkpoint: shared files, one of
+// them uploaded by an earlier checkpoint.
+func goldenMetadataV2() *Metadata {
+	m := goldenMetadata()
+	m.FormatVersion = 2
+	m.Operators = append(m.Operators, OperatorState{UID: "process", Name: "Process", Parallelism: 1, Files: []FileInfo{
+		{Name: "op003-process-0.state", Size: 300, CRC32C: 0x01020304, Subtask: 0, KeyGroups: &KeyGroupRange{0, 128}},
+		{Name: "op003-process-0.db.MANIFEST-000001", Size: 200, CRC32C: 0x05060708, Subtask: 0, KeyGroups: &KeyGroupRange{0, 128}},
+		{Name: "process/5f3a9c/000007.sst", Size: 1 << 20, CRC32C: 0x0a0b0c0d, Subtask: 0, KeyGroups: &KeyGroupRange{0, 128}, Shared: true, UploadedIn: 40},
+		{Name: "process/5f3a9c/000012.sst", Size: 4096, CRC32C: 0x0e0f1011, Subtask: 0, KeyGroups: &KeyGroupRange{0, 128}, Shared: true, UploadedIn: 41},
+	}})
+	return m
+}
+
+// TestMetadataGoldenV2 pins the version 2 format (shared files).
+func TestMetadataGoldenV2(t *testing.T) {
+	path := filepath.Join("testdata", "metadata_v2.golden")
+	got, err := encodeMetadata(goldenMetadataV2())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *rewrite {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoding differs from %s (run with -rewrite if intended):\n%s", path, got)
+	}
+	m, err := decodeMetadata(path, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.HasShared() || m.SharedSize() != 1<<20+4096 || m.WrittenSize() != m.TotalSize()-1<<20 {
+		t.Fatalf("sizes: shared %d written %d total %d", m.SharedSize(), m.WrittenSize(), m.TotalSize())
+	}
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"shared in version 1", `"format_version": 2`, `"format_version": 1`, "need version 2"},
+		{"shared in a savepoint", `"kind": "checkpoint"`, `"kind": "savepoint"`, "self-contained"},
+		{"shared path escapes", `process/5f3a9c/000007.sst`, `process/../000007.sst`, "must not start with"},
+		{"uploaded later", `"uploaded_in": 40`, `"uploaded_in": 42`, "not in [1, 41]"},
+	} {
+		body := strings.Replace(string(want[:len(want)-trailerLen]), tc.from, tc.to, 1)
+		if _, err := decodeMetadata("m", sealBody(body)); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want a corrupt error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	if !reflect.DeepEqual(m, goldenMetadataV2()) {
+		t.Fatalf("decoded:\n%+v\nwant\n%+v", m, goldenMetadataV2())
+	}
 }
 
 func TestDecodeMetadataErrors(t *testing.T) {
@@ -105,9 +164,9 @@ func TestDecodeMetadataErrors(t *testing.T) {
 			}
 		})
 	}
-	_, err = decodeMetadata("m", withBody(`{"format_version": 2, "something": "else"}`))
+	_, err = decodeMetadata("m", withBody(`{"format_version": 3, "something": "else"}`))
 	var ve *VersionError
-	if !errors.As(err, &ve) || ve.Version != 2 || ve.Path != "m" || !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) {
+	if !errors.As(err, &ve) || ve.Version != 3 || ve.Path != "m" || !errors.Is(err, ErrUnsupportedVersion) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("newer version: %v", err)
 	}
 }
@@ -154,4 +213,10 @@ func FuzzDecodeMetadata(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sealBody appends the checksum line to a metadata body (which ends with
+// its newline).
+func sealBody(body string) []byte {
+	return []byte(body + "crc32c " + checksumOf([]byte(body)).String() + "\n")
 }

@@ -29,6 +29,9 @@ type Pending struct {
 		sync.Mutex
 		files map[string]*fileState
 		done  bool
+		// pinned are the shared files this Pending created or reuses:
+		// retention leaves them alone until it ends.
+		pinned []string
 	}
 }
 
@@ -95,12 +98,14 @@ type FileWriter struct {
 	p    *Pending
 	st   *fileState
 	name string
-	path string
-	f    File
-	bw   *bufio.Writer
-	size int64
-	crc  uint32
-	err  error // sticky
+	path string // written to: for a shared file, a temporary name
+	// final is, for a shared file, the name Close renames path to.
+	final string
+	f     File
+	bw    *bufio.Writer
+	size  int64
+	crc   uint32
+	err   error // sticky
 
 	closed   bool
 	info     FileInfo
@@ -149,6 +154,15 @@ func (w *FileWriter) Close() (FileInfo, error) {
 		err = fmt.Errorf("checkpoint: %w", withPath("close", w.path, cerr))
 	}
 	info := FileInfo{Name: w.name, Size: w.size, CRC32C: Checksum(w.crc)}
+	if w.final != "" {
+		info.Shared, info.UploadedIn = true, w.p.id
+		if err == nil {
+			err = w.publishShared()
+		}
+		if err != nil {
+			w.p.s.cfg.fs.Remove(w.path)
+		}
+	}
 
 	w.p.mu.Lock()
 	if err == nil && w.p.mu.done {
@@ -162,6 +176,126 @@ func (w *FileWriter) Close() (FileInfo, error) {
 	}
 	w.info, w.closeErr = info, err
 	return info, err
+}
+
+// publishShared renames a shared file written to its temporary name to its
+// final one, and makes that durable.
+func (w *FileWriter) publishShared() error {
+	fsys := w.p.s.cfg.fs
+	if err := fsys.Rename(w.path, w.final); err != nil {
+		return fmt.Errorf("checkpoint: %w", withPath("rename", w.path, err))
+	}
+	if err := fsys.SyncDir(filepath.Dir(w.final)); err != nil {
+		return fmt.Errorf("checkpoint: %w", withPath("sync", filepath.Dir(w.final), err))
+	}
+	return nil
+}
+
+// CreateShared creates the shared file name (a slash-separated path under
+// the store's SharedDirName: see FileInfo.Shared), for an incremental
+// checkpoint to list. Names must be unique to their content for as long as
+// a checkpoint in the store may list them: a shared file is written once
+// and never changed (an SST file of one database instance, named by its
+// file number). The file is written under a temporary name and renamed on
+// Close, so that a shared file either is complete or does not exist; an
+// existing file of the same name is replaced. Savepoints cannot have
+// shared files.
+func (p *Pending) CreateShared(name string) (*FileWriter, error) {
+	if err := p.checkShared(name); err != nil {
+		return nil, err
+	}
+	final := p.s.sharedPath(name)
+	path := final + sharedTmpSuffix
+	st := new(fileState)
+	if err := p.addShared(name, st); err != nil {
+		return nil, err
+	}
+	fsys := p.s.cfg.fs
+	err := mkdirAllSync(fsys, filepath.Dir(final))
+	var f File
+	if err == nil {
+		f, err = fsys.Create(path)
+		err = withPath("create", path, err)
+	}
+	if err != nil {
+		p.mu.Lock()
+		delete(p.mu.files, name)
+		p.mu.Unlock()
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return &FileWriter{p: p, st: st, name: name, path: path, final: final, f: f, bw: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+// ReuseShared declares that the checkpoint lists the shared file info
+// (as an earlier checkpoint of the store listed it, with Shared set and
+// UploadedIn the id of the checkpoint that wrote it) without writing it
+// again. The file must exist with its listed size; its content is checked
+// when it is read, as any file's.
+func (p *Pending) ReuseShared(info FileInfo) error {
+	if !info.Shared || info.UploadedIn < 1 || info.UploadedIn >= p.id {
+		return fmt.Errorf("checkpoint: reuse %s: not a shared file of an earlier checkpoint (shared %t, uploaded in %d)", info.Name, info.Shared, info.UploadedIn)
+	}
+	if err := p.checkShared(info.Name); err != nil {
+		return err
+	}
+	st := &fileState{closed: true, info: info}
+	if err := p.addShared(info.Name, st); err != nil {
+		return err
+	}
+	path := p.s.sharedPath(info.Name)
+	fi, err := p.s.cfg.fs.Stat(path)
+	switch {
+	case err == nil && fi.Size() != info.Size:
+		err = corruptf(path, "%d bytes, listed with %d", fi.Size(), info.Size)
+	case err != nil:
+		err = fmt.Errorf("checkpoint: reuse: %w", err)
+	}
+	if err != nil {
+		p.mu.Lock()
+		delete(p.mu.files, info.Name)
+		p.mu.Unlock()
+	}
+	return err
+}
+
+func (p *Pending) checkShared(name string) error {
+	switch {
+	case p.kind == KindSavepoint:
+		return fmt.Errorf("checkpoint: shared file %s: a savepoint must be self-contained", name)
+	case !p.managed:
+		return fmt.Errorf("checkpoint: shared file %s: only checkpoints in the store may have shared files", name)
+	}
+	if err := validSharedName(name); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// addShared registers st as the shared file name of p, and pins it.
+func (p *Pending) addShared(name string, st *fileState) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.mu.done:
+		return fmt.Errorf("checkpoint: shared file %s: %w", name, ErrDone)
+	case p.mu.files[name] != nil:
+		return fmt.Errorf("checkpoint: shared file %s: %w", name, ErrExists)
+	}
+	p.mu.files[name] = st
+	p.mu.pinned = append(p.mu.pinned, name)
+	p.s.pin(name, 1)
+	return nil
+}
+
+// unpin releases the shared files of p, once it is committed or aborted.
+func (p *Pending) unpin() {
+	p.mu.Lock()
+	pinned := p.mu.pinned
+	p.mu.pinned = nil
+	p.mu.Unlock()
+	for _, name := range pinned {
+		p.s.pin(name, -1)
+	}
 }
 
 // Commit completes the checkpoint, described by meta: every file listed
@@ -193,6 +327,7 @@ func (p *Pending) Commit(meta Metadata) (*Checkpoint, error) {
 	if p.managed {
 		defer p.s.release(p.id)
 	}
+	defer p.unpin()
 
 	c, err := p.commit(meta, written)
 	if err != nil {
@@ -220,7 +355,10 @@ func (p *Pending) commit(meta Metadata, written map[string]fileState) (*Checkpoi
 	case meta.Kind != "" && meta.Kind != p.kind:
 		return nil, fmt.Errorf("metadata has kind %q, checkpoint is a %s", meta.Kind, p.kind)
 	}
-	meta.FormatVersion, meta.ID, meta.Kind = FormatVersion, p.id, p.kind
+	meta.FormatVersion, meta.ID, meta.Kind = 1, p.id, p.kind
+	if meta.HasShared() {
+		meta.FormatVersion = sharedVersion
+	}
 	if meta.Created.IsZero() {
 		meta.Created = p.started.UTC()
 	}
@@ -244,6 +382,9 @@ func (p *Pending) commit(meta Metadata, written map[string]fileState) (*Checkpoi
 			case st.info.Size != f.Size || st.info.CRC32C != f.CRC32C:
 				return nil, fmt.Errorf("file %s is listed with size %d crc32c %v, but was written with size %d crc32c %v",
 					f.Name, f.Size, f.CRC32C, st.info.Size, st.info.CRC32C)
+			case st.info.Shared != f.Shared || st.info.UploadedIn != f.UploadedIn:
+				return nil, fmt.Errorf("file %s is listed as shared %t uploaded in %d, but was written as shared %t uploaded in %d",
+					f.Name, f.Shared, f.UploadedIn, st.info.Shared, st.info.UploadedIn)
 			}
 			listed++
 		}
@@ -342,6 +483,8 @@ func (p *Pending) Abort() error {
 	if p.managed {
 		defer p.s.release(p.id)
 	}
+	// Shared files it wrote stay until retention finds them unlisted.
+	defer p.unpin()
 	if err := p.s.cfg.fs.RemoveAll(p.dir); err != nil {
 		return fmt.Errorf("checkpoint: abort: %w", withPath("removeall", p.dir, err))
 	}

@@ -37,6 +37,9 @@ type Store struct {
 		// pending holds the ids of Pendings in dir that are neither
 		// committed nor aborted.
 		pending map[int64]bool
+		// pinned counts, per shared file, the Pendings that wrote or
+		// reuse it: retention does not delete those.
+		pinned map[string]int
 	}
 }
 
@@ -50,6 +53,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{dir: filepath.Clean(dir), cfg: cfg}
 	s.mu.pending = make(map[int64]bool)
+	s.mu.pinned = make(map[string]int)
 	if cfg.readOnly {
 		if _, err := cfg.fs.Stat(s.dir); err != nil {
 			return nil, fmt.Errorf("checkpoint: %w", err)
@@ -79,6 +83,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("checkpoint: removing leftover: %w", withPath("removeall", e.path, err))
 		}
 	}
+	// Shared files that a crash left unlisted (written for a checkpoint
+	// that never completed).
+	s.commitMu.Lock()
+	s.gcSharedLocked()
+	s.commitMu.Unlock()
 	return s, nil
 }
 
@@ -330,6 +339,7 @@ func (s *Store) pruneLocked() {
 		}
 		s.cfg.logger.Debug("checkpoint: removed old checkpoint", "dir", e.path)
 	}
+	s.gcSharedLocked()
 }
 
 // entry is a checkpoint directory found in the store.

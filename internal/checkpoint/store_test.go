@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("metadata read back:\n%+v\nwant\n%+v", got, want)
 	}
-	if got.FormatVersion != FormatVersion || got.Kind != KindCheckpoint || got.Job != "test" ||
+	if got.FormatVersion != 1 || got.Kind != KindCheckpoint || got.Job != "test" ||
 		got.JobOptions["parallelism"] != "3" || string(got.Operators[0].Extra["offsets"]) != `{"p0":700}` {
 		t.Fatalf("metadata: %+v", got)
 	}

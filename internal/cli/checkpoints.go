@@ -81,6 +81,10 @@ func printInspect(w io.Writer, c *checkpoint.Checkpoint) error {
 	fmt.Fprintf(w, "format version  %d\n", m.FormatVersion)
 	fmt.Fprintf(w, "max parallelism %d\n", m.MaxParallelism)
 	fmt.Fprintf(w, "size            %d bytes\n", m.TotalSize())
+	if m.HasShared() {
+		fmt.Fprintf(w, "incremental     wrote %d bytes; %d bytes in shared files (%d written earlier, reused)\n",
+			m.WrittenSize(), m.SharedSize(), m.TotalSize()-m.WrittenSize())
+	}
 	var keys []string
 	for k := range m.JobOptions {
 		keys = append(keys, k)
@@ -105,7 +109,12 @@ func printInspect(w io.Writer, c *checkpoint.Checkpoint) error {
 			if f.KeyGroups != nil {
 				kg = "key groups " + f.KeyGroups.String()
 			}
-			fmt.Fprintf(w, "  %-40s subtask %d  %8d bytes  crc32c %s  %s\n", f.Name, f.Subtask, f.Size, f.CRC32C, kg)
+			name := f.Name
+			if f.Shared {
+				name = "shared/" + f.Name
+				kg += fmt.Sprintf("  (uploaded by checkpoint %d)", f.UploadedIn)
+			}
+			fmt.Fprintf(w, "  %-40s subtask %d  %8d bytes  crc32c %s  %s\n", name, f.Subtask, f.Size, f.CRC32C, kg)
 		}
 		if offs := sourceOffsets(c, o); offs != "" {
 			fmt.Fprintf(w, "  source positions: %s\n", offs)
@@ -127,6 +136,9 @@ func printInspect(w io.Writer, c *checkpoint.Checkpoint) error {
 func sourceOffsets(c *checkpoint.Checkpoint, o checkpoint.OperatorState) string {
 	var parts []string
 	for _, f := range o.Files {
+		if f.Shared || strings.Contains(f.Name, ".db.") {
+			continue // files of a Pebble database (incremental checkpoint)
+		}
 		data, err := c.ReadFile(f.Name)
 		if err != nil {
 			continue

@@ -122,3 +122,69 @@ func TestCheckpointReopens(t *testing.T) {
 		t.Errorf("timers after reopening fire in another order: %d vs %d", len(got), len(want))
 	}
 }
+
+// Copying key groups from two databases into one matches states by name,
+// whatever ids each database gave them.
+func TestCopyKeyGroupsMergesByName(t *testing.T) {
+	root := t.TempDir()
+	cfg := state.Config{MaxParallelism: 4, KeyGroups: state.KeyGroupRange{Start: 0, End: 4}}
+	hash, _ := keygroup.Hasher[string]()
+	var v0 state.VoidNamespace
+	var srcs []string
+	for i, order := range [][]string{{"a", "b"}, {"b", "a"}} {
+		dir := filepath.Join(root, fmt.Sprint("src", i))
+		be, err := pebblestate.Open(pebblestate.Options{Dir: dir}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range order {
+			s, err := state.NewValueStore[string, state.VoidNamespace, string](be, name, state.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range 20 {
+				key := fmt.Sprint("k", k)
+				if int(hash(key)%4) < 2 == (i == 0) { // src0 has key groups 0-1, src1 2-3
+					s.Put(hash(key), key, v0, name+key)
+				}
+			}
+		}
+		be.DB().Flush()
+		be.Close()
+		srcs = append(srcs, dir)
+	}
+	dst, err := pebblestate.OpenKV(filepath.Join(root, "dst"), false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range srcs {
+		src, err := pebblestate.OpenKV(dir, true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := state.CopyKeyGroups(dst, src, cfg.KeyGroups); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	be, err := pebblestate.Open(pebblestate.Options{Dir: filepath.Join(root, "dst")}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for _, name := range []string{"b", "a"} {
+		s, err := state.NewValueStore[string, state.VoidNamespace, string](be, name, state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 20 {
+			key := fmt.Sprint("k", k)
+			if v, ok := s.Get(hash(key), key, v0); !ok || v != name+key {
+				t.Errorf("state %s key %s: %q, %t", name, key, v, ok)
+			}
+		}
+	}
+}

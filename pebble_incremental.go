@@ -1,0 +1,423 @@
+package weir
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+
+	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/state"
+	"github.com/weirstream/weir/internal/state/pebblestate"
+)
+
+// Incremental checkpoints of the Pebble backend (IncrementalCheckpoints),
+// as Flink's RocksDB backend takes them:
+//
+//   - Synchronous part, at the barrier, on the subtask's goroutine: flush
+//     the memtable and take a Pebble checkpoint of the database into a
+//     local directory (SST files hard-linked, MANIFEST and OPTIONS
+//     copied), plus a view of the stores (state.View) in case the barrier
+//     is a savepoint's. The operator's opState carries a token naming
+//     this local snapshot (incLocalKey), and no key groups.
+//   - Asynchronous part, in the coordinator (writeSnapshot): for a
+//     checkpoint, upload the SST files that the backend's last completed
+//     checkpoint did not have into the store's shared area,
+//     DIR/shared/<operator>/<database instance>/<file>, list the others
+//     again (ReuseShared), and copy the small files into the checkpoint's
+//     directory; the opState then describes the files (incDesc, under
+//     incMetaKey). For a savepoint, write the per-key-group snapshot of
+//     the local copy instead: savepoints are self-contained and canonical.
+//   - Restore with the key groups the database had: put its files into a
+//     new directory and open it. With other key groups (rescaling): open
+//     each old database that overlaps, read-only, and copy the entries of
+//     the key groups now owned into a new one.
+//
+// A database instance gets a fresh random id whenever a backend opens, so
+// (instance, file name) names one content for ever, even when a restored
+// database goes on numbering files from where its checkpoint stood.
+
+// Keys of opState.Meta for incremental Pebble state.
+const (
+	incMetaKey  = "weir.pebble.files"
+	incLocalKey = "weir.pebble.local"
+)
+
+// incDesc describes the database of one operator subtask in a checkpoint.
+type incDesc struct {
+	Instance   string
+	Start, End int   // the key groups the database holds
+	NonEmpty   []int // those with entries
+	Stores     []state.StoreLayout
+	Files      []incFile
+}
+
+// incFile is one file of the database: its name in the database
+// directory, and the name of the checkpoint's file holding it (shared or
+// not).
+type incFile struct {
+	Local, Ref string
+	Shared     bool
+}
+
+// pebbleBackend is the Pebble backend of one operator subtask, in a
+// directory of its own: the database in root/db. It removes root on
+// Close. Local snapshots are next to root, in snapRoot, since they may
+// outlive the backend: the final checkpoint, and a stop-with-savepoint,
+// are written out after the subtask closed.
+type pebbleBackend struct {
+	*pebblestate.Backend
+	root        string
+	snapRoot    string
+	uid         string
+	subtask     int
+	incremental bool
+	instance    string
+	// restored are the layouts of the stores of the databases restored
+	// from files, checked once Open created the stores.
+	restored [][]state.StoreLayout
+
+	mu struct {
+		sync.Mutex
+		// confirmed maps the shared files of the last completed
+		// checkpoint, by their name in the database directory, to their
+		// listing: those a checkpoint lists again rather than uploads.
+		confirmed   map[string]checkpoint.FileInfo
+		confirmedID int64
+		closed      bool
+	}
+}
+
+func newInstanceID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Close closes the database and removes the subtask's directory, and the
+// local snapshots not written yet, but for that of a final checkpoint or a
+// stop-with-savepoint, which the coordinator writes after the subtask
+// ended.
+func (b *pebbleBackend) Close() error {
+	b.mu.Lock()
+	b.mu.closed = true
+	b.mu.Unlock()
+	localSnaps.drop(func(o *localSnap) bool { return o.be == b && !o.last })
+	return errors.Join(b.Backend.Close(), os.RemoveAll(b.root))
+}
+
+// lineage names the operator subtask across restarts within the process.
+func (b *pebbleBackend) lineage() string {
+	return fmt.Sprintf("%s\x00%s\x00%d", b.snapRoot, b.uid, b.subtask)
+}
+
+func (b *pebbleBackend) confirmedFile(local string) (checkpoint.FileInfo, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fi, ok := b.mu.confirmed[local]
+	return fi, ok
+}
+
+// confirm records the shared files of completed checkpoint id.
+func (b *pebbleBackend) confirm(id int64, files map[string]checkpoint.FileInfo) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if id > b.mu.confirmedID {
+		b.mu.confirmed, b.mu.confirmedID = files, id
+	}
+}
+
+// localSnap is a local Pebble checkpoint of a backend, waiting to be
+// written out by the coordinator.
+type localSnap struct {
+	be   *pebbleBackend
+	id   int64
+	last bool // of a final checkpoint or a stop-with-savepoint
+	dir  string
+	desc incDesc // without Files
+	view *state.View
+	now  int64
+}
+
+// localSnaps holds the local snapshots taken at barriers and not yet
+// written, by token (opState.Meta[incLocalKey]).
+var localSnaps = &snapRegistry{m: map[string]*localSnap{}}
+
+type snapRegistry struct {
+	mu sync.Mutex
+	m  map[string]*localSnap
+}
+
+func (r *snapRegistry) put(token string, s *localSnap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// Snapshots of older checkpoints of the same operator subtask (of this
+	// backend, or of one before a restart) were never written: the
+	// checkpoint was aborted or failed, as one checkpoint is in flight at
+	// a time.
+	lin := s.be.lineage()
+	for t, o := range r.m {
+		if o.id < s.id && (o.be == s.be || o.be.lineage() == lin) {
+			delete(r.m, t)
+			os.RemoveAll(o.dir)
+		}
+	}
+	r.m[token] = s
+}
+
+// take removes and returns the snapshot of token; its directory is the
+// caller's to remove.
+func (r *snapRegistry) take(token string) *localSnap {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.m[token]
+	delete(r.m, token)
+	return s
+}
+
+// drop removes the snapshots that match, and their directories.
+func (r *snapRegistry) drop(match func(*localSnap) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for t, o := range r.m {
+		if match(o) {
+			delete(r.m, t)
+			os.RemoveAll(o.dir)
+		}
+	}
+}
+
+// snapshot is the synchronous part of an incremental checkpoint: a local
+// Pebble checkpoint of the database, and the token that names it.
+func (b *pebbleBackend) snapshot(id int64, last bool, now int64) ([]byte, error) {
+	dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-snap-%s-%d", fileSafe(b.uid), b.subtask, b.instance, id))
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := b.Backend.Checkpoint(dir); err != nil {
+		return nil, fmt.Errorf("pebble checkpoint: %w", err)
+	}
+	lays, err := state.Layouts(b)
+	if err != nil {
+		return nil, err
+	}
+	r := b.KeyGroups()
+	nonEmpty, err := state.NonEmptyKeyGroups(b.KV(), r)
+	if err != nil {
+		return nil, err
+	}
+	view, err := state.NewView(b.Backend)
+	if err != nil {
+		return nil, err
+	}
+	token := fmt.Sprintf("%s/%d", b.instance, id)
+	localSnaps.put(token, &localSnap{be: b, id: id, last: last, dir: dir, view: view, now: now,
+		desc: incDesc{Instance: b.instance, Start: r.Start, End: r.End, NonEmpty: nonEmpty, Stores: lays}})
+	return []byte(token), nil
+}
+
+// writeLocalSnapshot is the asynchronous part: it writes the local
+// snapshot st refers to into checkpoint p, and returns st as the state
+// file records it, the files to list for the operator, and what to tell
+// the backend once the checkpoint is complete. opIndex numbers the
+// operator in the checkpoint (for file names).
+func writeLocalSnapshot(p *checkpoint.Pending, st opState, opIndex int) (opState, []checkpoint.FileInfo, func(), error) {
+	token := string(st.Meta[incLocalKey])
+	ls := localSnaps.take(token)
+	if ls == nil {
+		return st, nil, nil, fmt.Errorf("weir: operator %q subtask %d: the local Pebble snapshot %s is gone (the subtask ended)", st.Name, st.Subtask, token)
+	}
+	defer os.RemoveAll(ls.dir)
+	meta := map[string][]byte{}
+	for k, v := range st.Meta {
+		if k != incLocalKey {
+			meta[k] = v
+		}
+	}
+	st.Meta = meta
+	if p.Kind() == checkpoint.KindSavepoint {
+		groups, err := ls.keyGroups()
+		if err != nil {
+			return st, nil, nil, fmt.Errorf("weir: operator %q subtask %d: savepoint of Pebble state: %w", st.Name, st.Subtask, err)
+		}
+		st.Groups = groups
+		return st, nil, nil, nil
+	}
+	des, err := os.ReadDir(ls.dir)
+	if err != nil {
+		return st, nil, nil, err
+	}
+	desc := ls.desc
+	var files []checkpoint.FileInfo
+	shared := map[string]checkpoint.FileInfo{}
+	for _, de := range des {
+		local := de.Name()
+		if !de.Type().IsRegular() {
+			return st, nil, nil, fmt.Errorf("weir: Pebble checkpoint %s: %s is not a regular file", ls.dir, local)
+		}
+		var fi checkpoint.FileInfo
+		if pebblestate.IsSharedFile(local) {
+			var ok bool
+			if fi, ok = ls.be.confirmedFile(local); !ok || p.ReuseShared(fi) != nil {
+				ref := path.Join(fileSafe(st.UID), desc.Instance, local)
+				if fi, err = copyInto(p.CreateShared(ref))(filepath.Join(ls.dir, local)); err != nil {
+					return st, nil, nil, err
+				}
+			}
+			shared[local] = fi
+		} else {
+			name := fmt.Sprintf("op%03d-%s-%d.db.%s", opIndex, fileSafe(st.UID), st.Subtask, local)
+			if fi, err = copyInto(p.Create(name))(filepath.Join(ls.dir, local)); err != nil {
+				return st, nil, nil, err
+			}
+		}
+		desc.Files = append(desc.Files, incFile{Local: local, Ref: fi.Name, Shared: fi.Shared})
+		fi.Subtask = st.Subtask
+		fi.KeyGroups = &checkpoint.KeyGroupRange{Start: desc.Start, End: desc.End}
+		files = append(files, fi)
+	}
+	data, err := encode(desc)
+	if err != nil {
+		return st, nil, nil, err
+	}
+	st.Meta[incMetaKey] = data
+	id, be := p.ID(), ls.be
+	return st, files, func() { be.confirm(id, shared) }, nil
+}
+
+// copyInto returns a function that copies the file src into w.
+func copyInto(w *checkpoint.FileWriter, err error) func(src string) (checkpoint.FileInfo, error) {
+	return func(src string) (checkpoint.FileInfo, error) {
+		if err != nil {
+			return checkpoint.FileInfo{}, err
+		}
+		f, err := os.Open(src)
+		if err != nil {
+			w.Close()
+			return checkpoint.FileInfo{}, err
+		}
+		defer f.Close()
+		if _, err := io.Copy(w, f); err != nil {
+			w.Close()
+			return checkpoint.FileInfo{}, err
+		}
+		return w.Close()
+	}
+}
+
+// keyGroups writes the per-key-group snapshot of the local copy.
+func (ls *localSnap) keyGroups() (map[int][]byte, error) {
+	kv, err := pebblestate.OpenKV(ls.dir, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer kv.Close()
+	ls.view.Bind(kv, ls.now)
+	groups := map[int][]byte{}
+	for _, kg := range ls.desc.NonEmpty {
+		data, err := state.SnapshotKeyGroup(ls.view, kg)
+		if err != nil {
+			return nil, err
+		}
+		if data != nil {
+			groups[kg] = data
+		}
+	}
+	return groups, nil
+}
+
+// incDescs returns the databases that operator uid had in the restored
+// checkpoint, if it has incremental state there.
+func incDescs(r *restoredState, uid string) ([]incDesc, error) {
+	if r == nil {
+		return nil, nil
+	}
+	var out []incDesc
+	for _, s := range r.ops[uid] {
+		data, ok := s.Meta[incMetaKey]
+		if !ok {
+			continue
+		}
+		var d incDesc
+		if err := decode(data, &d); err != nil {
+			return nil, fmt.Errorf("weir: %s: Pebble files of operator %q subtask %d: %w", r.path, uid, s.Subtask, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// materialize puts the files of database d of checkpoint c into dir,
+// checking each file's size and checksum as it copies.
+func materialize(c *checkpoint.Checkpoint, d incDesc, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range d.Files {
+		if f.Local != filepath.Base(f.Local) || f.Local == "." || f.Local == ".." {
+			return fmt.Errorf("weir: %s: Pebble file name %q", c.Path(), f.Local)
+		}
+		r, err := c.Open(f.Ref)
+		if err != nil {
+			return err
+		}
+		err = func() error {
+			defer r.Close()
+			out, err := os.Create(filepath.Join(dir, f.Local))
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, r); err != nil {
+				out.Close()
+				return err
+			}
+			return out.Close()
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restorePebble fills the database directory dbDir of a new backend of
+// key groups r from the databases ds of checkpoint c: their files when
+// one database had exactly r (it returns it: its shared files are
+// already in the store), or the entries of r copied from each that
+// overlaps.
+func restorePebble(c *checkpoint.Checkpoint, ds []incDesc, r state.KeyGroupRange, root, dbDir string) (*incDesc, error) {
+	if len(ds) == 1 && ds[0].Start == r.Start && ds[0].End == r.End {
+		return &ds[0], materialize(c, ds[0], dbDir)
+	}
+	dst, err := pebblestate.OpenKV(dbDir, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range ds {
+		lo, hi := max(d.Start, r.Start), min(d.End, r.End)
+		if lo >= hi {
+			continue
+		}
+		tmp := filepath.Join(root, fmt.Sprintf("restore-%d", i))
+		err := materialize(c, d, tmp)
+		var src *pebblestate.KV
+		if err == nil {
+			src, err = pebblestate.OpenKV(tmp, true, nil)
+		}
+		if err == nil {
+			_, err = state.CopyKeyGroups(dst, src, state.KeyGroupRange{Start: lo, End: hi})
+			err = errors.Join(err, src.Close())
+		}
+		os.RemoveAll(tmp)
+		if err != nil {
+			dst.Close()
+			return nil, fmt.Errorf("weir: restoring key groups [%d, %d) from %s: %w", lo, hi, c.Path(), err)
+		}
+	}
+	return nil, dst.Close()
+}
