@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/nexmark"
+)
+
+// newNexmark is `weir nexmark gen|run`.
+func newNexmark() *cobra.Command {
+	cmd := group("nexmark", "Generate Nexmark events and run the Nexmark queries")
+	cmd.AddCommand(newNexmarkGen(), newNexmarkRun())
+	return cmd
+}
+
+// genFlags are the generator's flags, shared by gen and run.
+type genFlags struct {
+	events    int64
+	seed      uint64
+	eventRate float64
+	rateLimit float64
+}
+
+func (g *genFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.Int64Var(&g.events, "events", 1_000_000, "number of events")
+	f.Uint64Var(&g.seed, "seed", 1, "generator seed: the same seed gives the same events")
+	f.Float64Var(&g.eventRate, "event-rate", nexmark.DefaultEventRate, "events per second of event time (date_time advances by 1/rate per event)")
+	f.Float64Var(&g.rateLimit, "rate", 0, "events per second of wall-clock time (0: as fast as possible)")
+}
+
+func (g *genFlags) config(splits int) nexmark.GeneratorConfig {
+	return nexmark.GeneratorConfig{Events: g.events, Seed: g.seed, EventRate: g.eventRate, RateLimit: g.rateLimit, Splits: splits}
+}
+
+func newNexmarkGen() *cobra.Command {
+	var (
+		g      genFlags
+		output string
+	)
+	cmd := &cobra.Command{
+		Use:   "gen",
+		Short: "Write generated Nexmark events as JSON lines",
+		Long: `Writes --events events of the Nexmark generator (1 person, 3 auctions and 46 bids
+in every 50) as JSON lines, to --output or stdout:
+  {"event_type":0,"person":{...}}  {"event_type":1,"auction":{...}}  {"event_type":2,"bid":{...}}
+Times are epoch milliseconds. The same seed and event rate give the same file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.events < 0 {
+				return fmt.Errorf("--events must not be negative")
+			}
+			gen, err := nexmark.NewGenerator(g.config(1))
+			if err != nil {
+				return err
+			}
+			var w io.Writer = cmd.OutOrStdout()
+			if output != "" && output != "-" {
+				f, err := os.Create(output)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			if err := writeEvents(cmd.Context(), w, gen, g.events); err != nil {
+				return err
+			}
+			if f, ok := w.(*os.File); ok && output != "" && output != "-" {
+				return f.Close()
+			}
+			return nil
+		},
+	}
+	g.add(cmd)
+	cmd.Flags().StringVar(&output, "output", "", "file to write (default stdout)")
+	return cmd
+}
+
+func writeEvents(ctx context.Context, w io.Writer, gen *nexmark.Generator, n int64) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var e nexmark.Event
+	var line []byte
+	for i := int64(0); i < n; i++ {
+		if i%65536 == 0 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		gen.Event(i, &e)
+		line = append(e.AppendJSON(line[:0]), '\n')
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func newNexmarkRun() *cobra.Command {
+	var (
+		g           genFlags
+		query       string
+		parallelism int
+		input       string
+		output      string
+		ckDir       string
+		ckInterval  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a Nexmark query on generated events or on a file written by gen",
+		Long: `Runs one Nexmark query (see docs/nexmark.md) as a weir job: on --events generated
+events, or on --input, a JSON-lines file written by 'weir nexmark gen'. With
+--output the results are written as JSON lines (the Flink query's columns in
+lower case, times in epoch milliseconds); at the end of a bounded input every
+window fires. Prints a summary on stdout (stderr when the rows go to stdout).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q, err := nexmark.Lookup(query)
+			if err != nil {
+				return err
+			}
+			if parallelism < 1 {
+				return fmt.Errorf("--parallelism must be at least 1")
+			}
+			var src weir.Source[nexmark.Event]
+			events := g.events
+			if input != "" {
+				if _, err := os.Stat(input); err != nil {
+					return err
+				}
+				src = file.JSONLines[nexmark.Event]([]string{input})
+				events = -1
+			} else {
+				src = nexmark.Source(g.config(parallelism))
+			}
+			summary := cmd.OutOrStdout()
+			var w io.Writer = io.Discard
+			switch output {
+			case "":
+			case "-":
+				w, summary = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			default:
+				f, err := os.Create(output)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			jl := nexmark.NewJSONLines(w)
+			opts := []weir.Option{weir.Parallelism(parallelism)}
+			if ckDir != "" {
+				opts = append(opts, weir.Checkpointing(ckInterval, ckDir))
+			}
+			job := weir.NewJob("nexmark-"+q.Name, opts...)
+			q.Build(nexmark.Events(job, src), jl.Output())
+			start := time.Now()
+			if err := job.Run(cmd.Context()); err != nil {
+				return err
+			}
+			el := time.Since(start)
+			if err := jl.Flush(); err != nil {
+				return err
+			}
+			if f, ok := w.(*os.File); ok && output != "-" {
+				if err := f.Close(); err != nil {
+					return err
+				}
+			}
+			if events < 0 {
+				events = job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 {
+					if o.Name == "nexmark" {
+						return o.RecordsOut.Load()
+					}
+					return 0
+				})
+			}
+			fmt.Fprintf(summary, "%s: %d events, %d rows, %.2fs, %.0f events/s (parallelism %d)\n",
+				q.Name, events, jl.Rows(), el.Seconds(), float64(events)/el.Seconds(), parallelism)
+			return nil
+		},
+	}
+	g.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&query, "query", "q0", "query to run: "+fmt.Sprint(nexmark.QueryNames()))
+	f.IntVar(&parallelism, "parallelism", 1, "job parallelism (and generator splits)")
+	f.StringVar(&input, "input", "", "read events from this JSON-lines file (written by gen) instead of generating them")
+	f.StringVar(&output, "output", "", "write the result rows as JSON lines to this file (- for stdout)")
+	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory (and resume from it)")
+	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "checkpoint interval with --checkpoint-dir")
+	return cmd
+}

@@ -1,0 +1,403 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/nexmark"
+)
+
+// nexmarkBenchResult is one --json line of `weir bench nexmark`; the first
+// five fields are the contract read by scripts.
+type nexmarkBenchResult struct {
+	Query               string  `json:"query"`
+	EventsPerSec        float64 `json:"events_per_sec"`
+	EventsPerSecPerCore float64 `json:"events_per_sec_per_core"`
+	PeakRSSBytes        int64   `json:"peak_rss_bytes"`
+	P99LatencyMs        float64 `json:"p99_latency_ms"`
+
+	Events             int64   `json:"events"`
+	Rows               int64   `json:"rows"`
+	Seconds            float64 `json:"seconds"`
+	CPUSeconds         float64 `json:"cpu_seconds"`
+	Parallelism        int     `json:"parallelism"`
+	EventRate          float64 `json:"event_rate"`
+	CheckpointInterval string  `json:"checkpoint_interval,omitempty"`
+	Checkpoints        int64   `json:"checkpoints"`
+	LatencyRate        float64 `json:"latency_rate,omitempty"`
+	LatencyEvents      int64   `json:"latency_events,omitempty"`
+	LatencyRows        int64   `json:"latency_rows,omitempty"`
+	P50LatencyMs       float64 `json:"p50_latency_ms,omitempty"`
+	MaxLatencyMs       float64 `json:"max_latency_ms,omitempty"`
+}
+
+type nexmarkBenchOpts struct {
+	queries         []string
+	events          int64
+	eventRate       float64
+	parallelism     int
+	fraction        float64
+	latencyDuration time.Duration
+	ckInterval      time.Duration
+	cpuprofile      string
+}
+
+func newBenchNexmark() *cobra.Command {
+	var (
+		o       nexmarkBenchOpts
+		queries string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "nexmark",
+		Short: "Nexmark queries: events/s, events/s per core, peak memory, p99 latency",
+		Long: `For each query, two runs in this process (see docs/nexmark.md):
+
+1. throughput: --events generated events (event time at --event-rate, the
+   Flink suite's 10M/s) as fast as possible into a discarding sink; events/s
+   is events over wall time, events/s per core is events over the process's
+   CPU time (getrusage: generator, job and sink included); peak memory is
+   the process's peak RSS during the run (VmHWM, reset before it).
+2. latency: the generator paced at --latency-fraction of the rate just
+   measured, its event time moving with the wall clock, for
+   --latency-duration. A row's latency is its sink time minus the moment it
+   could be emitted: the scheduled generation time of its input event, or,
+   for a window, of the first event that moves the watermark past it
+   (window end + 4 s); the scheduled, not the actual, time, so a source
+   that falls behind counts.
+
+Checkpoints are taken every --checkpoint-interval (0: off) into a
+temporary directory, as in the published figures.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			o.queries = strings.Split(queries, ",")
+			for _, q := range o.queries {
+				if _, err := nexmark.Lookup(q); err != nil {
+					return err
+				}
+			}
+			if o.parallelism < 1 || o.events < 1 || o.fraction <= 0 || o.fraction > 1 {
+				return fmt.Errorf("--parallelism and --events must be at least 1, --latency-fraction in (0, 1]")
+			}
+			if !asJSON {
+				fmt.Fprintf(out, "nexmark  %d events, event time %.0f/s, parallelism %d, checkpoints every %v, latency at %.0f%% of max for %v, GOMAXPROCS %d\n",
+					o.events, o.eventRate, o.parallelism, o.ckInterval, 100*o.fraction, o.latencyDuration, runtime.GOMAXPROCS(0))
+				fmt.Fprintf(out, "%-5s %12s %14s %10s %10s %12s\n", "query", "events/s", "per core", "peak RSS", "p99 ms", "rows")
+			}
+			for _, q := range o.queries {
+				res, err := benchNexmarkQuery(cmd.Context(), q, o)
+				if err != nil {
+					return fmt.Errorf("%s: %w", q, err)
+				}
+				if asJSON {
+					b, _ := json.Marshal(res)
+					fmt.Fprintln(out, string(b))
+				} else {
+					fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %7.0f MiB %10.1f %12d\n", res.Query, res.EventsPerSec/1e3,
+						res.EventsPerSecPerCore/1e3, float64(res.PeakRSSBytes)/(1<<20), res.P99LatencyMs, res.Rows)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&queries, "queries", strings.Join(nexmark.QueryNames(), ","), "comma-separated queries")
+	f.BoolVar(&asJSON, "json", false, "one JSON object per query per line")
+	f.Int64Var(&o.events, "events", 10_000_000, "events of the throughput run")
+	f.Float64Var(&o.eventRate, "event-rate", nexmark.DefaultEventRate, "event-time rate of the throughput run (events per second of date_time)")
+	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism (and generator splits)")
+	f.Float64Var(&o.fraction, "latency-fraction", 0.8, "rate of the latency run, as a fraction of the measured maximum")
+	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
+	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
+	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each throughput run to DIR/QUERY.prof")
+	return cmd
+}
+
+func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (nexmarkBenchResult, error) {
+	q, _ := nexmark.Lookup(name)
+	res := nexmarkBenchResult{Query: name, Events: o.events, Parallelism: o.parallelism, EventRate: o.eventRate}
+	if o.ckInterval > 0 {
+		res.CheckpointInterval = o.ckInterval.String()
+	}
+
+	// Throughput.
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	cnt := &rowCounter{}
+	src := nexmark.Source(nexmark.GeneratorConfig{Events: o.events, Seed: 1, EventRate: o.eventRate, Splits: o.parallelism})
+	var stopProfile func()
+	if o.cpuprofile != "" {
+		if err := os.MkdirAll(o.cpuprofile, 0o755); err != nil {
+			return res, err
+		}
+		f, err := os.Create(filepath.Join(o.cpuprofile, name+".prof"))
+		if err != nil {
+			return res, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return res, err
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	job, err := runBenchJob(ctx, q, src, cnt.output(), o)
+	el := time.Since(start)
+	cpu := cpuTime() - cpu0
+	if stopProfile != nil {
+		stopProfile()
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Rows = cnt.total()
+	res.Seconds = el.Seconds()
+	res.CPUSeconds = cpu.Seconds()
+	res.EventsPerSec = float64(o.events) / el.Seconds()
+	res.EventsPerSecPerCore = float64(o.events) / cpu.Seconds()
+	res.PeakRSSBytes = peakRSS()
+	res.Checkpoints = job.Metrics().Checkpoints.Completed.Load()
+
+	// Latency, at a fraction of that rate, with event time = wall time.
+	if o.latencyDuration <= 0 {
+		return res, nil
+	}
+	runtime.GC()
+	rate := o.fraction * res.EventsPerSec
+	n := int64(rate * o.latencyDuration.Seconds())
+	lsrc := nexmark.Source(nexmark.GeneratorConfig{Events: n, Seed: 2, EventRate: rate, RateLimit: rate, Splits: o.parallelism})
+	g := lsrc.Generator()
+	lat := &latencyRecorder{src: lsrc, base: g.Config().BaseTime, last: g.Timestamp(n - 1)}
+	if _, err := runBenchJob(ctx, q, lsrc, lat.output(), o); err != nil {
+		return res, err
+	}
+	h := lat.merged()
+	res.LatencyRate, res.LatencyEvents, res.LatencyRows = rate, n, h.count
+	res.P99LatencyMs = h.quantile(0.99) / 1e3
+	res.P50LatencyMs = h.quantile(0.50) / 1e3
+	res.MaxLatencyMs = float64(h.max) / 1e3
+	return res, nil
+}
+
+func runBenchJob(ctx context.Context, q *nexmark.Query, src weir.Source[nexmark.Event], out nexmark.Output, o nexmarkBenchOpts) (*weir.Job, error) {
+	opts := []weir.Option{weir.Parallelism(o.parallelism)}
+	if o.ckInterval > 0 {
+		dir, err := os.MkdirTemp("", "weir-nexmark-ck-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		opts = append(opts, weir.Checkpointing(o.ckInterval, dir))
+	}
+	job := weir.NewJob("bench-nexmark-"+q.Name, opts...)
+	q.Build(nexmark.Events(job, src), out)
+	return job, job.Run(ctx)
+}
+
+// rowCounter is a discarding sink (Flink's blackhole) that counts rows.
+type rowCounter struct {
+	mu     sync.Mutex
+	counts []*int64
+}
+
+func (c *rowCounter) output() nexmark.Output {
+	return func(int) (nexmark.RowWriter, error) {
+		n := new(int64)
+		c.mu.Lock()
+		c.counts = append(c.counts, n)
+		c.mu.Unlock()
+		return countWriter{n}, nil
+	}
+}
+
+func (c *rowCounter) total() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var t int64
+	for _, n := range c.counts {
+		t += *n
+	}
+	return t
+}
+
+type countWriter struct{ n *int64 }
+
+func (w countWriter) Write(nexmark.Row) error { *w.n++; return nil }
+func (w countWriter) Close() error            { return nil }
+
+// latencyRecorder records each row's latency in a histogram per sink
+// subtask.
+type latencyRecorder struct {
+	src        *nexmark.EventSource
+	base, last int64 // event time of event 0 and of the last event
+	mu         sync.Mutex
+	hists      []*histogram
+}
+
+func (l *latencyRecorder) output() nexmark.Output {
+	return func(int) (nexmark.RowWriter, error) {
+		h := &histogram{}
+		l.mu.Lock()
+		l.hists = append(l.hists, h)
+		l.mu.Unlock()
+		return &latencyWriter{l: l, h: h}, nil
+	}
+}
+
+func (l *latencyRecorder) merged() *histogram {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := &histogram{}
+	for _, h := range l.hists {
+		m.merge(h)
+	}
+	return m
+}
+
+type latencyWriter struct {
+	l       *latencyRecorder
+	h       *histogram
+	started int64 // unix µs of the source's start
+}
+
+func (w *latencyWriter) Write(r nexmark.Row) error {
+	if w.started == 0 {
+		w.started = w.l.src.Started().UnixMicro()
+	}
+	// Event time = base + wall time since the start (the rate and the
+	// event rate are equal): the row could be emitted at the scheduled
+	// time of the event at Ready, or at the end of the input, whichever
+	// comes first (the end of input fires every window).
+	ready := min(r.Ready(), w.l.last)
+	due := w.started + (ready-w.l.base)*1000
+	w.h.add(max(time.Now().UnixMicro()-due, 0))
+	return nil
+}
+
+func (w *latencyWriter) Close() error { return nil }
+
+// histogram is a log-linear histogram of µs values: exact below 1024,
+// then 512 buckets per power of two (0.2% resolution).
+type histogram struct {
+	counts [64 * 512]int64
+	count  int64
+	max    int64
+}
+
+func bucketOf(v int64) int {
+	if v < 1024 {
+		return int(v)
+	}
+	e := bits.Len64(uint64(v)) - 10 // v >> e in [512, 1024)
+	return 1024 + (e-1)*512 + int(v>>e) - 512
+}
+
+func bucketLow(b int) float64 {
+	if b < 1024 {
+		return float64(b)
+	}
+	e := (b-1024)/512 + 1
+	return float64(int64((b-1024)%512+512) << e)
+}
+
+func (h *histogram) add(v int64) {
+	h.counts[bucketOf(v)]++
+	h.count++
+	h.max = max(h.max, v)
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.count += o.count
+	h.max = max(h.max, o.max)
+}
+
+// quantile is the lower bound of the bucket holding the q-quantile, µs.
+func (h *histogram) quantile(q float64) float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	rank := int64(math.Ceil(q * float64(h.count)))
+	var seen int64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return bucketLow(i)
+		}
+	}
+	return float64(h.max)
+}
+
+// cpuTime is the process's user + system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// resetPeakRSS resets the kernel's peak RSS of the process (Linux ≥ 4.0:
+// writing 5 to clear_refs), so that each query's peak is its own.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is VmHWM from /proc/self/status, else getrusage's maxrss.
+func peakRSS() int64 {
+	if f, err := os.Open("/proc/self/status"); err == nil {
+		defer f.Close()
+		if v, ok := statusField(f, "VmHWM:"); ok {
+			return v
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		return ru.Maxrss * 1024
+	}
+	return 0
+}
+
+func statusField(r io.Reader, key string) (int64, bool) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte(key)) {
+			continue
+		}
+		fs := strings.Fields(string(line[len(key):]))
+		if len(fs) < 1 {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(fs[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		if len(fs) > 1 && strings.EqualFold(fs[1], "kB") {
+			v *= 1024
+		}
+		return v, true
+	}
+	return 0, false
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/nexmark"
+)
+
+func TestNexmarkGen(t *testing.T) {
+	out, stderr, code := run(t, "nexmark", "gen", "--events", "100", "--seed", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 100 {
+		t.Fatalf("%d lines, want 100", len(lines))
+	}
+	var kinds [3]int
+	for _, l := range lines {
+		var e nexmark.Event
+		if err := nexmark.DecodeJSON([]byte(l), &e); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		kinds[e.Type]++
+	}
+	if kinds != [3]int{2, 6, 92} {
+		t.Errorf("kinds %v, want 2:6:92", kinds)
+	}
+	again, _, _ := run(t, "nexmark", "gen", "--events", "100", "--seed", "3")
+	other, _, _ := run(t, "nexmark", "gen", "--events", "100", "--seed", "4")
+	if again != out || other == out {
+		t.Error("gen is not a function of the seed")
+	}
+}
+
+// run over a file written by gen, at parallelism 2, writes the rows of the
+// same run over generated events at parallelism 1.
+func TestNexmarkRunFileAndGenerated(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.json")
+	gen := []string{"--events", "20000", "--event-rate", "1000", "--seed", "5"}
+	if _, stderr, code := run(t, append([]string{"nexmark", "gen", "--output", events}, gen...)...); code != 0 {
+		t.Fatalf("gen: %s", stderr)
+	}
+	read := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		slices.Sort(l)
+		return l
+	}
+	for _, q := range []string{"q5", "q7", "q11"} {
+		a, b := filepath.Join(dir, q+"-gen.json"), filepath.Join(dir, q+"-file.json")
+		out, stderr, code := run(t, append([]string{"nexmark", "run", "--query", q, "--parallelism", "1", "--output", a}, gen...)...)
+		if code != 0 {
+			t.Fatalf("%s: %s", q, stderr)
+		}
+		if !strings.HasPrefix(out, q+": 20000 events, ") {
+			t.Errorf("summary %q", out)
+		}
+		if _, stderr, code := run(t, "nexmark", "run", "--query", q, "--parallelism", "2", "--input", events, "--output", b); code != 0 {
+			t.Fatalf("%s --input: %s", q, stderr)
+		}
+		ra, rb := read(a), read(b)
+		if len(ra) == 0 || ra[0] == "" || !slices.Equal(ra, rb) {
+			t.Errorf("%s: %d rows generated at parallelism 1, %d from the file at parallelism 2, or different", q, len(ra), len(rb))
+		}
+	}
+	if _, stderr, code := run(t, "nexmark", "run", "--query", "q6"); code == 0 || !strings.Contains(stderr, "no query") {
+		t.Errorf("unknown query: exit %d, %s", code, stderr)
+	}
+}
+
+func TestBenchNexmarkJSON(t *testing.T) {
+	out, stderr, code := run(t, "bench", "nexmark", "--queries", "q1,q7", "--events", "30000", "--latency-duration", "500ms",
+		"--checkpoint-interval", "100ms", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %s", len(lines), out)
+	}
+	for i, l := range lines {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		if r["query"] != []string{"q1", "q7"}[i] {
+			t.Errorf("line %d: query %v", i, r["query"])
+		}
+		for _, k := range []string{"events_per_sec", "events_per_sec_per_core", "peak_rss_bytes", "p99_latency_ms"} {
+			if v, ok := r[k].(float64); !ok || v <= 0 {
+				t.Errorf("%s: %s = %v", r["query"], k, r[k])
+			}
+		}
+	}
+}
+
+func TestLatencyHistogram(t *testing.T) {
+	h := &histogram{}
+	for v := int64(1); v <= 100_000; v++ {
+		h.add(v * 10) // 10 µs .. 1 s
+	}
+	for _, c := range []struct{ q, want float64 }{{0.5, 500_000}, {0.99, 990_000}} {
+		if got := h.quantile(c.q); got > c.want || got < c.want*0.997 {
+			t.Errorf("quantile(%v) = %v, want %v within 0.3%%", c.q, got, c.want)
+		}
+	}
+	for v := int64(0); v < 1<<40; v = v*3 + 1 {
+		if b := bucketOf(v); bucketLow(b) > float64(v) || bucketOf(int64(bucketLow(b))) != b {
+			t.Fatalf("bucket of %d: %d, low %v", v, b, bucketLow(b))
+		}
+	}
+}
