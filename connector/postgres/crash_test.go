@@ -79,9 +79,15 @@ func TestKillAndRestart(t *testing.T) {
 func killAndRestart(t *testing.T, bin, dsn, mode string) {
 	ctx := context.Background()
 	conn := connect(t)
+	// The input: the embedded log's topic "events" (log -> keyed windows
+	// and a keyed counter -> PostgreSQL).
+	logDir := t.TempDir()
+	if err := pgjob.Fill(logDir, 6000); err != nil {
+		t.Fatal(err)
+	}
 	args := func(prefix, ck string, extra ...string) []string {
 		return append([]string{"--dsn", dsn, "--mode", mode, "--prefix", prefix, "--checkpoint-dir", ck,
-			"--events", "6000", "--rate", "3000", "--interval", "50ms"}, extra...)
+			"--events", "6000", "--rate", "3000", "--interval", "50ms", "--log-dir", logDir}, extra...)
 	}
 	dump := func(prefix string) []string {
 		t.Helper()

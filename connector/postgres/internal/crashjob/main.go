@@ -1,5 +1,6 @@
 // Command crashjob is the process the PostgreSQL sink's crash test kills:
-// the workload of internal/pgjob (a deterministic bounded input, keyed
+// the workload of internal/pgjob (a deterministic bounded input, from the
+// embedded log with --log-dir, keyed
 // tumbling-window sums and a keyed running count) written by the Upsert or
 // the Transactional sink, with checkpoints every --interval. Started again
 // with the same flags it resumes from the latest checkpoint. The tables
@@ -30,6 +31,7 @@ func main() {
 		interval  = flag.Duration("interval", 100*time.Millisecond, "checkpoint interval")
 		failpoint = flag.String("failpoint", "", "kill this process with SIGKILL at this checkpoint stage: state-file, files-written or complete")
 		failAfter = flag.Int64("failpoint-checkpoint", 2, "... of the first checkpoint with at least this id")
+		logDir    = flag.String("log-dir", "", "read the events from topic events of the embedded log in this directory (written by pgjob.Fill) instead of generating them")
 	)
 	flag.Parse()
 	if *dsn == "" || *prefix == "" || *ckDir == "" {
@@ -47,7 +49,7 @@ func main() {
 			}
 		}))
 	}
-	job, _ := pgjob.Build(pgjob.Config{DSN: *dsn, Mode: *mode, Prefix: *prefix, Events: *events, Rate: *rate}, opts...)
+	job, _ := pgjob.Build(pgjob.Config{DSN: *dsn, Mode: *mode, Prefix: *prefix, Events: *events, Rate: *rate, LogDir: *logDir}, opts...)
 	if err := job.Run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "crashjob:", err)
 		os.Exit(1)

@@ -1,12 +1,14 @@
 // Package pgjob is the workload of the PostgreSQL sink's recovery tests,
 // shared by the in-process test (connector/postgres) and the process the
-// SIGKILL test kills (internal/crashjob): a deterministic generated input,
-// per-key tumbling-window sums and a per-key running count, both written to
-// PostgreSQL by an Upsert or a Transactional sink.
+// SIGKILL test kills (internal/crashjob): a deterministic input (generated
+// in memory, or read from the topic "events" of an embedded log that Fill
+// wrote), per-key tumbling-window sums and a per-key running count, both
+// written to PostgreSQL by an Upsert or a Transactional sink.
 package pgjob
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -14,7 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weirstream/weir"
+	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/connector/postgres"
+	"github.com/weirstream/weir/internal/pace"
 )
 
 // Event is one input record.
@@ -42,6 +46,60 @@ type Config struct {
 	Rate float64
 	// Before runs on every event, in the job (to inject failures).
 	Before func(Event)
+	// LogDir, if set, is the data directory of an embedded log whose topic
+	// "events" Fill wrote: the job reads it instead of generating events.
+	LogDir string
+}
+
+const base = int64(1_700_000_000_000)
+
+// event is the i-th event of every run: a pure function of i.
+func event(i int64) Event {
+	rng := rand.New(rand.NewPCG(11, uint64(i)))
+	delay := rng.Int64N(1500)
+	if rng.IntN(50) == 0 {
+		delay += rng.Int64N(20_000) // late: beyond the watermark bound
+	}
+	return Event{Key: fmt.Sprintf("k%02d", rng.IntN(30)), TS: base + i*10 - delay, V: i}
+}
+
+// Fill writes events [0, n) as JSON into the one-partition topic "events"
+// of the log in dir, creating it, unless it already holds them.
+func Fill(dir string, n int64) error {
+	tp, err := wlog.OpenTopic(dir, "events")
+	if err != nil {
+		if tp, err = wlog.CreateTopic(dir, "events", wlog.TopicConfig{Partitions: 1}); err != nil {
+			return err
+		}
+	}
+	w, err := tp.OpenWriter(0)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	next := w.NextOffset()
+	recs := make([]wlog.Record, 0, 1000)
+	for i := next; i < n; i++ {
+		e := event(i)
+		v, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, wlog.Record{Timestamp: e.TS, Key: []byte(e.Key), Value: v})
+		if len(recs) == cap(recs) || i == n-1 {
+			if _, err := w.Append(recs); err != nil {
+				return err
+			}
+			recs = recs[:0]
+		}
+	}
+	return w.Sync()
+}
+
+func decodeEvent(r wlog.Record) (Event, error) {
+	var e Event
+	err := json.Unmarshal(r.Value, &e)
+	return e, err
 }
 
 // Tables returns the names of the windows and counts tables.
@@ -107,16 +165,23 @@ func Build(cfg Config, opts ...weir.Option) (*weir.Job, Stats) {
 	job := weir.NewJob("pgjob", append([]weir.Option{weir.Parallelism(2)}, opts...)...)
 	// One split: with several, which events are late depends on how the
 	// splits' watermarks interleave in time, and runs would differ.
-	const base = int64(1_700_000_000_000)
-	src := weir.FromSource(job, "events", weir.GeneratorSource(weir.GeneratorConfig{Count: cfg.Events, Seed: 11, Rate: cfg.Rate, Splits: 1},
-		func(i int64, rng *rand.Rand) Event {
-			delay := rng.Int64N(1500)
-			if rng.IntN(50) == 0 {
-				delay += rng.Int64N(20_000) // late: beyond the watermark bound
-			}
-			return Event{Key: fmt.Sprintf("k%02d", rng.IntN(30)), TS: base + i*10 - delay, V: i}
-		}),
-		weir.BoundedOutOfOrderness(time.Second, func(e Event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("events"))
+	ws := weir.BoundedOutOfOrderness(time.Second, func(e Event) time.Time { return time.UnixMilli(e.TS) })
+	var src *weir.Stream[Event]
+	if cfg.LogDir != "" {
+		src = weir.FromSource(job, "events", wlog.Source(cfg.LogDir, "events", decodeEvent,
+			wlog.StopAt(map[int]int64{0: cfg.Events})), ws, weir.UID("events"))
+		if cfg.Rate > 0 {
+			p := pace.New(cfg.Rate)
+			src = weir.Map(src, func(e Event) Event {
+				p.Allow(context.Background(), 1)
+				p.Emitted(1)
+				return e
+			})
+		}
+	} else {
+		src = weir.FromSource(job, "events", weir.GeneratorSource(weir.GeneratorConfig{Count: cfg.Events, Seed: 11, Rate: cfg.Rate, Splits: 1},
+			func(i int64, _ *rand.Rand) Event { return event(i) }), ws, weir.UID("events"))
+	}
 	if cfg.Before != nil {
 		src = weir.Map(src, func(e Event) Event { cfg.Before(e); return e })
 	}
