@@ -168,16 +168,11 @@ func Build(cfg Config, opts ...weir.Option) (*weir.Job, Stats) {
 	ws := weir.BoundedOutOfOrderness(time.Second, func(e Event) time.Time { return time.UnixMilli(e.TS) })
 	var src *weir.Stream[Event]
 	if cfg.LogDir != "" {
-		src = weir.FromSource(job, "events", wlog.Source(cfg.LogDir, "events", decodeEvent,
-			wlog.StopAt(map[int]int64{0: cfg.Events})), ws, weir.UID("events"))
+		var ls weir.RestorableSource[Event] = wlog.Source(cfg.LogDir, "events", decodeEvent, wlog.StopAt(map[int]int64{0: cfg.Events}))
 		if cfg.Rate > 0 {
-			p := pace.New(cfg.Rate)
-			src = weir.Map(src, func(e Event) Event {
-				p.Allow(context.Background(), 1)
-				p.Emitted(1)
-				return e
-			})
+			ls = paced[Event]{ls, cfg.Rate}
 		}
+		src = weir.FromSource(job, "events", ls, ws, weir.UID("events"))
 	} else {
 		src = weir.FromSource(job, "events", weir.GeneratorSource(weir.GeneratorConfig{Count: cfg.Events, Seed: 11, Rate: cfg.Rate, Splits: 1},
 			func(i int64, _ *rand.Rand) Event { return event(i) }), ws, weir.UID("events"))
@@ -297,4 +292,44 @@ func minus(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// paced limits the readers of a restorable source to rate records per
+// second, reading no more than the pacer allows, so that a job reading a
+// full log still takes checkpoints often (a pacing stage after the source
+// would hold a whole batch, and the barriers behind it).
+type paced[T any] struct {
+	weir.RestorableSource[T]
+	rate float64
+}
+
+func (p paced[T]) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[T], error) {
+	r, err := p.RestorableSource.Open(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	return &pacedReader[T]{r.(weir.CheckpointedReader[T]), pace.New(p.rate)}, nil
+}
+
+func (p paced[T]) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
+	r, err := p.RestorableSource.OpenAt(ctx, sp, pos)
+	if err != nil {
+		return nil, err
+	}
+	return &pacedReader[T]{r.(weir.CheckpointedReader[T]), pace.New(p.rate)}, nil
+}
+
+type pacedReader[T any] struct {
+	weir.CheckpointedReader[T]
+	p *pace.Pacer
+}
+
+func (r *pacedReader[T]) Read(ctx context.Context, dst []T) (int, error) {
+	n, err := r.p.Allow(ctx, len(dst))
+	if n == 0 || err != nil {
+		return 0, err
+	}
+	k, err := r.CheckpointedReader.Read(ctx, dst[:n])
+	r.p.Emitted(k)
+	return k, err
 }
