@@ -1,0 +1,111 @@
+package kafka_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// roundTrip writes vals with an exactly-once sink and reads them back with
+// a bounded read_committed source, both with opts; it returns the error of
+// the first failing step.
+func roundTrip(addrs []string, topic string, vals []string, opts ...kafka.ClientOption) ([]string, error) {
+	sinkOpts := []kafka.SinkOption{kafka.DefaultTopic(topic), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix("auth-" + topic)}
+	srcOpts := []kafka.SourceOption{kafka.Bounded(), kafka.ReadCommitted()}
+	for _, o := range opts {
+		sinkOpts = append(sinkOpts, o)
+		srcOpts = append(srcOpts, o)
+	}
+	job := weir.NewJob("write")
+	weir.To(weir.FromSource(job, "in", weir.SliceSource(vals), weir.NoWatermarks[string]()), kafka.Sink(addrs, stringRecord, sinkOpts...))
+	if err := job.Run(context.Background()); err != nil {
+		return nil, err
+	}
+	job = weir.NewJob("read")
+	out := weir.Collect(weir.FromSource(job, "in", kafka.Source(addrs, []string{topic}, func(r *kgo.Record) (string, error) { return string(r.Value), nil }, srcOpts...),
+		weir.NoWatermarks[string]()))
+	if err := job.Run(context.Background()); err != nil {
+		return nil, err
+	}
+	return out.Items(), nil
+}
+
+func TestSASL(t *testing.T) {
+	_, addrs := newCluster(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "alice", "secret"),
+		kfake.Superuser("SCRAM-SHA-256", "bob", "hunter2"), kfake.SeedTopics(1, "p", "s"))
+	vals := strs("v", 20)
+	got, err := roundTrip(addrs, "p", vals, kafka.SASL(plain.Auth{User: "alice", Pass: "secret"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOutput(t, "PLAIN", got, vals)
+	got, err = roundTrip(addrs, "s", vals, kafka.SASL(scram.Auth{User: "bob", Pass: "hunter2"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOutput(t, "SCRAM-SHA-256", got, vals)
+	// The options are what makes it work: a wrong password, or none, fails.
+	if _, err := roundTrip(addrs, "p", vals, kafka.RetryTimeout(time.Second), kafka.SASL(plain.Auth{User: "alice", Pass: "wrong"}.AsMechanism())); err == nil {
+		t.Fatal("wrong password accepted")
+	}
+	if _, err := roundTrip(addrs, "p", vals, kafka.RetryTimeout(time.Second)); err == nil {
+		t.Fatal("no authentication accepted")
+	}
+}
+
+func TestTLS(t *testing.T) {
+	server, client := tlsConfigs(t)
+	_, addrs := newCluster(t, kfake.TLS(server), kfake.SeedTopics(1, "t"))
+	vals := strs("v", 20)
+	got, err := roundTrip(addrs, "t", vals, kafka.TLS(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOutput(t, "TLS", got, vals)
+	if _, err := roundTrip(addrs, "t", vals, kafka.RetryTimeout(time.Second)); err == nil {
+		t.Fatal("plaintext accepted by a TLS listener")
+	}
+}
+
+// tlsConfigs makes a self-signed certificate for 127.0.0.1.
+func tlsConfigs(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kfake"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
+		&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}

@@ -1,0 +1,97 @@
+package kafka_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func crashKills() int {
+	if s := os.Getenv("WEIR_CRASH_KILLS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	return 20
+}
+
+// TestKafkaKillAndRestart is the real crash test: this process hosts the
+// Kafka cluster (kfake, on loopback); a job process reads from it and
+// writes to it through the exactly-once sink, and is killed with SIGKILL
+// at random moments and started again on the same checkpoint directory
+// until it completes. The read_committed output must equal that of a run
+// without failures, record for record. Rounds on fresh output topics go on
+// until WEIR_CRASH_KILLS kills (default 20) have happened.
+func TestKafkaKillAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test")
+	}
+	bin := filepath.Join(t.TempDir(), "crashjob")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/crashjob").CombinedOutput(); err != nil {
+		t.Fatalf("build crashjob: %v\n%s", err, out)
+	}
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "ref"))
+	evs := events(30000, 40)
+	produce(t, addrs, "in", 4, evs)
+	args := func(root, out string) []string {
+		return []string{"--brokers", strings.Join(addrs, ","), "--in", "in", "--out", out, "--txn-prefix", out,
+			"--checkpoint-dir", filepath.Join(root, "ck"), "--interval", "50ms", "--pace", "40"}
+	}
+	// The failure-free run, which must match the model too.
+	if out, err := exec.Command(bin, args(t.TempDir(), "ref")...).CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "ref")
+	sameOutput(t, "failure-free run", want, windowCounts(evs))
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	n := crashKills()
+	kills, rounds := 0, 0
+	deadline := time.Now().Add(4 * time.Minute)
+	for kills < n {
+		rounds++
+		root, topic := t.TempDir(), "out"+strconv.Itoa(rounds)
+		createTopic(t, addrs, topic, 3)
+		for attempt := 0; ; attempt++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("out of time after %d kills", kills)
+			}
+			cmd := exec.Command(bin, args(root, topic)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			// The moment of the kill (not a wait for a result).
+			timer := time.NewTimer(time.Duration(100+rng.IntN(500)) * time.Millisecond)
+			var err error
+			select {
+			case err = <-done:
+				timer.Stop()
+			case <-timer.C:
+				cmd.Process.Signal(syscall.SIGKILL)
+				err = <-done
+			}
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				kills++
+				continue
+			}
+			if err != nil {
+				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+			}
+			break // completed
+		}
+		sameOutput(t, "round "+strconv.Itoa(rounds)+" after "+strconv.Itoa(kills)+" kills", committedValues(t, addrs, topic), want)
+	}
+	t.Logf("%d kills over %d rounds; each round's read_committed output equals the failure-free run's %d records", kills, rounds, len(want))
+}

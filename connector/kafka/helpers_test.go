@@ -1,0 +1,231 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// newCluster starts an in-process kfake cluster on loopback (kfake listens
+// on 127.0.0.1) with the given topics, closed at the end of the test.
+func newCluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, c.ListenAddrs()
+}
+
+// freePort returns a loopback port nobody listens on (right now).
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// event is the input of the job tests: key k, event time ts (ms), seq.
+type event struct {
+	Key string
+	TS  int64
+	Seq int64
+}
+
+const base = int64(1_700_000_000_000)
+
+// events are n events over `parts` partitions: event i goes to partition
+// i % parts with time base + i*10ms, so each partition's times increase
+// and no event is late whatever the interleaving of partitions (the
+// combined watermark never passes a partition's own next event).
+func events(n, keys int) []event {
+	out := make([]event, n)
+	for i := range out {
+		out[i] = event{Key: "k" + strconv.Itoa((i*7)%keys), TS: base + int64(i)*10, Seq: int64(i)}
+	}
+	return out
+}
+
+func encodeEvent(e event) []byte {
+	return fmt.Appendf(nil, "%s,%d,%d", e.Key, e.TS, e.Seq)
+}
+
+func decodeEvent(r *kgo.Record) (event, error) {
+	var e event
+	f := strings.Split(string(r.Value), ",")
+	if len(f) != 3 {
+		return e, fmt.Errorf("malformed event %q", r.Value)
+	}
+	e.Key = f[0]
+	var err1, err2 error
+	e.TS, err1 = strconv.ParseInt(f[1], 10, 64)
+	e.Seq, err2 = strconv.ParseInt(f[2], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return e, fmt.Errorf("malformed event %q: %w", r.Value, err)
+	}
+	return e, nil
+}
+
+// produce writes evs to topic, event i to partition i % parts, and waits
+// for the acknowledgements.
+func produce(t testing.TB, addrs []string, topic string, parts int, evs []event) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var failed atomic.Value
+	for i, e := range evs {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % parts), Key: []byte(e.Key), Value: encodeEvent(e),
+			Timestamp: time.UnixMilli(e.TS)}, func(r *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := failed.Load(); err != nil {
+		t.Fatalf("produce to %s: %v", topic, err)
+	}
+}
+
+// readAll reads every partition of topics to its end as of now, through
+// the source under test without a job (Splits, Open, Read until EOF).
+func readAll[T any](t testing.TB, src weir.Source[T]) []T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	splits, err := src.Splits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []T
+	buf := make([]T, 100)
+	for _, sp := range splits {
+		r, err := src.Open(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			n, err := r.Read(ctx, buf)
+			out = append(out, buf[:n]...)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("read %s: %v", sp.ID(), err)
+			}
+		}
+		r.Close()
+	}
+	return out
+}
+
+// committedValues reads the committed records of topic (read_committed,
+// up to the last stable offsets), as strings, sorted.
+func committedValues(t testing.TB, addrs []string, topic string) []string {
+	t.Helper()
+	vals := readAll(t, kafka.Source(addrs, []string{topic}, func(r *kgo.Record) (string, error) { return string(r.Value), nil },
+		kafka.Bounded(), kafka.ReadCommitted()))
+	slices.Sort(vals)
+	return vals
+}
+
+// windowCounts is the model of the job: events per key per tumbling
+// second, as the sink formats them, sorted.
+func windowCounts(evs []event) []string {
+	type kw struct {
+		k string
+		w int64
+	}
+	m := map[kw]int{}
+	for _, e := range evs {
+		m[kw{e.Key, e.TS - e.TS%1000}]++
+	}
+	var out []string
+	for k, n := range m {
+		out = append(out, fmt.Sprintf("%s@%d=%d", k.k, k.w, n))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitFor waits for cond with a deadline (no fixed sleeps).
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// diff returns the elements of a that b lacks (as multisets).
+func diff(a, b []string) []string {
+	m := map[string]int{}
+	for _, x := range b {
+		m[x]++
+	}
+	var out []string
+	for _, x := range a {
+		if m[x] > 0 {
+			m[x]--
+		} else {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sameOutput(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return
+	}
+	missing, extra := diff(want, got), diff(got, want)
+	t.Fatalf("%s: %d records, want %d; missing %d (first %q), unexpected %d (first %q)",
+		what, len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
+}
+
+func createTopic(t testing.TB, addrs []string, topic string, parts int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, parts, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
