@@ -242,6 +242,9 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 	if restored != nil {
 		if err := p.checkRestore(ctx); err != nil {
 			g.Wait()
+			if _, ok := err.(transient); ok {
+				return err
+			}
 			return permanent{err}
 		}
 	}
@@ -344,7 +347,10 @@ func (p *plan) checkRestore(ctx context.Context) error {
 		}
 		for _, c := range list {
 			if err := n.committer.Commit(ctx, c); err != nil {
-				return fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.id, n.name, err)
+				// An external system that is down (a broker, a database)
+				// is worth a restart under the policy, unlike a state
+				// mismatch.
+				return transient{fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.id, n.name, err)}
 			}
 		}
 	}
@@ -478,6 +484,12 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 
 // finisher is the untyped view of consumer.finish.
 type finisher interface{ finish() error }
+
+// transient marks a failure while starting an attempt that a restart may
+// fix (committing a restored checkpoint's output to a system that is down).
+type transient struct{ error }
+
+func (t transient) Unwrap() error { return t.error }
 
 // permanent marks a failure that a restart cannot fix (a job that does not
 // compile, state that does not match the job): Run returns it at once.
