@@ -512,12 +512,19 @@ type reader[T any] struct {
 	skipped int64
 	done    bool
 	closed  bool
+	onBad   func(raw []byte, position string, err error)
 }
+
+// SetBadRecordHandler implements weir.BadRecordReporter: records decode
+// rejects go to h, with their value as the raw bytes and
+// "topic/partition@offset" as their position (weir.OnBadRecord).
+func (r *reader[T]) SetBadRecordHandler(h func(raw []byte, position string, err error)) { r.onBad = h }
 
 var (
 	_ weir.CheckpointedReader[int] = (*reader[int])(nil)
 	_ weir.CheckpointListener      = (*reader[int])(nil)
 	_ weir.SkipCounter             = (*reader[int])(nil)
+	_ weir.BadRecordReporter       = (*reader[int])(nil)
 )
 
 // Read implements weir.SplitReader.
@@ -543,6 +550,11 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 		}
 		v, err := r.src.decode(rec)
 		if err != nil {
+			if r.onBad != nil {
+				r.onBad(rec.Value, rec.Topic+"/"+strconv.Itoa(int(rec.Partition))+"@"+strconv.FormatInt(rec.Offset, 10), err)
+				r.i++
+				continue
+			}
 			if r.src.cfg.skipBad {
 				r.skipped++
 				r.i++

@@ -203,6 +203,21 @@ func TestSourceBadRecords(t *testing.T) {
 	if n := r.(weir.SkipCounter).Skipped(); n != 1 {
 		t.Fatalf("skipped %d, want 1", n)
 	}
+	// Dead letters: the bad record goes to the job's dead-letter sink.
+	var letters []weir.BadRecord
+	dl := weir.SinkFunc[weir.BadRecord](func(_ context.Context, items []weir.BadRecord) error {
+		letters = append(letters, items...)
+		return nil
+	})
+	job = weir.NewJob("dlq")
+	out = weir.Collect(weir.FromSource(job, "in", kafka.Source(addrs, []string{"t"}, decodeEvent, kafka.Bounded()),
+		weir.NoWatermarks[event](), weir.OnBadRecord(weir.DeadLetter(dl))))
+	if err := job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items()) != 2 || len(letters) != 1 || string(letters[0].Raw) != "garbage" || letters[0].Position != "t/0@1" || letters[0].Split != "t/0" {
+		t.Fatalf("dead letters %+v with %d good records; want one for t/0@1", letters, len(out.Items()))
+	}
 }
 
 // NotifyCheckpointComplete commits the checkpointed offset to the group.
