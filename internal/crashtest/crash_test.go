@@ -93,46 +93,29 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatalf("reference output has only %d lines", len(want))
 	}
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	rng := rand.New(rand.NewPCG(seed(t), 1))
 	n := kills()
 	total, failpoints, rounds := 0, 0, 0
-	deadline := time.Now().Add(30 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(30 * time.Minute)
 	// Rounds of kill-and-restart until the job completes; more rounds on
 	// fresh directories until n kills have happened in all.
 	for total < n {
 		rounds++
 		root := t.TempDir()
-		for attempt := 0; ; attempt++ {
+		for a := 0; ; a++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
 			}
 			extra := []string{}
-			if attempt%7 == 3 {
+			if a%7 == 3 {
 				// A failpoint: the process kills itself inside the protocol.
 				stage := []string{"state-file", "files-written", "complete"}[rng.IntN(3)]
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
-			cmd := exec.Command(bin, args(root, extra...)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
 			// The moment of the kill (not a wait for a result).
-			timer := time.NewTimer(time.Duration(40+rng.IntN(300)) * time.Millisecond)
-			var err error
-			ourKill := false
-			select {
-			case err = <-done:
-				timer.Stop()
-			case <-timer.C:
-				cmd.Process.Signal(syscall.SIGKILL)
-				err = <-done
-				ourKill = true
-			}
-			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), time.Duration(40+rng.IntN(300))*time.Millisecond)
+			if sigkilled {
 				total++
 				if !ourKill {
 					failpoints++ // it killed itself inside the checkpoint protocol
@@ -140,23 +123,64 @@ func TestKillAndRestart(t *testing.T) {
 				continue
 			}
 			if err != nil {
-				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, a, err, stderr)
 			}
 			break // completed
 		}
-		got := output(t, filepath.Join(root, "out"))
-		if len(got) != len(want) {
-			missing, extra := diff(want, got), diff(got, want)
-			t.Fatalf("round %d, after %d kills: %d output records, want %d; missing %d (first %q), unexpected %d (first %q)",
-				rounds, total, len(got), len(want), len(missing), first(missing, 5), len(extra), first(extra, 5))
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("round %d, after %d kills: record %d is %q, want %q", rounds, total, i, got[i], want[i])
-			}
+		checkOutput(t, rounds, total, want, output(t, filepath.Join(root, "out")))
+	}
+	t.Logf("%d kills (%d at failpoints) over %d rounds in %v; each round's output equals the failure-free run's %d records",
+		total, failpoints, rounds, time.Since(start).Round(time.Millisecond), len(want))
+}
+
+// attempt runs the crash job once with args and, if killAfter > 0, kills it
+// with SIGKILL after killAfter unless it ended before. It reports whether
+// the process died of SIGKILL (sent by the test, ourKill, or by itself at a
+// failpoint), its standard error, and the error of its exit otherwise.
+func attempt(t *testing.T, bin string, args []string, killAfter time.Duration) (sigkilled, ourKill bool, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var buf strings.Builder
+	cmd.Stderr = &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var kill <-chan time.Time
+	if killAfter > 0 {
+		timer := time.NewTimer(killAfter)
+		defer timer.Stop()
+		kill = timer.C
+	}
+	select {
+	case err = <-done:
+	case <-kill:
+		cmd.Process.Signal(syscall.SIGKILL)
+		err = <-done
+		ourKill = true
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		return true, ourKill, buf.String(), err
+	}
+	// Our signal came too late: the process had ended by itself.
+	return false, false, buf.String(), err
+}
+
+// checkOutput fails the test unless got (the committed output of a round,
+// sorted) equals want, record for record.
+func checkOutput(t *testing.T, round, kills int, want, got []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		missing, extra := diff(want, got), diff(got, want)
+		t.Fatalf("round %d, after %d kills: %d output records, want %d; missing %d (first %q), unexpected %d (first %q)",
+			round, kills, len(got), len(want), len(missing), first(missing, 5), len(extra), first(extra, 5))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("round %d, after %d kills: record %d is %q, want %q", round, kills, i, got[i], want[i])
 		}
 	}
-	t.Logf("%d kills (%d at failpoints) over %d rounds; each round's output equals the failure-free run's %d records", total, failpoints, rounds, len(want))
 }
 
 // diff returns the lines of a that b lacks (as multisets).

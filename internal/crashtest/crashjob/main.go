@@ -2,6 +2,9 @@
 // bounded input, keyed tumbling windows and a keyed running counter,
 // checkpoints every --interval, results through the exactly-once file sink.
 // Started again with the same flags it resumes from the latest checkpoint.
+// Keyed state is on the heap (--state heap, the default) or in Pebble
+// (--state pebble --state-dir DIR), with incremental checkpoints if
+// --incremental.
 package main
 
 import (
@@ -36,6 +39,10 @@ func main() {
 		failpoint = flag.String("failpoint", "", "kill this process with SIGKILL at this checkpoint stage: state-file, files-written or complete")
 		failAfter = flag.Int64("failpoint-checkpoint", 2, "... of the first checkpoint with at least this id")
 		counter   = flag.Bool("counter", true, "include the keyed running counter (Process with ValueState)")
+		backend   = flag.String("state", "heap", "keyed state backend: heap or pebble")
+		stateDir  = flag.String("state-dir", "", "directory of the Pebble state (--state pebble; default: the system's temporary directory)")
+		stateMem  = flag.Int64("state-memory", 0, "memory budget of the Pebble state in bytes (0: the default)")
+		incr      = flag.Bool("incremental", false, "incremental checkpoints (of Pebble state)")
 	)
 	flag.Parse()
 	if *ckDir == "" || *out == "" {
@@ -46,6 +53,18 @@ func main() {
 		weir.Parallelism(*par),
 		weir.Checkpointing(*interval, *ckDir),
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	}
+	switch *backend {
+	case "heap":
+		opts = append(opts, weir.HeapState())
+	case "pebble":
+		opts = append(opts, weir.PebbleState(*stateDir, *stateMem))
+	default:
+		fmt.Fprintf(os.Stderr, "crashjob: --state %q: want heap or pebble\n", *backend)
+		os.Exit(2)
+	}
+	if *incr {
+		opts = append(opts, weir.IncrementalCheckpoints())
 	}
 	if *failpoint != "" {
 		opts = append(opts, weir.CheckpointHook(func(stage weir.CheckpointStage, id int64) {

@@ -1,5 +1,6 @@
 // Command crashjob is the process the Kafka crash test kills: it reads
-// "key,ts,seq" events from a Kafka topic (bounded), counts them per key per
+// "key,ts,seq" events from a topic of the embedded log (--log-dir) or of
+// Kafka (bounded), counts them per key per
 // second of event time, and writes "key@start=count" records to another
 // topic through the exactly-once sink, checkpointing every --interval.
 // Started again with the same flags it resumes from its latest checkpoint.
@@ -18,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	wlog "github.com/weirstream/weir/connector/log"
 )
 
 type event struct {
@@ -49,6 +51,7 @@ func main() {
 		interval = flag.Duration("interval", 50*time.Millisecond, "checkpoint interval")
 		pace     = flag.Int64("pace", 0, "sleep 1ms every this many events (0: no pacing)")
 		par      = flag.Int("parallelism", 2, "parallelism")
+		logDir   = flag.String("log-dir", "", "read --in from the embedded log in this directory instead of Kafka")
 	)
 	flag.Parse()
 	if *brokers == "" || *ckDir == "" {
@@ -58,7 +61,11 @@ func main() {
 	job := weir.NewJob("kafka-crashjob", weir.Parallelism(*par), weir.Checkpointing(*interval, *ckDir),
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	seeds := strings.Split(*brokers, ",")
-	src := weir.FromSource(job, "events", kafka.Source(seeds, []string{*in}, decode, kafka.Bounded()),
+	var input weir.Source[event] = kafka.Source(seeds, []string{*in}, decode, kafka.Bounded())
+	if *logDir != "" {
+		input = wlog.Source(*logDir, *in, func(r wlog.Record) (event, error) { return decode(&kgo.Record{Value: r.Value}) })
+	}
+	src := weir.FromSource(job, "events", input,
 		weir.BoundedOutOfOrderness(100*time.Millisecond, func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("events"))
 	if *pace > 0 {
 		src = weir.Map(src, func(e event) event {
