@@ -386,13 +386,18 @@ func materialize(c *checkpoint.Checkpoint, d incDesc, dir string) error {
 }
 
 // restorePebble fills the database directory dbDir of a new backend of
-// key groups r from the databases ds of checkpoint c: their files when
+// key groups r from the databases ds of checkpoint c: its files when
 // one database had exactly r (it returns it: its shared files are
 // already in the store), or the entries of r copied from each that
 // overlaps.
 func restorePebble(c *checkpoint.Checkpoint, ds []incDesc, r state.KeyGroupRange, root, dbDir string) (*incDesc, error) {
-	if len(ds) == 1 && ds[0].Start == r.Start && ds[0].End == r.End {
-		return &ds[0], materialize(c, ds[0], dbDir)
+	// Same key groups as one old database (a restore at the same
+	// parallelism, whatever it is): use its files as they are. The other
+	// databases hold other key groups.
+	for i := range ds {
+		if ds[i].Start == r.Start && ds[i].End == r.End {
+			return &ds[i], materialize(c, ds[i], dbDir)
+		}
 	}
 	dst, err := pebblestate.OpenKV(dbDir, false, nil)
 	if err != nil {

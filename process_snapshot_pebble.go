@@ -11,19 +11,21 @@ import (
 )
 
 // newPebbleBackend opens a Pebble backend for one operator subtask, in a
-// directory of its own under the job's state dir (the system's temporary
-// directory when none is given), removed when the subtask closes. The
+// directory of its own under this process's directory in the job's state
+// dir (the system's temporary directory when none is given; see
+// statedir.go), removed when the subtask closes. The
 // database is a working copy: a restart starts from an empty one and
 // restores the checkpoint into it, by key group, or, from an incremental
 // checkpoint, from the checkpoint's files (see pebble_incremental.go). The
 // memory budget is the operator's, shared evenly by its subtasks.
 func newPebbleBackend(st *subtask, n *node, cfg state.Config) (state.Backend, error) {
-	root := st.cfg().stateDir
-	if root == "" {
-		root = os.TempDir()
+	base := st.cfg().stateDir
+	if base == "" {
+		base = os.TempDir()
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("pebble state dir: %w", err)
+	root, err := processStateDir(base)
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp(root, fmt.Sprintf("%s-%d-", fileSafe(n.uid), st.index))
 	if err != nil {

@@ -45,8 +45,11 @@ func pebbleArgs(root string, start int, extra ...string) []string {
 	}, extra...)...)
 }
 
+// stateDir is the Pebble state dir of every start of a round, reused as a
+// deployment would: each process works in a proc-* directory of its own
+// there, and removes those of killed processes when it starts.
 func stateDir(root string, start int) string {
-	return filepath.Join(root, "state", strconv.Itoa(start))
+	return filepath.Join(root, "state")
 }
 
 // TestKillAndRestartPebbleIncremental is TestKillAndRestart with the keyed
@@ -145,9 +148,13 @@ func TestKillAndRestartPebbleIncremental(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d start %d failed: %v\n%s", rounds, a, err, stderr)
 			}
-			// A job that ended removes its local Pebble state.
-			if left, err := os.ReadDir(stateDir(root, a)); err == nil && len(left) > 0 {
-				t.Errorf("round %d: the completed start left %d entries in its state directory, first %s", rounds, len(left), left[0].Name())
+			// The killed processes' working copies are gone, and the
+			// completed one removed its own: what is left is its empty
+			// proc-* directory with its LOCK.
+			if left, err := os.ReadDir(stateDir(root, a)); err != nil || len(left) != 1 {
+				t.Errorf("round %d: %d entries left in the state directory after %d kills, want 1 (%v)", rounds, len(left), killed, err)
+			} else if in, err := os.ReadDir(filepath.Join(stateDir(root, a), left[0].Name())); err != nil || len(in) != 1 || in[0].Name() != "LOCK" {
+				t.Errorf("round %d: the completed start left %v in %s, want only its LOCK (%v)", rounds, names(in), left[0].Name(), err)
 			}
 			break // completed
 		}
@@ -343,4 +350,12 @@ func seed(t *testing.T) uint64 {
 	v := uint64(time.Now().UnixNano())
 	t.Logf("seed %d (WEIR_CRASH_SEED)", v)
 	return v
+}
+
+func names(es []os.DirEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
 }

@@ -21,14 +21,6 @@ func TestPebbleRestoreReusesSharedFiles(t *testing.T) {
 	bin := build(t)
 	for _, p := range []int{1, 2} {
 		t.Run("parallelism="+strconv.Itoa(p), func(t *testing.T) {
-			if p > 1 {
-				// restorePebble (pebble_incremental.go) opens the files
-				// directly only when the operator had one database
-				// (len(ds) == 1); incDescs returns one per subtask, so at
-				// parallelism > 1 every restore copies the key groups into
-				// a new database and the next checkpoint uploads it all.
-				t.Skip("known bug, for review: at parallelism > 1 a restore at the same parallelism does not reuse the checkpoint's SST files")
-			}
 			root := t.TempDir()
 			ck := filepath.Join(root, "ck")
 			par := []string{"--parallelism", strconv.Itoa(p)}

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package weir
+
+// Without flock, dead processes' state directories are not detected: they
+// are left for the operator to remove.
+func lockForLife(string) error        { return nil }
+func lockIsFree(string) (bool, error) { return false, nil }
