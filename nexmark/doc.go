@@ -20,5 +20,8 @@
 // (nexmark-flink/src/main/resources/queries); each query's doc comment
 // says how it is built and which choices it makes. Their rows write
 // themselves as JSON objects keyed by the SQL's output columns in lower
-// case (Row). docs/nexmark.md has the list, the commands and the figures.
+// case (Row). The updating queries (q4, q9, q17: aggregates and ranks
+// without windows) return a changelog (*weir.Stream[weir.Change[Row]]);
+// their answer is its upsert view by the query's key (UpsertView).
+// docs/nexmark.md has the list, the commands and the figures.
 package nexmark

@@ -79,9 +79,17 @@ type Query struct {
 	// Windowed queries emit results when the watermark passes a window's
 	// end (their rows' Ready includes WatermarkDelay).
 	Windowed bool
+	// Key, for an updating query (q4, q9, q17), are the columns of its
+	// result's unique key: Build sends a changelog of ChangeRows to the
+	// Output, and the result is its upsert view (UpsertView). Empty for an
+	// append-only query.
+	Key []string
 	// Build adds the query to the job of events and sends its rows to out.
 	Build func(events *weir.Stream[Event], out Output)
 }
+
+// Updating reports whether the query's output is a changelog.
+func (q *Query) Updating() bool { return len(q.Key) > 0 }
 
 var queries = map[string]*Query{}
 

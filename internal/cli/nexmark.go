@@ -119,7 +119,10 @@ func newNexmarkRun() *cobra.Command {
 events, or on --input, a JSON-lines file written by 'weir nexmark gen'. With
 --output the results are written as JSON lines (the Flink query's columns in
 lower case, times in epoch milliseconds); at the end of a bounded input every
-window fires. Prints a summary on stdout (stderr when the rows go to stdout).`,
+window fires. The updating queries (q4, q9, q17: GROUP BY or rank without
+windows) produce a changelog; their output is its upsert view once the input
+ends, one row per key (q4: category; q9: auction; q17: auction and day).
+Prints a summary on stdout (stderr when the rows go to stdout).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q, err := nexmark.Lookup(query)
@@ -155,17 +158,40 @@ window fires. Prints a summary on stdout (stderr when the rows go to stdout).`,
 				w = f
 			}
 			jl := nexmark.NewJSONLines(w)
+			out := jl.Output()
+			var view *nexmark.UpsertView
+			if q.Updating() {
+				// The query's changelog goes into its upsert view; the
+				// view is what is written, once the input ends.
+				view = nexmark.NewUpsertView()
+				out = view.Output()
+			}
 			opts := []weir.Option{weir.Parallelism(parallelism)}
 			if ckDir != "" {
 				opts = append(opts, weir.Checkpointing(ckInterval, ckDir))
 			}
 			job := weir.NewJob("nexmark-"+q.Name, opts...)
-			q.Build(nexmark.Events(job, src), jl.Output())
+			q.Build(nexmark.Events(job, src), out)
 			start := time.Now()
 			if err := job.Run(cmd.Context()); err != nil {
 				return err
 			}
 			el := time.Since(start)
+			rows, changes := jl.Rows(), ""
+			if view != nil {
+				if output == "" {
+					rows, err = view.WriteTo(io.Discard)
+				} else {
+					bw := bufio.NewWriterSize(w, 1<<16)
+					if rows, err = view.WriteTo(bw); err == nil {
+						err = bw.Flush()
+					}
+				}
+				if err != nil {
+					return err
+				}
+				changes = fmt.Sprintf(" (upsert view of %d changes)", view.Changes())
+			}
 			if err := jl.Flush(); err != nil {
 				return err
 			}
@@ -182,8 +208,8 @@ window fires. Prints a summary on stdout (stderr when the rows go to stdout).`,
 					return 0
 				})
 			}
-			fmt.Fprintf(summary, "%s: %d events, %d rows, %.2fs, %.0f events/s (parallelism %d)\n",
-				q.Name, events, jl.Rows(), el.Seconds(), float64(events)/el.Seconds(), parallelism)
+			fmt.Fprintf(summary, "%s: %d events, %d rows%s, %.2fs, %.0f events/s (parallelism %d)\n",
+				q.Name, events, rows, changes, el.Seconds(), float64(events)/el.Seconds(), parallelism)
 			return nil
 		},
 	}

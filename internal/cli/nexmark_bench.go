@@ -282,6 +282,11 @@ type latencyWriter struct {
 }
 
 func (w *latencyWriter) Write(r nexmark.Row) error {
+	if !nexmark.Adds(r) {
+		// An updating query's retraction comes with the row that
+		// replaces it: the latency is the new row's.
+		return nil
+	}
 	if w.started == 0 {
 		w.started = w.l.src.Started().UnixMicro()
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/nexmark"
+	"github.com/weirstream/weir/nexmark/batchref"
 )
 
 func TestNexmarkGen(t *testing.T) {
@@ -78,14 +80,64 @@ func TestNexmarkRunFileAndGenerated(t *testing.T) {
 	}
 }
 
+// run --output of an updating query writes its upsert view: batchref's
+// final rows, one per key, not the changelog.
+func TestNexmarkRunUpsertView(t *testing.T) {
+	dir := t.TempDir()
+	events := filepath.Join(dir, "events.json")
+	if _, stderr, code := run(t, "nexmark", "gen", "--output", events, "--events", "8000", "--event-rate", "1000", "--seed", "5"); code != 0 {
+		t.Fatalf("gen: %s", stderr)
+	}
+	canon := func(lines []string) []string {
+		out := make([]string, 0, len(lines))
+		for _, l := range lines {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("%v: %q", err, l)
+			}
+			b, _ := json.Marshal(m)
+			out = append(out, string(b))
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, q := range []string{"q4", "q17"} {
+		f, err := os.Open(events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := batchref.Evaluate(q, f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, q+".json")
+		out, stderr, code := run(t, "nexmark", "run", "--query", q, "--parallelism", "2", "--input", events, "--output", path)
+		if code != 0 {
+			t.Fatalf("%s: %s", q, stderr)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if len(want) == 0 || !slices.Equal(canon(got), canon(want)) {
+			t.Errorf("%s: %d rows, batchref %d, or different:\n%.500s", q, len(got), len(want), b)
+		}
+		if !strings.Contains(out, fmt.Sprintf(" %d rows (upsert view of ", len(want))) {
+			t.Errorf("%s: summary %q", q, out)
+		}
+	}
+}
+
 func TestBenchNexmarkJSON(t *testing.T) {
-	out, stderr, code := run(t, "bench", "nexmark", "--queries", "q1,q7", "--events", "30000", "--latency-duration", "500ms",
+	out, stderr, code := run(t, "bench", "nexmark", "--queries", "q1,q7,q4", "--events", "30000", "--latency-duration", "500ms",
 		"--checkpoint-interval", "100ms", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		t.Fatalf("%d lines: %s", len(lines), out)
 	}
 	for i, l := range lines {
@@ -93,7 +145,7 @@ func TestBenchNexmarkJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("%v: %s", err, l)
 		}
-		if r["query"] != []string{"q1", "q7"}[i] {
+		if r["query"] != []string{"q1", "q7", "q4"}[i] {
 			t.Errorf("line %d: query %v", i, r["query"])
 		}
 		for _, k := range []string{"events_per_sec", "events_per_sec_per_core", "peak_rss_bytes", "p99_latency_ms"} {

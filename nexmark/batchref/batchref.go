@@ -25,7 +25,7 @@ var queries = map[string]query{
 	"q3":  {[]string{"name", "city", "state", "id"}, q3},
 	"q4":  {[]string{"id", "final"}, q4},
 	"q5":  {[]string{"auction", "num"}, q5},
-	"q7":  {[]string{"auction", "bidder", "price", "datetime", "extra"}, q7},
+	"q7":  {[]string{"auction", "price", "bidder", "datetime", "extra"}, q7},
 	"q8":  {[]string{"id", "name", "stime"}, q8},
 	"q9":  {[]string{"id", "itemname", "description", "initialbid", "reserve", "datetime", "expires", "seller", "category", "extra", "auction", "bidder", "price", "bid_datetime", "bid_extra"}, q9},
 	"q10": {[]string{"auction", "bidder", "price", "datetime", "extra", "dt", "hm"}, q10},

@@ -119,10 +119,10 @@
 // the window [E-10s, E) if its price equals that window's max (it can then be
 // output twice, once per window); (b) the B side is the whole bid stream, so a
 // bid that was late for its window (and so did not contribute to the max) is
-// still output if its price equals the max. Columns: auction, bidder, price,
-// datetime, extra — with the intended values (the current SQL selects
-// B.auction, B.bidder, B.price in sink order; an older version of q7.sql
-// swapped price and bidder positionally, which is not reproduced).
+// still output if its price equals the max. Columns: auction, price, bidder,
+// datetime, extra (the order the Nexmark issue's contract lists), each with
+// the bid's own value: no positional mix-up of price and bidder between a
+// SELECT and its sink is reproduced.
 //
 // q8  P = DISTINCT (id, name, window) over persons in 10 s TUMBLE windows,
 // A = DISTINCT (seller, window) over auctions in 10 s TUMBLE windows, each
