@@ -18,7 +18,7 @@
 // one line, or several when a quoted field holds line breaks; empty lines
 // are skipped and Header(true) skips each file's first record. The reader
 // of a split (a *Reader) tracks the line number and byte offset of every
-// record; Position is the byte offset of the next unread line.
+// record; Offset is the byte offset of the next unread line.
 //
 // # Follow mode
 //

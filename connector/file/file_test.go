@@ -386,8 +386,8 @@ func TestSkipBadRecords(t *testing.T) {
 	if total != len(want) || r.Skipped() != int64(len(bad)) {
 		t.Errorf("reader: %d records, %d skipped; want %d, %d", total, r.Skipped(), len(want), len(bad))
 	}
-	if r.Position() != int64(b.Len()) {
-		t.Errorf("Position %d at the end, want %d", r.Position(), b.Len())
+	if r.Offset() != int64(b.Len()) {
+		t.Errorf("Position %d at the end, want %d", r.Offset(), b.Len())
 	}
 
 	// CSV: syntax errors and parse errors.
@@ -525,15 +525,15 @@ func TestFollowHoldsBackPartialLine(t *testing.T) {
 			t.Fatalf("Read = %d, %v with only a partial line", n, err)
 		}
 	}
-	if r.Position() != start {
-		t.Errorf("Position %d, want %d", r.Position(), start)
+	if r.Offset() != start {
+		t.Errorf("Position %d, want %d", r.Offset(), start)
 	}
 	appendFile(t, path, "\n")
 	if got := waitForRead("line 2"); len(got) != 1 || got[0].ID != 2 || got[0].Name != "n2" {
 		t.Fatalf("got %+v", got)
 	}
-	if want := start + int64(len(two)); r.Position() != want {
-		t.Errorf("Position %d, want %d", r.Position(), want)
+	if want := start + int64(len(two)); r.Offset() != want {
+		t.Errorf("Position %d, want %d", r.Offset(), want)
 	}
 
 	// Cancelled: Read returns the context's error.
@@ -558,8 +558,8 @@ func TestFollowCSVRecordAcrossPolls(t *testing.T) {
 		}
 		return r.lines.consumed() == int64(len("name,qty,note\n")+len(first))
 	})
-	if r.Position() != int64(len("name,qty,note\n")) {
-		t.Errorf("Position %d: want the start of the pending record", r.Position())
+	if r.Offset() != int64(len("name,qty,note\n")) {
+		t.Errorf("Position %d: want the start of the pending record", r.Offset())
 	}
 	appendFile(t, path, "lines\"\n")
 	var got []item
@@ -597,8 +597,8 @@ func TestFollowTruncatedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the line written after truncation", func() bool { read(); return len(ids) == 3 })
-	if !slices.Equal(ids, []int{1, 2, 9}) || r.Position() != int64(len(eventLine(9))) {
-		t.Fatalf("ids %v, Position %d", ids, r.Position())
+	if !slices.Equal(ids, []int{1, 2, 9}) || r.Offset() != int64(len(eventLine(9))) {
+		t.Fatalf("ids %v, Position %d", ids, r.Offset())
 	}
 }
 
@@ -613,12 +613,12 @@ func TestLongLines(t *testing.T) {
 	if n != 2 || err != nil || !reflect.DeepEqual(dst[1], long) {
 		t.Fatalf("Read = %d, %v", n, err)
 	}
-	if want := int64(len(eventLine(1)) + len(b) + 1); r.Position() != want {
-		t.Errorf("Position %d, want %d", r.Position(), want)
+	if want := int64(len(eventLine(1)) + len(b) + 1); r.Offset() != want {
+		t.Errorf("Position %d, want %d", r.Offset(), want)
 	}
 	n, err = r.Read(context.Background(), dst)
-	if n != 1 || err != io.EOF || dst[0].ID != 2 || r.Position() != int64(len(content)) {
-		t.Fatalf("Read = %d, %v; Position %d", n, err, r.Position())
+	if n != 1 || err != io.EOF || dst[0].ID != 2 || r.Offset() != int64(len(content)) {
+		t.Fatalf("Read = %d, %v; Position %d", n, err, r.Offset())
 	}
 	if n, err := r.Read(context.Background(), dst); n != 0 || err != io.EOF {
 		t.Fatalf("Read after EOF = %d, %v", n, err)
@@ -780,8 +780,8 @@ func FuzzJSONLinesReader(f *testing.F) {
 				t.Fatalf("record %d: %q, want %q", i, got[i], recs[i])
 			}
 		}
-		if r.Skipped() != skipped || r.Position() != pos {
-			t.Fatalf("skipped %d, position %d; want %d, %d", r.Skipped(), r.Position(), skipped, pos)
+		if r.Skipped() != skipped || r.Offset() != pos {
+			t.Fatalf("skipped %d, position %d; want %d, %d", r.Skipped(), r.Offset(), skipped, pos)
 		}
 	})
 }
@@ -830,8 +830,8 @@ func FuzzCSVReader(f *testing.F) {
 		if !reflect.DeepEqual(got, want) || r.Skipped() != bad {
 			t.Fatalf("got %q (%d bad)\nwant %q (%d bad)", got, r.Skipped(), want, bad)
 		}
-		if r.Position() != int64(len(data)) {
-			t.Fatalf("Position %d at the end, want %d", r.Position(), len(data))
+		if r.Offset() != int64(len(data)) {
+			t.Fatalf("Position %d at the end, want %d", r.Offset(), len(data))
 		}
 	})
 }

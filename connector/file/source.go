@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -179,21 +180,66 @@ func (s *source[T]) Open(_ context.Context, sp weir.Split) (weir.SplitReader[T],
 	if !ok {
 		return nil, fmt.Errorf("file: split %q does not belong to this source", sp.ID())
 	}
-	path := string(p)
+	f, _, err := openFile(string(p))
+	if err != nil {
+		return nil, err
+	}
+	return newReader(string(p), f, s.cfg, s.format, s.parse), nil
+}
+
+func openFile(path string) (*os.File, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
+		return nil, 0, fmt.Errorf("file: %w", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("file: %w", err)
+		return nil, 0, fmt.Errorf("file: %w", err)
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("file: %s is a directory", path)
+		return nil, 0, fmt.Errorf("file: %s is a directory", path)
 	}
-	return newReader(path, f, s.cfg, s.format, s.parse), nil
+	return f, fi.Size(), nil
+}
+
+// OpenAt implements weir.RestorableSource: it reopens a file where a
+// checkpoint left its reader. A bounded file now shorter than that offset
+// was replaced or truncated: an error (a followed one is read again from
+// its start, as when it shrinks while read).
+func (s *source[T]) OpenAt(_ context.Context, sp weir.Split, pos []byte) (weir.SplitReader[T], error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	p, ok := sp.(split)
+	if !ok {
+		return nil, fmt.Errorf("file: split %q does not belong to this source", sp.ID())
+	}
+	at, err := decodeFilePos(pos)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, string(p))
+	}
+	f, size, err := openFile(string(p))
+	if err != nil {
+		return nil, err
+	}
+	if size < at.Off {
+		if !s.cfg.follow {
+			f.Close()
+			return nil, fmt.Errorf("file: %s has %d bytes, fewer than the checkpointed offset %d: it was truncated or replaced", string(p), size, at.Off)
+		}
+		at = filePos{}
+	}
+	if _, err := f.Seek(at.Off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("file: %w", err)
+	}
+	r := newReader(string(p), f, s.cfg, s.format, s.parse)
+	r.lines.off, r.lines.start, r.lines.line = at.Off, at.Off, at.Line
+	r.sawHeader = at.Header
+	r.skipped.Store(at.Skipped)
+	return r, nil
 }
 
 // Reader reads one file of a JSONLines or CSV source; Open returns one. Its
@@ -226,8 +272,10 @@ type Reader[T any] struct {
 }
 
 var (
-	_ weir.SplitReader[int] = (*Reader[int])(nil)
-	_ weir.SkipCounter      = (*Reader[int])(nil)
+	_ weir.CheckpointedReader[int] = (*Reader[int])(nil)
+	_ weir.SkipCounter             = (*Reader[int])(nil)
+	_ weir.BadRecordReporter       = (*Reader[int])(nil)
+	_ weir.RestorableSource[int]   = (*source[int])(nil)
 )
 
 func newReader[T any](path string, r io.Reader, cfg config, f format, parse func([]string) (T, error)) *Reader[T] {
@@ -470,16 +518,71 @@ func (r *Reader[T]) Skipped() int64 { return r.skipped.Load() }
 // SkipBadRecords.
 func (r *Reader[T]) SetBadRecordHandler(h func(raw []byte, position string, err error)) { r.onBad = h }
 
-// Position is the byte offset of the next unread line: where a reader
+// Offset is the byte offset of the next unread line: where a reader
 // would resume to read what this one has not returned yet. Lines held back
 // (the incomplete last line of a followed file, a CSV record whose quoted
 // field goes on) count as unread. After a *RecordError it is past the bad
 // record.
-func (r *Reader[T]) Position() (offset int64) {
+func (r *Reader[T]) Offset() int64 {
 	if r.inRec {
 		return r.recOff
 	}
 	return r.lines.off
+}
+
+// filePos is a reader's position in a checkpoint.
+type filePos struct {
+	Off, Line int64 // Offset, and the number of lines before it
+	Header    bool  // the CSV header was read
+	Skipped   int64
+}
+
+// Position implements weir.CheckpointedReader: the offset of the next
+// unread line (as Offset), with its line number, whether the CSV header
+// was read, and the count of skipped records, so that a reader reopened
+// there by OpenAt reports the same lines and counts.
+func (r *Reader[T]) Position() ([]byte, error) {
+	p := filePos{Off: r.lines.off, Line: r.lines.line, Header: r.sawHeader, Skipped: r.skipped.Load()}
+	if r.inRec {
+		p.Off, p.Line = r.recOff, r.recLine-1
+	}
+	b := binary.AppendUvarint([]byte{1}, uint64(p.Off))
+	b = binary.AppendUvarint(b, uint64(p.Line))
+	h := byte(0)
+	if p.Header {
+		h = 1
+	}
+	b = append(b, h)
+	return binary.AppendUvarint(b, uint64(p.Skipped)), nil
+}
+
+func decodeFilePos(b []byte) (filePos, error) {
+	bad := func() (filePos, error) {
+		return filePos{}, fmt.Errorf("file: invalid checkpointed position (%d bytes)", len(b))
+	}
+	if len(b) < 1 || b[0] != 1 {
+		return bad()
+	}
+	b = b[1:]
+	var p filePos
+	var v [2]uint64
+	for i := range v {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return bad()
+		}
+		v[i], b = x, b[n:]
+	}
+	if len(b) < 1 {
+		return bad()
+	}
+	p.Off, p.Line, p.Header = int64(v[0]), int64(v[1]), b[0] == 1
+	x, n := binary.Uvarint(b[1:])
+	if n <= 0 {
+		return bad()
+	}
+	p.Skipped = int64(x)
+	return p, nil
 }
 
 // Path is the file the reader reads, as cleaned by filepath.Clean.
