@@ -131,7 +131,13 @@ func (op *sinkOp[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
 // encode and decode are the state codec: encoding/gob, so user types need
 // exported fields or a GobEncoder/BinaryMarshaler. Reflection here is fine:
 // snapshots are off the per-record path.
+//
+// State files (opState) have their own binary format (snapshot_codec.go);
+// decode reads it and gob.
 func encode(v any) ([]byte, error) {
+	if st, ok := v.(opState); ok {
+		return encodeOpState(st), nil
+	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
 		return nil, fmt.Errorf("weir: cannot snapshot state of type %T (state types need exported fields or a GobEncoder): %w", v, err)
@@ -140,6 +146,12 @@ func encode(v any) ([]byte, error) {
 }
 
 func decode(data []byte, v any) error {
+	if st, ok := v.(*opState); ok && len(data) > 0 && data[0] == magicOpState {
+		if err := decodeOpState(data, st); err != nil {
+			return fmt.Errorf("weir: cannot restore state of type %T: %w", v, err)
+		}
+		return nil
+	}
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(v); err != nil {
 		return fmt.Errorf("weir: cannot restore state of type %T: %w", v, err)
 	}

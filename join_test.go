@@ -222,25 +222,35 @@ func TestIntervalJoinStampsPairsWithTheLaterTime(t *testing.T) {
 }
 
 func TestIntervalJoinDropsAndCountsLateEvents(t *testing.T) {
-	// Left events in order; a right event far behind the watermark is
-	// late and must not join, even though a left event matches it.
-	l := []jev{{K: 1, T: 1000, V: 1}, {K: 1, T: 5000, V: 2}, {K: 1, T: 9000, V: 3}}
+	// Both sides come from one source, so the join sees the records and
+	// the watermark in the source's order whatever the timing: with
+	// monotonous timestamps the watermark is 8999 after the events at 9000,
+	// and the right event at 1000 that follows is late. It must not join,
+	// though a left event (l1 at 1000) matches it.
+	type tev struct {
+		jev
+		Right bool
+	}
+	in := []tev{
+		{jev{K: 1, T: 1000, V: 1}, false}, {jev{K: 1, T: 5000, V: 2}, false}, {jev{K: 1, T: 9000, V: 3}, false},
+		{jev{K: 1, T: 9000, V: 10}, true}, {jev{K: 1, T: 1000, V: 11}, true},
+	}
 	job := weir.NewJob("late")
-	ls := weir.FromSource(job, "left", weir.SliceSource(l), weir.MonotonousTimestamps(jevTime))
-	// One source for the right side whose second event is 6 s late in a
-	// stream with no out-of-orderness allowance.
-	r := []jev{{K: 1, T: 9000, V: 10}, {K: 1, T: 1000, V: 11}}
-	rs := weir.FromSource(job, "right", weir.SliceSource(r), weir.MonotonousTimestamps(jevTime))
-	key := func(e jev) int { return e.K }
-	out := weir.Collect(weir.IntervalJoin(weir.KeyBy(ls, key), weir.KeyBy(rs, key), 0, 0, func(k int, a, c jev) string { return pair(a, c) }))
+	src := weir.FromSource(job, "in", weir.SliceSource(in), weir.MonotonousTimestamps(func(e tev) time.Time { return time.UnixMilli(e.T) }))
+	side := func(right bool) *weir.KeyedStream[int, jev] {
+		s := weir.FlatMap(src, func(e tev, emit func(jev)) {
+			if e.Right == right {
+				emit(e.jev)
+			}
+		})
+		return weir.KeyBy(s, func(e jev) int { return e.K })
+	}
+	out := weir.Collect(weir.IntervalJoin(side(false), side(true), 0, 0, func(k int, a, c jev) string { return pair(a, c) }))
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := out.Items()
 	slices.Sort(got)
-	// l3 (9000) joins r10 (9000). r11 (1000) may or may not be late
-	// depending on when the left watermark reaches the join, but once the
-	// right side's own watermark is 9000 it is below it: always late.
 	if !slices.Equal(got, []string{"k1 l3 r10"}) {
 		t.Fatalf("got %v", got)
 	}

@@ -41,6 +41,12 @@ func encodeGroups[E any](st *opState, groups map[int][]E) error {
 // fn for every entry.
 func eachEntry[E any](groups [][]byte, fn func(E)) error {
 	for _, data := range groups {
+		if len(data) > 0 && data[0] == magicGroup {
+			if err := eachBinaryEntry(data, fn); err != nil {
+				return err
+			}
+			continue
+		}
 		var es []E
 		if err := decode(data, &es); err != nil {
 			return err
@@ -149,6 +155,24 @@ type alignedEntry[K comparable, ACC any] struct {
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if c := codecFor[alignedEntry[K, ACC]](); c != nil {
+		// The binary codec: entries go straight into their group's buffer.
+		g := &op.snap
+		g.start(c, int(op.info.maxP))
+		var e alignedEntry[K, ACC]
+		for _, bk := range op.buckets {
+			e.Start, e.End = bk.start, bk.end
+			bk.tab.All(func(h uint64, k K, acc *ACC) bool {
+				e.Hash, e.Key, e.Acc = h, k, *acc
+				g.add(int(h%op.info.maxP), &e)
+				return true
+			})
+		}
+		st := op.info.state(op.wm)
+		st.Groups = g.finish()
+		s.states = append(s.states, st)
+		return op.winOut.forwardBarrier(b, s)
+	}
 	groups := map[int][]alignedEntry[K, ACC]{}
 	for _, bk := range op.buckets {
 		bk.tab.All(func(h uint64, k K, acc *ACC) bool {
@@ -191,6 +215,25 @@ type genWinEntry[ACC, OUT any] struct {
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if c := codecFor[genEntry[K, ACC, OUT]](); c != nil {
+		g := &op.snap
+		g.start(c, int(op.info.maxP))
+		var e genEntry[K, ACC, OUT]
+		op.keys.All(func(h uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+			ks := *p
+			e.Hash, e.Key, e.Wins = ks.hash, ks.key, e.Wins[:0]
+			for _, w := range ks.wins {
+				e.Wins = append(e.Wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+			}
+			g.add(int(h%op.info.maxP), &e)
+			return true
+		})
+		clear(e.Wins[:cap(e.Wins)])
+		st := op.info.state(op.wm)
+		st.Groups = g.finish()
+		s.states = append(s.states, st)
+		return op.winOut.forwardBarrier(b, s)
+	}
 	groups := map[int][]genEntry[K, ACC, OUT]{}
 	op.keys.All(func(h uint64, _ K, p **gkey[K, ACC, OUT]) bool {
 		ks := *p
@@ -224,13 +267,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) err
 			w := &gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
 				dirty: we.Dirty, last: we.Last, early: we.Early, lateTimer: we.LateTimer, procTimer: we.ProcTimer}
 			ks.wins = append(ks.wins, w)
-			op.seq++
-			if op.trig.kind == eventTimeTrigger {
-				op.etimers.Push(gtimer[K]{at: w.end - 1, kind: tFire, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
-			}
-			if w.end != watermark.Max {
-				op.etimers.Push(gtimer[K]{at: w.end - 1 + op.lateness, kind: tCleanup, seq: op.seq, hash: ks.hash, key: ks.key, start: w.start, end: w.end})
-			}
+			op.addWin(ks, w)
 			if w.early {
 				op.procTimer(ks, w, tEarly, now+op.trig.early)
 			}
@@ -255,6 +292,26 @@ type overEntry[K comparable, T any] struct {
 }
 
 func (op *overOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if c := codecFor[overEntry[K, T]](); c != nil {
+		g := &op.snap
+		g.start(c, int(op.info.maxP))
+		var e overEntry[K, T]
+		op.keys.All(func(h uint64, _ K, p **overKey[K, T]) bool {
+			k := *p
+			e.Hash, e.Key, e.Emitted, e.Ts, e.Vals = k.hash, k.key, k.emitted, e.Ts[:0], e.Vals[:0]
+			for _, ev := range k.events {
+				e.Ts = append(e.Ts, ev.ts)
+				e.Vals = append(e.Vals, ev.val)
+			}
+			g.add(int(h%op.info.maxP), &e)
+			return true
+		})
+		clear(e.Vals[:cap(e.Vals)])
+		st := op.info.state(op.wm)
+		st.Groups = g.finish()
+		s.states = append(s.states, st)
+		return op.winOut.forwardBarrier(b, s)
+	}
 	groups := map[int][]overEntry[K, T]{}
 	op.keys.All(func(h uint64, _ K, p **overKey[K, T]) bool {
 		k := *p

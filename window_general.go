@@ -10,8 +10,17 @@ import (
 // any window kind (including merging sessions and the global window), any
 // trigger, allowed lateness, accumulating or retracting results, late
 // events to a side output. State is per key: a short list of windows with
-// an accumulator each. Timers are lazy: a popped timer whose window no
-// longer exists (merged, purged, cleaned up) is ignored.
+// an accumulator each.
+//
+// Event-time timers are one per key (as for Sliding windows): each window
+// has a fire timer (end-1) and a cleanup timer (end-1+lateness), ordered
+// (time, kind, seq of the window); the heap holds, per key, an entry at
+// the smallest pending one of its windows. A session that grows does not
+// push again (its timers only move later); an entry that no longer
+// matches its key's schedule is skipped when popped, one that became early
+// is pushed again at the key's next timer. Timers pop in the same order as
+// with a timer per window. Processing-time timers are per window and lazy:
+// a popped timer whose window no longer exists is ignored.
 //
 // R is the output record type; render turns a firing into records.
 type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
@@ -25,7 +34,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	now      func() int64
 
 	keys    *hashtable.Table[K, *gkey[K, ACC, OUT]]
-	etimers pq.Heap[gtimer[K]]
+	etimers pq.Heap[ktimer[K, ACC, OUT]]
 	ptimers pq.Heap[gtimer[K]]
 	seq     uint64
 
@@ -35,6 +44,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	info   opInfo
 	outTS  int64 // timestamp of records emitted now
 	err    error
+	snap   groupWriter[genEntry[K, ACC, OUT]]
 }
 
 // gkey is one key's open windows.
@@ -42,19 +52,24 @@ type gkey[K comparable, ACC, OUT any] struct {
 	key  K
 	hash uint64
 	wins []*gwin[ACC, OUT]
+	// The key's entry in the event-time heap, if hasTimer.
+	timer    tkey
+	hasTimer bool
 }
 
 // gwin is one window of one key.
 type gwin[ACC, OUT any] struct {
 	start, end int64
 	acc        ACC
-	count      int64 // events since the last firing (CountTrigger)
-	fired      bool  // a result of this pane was emitted
-	dirty      bool  // changed since the last firing
-	last       OUT   // the result last emitted, to retract it
-	early      bool  // an early-firing timer is pending
-	lateTimer  bool  // a late-firing timer is pending
-	procTimer  bool  // a processing-time firing timer is pending
+	count      int64  // events since the last firing (CountTrigger)
+	fired      bool   // a result of this pane was emitted
+	dirty      bool   // changed since the last firing
+	last       OUT    // the result last emitted, to retract it
+	early      bool   // an early-firing timer is pending
+	lateTimer  bool   // a late-firing timer is pending
+	procTimer  bool   // a processing-time firing timer is pending
+	seq        uint64 // orders the window's event-time timers (not stored)
+	fireDone   bool   // the event-time fire timer ran (not stored)
 }
 
 type timerKind uint8
@@ -75,6 +90,31 @@ type gtimer[K comparable] struct {
 	key        K
 	start, end int64
 }
+
+// tkey orders event-time timers: time, then kind, then window seq.
+type tkey struct {
+	at   int64
+	kind timerKind
+	seq  uint64
+}
+
+func (a tkey) less(b tkey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind // fire before cleanup at the same time
+	}
+	return a.seq < b.seq
+}
+
+// ktimer is a key's entry in the event-time heap.
+type ktimer[K comparable, ACC, OUT any] struct {
+	tkey
+	ks *gkey[K, ACC, OUT]
+}
+
+func (a ktimer[K, ACC, OUT]) Less(b ktimer[K, ACC, OUT]) bool { return a.tkey.less(b.tkey) }
 
 func (a gtimer[K]) Less(b gtimer[K]) bool {
 	if a.at != b.at {
@@ -226,15 +266,49 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 		}
 	}
 	ks.wins = append(ks.wins, nw)
-	op.seq++
-	switch op.trig.kind {
-	case eventTimeTrigger:
-		op.etimers.Push(gtimer[K]{at: nw.end - 1, kind: tFire, seq: op.seq, hash: ks.hash, key: ks.key, start: start, end: end})
-	}
-	if end != watermark.Max {
-		op.etimers.Push(gtimer[K]{at: end - 1 + op.lateness, kind: tCleanup, seq: op.seq, hash: ks.hash, key: ks.key, start: start, end: end})
-	}
+	op.addWin(ks, nw)
 	return nw
+}
+
+// addWin gives a new window of ks its event-time timers.
+func (op *genWindowOp[K, T, ACC, OUT, R]) addWin(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
+	op.seq++
+	w.seq = op.seq
+	if t, ok := op.winTimer(w); ok {
+		op.schedule(ks, t)
+	}
+}
+
+// winTimer is w's next pending event-time timer.
+func (op *genWindowOp[K, T, ACC, OUT, R]) winTimer(w *gwin[ACC, OUT]) (tkey, bool) {
+	if op.trig.kind == eventTimeTrigger && !w.fireDone {
+		return tkey{w.end - 1, tFire, w.seq}, true
+	}
+	if w.end != watermark.Max {
+		return tkey{w.end - 1 + op.lateness, tCleanup, w.seq}, true
+	}
+	return tkey{}, false
+}
+
+// nextTimer is the first pending event-time timer of ks's windows.
+func (op *genWindowOp[K, T, ACC, OUT, R]) nextTimer(ks *gkey[K, ACC, OUT]) (*gwin[ACC, OUT], tkey) {
+	var first *gwin[ACC, OUT]
+	var ft tkey
+	for _, w := range ks.wins {
+		if t, ok := op.winTimer(w); ok && (first == nil || t.less(ft)) {
+			first, ft = w, t
+		}
+	}
+	return first, ft
+}
+
+// schedule makes sure ks has a heap entry no later than t.
+func (op *genWindowOp[K, T, ACC, OUT, R]) schedule(ks *gkey[K, ACC, OUT], t tkey) {
+	if ks.hasTimer && !t.less(ks.timer) {
+		return
+	}
+	ks.timer, ks.hasTimer = t, true
+	op.etimers.Push(ktimer[K, ACC, OUT]{t, ks})
 }
 
 // onElement runs the trigger after an event was added to w.
@@ -340,12 +414,22 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 	op.wm = wm
 	for op.etimers.Len() > 0 && op.etimers.Peek().at <= wm {
 		t := op.etimers.Pop()
-		ks, w := op.lookup(&t)
+		ks := t.ks
+		if !ks.hasTimer || ks.timer != t.tkey {
+			continue // superseded by an earlier entry of the key
+		}
+		ks.hasTimer = false
+		w, next := op.nextTimer(ks)
 		if w == nil {
+			continue // the key's windows are gone
+		}
+		if next != t.tkey {
+			op.schedule(ks, next) // the window it was for merged or went
 			continue
 		}
 		switch t.kind {
 		case tFire:
+			w.fireDone = true
 			if err := op.fire(ks, w); err != nil {
 				return err
 			}
@@ -359,6 +443,11 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 				}
 			}
 			op.remove(ks, w)
+		}
+		if len(ks.wins) > 0 {
+			if w, next := op.nextTimer(ks); w != nil {
+				op.schedule(ks, next)
+			}
 		}
 	}
 	if wm == watermark.Max {

@@ -141,6 +141,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
 	free    []*hashtable.Table[K, ACC]
 	info    opInfo
+	snap    groupWriter[alignedEntry[K, ACC]]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {

@@ -23,6 +23,7 @@ type overOp[K comparable, T, ACC, OUT any] struct {
 	seq    uint64
 	wm     int64
 	emitWM int64
+	snap   groupWriter[overEntry[K, T]]
 }
 
 type overKey[K comparable, T any] struct {
