@@ -37,6 +37,48 @@ type tagged[L, R any] struct {
 	Right   R
 }
 
+// scopeRetention marks StateRetention, valid for the operators of this
+// file that keep state for ever otherwise.
+const scopeRetention scope = 1 << 7
+
+type retentionOption struct {
+	option
+	d time.Duration
+}
+
+// StateRetention bounds the state of Join, JoinChanges and AggregateChanges,
+// which is kept for ever otherwise: an element of a join side expires d
+// after it arrived, and a group of AggregateChanges d after its last
+// change, in processing time (the job's Clock), as Flink's
+// table.exec.state.ttl (idle state retention). Expired state is not seen
+// again: a late partner of an expired element does not join it, and a
+// change to an expired group starts it over with an Insert. Results then
+// depend on processing time and are not reproducible by replaying the
+// input: use it where keys go quiet and the state would otherwise grow
+// without bound.
+func StateRetention(d time.Duration) Option {
+	return retentionOption{option{fmt.Sprintf("StateRetention(%v)", d), scopeRetention, func(*config) {}}, d}
+}
+
+// retention takes StateRetention out of opts (for ProcessWith) and returns
+// the state options it stands for.
+func retention(j *Job, what string, opts []Option) ([]Option, []StateOption) {
+	var rest []Option
+	var so []StateOption
+	for _, o := range opts {
+		if r, ok := o.(retentionOption); ok {
+			if r.d <= 0 {
+				j.fail(fmt.Errorf("weir: %s: StateRetention(%v) must be positive", what, r.d))
+				continue
+			}
+			so = []StateOption{TTL(r.d)}
+			continue
+		}
+		rest = append(rest, o)
+	}
+	return rest, so
+}
+
 // connectTwo merges two keyed streams into one keyed stream of tagged
 // records, keyed by the same key.
 func connectTwo[K comparable, L, R any](left *KeyedStream[K, L], right *KeyedStream[K, R], what string) *KeyedStream[K, tagged[L, R]] {
@@ -208,15 +250,17 @@ func (f *intervalJoin[K, L, R, OUT]) OnTimer(ctx *KeyedContext[K, OUT], at time.
 // key without time bounds): every left and right event with the same key
 // for which pred returns true yields fn's result once, when the later of
 // the two arrives, stamped with the later of their event times. Both sides
-// are kept in keyed state for ever (Flink's default without a state TTL),
-// so use it where keys are bounded or the job is bounded; WindowJoin and
-// IntervalJoin bound their state by time. The output is append-only; for
+// are kept in keyed state for ever (Flink's default without a state TTL)
+// unless StateRetention bounds them, so use it where keys are bounded or
+// the job is bounded; WindowJoin and IntervalJoin bound their state by
+// event time. The output is append-only; for
 // inputs with retractions use JoinChanges.
 func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R],
 	fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[OUT] {
 	ks := connectTwo(left, right, "Join")
+	opts, ttl := retention(ks.src.job, "Join", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
-		return &regularJoin[K, L, R, OUT]{fn: fn}
+		return &regularJoin[K, L, R, OUT]{fn: fn, ttl: ttl}
 	}, append([]Option{Name("Join")}, opts...)...)
 }
 
@@ -228,13 +272,14 @@ type Timed[T any] struct {
 
 type regularJoin[K comparable, L, R, OUT any] struct {
 	fn    func(K, L, R) (OUT, bool)
+	ttl   []StateOption
 	left  *ListState[K, Timed[L]]
 	right *ListState[K, Timed[R]]
 }
 
 func (f *regularJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.left = NewListState[Timed[L]](rc, "left")
-	f.right = NewListState[Timed[R]](rc, "right")
+	f.left = NewListState[Timed[L]](rc, "left", f.ttl...)
+	f.right = NewListState[Timed[R]](rc, "right", f.ttl...)
 	return nil
 }
 
@@ -285,20 +330,22 @@ func Changes[T any](s *Stream[T], opts ...Option) *Stream[Change[T]] {
 func JoinChanges[K, L, R comparable, OUT any](left *KeyedStream[K, Change[L]], right *KeyedStream[K, Change[R]],
 	fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[Change[OUT]] {
 	ks := connectTwo(left, right, "JoinChanges")
+	opts, ttl := retention(ks.src.job, "JoinChanges", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[Change[L], Change[R]], Change[OUT]] {
-		return &changeJoin[K, L, R, OUT]{fn: fn}
+		return &changeJoin[K, L, R, OUT]{fn: fn, ttl: ttl}
 	}, append([]Option{Name("JoinChanges")}, opts...)...)
 }
 
 type changeJoin[K, L, R comparable, OUT any] struct {
 	fn    func(K, L, R) (OUT, bool)
+	ttl   []StateOption
 	left  *MapState[K, L, int64] // value -> multiplicity
 	right *MapState[K, R, int64]
 }
 
 func (f *changeJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.left = NewMapState[L, int64](rc, "left")
-	f.right = NewMapState[R, int64](rc, "right")
+	f.left = NewMapState[L, int64](rc, "left", f.ttl...)
+	f.right = NewMapState[R, int64](rc, "right", f.ttl...)
 	return nil
 }
 
@@ -382,8 +429,9 @@ type RetractingAggregateFunction[T, ACC, OUT any] interface {
 // carry the event time of the change that caused them. State is kept for
 // ever. For an append-only stream, wrap it with Changes.
 func AggregateChanges[K comparable, T, ACC any, OUT comparable](ks *KeyedStream[K, Change[T]], agg RetractingAggregateFunction[T, ACC, OUT], opts ...Option) *Stream[Change[KeyValue[K, OUT]]] {
+	opts, ttl := retention(ks.src.job, "AggregateChanges", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, Change[T], Change[KeyValue[K, OUT]]] {
-		return &groupAgg[K, T, ACC, OUT]{agg: agg}
+		return &groupAgg[K, T, ACC, OUT]{agg: agg, ttl: ttl}
 	}, append([]Option{Name("AggregateChanges")}, opts...)...)
 }
 
@@ -396,11 +444,12 @@ type groupAcc[ACC, OUT any] struct {
 
 type groupAgg[K comparable, T, ACC any, OUT comparable] struct {
 	agg RetractingAggregateFunction[T, ACC, OUT]
+	ttl []StateOption
 	st  *ValueState[K, groupAcc[ACC, OUT]]
 }
 
 func (f *groupAgg[K, T, ACC, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.st = NewValueState[groupAcc[ACC, OUT]](rc, "group")
+	f.st = NewValueState[groupAcc[ACC, OUT]](rc, "group", f.ttl...)
 	return nil
 }
 

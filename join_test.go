@@ -464,3 +464,45 @@ func TestJoinsRecoverExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestStateRetentionExpiresJoinAndGroupState runs a regular join and a
+// group aggregate under a clock that moves an hour on every reading, so
+// that with StateRetention(1m) every element has expired before the next
+// record of its key is processed: nothing joins, and every change starts
+// its group over with an Insert. Without it, every pair joins.
+func TestStateRetentionExpiresJoinAndGroupState(t *testing.T) {
+	l, r := joinInputs(8, 100, 3, 20)
+	var ticks atomic.Int64
+	hourly := weir.Clock(func() time.Time { return time.Unix(0, 0).Add(time.Duration(ticks.Add(1)) * time.Hour) })
+	run := func(opts ...weir.Option) (pairs int, kinds map[weir.ChangeKind]int) {
+		job := weir.NewJob("retention", hourly)
+		ls := weir.FromSource(job, "left", weir.SliceSource(l), weir.MonotonousTimestamps(jevTime))
+		rs := weir.FromSource(job, "right", weir.SliceSource(r), weir.MonotonousTimestamps(jevTime))
+		key := func(e jev) int { return e.K }
+		joined := weir.Collect(weir.Join(weir.KeyBy(ls, key), weir.KeyBy(rs, key), func(k int, a, b jev) (string, bool) { return pair(a, b), true }, opts...))
+		agg := weir.Collect(weir.AggregateChanges(weir.KeyBy(weir.Changes(ls), func(c weir.Change[jev]) int { return c.Value.K }),
+			weir.CountRetract[jev](), opts...))
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		kinds = map[weir.ChangeKind]int{}
+		for _, c := range agg.Items() {
+			kinds[c.Kind]++
+		}
+		return len(joined.Items()), kinds
+	}
+	pairs, kinds := run()
+	if pairs == 0 || kinds[weir.Insert] != 3 || kinds[weir.UpdateAfter] != len(l)-3 {
+		t.Fatalf("without retention: %d pairs, changes %v; want pairs and 3 groups updated", pairs, kinds)
+	}
+	pairs, kinds = run(weir.StateRetention(time.Minute))
+	if pairs != 0 || kinds[weir.Insert] != len(l) || kinds[weir.UpdateAfter] != 0 {
+		t.Fatalf("with retention: %d pairs, changes %v; want none, and an Insert per record", pairs, kinds)
+	}
+	job := weir.NewJob("misplaced")
+	s := weir.FromSource(job, "in", weir.SliceSource([]int{1}), weir.NoWatermarks[int]())
+	weir.Collect(weir.Map(s, func(v int) int { return v }, weir.StateRetention(time.Minute)))
+	if err := job.Run(context.Background()); err == nil {
+		t.Fatal("StateRetention on a Map was accepted")
+	}
+}
