@@ -2,27 +2,19 @@ package kafka_test
 
 import (
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	wlog "github.com/weirstream/weir/connector/log"
+	"github.com/weirstream/weir/internal/crashtest"
 )
 
-func crashKills() int {
-	if s := os.Getenv("WEIR_CRASH_KILLS"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			return n
-		}
-	}
-	return 20
-}
+func crashKills() int { return crashtest.Kills(20) }
 
 // TestKafkaKillAndRestart is the real crash test: this process hosts the
 // Kafka cluster (kfake, on loopback); a job process reads from it and
@@ -68,30 +60,14 @@ func TestKafkaKillAndRestart(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", kills)
 			}
-			cmd := exec.Command(bin, args(root, topic)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
 			// The moment of the kill (not a wait for a result).
-			timer := time.NewTimer(time.Duration(100+rng.IntN(500)) * time.Millisecond)
-			var err error
-			select {
-			case err = <-done:
-				timer.Stop()
-			case <-timer.C:
-				cmd.Process.Signal(syscall.SIGKILL)
-				err = <-done
-			}
-			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			killed, _, stderr, err := crashtest.Attempt(exec.Command(bin, args(root, topic)...), time.Duration(100+rng.IntN(500))*time.Millisecond)
+			if killed {
 				kills++
 				continue
 			}
 			if err != nil {
-				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr)
 			}
 			break // completed
 		}

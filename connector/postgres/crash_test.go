@@ -3,17 +3,16 @@ package postgres_test
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weirstream/weir/connector/postgres/internal/pgjob"
+	"github.com/weirstream/weir/internal/crashtest"
 )
 
 // checkPartial checks what a killed job left visible: every window row
@@ -45,12 +44,7 @@ func checkPartial(t *testing.T, conn *pgx.Conn, mode, prefix string, want []stri
 	}
 }
 
-func crashKills() int {
-	if n, err := strconv.Atoi(os.Getenv("WEIR_CRASH_KILLS")); err == nil && n > 0 {
-		return n
-	}
-	return 20
-}
+func crashKills() int { return crashtest.Kills(20) }
 
 // TestKillAndRestart kills a job writing to PostgreSQL with SIGKILL at
 // random moments, and at the failpoints of the checkpoint protocol (after
@@ -137,27 +131,9 @@ func killAndRestart(t *testing.T, bin, dsn, mode string) {
 				stage := []string{"state-file", "files-written", "complete"}[rng.IntN(3)]
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
-			cmd := exec.Command(bin, args(prefix, ck, extra...)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
 			// The moment of the kill (not a wait for a result).
-			timer := time.NewTimer(time.Duration(50+rng.IntN(300)) * time.Millisecond)
-			var err error
-			ourKill := false
-			select {
-			case err = <-done:
-				timer.Stop()
-			case <-timer.C:
-				cmd.Process.Signal(syscall.SIGKILL)
-				err = <-done
-				ourKill = true
-			}
-			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			killed, ourKill, stderr, err := crashtest.Attempt(exec.Command(bin, args(prefix, ck, extra...)...), time.Duration(50+rng.IntN(300))*time.Millisecond)
+			if killed {
 				total++
 				if !ourKill {
 					failpoints++
@@ -166,7 +142,7 @@ func killAndRestart(t *testing.T, bin, dsn, mode string) {
 				continue
 			}
 			if err != nil {
-				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr)
 			}
 			break // completed
 		}

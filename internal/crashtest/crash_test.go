@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -63,14 +62,7 @@ func args(root string, extra ...string) []string {
 	}, extra...)
 }
 
-func kills() int {
-	if s := os.Getenv("WEIR_CRASH_KILLS"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			return n
-		}
-	}
-	return 50
-}
+func kills() int { return Kills(50) }
 
 // TestKillAndRestart kills the job with SIGKILL at random moments, and at
 // the failpoints inside the checkpoint protocol (after the first state
@@ -133,38 +125,15 @@ func TestKillAndRestart(t *testing.T) {
 		total, failpoints, rounds, time.Since(start).Round(time.Millisecond), len(want))
 }
 
-// attempt runs the crash job once with args and, if killAfter > 0, kills it
-// with SIGKILL after killAfter unless it ended before. It reports whether
-// the process died of SIGKILL (sent by the test, ourKill, or by itself at a
-// failpoint), its standard error, and the error of its exit otherwise.
+// attempt is Attempt of bin with args, failing the test if it cannot start.
 func attempt(t *testing.T, bin string, args []string, killAfter time.Duration) (sigkilled, ourKill bool, stderr string, err error) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	var buf strings.Builder
-	cmd.Stderr = &buf
-	if err := cmd.Start(); err != nil {
+	sigkilled, ourKill, stderr, err = Attempt(cmd, killAfter)
+	if cmd.Process == nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var kill <-chan time.Time
-	if killAfter > 0 {
-		timer := time.NewTimer(killAfter)
-		defer timer.Stop()
-		kill = timer.C
-	}
-	select {
-	case err = <-done:
-	case <-kill:
-		cmd.Process.Signal(syscall.SIGKILL)
-		err = <-done
-		ourKill = true
-	}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-		return true, ourKill, buf.String(), err
-	}
-	// Our signal came too late: the process had ended by itself.
-	return false, false, buf.String(), err
+	return sigkilled, ourKill, stderr, err
 }
 
 // checkOutput fails the test unless got (the committed output of a round,

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,14 +40,7 @@ func demoArgs(root string, extra ...string) []string {
 	}, extra...)
 }
 
-func logKills() int {
-	if s := os.Getenv("WEIR_CRASH_KILLS"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			return n
-		}
-	}
-	return 20
-}
+func logKills() int { return Kills(20) }
 
 // resultTopic reads topic click-counts: per partition, its records as
 // "key value" lines, sorted (sink subtasks commit in either order).
@@ -147,36 +139,18 @@ func TestKillDemoOnTheLog(t *testing.T) {
 	for total < want {
 		rounds++
 		root := t.TempDir()
-		for attempt := 0; ; attempt++ {
+		for try := 0; ; try++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
 			}
 			var extra []string
-			if attempt%5 == 2 {
+			if try%5 == 2 {
 				stage := []string{"state-file", "files-written", "complete"}[rng.IntN(3)]
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(4)))
 			}
-			cmd := exec.Command(bin, demoArgs(root, extra...)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
 			// The moment of the kill (not a wait for a result).
-			timer := time.NewTimer(time.Duration(60+rng.IntN(400)) * time.Millisecond)
-			var err error
-			ourKill := false
-			select {
-			case err = <-done:
-				timer.Stop()
-			case <-timer.C:
-				cmd.Process.Signal(syscall.SIGKILL)
-				err = <-done
-				ourKill = true
-			}
-			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			killed, ourKill, stderr, err := attempt(t, bin, demoArgs(root, extra...), time.Duration(60+rng.IntN(400))*time.Millisecond)
+			if killed {
 				total++
 				if !ourKill {
 					failpoints++
@@ -184,7 +158,7 @@ func TestKillDemoOnTheLog(t *testing.T) {
 				continue
 			}
 			if err != nil {
-				t.Fatalf("round %d attempt %d failed: %v\n%s", rounds, attempt, err, stderr.String())
+				t.Fatalf("round %d start %d failed: %v\n%s", rounds, try, err, stderr)
 			}
 			break
 		}
