@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -158,7 +156,7 @@ func (s *TxSink[T]) OpenWriter(ctx context.Context, subtask, parallelism int) (w
 	}
 	var id [8]byte
 	rand.Read(id[:])
-	w := &txWriter[T]{s: s, conn: conn, subtask: subtask, parallelism: parallelism, id: hex.EncodeToString(id[:])}
+	w := &txWriter[T]{s: s, writer: writer{conn: conn}, subtask: subtask, parallelism: parallelism, id: hex.EncodeToString(id[:])}
 	w.cols = append(s.columns(), stagingCols...)
 	w.staging, _ = ident(s.cfg.staging)
 	return w, nil
@@ -193,13 +191,9 @@ type txWriter[T any] struct {
 	cols                 []string
 	staging              pgx.Identifier
 
-	mu     sync.Mutex // Write, PreCommit and Close come from the sink's task; the lock makes misuse safe
-	conn   *pgx.Conn
-	buf    [][]any
-	seq    int64 // sequence number of the next row
-	from   int64 // first sequence number not in a committable yet
-	err    error // sticky
-	closed bool
+	writer
+	seq  int64 // sequence number of the next row
+	from int64 // first sequence number not in a committable yet
 }
 
 var _ weir.CommittingWriter[int] = (*txWriter[int])(nil)
@@ -295,31 +289,6 @@ func (w *txWriter[T]) Recover(ctx context.Context, _ int64) error {
 		return fmt.Errorf("postgres: recover: delete stale rows from %s (sink %s, subtask %d): %w", w.s.cfg.staging, w.s.cfg.name, w.subtask, err)
 	}
 	return nil
-}
-
-// Close implements weir.SinkWriter. Buffered rows are dropped, and staged
-// rows that no committable covers stay for the next Recover.
-func (w *txWriter[T]) Close(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	w.buf = nil
-	return closeConn(ctx, w.conn)
-}
-
-func (w *txWriter[T]) usable() error {
-	if w.closed {
-		return errors.New("postgres: writer used after Close")
-	}
-	return w.err
-}
-
-func (w *txWriter[T]) fail(err error) error {
-	w.err = err
-	return err
 }
 
 // txCommitter commits the committables of a TxSink. It keeps no state

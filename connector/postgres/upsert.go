@@ -2,11 +2,9 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -142,7 +140,7 @@ func (s *UpsertSink[T]) open(ctx context.Context, conn *pgx.Conn, subtask int) (
 	upsert := "INSERT INTO " + t.quoted + " AS t (" + quoteAll("", cols) + ") SELECT DISTINCT ON (" + keys + ") " + quoteAll("", cols) +
 		" FROM pg_temp.weir_upsert ORDER BY " + keys + ", " + pos + " DESC ON CONFLICT (" + keys + ") DO UPDATE SET " + set +
 		" WHERE t." + pos + " < excluded." + pos
-	return &upsertWriter[T]{s: s, conn: conn, subtask: subtask, cols: cols, upsert: upsert, width: len(s.table.Key) + len(s.table.Columns)}, nil
+	return &upsertWriter[T]{s: s, writer: writer{conn: conn}, subtask: subtask, cols: cols, upsert: upsert, width: len(s.table.Key) + len(s.table.Columns)}, nil
 }
 
 type upsertWriter[T any] struct {
@@ -152,11 +150,7 @@ type upsertWriter[T any] struct {
 	upsert  string
 	width   int // values a row function returns
 
-	mu     sync.Mutex // Write, Flush and Close come from the sink's task; the lock makes misuse safe
-	conn   *pgx.Conn
-	buf    [][]any
-	err    error // sticky
-	closed bool
+	writer
 }
 
 var _ weir.FlushingWriter = (*upsertWriter[int])(nil)
@@ -223,33 +217,6 @@ func (w *upsertWriter[T]) Flush(ctx context.Context, _ int64) error {
 		return w.fail(err)
 	}
 	return nil
-}
-
-// Close implements weir.SinkWriter. It does not flush: Close also ends a
-// failed job, whose unflushed rows the next attempt replays; a job that
-// succeeds has flushed at its final checkpoint (or, without checkpointing,
-// at the end of the input).
-func (w *upsertWriter[T]) Close(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	w.buf = nil
-	return closeConn(ctx, w.conn)
-}
-
-func (w *upsertWriter[T]) usable() error {
-	if w.closed {
-		return errors.New("postgres: writer used after Close")
-	}
-	return w.err
-}
-
-func (w *upsertWriter[T]) fail(err error) error {
-	w.err = err
-	return err
 }
 
 // closeConn closes a connection, politely if ctx allows (a cancelled

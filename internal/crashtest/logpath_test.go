@@ -1,7 +1,6 @@
 package crashtest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,34 +72,6 @@ func resultTopic(t *testing.T, dataDir string) [][]string {
 	return out
 }
 
-// partFiles reads the committed part files, sorted; hidden files left
-// behind are an error.
-func partFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			t.Errorf("hidden file left behind: %s", e.Name())
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-	}
-	slices.Sort(lines)
-	return lines
-}
-
 // TestKillDemoOnTheLog kills `weir demo adclicks` on its default path (a
 // producer writes the clicks to a topic, the job reads it and writes the
 // results to topic click-counts through the exactly-once log sink and to
@@ -119,7 +89,7 @@ func TestKillDemoOnTheLog(t *testing.T) {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
 	wantTopic := resultTopic(t, filepath.Join(refDir, "data"))
-	wantFiles := partFiles(t, filepath.Join(refDir, "out"))
+	wantFiles := output(t, filepath.Join(refDir, "out"))
 	n := 0
 	for p, recs := range wantTopic {
 		if len(slices.Compact(slices.Clone(recs))) != len(recs) {
@@ -169,7 +139,7 @@ func TestKillDemoOnTheLog(t *testing.T) {
 					rounds, total, p, len(gotTopic[p]), len(wantTopic[p]), first(diff(wantTopic[p], gotTopic[p]), 3), first(diff(gotTopic[p], wantTopic[p]), 3))
 			}
 		}
-		if got := partFiles(t, filepath.Join(root, "out")); !slices.Equal(got, wantFiles) {
+		if got := output(t, filepath.Join(root, "out")); !slices.Equal(got, wantFiles) {
 			t.Fatalf("round %d, after %d kills: %d part-file records, want %d; missing %q, unexpected %q",
 				rounds, total, len(got), len(wantFiles), first(diff(wantFiles, got), 3), first(diff(got, wantFiles), 3))
 		}
