@@ -161,5 +161,3 @@ func decode(data []byte, v any) error {
 // noCtx is for Close calls that must run even though the job's context is
 // cancelled.
 var noCtx = context.Background()
-
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

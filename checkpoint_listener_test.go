@@ -157,7 +157,7 @@ func TestFlushingWritersAreFlushedAtEveryCheckpoint(t *testing.T) {
 	if err := job.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	done := job.Metrics().Checkpoints.Completed.Load()
+	done := job.Metrics().Checkpoints.Completed
 	if int64(len(sink.flushes)) < done || done < 3 {
 		t.Fatalf("%d flushes for %d completed checkpoints", len(sink.flushes), done)
 	}

@@ -138,10 +138,10 @@ func TestCheckpointedJobRecoversExactlyOnce(t *testing.T) {
 		if !failed.Load() {
 			t.Fatal("the failure was not injected")
 		}
-		if n := job.Metrics().Checkpoints.Restarts.Load(); n != 1 {
+		if n := job.Metrics().Checkpoints.Restarts; n != 1 {
 			t.Fatalf("p=%d: %d restarts, want 1", p, n)
 		}
-		if n := job.Metrics().Checkpoints.Completed.Load(); n < 3 {
+		if n := job.Metrics().Checkpoints.Completed; n < 3 {
 			t.Fatalf("p=%d: only %d checkpoints completed: the restart did not restore state", p, n)
 		}
 		got := s.output()
@@ -217,7 +217,7 @@ func TestCheckpointTimeoutAbortsAndLosesNothing(t *testing.T) {
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !sink.slowOnce.Load() || job.Metrics().Checkpoints.Aborted.Load() == 0 {
+	if !sink.slowOnce.Load() || job.Metrics().Checkpoints.Aborted == 0 {
 		t.Fatalf("no checkpoint was aborted (slow pre-commit: %v)", sink.slowOnce.Load())
 	}
 	if got, want := sink.output(), ref.output(); fmt.Sprint(got) != fmt.Sprint(want) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 )
 
@@ -38,7 +39,7 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 		p.Abort()
 		return err
 	}
-	s.hook(StageFilesWritten, id)
+	s.hook(hooks.StageFilesWritten, id)
 	c, err := p.Commit(*meta)
 	if err != nil {
 		p.Abort()
@@ -48,7 +49,7 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 		fn()
 	}
 	s.job.metrics.Checkpoints.LastSizeBytes.Store(c.Metadata().TotalSize())
-	s.hook(StageComplete, id)
+	s.hook(hooks.StageComplete, id)
 	return nil
 }
 
@@ -70,14 +71,14 @@ func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, s
 	return nil
 }
 
-func (s *ckStore) hook(stage CheckpointStage, id int64) {
+func (s *ckStore) hook(stage hooks.Stage, id int64) {
 	if h := s.job.cfg.ckHook; h != nil {
 		h(stage, id)
 	}
 }
 
 func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, []func(), error) {
-	return writeSnapshot(s.job, p, final, snaps, func() { s.hook(StageStateFile, p.ID()) })
+	return writeSnapshot(s.job, p, final, snaps, func() { s.hook(hooks.StageStateFile, p.ID()) })
 }
 
 // writeSnapshot writes the state files of a checkpoint or savepoint and
@@ -178,7 +179,7 @@ func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) e
 			}
 		}
 	}
-	s.hook(StageCommitted, id)
+	s.hook(hooks.StageCommitted, id)
 	return nil
 }
 

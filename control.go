@@ -1,125 +1,105 @@
 package weir
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
-	"time"
 
+	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/metrics"
 )
 
-// ControlFile is the name of the file, in the checkpoint directory, where a
-// running job writes the address of its control endpoint, so that
-// `weir savepoint --checkpoint-dir DIR` finds it.
-const ControlFile = "control.addr"
-
-// ControlAddr serves the job's control endpoint on addr while it runs:
-// POST /v1/savepoint {"path": "...", "stop": false} takes a savepoint (see
-// Job.Savepoint), GET /v1/status describes the job. An address without a
-// host (":0") listens on loopback only; nothing is executed that the
-// request carries, only the savepoint into the given directory.
+// ControlAddr serves the job's control endpoint on addr while it runs
+// (loopback unless addr names a host; ":0" picks a free port):
+// POST /v1/savepoint {"path": NAME, "stop": false} takes a savepoint into
+// NAME under the savepoint directory (see SavepointDir and Job.Savepoint),
+// GET /v1/status describes the job. It needs Checkpointing: the endpoint
+// writes its address (control.addr) and a new random token (control.token,
+// mode 0600) to the checkpoint directory, and answers only requests that
+// carry the token as "Authorization: Bearer TOKEN", with no foreign Origin
+// and a Host naming the bound address. `weir savepoint --checkpoint-dir
+// DIR` reads both files.
 func ControlAddr(addr string) Option {
 	return option{fmt.Sprintf("ControlAddr(%q)", addr), scopeJob, func(c *config) { c.controlAddr = addr }}
 }
 
-// SavepointRequest is the body of POST /v1/savepoint.
-type SavepointRequest struct {
-	Path string `json:"path"`
-	Stop bool   `json:"stop"`
+// SavepointDir confines the savepoints asked for through the control
+// endpoint to dir (default: DIR/savepoints, DIR being the checkpoint
+// directory): a request names a path under it, or an absolute path that
+// resolves (symbolic links followed) inside it; ".." is refused. Job.Savepoint,
+// called by the program itself, is not confined.
+func SavepointDir(dir string) Option {
+	return option{fmt.Sprintf("SavepointDir(%q)", dir), scopeJob, func(c *config) { c.savepointDir = dir }}
 }
 
-// SavepointResponse is its answer.
-type SavepointResponse struct {
-	Path  string `json:"path,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
-type controlServer struct {
-	srv  *http.Server
-	ln   net.Listener
-	file string
-}
-
-func (j *Job) startControl() (*controlServer, error) {
-	addr := metrics.LoopbackDefault(j.cfg.controlAddr)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("weir: control endpoint on %s: %w", addr, err)
+func init() {
+	hooks.CheckpointHook = func(fn func(hooks.Stage, int64)) any {
+		return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/savepoint", func(w http.ResponseWriter, r *http.Request) {
-		var req SavepointRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || req.Path == "" {
-			writeJSON(w, http.StatusBadRequest, SavepointResponse{Error: "want {\"path\": DIR, \"stop\": bool}"})
-			return
+	hooks.DescribeOperatorState = describeOperatorState
+}
+
+// startServers starts the metrics and control endpoints the job asks for,
+// with the job's token when one is needed, and returns what stops them.
+func (j *Job) startServers() (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
-		path, err := j.Savepoint(r.Context(), req.Path, req.Stop)
+	}
+	defer func() {
 		if err != nil {
-			writeJSON(w, http.StatusConflict, SavepointResponse{Error: err.Error()})
-			return
+			stop()
 		}
-		writeJSON(w, http.StatusOK, SavepointResponse{Path: path})
-	})
-	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		c := &j.metrics.Checkpoints
-		writeJSON(w, http.StatusOK, map[string]any{
-			"job": j.name, "checkpoints_completed": c.Completed.Load(), "last_checkpoint_id": c.LastID.Load(),
-			"restarts": c.Restarts.Load(),
-		})
-	})
-	s := &controlServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
-	go s.srv.Serve(ln)
+	}()
+	if j.cfg.metricsAddr == "" && j.cfg.controlAddr == "" {
+		return stop, nil
+	}
+	if j.cfg.controlAddr != "" && j.cfg.ckDir == "" {
+		return nil, errors.New("weir: ControlAddr needs Checkpointing: the endpoint's address and token are written to the checkpoint directory")
+	}
+	// One token per run, shared by the servers: it lives in the checkpoint
+	// directory, so without one only a loopback metrics endpoint can run.
+	var token string
 	if j.cfg.ckDir != "" {
-		s.file = filepath.Join(j.cfg.ckDir, ControlFile)
-		if err := os.MkdirAll(j.cfg.ckDir, 0o755); err == nil {
-			_ = os.WriteFile(s.file, []byte(ln.Addr().String()+"\n"), 0o644)
+		var remove func()
+		if token, remove, err = control.WriteToken(j.cfg.ckDir); err != nil {
+			return nil, err
 		}
+		stops = append(stops, remove)
 	}
-	j.cfg.logger.Info("control endpoint listening", "addr", ln.Addr().String())
-	return s, nil
+	if j.cfg.metricsAddr != "" {
+		srv, err := metrics.Serve(j.cfg.metricsAddr, j.metrics, token)
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, func() { srv.Close() })
+		j.cfg.logger.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics", "token", srv.NeedsToken())
+	}
+	if j.cfg.controlAddr != "" {
+		spDir := j.cfg.savepointDir
+		if spDir == "" {
+			spDir = filepath.Join(j.cfg.ckDir, "savepoints")
+		}
+		cs, err := control.Start(control.Config{
+			Addr: j.cfg.controlAddr, Dir: j.cfg.ckDir, Token: token, SavepointDir: spDir,
+			Savepoint: j.Savepoint, SavepointTimeout: j.cfg.ckTimeout, Status: j.status, Logger: j.cfg.logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		stops = append(stops, cs.Close)
+	}
+	return stop, nil
 }
 
-func (s *controlServer) close() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s.srv.Shutdown(ctx)
-	if s.file != "" {
-		os.Remove(s.file)
+// status is the answer of GET /v1/status.
+func (j *Job) status() any {
+	c := &j.metrics.Checkpoints
+	return map[string]any{
+		"job": j.name, "checkpoints_completed": c.Completed.Load(), "last_checkpoint_id": c.LastID.Load(),
+		"restarts": c.Restarts.Load(),
 	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
-}
-
-// RequestSavepoint asks the job whose control endpoint listens at addr for
-// a savepoint into path, as `weir savepoint` does.
-func RequestSavepoint(ctx context.Context, addr, path string, stop bool) (string, error) {
-	body, _ := json.Marshal(SavepointRequest{Path: path, Stop: stop})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/savepoint", bytesReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("weir: control endpoint %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	var out SavepointResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return "", fmt.Errorf("weir: control endpoint %s: bad answer: %w", addr, err)
-	}
-	if out.Error != "" {
-		return "", errors.New(out.Error)
-	}
-	return out.Path, nil
 }

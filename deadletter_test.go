@@ -89,7 +89,7 @@ func TestDeadLettersAreExactlyOnceThroughFailures(t *testing.T) {
 			if v%100 == 0 {
 				time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
 			}
-			if v > 2000 && job.Metrics().Checkpoints.Completed.Load() >= 2 && failed.CompareAndSwap(false, true) {
+			if v > 2000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 				panic("injected failure")
 			}
 		}

@@ -47,10 +47,6 @@ func NewJob(name string, opts ...Option) *Job {
 // Name is the job's name.
 func (j *Job) Name() string { return j.name }
 
-// Metrics returns the job's metrics registry (records in and out, watermarks,
-// late records dropped, per operator and subtask).
-func (j *Job) Metrics() *metrics.Registry { return j.metrics }
-
 // partitioning is how records of an edge are distributed over the
 // subtasks of its consumer.
 type partitioning uint8
@@ -162,8 +158,9 @@ func (j *Job) opConfig(where string, allowed scope, opts []Option) config {
 
 // Run executes the job until its bounded inputs are exhausted, ctx is
 // cancelled, or an operator fails. It returns nil when every source ended
-// and every sink closed; the error of the first failing operator (an
-// *exec.TaskError naming it); or ctx's cause. A Job runs once.
+// and every sink closed; the error of the first failing operator (a
+// *TaskError naming it, to be found with errors.As); or ctx's cause. A Job
+// runs once.
 func (j *Job) Run(ctx context.Context) error {
 	j.mu.Lock()
 	if j.mu.ran {
@@ -181,25 +178,15 @@ func (j *Job) Run(ctx context.Context) error {
 	if len(j.nodes) == 0 {
 		return errors.New("weir: job has no operators")
 	}
-	if j.cfg.metricsAddr != "" {
-		srv, err := metrics.Serve(j.cfg.metricsAddr, j.metrics)
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		j.cfg.logger.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics")
+	stopServers, err := j.startServers()
+	if err != nil {
+		return err
 	}
-	if j.cfg.controlAddr != "" {
-		cs, err := j.startControl()
-		if err != nil {
-			return err
-		}
-		defer cs.close()
-	}
+	defer stopServers()
 	j.metrics.Now = j.cfg.clock
 	start := time.Now()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
-	err := j.runAttempts(ctx)
+	err = j.runAttempts(ctx)
 	j.cfg.logger.Info("job finished", "job", j.name, "elapsed", time.Since(start), "err", err)
 	return err
 }

@@ -87,7 +87,7 @@ func TestTumblingCountEqualsBatchAtAnyParallelism(t *testing.T) {
 	}
 }
 
-func lateDropped(o *weir.MetricsOp) int64 { return o.LateDropped.Load() }
+func lateDropped(o *weir.OperatorMetrics) int64 { return o.LateDropped }
 
 func diff(t *testing.T, got, want map[wkey]int64) {
 	t.Helper()

@@ -264,8 +264,8 @@ func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStre
 	}, append([]Option{Name("Join")}, opts...)...)
 }
 
-// Timed is a value with its event time (ms), as kept in a join's state.
-type Timed[T any] struct {
+// timed is a value with its event time (ms), as kept in a join's state.
+type timed[T any] struct {
 	V  T
 	TS int64
 }
@@ -273,20 +273,20 @@ type Timed[T any] struct {
 type regularJoin[K comparable, L, R, OUT any] struct {
 	fn    func(K, L, R) (OUT, bool)
 	ttl   []StateOption
-	left  *ListState[K, Timed[L]]
-	right *ListState[K, Timed[R]]
+	left  *ListState[K, timed[L]]
+	right *ListState[K, timed[R]]
 }
 
 func (f *regularJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.left = NewListState[Timed[L]](rc, "left", f.ttl...)
-	f.right = NewListState[Timed[R]](rc, "right", f.ttl...)
+	f.left = NewListState[timed[L]](rc, "left", f.ttl...)
+	f.right = NewListState[timed[R]](rc, "right", f.ttl...)
 	return nil
 }
 
 func (f *regularJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in tagged[L, R]) error {
 	t, key := ctx.op.curTS, ctx.Key()
 	if !in.IsRight {
-		f.left.Add(Timed[L]{in.Left, t})
+		f.left.Add(timed[L]{in.Left, t})
 		for r := range f.right.All() {
 			if out, ok := f.fn(key, in.Left, r.V); ok {
 				ctx.emitAt(out, max(t, r.TS))
@@ -294,7 +294,7 @@ func (f *regularJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in
 		}
 		return nil
 	}
-	f.right.Add(Timed[R]{in.Right, t})
+	f.right.Add(timed[R]{in.Right, t})
 	for l := range f.left.All() {
 		if out, ok := f.fn(key, l.V, in.Right); ok {
 			ctx.emitAt(out, max(t, l.TS))

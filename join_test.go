@@ -422,7 +422,7 @@ func TestJoinsRecoverExactlyOnce(t *testing.T) {
 				if e.V%50 == 0 {
 					time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
 				}
-				if e.V >= 900 && job.Metrics().Checkpoints.Completed.Load() >= 2 && failed.CompareAndSwap(false, true) {
+				if e.V >= 900 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
 			}
@@ -455,7 +455,7 @@ func TestJoinsRecoverExactlyOnce(t *testing.T) {
 		if !failed.Load() {
 			t.Fatalf("p=%d: the failure was not injected", p)
 		}
-		if n := job.Metrics().Checkpoints.Restarts.Load(); n != 1 {
+		if n := job.Metrics().Checkpoints.Restarts; n != 1 {
 			t.Fatalf("p=%d: %d restarts, want 1", p, n)
 		}
 		g, w := got.output(), want.output()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 )
 
@@ -52,6 +53,7 @@ type config struct {
 	queueCapacity  int
 	metricsAddr    string
 	controlAddr    string
+	savepointDir   string
 	logger         *slog.Logger
 	clock          func() time.Time
 
@@ -64,7 +66,7 @@ type config struct {
 	allowNonRest bool
 	startFresh   bool
 	restart      RestartPolicy
-	ckHook       func(CheckpointStage, int64)
+	ckHook       func(hooks.Stage, int64) // set through internal/hooks, for crash tests
 
 	// keyed state backend: "heap" (default) or "pebble" in stateDir
 	stateBackend string
@@ -327,29 +329,4 @@ func PebbleState(dir string, memoryBudget int64) Option {
 // nothing: there are no files to share.
 func IncrementalCheckpoints() Option {
 	return option{"IncrementalCheckpoints()", scopeJob, func(c *config) { c.incremental = true }}
-}
-
-// CheckpointStage names a point in the completion of a checkpoint.
-type CheckpointStage string
-
-// The stages CheckpointHook reports, in order.
-const (
-	// StageStateFile: one more state file is written (reported per file):
-	// the checkpoint is half written.
-	StageStateFile CheckpointStage = "state-file"
-	// StageFilesWritten: every state file is written; the metadata is not,
-	// so the checkpoint is not complete yet.
-	StageFilesWritten CheckpointStage = "files-written"
-	// StageComplete: the metadata is written; sinks have pre-committed but
-	// not committed.
-	StageComplete CheckpointStage = "complete"
-	// StageCommitted: the sinks committed the checkpoint's output.
-	StageCommitted CheckpointStage = "committed"
-)
-
-// CheckpointHook calls fn at each stage of every checkpoint, from the
-// coordinator's goroutine. It exists for crash tests (kill the process
-// between pre-commit and commit) and for instrumentation; fn must be quick.
-func CheckpointHook(fn func(stage CheckpointStage, id int64)) Option {
-	return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
 }

@@ -66,7 +66,7 @@ func TestPebbleStateSameAsHeap(t *testing.T) {
 		if err := job.Run(context.Background()); err != nil {
 			t.Fatalf("p=%d: %v", p, err)
 		}
-		if n := job.Metrics().Checkpoints.Restarts.Load(); !failed.Load() || n != 1 {
+		if n := job.Metrics().Checkpoints.Restarts; !failed.Load() || n != 1 {
 			t.Fatalf("p=%d: %d restarts, want 1", p, n)
 		}
 		if a, b := heap.output(), peb.output(); !slices.Equal(a, b) {
@@ -257,7 +257,7 @@ func TestPebbleIncrementalCheckpoints(t *testing.T) {
 		if err := job.Run(context.Background()); err != nil {
 			t.Fatalf("incremental %t: %v", incremental, err)
 		}
-		if n := job.Metrics().Checkpoints.Restarts.Load(); !failed.Load() || n != 1 {
+		if n := job.Metrics().Checkpoints.Restarts; !failed.Load() || n != 1 {
 			t.Fatalf("incremental %t: %d restarts, want 1", incremental, n)
 		}
 		if a, b := heap.output(), sink.output(); !slices.Equal(a, b) {
@@ -304,7 +304,7 @@ func TestPebbleIncrementalCheckpoints(t *testing.T) {
 		if err := job.Run(context.Background()); err != nil {
 			t.Fatalf("p=%d: %v", p, err)
 		}
-		if n := job.Metrics().Checkpoints.Restarts.Load(); n != 0 {
+		if n := job.Metrics().Checkpoints.Restarts; n != 0 {
 			t.Fatalf("p=%d: %d restarts:\n%s", p, n, logs.String())
 		}
 		checkCounts(t, out.Items(), count(first), second)

@@ -785,10 +785,10 @@ func TestProcessCheckpointRecoversExactlyOnce(t *testing.T) {
 		if !failed.Load() {
 			t.Fatal("the failure was not injected")
 		}
-		if n := job.Metrics().Checkpoints.Restarts.Load(); n != 1 {
+		if n := job.Metrics().Checkpoints.Restarts; n != 1 {
 			t.Fatalf("p=%d: %d restarts, want 1", p, n)
 		}
-		if n := job.Metrics().Checkpoints.Completed.Load(); n < 3 {
+		if n := job.Metrics().Checkpoints.Completed; n < 3 {
 			t.Fatalf("p=%d: only %d checkpoints completed", p, n)
 		}
 		got := s.output()

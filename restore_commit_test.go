@@ -23,7 +23,7 @@ type flakyCommitter struct {
 func (s *flakyCommitter) Committer() weir.Committer { return s }
 func (s *flakyCommitter) Commit(ctx context.Context, c []byte) error {
 	if s.once.CompareAndSwap(false, true) {
-		s.duringInit = s.job.Metrics().Checkpoints.Completed.Load() == 0
+		s.duringInit = s.job.Metrics().Checkpoints.Completed == 0
 		return errors.New("the database is down")
 	}
 	return s.memSink.Commit(ctx, c)
@@ -48,7 +48,7 @@ func TestRestoreCommitFailureIsRetried(t *testing.T) {
 	if err := first.Run(context.Background()); err == nil {
 		t.Fatal("the first process was meant to fail")
 	}
-	if first.Metrics().Checkpoints.Completed.Load() == 0 {
+	if first.Metrics().Checkpoints.Completed == 0 {
 		t.Fatal("the first process completed no checkpoint")
 	}
 	s := &flakyCommitter{memSink: out}
@@ -60,7 +60,7 @@ func TestRestoreCommitFailureIsRetried(t *testing.T) {
 	if !s.duringInit {
 		t.Fatal("the failed commit was not the restore's")
 	}
-	if n := second.Metrics().Checkpoints.Restarts.Load(); n != 1 {
+	if n := second.Metrics().Checkpoints.Restarts; n != 1 {
 		t.Fatalf("%d restarts, want 1 (after the failed restore commit)", n)
 	}
 	if got, w := out.output(), want.output(); fmt.Sprint(got) != fmt.Sprint(w) {

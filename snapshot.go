@@ -347,10 +347,10 @@ func (op *overOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
 	})
 }
 
-// DescribeOperatorState describes the non-keyed part of one state file of a
+// describeOperatorState describes the non-keyed part of one state file of a
 // checkpoint, for `weir checkpoints inspect`: for a source, each split's
 // position and watermark. It returns nil for data it cannot read.
-func DescribeOperatorState(data []byte) []string {
+func describeOperatorState(data []byte) []string {
 	var st opState
 	if decode(data, &st) != nil {
 		return nil

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/metrics"
 )
 
 // badInput writes 20 lines of which 4 are malformed and returns the path,
@@ -111,7 +110,7 @@ func TestOnBadRecordDeadLetter(t *testing.T) {
 			t.Errorf("dead letter %+v: want position %q, source events, split %s, an error and a time", l, wantPos, filepath.Clean(path))
 		}
 	}
-	n := job.Metrics().Sum(func(o *metrics.Operator) int64 { return o.DeadLetters.Load() })
+	n := job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 { return o.DeadLetters })
 	if n != int64(len(badAt)) {
 		t.Fatalf("dead-letter metric %d, want %d", n, len(badAt))
 	}

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/metrics"
 )
 
 type event struct {
@@ -99,7 +98,7 @@ func collect[T any](t *testing.T, src weir.Source[T], opts ...weir.Option) ([]T,
 }
 
 func skippedMetric(job *weir.Job) int64 {
-	return job.Metrics().Sum(func(o *metrics.Operator) int64 { return o.BadRecordsSkipped.Load() })
+	return job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 { return o.BadRecordsSkipped })
 }
 
 // openReader opens the reader of the first split of src.

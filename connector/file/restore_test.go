@@ -144,7 +144,7 @@ func TestFileSourceInACheckpointedJob(t *testing.T) {
 			if e.ID%100 == 0 {
 				time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
 			}
-			if e.ID%10000 > 2000 && job.Metrics().Checkpoints.Completed.Load() >= 2 && failed.CompareAndSwap(false, true) {
+			if e.ID%10000 > 2000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 				panic("injected failure")
 			}
 		}

@@ -81,11 +81,11 @@ func TestExactlyOnceJobWithFailures(t *testing.T) {
 		t.Fatalf("%d failures injected, want 3", n)
 	}
 	m := &job.Metrics().Checkpoints
-	if m.Restarts.Load() != 3 || m.Completed.Load() < 4 {
-		t.Fatalf("%d restarts, %d checkpoints: the failures did not restore checkpoints", m.Restarts.Load(), m.Completed.Load())
+	if m.Restarts != 3 || m.Completed < 4 {
+		t.Fatalf("%d restarts, %d checkpoints: the failures did not restore checkpoints", m.Restarts, m.Completed)
 	}
 	sameOutput(t, "run with failures", committedValues(t, addrs, "out"), want)
-	t.Logf("%d windows, %d checkpoints, %d restarts", len(want), m.Completed.Load(), m.Restarts.Load())
+	t.Logf("%d windows, %d checkpoints, %d restarts", len(want), m.Completed, m.Restarts)
 
 	// The same with at-least-once: nothing lost, but duplicates are
 	// allowed (and expected).

@@ -61,7 +61,7 @@ func TestBrokerUnavailableAtStartAndMidRun(t *testing.T) {
 	waitFor(t, "the job's first failed connection attempts", 30*time.Second, func() bool { return hook.failed.Load() >= 2 })
 	c = start()
 	waitFor(t, "checkpoints with the cluster up", 60*time.Second, func() bool {
-		return job.Metrics().Checkpoints.Completed.Load() >= 2 && read.Load() > 2000
+		return job.Metrics().Checkpoints.Completed >= 2 && read.Load() > 2000
 	})
 	// Down mid-run.
 	failedBefore := hook.failed.Load()
@@ -82,5 +82,5 @@ func TestBrokerUnavailableAtStartAndMidRun(t *testing.T) {
 	}
 	sameOutput(t, "after outages", committedValues(t, addrs, "out"), windowCounts(evs))
 	t.Logf("%d failed connection attempts, %d checkpoints, %d restarts", hook.failed.Load(),
-		job.Metrics().Checkpoints.Completed.Load(), job.Metrics().Checkpoints.Restarts.Load())
+		job.Metrics().Checkpoints.Completed, job.Metrics().Checkpoints.Restarts)
 }

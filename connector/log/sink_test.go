@@ -126,7 +126,7 @@ func TestSinkExactlyOnceUnderFailures(t *testing.T) {
 		t.Fatalf("failure-free run wrote %d records (%d, %d, %d per partition)", total, len(want[0]), len(want[1]), len(want[2]))
 	}
 	got, job := run([]int64{evs[8000].TS, evs[15000].TS, evs[22000].TS})
-	if n := job.Metrics().Checkpoints.Restarts.Load(); n != 3 {
+	if n := job.Metrics().Checkpoints.Restarts; n != 3 {
 		t.Fatalf("%d restarts, want 3", n)
 	}
 	for p := range want {

@@ -93,7 +93,7 @@ func TestLogSourceWithCheckpointsAndFailure(t *testing.T) {
 		t.Fatalf("counted %d of 30000 records", total)
 	}
 	got, job := run(t, dir, t.TempDir(), 200_000)
-	if job.Metrics().Checkpoints.Restarts.Load() != 1 {
+	if job.Metrics().Checkpoints.Restarts != 1 {
 		t.Fatal("the failure was not injected")
 	}
 	keys := func(m map[string]int64) []string {

@@ -62,7 +62,7 @@ func TestJobRecoversFromFailures(t *testing.T) {
 			var panicked, terminated atomic.Bool
 			prefix := "fail_" + mode
 			before := func(pgjob.Event) {
-				done := job.Metrics().Checkpoints.Completed.Load()
+				done := job.Metrics().Checkpoints.Completed
 				if done >= 2 && panicked.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
@@ -89,18 +89,18 @@ func TestJobRecoversFromFailures(t *testing.T) {
 			if !panicked.Load() || !terminated.Load() {
 				t.Fatalf("failures not injected (panic %v, sessions terminated %v)", panicked.Load(), terminated.Load())
 			}
-			if n := job.Metrics().Checkpoints.Restarts.Load(); n < 2 {
+			if n := job.Metrics().Checkpoints.Restarts; n < 2 {
 				t.Fatalf("%d restarts, want at least 2", n)
 			}
 			if d := pgjob.Diff(want, dump(prefix)); d != "" {
-				t.Fatalf("after %d restarts: %s", job.Metrics().Checkpoints.Restarts.Load(), d)
+				t.Fatalf("after %d restarts: %s", job.Metrics().Checkpoints.Restarts, d)
 			}
 			// The failures made the job replay records (which the sinks
 			// skipped or dropped): otherwise this test proves nothing.
 			if stats.Replayed() == 0 {
 				t.Fatal("no record was replayed")
 			}
-			t.Logf("%d rows replayed; %d restarts, %d checkpoints; %d rows equal the failure-free run's", stats.Replayed(), job.Metrics().Checkpoints.Restarts.Load(), job.Metrics().Checkpoints.Completed.Load(), len(want))
+			t.Logf("%d rows replayed; %d restarts, %d checkpoints; %d rows equal the failure-free run's", stats.Replayed(), job.Metrics().Checkpoints.Restarts, job.Metrics().Checkpoints.Completed, len(want))
 		})
 	}
 }

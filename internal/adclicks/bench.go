@@ -47,7 +47,7 @@ func RunWeir(ctx context.Context, c BenchConfig) (Digest, error) {
 		return Digest{}, err
 	}
 	d := sink.total()
-	d.Dropped = job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 { return o.LateDropped.Load() })
+	d.Dropped = job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 { return o.LateDropped })
 	return d, nil
 }
 

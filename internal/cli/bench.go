@@ -177,7 +177,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 			return err
 		}
 		with = append(with, rate)
-		completed = job.Metrics().Checkpoints.Completed.Load()
+		completed = job.Metrics().Checkpoints.Completed
 	}
 	res.CheckpointInterval = interval.String()
 	res.CheckpointEventsPerSec = median(with)

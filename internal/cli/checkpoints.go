@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 func newCheckpoints() *cobra.Command {
@@ -150,5 +150,5 @@ func sourceOffsets(c *checkpoint.Checkpoint, o checkpoint.OperatorState) string 
 }
 
 // decodeSplits describes split positions (the state encoding belongs to
-// package weir).
-var decodeSplits = weir.DescribeOperatorState
+// package weir, which lends its describer through internal/hooks).
+func decodeSplits(data []byte) []string { return hooks.DescribeOperatorState(data) }

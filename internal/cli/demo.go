@@ -23,6 +23,7 @@ import (
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/internal/adclicks"
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 func newDemoAdclicks() *cobra.Command {
@@ -150,11 +151,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		opts = append(opts, weir.MetricsAddr(o.metricsAddr))
 	}
 	if o.failpoint != "" {
-		opts = append(opts, weir.CheckpointHook(func(stage weir.CheckpointStage, id int64) {
+		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
 			if string(stage) == o.failpoint && id >= o.failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}))
+		}).(weir.Option))
 	}
 	job := weir.NewJob("demo-adclicks", opts...)
 	var src weir.Source[adclicks.DemoClick] = adclicks.DemoSource(c)
@@ -231,7 +232,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		return err
 	}
 	el := time.Since(start)
-	late := job.Metrics().Sum(func(m *weir.OperatorMetrics) int64 { return m.LateDropped.Load() })
+	late := job.Metrics().Sum(func(m *weir.OperatorMetrics) int64 { return m.LateDropped })
 
 	// The nightly true-up: recount the complete input in a batch.
 	truth, err := adclicks.DemoTrueCounts(ctx, c)
@@ -347,11 +348,11 @@ func (p *progress) start() {
 
 func (p *progress) draw() {
 	var events, late int64
-	for _, m := range p.job.Metrics().Snapshot() {
+	for _, m := range p.job.Metrics().Operators {
 		if m.Name == "clicks" {
-			events += m.RecordsOut.Load()
+			events += m.RecordsOut
 		}
-		late += m.LateDropped.Load()
+		late += m.LateDropped
 	}
 	el := time.Since(p.t0).Seconds()
 	p.mu.Lock()

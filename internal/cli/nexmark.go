@@ -203,7 +203,7 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 			if events < 0 {
 				events = job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 {
 					if o.Name == "nexmark" {
-						return o.RecordsOut.Load()
+						return o.RecordsOut
 					}
 					return 0
 				})

@@ -177,7 +177,7 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	res.EventsPerSec = float64(o.events) / el.Seconds()
 	res.EventsPerSecPerCore = float64(o.events) / cpu.Seconds()
 	res.PeakRSSBytes = peakRSS()
-	res.Checkpoints = job.Metrics().Checkpoints.Completed.Load()
+	res.Checkpoints = job.Metrics().Checkpoints.Completed
 
 	// Latency, at a fraction of that rate, with event time = wall time.
 	if o.latencyDuration <= 0 {

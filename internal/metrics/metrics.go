@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/weirstream/weir/internal/webauth"
 )
 
 // Operator holds the metrics of one operator subtask.
@@ -192,26 +193,43 @@ func (r *Registry) Collect(ch chan<- prometheus.Metric) {
 
 // Server serves /metrics for a registry.
 type Server struct {
-	ln  net.Listener
-	srv *http.Server
+	ln    net.Listener
+	srv   *http.Server
+	guard *webauth.Guard
 }
 
 // Serve starts an HTTP server on addr exposing /metrics. An address without
-// a host ("":9249" or "9249") binds to loopback: exposing metrics beyond the
-// machine must be asked for with an explicit host such as 0.0.0.0.
-func Serve(addr string, reg *Registry) (*Server, error) {
-	addr = LoopbackDefault(addr)
+// a host (":9249" or "9249") binds to loopback: exposing metrics beyond the
+// machine must be asked for with an explicit host such as 0.0.0.0, and then
+// needs the job's token (sent as "Authorization: Bearer TOKEN", which
+// Prometheus' authorization.credentials_file does). On loopback the
+// metrics are readable without the token, by GET with a Host naming the
+// loopback address (no DNS rebinding) and no CORS: another user of the
+// machine can read counters and watermarks, nothing more.
+func Serve(addr string, reg *Registry, token string) (*Server, error) {
 	pr := prometheus.NewRegistry()
 	if err := pr.Register(reg); err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(pr, promhttp.HandlerOpts{}))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := webauth.Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("weir: metrics listener on %s: %w", addr, err)
 	}
-	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
+	bound := ln.Addr().String()
+	if webauth.IsLoopback(bound) {
+		token = ""
+	} else if token == "" {
+		ln.Close()
+		return nil, fmt.Errorf("weir: metrics on %s: off loopback they need the job's token, which is written to the checkpoint directory: set Checkpointing, or serve on loopback", bound)
+	}
+	guard, err := webauth.NewGuard(bound, token)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(pr, promhttp.HandlerOpts{}))
+	s := &Server{ln: ln, srv: webauth.NewServer(guard.Wrap(mux)), guard: guard}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			_ = err // the listener was closed under us; nothing to report to
@@ -223,6 +241,9 @@ func Serve(addr string, reg *Registry) (*Server, error) {
 // Addr is the address the server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// NeedsToken reports whether requests need the job's token.
+func (s *Server) NeedsToken() bool { return s.guard.NeedsToken() }
+
 // Close stops the server.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -231,19 +252,7 @@ func (s *Server) Close() error {
 }
 
 // LoopbackDefault puts 127.0.0.1 in front of an address that names no host.
-func LoopbackDefault(addr string) string {
-	if _, err := strconv.Atoi(addr); err == nil {
-		return "127.0.0.1:" + addr
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if host == "" {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
-}
+func LoopbackDefault(addr string) string { return webauth.LoopbackDefault(addr) }
 
 func (r *Registry) now() time.Time {
 	if r.Now != nil {

@@ -28,7 +28,7 @@ func TestServeExposesCounters(t *testing.T) {
 	o.RecordsIn.Add(7)
 	o.LateDropped.Add(3)
 	o.Watermark.Store(1234)
-	s, err := Serve(":0", reg)
+	s, err := Serve(":0", reg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 // Event is one input record.
@@ -67,11 +68,11 @@ func main() {
 		opts = append(opts, weir.IncrementalCheckpoints())
 	}
 	if *failpoint != "" {
-		opts = append(opts, weir.CheckpointHook(func(stage weir.CheckpointStage, id int64) {
+		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
 			if string(stage) == *failpoint && id >= *failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}))
+		}).(weir.Option))
 	}
 	job := weir.NewJob("crashjob", opts...)
 	// One split: with several, which events are late depends on how the

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/postgres/internal/pgjob"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 func main() {
@@ -43,11 +44,11 @@ func main() {
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if *failpoint != "" {
-		opts = append(opts, weir.CheckpointHook(func(stage weir.CheckpointStage, id int64) {
+		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
 			if string(stage) == *failpoint && id >= *failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}))
+		}).(weir.Option))
 	}
 	job, _ := pgjob.Build(pgjob.Config{DSN: *dsn, Mode: *mode, Prefix: *prefix, Events: *events, Rate: *rate, LogDir: *logDir}, opts...)
 	if err := job.Run(context.Background()); err != nil {
