@@ -23,7 +23,8 @@ import (
 //	--allow-non-restored-state drop restored state of removed operators
 //	--start-fresh              start empty if no checkpoint is usable
 //	--metrics-addr ADDR        serve Prometheus metrics (loopback unless a host is given)
-//	--control-addr ADDR        serve the control endpoint (for `weir savepoint`)
+//	--control-addr ADDR        serve the control endpoint (for `weir savepoint`; needs --checkpoint-dir)
+//	--savepoint-dir DIR        where that endpoint's savepoints go (default DIR/savepoints)
 //	--log-level LEVEL          debug, info, warn or error (default info)
 func Main(job *Job) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,7 +48,8 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	allowNR := fs.Bool("allow-non-restored-state", false, "drop restored state of operators the job no longer has")
 	fresh := fs.Bool("start-fresh", false, "start empty when no checkpoint is usable")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at this address")
-	controlAddr := fs.String("control-addr", "", "serve the control endpoint at this address")
+	controlAddr := fs.String("control-addr", "", "serve the control endpoint, which the weir savepoint command talks to, at this address (needs --checkpoint-dir)")
+	spDir := fs.String("savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: the checkpoint directory's savepoints/)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,6 +79,9 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	}
 	if *controlAddr != "" {
 		opts = append(opts, ControlAddr(*controlAddr))
+	}
+	if *spDir != "" {
+		opts = append(opts, SavepointDir(*spDir))
 	}
 	for _, o := range opts {
 		o.apply(&job.cfg)

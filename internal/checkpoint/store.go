@@ -173,13 +173,32 @@ func (s *Store) BeginSavepointAt(path string, id int64) (*Pending, error) {
 	}
 	tmp := final + inProgressSuffix
 	if _, err := s.cfg.fs.Stat(tmp); err == nil {
+		// The path is the user's: remove only what an earlier attempt of
+		// weir left there, never a directory someone else made.
+		if _, err := s.cfg.fs.Stat(filepath.Join(tmp, ownerMarker)); err != nil {
+			return nil, fmt.Errorf("checkpoint: begin savepoint: %w: %s was not made by weir (no %s in it); remove it or choose another path",
+				ErrExists, tmp, ownerMarker)
+		}
 		s.cfg.logger.Warn("checkpoint: removing in-progress savepoint left by an earlier attempt", "dir", tmp)
 		if err := s.cfg.fs.RemoveAll(tmp); err != nil {
 			return nil, fmt.Errorf("checkpoint: begin savepoint: %w", withPath("removeall", tmp, err))
 		}
 	}
-	return s.newPending(id, KindSavepoint, final, time.Now(), false)
+	p, err := s.newPending(id, KindSavepoint, final, time.Now(), false)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(s.cfg.fs, filepath.Join(p.dir, ownerMarker), []byte("weir savepoint in progress\n")); err != nil {
+		p.Abort()
+		return nil, fmt.Errorf("checkpoint: begin savepoint: %w", err)
+	}
+	return p, nil
 }
+
+// ownerMarker marks a savepoint's .inprogress directory at a user-named
+// path as weir's, so that a later attempt may remove it. It starts with
+// '_', which no state file name may, and stays in the finished savepoint.
+const ownerMarker = "_weir_inprogress"
 
 func (s *Store) release(id int64) {
 	s.mu.Lock()

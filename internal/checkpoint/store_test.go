@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -149,7 +150,7 @@ func TestSavepoints(t *testing.T) {
 
 	// A savepoint the user names lives outside the store.
 	target := filepath.Join(t.TempDir(), "my", "savepoint")
-	if err := os.MkdirAll(target+inProgressSuffix, 0o755); err != nil { // an earlier attempt's
+	if _, err := s.BeginSavepointAt(target, 3); err != nil { // an earlier attempt's, left by a crash
 		t.Fatal(err)
 	}
 	p, err := s.BeginSavepointAt(target, 3)
@@ -476,4 +477,50 @@ func TestOptions(t *testing.T) {
 			t.Errorf("Open with %#v succeeded", opt)
 		}
 	}
+}
+
+// A directory at the path's .inprogress that weir did not make is neither
+// removed nor written into; one an earlier attempt left is removed.
+func TestBeginSavepointAtKeepsForeignInProgress(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "sp")
+	tmp := target + inProgressSuffix
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "precious"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BeginSavepointAt(target, 1); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "not made by weir") {
+		t.Fatalf("BeginSavepointAt over a foreign %s: %v", tmp, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(tmp, "precious")); err != nil || string(b) != "mine" {
+		t.Fatalf("the foreign directory was touched: %q, %v", b, err)
+	}
+	if des, _ := os.ReadDir(tmp); len(des) != 1 {
+		t.Fatalf("the foreign directory holds %d entries, want 1", len(des))
+	}
+
+	// An attempt that crashed: its leftover is weir's and goes.
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	crashed, err := s.BeginSavepointAt(target, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, _ := crashed.Create("half")
+	w.Write([]byte("x"))
+	w.Close()
+	p, err := s.BeginSavepointAt(target, 2)
+	if err != nil {
+		t.Fatalf("over an earlier attempt's leftover: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(tmp, "half")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the earlier attempt's file is still there: %v", err)
+	}
+	p.Abort()
 }

@@ -39,6 +39,7 @@ func newDemoAdclicks() *cobra.Command {
 		ckInterval  time.Duration
 		output      string
 		controlAddr string
+		spDir       string
 		dataDir     string
 		source      string
 		failpoint   string
@@ -64,7 +65,7 @@ instead, without the log.`,
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, demoOpts{
 				parallelism: parallelism, metricsAddr: metricsAddr, quiet: quiet, outOfOrder: outOfOrder,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
-				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr,
+				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr, savepointDir: spDir,
 				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
 			})
 		},
@@ -80,7 +81,8 @@ instead, without the log.`,
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory; started again with the same flags, the demo resumes from the latest one")
 	f.DurationVar(&ckInterval, "checkpoint-interval", time.Second, "time between checkpoints (with --checkpoint-dir)")
 	f.StringVar(&output, "output", "", "also write results to this directory through the exactly-once file sink (part-* files; in-progress ones start with a dot)")
-	f.StringVar(&controlAddr, "control-addr", "", "serve the control endpoint (for `weir savepoint`) at this address (loopback unless a host is given; with --checkpoint-dir the default is a free loopback port)")
+	f.StringVar(&controlAddr, "control-addr", "", "serve the control endpoint, which the weir savepoint command talks to, at this address (loopback unless a host is given; needs --checkpoint-dir, where the default is a free loopback port)")
+	f.StringVar(&spDir, "savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: CHECKPOINT_DIR/savepoints)")
 	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address (loopback unless a host is given)")
 	f.BoolVar(&quiet, "quiet", false, "do not print each result, only the summary")
@@ -111,6 +113,9 @@ type demoOpts struct {
 	source      string
 	failpoint   string
 	failAfter   int64
+
+	// savepointDir confines the control endpoint's savepoints.
+	savepointDir string
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
@@ -146,6 +151,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	if o.controlAddr != "" {
 		opts = append(opts, weir.ControlAddr(o.controlAddr))
+	}
+	if o.savepointDir != "" {
+		opts = append(opts, weir.SavepointDir(o.savepointDir))
 	}
 	if o.metricsAddr != "" {
 		opts = append(opts, weir.MetricsAddr(o.metricsAddr))
