@@ -44,18 +44,18 @@ func init() {
 // with the job's token when one is needed, and returns what stops them.
 func (j *Job) startServers() (stop func(), err error) {
 	var stops []func()
-	stop = func() {
+	stopAll := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			stopAll()
 		}
 	}()
 	if j.cfg.metricsAddr == "" && j.cfg.controlAddr == "" {
-		return stop, nil
+		return stopAll, nil
 	}
 	if j.cfg.controlAddr != "" && j.cfg.ckDir == "" {
 		return nil, errors.New("weir: ControlAddr needs Checkpointing: the endpoint's address and token are written to the checkpoint directory")
@@ -92,7 +92,7 @@ func (j *Job) startServers() (stop func(), err error) {
 		}
 		stops = append(stops, cs.Close)
 	}
-	return stop, nil
+	return stopAll, nil
 }
 
 // status is the answer of GET /v1/status.

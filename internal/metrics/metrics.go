@@ -251,9 +251,6 @@ func (s *Server) Close() error {
 	return s.srv.Shutdown(ctx)
 }
 
-// LoopbackDefault puts 127.0.0.1 in front of an address that names no host.
-func LoopbackDefault(addr string) string { return webauth.LoopbackDefault(addr) }
-
 func (r *Registry) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
