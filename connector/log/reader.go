@@ -96,6 +96,12 @@ type Reader struct {
 		pos, last, size int64
 		recs            []Record
 	}
+	// tail is the last classification of invalid data (see damaged).
+	tail struct {
+		f         *os.File
+		pos, size int64
+		err       error
+	}
 }
 
 // OpenReader opens a reader of partition p.
@@ -146,7 +152,7 @@ func (r *Reader) seek(start StartAt) error {
 		return r.openSegment(bases[0], 0, bases[0])
 	case startLatest:
 		last := bases[len(bases)-1]
-		res, err := tailOf(r.dir, last)
+		res, err := tailOf(r.topic, r.partition, r.dir, last)
 		if err != nil {
 			return err
 		}
@@ -202,6 +208,12 @@ func (r *Reader) seekTime(bases []int64, ts int64) error {
 			h, b, err := batchAt(f, r.pos, buf)
 			buf = b
 			if err != nil {
+				if !errors.Is(err, ErrCorrupt) && err != errShort {
+					return err
+				}
+				if err := r.damaged(r.pos, err); err != nil {
+					return err
+				}
 				break // end of the valid part of this segment
 			}
 			if h.maxTimestamp >= ts {
@@ -302,8 +314,9 @@ func (r *Reader) readAvailable(max int) ([]Record, error) {
 			return recs, err
 		}
 		if st, err := r.f.Stat(); err == nil && st.Size() > r.pos {
-			return nil, fmt.Errorf("%w: %s at position %d (of %d bytes) in a closed segment",
-				ErrCorrupt, logPath(r.dir, r.base), r.pos, st.Size())
+			return nil, &CorruptError{Topic: r.topic, Partition: r.partition, Segment: logPath(r.dir, r.base),
+				Position: r.pos, Offset: r.next, NextPosition: -1, NextOffset: -1,
+				Err: fmt.Errorf("%w: invalid batch in a closed segment of %d bytes", ErrCorrupt, st.Size())}
 		}
 		if _, err := r.nextSegment(); err != nil {
 			return nil, err
@@ -354,6 +367,9 @@ func (r *Reader) readSegment(max int) ([]Record, error) {
 		if r.dec.f != r.f || r.dec.pos != r.pos {
 			b, err := r.bytesAt(r.pos)
 			if err != nil {
+				if len(out) > 0 {
+					return out, nil // the next Read returns the error
+				}
 				return out, err
 			}
 			if b == nil {
@@ -424,14 +440,18 @@ func cloneBatch(recs []Record, n int) {
 
 // bytesAt returns the complete, valid batch at pos, or nil if there is
 // none (yet): the end of the file, a batch still being written, or a torn
-// or corrupt tail. Reads go through a cache of readChunk bytes.
+// tail. Invalid data that a valid batch follows is a *CorruptError. Reads
+// go through a cache of readChunk bytes.
 func (r *Reader) bytesAt(pos int64) ([]byte, error) {
+	var cause error = errShort
 	for attempt := 0; attempt < 2; attempt++ {
 		if pos >= r.bufPos && pos < r.bufPos+int64(len(r.buf)) {
 			b := r.buf[pos-r.bufPos:]
-			if h, err := checkBatch(b); err == nil {
+			h, err := checkBatch(b)
+			if err == nil {
 				return b[:h.size()], nil
 			}
+			cause = err
 		}
 		if attempt == 1 {
 			break
@@ -452,6 +472,32 @@ func (r *Reader) bytesAt(pos int64) ([]byte, error) {
 			return nil, err
 		}
 		r.buf, r.bufPos = r.buf[:m], pos
+		if m == 0 {
+			return nil, nil // the end of the file
+		}
 	}
-	return nil, nil
+	return nil, r.damaged(pos, cause)
+}
+
+// damaged says whether the invalid data at pos of the current segment is
+// damage (a *CorruptError) or a torn tail or a batch being written (nil).
+// The answer is kept until the file grows.
+func (r *Reader) damaged(pos int64, cause error) error {
+	st, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	if c := &r.tail; c.f == r.f && c.pos == pos && c.size == st.Size() {
+		return c.err
+	}
+	var cerr error
+	d, err := classify(r.f, pos, max(r.next, r.base), r.base, st.Size(), cause)
+	switch {
+	case err != nil:
+		return err
+	case d != nil:
+		cerr = d.errorFor(r.topic, r.partition, logPath(r.dir, r.base))
+	}
+	r.tail.f, r.tail.pos, r.tail.size, r.tail.err = r.f, pos, st.Size(), cerr
+	return cerr
 }

@@ -852,7 +852,14 @@ func (e *partEntry) refresh(dir string) error {
 			h, b, err := batchAt(f, pos, buf)
 			buf = b
 			if err != nil {
-				break // the end of the valid data of this segment
+				// The end of the valid data of this segment, unless valid
+				// data follows: then batches of a producer may be hidden
+				// behind the damage, and appending could duplicate them.
+				if derr := damageError(f, dir, base, pos, e.next, err); derr != nil {
+					f.Close()
+					return derr
+				}
+				break
 			}
 			if _, prod, seq, err := producerSection(b); err == nil && prod != nil {
 				if last, ok := e.last[string(prod)]; !ok || last.less(seq) {

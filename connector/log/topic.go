@@ -265,7 +265,7 @@ func (t *Topic) Describe() ([]PartitionInfo, error) {
 		info.Segments = len(bases)
 		if len(bases) > 0 {
 			info.Earliest = bases[0]
-			end, err := tailOf(dir, bases[len(bases)-1])
+			end, err := tailOf(t.Name, p, dir, bases[len(bases)-1])
 			if err != nil {
 				return nil, err
 			}
@@ -276,8 +276,9 @@ func (t *Topic) Describe() ([]PartitionInfo, error) {
 	return infos, nil
 }
 
-// tailOf scans the valid prefix of a segment without changing it.
-func tailOf(dir string, base int64) (scanResult, error) {
+// tailOf scans the valid prefix of a segment without changing it. Damage
+// before its end (see CorruptError) is an error; a torn tail is not.
+func tailOf(topic string, p int, dir string, base int64) (scanResult, error) {
 	f, err := os.Open(logPath(dir, base))
 	if err != nil {
 		return scanResult{}, err
@@ -291,7 +292,11 @@ func tailOf(dir string, base int64) (scanResult, error) {
 	if err != nil {
 		return scanResult{}, err
 	}
-	return scanSegment(f, base, ents, st.Size()), nil
+	res, err := scanSegment(f, base, ents, st.Size())
+	if err == nil && res.damage != nil {
+		err = res.damage.errorFor(topic, p, logPath(dir, base))
+	}
+	return res, err
 }
 
 // syncDir fsyncs a directory so that file creations and renames in it are
