@@ -94,9 +94,9 @@ func Sink[T any](dataDir, topic, producer string, record func(v T, r *Record) er
 	}
 	s := &logSink[T]{dataDir: dataDir, topic: topic, producer: producer, record: record, cfg: c}
 	switch {
-	case checkName(topic) != nil:
-		s.err = checkName(topic)
-	case !topicName.MatchString(producer) || len(producer) > 200:
+	case checkExisting(topic) != nil:
+		s.err = checkExisting(topic)
+	case !oldTopicName.MatchString(producer) || len(producer) > 200:
 		s.err = fmt.Errorf("wlog: invalid producer id %q (1 to 200 letters, digits, '.', '_', '-')", producer)
 	case record == nil:
 		s.err = errors.New("wlog: Sink without a record function")
@@ -538,7 +538,7 @@ func (c *logCommitter) Commit(ctx context.Context, data []byte) error {
 	if len(cm.Files) == 0 {
 		return nil
 	}
-	if !topicName.MatchString(cm.Producer) {
+	if !oldTopicName.MatchString(cm.Producer) {
 		return fmt.Errorf("wlog: commit to topic %q: malformed committable: producer %q", c.topic, cm.Producer)
 	}
 	t, err := OpenTopic(c.dataDir, c.topic)
