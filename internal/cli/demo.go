@@ -116,6 +116,18 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	if c.Events < 0 || c.Ads < 1 {
 		return fmt.Errorf("--events must be >= 0 and --ads >= 1")
 	}
+	// The command refuses negative flags (validate.go); callers of runDemo
+	// get the same answer.
+	switch {
+	case o.outOfOrder < 0:
+		return fmt.Errorf("--out-of-orderness %v: must not be negative (the watermark would never advance)", o.outOfOrder)
+	case o.lateness < 0:
+		return fmt.Errorf("--allowed-lateness %v: must not be negative", o.lateness)
+	case c.Rate < 0:
+		return fmt.Errorf("--rate %v: must not be negative", c.Rate)
+	case o.parallelism < 1:
+		return fmt.Errorf("--parallelism %d: want at least 1", o.parallelism)
+	}
 	switch o.policy {
 	case "drop", "side-output":
 	case "correct":
