@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
 )
 
@@ -140,5 +141,90 @@ func TestNegativeFlagsRefused(t *testing.T) {
 		if stdout != "" {
 			t.Errorf("%v ran: %q", args, stdout)
 		}
+	}
+}
+
+// After `weir savepoint --stop` the demo says it was stopped, with what it
+// read, instead of a true-up that counts every unread click as late.
+func TestDemoStoppedWithSavepointSummary(t *testing.T) {
+	ck := t.TempDir()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(context.Background(), []string{"demo", "adclicks", "--source", "generator", "--quiet",
+			"--events", "50000000", "--rate", "20000", "--checkpoint-dir", ck, "--checkpoint-interval", "50ms"}, &out, &errb)
+	}()
+	var addr []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(ck, weir.ControlFile))
+		if err == nil && len(b) > 0 {
+			addr = b
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no control address: %s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file with a deadline
+	}
+	sp := filepath.Join(t.TempDir(), "sp")
+	if _, err := weir.RequestSavepoint(context.Background(), strings.TrimSpace(string(addr)), sp, true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the demo did not end after the stop")
+	}
+	got := out.String()
+	if !strings.Contains(got, "stopped with a savepoint into "+sp) || !strings.Contains(got, "summary (partial)") {
+		t.Fatalf("summary does not say the job was stopped:\n%s", got)
+	}
+	if strings.Contains(got, "true-up:") || strings.Contains(got, "watermark cost") {
+		t.Fatalf("a stopped demo claims a true-up:\n%s", got)
+	}
+}
+
+// inspect of a checkpoint whose file does not match its checksum prints
+// what it can and exits non-zero.
+func TestCheckpointsInspectFailsOnBadChecksum(t *testing.T) {
+	ck := filepath.Join(t.TempDir(), "ck")
+	if _, stderr, code := run(t, "demo", "adclicks", "--source", "generator", "--events", "20000", "--quiet", "--checkpoint-dir", ck, "--checkpoint-interval", "5ms"); code != 0 {
+		t.Fatalf("demo: %s", stderr)
+	}
+	chk, err := filepath.Glob(filepath.Join(ck, "chk-*"))
+	if err != nil || len(chk) == 0 {
+		t.Fatalf("no checkpoint in %s", ck)
+	}
+	path := chk[len(chk)-1]
+	if _, stderr, code := run(t, "checkpoints", "inspect", path); code != 0 {
+		t.Fatalf("inspect of a good checkpoint: %s", stderr)
+	}
+	// Flip a byte of the largest file of the checkpoint, its state.
+	var victim string
+	var size int64
+	filepath.Walk(path, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Size() > size && !strings.Contains(fi.Name(), "metadata") && !strings.HasPrefix(fi.Name(), "_") {
+			victim, size = p, fi.Size()
+		}
+		return nil
+	})
+	b, err := os.ReadFile(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(victim, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "checkpoints", "inspect", path)
+	if code == 0 {
+		t.Fatalf("inspect of a damaged checkpoint exited 0:\n%s", stdout)
+	}
+	if strings.Contains(stdout, "verify          ok") || !strings.Contains(stderr, "does not verify") {
+		t.Fatalf("stdout:\n%s\nstderr: %s", stdout, stderr)
 	}
 }
