@@ -2,8 +2,11 @@ package wlog
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"os"
+	"runtime"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,5 +74,93 @@ func TestTopicNames(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".") {
 			t.Errorf("left behind %s", filepath.Join(dir, e.Name()))
 		}
+	}
+}
+
+// headerBatch encodes a batch of n records with h empty headers each
+// directly (building []Header values would itself take the memory the
+// test measures).
+func headerBatch(n, h int) []byte {
+	b := make([]byte, batchHeaderSize)
+	for i := range n {
+		b = binary.AppendUvarint(b, uint64(i))
+		b = binary.AppendVarint(b, 1)
+		b = binary.AppendVarint(b, -1) // key
+		b = binary.AppendVarint(b, -1) // value
+		b = binary.AppendUvarint(b, uint64(h))
+		for range h {
+			b = append(b, 0, 1) // key length 0, value nil (varint -1)
+		}
+	}
+	sealBatch(b, 0, n, 0, int64(n-1), 1)
+	return b
+}
+
+// A CRC-valid batch of many headers is decoded as it is read: one Read
+// costs about the records it returns, not 40 times the batch.
+func TestReadOfHeaderBatchMemoryBounded(t *testing.T) {
+	const n, h = 1000, 10_000 // 20 MB of headers in the log
+	tp := newTopic(t, TopicConfig{})
+	b := headerBatch(n, h)
+	if _, err := checkBatch(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logPath(tp.partDir(0), 0), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tp.OpenReader(0, Earliest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	recs, err := r.Read(context.Background(), 7)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(recs) == 0 || len(recs[0].Headers) != h {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	// The read buffer of the batch (20 MB), the returned records' headers
+	// (as the slice grows: twice), some slack. Decoding the whole batch
+	// would take 400 MB.
+	limit := uint64(len(b)) + 2*uint64(len(recs))*h*40 + 8<<20
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > limit {
+		t.Fatalf("one Read of %d records allocated %d bytes (batch of %d bytes, limit %d)", len(recs), alloc, len(b), limit)
+	}
+	total := len(recs)
+	for {
+		recs, err := r.Read(context.Background(), 7)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if rec.Offset != int64(total) || len(rec.Headers) != h {
+				t.Fatalf("record %d: offset %d, %d headers", total, rec.Offset, len(rec.Headers))
+			}
+			total++
+		}
+	}
+	if total != n {
+		t.Fatalf("read %d records of %d", total, n)
+	}
+}
+
+// More than MaxHeaders headers: Append refuses, and a batch holding such a
+// record is corrupt.
+func TestMaxHeaders(t *testing.T) {
+	tp := newTopic(t, TopicConfig{})
+	w := openWriter(t, tp)
+	if _, err := w.Append([]Record{{Value: []byte("v"), Headers: make([]Header, MaxHeaders+1)}}); err == nil {
+		t.Fatal("Append of a record with too many headers succeeded")
+	}
+	if _, err := w.Append([]Record{{Value: []byte("v"), Headers: make([]Header, MaxHeaders)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := decodeBatch(nil, headerBatch(1, MaxHeaders+1)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("decode: %v", err)
 	}
 }

@@ -233,6 +233,9 @@ func (w *sinkWriter[T]) Write(_ context.Context, items []T) error {
 			}
 			r.Timestamp = now
 		}
+		if len(r.Headers) > MaxHeaders {
+			return w.fail(fmt.Errorf("wlog: sink to topic %q: record with %d headers, more than %d", w.s.topic, len(r.Headers), MaxHeaders))
+		}
 		var p int
 		switch {
 		case w.s.cfg.partitioner != nil:

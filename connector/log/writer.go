@@ -258,6 +258,9 @@ func (w *Writer) Append(recs []Record) (int64, error) {
 	if len(recs) == 0 {
 		return w.mu.next, nil
 	}
+	if err := checkHeaders(recs); err != nil {
+		return 0, err
+	}
 	first := w.mu.next
 	var now int64
 	for i := range recs {
