@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
