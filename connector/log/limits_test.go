@@ -164,3 +164,29 @@ func TestMaxHeaders(t *testing.T) {
 		t.Fatalf("decode: %v", err)
 	}
 }
+
+// Found by FuzzSegment: a short segment whose first batch claims 200 MB
+// made readers and the writer allocate the claimed size (at every look at
+// it) before finding the file shorter. A torn tail costs what it holds.
+func TestGarbledLengthDoesNotAllocate(t *testing.T) {
+	tp := newTopic(t, TopicConfig{})
+	b := appendBatch(nil, []Record{rec(0, 1), rec(1, 1)})
+	binary.BigEndian.PutUint32(b, 200<<20)
+	if err := os.WriteFile(logPath(tp.partDir(0), 0), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if got := readAll(t, tp, Earliest()); len(got) != 0 {
+		t.Fatalf("read %d records", len(got))
+	}
+	w := openWriter(t, tp)
+	if w.NextOffset() != 0 {
+		t.Fatalf("next offset %d", w.NextOffset())
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Fatalf("allocated %d bytes for a %d-byte segment", alloc, len(b))
+	}
+}

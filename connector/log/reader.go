@@ -467,7 +467,7 @@ func (r *Reader) bytesAt(pos int64) ([]byte, error) {
 		n := readChunk
 		var hdr [batchHeaderSize]byte
 		if _, err := r.f.ReadAt(hdr[:], pos); err == nil {
-			if h, err := parseBatchHeader(hdr[:]); err == nil && h.size() > int64(n) {
+			if h, err := parseBatchHeader(hdr[:]); err == nil && h.size() > int64(n) && reaches(r.f, pos+h.size()) {
 				n = int(h.size())
 			}
 		}

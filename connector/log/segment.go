@@ -119,6 +119,11 @@ func batchAt(f io.ReaderAt, pos int64, buf []byte) (batchHeader, []byte, error) 
 	if err != nil {
 		return h, buf, err
 	}
+	if !reaches(f, pos+h.size()) {
+		// Do not allocate what a (maybe garbled) length claims before
+		// knowing that the file holds it.
+		return h, buf, errShort
+	}
 	if int64(cap(buf)) < h.size() {
 		buf = append(buf[:0], make([]byte, h.size())...)
 	}
@@ -169,6 +174,13 @@ func (s *segReader) batch(pos int64) (batchHeader, []byte, error) {
 		return batchAt(s.f, pos, nil)
 	}
 	return h, s.buf, err
+}
+
+// reaches reports whether f holds at least end bytes.
+func reaches(f io.ReaderAt, end int64) bool {
+	var probe [1]byte
+	_, err := f.ReadAt(probe[:], end-1)
+	return err == nil
 }
 
 // scanResult describes the valid prefix of a segment.
