@@ -232,7 +232,7 @@ func (c *coordinator) run(ctx context.Context) error {
 					return err
 				}
 				if sp.stop {
-					return errStopped
+					return &stopError{path: sp.path}
 				}
 				if len(queued) > 0 {
 					req := queued[0]

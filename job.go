@@ -28,6 +28,7 @@ type Job struct {
 		ran      bool
 		coord    *coordinator // of the running attempt, if it checkpoints
 		restored string       // path of the checkpoint the last attempt restored
+		stopped  string       // savepoint of a stop-with-savepoint that ended Run
 	}
 }
 
@@ -224,6 +225,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 		err := j.execute(ctx, store, restored)
 		if errors.Is(err, errStopped) {
 			j.cfg.logger.Info("job stopped with a savepoint")
+			j.noteStopped(err)
 			return nil
 		}
 		var perm permanent

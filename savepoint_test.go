@@ -60,6 +60,9 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatalf("a job stopped with a savepoint must end cleanly: %v", err)
 			}
+			if got := job.StoppedWithSavepoint(); got != path {
+				t.Fatalf("StoppedWithSavepoint() = %q, want %q", got, path)
+			}
 			before := len(first.output())
 			if before >= len(want) {
 				t.Fatalf("%v: the first job ran to the end (%d results): the savepoint came too late", w, before)
@@ -80,8 +83,12 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 func TestSavepointFromRemovedOperatorFails(t *testing.T) {
 	dir := t.TempDir()
 	sink := newMemSink()
-	if err := windowJob(2000, 0, 1, dir, sink).Run(context.Background()); err != nil {
+	full := windowJob(2000, 0, 1, dir, sink)
+	if err := full.Run(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if sp := full.StoppedWithSavepoint(); sp != "" {
+		t.Fatalf("a job that read all its input reports a stop into %q", sp)
 	}
 	// A job without the "counts" operator cannot take that state...
 	job := weir.NewJob("other", weir.Checkpointing(time.Second, t.TempDir()), weir.RestoreFrom(latestDir(t, dir)))

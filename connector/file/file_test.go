@@ -693,7 +693,7 @@ func (g *growReader) Read(p []byte) (int, error) {
 // expectJSONLines is what a JSONLines reader skipping bad records returns:
 // the records (values without the whitespace around them), how many bad
 // records it skips and its final position.
-func expectJSONLines(data []byte, follow bool) (recs [][]byte, skipped, pos int64) {
+func expectJSONLines(data []byte, follow bool, max int64) (recs [][]byte, skipped, pos int64) {
 	for rest := data; len(rest) > 0; {
 		var line []byte
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
@@ -706,6 +706,8 @@ func expectJSONLines(data []byte, follow bool) (recs [][]byte, skipped, pos int6
 		pos += int64(len(line))
 		v := bytes.Trim(line, " \t\r\n")
 		switch {
+		case max > 0 && int64(len(bytes.TrimSuffix(line, []byte("\n")))) > max:
+			skipped++ // too long, whatever it holds
 		case len(v) == 0:
 		case json.Valid(v):
 			recs = append(recs, v)
@@ -722,10 +724,17 @@ func FuzzJSONLinesReader(f *testing.F) {
 	f.Add([]byte(`"a long string that is longer than the small buffer"`+"\n[true, false, null]\n\"\\u00e9\"\n"), true, uint8(0), uint8(0))
 	f.Add([]byte("\n\n\n"), false, uint8(200), uint8(255))
 	f.Add([]byte("{\"unterminated\n\"x\"\n1 2\n"), false, uint8(5), uint8(9))
+	// Lines over the limit (5, 20 or 40 bytes), longer than the buffer or
+	// not, complete or not.
+	f.Add([]byte("1\n\"a string of more than forty bytes, longer than the buffer\"\n2\n[1,2,3,4,5,6,7]\n\"tail without end that is long"), false, uint8(0), uint8(0xc0))
+	f.Add([]byte("1\n\"a string of more than forty bytes, longer than the buffer\"\n2\n[1,2,3,4,5,6,7]\n\"tail without end that is long"), true, uint8(0), uint8(0x82))
+	f.Add([]byte("123456\n12345\n      \n1\n"), true, uint8(3), uint8(0x40))
 	f.Fuzz(func(t *testing.T, data []byte, follow bool, bufSize, chunk uint8) {
 		// A zero poll interval (which Follow does not allow) makes Read
-		// return at once when there is nothing new.
-		cfg := config{bufSize: 16 + int(bufSize), follow: follow, skipBad: true}
+		// return at once when there is nothing new. The top two bits of
+		// chunk pick a line limit below or above the buffer size (0: none).
+		maxRec := []int64{0, 5, 20, 40}[chunk>>6]
+		cfg := config{bufSize: 16 + int(bufSize), follow: follow, skipBad: true, maxRecord: maxRec}
 		g := &growReader{data: data}
 		r := newReader[json.RawMessage]("fuzz", g, cfg, formatJSON, nil)
 		defer r.Close()
@@ -770,7 +779,7 @@ func FuzzJSONLinesReader(f *testing.F) {
 				}
 			}
 		}
-		recs, skipped, pos := expectJSONLines(data, follow)
+		recs, skipped, pos := expectJSONLines(data, follow, maxRec)
 		if len(got) != len(recs) {
 			t.Fatalf("%d records, want %d", len(got), len(recs))
 		}

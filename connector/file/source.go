@@ -33,11 +33,27 @@ const (
 type Option interface{ apply(*config) }
 
 type config struct {
-	follow  bool
-	poll    time.Duration
-	skipBad bool
-	header  bool
-	bufSize int
+	follow    bool
+	poll      time.Duration
+	skipBad   bool
+	header    bool
+	bufSize   int
+	maxRecord int64
+}
+
+// DefaultMaxRecordBytes is the longest line (JSON Lines) or record (CSV,
+// whose quoted fields may span lines) a source reads unless told
+// otherwise with MaxRecordBytes.
+const DefaultMaxRecordBytes = 16 << 20
+
+// MaxRecordBytes sets the longest line (JSON Lines) or record (CSV) the
+// source reads, in bytes, without its line ending (default
+// DefaultMaxRecordBytes). A longer one is never held in memory whole: it
+// is skipped and reported as a bad record wrapping ErrTooLong, with its
+// line number (a *RecordError, or skipped and counted with
+// SkipBadRecords). n must be positive.
+func MaxRecordBytes(n int64) Option {
+	return optionFunc(func(c *config) { c.maxRecord = n })
 }
 
 type optionFunc func(*config)
@@ -118,7 +134,7 @@ type source[T any] struct {
 }
 
 func newSource[T any](paths []string, opts []Option, f format, parse func([]string) (T, error)) *source[T] {
-	s := &source[T]{cfg: config{bufSize: readBufferSize}, format: f, parse: parse}
+	s := &source[T]{cfg: config{bufSize: readBufferSize, maxRecord: DefaultMaxRecordBytes}, format: f, parse: parse}
 	for _, o := range opts {
 		o.apply(&s.cfg)
 	}
@@ -142,6 +158,9 @@ func newSource[T any](paths []string, opts []Option, f format, parse func([]stri
 	}
 	if s.cfg.follow && s.cfg.poll <= 0 {
 		errs = append(errs, fmt.Errorf("file: Follow(%v): the poll interval must be positive", s.cfg.poll))
+	}
+	if s.cfg.maxRecord <= 0 {
+		errs = append(errs, fmt.Errorf("file: MaxRecordBytes(%d): must be positive", s.cfg.maxRecord))
 	}
 	if f == formatJSON && s.cfg.header {
 		errs = append(errs, errors.New("file: Header is only valid for CSV"))
@@ -258,6 +277,7 @@ type Reader[T any] struct {
 	csvBuf    *bufio.Reader // csv's buffer over csvIn, reset per record
 	rec       []byte        // a record of several lines being assembled
 	inRec     bool          // rec holds the start of a record
+	recSkip   int64         // >0: the record is too long; bytes skipped so far
 	state     csvState      // CSV scanner state at the end of rec
 	sawHeader bool
 
@@ -286,6 +306,7 @@ func newReader[T any](path string, r io.Reader, cfg config, f format, parse func
 		parse:  parse,
 		lines:  newLineReader(r, cfg.bufSize, cfg.follow),
 	}
+	rd.lines.max = cfg.maxRecord
 	if file, ok := r.(*os.File); ok {
 		rd.f = file
 	}
@@ -342,6 +363,9 @@ func (r *Reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 				}
 				r.idleUntil = time.Now().Add(r.cfg.poll)
 				return 0, r.wait(ctx, min(r.cfg.poll, maxIdleWait))
+			case errors.Is(err, ErrTooLong):
+				// Handled as a record that does not decode; rec is nil
+				// (the line was not kept).
 			default:
 				r.err = fmt.Errorf("file: %s: %w", r.path, err)
 				if n > 0 {
@@ -350,7 +374,10 @@ func (r *Reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 				return 0, r.err
 			}
 		}
-		if err := r.decode(rec, &dst[n]); err != nil {
+		if err == nil {
+			err = r.decode(rec, &dst[n])
+		}
+		if err != nil {
 			if err == errEmpty {
 				continue
 			}
@@ -384,9 +411,20 @@ func (r *Reader[T]) nextRecord() ([]byte, error) {
 	for {
 		line, err := r.lines.next()
 		if err != nil {
+			if errors.Is(err, ErrTooLong) {
+				// A line too long to keep ends the record it is part of.
+				if !r.inRec {
+					r.recOff, r.recLine = r.lines.start, r.lines.line
+				}
+				r.inRec, r.recSkip = false, 0
+				return nil, err
+			}
 			if err == io.EOF && r.inRec {
-				// A quoted field that never ends: let encoding/csv say so.
 				r.inRec = false
+				if r.recSkip > 0 {
+					return nil, r.recTooLong()
+				}
+				// A quoted field that never ends: let encoding/csv say so.
 				return r.rec, nil
 			}
 			return nil, err
@@ -408,18 +446,33 @@ func (r *Reader[T]) nextRecord() ([]byte, error) {
 		r.state = scanCSV(r.state, trimNL(line))
 		if r.state == csvQuoted {
 			// The record goes on on the next line.
-			if !r.inRec {
+			switch {
+			case !r.inRec:
 				r.rec = append(r.rec[:0], line...)
 				r.inRec = true
-			} else {
+			case r.recSkip > 0:
+				r.recSkip += int64(len(line))
+			default:
 				r.rec = append(r.rec, line...)
+			}
+			if r.recSkip == 0 && r.lines.over(int64(len(r.rec)), false) {
+				// Too long: scan on to the record's end without keeping it.
+				r.recSkip, r.rec = int64(len(r.rec)), r.rec[:0]
 			}
 			continue
 		}
 		if r.inRec {
+			r.inRec = false
+			if r.recSkip > 0 {
+				r.recSkip += int64(len(line))
+				return nil, r.recTooLong()
+			}
 			r.rec = append(r.rec, line...)
 			line = r.rec
-			r.inRec = false
+			if r.lines.over(int64(len(line)), line[len(line)-1] == '\n') {
+				r.recSkip = int64(len(line))
+				return nil, r.recTooLong()
+			}
 		}
 		if r.cfg.header && !r.sawHeader {
 			r.sawHeader = true
@@ -427,6 +480,14 @@ func (r *Reader[T]) nextRecord() ([]byte, error) {
 		}
 		return line, nil
 	}
+}
+
+// recTooLong ends a CSV record that grew past MaxRecordBytes.
+func (r *Reader[T]) recTooLong() error {
+	err := &tooLongError{size: r.recSkip, max: r.cfg.maxRecord}
+	r.recSkip = 0
+	r.rec = r.rec[:0]
+	return err
 }
 
 func trimNL(line []byte) []byte {

@@ -122,20 +122,36 @@ func segmentMaxTS(path string) (int64, error) {
 	}
 }
 
-// forEachBatch calls fn with each valid batch of a segment, in order.
-func forEachBatch(path string, fn func(h batchHeader, b []byte, recs []Record) error) error {
+// forEachBatch calls fn with each valid batch of a segment, in order. A
+// closed segment must be valid to its end; the active one (active true)
+// may end in a batch being written.
+func forEachBatch(dir string, base int64, active bool, fn func(h batchHeader, b []byte, recs []Record) error) error {
+	path := logPath(dir, base)
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	var buf []byte
 	var recs []Record
+	next := base
 	for pos := int64(0); ; {
 		h, b, err := batchAt(f, pos, buf)
 		buf = b
 		if err != nil {
-			return nil // end of the valid data
+			if pos >= st.Size() && err == errShort {
+				return nil // the end
+			}
+			if active {
+				return damageError(f, dir, base, pos, next, err)
+			}
+			// A closed segment has no torn tail: rewriting it without
+			// what follows pos would lose records.
+			return fmt.Errorf("%s at byte %d of %d: %w", path, pos, st.Size(), err)
 		}
 		recs, _, err = decodeBatch(recs[:0], b)
 		if err != nil {
@@ -145,6 +161,7 @@ func forEachBatch(path string, fn func(h batchHeader, b []byte, recs []Record) e
 			return err
 		}
 		pos += h.size()
+		next = h.lastOffset + 1
 	}
 }
 
@@ -161,7 +178,7 @@ func (w *Writer) compact(closed []int64, last int64, now time.Time, st *CleanSta
 		if b < closed[0] || b > last {
 			continue
 		}
-		err := forEachBatch(logPath(w.dir, b), func(_ batchHeader, _ []byte, recs []Record) error {
+		err := forEachBatch(w.dir, b, b == last, func(_ batchHeader, _ []byte, recs []Record) error {
 			for _, r := range recs {
 				if r.Key != nil {
 					latest[string(r.Key)] = r.Offset
@@ -193,7 +210,7 @@ func (w *Writer) compactSegment(base int64, latest map[string]int64, now time.Ti
 	var removed int64
 	maxTS, lastIndexed := int64(minTS), int64(0)
 	var keep []Record
-	err = forEachBatch(path, func(_ batchHeader, b []byte, recs []Record) error {
+	err = forEachBatch(w.dir, base, false, func(_ batchHeader, b []byte, recs []Record) error {
 		keep = keep[:0]
 		for _, r := range recs {
 			superseded := r.Key != nil && latest[string(r.Key)] != r.Offset

@@ -89,12 +89,19 @@ type Reader struct {
 	buf    []byte   // cache of f from bufPos
 	bufPos int64
 	closed bool
-	// dec is the batch at dec.pos of dec.f, decoded and copied: records up
-	// to dec.last (offset), dec.size bytes in the segment.
+	// dec is the batch at dec.pos of dec.f (dec.size bytes in the
+	// segment), copied once into memory of its own, and an iterator that
+	// decodes its records only as Read returns them.
 	dec struct {
-		f               *os.File
-		pos, last, size int64
-		recs            []Record
+		f         *os.File
+		pos, size int64
+		it        recordIter
+	}
+	// tail is the last classification of invalid data (see damaged).
+	tail struct {
+		f         *os.File
+		pos, size int64
+		err       error
 	}
 }
 
@@ -146,7 +153,7 @@ func (r *Reader) seek(start StartAt) error {
 		return r.openSegment(bases[0], 0, bases[0])
 	case startLatest:
 		last := bases[len(bases)-1]
-		res, err := tailOf(r.dir, last)
+		res, err := tailOf(r.topic, r.partition, r.dir, last)
 		if err != nil {
 			return err
 		}
@@ -198,22 +205,31 @@ func (r *Reader) seekTime(bases []int64, ts int64) error {
 			r.pos, r.next = int64(ents[j].pos), base+int64(ents[j].rel)
 		}
 		var buf []byte
+		var hs []Header
 		for {
 			h, b, err := batchAt(f, r.pos, buf)
 			buf = b
 			if err != nil {
+				if !errors.Is(err, ErrCorrupt) && err != errShort {
+					return err
+				}
+				if err := r.damaged(r.pos, err); err != nil {
+					return err
+				}
 				break // end of the valid part of this segment
 			}
 			if h.maxTimestamp >= ts {
-				recs, _, err := decodeBatch(nil, b)
-				if err != nil {
-					return err
-				}
-				for _, rec := range recs {
-					if rec.Timestamp >= ts {
+				// Decode one record at a time; only timestamps matter.
+				it, err := newRecordIter(b)
+				for err == nil && !it.done() {
+					var rec Record
+					if hs, err = it.next(&rec, hs[:0]); err == nil && rec.Timestamp >= ts {
 						r.next = rec.Offset
 						return nil
 					}
+				}
+				if err != nil {
+					return r.contentError(err)
 				}
 			}
 			r.pos += h.size()
@@ -302,8 +318,9 @@ func (r *Reader) readAvailable(max int) ([]Record, error) {
 			return recs, err
 		}
 		if st, err := r.f.Stat(); err == nil && st.Size() > r.pos {
-			return nil, fmt.Errorf("%w: %s at position %d (of %d bytes) in a closed segment",
-				ErrCorrupt, logPath(r.dir, r.base), r.pos, st.Size())
+			return nil, &CorruptError{Topic: r.topic, Partition: r.partition, Segment: logPath(r.dir, r.base),
+				Position: r.pos, Offset: r.next, NextPosition: -1, NextOffset: -1,
+				Err: fmt.Errorf("%w: invalid batch in a closed segment of %d bytes", ErrCorrupt, st.Size())}
 		}
 		if _, err := r.nextSegment(); err != nil {
 			return nil, err
@@ -345,93 +362,103 @@ func (r *Reader) nextSegment() (bool, error) {
 	}
 }
 
+// readBudget bounds the encoded bytes of the records one Read decodes
+// (beyond the first): decoded records take more memory than encoded ones
+// (a Record is 88 bytes, a Header 40), so a Read of a batch of tiny
+// records or headers must not decode all of it at once.
+const readBudget = 1 << 20
+
 // readSegment returns records of the complete, valid batches from r.pos
-// on. A batch is decoded and copied once, into memory of its own, and
-// kept until the reader moves past it (max may end a read inside it).
+// on. A batch is copied once, into memory of its own that the records
+// alias, and kept until the reader moves past it; its records are decoded
+// as they are returned (max or readBudget may end a read inside it).
 func (r *Reader) readSegment(max int) ([]Record, error) {
 	var out []Record
-	for len(out) < max {
+	var hs []Header
+	budget := readBudget
+	for len(out) < max && (budget > 0 || len(out) == 0) {
 		if r.dec.f != r.f || r.dec.pos != r.pos {
 			b, err := r.bytesAt(r.pos)
 			if err != nil {
+				if len(out) > 0 {
+					return out, nil // the next Read returns the error
+				}
 				return out, err
 			}
 			if b == nil {
 				break
 			}
-			recs, h, err := decodeBatch(r.dec.recs[:0], b)
-			if err != nil {
-				// The framing and CRC are valid (bytesAt checked them): the
-				// contents are not, or are of a format this version cannot read.
-				return out, fmt.Errorf("wlog: %s at position %d: %w", logPath(r.dir, r.base), r.pos, err)
+			var raw []byte
+			if cap(r.buf) > readChunk {
+				// The cache was grown for this one large batch: hand it
+				// over rather than copy it.
+				raw, r.buf, r.bufPos = b, nil, 0
+			} else {
+				raw = append([]byte(nil), b...)
 			}
-			cloneBatch(recs, len(b))
-			r.dec.recs, r.dec.f, r.dec.pos, r.dec.last, r.dec.size = recs, r.f, r.pos, h.lastOffset, h.size()
+			it, err := newRecordIter(raw)
+			if err != nil {
+				return out, r.contentError(err)
+			}
+			r.dec.it, r.dec.f, r.dec.pos, r.dec.size = it, r.f, r.pos, it.h.size()
 		}
+		it := &r.dec.it
 		if out == nil {
-			out = make([]Record, 0, min(max, len(r.dec.recs)))
+			out = make([]Record, 0, min(max, int(it.h.count-it.i)))
 		}
-		for _, rec := range r.dec.recs {
+		// The budget only stops a Read that has a record to return.
+		for !it.done() && len(out) < max && (budget > 0 || len(out) == 0) {
+			before := len(it.d.b)
+			var rec Record
+			var err error
+			if hs, err = it.next(&rec, hs); err != nil {
+				// The framing and CRC are valid (bytesAt checked them): the
+				// contents are not. Return what came before first.
+				r.dec.f = nil
+				if len(out) > 0 {
+					return out, nil
+				}
+				return out, r.contentError(err)
+			}
+			budget -= before - len(it.d.b)
 			if rec.Offset < r.next {
 				continue
-			}
-			if len(out) == max {
-				break
 			}
 			out = append(out, rec)
 			r.next = rec.Offset + 1
 		}
-		if r.next <= r.dec.last {
-			break // max reached inside the batch; stay on it
+		if !it.done() {
+			break // max or the budget reached inside the batch; stay on it
+		}
+		if r.next <= it.h.lastOffset {
+			r.next = it.h.lastOffset + 1
 		}
 		r.pos += r.dec.size
 	}
 	return out, nil
 }
 
-// cloneBatch copies the bytes and headers of a decoded batch of n bytes
-// (which alias the read buffer) into one new allocation each.
-func cloneBatch(recs []Record, n int) {
-	arena := make([]byte, 0, n)
-	clone := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		arena = append(arena, b...) // earlier records keep the old array if it grows
-		return arena[len(arena)-len(b) : len(arena) : len(arena)]
-	}
-	nh := 0
-	for i := range recs {
-		nh += len(recs[i].Headers)
-	}
-	var hs []Header
-	if nh > 0 {
-		hs = make([]Header, 0, nh)
-	}
-	for i := range recs {
-		r := &recs[i]
-		r.Key = clone(r.Key)
-		r.Value = clone(r.Value)
-		if r.Headers != nil {
-			start := len(hs)
-			for _, h := range r.Headers {
-				hs = append(hs, Header{Key: h.Key, Value: clone(h.Value)})
-			}
-			r.Headers = hs[start:len(hs):len(hs)]
-		}
-	}
+// contentError describes a batch at r.pos whose framing and CRC are valid
+// but whose contents are not, or are of a format this version cannot read.
+func (r *Reader) contentError(err error) error {
+	return &CorruptError{Topic: r.topic, Partition: r.partition, Segment: logPath(r.dir, r.base),
+		Position: r.pos, Offset: r.next, NextPosition: -1, NextOffset: -1, Err: err}
 }
 
 // bytesAt returns the complete, valid batch at pos, or nil if there is
 // none (yet): the end of the file, a batch still being written, or a torn
-// or corrupt tail. Reads go through a cache of readChunk bytes.
+// tail. Invalid data that a valid batch follows is a *CorruptError. Reads
+// go through a cache of readChunk bytes.
 func (r *Reader) bytesAt(pos int64) ([]byte, error) {
+	var cause error = errShort
 	for attempt := 0; attempt < 2; attempt++ {
 		if pos >= r.bufPos && pos < r.bufPos+int64(len(r.buf)) {
 			b := r.buf[pos-r.bufPos:]
-			if h, err := checkBatch(b); err == nil {
+			h, err := checkBatch(b)
+			if err == nil {
 				return b[:h.size()], nil
 			}
+			cause = err
 		}
 		if attempt == 1 {
 			break
@@ -440,7 +467,7 @@ func (r *Reader) bytesAt(pos int64) ([]byte, error) {
 		n := readChunk
 		var hdr [batchHeaderSize]byte
 		if _, err := r.f.ReadAt(hdr[:], pos); err == nil {
-			if h, err := parseBatchHeader(hdr[:]); err == nil && h.size() > int64(n) {
+			if h, err := parseBatchHeader(hdr[:]); err == nil && h.size() > int64(n) && reaches(r.f, pos+h.size()) {
 				n = int(h.size())
 			}
 		}
@@ -452,6 +479,32 @@ func (r *Reader) bytesAt(pos int64) ([]byte, error) {
 			return nil, err
 		}
 		r.buf, r.bufPos = r.buf[:m], pos
+		if m == 0 {
+			return nil, nil // the end of the file
+		}
 	}
-	return nil, nil
+	return nil, r.damaged(pos, cause)
+}
+
+// damaged says whether the invalid data at pos of the current segment is
+// damage (a *CorruptError) or a torn tail or a batch being written (nil).
+// The answer is kept until the file grows.
+func (r *Reader) damaged(pos int64, cause error) error {
+	st, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	if c := &r.tail; c.f == r.f && c.pos == pos && c.size == st.Size() {
+		return c.err
+	}
+	var cerr error
+	d, err := classify(r.f, pos, max(r.next, r.base), r.base, st.Size(), cause)
+	switch {
+	case err != nil:
+		return err
+	case d != nil:
+		cerr = d.errorFor(r.topic, r.partition, logPath(r.dir, r.base))
+	}
+	r.tail.f, r.tail.pos, r.tail.size, r.tail.err = r.f, pos, st.Size(), cerr
+	return cerr
 }

@@ -257,55 +257,109 @@ func checkBatch(b []byte) (batchHeader, error) {
 	return h, nil
 }
 
-// decodeBatch checks and decodes the batch at the start of b, appending
-// its records to dst. The records' slices alias b. It returns the batch
-// header; n is the size of the batch in b.
-func decodeBatch(dst []Record, b []byte) ([]Record, batchHeader, error) {
+// MaxHeaders is the largest number of headers of one record. A decoded
+// header takes 40 bytes of memory for as little as 2 bytes in the log: the
+// cap keeps what one record costs to read bounded. Append refuses records
+// with more, and a batch holding one is corrupt.
+const MaxHeaders = 1 << 16
+
+// checkHeaders refuses records with more than MaxHeaders headers.
+func checkHeaders(recs []Record) error {
+	for i := range recs {
+		if len(recs[i].Headers) > MaxHeaders {
+			return fmt.Errorf("wlog: record %d has %d headers, more than %d", i, len(recs[i].Headers), MaxHeaders)
+		}
+	}
+	return nil
+}
+
+// recordIter decodes the records of a checked batch one at a time, so
+// that a reader holds the decoded form of only the records it returns.
+type recordIter struct {
+	h    batchHeader
+	d    decoder
+	i    uint32 // records decoded so far
+	prev int64  // offset of the last one
+}
+
+// newRecordIter checks the batch at the start of b (framing, CRC, flags,
+// producer section) and returns an iterator over its records, which alias
+// b.
+func newRecordIter(b []byte) (recordIter, error) {
 	h, err := checkBatch(b)
 	if err != nil {
-		return dst, h, err
+		return recordIter{h: h}, err
 	}
 	if h.flags&^knownFlags != 0 {
-		return dst, h, fmt.Errorf("%w: batch at offset %d has flags %#x this version does not know (written by a newer weir?)", ErrCorrupt, h.baseOffset, h.flags)
+		return recordIter{h: h}, fmt.Errorf("%w: batch at offset %d has flags %#x this version does not know (written by a newer weir?)", ErrCorrupt, h.baseOffset, h.flags)
 	}
 	prod, _, _, err := producerSection(b[:h.size()])
 	if err != nil {
-		return dst, h, fmt.Errorf("batch at offset %d: %w", h.baseOffset, err)
+		return recordIter{h: h}, fmt.Errorf("batch at offset %d: %w", h.baseOffset, err)
 	}
-	d := decoder{b: b[batchHeaderSize+len(prod) : h.size()]}
-	prev := int64(-1)
-	for i := uint32(0); i < h.count; i++ {
-		var r Record
-		delta := d.uvarint()
-		r.Offset = h.baseOffset + int64(delta)
-		if delta > uint64(h.lastOffset-h.baseOffset) || r.Offset <= prev {
+	return recordIter{h: h, d: decoder{b: b[batchHeaderSize+len(prod) : h.size()]}, prev: -1}, nil
+}
+
+// done reports whether every record was decoded.
+func (it *recordIter) done() bool { return it.i == it.h.count }
+
+// next decodes the next record into r (which must not be done). Its
+// headers are appended to hs, which is returned; r.Headers is a slice of
+// it. After the last record it checks that the batch holds nothing more.
+func (it *recordIter) next(r *Record, hs []Header) ([]Header, error) {
+	d, h := &it.d, &it.h
+	*r = Record{}
+	delta := d.uvarint()
+	r.Offset = h.baseOffset + int64(delta)
+	if delta > uint64(h.lastOffset-h.baseOffset) || r.Offset <= it.prev {
+		d.fail()
+	}
+	it.prev = r.Offset
+	r.Timestamp = d.varint()
+	r.Key = d.bytes()
+	r.Value = d.bytes()
+	if n := d.uvarint(); n > 0 {
+		// Each header takes at least 2 bytes: a count larger than what is
+		// left is corrupt before anything is allocated for it.
+		if n > uint64(len(d.b))/2 || n > MaxHeaders {
 			d.fail()
+			n = 0
 		}
-		prev = r.Offset
-		r.Timestamp = d.varint()
-		r.Key = d.bytes()
-		r.Value = d.bytes()
-		if n := d.uvarint(); n > 0 {
-			if n > uint64(len(d.b)) {
-				d.fail()
-				n = 0
-			}
-			r.Headers = make([]Header, n)
-			for j := range r.Headers {
-				kl := d.uvarint()
-				r.Headers[j].Key = string(d.take(kl))
-				r.Headers[j].Value = d.bytes()
-			}
+		start := len(hs)
+		for range n {
+			kl := d.uvarint()
+			k := d.take(kl)
+			hs = append(hs, Header{Key: string(k), Value: d.bytes()})
 		}
-		if d.err {
-			return dst, h, fmt.Errorf("%w: malformed record %d of batch at offset %d", ErrCorrupt, i, h.baseOffset)
+		r.Headers = hs[start:len(hs):len(hs)]
+	}
+	if d.err {
+		return hs, fmt.Errorf("%w: malformed record %d of batch at offset %d", ErrCorrupt, it.i, h.baseOffset)
+	}
+	it.i++
+	if it.done() && (len(d.b) != 0 || it.prev != h.lastOffset) {
+		return hs, fmt.Errorf("%w: batch at offset %d does not match its header", ErrCorrupt, h.baseOffset)
+	}
+	return hs, nil
+}
+
+// decodeBatch checks and decodes the batch at the start of b, appending
+// its records to dst. The records' slices alias b; their headers share one
+// new array. It returns the batch header.
+func decodeBatch(dst []Record, b []byte) ([]Record, batchHeader, error) {
+	it, err := newRecordIter(b)
+	if err != nil {
+		return dst, it.h, err
+	}
+	var hs []Header
+	for !it.done() {
+		var r Record
+		if hs, err = it.next(&r, hs); err != nil {
+			return dst, it.h, err
 		}
 		dst = append(dst, r)
 	}
-	if len(d.b) != 0 || prev != h.lastOffset {
-		return dst, h, fmt.Errorf("%w: batch at offset %d does not match its header", ErrCorrupt, h.baseOffset)
-	}
-	return dst, h, nil
+	return dst, it.h, nil
 }
 
 // decoder reads varints and byte strings, remembering the first error so

@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,4 +250,197 @@ func TestKill(t *testing.T) {
 	}
 	_ = context.Background
 	_ = time.Second
+}
+
+// corruptMidSegment writes n records in batches of per into a new topic
+// and damages the segment at byte at, as damage says; it returns the
+// topic, the segment's path and its bytes after the damage.
+func corruptMidSegment(t *testing.T, n, per int, at int, damage string) (*Topic, string, []byte) {
+	t.Helper()
+	tp := newTopic(t, TopicConfig{})
+	w := openWriter(t, tp)
+	appendN(t, w, 0, n, per)
+	w.Close()
+	path := logPath(tp.partDir(0), 0)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The batch boundary at or after byte at.
+	start := 0
+	for start < at {
+		h, err := checkBatch(b[start:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		start += int(h.size())
+	}
+	switch damage {
+	case "random16": // the case: 16 random bytes at byte at
+		rnd := rand.New(rand.NewPCG(1, 2))
+		for i := range 16 {
+			b[at+i] = byte(rnd.Uint32())
+		}
+	case "flip": // one bit inside a record
+		b[at] ^= 0x10
+	case "zero-header": // a whole batch header zeroed
+		clear(b[start : start+batchHeaderSize])
+	case "long-length": // a length that runs past the end of the file
+		binary.BigEndian.PutUint32(b[start:], uint32(len(b)))
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tp, path, b
+}
+
+// Damage in the middle of the active segment is not a torn tail: readers
+// return the records before it and then a *CorruptError naming topic,
+// partition, segment and offset; a writer refuses to open and leaves the
+// file as it is.
+func TestCorruptionMidSegment(t *testing.T) {
+	for _, damage := range []string{"random16", "flip", "zero-header", "long-length"} {
+		t.Run(damage, func(t *testing.T) {
+			tp, path, damaged := corruptMidSegment(t, 1000, 10, 5000, damage)
+			r, err := tp.OpenReader(0, Earliest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var got []Record
+			for {
+				recs, err := r.Read(context.Background(), 7)
+				got = append(got, recs...)
+				if err == nil {
+					continue
+				}
+				if err == io.EOF {
+					t.Fatalf("read %d records and EOF: damage taken for the end of the log", len(got))
+				}
+				var ce *CorruptError
+				if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("error %v (%T), want a *CorruptError", err, err)
+				}
+				if ce.Topic != "t" || ce.Partition != 0 || ce.Segment != path || ce.Offset != int64(len(got)) || ce.Position > 5200 || ce.NextPosition <= 5000 || ce.NextOffset <= ce.Offset {
+					t.Fatalf("error %+v after %d records", ce, len(got))
+				}
+				for _, want := range []string{"topic t", "partition 0", path, fmt.Sprintf("offset %d", len(got))} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("%q does not say %q", err, want)
+					}
+				}
+				// Reading again gives the same error, not the records after it.
+				if recs, err2 := r.Read(context.Background(), 7); len(recs) != 0 || !errors.As(err2, &ce) {
+					t.Fatalf("second read: %d records, %v", len(recs), err2)
+				}
+				break
+			}
+			if len(got) == 0 || len(got) > 5000/10 {
+				t.Fatalf("read %d records before the damage", len(got))
+			}
+			for i, rec := range got {
+				if rec.Offset != int64(i) {
+					t.Fatalf("record %d has offset %d", i, rec.Offset)
+				}
+			}
+			// Seeking by time across the damage (from the index entry
+			// before it) fails too.
+			if r2, err := tp.OpenReader(0, AtTimestamp(1000+int64(len(got))+30)); err == nil {
+				r2.Close()
+				t.Errorf("seek by time across the damage succeeded")
+			} else if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("seek by time: %v", err)
+			}
+			_, err = tp.OpenWriter(0, WithLogger(quietLogger()))
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("OpenWriter: %v, want a *CorruptError", err)
+			}
+			if b, _ := os.ReadFile(path); !bytes.Equal(b, damaged) {
+				t.Fatalf("OpenWriter changed the damaged segment (%d bytes, was %d)", len(b), len(damaged))
+			}
+		})
+	}
+}
+
+// FuzzSegment treats arbitrary bytes as the active segment of a partition.
+// Readers never fail otherwise than with a *CorruptError, return records
+// in increasing offsets, and agree with the writer: when the writer opens
+// (truncating a torn tail), a reader returns the same records as before
+// and ends cleanly; when the reader saw damage, the writer refuses to open.
+func FuzzSegment(f *testing.F) {
+	var seg []byte
+	for i := range 6 {
+		seg = appendBatch(seg, []Record{rec(2*i, 3), rec(2*i+1, 3)})
+	}
+	f.Add(append([]byte(nil), seg...))
+	f.Add(append([]byte(nil), seg[:len(seg)-5]...))
+	damaged := append([]byte(nil), seg...)
+	damaged[60] ^= 0xff
+	f.Add(damaged)
+	zeroed := append([]byte(nil), seg...)
+	clear(zeroed[:batchHeaderSize])
+	f.Add(zeroed)
+	f.Add(append(append([]byte(nil), seg...), make([]byte, 100)...))
+	f.Add([]byte{})
+	// One topic for all inputs (creating one per input costs fsyncs): each
+	// input replaces its segment with a new file.
+	tp, err := CreateTopic(f.TempDir(), "t", TopicConfig{Partitions: 1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		os.Remove(indexPath(tp.partDir(0), 0))
+		os.Remove(logPath(tp.partDir(0), 0))
+		if err := os.WriteFile(logPath(tp.partDir(0), 0), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		read := func() ([]Record, error) {
+			r, err := tp.OpenReader(0, Earliest())
+			if err != nil {
+				return nil, err
+			}
+			defer r.Close()
+			var all []Record
+			for {
+				recs, err := r.Read(context.Background(), 5)
+				for _, rec := range recs {
+					if n := len(all); n > 0 && rec.Offset <= all[n-1].Offset {
+						t.Fatalf("offset %d after %d", rec.Offset, all[n-1].Offset)
+					}
+					all = append(all, rec)
+				}
+				if err == io.EOF {
+					return all, nil
+				}
+				if err != nil {
+					var ce *CorruptError
+					if !errors.As(err, &ce) {
+						t.Fatalf("read: %v (%T), want EOF or a *CorruptError", err, err)
+					}
+					return all, err
+				}
+			}
+		}
+		before, rerr := read()
+		w, werr := tp.OpenWriter(0, WithLogger(quietLogger()))
+		if werr != nil {
+			var ce *CorruptError
+			if !errors.As(werr, &ce) {
+				t.Fatalf("OpenWriter: %v", werr)
+			}
+			return
+		}
+		w.Close()
+		if rerr != nil && !strings.Contains(rerr.Error(), "does not match its header") && !strings.Contains(rerr.Error(), "malformed record") && !strings.Contains(rerr.Error(), "flags") && !strings.Contains(rerr.Error(), "producer section") {
+			t.Fatalf("the reader saw damage (%v) that the writer accepted", rerr)
+		}
+		after, err := read()
+		if err != nil && rerr == nil {
+			t.Fatalf("after the writer opened: %v", err)
+		}
+		if rerr == nil && fmt.Sprint(offsets(after)) != fmt.Sprint(offsets(before)) {
+			t.Fatalf("records before the writer opened %v, after %v", offsets(before), offsets(after))
+		}
+	})
 }

@@ -119,6 +119,11 @@ func batchAt(f io.ReaderAt, pos int64, buf []byte) (batchHeader, []byte, error) 
 	if err != nil {
 		return h, buf, err
 	}
+	if !reaches(f, pos+h.size()) {
+		// Do not allocate what a (maybe garbled) length claims before
+		// knowing that the file holds it.
+		return h, buf, errShort
+	}
 	if int64(cap(buf)) < h.size() {
 		buf = append(buf[:0], make([]byte, h.size())...)
 	}
@@ -133,6 +138,51 @@ func batchAt(f io.ReaderAt, pos int64, buf []byte) (batchHeader, []byte, error) 
 	return h, buf, err
 }
 
+// segReader serves batches of a segment file through a cache of
+// scanChunk bytes, so that a scan costs one read per chunk, not two per
+// batch.
+type segReader struct {
+	f      io.ReaderAt
+	buf    []byte
+	bufPos int64
+}
+
+// batch returns the checked batch at pos, like batchAt.
+func (s *segReader) batch(pos int64) (batchHeader, []byte, error) {
+	if pos >= s.bufPos && pos < s.bufPos+int64(len(s.buf)) {
+		b := s.buf[pos-s.bufPos:]
+		h, err := checkBatch(b)
+		if err != errShort {
+			return h, b, err
+		}
+		if len(b) >= batchHeaderSize && h.size() > int64(cap(s.buf)) {
+			// Larger than the cache: read it on its own.
+			return batchAt(s.f, pos, nil)
+		}
+	}
+	if cap(s.buf) < scanChunk {
+		s.buf = make([]byte, scanChunk)
+	}
+	s.buf = s.buf[:cap(s.buf)]
+	n, err := s.f.ReadAt(s.buf, pos)
+	if err != nil && err != io.EOF {
+		return batchHeader{}, nil, err
+	}
+	s.buf, s.bufPos = s.buf[:n], pos
+	h, err := checkBatch(s.buf)
+	if err == errShort && n >= batchHeaderSize && h.size() > int64(n) && n == scanChunk {
+		return batchAt(s.f, pos, nil)
+	}
+	return h, s.buf, err
+}
+
+// reaches reports whether f holds at least end bytes.
+func reaches(f io.ReaderAt, end int64) bool {
+	var probe [1]byte
+	_, err := f.ReadAt(probe[:], end-1)
+	return err == nil
+}
+
 // scanResult describes the valid prefix of a segment.
 type scanResult struct {
 	end        int64 // position after the last valid batch
@@ -141,16 +191,19 @@ type scanResult struct {
 	index      []indexEnt
 	lastIndexd int64 // position of the last index entry (0 if none)
 	err        error // why the scan stopped before the end of the file, if it did
+	// damage is set when the scan stopped at invalid data that a valid
+	// batch follows: not a torn tail (see CorruptError).
+	damage *damage
 }
 
 // scanSegment finds the valid prefix of a segment, starting at the last
 // index entry that points at a valid batch (or at 0). It rebuilds the index
-// entries for the scanned part.
-func scanSegment(f *os.File, base int64, ents []indexEnt, size int64) scanResult {
-	var buf []byte
+// entries for the scanned part. An error is an I/O error.
+func scanSegment(f *os.File, base int64, ents []indexEnt, size int64) (scanResult, error) {
 	res := scanResult{nextOffset: base, maxTS: minTS}
 	// Trust the last index entry that lies inside the file and points at a
 	// valid batch of the expected offset.
+	var buf []byte
 	for len(ents) > 0 {
 		e := ents[len(ents)-1]
 		if int64(e.pos) < size {
@@ -171,15 +224,26 @@ func scanSegment(f *os.File, base int64, ents []indexEnt, size int64) scanResult
 			res.lastIndexd = int64(ents[n-2].pos)
 		}
 	}
+	return scanFrom(f, base, size, res)
+}
+
+// scanFrom goes on with a scan from res.end, a batch boundary, to the end
+// of the valid data.
+func scanFrom(f io.ReaderAt, base, size int64, res scanResult) (scanResult, error) {
+	sr := segReader{f: f}
 	for res.end < size {
-		h, b, err := batchAt(f, res.end, buf)
-		buf = b
+		h, _, err := sr.batch(res.end)
 		if err == nil && h.baseOffset < res.nextOffset {
 			err = fmt.Errorf("%w: offset %d after %d", ErrCorrupt, h.baseOffset, res.nextOffset-1)
 		}
 		if err != nil {
+			if !errors.Is(err, ErrCorrupt) && err != errShort {
+				return res, err
+			}
 			res.err = err
-			return res
+			d, cerr := classify(f, res.end, res.nextOffset, res.nextOffset, size, err)
+			res.damage = d
+			return res, cerr
 		}
 		if res.end > 0 && res.end-res.lastIndexd >= indexInterval {
 			res.index = append(res.index, indexEnt{rel: uint32(h.baseOffset - base), pos: uint32(res.end), maxTS: res.maxTS})
@@ -189,7 +253,7 @@ func scanSegment(f *os.File, base int64, ents []indexEnt, size int64) scanResult
 		res.nextOffset = h.lastOffset + 1
 		res.maxTS = max(res.maxTS, h.maxTimestamp)
 	}
-	return res
+	return res, nil
 }
 
 const minTS = -1 << 63

@@ -94,9 +94,9 @@ func Sink[T any](dataDir, topic, producer string, record func(v T, r *Record) er
 	}
 	s := &logSink[T]{dataDir: dataDir, topic: topic, producer: producer, record: record, cfg: c}
 	switch {
-	case checkName(topic) != nil:
-		s.err = checkName(topic)
-	case !topicName.MatchString(producer) || len(producer) > 200:
+	case checkExisting(topic) != nil:
+		s.err = checkExisting(topic)
+	case !oldTopicName.MatchString(producer) || len(producer) > 200:
 		s.err = fmt.Errorf("wlog: invalid producer id %q (1 to 200 letters, digits, '.', '_', '-')", producer)
 	case record == nil:
 		s.err = errors.New("wlog: Sink without a record function")
@@ -232,6 +232,9 @@ func (w *sinkWriter[T]) Write(_ context.Context, items []T) error {
 				now = w.s.cfg.now().UnixMilli()
 			}
 			r.Timestamp = now
+		}
+		if len(r.Headers) > MaxHeaders {
+			return w.fail(fmt.Errorf("wlog: sink to topic %q: record with %d headers, more than %d", w.s.topic, len(r.Headers), MaxHeaders))
 		}
 		var p int
 		switch {
@@ -538,7 +541,7 @@ func (c *logCommitter) Commit(ctx context.Context, data []byte) error {
 	if len(cm.Files) == 0 {
 		return nil
 	}
-	if !topicName.MatchString(cm.Producer) {
+	if !oldTopicName.MatchString(cm.Producer) {
 		return fmt.Errorf("wlog: commit to topic %q: malformed committable: producer %q", c.topic, cm.Producer)
 	}
 	t, err := OpenTopic(c.dataDir, c.topic)
@@ -852,7 +855,14 @@ func (e *partEntry) refresh(dir string) error {
 			h, b, err := batchAt(f, pos, buf)
 			buf = b
 			if err != nil {
-				break // the end of the valid data of this segment
+				// The end of the valid data of this segment, unless valid
+				// data follows: then batches of a producer may be hidden
+				// behind the damage, and appending could duplicate them.
+				if derr := damageError(f, dir, base, pos, e.next, err); derr != nil {
+					f.Close()
+					return derr
+				}
+				break
 			}
 			if _, prod, seq, err := producerSection(b); err == nil && prod != nil {
 				if last, ok := e.last[string(prod)]; !ok || last.less(seq) {

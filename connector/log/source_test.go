@@ -2,7 +2,10 @@ package wlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -165,5 +168,47 @@ func TestLogSourceDeadLetters(t *testing.T) {
 	}
 	if len(letters) != 1 || string(letters[0].Raw) != "oops" || letters[0].Position != "clicks/0@1" || letters[0].Err == "" {
 		t.Fatalf("dead letters %+v, want one for clicks/0@1 with raw oops", letters)
+	}
+}
+
+// A job reading a partition damaged in the middle fails, naming the
+// damage, instead of ending as if the input were complete.
+func TestLogSourceCorruptionFailsTheJob(t *testing.T) {
+	dir := t.TempDir()
+	tp, err := wlog.CreateTopic(dir, "clicks", wlog.TopicConfig{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := tp.OpenWriter(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i += 10 {
+		var recs []wlog.Record
+		for j := i; j < i+10; j++ {
+			recs = append(recs, wlog.Record{Timestamp: int64(j), Value: []byte(strconv.Itoa(j))})
+		}
+		if _, err := w.Append(recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	seg := filepath.Join(dir, "clicks", "0", "00000000000000000000.log")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 5000; i < 5016; i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job := weir.NewJob("corrupt")
+	out := weir.Collect(weir.FromSource(job, "clicks", wlog.Source(dir, "clicks", decode), weir.NoWatermarks[click]()))
+	err = job.Run(context.Background())
+	var ce *wlog.CorruptError
+	if !errors.As(err, &ce) || ce.Topic != "clicks" || ce.Segment != seg {
+		t.Fatalf("job ended with %v after %d records, want a *CorruptError", err, len(out.Items()))
 	}
 }

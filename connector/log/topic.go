@@ -1,6 +1,7 @@
 package wlog
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,14 +50,26 @@ func (c *TopicConfig) ensureDefaults() {
 	}
 }
 
+// Limits of a topic's configuration.
+const (
+	// MaxPartitions is the largest number of partitions of a topic: each
+	// is a directory, created when the topic is, and a reader or writer of
+	// its own.
+	MaxPartitions = 10_000
+	// MinSegmentBytes and MaxSegmentBytes bound TopicConfig.SegmentBytes
+	// (index entries hold 32-bit positions).
+	MinSegmentBytes = batchHeaderSize
+	MaxSegmentBytes = 1 << 31
+)
+
 func (c TopicConfig) validate() error {
 	switch {
-	case c.Partitions < 1:
-		return fmt.Errorf("wlog: partitions %d, want at least 1", c.Partitions)
+	case c.Partitions < 1 || c.Partitions > MaxPartitions:
+		return fmt.Errorf("wlog: %d partitions: want 1 to %d", c.Partitions, MaxPartitions)
 	case c.Retention < 0 || c.RetentionBytes < 0 || c.TombstoneRetention < 0:
 		return errors.New("wlog: negative retention")
-	case c.SegmentBytes < batchHeaderSize || c.SegmentBytes > 1<<31:
-		return fmt.Errorf("wlog: segment bytes %d too small", c.SegmentBytes)
+	case c.SegmentBytes < MinSegmentBytes || c.SegmentBytes > MaxSegmentBytes:
+		return fmt.Errorf("wlog: segment bytes %d: want %d to %d", c.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
 	}
 	return nil
 }
@@ -72,11 +85,40 @@ type topicMeta struct {
 	TombstoneRetentionMs int64 `json:"tombstone_retention_ms"`
 }
 
-var topicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+// MaxTopicName is the longest topic name. Names are file names, and the
+// longest name weir makes from one is the directory a topic is renamed to
+// while it is deleted, ".delete-NAME-" and 19 digits: with the usual
+// limit of 255 bytes for a file name, that leaves 227 (Kafka's limit, 249,
+// would fail on the file system).
+const MaxTopicName = 255 - len(".delete-") - len("-") - 19
 
-func checkName(name string) error {
-	if !topicName.MatchString(name) || name == "." || name == ".." {
+// topicName is Kafka's rule ([a-zA-Z0-9._-]), minus names that start with
+// '.' (hidden files, and weir's own .create-/.delete- directories) or '-'
+// (taken for a flag on command lines).
+var topicName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+// oldTopicName is the rule before MaxTopicName: topics created then
+// still open, and producer ids (sink.go) keep it.
+var oldTopicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
+// checkExisting checks the name of a topic to open or delete: only that it
+// is a plain file name (the rule it was created under may be older).
+func checkExisting(name string) error {
+	if !oldTopicName.MatchString(name) || name == "." || name == ".." {
 		return fmt.Errorf("wlog: invalid topic name %q (letters, digits, '.', '_', '-')", name)
+	}
+	return nil
+}
+
+// checkName checks the name of a topic to create.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("wlog: empty topic name")
+	case len(name) > MaxTopicName:
+		return fmt.Errorf("wlog: topic name of %d characters: at most %d", len(name), MaxTopicName)
+	case !topicName.MatchString(name):
+		return fmt.Errorf("wlog: invalid topic name %q: letters, digits, '.', '_' and '-', not starting with '.' or '-'", name)
 	}
 	return nil
 }
@@ -98,6 +140,12 @@ type Topic struct {
 // CreateTopic creates topic name in the log directory dir (created if
 // missing).
 func CreateTopic(dir, name string, cfg TopicConfig) (*Topic, error) {
+	return CreateTopicContext(context.Background(), dir, name, cfg)
+}
+
+// CreateTopicContext is CreateTopic, stopped when ctx is done: then, as on
+// any failure, nothing of the topic is left behind.
+func CreateTopicContext(ctx context.Context, dir, name string, cfg TopicConfig) (*Topic, error) {
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
@@ -117,6 +165,9 @@ func CreateTopic(dir, name string, cfg TopicConfig) (*Topic, error) {
 	}
 	defer os.RemoveAll(tmp)
 	for p := range cfg.Partitions {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("wlog: create topic %s: %w", name, context.Cause(ctx))
+		}
 		if err := os.Mkdir(filepath.Join(tmp, strconv.Itoa(p)), 0o755); err != nil {
 			return nil, err
 		}
@@ -148,7 +199,7 @@ func CreateTopic(dir, name string, cfg TopicConfig) (*Topic, error) {
 
 // OpenTopic reads the configuration of topic name in dir.
 func OpenTopic(dir, name string) (*Topic, error) {
-	if err := checkName(name); err != nil {
+	if err := checkExisting(name); err != nil {
 		return nil, err
 	}
 	tdir := filepath.Join(dir, name)
@@ -187,7 +238,7 @@ func ListTopics(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		if !e.IsDir() || checkName(e.Name()) != nil {
+		if !e.IsDir() || checkExisting(e.Name()) != nil || e.Name()[0] == '.' {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(dir, e.Name(), metaFile)); err == nil {
@@ -265,7 +316,7 @@ func (t *Topic) Describe() ([]PartitionInfo, error) {
 		info.Segments = len(bases)
 		if len(bases) > 0 {
 			info.Earliest = bases[0]
-			end, err := tailOf(dir, bases[len(bases)-1])
+			end, err := tailOf(t.Name, p, dir, bases[len(bases)-1])
 			if err != nil {
 				return nil, err
 			}
@@ -276,8 +327,9 @@ func (t *Topic) Describe() ([]PartitionInfo, error) {
 	return infos, nil
 }
 
-// tailOf scans the valid prefix of a segment without changing it.
-func tailOf(dir string, base int64) (scanResult, error) {
+// tailOf scans the valid prefix of a segment without changing it. Damage
+// before its end (see CorruptError) is an error; a torn tail is not.
+func tailOf(topic string, p int, dir string, base int64) (scanResult, error) {
 	f, err := os.Open(logPath(dir, base))
 	if err != nil {
 		return scanResult{}, err
@@ -291,7 +343,11 @@ func tailOf(dir string, base int64) (scanResult, error) {
 	if err != nil {
 		return scanResult{}, err
 	}
-	return scanSegment(f, base, ents, st.Size()), nil
+	res, err := scanSegment(f, base, ents, st.Size())
+	if err == nil && res.damage != nil {
+		err = res.damage.errorFor(topic, p, logPath(dir, base))
+	}
+	return res, err
 }
 
 // syncDir fsyncs a directory so that file creations and renames in it are

@@ -114,9 +114,11 @@ type Writer struct {
 }
 
 // OpenWriter opens the writer of partition p, recovering the tail of the
-// last segment: a torn or corrupt tail (from a crash during a write) is
-// truncated and logged. It fails with a *LockedError if the partition
-// already has a writer.
+// last segment: a torn tail (from a crash during a write) is truncated and
+// logged. Damage before the end of the last segment (an invalid batch
+// that a valid one follows) is not a torn tail: OpenWriter fails with a
+// *CorruptError and changes nothing. It fails with a *LockedError if the
+// partition already has a writer.
 func (t *Topic) OpenWriter(p int, opts ...WriterOption) (*Writer, error) {
 	if err := t.checkPartition(p); err != nil {
 		return nil, err
@@ -136,6 +138,9 @@ func (t *Topic) OpenWriter(p int, opts ...WriterOption) (*Writer, error) {
 	w.lock = lock
 	if err := w.recover(); err != nil {
 		lock.Close()
+		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+			return nil, err // it names the topic and partition
+		}
 		return nil, fmt.Errorf("wlog: open partition %d of %s: %w", p, t.Name, err)
 	}
 	if w.wcfg.sync.every > 0 {
@@ -176,7 +181,18 @@ func (w *Writer) recover() error {
 		f.Close()
 		return err
 	}
-	res := scanSegment(f, base, ents, st.Size())
+	// The whole active segment is checked, not only the part after the
+	// last index entry, so that damage anywhere in it stops the writer
+	// instead of being appended past (a file this process's last writer
+	// closed unchanged is not checked again).
+	res, err := scanFrom(f, base, st.Size(), verifiedPrefix(w.dir, base, st, ents))
+	if err == nil && res.damage != nil {
+		err = res.damage.errorFor(w.topic, w.partition, logPath(w.dir, base))
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
 	if res.end < st.Size() {
 		w.wcfg.logger.Warn("wlog: truncating torn or corrupt tail",
 			"topic", w.topic, "partition", w.partition, "segment", logPath(w.dir, base),
@@ -241,6 +257,9 @@ func (w *Writer) Append(recs []Record) (int64, error) {
 	}
 	if len(recs) == 0 {
 		return w.mu.next, nil
+	}
+	if err := checkHeaders(recs); err != nil {
+		return 0, err
 	}
 	first := w.mu.next
 	var now int64
@@ -443,6 +462,9 @@ func (w *Writer) Close() error {
 	var err error
 	if w.mu.err == nil && w.wcfg.sync.every >= 0 {
 		err = w.syncLocked()
+	}
+	if w.mu.err == nil {
+		rememberVerified(w.dir, w.mu.base, w.mu.f, w.mu.pos, w.mu.next, w.mu.maxTS)
 	}
 	w.mu.f.Close()
 	w.mu.idx.Close()

@@ -35,7 +35,7 @@ func newCheckpoints() *cobra.Command {
 	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "inspect PATH",
-		Short: "Show one checkpoint or savepoint: operators, files, sizes, checksums, source offsets",
+		Short: "Show one checkpoint or savepoint: operators, files, sizes, checksums, source offsets (exit status 1 if it does not verify)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := checkpoint.OpenPath(filepath.Clean(args[0]))
@@ -94,8 +94,9 @@ func printInspect(w io.Writer, c *checkpoint.Checkpoint) error {
 		fmt.Fprintf(w, "option          %s = %s\n", k, m.JobOptions[k])
 	}
 	verify := "ok"
-	if err := c.Verify(); err != nil {
-		verify = err.Error()
+	verr := c.Verify()
+	if verr != nil {
+		verify = verr.Error()
 	}
 	fmt.Fprintf(w, "verify          %s\n", verify)
 	for _, o := range m.Operators {
@@ -127,6 +128,11 @@ func printInspect(w io.Writer, c *checkpoint.Checkpoint) error {
 				fmt.Fprintf(w, "  %s: %s\n", k, v)
 			}
 		}
+	}
+	if verr != nil {
+		// The listing above helps find the damage; the exit status must
+		// still say that the checkpoint cannot be restored.
+		return fmt.Errorf("%s does not verify: %w", c.Path(), verr)
 	}
 	return nil
 }

@@ -122,6 +122,18 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	if c.Events < 0 || c.Ads < 1 {
 		return fmt.Errorf("--events must be >= 0 and --ads >= 1")
 	}
+	// The command refuses negative flags (validate.go); callers of runDemo
+	// get the same answer.
+	switch {
+	case o.outOfOrder < 0:
+		return fmt.Errorf("--out-of-orderness %v: must not be negative (the watermark would never advance)", o.outOfOrder)
+	case o.lateness < 0:
+		return fmt.Errorf("--allowed-lateness %v: must not be negative", o.lateness)
+	case c.Rate < 0:
+		return fmt.Errorf("--rate %v: must not be negative", c.Rate)
+	case o.parallelism < 1:
+		return fmt.Errorf("--parallelism %d: want at least 1", o.parallelism)
+	}
 	switch o.policy {
 	case "drop", "side-output":
 	case "correct":
@@ -241,6 +253,26 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	el := time.Since(start)
 	late := job.Metrics().Sum(func(m *weir.OperatorMetrics) int64 { return m.LateDropped })
+	if sp := job.StoppedWithSavepoint(); sp != "" {
+		// The job did not read all the clicks: a true-up against the whole
+		// input, or calling the clicks it did not count "late", would be
+		// false.
+		read := job.Metrics().Sum(func(m *weir.OperatorMetrics) int64 {
+			if m.Name == "clicks" {
+				return m.RecordsOut
+			}
+			return 0
+		})
+		fmt.Fprintf(stdout, "\nstopped with a savepoint into %s before the input was complete: no true-up\n", sp)
+		fmt.Fprintf(stdout, "\nsummary (partial)\n")
+		fmt.Fprintf(stdout, "  events         %d in the input, %d read by this run before the stop\n", c.Events, read)
+		fmt.Fprintf(stdout, "  windows fired  %d per-ad results and %d corrections printed by this run\n", results, corrections)
+		fmt.Fprintf(stdout, "  late dropped   %d clicks arrived after their window fired, in this run\n", late)
+		if o.output != "" {
+			fmt.Fprintf(stdout, "  output         %s (committed part files, up to the savepoint)\n", o.output)
+		}
+		return nil
+	}
 
 	// The nightly true-up: recount the complete input in a batch.
 	truth, err := adclicks.DemoTrueCounts(ctx, c)

@@ -48,6 +48,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark())
 	root.AddCommand(newTopicCommands()...)
+	checkFlagsTree(root)
 	return root
 }
 

@@ -20,7 +20,11 @@ const defaultDataDir = "./weir-data"
 // newTopicCommands returns the commands of the embedded log: topic (create,
 // list, describe, delete), produce and consume.
 func newTopicCommands() []*cobra.Command {
-	return []*cobra.Command{newTopic(), newProduce(), newConsume()}
+	cmds := []*cobra.Command{newTopic(), newProduce(), newConsume()}
+	for _, c := range cmds {
+		checkFlagsTree(c)
+	}
+	return cmds
 }
 
 func dataDirFlag(cmd *cobra.Command, dir *string) {
@@ -38,7 +42,7 @@ func newTopic() *cobra.Command {
 		Short: "Create a topic",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := wlog.CreateTopic(dataDir, args[0], cfg)
+			t, err := wlog.CreateTopicContext(cmd.Context(), dataDir, args[0], cfg)
 			if err != nil {
 				return err
 			}
@@ -47,11 +51,11 @@ func newTopic() *cobra.Command {
 		},
 	}
 	f := create.Flags()
-	f.IntVar(&cfg.Partitions, "partitions", 1, "number of partitions")
+	f.IntVar(&cfg.Partitions, "partitions", 1, fmt.Sprintf("number of partitions (1 to %d)", wlog.MaxPartitions))
 	f.BoolVar(&cfg.Compact, "compact", false, "compacted topic: keep the latest record per key")
 	f.DurationVar(&cfg.Retention, "retention", 0, "delete segments older than this (0: keep)")
 	f.Int64Var(&cfg.RetentionBytes, "retention-bytes", 0, "keep about this many bytes per partition (0: no limit)")
-	f.Int64Var(&cfg.SegmentBytes, "segment-bytes", 0, "segment size (default 64 MiB)")
+	f.Int64Var(&cfg.SegmentBytes, "segment-bytes", 0, fmt.Sprintf("segment size, %d to %d (default 64 MiB)", wlog.MinSegmentBytes, wlog.MaxSegmentBytes))
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -108,9 +112,19 @@ func newTopic() *cobra.Command {
 	return cmd
 }
 
+// Limits of weir produce: a line longer than --max-record-bytes is an
+// error, and a partition's pending records are appended once they reach
+// produceBatchBytes, so a batch stays far below the log's limit (256 MiB)
+// and memory stays bounded whatever the lines.
+const (
+	defaultMaxRecordBytes = 1 << 20
+	maxMaxRecordBytes     = 64 << 20
+	produceBatchBytes     = 16 << 20
+)
+
 func newProduce() *cobra.Command {
 	var dataDir, key, keyField, ts string
-	var partition, batch int
+	var partition, batch, maxRecord int
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
 		Short: "Append one record per line of stdin to a topic",
@@ -119,15 +133,20 @@ the value). The key is --key, or with --key-field the named field of the line
 read as a JSON object. The partition is --partition, or a hash of the key, or
 round robin for records without a key. The timestamp is --timestamp (RFC 3339
 or milliseconds since the epoch), or the time of appending. Records are
-fsynced in batches of --batch lines and at the end of input.`,
+fsynced in batches of --batch lines (or 16 MiB) and at the end of input.
+A line longer than --max-record-bytes, or a bad --key-field, is an error that
+names its line; the lines before it are appended.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := wlog.OpenTopic(dataDir, args[0])
 			if err != nil {
 				return err
 			}
-			if partition >= t.Config.Partitions {
-				return fmt.Errorf("topic %s has no partition %d (it has %d)", t.Name, partition, t.Config.Partitions)
+			if cmd.Flags().Changed("partition") && (partition < 0 || partition >= t.Config.Partitions) {
+				return fmt.Errorf("--partition %d: topic %s has partitions 0 to %d", partition, t.Name, t.Config.Partitions-1)
+			}
+			if maxRecord < 1 || maxRecord > maxMaxRecordBytes {
+				return fmt.Errorf("--max-record-bytes %d: want 1 to %d", maxRecord, maxMaxRecordBytes)
 			}
 			var stamp int64
 			if ts != "" {
@@ -135,19 +154,36 @@ fsynced in batches of --batch lines and at the end of input.`,
 					return fmt.Errorf("--timestamp: %w", err)
 				}
 			}
-			p := &producer{topic: t, writers: map[int]*wlog.Writer{}, pending: map[int][]wlog.Record{}, batch: max(batch, 1)}
+			p := &producer{topic: t, writers: map[int]*wlog.Writer{}, pending: map[int][]wlog.Record{},
+				pendingBytes: map[int]int{}, batch: max(batch, 1)}
 			defer p.close()
 			sc := bufio.NewScanner(cmd.InOrStdin())
-			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			// Room for the longest allowed line and its "\r\n": a longer one
+			// stops the scanner (bufio.ErrTooLong) before it is buffered whole.
+			sc.Buffer(make([]byte, min(64<<10, maxRecord+2)), maxRecord+2)
 			line, rr := 0, 0
+			// fail appends the good lines read before the error, so that
+			// none is lost, and names the bad line.
+			fail := func(err error) error {
+				if ferr := p.flushAll(); ferr != nil {
+					return errors.Join(err, ferr)
+				}
+				if cerr := p.close(); cerr != nil {
+					return errors.Join(err, cerr)
+				}
+				return fmt.Errorf("%w (the %d lines before it were appended)", err, line-1)
+			}
 			for sc.Scan() {
 				line++
+				if len(sc.Bytes()) > maxRecord {
+					return fail(fmt.Errorf("line %d: %d bytes, longer than --max-record-bytes %d", line, len(sc.Bytes()), maxRecord))
+				}
 				r := wlog.Record{Timestamp: stamp, Value: append([]byte(nil), sc.Bytes()...)}
 				switch {
 				case keyField != "":
 					k, err := jsonField(sc.Bytes(), keyField)
 					if err != nil {
-						return fmt.Errorf("line %d: %w", line, err)
+						return fail(fmt.Errorf("line %d: %w", line, err))
 					}
 					r.Key = k
 				case key != "":
@@ -167,7 +203,11 @@ fsynced in batches of --batch lines and at the end of input.`,
 				}
 			}
 			if err := sc.Err(); err != nil {
-				return err
+				line++
+				if errors.Is(err, bufio.ErrTooLong) {
+					return fail(fmt.Errorf("line %d: longer than --max-record-bytes %d", line, maxRecord))
+				}
+				return fail(fmt.Errorf("line %d: %w", line, err))
 			}
 			if err := p.flushAll(); err != nil {
 				return err
@@ -182,21 +222,24 @@ fsynced in batches of --batch lines and at the end of input.`,
 	f.StringVar(&ts, "timestamp", "", "timestamp of every record: RFC 3339 or milliseconds (default: now)")
 	f.IntVar(&partition, "partition", -1, "partition to append to (default: by key hash, or round robin)")
 	f.IntVar(&batch, "batch", 1000, "lines per appended batch")
+	f.IntVar(&maxRecord, "max-record-bytes", defaultMaxRecordBytes, fmt.Sprintf("longest line accepted, in bytes (at most %d)", maxMaxRecordBytes))
 	cmd.MarkFlagsMutuallyExclusive("key", "key-field")
 	return cmd
 }
 
 // producer opens partition writers on demand and batches records.
 type producer struct {
-	topic   *wlog.Topic
-	writers map[int]*wlog.Writer
-	pending map[int][]wlog.Record
-	batch   int
+	topic        *wlog.Topic
+	writers      map[int]*wlog.Writer
+	pending      map[int][]wlog.Record
+	pendingBytes map[int]int
+	batch        int
 }
 
 func (p *producer) add(part int, r wlog.Record) error {
 	p.pending[part] = append(p.pending[part], r)
-	if len(p.pending[part]) >= p.batch {
+	p.pendingBytes[part] += len(r.Key) + len(r.Value)
+	if len(p.pending[part]) >= p.batch || p.pendingBytes[part] >= produceBatchBytes {
 		return p.flush(part)
 	}
 	return nil
@@ -218,7 +261,9 @@ func (p *producer) flush(part int) error {
 	if _, err := w.Append(recs); err != nil {
 		return err
 	}
+	clear(recs) // let the values go
 	p.pending[part] = recs[:0]
+	p.pendingBytes[part] = 0
 	return nil
 }
 
@@ -307,6 +352,9 @@ new records like tail -f until interrupted.`,
 			start, err := parseFrom(from)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("partition") && (partition < 0 || partition >= t.Config.Partitions) {
+				return fmt.Errorf("--partition %d: topic %s has partitions 0 to %d", partition, t.Name, t.Config.Partitions-1)
 			}
 			parts := []int{partition}
 			if partition < 0 {
