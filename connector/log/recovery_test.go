@@ -389,7 +389,11 @@ func FuzzSegment(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzSegmentOnce(t, tp, data) })
+}
+
+func fuzzSegmentOnce(t *testing.T, tp *Topic, data []byte) {
+	{
 		os.Remove(indexPath(tp.partDir(0), 0))
 		os.Remove(logPath(tp.partDir(0), 0))
 		if err := os.WriteFile(logPath(tp.partDir(0), 0), data, 0o644); err != nil {
@@ -442,5 +446,5 @@ func FuzzSegment(f *testing.F) {
 		if rerr == nil && fmt.Sprint(offsets(after)) != fmt.Sprint(offsets(before)) {
 			t.Fatalf("records before the writer opened %v, after %v", offsets(before), offsets(after))
 		}
-	})
+	}
 }
