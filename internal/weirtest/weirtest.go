@@ -104,3 +104,58 @@ func (r *pacedReader[T]) Close() error              { return r.r.Close() }
 func (r *pacedReader[T]) SetBadRecordHandler(h func(raw []byte, position string, err error)) {
 	r.r.(weir.BadRecordReporter).SetBadRecordHandler(h)
 }
+
+// HoldAfter wraps a restorable source whose readers each return at most k
+// records, then nothing (an unbounded split with no new data) until the
+// job ends: a test that stops a job of an endless, rate-paced source knows
+// the job has not read more than k records per split, however slow the
+// machine was to stop it. Positions are the wrapped reader's, so a job that
+// restores from its checkpoints may read the source unwrapped.
+func HoldAfter[T any](src weir.RestorableSource[T], k int) weir.RestorableSource[T] {
+	return &held[T]{src: src, k: k}
+}
+
+type held[T any] struct {
+	src weir.RestorableSource[T]
+	k   int
+}
+
+func (h *held[T]) Splits(ctx context.Context) ([]weir.Split, error) { return h.src.Splits(ctx) }
+
+func (h *held[T]) Open(ctx context.Context, s weir.Split) (weir.SplitReader[T], error) {
+	r, err := h.src.Open(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return &heldReader[T]{r: r.(weir.CheckpointedReader[T]), left: h.k}, nil
+}
+
+func (h *held[T]) OpenAt(ctx context.Context, s weir.Split, pos []byte) (weir.SplitReader[T], error) {
+	r, err := h.src.OpenAt(ctx, s, pos)
+	if err != nil {
+		return nil, err
+	}
+	return &heldReader[T]{r: r.(weir.CheckpointedReader[T]), left: h.k}, nil
+}
+
+type heldReader[T any] struct {
+	r    weir.CheckpointedReader[T]
+	left int
+}
+
+func (r *heldReader[T]) Read(ctx context.Context, dst []T) (int, error) {
+	if r.left == 0 {
+		select {
+		case <-ctx.Done():
+			return 0, context.Cause(ctx)
+		case <-time.After(time.Millisecond):
+			return 0, nil
+		}
+	}
+	k, err := r.r.Read(ctx, dst[:min(len(dst), r.left)])
+	r.left -= k
+	return k, err
+}
+
+func (r *heldReader[T]) Position() ([]byte, error) { return r.r.Position() }
+func (r *heldReader[T]) Close() error              { return r.r.Close() }
