@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // memSink is an in-memory two-phase-commit sink: writers stage records per
@@ -81,16 +82,18 @@ func (w *memWriter) Recover(context.Context, int64) error { return nil }
 func (w *memWriter) Close(context.Context) error          { return nil }
 
 // failingSource reads evs with a 200ms bounded-out-of-orderness watermark;
-// with failAt > 0 it paces the input (so checkpoints complete) and fails
-// the job once, with a panic, at the event whose timestamp is failAt.
+// with failAt > 0 it takes a checkpoint after every 2000 events (so
+// checkpoints complete before the failure, however slow the machine) and
+// fails the job once, with a panic, at the event whose timestamp is failAt.
 func failingSource(job *weir.Job, evs []ev, failAt int64, failed *atomic.Bool) *weir.Stream[ev] {
-	src := weir.FromSource(job, "events", weir.SliceSource(evs),
+	var in weir.Source[ev] = weir.SliceSource(evs)
+	if failAt > 0 {
+		in = weirtest.CheckpointEvery(func() *weir.Job { return job }, in.(weir.RestorableSource[ev]), 2000)
+	}
+	src := weir.FromSource(job, "events", in,
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
 	return weir.Map(src, func(e ev) ev {
 		if failAt > 0 && !failed.Load() {
-			if e.TS%500 == 0 {
-				time.Sleep(time.Millisecond)
-			}
 			if e.TS == failAt && failed.CompareAndSwap(false, true) {
 				panic("injected failure")
 			}
@@ -166,10 +169,11 @@ func TestCheckpointedJobRecoversExactlyOnce(t *testing.T) {
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
 
-// slowSink delays one pre-commit beyond the checkpoint timeout.
+// slowSink holds one pre-commit until the checkpoint timed out.
 type slowSink struct {
 	*memSink
 	slowOnce atomic.Bool
+	aborted  func() bool
 }
 
 func (s *slowSink) OpenWriter(ctx context.Context, i, p int) (weir.SinkWriter[string], error) {
@@ -184,7 +188,16 @@ type slowWriter struct {
 
 func (w *slowWriter) PreCommit(ctx context.Context, id int64) ([]byte, error) {
 	if id >= 3 && w.s.slowOnce.CompareAndSwap(false, true) {
-		time.Sleep(300 * time.Millisecond) // longer than the checkpoint timeout
+		// Wait for the abort itself, not for a time longer than the
+		// timeout: on a busy machine the abort may come late.
+		deadline := time.Now().Add(time.Minute)
+		for !w.s.aborted() && time.Now().Before(deadline) {
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(time.Millisecond):
+			}
+		}
 	}
 	return w.memWriter.PreCommit(ctx, id)
 }
@@ -201,15 +214,12 @@ func TestCheckpointTimeoutAbortsAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &slowSink{memSink: newMemSink()}
-	job := weir.NewJob("slow", weir.Checkpointing(5*time.Millisecond, t.TempDir()), weir.CheckpointTimeout(100*time.Millisecond))
-	src := weir.FromSource(job, "events", weir.SliceSource(evs),
+	job := weir.NewJob("slow", weir.Checkpointing(time.Hour, t.TempDir()), weir.CheckpointTimeout(100*time.Millisecond))
+	sink.aborted = func() bool { return job.Metrics().Checkpoints.Aborted > 0 }
+	// A checkpoint after every 2000 events: several happen, the third is slow.
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.SliceSource(evs).(weir.RestorableSource[ev]), 2000)
+	src := weir.FromSource(job, "events", weir.Source[ev](paced),
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
-	src = weir.Map(src, func(e ev) ev {
-		if e.TS%500 == 0 {
-			time.Sleep(time.Millisecond) // pace: several checkpoints happen
-		}
-		return e
-	})
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))
 	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
 		return fmt.Sprintf("%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)

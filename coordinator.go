@@ -43,15 +43,62 @@ type coordinator struct {
 	// sinks were told to commit; sources poll it to notify their
 	// CheckpointListener readers.
 	committed atomic.Int64
+
+	// time is where the loop gets its ticks, timeouts and durations: the
+	// wall clock in a job, a hand-driven one in tests (raft's Tick), so a
+	// test decides when checkpoints start and time out.
+	time ckTime
+}
+
+// ckTime is the coordinator's source of time. A nil field means the wall
+// clock's.
+type ckTime struct {
+	// ticks start periodic checkpoints.
+	ticks func(interval time.Duration) (<-chan time.Time, func())
+	// timeout fires once when a checkpoint has run for d.
+	timeout func(d time.Duration) (<-chan time.Time, func())
+	// now measures checkpoint durations (metrics and logs only).
+	now func() time.Time
+}
+
+func (t *ckTime) fill() {
+	if t.ticks == nil {
+		t.ticks = func(d time.Duration) (<-chan time.Time, func()) {
+			tk := time.NewTicker(d)
+			return tk.C, tk.Stop
+		}
+	}
+	if t.timeout == nil {
+		t.timeout = func(d time.Duration) (<-chan time.Time, func()) {
+			tm := time.NewTimer(d)
+			return tm.C, func() { tm.Stop() }
+		}
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
 }
 
 // errStopped ends a job stopped with a savepoint; Run returns nil for it.
 var errStopped = errors.New("weir: job stopped with a savepoint")
 
+// savepointReq asks for a savepoint into path or, with path "", for a
+// checkpoint now (Job.Checkpoint).
 type savepointReq struct {
 	path string
 	stop bool
 	resp chan savepointResult
+}
+
+// what names the request in errors.
+func (r *savepointReq) what() string {
+	switch {
+	case r.path == "":
+		return "checkpoint"
+	case r.stop:
+		return "stop-with-savepoint"
+	}
+	return "savepoint"
 }
 
 type savepointResult struct {
@@ -111,23 +158,25 @@ type inflight struct {
 // run is the coordinator loop. It returns when the final checkpoint has
 // been committed (nil) or when ctx ends.
 func (c *coordinator) run(ctx context.Context) error {
-	tick := time.NewTicker(c.interval)
-	defer tick.Stop()
+	c.time.fill()
+	ticks, stopTicks := c.time.ticks(c.interval)
+	defer stopTicks()
 	var cur *inflight
 	// carry holds the sink output staged by checkpoints that were aborted
 	// or failed to persist: the next complete checkpoint commits it, so a
 	// failed checkpoint delays output but never loses it.
 	var carry []pendingCommit
 	var timeout <-chan time.Time
-	var timer *time.Timer
+	stopTimer := func() {}
+	defer func() { stopTimer() }()
 	finished, wantFinal := 0, false
 	var queued []*savepointReq
 	defer func() {
 		for _, r := range queued {
-			r.resp <- savepointResult{err: errors.New("weir: job ended before the savepoint")}
+			r.resp <- savepointResult{err: fmt.Errorf("weir: job ended before the %s", r.what())}
 		}
 		if cur != nil && cur.sp != nil {
-			cur.sp.resp <- savepointResult{err: errors.New("weir: job ended before the savepoint completed")}
+			cur.sp.resp <- savepointResult{err: fmt.Errorf("weir: job ended before the %s completed", cur.sp.what())}
 		}
 	}()
 	// begin starts checkpoint cur: a barrier to every source subtask (each
@@ -140,26 +189,34 @@ func (c *coordinator) run(ctx context.Context) error {
 				ch <- b
 			}
 		}
-		if timer != nil {
-			timer.Stop()
-		}
-		timer = time.NewTimer(c.timeout)
-		timeout = timer.C
+		stopTimer()
+		timeout, stopTimer = c.time.timeout(c.timeout)
 		c.log.Debug("checkpoint triggered", "id", in.id, "final", in.final, "savepoint", in.sp != nil)
 	}
 	trigger := func(final bool) {
 		c.nextID++
-		begin(&inflight{id: c.nextID, final: final, started: time.Now()}, &barrierMsg{id: c.nextID, final: final})
+		begin(&inflight{id: c.nextID, final: final, started: c.time.now()}, &barrierMsg{id: c.nextID, final: final})
 	}
 	triggerSP := func(req *savepointReq) {
 		c.nextID++
-		begin(&inflight{id: c.nextID, sp: req, started: time.Now()}, &barrierMsg{id: c.nextID, stop: req.stop})
+		begin(&inflight{id: c.nextID, sp: req, started: c.time.now()}, &barrierMsg{id: c.nextID, stop: req.stop})
+	}
+	// next starts what waits once no checkpoint is in flight: a queued
+	// request, else the final checkpoint if the input is done.
+	next := func() {
+		if len(queued) > 0 {
+			req := queued[0]
+			queued = queued[1:]
+			triggerSP(req)
+		} else if wantFinal {
+			trigger(true)
+		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-tick.C:
+		case <-ticks:
 			if cur == nil && !wantFinal {
 				trigger(false)
 			}
@@ -186,7 +243,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			c.log.Warn("checkpoint aborted: not complete within the timeout", "id", cur.id, "timeout", c.timeout, "acks", len(cur.snaps), "tasks", c.ntasks)
 			if cur.sp != nil {
-				cur.sp.resp <- savepointResult{err: fmt.Errorf("weir: savepoint %d not complete within %v", cur.id, c.timeout)}
+				cur.sp.resp <- savepointResult{err: fmt.Errorf("weir: %s %d not complete within %v", cur.sp.what(), cur.id, c.timeout)}
 				if cur.sp.stop {
 					return fmt.Errorf("weir: stop-with-savepoint %d not complete within %v", cur.id, c.timeout)
 				}
@@ -204,9 +261,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			cur = nil
 			timeout = nil
-			if wantFinal {
-				trigger(true)
-			}
+			next()
 		case s := <-c.acks:
 			if cur == nil || s.id != cur.id {
 				// An aborted checkpoint's late acknowledgement: its state is
@@ -220,27 +275,21 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			done := cur
 			cur = nil
-			timer.Stop()
+			stopTimer()
 			timeout = nil
 			if len(carry) > 0 {
 				done.snaps = append(done.snaps, &taskSnapshot{id: done.id, task: "carried", committables: carry})
 				carry = nil
 			}
-			start := time.Now()
-			if sp := done.sp; sp != nil {
+			start := c.time.now()
+			if sp := done.sp; sp != nil && sp.path != "" {
 				if err := c.completeSavepoint(ctx, done); err != nil {
 					return err
 				}
 				if sp.stop {
 					return &stopError{path: sp.path}
 				}
-				if len(queued) > 0 {
-					req := queued[0]
-					queued = queued[1:]
-					triggerSP(req)
-				} else if wantFinal {
-					trigger(true)
-				}
+				next()
 				continue
 			}
 			if err := c.persist(ctx, done.id, done.final, done.snaps); err != nil {
@@ -249,36 +298,42 @@ func (c *coordinator) run(ctx context.Context) error {
 				// checkpoint failures are 0 by default; we keep going and log).
 				c.log.Error("checkpoint failed", "id", done.id, "err", err)
 				c.metrics.Failed.Add(1)
+				if done.sp != nil {
+					done.sp.resp <- savepointResult{err: fmt.Errorf("weir: checkpoint %d: %w", done.id, err)}
+					done.sp = nil
+				}
 				for _, s := range done.snaps {
 					carry = append(carry, s.committables...)
 				}
 				if done.final {
 					return fmt.Errorf("weir: final checkpoint %d: %w", done.id, err)
 				}
-				if wantFinal {
-					trigger(true)
-				}
+				next()
 				continue
 			}
 			c.metrics.Completed.Add(1)
 			c.metrics.LastID.Store(done.id)
-			c.metrics.LastDurationNanos.Store(int64(time.Since(done.started)))
-			c.metrics.LastWriteNanos.Store(int64(time.Since(start)))
-			c.log.Info("checkpoint complete", "id", done.id, "final", done.final, "duration", time.Since(done.started))
+			end := c.time.now()
+			c.metrics.LastDurationNanos.Store(int64(end.Sub(done.started)))
+			c.metrics.LastWriteNanos.Store(int64(end.Sub(start)))
+			c.log.Info("checkpoint complete", "id", done.id, "final", done.final, "duration", end.Sub(done.started))
 			if err := c.commit(ctx, done.id, done.snaps); err != nil {
+				if done.sp != nil {
+					done.sp.resp <- savepointResult{err: err}
+					done.sp = nil
+				}
 				return fmt.Errorf("weir: commit of checkpoint %d: %w", done.id, err)
 			}
 			c.committed.Store(done.id)
+			if done.sp != nil {
+				// Job.Checkpoint: complete and committed.
+				done.sp.resp <- savepointResult{id: done.id}
+				done.sp = nil
+			}
 			if done.final {
 				return nil
 			}
-			if len(queued) > 0 {
-				req := queued[0]
-				queued = queued[1:]
-				triggerSP(req)
-			} else if wantFinal {
-				trigger(true)
-			}
+			next()
 		}
 	}
 }

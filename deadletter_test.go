@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // rawSource is one split of strings decoded as ints; the ones that are not
@@ -80,15 +81,15 @@ func TestDeadLettersAreExactlyOnceThroughFailures(t *testing.T) {
 	good, dead := newMemSink(), newMemSink()
 	job := weir.NewJob("dlq", weir.Checkpointing(5*time.Millisecond, t.TempDir()),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 10, Interval: time.Hour}))
-	src := weir.FromSource(job, "raw", weir.Source[int](&rawSource{items}), weir.NoWatermarks[int]())
+	// A checkpoint after every 500 items: at least two complete before
+	// the failure, however slow the machine.
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.RestorableSource[int](&rawSource{items}), 500)
+	src := weir.FromSource(job, "raw", weir.Source[int](paced), weir.NoWatermarks[int]())
 	bad := weir.BadRecords(src)
 	weir.To(weir.Map(bad, func(b weir.BadRecord) string { return b.Position + " " + string(b.Raw) }), weir.Sink[string](dead), weir.UID("dead"))
 	var failed atomic.Bool
 	s := weir.Map(src, func(v int) string {
 		if !failed.Load() {
-			if v%100 == 0 {
-				time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
-			}
 			if v > 2000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 				panic("injected failure")
 			}

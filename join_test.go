@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // jev is an event of either side of a join test.
@@ -416,12 +417,15 @@ func TestJoinsRecoverExactlyOnce(t *testing.T) {
 	build := func(p int, fail bool, failed *atomic.Bool, sink *memSink) *weir.Job {
 		job := weir.NewJob("joins", weir.Parallelism(p), weir.BatchSize(16), weir.Checkpointing(5*time.Millisecond, t.TempDir()),
 			weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 10, Interval: time.Hour}))
-		ls := weir.FromSource(job, "left", weir.SliceSource(l), weir.MonotonousTimestamps(jevTime))
+		var lsrc weir.Source[jev] = weir.SliceSource(l)
+		if fail {
+			// A checkpoint after every 200 left events: at least two
+			// complete before the failure, however slow the machine.
+			lsrc = weirtest.CheckpointEvery(func() *weir.Job { return job }, lsrc.(weir.RestorableSource[jev]), 200)
+		}
+		ls := weir.FromSource(job, "left", lsrc, weir.MonotonousTimestamps(jevTime))
 		ls = weir.Map(ls, func(e jev) jev {
 			if fail && !failed.Load() {
-				if e.V%50 == 0 {
-					time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
-				}
 				if e.V >= 900 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}

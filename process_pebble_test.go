@@ -23,7 +23,7 @@ import (
 )
 
 // The same jobs give the same output with the heap and with the Pebble
-// backend: every state kind, and a checkpointed job that fails once.
+// backend: every state kind, against a model.
 func TestPebbleStateSameAsHeap(t *testing.T) {
 	r := newRand(11)
 	var evs []ev
@@ -52,27 +52,7 @@ func TestPebbleStateSameAsHeap(t *testing.T) {
 		}
 		waitGoroutines(t, before) // Pebble's goroutines end with the job
 	}
-
-	evs = randomEvents(newRand(9), 20000, 200, 3000)
-	for _, p := range []int{1, 2} {
-		heap := newMemSink()
-		var f atomic.Bool
-		if err := buildProcessJob(evs, p, t.TempDir(), heap, 0, &f, weir.HeapState()).Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		peb := newMemSink()
-		var failed atomic.Bool
-		job := buildProcessJob(evs, p, t.TempDir(), peb, evs[15000].TS, &failed, weir.PebbleState(t.TempDir(), 8<<20))
-		if err := job.Run(context.Background()); err != nil {
-			t.Fatalf("p=%d: %v", p, err)
-		}
-		if n := job.Metrics().Checkpoints.Restarts; !failed.Load() || n != 1 {
-			t.Fatalf("p=%d: %d restarts, want 1", p, n)
-		}
-		if a, b := heap.output(), peb.output(); !slices.Equal(a, b) {
-			t.Fatalf("p=%d: Pebble job with a failure differs from the heap job without: %d vs %d records\n%s", p, len(b), len(a), firstDiff(a, b))
-		}
-	}
+	// A checkpointed Pebble job that fails and restarts is TestMetamorphic's.
 }
 
 // A checkpoint of heap state restores into the Pebble backend, at another
@@ -231,44 +211,12 @@ func TestPebbleStateLargerThanMemory(t *testing.T) {
 	}
 }
 
-// Incremental checkpoints of Pebble state: a checkpointed job that fails
-// once gives the heap job's output and the full-snapshot Pebble job's;
-// its checkpoints share SST files; a savepoint of it is by key group (it
-// restores into the heap backend); and its last checkpoint restores at
-// other parallelisms (rescaling copies key groups out of the old
-// databases).
+// Incremental checkpoints of Pebble state: a savepoint of it is by key
+// group (it restores into the heap backend); and its last checkpoint
+// restores at other parallelisms (rescaling copies key groups out of the
+// old databases). That a job on them fails and restarts with the heap
+// job's output is TestMetamorphic's first configuration.
 func TestPebbleIncrementalCheckpoints(t *testing.T) {
-	evs := randomEvents(newRand(9), 20000, 200, 3000)
-	const p = 2
-	heap := newMemSink()
-	var f atomic.Bool
-	if err := buildProcessJob(evs, p, t.TempDir(), heap, 0, &f, weir.HeapState()).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	for _, incremental := range []bool{false, true} {
-		sink := newMemSink()
-		var failed atomic.Bool
-		ckDir := t.TempDir()
-		opts := []weir.Option{weir.PebbleState(t.TempDir(), 8<<20)}
-		if incremental {
-			opts = append(opts, weir.IncrementalCheckpoints())
-		}
-		job := buildProcessJob(evs, p, ckDir, sink, evs[15000].TS, &failed, opts...)
-		if err := job.Run(context.Background()); err != nil {
-			t.Fatalf("incremental %t: %v", incremental, err)
-		}
-		if n := job.Metrics().Checkpoints.Restarts; !failed.Load() || n != 1 {
-			t.Fatalf("incremental %t: %d restarts, want 1", incremental, n)
-		}
-		if a, b := heap.output(), sink.output(); !slices.Equal(a, b) {
-			t.Fatalf("incremental %t: Pebble job with a failure differs from the heap job without: %d vs %d records\n%s", incremental, len(b), len(a), firstDiff(a, b))
-		}
-		shared, _ := os.ReadDir(filepath.Join(ckDir, "shared"))
-		if incremental != (len(shared) > 0) {
-			t.Errorf("incremental %t: %d entries in the shared area", incremental, len(shared))
-		}
-	}
-
 	// Rescaling from an incremental checkpoint, and a savepoint of
 	// incremental state restored into the heap backend.
 	r := newRand(4)

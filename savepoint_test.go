@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // genEvents is record i of the test stream: keys spread over 30 values,
@@ -24,8 +25,18 @@ func windowJob(count int64, rate float64, p int, dir string, sink *memSink, opts
 }
 
 func windowJobOf(w weir.Windows, count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+	return windowJobHeld(w, count, rate, 0, p, dir, sink, opts...)
+}
+
+// windowJobHeld is windowJobOf whose source readers each stop after hold
+// records (0: never), see weirtest.HoldAfter.
+func windowJobHeld(w weir.Windows, count int64, rate float64, hold, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
 	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
-	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents),
+	gen := weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents)
+	if hold > 0 {
+		gen = weirtest.HoldAfter(gen.(weir.RestorableSource[ev]), hold)
+	}
+	src := weir.FromSource(job, "gen", gen,
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w), weir.Count[ev](), weir.UID("counts"))
 	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
@@ -48,7 +59,9 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 		want := ref.output()
 		for _, p := range []int{1, 4} {
 			first := newMemSink()
-			job := windowJobOf(w, -1, 100_000, 2, t.TempDir(), first)
+			// Each of the two readers stops after n/4 events, so the stop
+			// comes before the input's end however slow the machine.
+			job := windowJobHeld(w, -1, 100_000, n/4, 2, t.TempDir(), first)
 			done := make(chan error, 1)
 			go func() { done <- job.Run(context.Background()) }()
 			waitFor(t, "first results", func() bool { return len(first.output()) > 50 })

@@ -3,20 +3,18 @@ package weir_test
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/datadriven"
 	"github.com/weirstream/weir"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata/")
-
-// TestWindowsGolden runs the cases of testdata/windows.txt. Each case is
+// TestWindowsGolden runs the cases of testdata/windows.txt, a
+// cockroachdb/datadriven file. Each case is
 //
 //	run <options>
 //	<key> <timestamp ms>      (one event per line, in arrival order)
@@ -29,43 +27,16 @@ var rewrite = flag.Bool("rewrite", false, "rewrite golden files in testdata/")
 // session:1000 | global, bound=<ms>, lateness=<ms>, trigger=count:<n>[:purge],
 // mode=retract, late=side. Regenerate with -rewrite and review the diff.
 func TestWindowsGolden(t *testing.T) {
-	path := "testdata/windows.txt"
-	f, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	chunks := strings.Split("\n"+string(f), "\nrun ")
-	out.WriteString(strings.TrimPrefix(chunks[0], "\n"))
-	for _, c := range chunks[1:] {
-		lines := strings.Split(strings.TrimRight(c, "\n"), "\n")
-		sep := len(lines)
-		for i, l := range lines {
-			if l == "----" {
-				sep = i
-				break
-			}
+	datadriven.RunTest(t, "testdata/windows.txt", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "run" {
+			d.Fatalf(t, "unknown command %q", d.Cmd)
 		}
-		got := runGoldenCase(t, lines[0], lines[1:sep])
-		if out.Len() > 0 {
-			out.WriteString("\n")
+		var opts []string
+		for _, a := range d.CmdArgs {
+			opts = append(opts, a.String())
 		}
-		out.WriteString("run " + strings.Join(lines[:sep], "\n") + "\n----\n" + got)
-		if !*rewrite {
-			want := ""
-			if sep < len(lines) {
-				want = strings.Join(lines[sep+1:], "\n") + "\n"
-			}
-			if want != got {
-				t.Errorf("case %q:\ngot:\n%swant:\n%s", lines[0], got, want)
-			}
-		}
-	}
-	if *rewrite {
-		if err := os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return runGoldenCase(t, strings.Join(opts, " "), strings.Split(d.Input, "\n"))
+	})
 }
 
 func runGoldenCase(t *testing.T, opts string, lines []string) string {

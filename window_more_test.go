@@ -86,9 +86,13 @@ func TestCountDistinctAndClockCorrection(t *testing.T) {
 }
 
 // fakeClock is a processing-time clock the test moves by hand.
-type fakeClock struct{ ms atomic.Int64 }
+// reads counts the times the job looked at it.
+type fakeClock struct{ ms, reads atomic.Int64 }
 
-func (c *fakeClock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+func (c *fakeClock) now() time.Time {
+	c.reads.Add(1)
+	return time.UnixMilli(c.ms.Load())
+}
 
 // feed is an unbounded source fed by the test through a channel.
 type feed chan ev
@@ -146,7 +150,11 @@ func TestEarlyFiringsAndProcessingTimeTrigger(t *testing.T) {
 		in <- ev{"a", 2000}
 		// Nothing fires until processing time moves.
 		clock.ms.Store(500)
-		time.Sleep(20 * time.Millisecond) // give a wrong firing a chance to show
+		// Give a wrong firing its chance: the job has looked at the
+		// clock several times since it moved (a count, not a duration,
+		// so a busy machine only makes this take longer).
+		seen := clock.reads.Load()
+		waitFor(t, "the job to read the clock", func() bool { return clock.reads.Load() >= seen+20 })
 		if n := len(out.Items()); n != 0 {
 			t.Fatalf("%s: %d results before the clock moved", mode, n)
 		}

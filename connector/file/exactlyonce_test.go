@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/crashtest"
 )
 
 var bg = context.Background()
@@ -804,10 +805,17 @@ func TestExactlyOnceCrashSimulation(t *testing.T) {
 	if testing.Short() {
 		runs = 10
 	}
-	for seed := range runs {
-		simulateCrashes(t, uint64(seed))
+	seeds := make([]uint64, runs)
+	for i := range seeds {
+		seeds[i] = uint64(i)
+	}
+	if os.Getenv(crashtest.SeedEnv) != "" {
+		seeds = []uint64{crashtest.Seed(t)} // replay one
+	}
+	for _, seed := range seeds {
+		simulateCrashes(t, seed)
 		if t.Failed() {
-			t.Fatalf("seed %d", seed)
+			t.Fatalf("seed %d (replay: %s=%d go test -run '^%s$')", seed, crashtest.SeedEnv, seed, t.Name())
 		}
 	}
 }

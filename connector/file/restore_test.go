@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // TestReaderReopensAtItsPosition reads a file in pieces, reopening a new
@@ -138,12 +139,12 @@ func TestFileSourceInACheckpointedJob(t *testing.T) {
 	var failed atomic.Bool
 	job := weir.NewJob("files", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, t.TempDir()),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
-	src := weir.FromSource(job, "in", JSONLines[event](paths), weir.NoWatermarks[event]())
+	// A checkpoint after every 500 lines of a file: at least two complete
+	// before the failure, however slow the machine.
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, JSONLines[event](paths).(weir.RestorableSource[event]), 500)
+	src := weir.FromSource(job, "in", weir.Source[event](paced), weir.NoWatermarks[event]())
 	ids := weir.Map(src, func(e event) string {
 		if !failed.Load() {
-			if e.ID%100 == 0 {
-				time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
-			}
 			if e.ID%10000 > 2000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 				panic("injected failure")
 			}

@@ -48,7 +48,7 @@ func TestKafkaKillAndRestart(t *testing.T) {
 	want := committedValues(t, addrs, "ref")
 	sameOutput(t, "failure-free run", want, windowCounts(evs))
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	rng := rand.New(rand.NewPCG(crashtest.Seed(t), 2))
 	n := crashKills()
 	kills, rounds := 0, 0
 	deadline := time.Now().Add(4 * time.Minute)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 type kv struct {
@@ -525,13 +526,9 @@ func TestSinkJobWithInterruptedCommits(t *testing.T) {
 		}
 		job := weir.NewJob("counts", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, t.TempDir()),
 			weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour}))
-		src := weir.FromSource(job, "evs", weir.SliceSource(evs), weir.BoundedOutOfOrderness(time.Second, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
-		src = weir.Map(src, func(e ev) ev {
-			if e.TS%1000 == 0 {
-				time.Sleep(time.Millisecond) // pace the input so checkpoints complete
-			}
-			return e
-		})
+		// A checkpoint after every 1000 events, however slow the machine.
+		paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.SliceSource(evs).(weir.RestorableSource[ev]), 1000)
+		src := weir.FromSource(job, "evs", weir.Source[ev](paced), weir.BoundedOutOfOrderness(time.Second, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
 		counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.K }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))
 		weir.To(counts, Sink(dir, "counts", "job", func(r weir.WindowResult[string, int64], rec *Record) error {
 			rec.Key = append(rec.Key, r.Key...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 type tick struct {
@@ -35,15 +36,15 @@ func countJob(t *testing.T, dir, ck string, evs []tick, failAt []int64) *weir.Jo
 	var failed [8]atomic.Bool
 	job := weir.NewJob("counts", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, ck),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour}))
-	src := weir.FromSource(job, "ticks", weir.SliceSource(evs),
+	// A checkpoint after every 500 events: they complete between the
+	// failures, however slow the machine.
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.SliceSource(evs).(weir.RestorableSource[tick]), 500)
+	src := weir.FromSource(job, "ticks", weir.Source[tick](paced),
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e tick) time.Time { return time.UnixMilli(e.TS) }))
 	src = weir.Map(src, func(e tick) tick {
 		for i, at := range failAt {
 			if failed[i].Load() {
 				continue
-			}
-			if e.TS%500 == 0 {
-				time.Sleep(time.Millisecond) // pace the input so checkpoints complete
 			}
 			if e.TS == at && failed[i].CompareAndSwap(false, true) {
 				panic("injected failure")

@@ -106,7 +106,7 @@ func killAndRestart(t *testing.T, bin, dsn, mode string) {
 		t.Fatalf("the reference run wrote only %d rows", len(want))
 	}
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	rng := rand.New(rand.NewPCG(crashtest.Seed(t), 2))
 	n := crashKills()
 	total, failpoints, rounds := 0, 0, 0
 	deadline := time.Now().Add(10 * time.Minute)

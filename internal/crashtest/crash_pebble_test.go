@@ -93,7 +93,7 @@ func TestKillAndRestartPebbleIncremental(t *testing.T) {
 	}
 	checkSharedArea(t, 0, filepath.Join(refDir, "ck"))
 
-	rng := rand.New(rand.NewPCG(seed(t), 3))
+	rng := rand.New(rand.NewPCG(Seed(t), 3))
 	total, failpoints, rounds, starts := 0, 0, 0, 0
 	var sum useStats
 	start := time.Now()
@@ -333,23 +333,6 @@ func checkSharedArea(t *testing.T, round int, dir string) int {
 			round, len(garbage), files, shared, ids, first(garbage, 10))
 	}
 	return len(cks)
-}
-
-// seed is the seed of a crash test's random choices: WEIR_CRASH_SEED, or
-// the time (logged, to replay the choices; the kill moments' effect still
-// depends on timing).
-func seed(t *testing.T) uint64 {
-	t.Helper()
-	if s := os.Getenv("WEIR_CRASH_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WEIR_CRASH_SEED=%q: %v", s, err)
-		}
-		return v
-	}
-	v := uint64(time.Now().UnixNano())
-	t.Logf("seed %d (WEIR_CRASH_SEED)", v)
-	return v
 }
 
 func names(es []os.DirEntry) []string {

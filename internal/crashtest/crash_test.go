@@ -85,7 +85,7 @@ func TestKillAndRestart(t *testing.T) {
 		t.Fatalf("reference output has only %d lines", len(want))
 	}
 
-	rng := rand.New(rand.NewPCG(seed(t), 1))
+	rng := rand.New(rand.NewPCG(Seed(t), 1))
 	n := kills()
 	total, failpoints, rounds := 0, 0, 0
 	start := time.Now()

@@ -9,4 +9,8 @@
 //
 //	go test ./internal/crashtest/                     # 50 kills (heap), 20 (Pebble)
 //	WEIR_CRASH_KILLS=2000 go test -timeout 2h ./internal/crashtest/   # 2000 and 800
+//	WEIR_CRASH_SEED=N go test -run TestX ./internal/crashtest/   # replay the seed a run logged
+//
+// Every randomized crash test (here and in connector/kafka, connector/postgres)
+// takes its seed from Seed, which logs it.
 package crashtest

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -48,4 +49,31 @@ func Kills(def int) int {
 		return n
 	}
 	return def
+}
+
+// SeedEnv names the environment variable that replays a randomized crash
+// test: set it to the seed the test logged.
+const SeedEnv = "WEIR_CRASH_SEED"
+
+// Seed is the seed of a randomized crash test's choices (kill moments,
+// failpoints): WEIR_CRASH_SEED if set, else a fresh one. Either way it is
+// logged, and logged again if the test fails, so that every failure
+// report carries the command that replays its choices (the effect of a
+// kill at a given moment still depends on how far the process got).
+func Seed(t testing.TB) uint64 {
+	t.Helper()
+	v := uint64(time.Now().UnixNano())
+	if s := os.Getenv(SeedEnv); s != "" {
+		var err error
+		if v, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", SeedEnv, s, err)
+		}
+	}
+	t.Logf("seed %d (replay: %s=%d go test -run '^%s$')", v, SeedEnv, v, t.Name())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("failed with seed %d: replay with %s=%d go test -run '^%s$'", v, SeedEnv, v, t.Name())
+		}
+	})
+	return v
 }

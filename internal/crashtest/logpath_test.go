@@ -101,7 +101,7 @@ func TestKillDemoOnTheLog(t *testing.T) {
 		t.Fatalf("reference run: %d records in the topic, %d in part files", n, len(wantFiles))
 	}
 
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	rng := rand.New(rand.NewPCG(Seed(t), 2))
 	want := logKills()
 	total, failpoints, rounds := 0, 0, 0
 	start := time.Now()
