@@ -223,6 +223,10 @@ func (s *ckStore) recordCommit(id int64, kind checkpoint.Kind, path string, snap
 func (s *ckStore) latest() (*restoredState, error) {
 	c, err := s.store.Latest()
 	switch {
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) && s.job.cfg.restoreFrom != "":
+		// A restart before the first checkpoint after RestoreFrom: the
+		// job restores the savepoint again (checked when it was loaded).
+		return nil, nil
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
 		return nil, s.checkReplay(0, "")
 	case errors.Is(err, checkpoint.ErrNoValidCheckpoint) && s.job.cfg.startFresh:

@@ -29,6 +29,15 @@ func checkpointsOf(t *testing.T, dir string, sink *memSink) []string {
 	return m
 }
 
+// flipStateFile flips a bit in the middle of a state file of checkpoint ck.
+func flipStateFile(t *testing.T, ck string) {
+	t.Helper()
+	f := stateFile(t, ck)
+	b, _ := os.ReadFile(f)
+	b[len(b)/2] ^= 0x10
+	os.WriteFile(f, b, 0o644)
+}
+
 func stateFile(t *testing.T, ck string) string {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(ck, "*.state"))
@@ -46,12 +55,7 @@ func stateFile(t *testing.T, ck string) string {
 // repaired from its copy instead: no fallback.
 func TestCorruptCheckpointFallsBack(t *testing.T) {
 	corruptions := map[string]func(t *testing.T, ck string){
-		"bit flip": func(t *testing.T, ck string) {
-			f := stateFile(t, ck)
-			b, _ := os.ReadFile(f)
-			b[len(b)/2] ^= 0x10
-			os.WriteFile(f, b, 0o644)
-		},
+		"bit flip": flipStateFile,
 		"truncation": func(t *testing.T, ck string) {
 			f := stateFile(t, ck)
 			st, _ := os.Stat(f)
