@@ -22,6 +22,7 @@ import (
 //	--restore-from PATH        start from a savepoint or checkpoint
 //	--allow-non-restored-state drop restored state of removed operators
 //	--start-fresh              start empty if no checkpoint is usable
+//	--allow-duplicates         restore behind committed output (duplicates it)
 //	--metrics-addr ADDR        serve Prometheus metrics (loopback unless a host is given)
 //	--control-addr ADDR        serve the control endpoint (for `weir savepoint`)
 //	--log-level LEVEL          debug, info, warn or error (default info)
@@ -46,6 +47,7 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	restore := fs.String("restore-from", "", "start from this savepoint or checkpoint directory")
 	allowNR := fs.Bool("allow-non-restored-state", false, "drop restored state of operators the job no longer has")
 	fresh := fs.Bool("start-fresh", false, "start empty when no checkpoint is usable")
+	allowDup := fs.Bool("allow-duplicates", false, "restore a checkpoint older than output the sinks committed, committing it again")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at this address")
 	controlAddr := fs.String("control-addr", "", "serve the control endpoint at this address")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -71,6 +73,9 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	}
 	if *fresh {
 		opts = append(opts, StartFresh())
+	}
+	if *allowDup {
+		opts = append(opts, AllowDuplicateOutput())
 	}
 	if *metricsAddr != "" {
 		opts = append(opts, MetricsAddr(*metricsAddr))
