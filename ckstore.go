@@ -17,6 +17,14 @@ import (
 type ckStore struct {
 	job   *Job
 	store *checkpoint.Store
+
+	// last is the checkpoint or savepoint persisted last: commit records
+	// its kind and path. Used by the coordinator goroutine only.
+	last struct {
+		id   int64
+		kind checkpoint.Kind
+		path string
+	}
 }
 
 func openCkStore(j *Job) (*ckStore, error) {
@@ -48,6 +56,7 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 	for _, fn := range confirms {
 		fn()
 	}
+	s.last.id, s.last.kind, s.last.path = id, checkpoint.KindCheckpoint, c.Path()
 	s.job.metrics.Checkpoints.LastSizeBytes.Store(c.Metadata().TotalSize())
 	s.hook(hooks.StageComplete, id)
 	return nil
@@ -68,6 +77,7 @@ func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, s
 		p.Abort()
 		return err
 	}
+	s.last.id, s.last.kind, s.last.path = id, checkpoint.KindSavepoint, p.Path()
 	return nil
 }
 
@@ -167,8 +177,16 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 	return meta, confirms, nil
 }
 
-// commit makes the output of a completed checkpoint visible.
+// commit makes the output of a completed checkpoint visible. It records
+// the commit first (see recordCommit).
 func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) error {
+	kind, path := checkpoint.KindCheckpoint, ""
+	if s.last.id == id {
+		kind, path = s.last.kind, s.last.path
+	}
+	if err := s.recordCommit(id, kind, path, snaps); err != nil {
+		return err
+	}
 	for _, snap := range snaps {
 		for _, c := range snap.committables {
 			if c.committer == nil {
@@ -183,26 +201,56 @@ func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) e
 	return nil
 }
 
+// recordCommit records in the checkpoint dir, durably, that the output of
+// checkpoint or savepoint id is about to be committed, if snaps hold any
+// output to commit. It comes before the commit, so that a crash between
+// the two errs on the safe side: a restore never falls back past output
+// that may have been committed without knowing it (see checkReplay).
+func (s *ckStore) recordCommit(id int64, kind checkpoint.Kind, path string, snaps []*taskSnapshot) error {
+	for _, snap := range snaps {
+		for _, c := range snap.committables {
+			if c.committer != nil && len(c.data) > 0 {
+				return s.store.RecordCommit(id, kind, path)
+			}
+		}
+	}
+	return nil
+}
+
 // latest loads the newest usable checkpoint: nil when there is none. When
 // checkpoints exist but none is usable, the job refuses to start unless
-// told to start fresh.
+// told to start fresh. Either way, it refuses a start that would replay
+// output the sinks committed (checkReplay).
 func (s *ckStore) latest() (*restoredState, error) {
 	c, err := s.store.Latest()
 	switch {
-	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) && s.job.cfg.restoreFrom != "":
+		// A restart before the first checkpoint after RestoreFrom: the
+		// job restores the savepoint again (checked when it was loaded).
 		return nil, nil
+	case errors.Is(err, checkpoint.ErrNoCheckpoint):
+		return nil, s.checkReplay(0, "")
 	case errors.Is(err, checkpoint.ErrNoValidCheckpoint) && s.job.cfg.startFresh:
 		s.job.cfg.logger.Warn("no usable checkpoint; starting fresh as told", "err", err)
-		return nil, nil
+		return nil, s.checkReplay(0, "")
 	case errors.Is(err, checkpoint.ErrNoValidCheckpoint):
+		if rerr := s.checkReplay(0, ""); rerr != nil {
+			return nil, fmt.Errorf("weir: refusing to start: %w; pass StartFresh to start empty, and %w", err, rerr)
+		}
 		return nil, fmt.Errorf("weir: refusing to start: %w (pass StartFresh to start empty)", err)
 	case err != nil:
+		return nil, err
+	}
+	if err := s.checkReplay(c.ID(), c.Path()); err != nil {
 		return nil, err
 	}
 	return loadCheckpoint(c)
 }
 
-func loadSavepoint(j *Job, path string) (*restoredState, error) {
+// loadSavepoint loads the savepoint or checkpoint at path, for RestoreFrom.
+// With a checkpoint dir (store), it refuses one older than output the
+// sinks committed, as latest does.
+func loadSavepoint(j *Job, store *ckStore, path string) (*restoredState, error) {
 	c, err := checkpoint.OpenPath(path, checkpoint.WithLogger(j.cfg.logger))
 	if err != nil {
 		return nil, fmt.Errorf("weir: restore from %s: %w", path, err)
@@ -212,6 +260,11 @@ func loadSavepoint(j *Job, path string) (*restoredState, error) {
 	}
 	if mp := c.Metadata().MaxParallelism; mp != j.cfg.maxParallelism {
 		return nil, fmt.Errorf("weir: restore from %s: it was taken with max parallelism %d, the job has %d (key groups cannot change)", path, mp, j.cfg.maxParallelism)
+	}
+	if store != nil {
+		if err := store.checkReplay(c.ID(), c.Path()); err != nil {
+			return nil, err
+		}
 	}
 	return loadCheckpoint(c)
 }

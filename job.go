@@ -204,7 +204,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 		}
 	}
 	if j.cfg.restoreFrom != "" {
-		if restored, err = loadSavepoint(j, j.cfg.restoreFrom); err != nil {
+		if restored, err = loadSavepoint(j, store, j.cfg.restoreFrom); err != nil {
 			return err
 		}
 	} else if store != nil {
@@ -230,7 +230,10 @@ func (j *Job) runAttempts(ctx context.Context) error {
 		}
 		var perm permanent
 		if errors.As(err, &perm) {
-			return perm.error
+			if p, ok := err.(permanent); ok {
+				return p.error
+			}
+			return err // wrapped: keep what the wrapping says (task, checkpoint)
 		}
 		if err == nil || store == nil || ctx.Err() != nil {
 			return err

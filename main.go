@@ -22,6 +22,7 @@ import (
 //	--restore-from PATH        start from a savepoint or checkpoint
 //	--allow-non-restored-state drop restored state of removed operators
 //	--start-fresh              start empty if no checkpoint is usable
+//	--allow-duplicates         restore behind committed output (duplicates it)
 //	--metrics-addr ADDR        serve Prometheus metrics (loopback unless a host is given)
 //	--control-addr ADDR        serve the control endpoint (for `weir savepoint`; needs --checkpoint-dir)
 //	--savepoint-dir DIR        where that endpoint's savepoints go (default DIR/savepoints)
@@ -47,6 +48,7 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	restore := fs.String("restore-from", "", "start from this savepoint or checkpoint directory")
 	allowNR := fs.Bool("allow-non-restored-state", false, "drop restored state of operators the job no longer has")
 	fresh := fs.Bool("start-fresh", false, "start empty when no checkpoint is usable")
+	allowDup := fs.Bool("allow-duplicates", false, "restore a checkpoint older than output the sinks committed, committing it again")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at this address")
 	controlAddr := fs.String("control-addr", "", "serve the control endpoint, which the weir savepoint command talks to, at this address (needs --checkpoint-dir)")
 	spDir := fs.String("savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: the checkpoint directory's savepoints/)")
@@ -73,6 +75,9 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	}
 	if *fresh {
 		opts = append(opts, StartFresh())
+	}
+	if *allowDup {
+		opts = append(opts, AllowDuplicateOutput())
 	}
 	if *metricsAddr != "" {
 		opts = append(opts, MetricsAddr(*metricsAddr))

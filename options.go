@@ -65,6 +65,7 @@ type config struct {
 	restoreFrom  string
 	allowNonRest bool
 	startFresh   bool
+	allowDup     bool
 	restart      RestartPolicy
 	ckHook       func(hooks.Stage, int64) // set through internal/hooks, for crash tests
 
@@ -276,6 +277,17 @@ func AllowNonRestoredState() Option {
 // rather than silently reprocess or lose its state.
 func StartFresh() Option {
 	return option{"StartFresh()", scopeJob, func(c *config) { c.startFresh = true }}
+}
+
+// AllowDuplicateOutput lets a job restore a checkpoint older than output
+// its sinks already committed (its newer checkpoints are damaged, or
+// RestoreFrom names an older one), or start empty after such output: the
+// records after the restored checkpoint are processed again and their
+// output is committed a second time. Without it the job refuses to start,
+// with a *DuplicateOutputError naming the checkpoints, unless every
+// committing sink is a ReplaySafeCommitter.
+func AllowDuplicateOutput() Option {
+	return option{"AllowDuplicateOutput()", scopeJob, func(c *config) { c.allowDup = true }}
 }
 
 // RestartPolicy says how a checkpointed job restarts after a failure:

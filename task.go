@@ -240,9 +240,9 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 	}
 	p.restored = restored
 	if restored != nil {
-		if err := p.checkRestore(ctx); err != nil {
+		if err := p.checkRestore(ctx, ckpt); err != nil {
 			g.Wait()
-			if _, ok := err.(transient); ok {
+			if _, ok := err.(transient); ok && !IsPermanent(err) {
 				return err
 			}
 			return permanent{err}
@@ -325,7 +325,7 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 // checkRestore matches restored state to operators by UID and commits the
 // restored checkpoint's pending sink output (idempotently) before any task
 // starts.
-func (p *plan) checkRestore(ctx context.Context) error {
+func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
 	byUID := map[string]*node{}
 	for _, n := range p.job.nodes {
 		byUID[n.uid] = n
@@ -339,6 +339,19 @@ func (p *plan) checkRestore(ctx context.Context) error {
 	if len(missing) > 0 && !p.job.cfg.allowNonRest {
 		slices.Sort(missing)
 		return fmt.Errorf("weir: the restored state has operators this job does not have (UIDs %q); give the operators their old UIDs, or pass AllowNonRestoredState to drop that state", missing)
+	}
+	if ckpt != nil {
+		var snap taskSnapshot
+		for uid, list := range p.restored.commits {
+			if n := byUID[uid]; n != nil && n.committer != nil {
+				for _, c := range list {
+					snap.committables = append(snap.committables, pendingCommit{data: c, committer: n.committer})
+				}
+			}
+		}
+		if err := ckpt.recordCommit(p.restored.id, p.restored.ck.Kind(), p.restored.path, []*taskSnapshot{&snap}); err != nil {
+			return transient{fmt.Errorf("weir: commit of restored checkpoint %d: %w", p.restored.id, err)}
+		}
 	}
 	for uid, list := range p.restored.commits {
 		n := byUID[uid]

@@ -92,7 +92,13 @@ func RollSize(bytes int64) SinkOption {
 // checkpoint ckpt, PreCommit flushes, fsyncs and closes the in-progress
 // files, renames them to pending files (seq numbering them in the order they
 // were written, from 0), fsyncs dir and returns a committable: a JSON object
-// listing each pending file with its final name and size. The committable
+// naming dir absolutely and listing each pending file with its final name
+// and size. (Commit renames in the directory the committable names, not in
+// the committer's: a job restored from a savepoint with a new directory, as
+// a blue/green deployment does, commits the savepoint's output where it
+// was written and writes its new output to the new directory, as Flink's
+// FileSink does with absolute paths. A relative dir is made absolute when
+// the sink is created.) The committable
 // also lists again the files of the writer's earlier PreCommits that are
 // still pending, so that the output of a checkpoint that was aborted (whose
 // committable the job dropped) is committed with the next checkpoint that
@@ -120,7 +126,10 @@ func RollSize(bytes int64) SinkOption {
 // already exists while its pending file is still there (Commit never
 // overwrites a committed file, as restoring a checkpoint older than the
 // latest committed one, or reusing the directory of an earlier job, would
-// have it do).
+// have it do). These errors are weir.Permanent: no restart can fix them,
+// so the job fails at once instead of restarting in a loop (lost output
+// only while its directory exists: a missing directory may be an
+// unmounted disk).
 //
 // # Recovery
 //
@@ -169,7 +178,14 @@ func ExactlyOnce[T any](dir string, opts ...SinkOption) weir.CommittingSink[T] {
 	for _, o := range opts {
 		o.applySink(&cfg)
 	}
-	s := &eoSink[T]{dir: filepath.Clean(dir), rollSize: cfg.rollSize, fs: cfg.fs}
+	// Committables name the directory absolutely (see Commit): a job
+	// restored with another directory, or from another working directory,
+	// commits old output where it was written.
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = filepath.Clean(dir)
+	}
+	s := &eoSink[T]{dir: abs, rollSize: cfg.rollSize, fs: cfg.fs}
 	switch f := cfg.format.(type) {
 	case nil:
 	case func(T) ([]byte, error):
@@ -373,6 +389,10 @@ func (w *eoWriter[T]) finish() error {
 
 // committable is what PreCommit returns and Commit takes.
 type committable struct {
+	// Dir is the absolute directory the files were written to. Committables
+	// of earlier builds have none: their files are in the committer's
+	// directory.
+	Dir   string            `json:"dir,omitempty"`
 	Files []committableFile `json:"files"`
 }
 
@@ -434,7 +454,7 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 	if len(w.staged) == 0 {
 		return nil, nil
 	}
-	return json.Marshal(committable{Files: w.staged})
+	return json.Marshal(committable{Dir: w.s.dir, Files: w.staged})
 }
 
 // Close implements weir.SinkWriter. Records written since the last
@@ -588,28 +608,40 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 	}
 	var cm committable
 	if err := json.Unmarshal(data, &cm); err != nil {
-		return fmt.Errorf("file: commit to %s: malformed committable: %w", c.dir, err)
+		return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: %w", c.dir, err))
+	}
+	dir := c.dir
+	if cm.Dir != "" {
+		if !filepath.IsAbs(cm.Dir) {
+			return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: directory %q is not absolute", c.dir, cm.Dir))
+		}
+		dir = filepath.Clean(cm.Dir)
 	}
 	for _, f := range cm.Files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := c.commit(f); err != nil {
+		if err := c.commit(dir, f); err != nil {
 			return err
 		}
 	}
-	if err := c.fs.syncDir(c.dir); err != nil {
-		return pathError("commit: fsync", c.dir, err)
+	if err := c.fs.syncDir(dir); err != nil {
+		return pathError("commit: fsync", dir, err)
 	}
 	return nil
 }
 
-func (c *eoCommitter) commit(f committableFile) error {
+// commit commits one file in dir. What no retry can change (a malformed
+// committable, lost output, a committed file in the way or of another
+// size) is a weir.Permanent error: the job fails at once instead of
+// restarting in a loop. A failing stat, rename or a missing directory (an
+// unmounted disk) may pass, and is not.
+func (c *eoCommitter) commit(dir string, f committableFile) error {
 	h, ok := parseHidden(f.Pending)
 	if !ok || !h.pending || "."+f.Final+"."+h.writer+pendingSuffix != f.Pending || f.Size < 0 {
-		return fmt.Errorf("file: commit to %s: malformed committable: pending file %q, final file %q", c.dir, f.Pending, f.Final)
+		return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: pending file %q, final file %q", dir, f.Pending, f.Final))
 	}
-	pending, final := filepath.Join(c.dir, f.Pending), filepath.Join(c.dir, f.Final)
+	pending, final := filepath.Join(dir, f.Pending), filepath.Join(dir, f.Final)
 	pi, perr := os.Lstat(pending)
 	fi, ferr := os.Lstat(final)
 	if ferr != nil && !errors.Is(ferr, fs.ErrNotExist) {
@@ -618,10 +650,10 @@ func (c *eoCommitter) commit(f committableFile) error {
 	switch {
 	case perr == nil:
 		if ferr == nil {
-			return fmt.Errorf("file: commit %s: %s already exists (not overwritten)", pending, final)
+			return weir.Permanent(fmt.Errorf("file: commit %s: %s already exists (not overwritten)", pending, final))
 		}
 		if pi.Size() != f.Size {
-			return fmt.Errorf("file: commit %s: it has %d bytes, the committable says %d", pending, pi.Size(), f.Size)
+			return weir.Permanent(fmt.Errorf("file: commit %s: it has %d bytes, the committable says %d", pending, pi.Size(), f.Size))
 		}
 		if err := c.fs.rename(pending, final); err != nil {
 			return pathError("commit: rename", pending, err)
@@ -629,10 +661,14 @@ func (c *eoCommitter) commit(f committableFile) error {
 		return nil
 	case errors.Is(perr, fs.ErrNotExist):
 		if ferr != nil {
-			return fmt.Errorf("file: commit: neither %s nor %s exists: the output of this checkpoint is lost", pending, final)
+			err := fmt.Errorf("file: commit: neither %s nor %s exists: the output of this checkpoint is lost", pending, final)
+			if di, derr := os.Stat(dir); derr == nil && di.IsDir() {
+				return weir.Permanent(err) // the directory is there; the files are not
+			}
+			return err
 		}
 		if fi.Size() != f.Size || !fi.Mode().IsRegular() {
-			return fmt.Errorf("file: commit %s: committed file %s has %d bytes, the committable says %d", pending, final, fi.Size(), f.Size)
+			return weir.Permanent(fmt.Errorf("file: commit %s: committed file %s has %d bytes, the committable says %d", pending, final, fi.Size(), f.Size))
 		}
 		return nil // committed before
 	default:

@@ -18,6 +18,82 @@ type Checkpoint struct {
 	path  string
 	meta  *Metadata
 	files map[string]FileInfo
+	// fix is set when one of the two copies of the metadata is damaged
+	// (or missing) and the other is good: Store.load rewrites it.
+	fix *metadataFix
+}
+
+// metadataFix says which copy of the metadata to rewrite, with what.
+type metadataFix struct {
+	name   string // metadataName or metadataCopyName
+	reason string
+	data   []byte
+}
+
+// readMetadata reads the metadata of the checkpoint in dir from _metadata
+// or, if that is missing or corrupt, from its copy _metadata.copy. An I/O
+// error other than a missing file is returned as is (not as corrupt): the
+// checkpoint may be fine. A *VersionError is returned as is too: the copy
+// holds the same bytes. With both copies bad, the error is the primary's,
+// naming the copy's problem as well. hasMeta reports whether either file
+// exists. fix is set when one copy is bad and the other good.
+func readMetadata(fsys FS, dir string) (m *Metadata, hasMeta bool, fix *metadataFix, err error) {
+	mpath := filepath.Join(dir, metadataName)
+	cpath := filepath.Join(dir, metadataCopyName)
+	data, err := readAll(fsys, mpath, maxMetadataSize+1)
+	var perr error // why the primary is unusable
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := fsys.Stat(dir); serr != nil {
+			return nil, false, nil, fmt.Errorf("checkpoint: %w", serr)
+		}
+		perr = corruptf(dir, "no %s file: not a complete checkpoint", metadataName)
+	case err != nil:
+		return nil, false, nil, fmt.Errorf("checkpoint: %w", err)
+	default:
+		hasMeta = true
+		m, perr = decodeMetadata(mpath, data)
+		if perr == nil || errors.Is(perr, ErrUnsupportedVersion) {
+			if perr == nil {
+				fix = checkCopy(fsys, cpath, data)
+			}
+			return m, true, fix, perr
+		}
+	}
+	cdata, err := readAll(fsys, cpath, maxMetadataSize+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, hasMeta, nil, perr // written before copies existed, or lost too
+	case err != nil:
+		return nil, true, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	cm, cerr := decodeMetadata(cpath, cdata)
+	if cerr != nil {
+		var ce *CorruptError
+		if errors.As(perr, &ce) && errors.Is(cerr, ErrCorrupt) {
+			var cc *CorruptError
+			errors.As(cerr, &cc)
+			return nil, true, nil, corruptf(ce.Path, "%s; its copy %s too: %s", ce.Reason, metadataCopyName, cc.Reason)
+		}
+		return nil, true, nil, perr
+	}
+	return cm, true, &metadataFix{name: metadataName, reason: perr.Error(), data: cdata}, nil
+}
+
+// checkCopy compares the copy of a good _metadata with it: a copy that
+// exists and differs (or cannot be read) is to be rewritten. A missing
+// copy is left alone: the checkpoint predates copies.
+func checkCopy(fsys FS, cpath string, want []byte) *metadataFix {
+	got, err := readAll(fsys, cpath, maxMetadataSize+1)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return &metadataFix{name: metadataCopyName, reason: err.Error(), data: want}
+	case !bytes.Equal(got, want):
+		return &metadataFix{name: metadataCopyName, reason: "differs from " + metadataName, data: want}
+	}
+	return nil
 }
 
 func newCheckpoint(fsys FS, path string, m *Metadata) *Checkpoint {
@@ -51,18 +127,9 @@ func load(fsys FS, dir string) (c *Checkpoint, hasMeta bool, err error) {
 		return nil, false, corruptf(dir, "in progress: never committed")
 	}
 	mpath := filepath.Join(dir, metadataName)
-	data, err := readAll(fsys, mpath, maxMetadataSize+1)
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, serr := fsys.Stat(dir); serr != nil {
-			return nil, false, fmt.Errorf("checkpoint: %w", serr)
-		}
-		return nil, false, corruptf(dir, "no %s file: not a complete checkpoint", metadataName)
-	} else if err != nil {
-		return nil, false, fmt.Errorf("checkpoint: %w", err)
-	}
-	m, err := decodeMetadata(mpath, data)
+	m, hasMeta, fix, err := readMetadata(fsys, dir)
 	if err != nil {
-		return nil, true, err
+		return nil, hasMeta, err
 	}
 	switch {
 	case named && m.ID != name.id:
@@ -71,6 +138,7 @@ func load(fsys FS, dir string) (c *Checkpoint, hasMeta bool, err error) {
 		return nil, true, corruptf(mpath, "kind %s, but the directory is named for a %s", m.Kind, name.kind)
 	}
 	c = newCheckpoint(fsys, dir, m)
+	c.fix = fix
 	for _, op := range m.Operators {
 		for _, f := range op.Files {
 			path := c.FilePath(f)

@@ -95,13 +95,31 @@ func rewriteMetadata(t *testing.T, dir string, edit func(string) string) {
 	}
 }
 
+// breaksMetadata reports whether a corruption damages _metadata (rather
+// than a state file).
+func breaksMetadata(name string) bool {
+	return strings.Contains(name, "metadata") || strings.Contains(name, "format version")
+}
+
+// breakBoth applies a corruption of _metadata to its copy too: a checkpoint
+// falls back only when both are bad.
+func breakBoth(t *testing.T, dir string, name string, break_ func(*testing.T, string)) {
+	t.Helper()
+	break_(t, dir)
+	if breaksMetadata(name) {
+		if err := os.Remove(filepath.Join(dir, metadataCopyName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestCorruptNewestFallsBack(t *testing.T) {
 	for _, tc := range corruptions {
 		t.Run(tc.name, func(t *testing.T) {
 			s, logs := openStore(t)
 			mustWrite(t, s, 1, 2)
 			dir := chkPath(s, 2)
-			tc.break_(t, dir)
+			breakBoth(t, dir, tc.name, tc.break_)
 
 			if tc.reason == "" {
 				// Invisible to Latest; found on read and by Verify.
@@ -138,7 +156,7 @@ func TestAllCorrupt(t *testing.T) {
 	var dirs []string
 	for i, id := range []int64{1, 2, 3} {
 		dirs = append(dirs, chkPath(s, id))
-		corruptions[i+1].break_(t, chkPath(s, id))
+		breakBoth(t, chkPath(s, id), corruptions[i+1].name, corruptions[i+1].break_)
 	}
 	_, err := s.Latest()
 	if !errors.Is(err, ErrNoValidCheckpoint) || !errors.Is(err, ErrCorrupt) {

@@ -29,6 +29,10 @@ const SharedDirName = "shared"
 const (
 	metadataName = "_metadata"
 	metadataTmp  = "_metadata.tmp"
+	// metadataCopyName is the second copy of _metadata, byte for byte
+	// (written since this build; older checkpoints have none, and older
+	// builds ignore it).
+	metadataCopyName = "_metadata.copy"
 	// maxMetadataSize bounds what a reader loads: metadata is small (state
 	// lives in files), so anything larger is garbage.
 	maxMetadataSize = 64 << 20

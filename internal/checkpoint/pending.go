@@ -410,6 +410,13 @@ func (p *Pending) commit(meta Metadata, written map[string]fileState) (*Checkpoi
 	if err := fsys.Rename(tmp, filepath.Join(p.dir, metadataName)); err != nil {
 		return nil, withPath("rename", tmp, err)
 	}
+	// The copy: a bad sector in one of the two is repaired from the other
+	// (see load), instead of making a restore fall back to an older
+	// checkpoint, whose sinks' output may be committed already. The
+	// directory is not published yet, so it needs no rename of its own.
+	if err := writeFileSync(fsys, filepath.Join(p.dir, metadataCopyName), data); err != nil {
+		return nil, err
+	}
 	if err := fsys.SyncDir(p.dir); err != nil {
 		return nil, withPath("sync", p.dir, err)
 	}

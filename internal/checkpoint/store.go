@@ -218,6 +218,13 @@ func (s *Store) NextID() (int64, error) {
 	for _, e := range entries {
 		last = max(last, e.id)
 	}
+	// Committed output names its checkpoint (part files, producer
+	// sequences): after a fallback the ids must not be reused.
+	rec, err := s.maxRecordID()
+	if err != nil {
+		return 0, err
+	}
+	last = max(last, rec)
 	s.mu.Lock()
 	for id := range s.mu.pending {
 		last = max(last, id)
@@ -321,10 +328,42 @@ func (s *Store) List() ([]Info, error) {
 // VerifyContents option.
 func (s *Store) load(path string) (*Checkpoint, bool, error) {
 	c, hasMeta, err := load(s.cfg.fs, path)
+	if c != nil && c.fix != nil {
+		s.repair(c)
+	}
 	if err == nil && s.cfg.verifyContents {
 		err = c.Verify()
 	}
 	return c, hasMeta, err
+}
+
+// repair rewrites the damaged copy of a checkpoint's metadata from the
+// good one (a read-only store only logs it). A failed repair is logged:
+// the checkpoint is usable from the good copy either way.
+func (s *Store) repair(c *Checkpoint) {
+	fix := c.fix
+	c.fix = nil
+	path := filepath.Join(c.path, fix.name)
+	if s.cfg.readOnly {
+		s.cfg.logger.Warn("checkpoint: one copy of the metadata is damaged; the other is good (not repaired: read-only)",
+			"file", path, "reason", fix.reason)
+		return
+	}
+	tmp := path + ".tmp"
+	err := writeFileSync(s.cfg.fs, tmp, fix.data)
+	if err == nil {
+		err = withPath("rename", tmp, s.cfg.fs.Rename(tmp, path))
+	}
+	if err == nil {
+		err = withPath("sync", c.path, s.cfg.fs.SyncDir(c.path))
+	}
+	if err != nil {
+		s.cfg.logger.Warn("checkpoint: one copy of the metadata is damaged; the other is good; repair failed",
+			"file", path, "reason", fix.reason, "err", err)
+		return
+	}
+	s.cfg.logger.Warn("checkpoint: repaired a damaged copy of the metadata from the other copy",
+		"file", path, "reason", fix.reason)
 }
 
 // pruneLocked deletes the checkpoints (not savepoints) older than the
@@ -357,6 +396,9 @@ func (s *Store) pruneLocked() {
 			continue
 		}
 		s.cfg.logger.Debug("checkpoint: removed old checkpoint", "dir", e.path)
+	}
+	if left, err := s.scan(); err == nil {
+		s.pruneRecordsLocked(left)
 	}
 	s.gcSharedLocked()
 }

@@ -44,6 +44,7 @@ func newDemoAdclicks() *cobra.Command {
 		source      string
 		failpoint   string
 		failAfter   int64
+		allowDup    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -67,6 +68,7 @@ instead, without the log.`,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr, savepointDir: spDir,
 				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
+				allowDup: allowDup,
 			})
 		},
 	}
@@ -81,6 +83,7 @@ instead, without the log.`,
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory; started again with the same flags, the demo resumes from the latest one")
 	f.DurationVar(&ckInterval, "checkpoint-interval", time.Second, "time between checkpoints (with --checkpoint-dir)")
 	f.StringVar(&output, "output", "", "also write results to this directory through the exactly-once file sink (part-* files; in-progress ones start with a dot)")
+	f.BoolVar(&allowDup, "allow-duplicates", false, "with --checkpoint-dir: resume from a checkpoint older than output already committed (its newer checkpoints are damaged), committing that output a second time; without it the demo refuses to start in that case")
 	f.StringVar(&controlAddr, "control-addr", "", "serve the control endpoint, which the weir savepoint command talks to, at this address (loopback unless a host is given; needs --checkpoint-dir, where the default is a free loopback port)")
 	f.StringVar(&spDir, "savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: CHECKPOINT_DIR/savepoints)")
 	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
@@ -116,6 +119,7 @@ type demoOpts struct {
 
 	// savepointDir confines the control endpoint's savepoints.
 	savepointDir string
+	allowDup     bool
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
@@ -159,6 +163,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		opts = append(opts, weir.Checkpointing(o.ckInterval, o.ckDir), weir.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 		if o.controlAddr == "" {
 			o.controlAddr = "127.0.0.1:0"
+		}
+		if o.allowDup {
+			opts = append(opts, weir.AllowDuplicateOutput())
 		}
 	}
 	if o.controlAddr != "" {
