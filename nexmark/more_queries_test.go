@@ -37,7 +37,9 @@ type gatedSource[T any] struct {
 	open  chan struct{}
 }
 
-func (s *gatedSource[T]) Splits(context.Context) ([]weir.Split, error) { return []weir.Split{oneSplit{}}, nil }
+func (s *gatedSource[T]) Splits(context.Context) ([]weir.Split, error) {
+	return []weir.Split{oneSplit{}}, nil
+}
 
 func (s *gatedSource[T]) Open(context.Context, weir.Split) (weir.SplitReader[T], error) {
 	return &gatedReader[T]{s: s}, nil

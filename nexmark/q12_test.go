@@ -27,7 +27,9 @@ type oneSplit struct{}
 
 func (oneSplit) ID() string { return "phases" }
 
-func (s *phasedSource) Splits(context.Context) ([]weir.Split, error) { return []weir.Split{oneSplit{}}, nil }
+func (s *phasedSource) Splits(context.Context) ([]weir.Split, error) {
+	return []weir.Split{oneSplit{}}, nil
+}
 
 func (s *phasedSource) Open(context.Context, weir.Split) (weir.SplitReader[nexmark.Event], error) {
 	return &phasedReader{s: s}, nil
