@@ -74,9 +74,9 @@ type q13In struct {
 // fully loaded: the side stream has no watermarks until it ends, so while
 // the operator's input watermark is still the minimum, some side row may
 // be on its way, and the bid waits in keyed state, with an event-time timer
-// at its date_time that fires once the side input has ended (and the bids'
-// watermark has passed it) and joins the key's waiting bids. Once the
-// watermark has moved, bids are joined as they come, without state. The
+// (one per key) that the first watermark after the side input's end fires,
+// which joins the key's waiting bids. Once the watermark has moved, bids
+// are joined as they come, without state. The
 // side input is a few thousand rows, loaded in the first moments of the
 // job; few bids wait.
 func Q13(events *weir.Stream[Event], side *weir.Stream[SideInputRow]) *weir.Stream[Q13Row] {
@@ -94,6 +94,12 @@ func Q13(events *weir.Stream[Event], side *weir.Stream[SideInputRow]) *weir.Stre
 	})
 	return weir.ProcessWith(in, func() weir.KeyedProcessFunction[int64, q13In, Q13Row] { return &q13Join{} }, weir.Name("q13-join"))
 }
+
+// sideInputEnded is the time of the event-time timer that joins the bids
+// that waited: the first watermark after the side input's end passes it
+// (any watermark of real dates does; one of absurd dates only makes the
+// bids wait until a later one or the end of the input).
+var sideInputEnded = time.UnixMilli(math.MinInt64 / 2)
 
 type q13Join struct {
 	values  *weir.ValueState[int64, []string] // the key's side values
@@ -115,7 +121,7 @@ func (f *q13Join) ProcessElement(ctx *weir.KeyedContext[int64, Q13Row], in q13In
 	if ctx.Watermark().UnixMilli() == math.MinInt64 {
 		// The side input may not have ended: wait for it.
 		f.waiting.Add(in.Bid)
-		ctx.RegisterEventTimeTimer(ctx.Timestamp())
+		ctx.RegisterEventTimeTimer(sideInputEnded)
 		return nil
 	}
 	f.join(ctx, &in.Bid)
