@@ -33,42 +33,42 @@ func q18Later(x, y *Bid) bool {
 	return x.Extra < y.Extra
 }
 
-// q18Last is the accumulator of the keep-last aggregate.
-type q18Last struct {
-	Bid Bid
-	OK  bool
-}
-
 // Q18 is query 18, find last bid (ref queries/q18.sql): for each bidder
 // and auction, its latest bid (ROW_NUMBER() OVER (PARTITION BY bidder,
 // auction ORDER BY dateTime DESC) ≤ 1, Flink's deduplication keeping the
-// last row) — an updating result: weir.AggregateChanges keyed by (bidder,
-// auction) with a keep-last aggregate over the bids, +I for the pair's
-// first bid, −U/+U when a later one arrives (a bid older than the one kept
-// changes nothing). Ties on date_time: see q18Later. The upsert view,
-// keyed by (auction, bidder), is the query's answer.
+// last row) — an updating result: bids keyed by (bidder, auction), a
+// Process keeping the pair's latest bid in value state (one bid per pair:
+// AggregateChanges would keep the accumulator and the last result, two),
+// +I for the pair's first bid, −U/+U when a later one arrives (a bid older
+// than the one kept changes nothing). Ties on date_time: see q18Later. The
+// upsert view, keyed by (auction, bidder), is the query's answer.
 func Q18(events *weir.Stream[Event]) *weir.Stream[weir.Change[Q18Row]] {
-	bids := weir.Changes(Bids(events), weir.Name("q18-bids"))
-	last := weir.AggregateChanges(
-		weir.KeyBy(bids, func(c weir.Change[Bid]) q18Key { return q18Key{c.Value.Bidder, c.Value.Auction} }),
-		insertOnly[Bid, q18Last, Bid]{weir.AggregateFuncs[Bid, q18Last, Bid]{
-			AddFn: func(acc q18Last, b Bid) q18Last {
-				if !acc.OK || q18Later(&b, &acc.Bid) {
-					return q18Last{b, true}
-				}
-				return acc
-			},
-			MergeFn: func(a, b q18Last) q18Last {
-				if !a.OK || b.OK && q18Later(&b.Bid, &a.Bid) {
-					return b
-				}
-				return a
-			},
-			ResultFn: func(acc q18Last) Bid { return acc.Bid },
-		}, "q18"}, weir.Name("q18-last"))
-	return weir.Map(last, func(c weir.Change[weir.KeyValue[q18Key, Bid]]) weir.Change[Q18Row] {
-		return weir.Change[Q18Row]{Kind: c.Kind, Value: Q18Row{c.Value.Value}}
-	}, weir.Name("q18-rows"))
+	return weir.ProcessWith(weir.KeyBy(Bids(events), func(b Bid) q18Key { return q18Key{b.Bidder, b.Auction} }),
+		func() weir.KeyedProcessFunction[q18Key, Bid, weir.Change[Q18Row]] { return &q18Keep{} }, weir.Name("q18-last"))
+}
+
+type q18Keep struct {
+	last *weir.ValueState[q18Key, Bid]
+}
+
+func (f *q18Keep) Open(rc *weir.RuntimeContext[q18Key]) error {
+	f.last = weir.NewValueState[Bid](rc, "last")
+	return nil
+}
+
+func (f *q18Keep) ProcessElement(ctx *weir.KeyedContext[q18Key, weir.Change[Q18Row]], b Bid) error {
+	old, ok := f.last.Value()
+	switch {
+	case !ok:
+		ctx.Emit(weir.Change[Q18Row]{Kind: weir.Insert, Value: Q18Row{b}})
+	case q18Later(&b, &old):
+		ctx.Emit(weir.Change[Q18Row]{Kind: weir.UpdateBefore, Value: Q18Row{old}})
+		ctx.Emit(weir.Change[Q18Row]{Kind: weir.UpdateAfter, Value: Q18Row{b}})
+	default:
+		return nil
+	}
+	f.last.Update(b)
+	return nil
 }
 
 // appendBidColumns appends auction, bidder, price, channel, url, datetime
