@@ -417,6 +417,16 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		}
 	}
 	if ck != nil {
+		// Send what the output buffers hold, the last records and the
+		// final watermark, now: waiting below, the task no longer ticks,
+		// so its buffer timeout would not ship them before the next
+		// barrier (a bounded side input would hold its consumers back
+		// for up to a checkpoint interval).
+		for _, f := range st.flushers {
+			if err := f.flush(); err != nil {
+				return err
+			}
+		}
 		// The input is done, but the job is not until a final checkpoint
 		// covers everything it produced (Flink's FLIP-147): wait for it.
 		if err := ck.sourceFinished(ctx); err != nil {

@@ -321,7 +321,11 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(q.Columns, batchref.Columns(name)) {
+			cols := q.Columns
+			if name == "q12" {
+				cols = cols[:2] // batchref has per-bidder totals
+			}
+			if !slices.Equal(cols, batchref.Columns(name)) {
 				t.Errorf("columns %v, batchref's %v", q.Columns, batchref.Columns(name))
 			}
 			w := canonical(t, want[name])
@@ -332,13 +336,13 @@ func TestConformance(t *testing.T) {
 			if name == names[0] {
 				src = file.JSONLines[nexmark.Event]([]string{path})
 			}
-			fromFile := runQuery(t, q, src, 1)
+			fromFile := totals(t, name, runQuery(t, q, src, 1))
 			if d := diff(canonical(t, fromFile), w); d != "" {
 				t.Errorf("parallelism 1 over the file: %s", d)
 			}
 			c := cfg
 			c.Splits = 2
-			generated := runQuery(t, q, nexmark.Source(c), 2)
+			generated := totals(t, name, runQuery(t, q, nexmark.Source(c), 2))
 			// weir writes a row the same way every time: the same rows
 			// as the first run need not be canonicalized again.
 			slices.Sort(fromFile)
@@ -351,6 +355,34 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// totals turns q12's rows, bids per bidder per processing-time window, into
+// the total per bidder that batchref computes (the windows depend on the
+// clock; their sum per bidder does not). Other queries' rows pass.
+func totals(t *testing.T, name string, rows []string) []string {
+	t.Helper()
+	if name != "q12" {
+		return rows
+	}
+	sum := map[int64]int64{}
+	for _, r := range rows {
+		var w struct {
+			Bidder, BidCount, StartTime, EndTime int64
+		}
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(r, "bid_count", "bidcount")), &w); err != nil {
+			t.Fatalf("q12 row %s: %v", r, err)
+		}
+		if w.BidCount < 1 || w.EndTime-w.StartTime != nexmark.Q12Window.Milliseconds() || w.StartTime%10_000 != 0 {
+			t.Fatalf("q12 row %s: not a 10 s window with bids", r)
+		}
+		sum[w.Bidder] += w.BidCount
+	}
+	out := make([]string, 0, len(sum))
+	for b, n := range sum {
+		out = append(out, fmt.Sprintf(`{"bidder":%d,"bid_count":%d}`, b, n))
+	}
+	return out
 }
 
 // TestCanonicalRow: canonicalRow is encoding/json's canonical form.

@@ -111,6 +111,7 @@ func newNexmarkRun() *cobra.Command {
 		output      string
 		ckDir       string
 		ckInterval  time.Duration
+		sideInput   string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -119,9 +120,14 @@ func newNexmarkRun() *cobra.Command {
 events, or on --input, a JSON-lines file written by 'weir nexmark gen'. With
 --output the results are written as JSON lines (the Flink query's columns in
 lower case, times in epoch milliseconds); at the end of a bounded input every
-window fires. The updating queries (q4, q9, q17: GROUP BY or rank without
-windows) produce a changelog; their output is its upsert view once the input
-ends, one row per key (q4: category; q9: auction; q17: auction and day).
+window fires. The updating queries (q4, q9, q15–q19: GROUP BY or rank
+without windows) produce a changelog; their output is its upsert view once the
+input ends, one row per key (q4: category; q9: auction; q15: day; q16: channel
+and day; q17: auction and day; q18: auction and bidder; q19: auction and
+rank_number). q12's windows are of processing time: only its per-bidder totals
+are a function of the input. q13 joins the bids to the side input that the
+Nexmark suite generates (keys 0..9999, value the key), or to --side-input, a
+CSV file of key,value lines.
 Prints a summary on stdout (stderr when the rows go to stdout).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -171,7 +177,18 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 				opts = append(opts, weir.Checkpointing(ckInterval, ckDir))
 			}
 			job := weir.NewJob("nexmark-"+q.Name, opts...)
-			q.Build(nexmark.Events(job, src), out)
+			if sideInput != "" {
+				if q.Name != "q13" {
+					return fmt.Errorf("--side-input is for q13, not %s", q.Name)
+				}
+				if _, err := os.Stat(sideInput); err != nil {
+					return err
+				}
+				side := nexmark.SideInputStream(job, file.CSV([]string{sideInput}, nexmark.ParseSideInput))
+				nexmark.Emit(nexmark.Q13(nexmark.Events(job, src), side), out)
+			} else {
+				q.Build(nexmark.Events(job, src), out)
+			}
 			start := time.Now()
 			if err := job.Run(cmd.Context()); err != nil {
 				return err
@@ -221,5 +238,6 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 	f.StringVar(&output, "output", "", "write the result rows as JSON lines to this file (- for stdout)")
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory (and resume from it)")
 	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "checkpoint interval with --checkpoint-dir")
+	f.StringVar(&sideInput, "side-input", "", "q13's side input: a CSV file of key,value lines (default: the suite's generated 10,000 rows)")
 	return cmd
 }

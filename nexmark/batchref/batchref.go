@@ -30,8 +30,14 @@ var queries = map[string]query{
 	"q9":  {[]string{"id", "itemname", "description", "initialbid", "reserve", "datetime", "expires", "seller", "category", "extra", "auction", "bidder", "price", "bid_datetime", "bid_extra"}, q9},
 	"q10": {[]string{"auction", "bidder", "price", "datetime", "extra", "dt", "hm"}, q10},
 	"q11": {[]string{"bidder", "bid_count", "starttime", "endtime"}, q11},
+	"q12": {[]string{"bidder", "bid_count"}, q12}, // per-bidder totals: see q12
+	"q13": {[]string{"auction", "bidder", "price", "datetime", "value"}, q13},
 	"q14": {[]string{"auction", "bidder", "price", "bidtimetype", "datetime", "extra", "c_counts"}, q14},
+	"q15": {[]string{"day", "total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "total_bidders", "rank1_bidders", "rank2_bidders", "rank3_bidders", "total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions"}, q15},
+	"q16": {[]string{"channel", "day", "minute", "total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "total_bidders", "rank1_bidders", "rank2_bidders", "rank3_bidders", "total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions"}, q16},
 	"q17": {[]string{"auction", "day", "total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "min_price", "max_price", "avg_price", "sum_price"}, q17},
+	"q18": {[]string{"auction", "bidder", "price", "channel", "url", "datetime", "extra"}, q18},
+	"q19": {[]string{"auction", "bidder", "price", "channel", "url", "datetime", "extra", "rank_number"}, q19},
 	"q20": {[]string{"auction", "bidder", "price", "channel", "url", "bid_datetime", "bid_extra", "itemname", "description", "initialbid", "reserve", "auction_datetime", "expires", "seller", "category", "auction_extra"}, q20},
 }
 

@@ -58,7 +58,7 @@ func repeat(s string, n int) []string {
 }
 
 func TestQueriesAndColumns(t *testing.T) {
-	want := []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q10", "q11", "q14", "q17", "q20"}
+	want := []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q10", "q11", "q12", "q13", "q14", "q15", "q16", "q17", "q18", "q19", "q20"}
 	if got := Queries(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Queries() = %v, want %v", got, want)
 	}

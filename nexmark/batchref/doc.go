@@ -78,7 +78,7 @@
 // (if not itself late) instead of reopening the old one. At end of input all
 // live sessions fire.
 //
-// Regular (non-windowed) joins and aggregations — q3, q4, q9, and the
+// Regular (non-windowed) joins and aggregations — q3, q4, q9, q13, q15–q19, and the
 // "outer" joins of q5, q7 and q8 whose inputs are window aggregates — drop
 // nothing: their final result is the plain relational result over all rows
 // they receive.
@@ -148,12 +148,37 @@
 // bid_count, starttime (first bid time of the session), endtime (last bid time
 // + 10 000).
 //
+// q12 Bids per bidder in 10 s TUMBLE windows of processing time
+// (PROCTIME()). The windows depend on when the bids were processed, so this
+// oracle gives what does not: per bidder, the sum of bid_count over its
+// windows, which is its number of bids. Columns: bidder, bid_count (the
+// query's starttime and endtime are left out).
+//
+// q13 Every bid inner-joined to the side input on MOD(auction, 10000) = key
+// (Java's remainder: a negative auction gives a negative key, which no row
+// has). The side input is the one the Nexmark suite generates
+// (SideInputGenerator --num 10000): keys 0..9999, once each, the value the
+// key in decimal; Flink's lookup join sees the whole table, so no bid is
+// early. Columns: auction, bidder, price, datetime, value.
+//
 // q14 Bids with 1 000 000 < 0.908 * price < 50 000 000 (exact decimal
 // comparison), with price := 0.908 * price (DECIMAL(23,3), as in q1),
 // bidtimetype by the UTC hour of dateTime ('dayTime' for 8..18, 'nightTime'
 // for <= 6 or >= 20, else 'otherTime') and c_counts = number of bytes 'c' in
 // the UTF-8 extra (the count_char UDF). Columns: auction, bidder, price,
 // bidtimetype, datetime, extra, c_counts.
+//
+// q15 Per UTC day (yyyy-MM-dd) of the bids: COUNT(*), COUNT(DISTINCT
+// bidder) and COUNT(DISTINCT auction), each overall (total_) and FILTERed
+// by price band (rank1_: price < 10 000; rank2_: 10 000 <= price <
+// 1 000 000; rank3_: price >= 1 000 000). Final upsert view: one row per
+// day. Columns: day, total_bids, rank1_bids, rank2_bids, rank3_bids,
+// total_bidders, rank1_bidders, rank2_bidders, rank3_bidders,
+// total_auctions, rank1_auctions, rank2_auctions, rank3_auctions.
+//
+// q16 q15 per (channel, UTC day), with minute = MAX(DATE_FORMAT(dateTime,
+// 'HH:mm')) of the group. Final upsert view: one row per (channel, day).
+// Columns: channel, day, minute, then q15's twelve counts.
 //
 // q17 Per (auction, UTC day yyyy-MM-dd) of the bids: total_bids, rank1_bids
 // (price < 10 000), rank2_bids (10 000 <= price < 1 000 000), rank3_bids
@@ -162,12 +187,27 @@
 // auction, day, total_bids, rank1_bids, rank2_bids, rank3_bids, min_price,
 // max_price, avg_price, sum_price.
 //
+// q18 Per (bidder, auction) the bid ranked first by dateTime DESC
+// (ROW_NUMBER() ... <= 1: deduplication keeping the last row). A tie on
+// dateTime is unspecified in SQL (Flink keeps the later arrival); this
+// oracle, as weir, takes the higher price, then the smaller channel, url,
+// extra in byte order, which makes the result a function of the input.
+// Final upsert view. Columns: auction, bidder, price, channel, url,
+// datetime, extra.
+//
+// q19 Per auction its 10 bids ranked first by price DESC, with
+// rank_number 1..10 (ROW_NUMBER() ... <= 10). A price tie is unspecified
+// (Flink ranks in arrival order); this oracle, as weir, ranks the earlier
+// dateTime first, then the smaller bidder, channel, url, extra (equal bids
+// are interchangeable). Final upsert view: one row per (auction,
+// rank_number). Columns: auction, bidder, price, channel, url, datetime,
+// extra, rank_number.
+//
 // q20 Regular inner join of bids with auctions on bid.auction = auction.id,
 // category 10 only, no lifetime condition. Columns: auction, bidder, price,
 // channel, url, bid_datetime, bid_extra, itemname, description, initialbid,
 // reserve, auction_datetime, expires, seller, category, auction_extra.
 //
-// Not implemented: q6 (not supported by Flink SQL in the suite), q12
-// (processing-time windows, nondeterministic), q13 (side-input file), q15, q16,
-// q18, q19, q21, q22 (not requested; q18/q19 also have unspecified tie order).
+// Not implemented: q6 (not supported by Flink SQL in the suite), q21, q22 (not
+// requested).
 package batchref
