@@ -1,0 +1,275 @@
+package cep
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// Timeout is a partial match that Within timed out, from TimedOut.
+type Timeout[K comparable, T any] struct {
+	Key K
+	// Match holds the events the partial match had taken.
+	Match Match[T]
+	// At is when it timed out: its first event's time plus the window.
+	At time.Time
+}
+
+// Late is an event that arrived after the watermark had passed it, from
+// LateEvents.
+type Late[K comparable, T any] struct {
+	Key       K
+	Event     T
+	Timestamp time.Time
+}
+
+const (
+	envMatch uint8 = iota
+	envTimeout
+	envLate
+)
+
+// envelope carries Detect's output and side outputs on one stream; the
+// public streams are views of it.
+type envelope[K comparable, T, OUT any] struct {
+	kind  uint8
+	out   OUT
+	key   K
+	match Match[T]
+	ev    T
+	ts    int64
+}
+
+// detection is what TimedOut and LateEvents find of a Detect.
+type detection struct {
+	mu       sync.Mutex
+	all      any // *weir.Stream[envelope[K, T, OUT]]
+	timedOut any
+	late     any
+	name     string
+	timeouts atomic.Bool // TimedOut was asked for: materialize timeouts
+	dropped  atomic.Int64
+}
+
+// detections maps the stream Detect returned to its detection.
+var detections sync.Map // any(*weir.Stream[OUT]) -> *detection
+
+// Detect runs the pattern over each key's events and calls fn for every
+// match, emitting its result. Events are matched in event-time order: an
+// event waits in keyed state until the watermark passes it, then the key's
+// NFA consumes the events it passed in timestamp order (ties in arrival
+// order), as Flink's CepOperator does. An event at or behind the
+// watermark on arrival is late: dropped and counted, or sent to
+// LateEvents. Matches are emitted in the order of their first events.
+//
+// The partial matches live in keyed state (heap or Pebble, as the job
+// says) with a shared buffer that stores each event once; they are
+// checkpointed by key group and restore at any parallelism. Within bounds
+// them, and an event-time timer per key removes them when time passes the
+// window, so idle keys keep no state.
+//
+// A malformed pattern fails the job when it starts, naming the stage.
+func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
+	d := &detection{}
+	n, err := compile(p)
+	all := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[K, T, envelope[K, T, OUT]] {
+		return &detectFn[K, T, OUT]{nfa: n, err: err, fn: fn, d: d}
+	}, append([]weir.Option{weir.Name("cep")}, opts...)...)
+	d.all = all
+	out := weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(OUT)) {
+		if e.kind == envMatch {
+			emit(e.out)
+		}
+	})
+	detections.Store(any(out), d)
+	return out
+}
+
+func lookup[K comparable, T, OUT any](fnName string, s *weir.Stream[OUT]) (*detection, *weir.Stream[envelope[K, T, OUT]]) {
+	v, ok := detections.Load(any(s))
+	if !ok {
+		panic(fmt.Sprintf("cep: %s: the stream is not the output of cep.Detect", fnName))
+	}
+	d := v.(*detection)
+	all, ok := d.all.(*weir.Stream[envelope[K, T, OUT]])
+	if !ok {
+		panic(fmt.Sprintf("cep: %s[%T, %T]: the Detect's key or event type differs", fnName, *new(K), *new(T)))
+	}
+	return d, all
+}
+
+// TimedOut is the side output of the partial matches that Within timed
+// out in the Detect that produced s (Flink's timed-out patterns). K and T
+// are Detect's key and event types: cep.TimedOut[string, Txn](alerts).
+func TimedOut[K comparable, T, OUT any](s *weir.Stream[OUT]) *weir.Stream[Timeout[K, T]] {
+	d, all := lookup[K, T]("TimedOut", s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timedOut == nil {
+		d.timeouts.Store(true)
+		d.timedOut = weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(Timeout[K, T])) {
+			if e.kind == envTimeout {
+				emit(Timeout[K, T]{Key: e.key, Match: e.match, At: time.UnixMilli(e.ts).UTC()})
+			}
+		})
+	}
+	return d.timedOut.(*weir.Stream[Timeout[K, T]])
+}
+
+// LateEvents is the side output of the events the Detect that produced s
+// dropped as late.
+func LateEvents[K comparable, T, OUT any](s *weir.Stream[OUT]) *weir.Stream[Late[K, T]] {
+	d, all := lookup[K, T]("LateEvents", s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.late == nil {
+		d.late = weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(Late[K, T])) {
+			if e.kind == envLate {
+				emit(Late[K, T]{Key: e.key, Event: e.ev, Timestamp: time.UnixMilli(e.ts).UTC()})
+			}
+		})
+	}
+	return d.late.(*weir.Stream[Late[K, T]])
+}
+
+// LateDropped is the number of late events the Detect that produced s has
+// dropped so far, over all its subtasks (sent to LateEvents or not).
+func LateDropped[OUT any](s *weir.Stream[OUT]) int64 {
+	v, ok := detections.Load(any(s))
+	if !ok {
+		return 0
+	}
+	return v.(*detection).dropped.Load()
+}
+
+// detectFn is Detect's keyed process function, one per subtask.
+type detectFn[K comparable, T, OUT any] struct {
+	nfa *nfa[T]
+	err error
+	fn  func(K, Match[T]) OUT
+	d   *detection
+
+	st  *weir.ValueState[K, *keyState[T]]
+	r   *runner[T]
+	ctx *weir.KeyedContext[K, envelope[K, T, OUT]]
+}
+
+func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
+	f.r = newRunner(f.nfa)
+	f.r.timeouts = f.d.timeouts.Load()
+	f.r.onMatch = func(m Match[T]) {
+		key := f.ctx.Key()
+		f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, out: f.fn(key, m)})
+	}
+	f.r.onTimeout = func(m Match[T], at int64) {
+		f.ctx.Emit(envelope[K, T, OUT]{kind: envTimeout, key: f.ctx.Key(), match: m, ts: at})
+	}
+	return nil
+}
+
+func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], in T) error {
+	ts := ctx.Timestamp().UnixMilli()
+	if ts <= ctx.Watermark().UnixMilli() {
+		f.d.dropped.Add(1)
+		ctx.Emit(envelope[K, T, OUT]{kind: envLate, key: ctx.Key(), ev: in, ts: ts})
+		return nil
+	}
+	ks, ok := f.st.Value()
+	if !ok {
+		ks = f.r.newKeyState()
+	}
+	ks.Pend = append(ks.Pend, pendingEvent[T]{TS: ts, Ev: in})
+	if ks.Timer == noTimer || ts < ks.Timer {
+		if ks.Timer != noTimer {
+			ctx.DeleteEventTimeTimer(time.UnixMilli(ks.Timer))
+		}
+		ctx.RegisterEventTimeTimer(time.UnixMilli(ts))
+		ks.Timer = ts
+	}
+	f.st.Update(ks)
+	return nil
+}
+
+// OnTimer runs the key's NFA up to the watermark: the buffered events it
+// passed, in timestamp order, each after advancing time to its timestamp,
+// then time to the watermark (Flink's onEventTime).
+func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], _ time.Time) error {
+	ks, ok := f.st.Value()
+	if !ok {
+		return nil
+	}
+	f.ctx = ctx
+	wm := ctx.Watermark().UnixMilli()
+	ks.Timer = noTimer
+	f.run(ks, wm)
+	if f.r.idle(ks) {
+		f.st.Clear()
+		return nil
+	}
+	if next := f.nextTimer(ks); next != noTimer {
+		ctx.RegisterEventTimeTimer(time.UnixMilli(next))
+		ks.Timer = next
+	}
+	f.st.Update(ks)
+	return nil
+}
+
+// run feeds the key's events up to wm to the NFA.
+func (f *detectFn[K, T, OUT]) run(ks *keyState[T], wm int64) {
+	r := f.r
+	if !slices.IsSortedFunc(ks.Pend, cmpPending[T]) {
+		slices.SortStableFunc(ks.Pend, cmpPending[T])
+	}
+	i := 0
+	for ; i < len(ks.Pend) && ks.Pend[i].TS <= wm; i++ {
+		ts := ks.Pend[i].TS
+		if i == 0 || ts != ks.Pend[i-1].TS {
+			r.advanceTime(ks, ts)
+		}
+		r.process(ks, &ks.Pend[i].Ev, ts)
+	}
+	if i == len(ks.Pend) {
+		clear(ks.Pend)
+		ks.Pend = ks.Pend[:0]
+	} else {
+		n := copy(ks.Pend, ks.Pend[i:])
+		clear(ks.Pend[n:])
+		ks.Pend = ks.Pend[:n]
+	}
+	r.advanceTime(ks, wm)
+}
+
+func cmpPending[T any](a, b pendingEvent[T]) int {
+	switch {
+	case a.TS < b.TS:
+		return -1
+	case a.TS > b.TS:
+		return 1
+	}
+	return 0
+}
+
+// nextTimer is when the key needs the NFA again: its earliest buffered
+// event, or the time its earliest partial match times out.
+func (f *detectFn[K, T, OUT]) nextTimer(ks *keyState[T]) int64 {
+	next := int64(noTimer)
+	for _, p := range ks.Pend {
+		if next == noTimer || p.TS < next {
+			next = p.TS
+		}
+	}
+	if w := f.nfa.window; w > 0 && len(ks.Partial) > 0 && ks.Partial[0].StartID >= 0 {
+		if t := ks.Partial[0].StartTS + w; next == noTimer || t < next {
+			next = t
+		}
+	}
+	return next
+}
