@@ -353,7 +353,8 @@ func (p *Pattern[T]) TimesRange(from, to int) *Pattern[T] {
 	}
 	p.quant.props = propTimes
 	if from == 0 {
-		p.checkPrevNotGreedy()
+		// As Flink's times(0, n): optional, without Optional's check
+		// for a greedy stage before.
 		p.quant.props |= propOptional
 		from = 1
 	}
