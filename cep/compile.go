@@ -52,7 +52,9 @@ type nfa[T any] struct {
 	window int64 // ms; 0: none
 	skip   skipStrategy
 	stages []string // stage names by index
-	nfaErr error
+	// inert, when not nil, reports events that cannot change any partial
+	// match (see inertFilter).
+	inert func(*T) bool
 }
 
 const endStateName = "$endState$"
@@ -116,7 +118,38 @@ func compile[T any](last *Pattern[T]) (*nfa[T], error) {
 	start := c.convertPattern(sink)
 	c.n.states[start].kind = kindStart
 	c.n.start = start
+	c.n.inert = inertFilter(last)
 	return c.n, nil
+}
+
+// inertFilter returns, for patterns where it is exact, a test of events
+// that cannot change any partial match: a sequence of single, required
+// stages joined by FollowedBy or FollowedByAny with plain conditions, no
+// NOT stage, no Until. There an event that meets no stage's condition
+// makes every partial match ignore it and stay in its state (a self
+// IGNORE edge), and the start state skip it, so feeding it to the NFA is
+// the identity: Detect drops it on arrival without touching state, as
+// the lazy and pre-filtering NFAs of the CEP literature do. Dropping it
+// only changes when time-driven output (timeouts) is emitted, never what.
+func inertFilter[T any](last *Pattern[T]) func(*T) bool {
+	var conds []cond[T]
+	for p := last; p != nil; p = p.prev {
+		if p.group != nil || p.until != nil || p.iter || p.cond == nil || !p.quant.has(propSingle) || p.quant.has(propOptional) {
+			return nil
+		}
+		if p.prev != nil && p.quant.consuming != skipTillNext && p.quant.consuming != skipTillAny {
+			return nil
+		}
+		conds = append(conds, p.cond)
+	}
+	return func(ev *T) bool {
+		for _, c := range conds {
+			if c(ev, nil) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 func (c *compiler[T]) registerStages(p *Pattern[T]) {

@@ -1,6 +1,7 @@
 package cep
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -13,6 +14,8 @@ import (
 // Timeout is a partial match that Within timed out, from TimedOut.
 type Timeout[K comparable, T any] struct {
 	Key K
+	// Pattern is the index of the pattern in DetectAll (0 for Detect).
+	Pattern int
 	// Match holds the events the partial match had taken.
 	Match Match[T]
 	// At is when it timed out: its first event's time plus the window.
@@ -36,8 +39,9 @@ const (
 // envelope carries Detect's output and side outputs on one stream; the
 // public streams are views of it.
 type envelope[K comparable, T, OUT any] struct {
-	kind  uint8
-	out   OUT
+	kind    uint8
+	pattern int
+	out     OUT
 	key   K
 	match Match[T]
 	ev    T
@@ -74,10 +78,32 @@ var detections sync.Map // any(*weir.Stream[OUT]) -> *detection
 //
 // A malformed pattern fails the job when it starts, naming the stage.
 func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
+	return DetectAll(ks, []*Pattern[T]{p}, func(key K, _ int, m Match[T]) OUT { return fn(key, m) }, opts...)
+}
+
+// DetectAll runs several patterns over the same keyed stream in one
+// operator: each event is buffered once per key and one timer per key
+// serves every pattern, so many patterns cost little more than one. fn
+// gets the index of the pattern that matched. Each pattern keeps its own
+// skip strategy and window; the matches of one pattern are emitted in the
+// order of their first events.
+func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
 	d := &detection{}
-	n, err := compile(p)
+	var nfas []*nfa[T]
+	var errs []error
+	for i, p := range ps {
+		n, err := compile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pattern %d: %w", i, err))
+		}
+		nfas = append(nfas, n)
+	}
+	if len(ps) == 0 {
+		errs = append(errs, errors.New("cep: no pattern"))
+	}
+	err := errors.Join(errs...)
 	all := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[K, T, envelope[K, T, OUT]] {
-		return &detectFn[K, T, OUT]{nfa: n, err: err, fn: fn, d: d}
+		return &detectFn[K, T, OUT]{nfas: nfas, err: err, fn: fn, d: d}
 	}, append([]weir.Option{weir.Name("cep")}, opts...)...)
 	d.all = all
 	out := weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(OUT)) {
@@ -113,7 +139,7 @@ func TimedOut[K comparable, T, OUT any](s *weir.Stream[OUT]) *weir.Stream[Timeou
 		d.timeouts.Store(true)
 		d.timedOut = weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(Timeout[K, T])) {
 			if e.kind == envTimeout {
-				emit(Timeout[K, T]{Key: e.key, Match: e.match, At: time.UnixMilli(e.ts).UTC()})
+				emit(Timeout[K, T]{Key: e.key, Pattern: e.pattern, Match: e.match, At: time.UnixMilli(e.ts).UTC()})
 			}
 		})
 	}
@@ -148,14 +174,16 @@ func LateDropped[OUT any](s *weir.Stream[OUT]) int64 {
 
 // detectFn is Detect's keyed process function, one per subtask.
 type detectFn[K comparable, T, OUT any] struct {
-	nfa *nfa[T]
-	err error
-	fn  func(K, Match[T]) OUT
-	d   *detection
+	nfas []*nfa[T]
+	err  error
+	fn   func(K, int, Match[T]) OUT
+	d    *detection
 
-	st  *weir.ValueState[K, *keyState[T]]
-	r   *runner[T]
-	ctx *weir.KeyedContext[K, envelope[K, T, OUT]]
+	st    *weir.ValueState[K, *keyState[T]]
+	rs    []*runner[T]
+	ctx   *weir.KeyedContext[K, envelope[K, T, OUT]]
+	inert bool           // every pattern has an inert filter
+	free  []*keyState[T] // states of keys that went idle, for reuse
 }
 
 func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
@@ -163,16 +191,78 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 		return f.err
 	}
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
-	f.r = newRunner(f.nfa)
-	f.r.timeouts = f.d.timeouts.Load()
-	f.r.onMatch = func(m Match[T]) {
-		key := f.ctx.Key()
-		f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, out: f.fn(key, m)})
-	}
-	f.r.onTimeout = func(m Match[T], at int64) {
-		f.ctx.Emit(envelope[K, T, OUT]{kind: envTimeout, key: f.ctx.Key(), match: m, ts: at})
+	f.inert = true
+	for i, n := range f.nfas {
+		r := newRunner(n)
+		r.timeouts = f.d.timeouts.Load()
+		r.onMatch = func(m Match[T]) {
+			key := f.ctx.Key()
+			f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, pattern: i, out: f.fn(key, i, m)})
+		}
+		r.onTimeout = func(m Match[T], at int64) {
+			f.ctx.Emit(envelope[K, T, OUT]{kind: envTimeout, pattern: i, key: f.ctx.Key(), match: m, ts: at})
+		}
+		f.rs = append(f.rs, r)
+		f.inert = f.inert && n.inert != nil
 	}
 	return nil
+}
+
+// inertForAll reports an event that no pattern needs (see inertFilter).
+func (f *detectFn[K, T, OUT]) inertForAll(in *T) bool {
+	if !f.inert {
+		return false
+	}
+	for _, n := range f.nfas {
+		if !n.inert(in) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *detectFn[K, T, OUT]) newKeyState() *keyState[T] {
+	var ks *keyState[T]
+	if n := len(f.free); n > 0 {
+		ks = f.free[n-1]
+		f.free = f.free[:n-1]
+	} else {
+		ks = &keyState[T]{NFA: make([]nfaState[T], len(f.rs))}
+	}
+	ks.Timer = noTimer
+	for i, r := range f.rs {
+		r.reset(&ks.NFA[i])
+	}
+	return ks
+}
+
+// recycle keeps the state of a key that went idle (and was cleared from
+// the state backend) for the next key that needs one: most keys go idle
+// after every event when few events start a match.
+func (f *detectFn[K, T, OUT]) recycle(ks *keyState[T]) {
+	if len(f.free) >= 1024 || len(ks.NFA) != len(f.rs) {
+		return
+	}
+	for i := range ks.NFA {
+		if len(ks.NFA[i].Buf.Events) > 64 {
+			return
+		}
+	}
+	clear(ks.Pend)
+	ks.Pend = ks.Pend[:0]
+	f.free = append(f.free, ks)
+}
+
+func (f *detectFn[K, T, OUT]) idle(ks *keyState[T]) bool {
+	if len(ks.Pend) > 0 {
+		return false
+	}
+	for i, r := range f.rs {
+		if !r.idle(&ks.NFA[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], in T) error {
@@ -182,9 +272,12 @@ func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[
 		ctx.Emit(envelope[K, T, OUT]{kind: envLate, key: ctx.Key(), ev: in, ts: ts})
 		return nil
 	}
+	if f.inertForAll(&in) {
+		return nil
+	}
 	ks, ok := f.st.Value()
 	if !ok {
-		ks = f.r.newKeyState()
+		ks = f.newKeyState()
 	}
 	ks.Pend = append(ks.Pend, pendingEvent[T]{TS: ts, Ev: in})
 	if ks.Timer == noTimer || ts < ks.Timer {
@@ -198,9 +291,9 @@ func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[
 	return nil
 }
 
-// OnTimer runs the key's NFA up to the watermark: the buffered events it
-// passed, in timestamp order, each after advancing time to its timestamp,
-// then time to the watermark (Flink's onEventTime).
+// OnTimer runs the key's automata up to the watermark: the buffered events
+// it passed, in timestamp order, each after advancing time to its
+// timestamp, then time to the watermark (Flink's onEventTime).
 func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], _ time.Time) error {
 	ks, ok := f.st.Value()
 	if !ok {
@@ -210,8 +303,9 @@ func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, O
 	wm := ctx.Watermark().UnixMilli()
 	ks.Timer = noTimer
 	f.run(ks, wm)
-	if f.r.idle(ks) {
+	if f.idle(ks) {
 		f.st.Clear()
+		f.recycle(ks)
 		return nil
 	}
 	if next := f.nextTimer(ks); next != noTimer {
@@ -222,29 +316,38 @@ func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, O
 	return nil
 }
 
-// run feeds the key's events up to wm to the NFA.
+// run feeds the key's events up to wm to each pattern's automaton.
 func (f *detectFn[K, T, OUT]) run(ks *keyState[T], wm int64) {
-	r := f.r
 	if !slices.IsSortedFunc(ks.Pend, cmpPending[T]) {
 		slices.SortStableFunc(ks.Pend, cmpPending[T])
 	}
-	i := 0
-	for ; i < len(ks.Pend) && ks.Pend[i].TS <= wm; i++ {
-		ts := ks.Pend[i].TS
-		if i == 0 || ts != ks.Pend[i-1].TS {
-			r.advanceTime(ks, ts)
-		}
-		r.process(ks, &ks.Pend[i].Ev, ts)
+	n := 0
+	for n < len(ks.Pend) && ks.Pend[n].TS <= wm {
+		n++
 	}
-	if i == len(ks.Pend) {
+	for p, r := range f.rs {
+		ns := &ks.NFA[p]
+		inert := r.nfa.inert
+		for i := 0; i < n; i++ {
+			e := &ks.Pend[i]
+			if inert != nil && inert(&e.Ev) {
+				continue // the identity for this pattern
+			}
+			if i == 0 || e.TS != ks.Pend[i-1].TS {
+				r.advanceTime(ns, e.TS)
+			}
+			r.process(ns, &e.Ev, e.TS)
+		}
+		r.advanceTime(ns, wm)
+	}
+	if n == len(ks.Pend) {
 		clear(ks.Pend)
 		ks.Pend = ks.Pend[:0]
 	} else {
-		n := copy(ks.Pend, ks.Pend[i:])
-		clear(ks.Pend[n:])
-		ks.Pend = ks.Pend[:n]
+		m := copy(ks.Pend, ks.Pend[n:])
+		clear(ks.Pend[m:])
+		ks.Pend = ks.Pend[:m]
 	}
-	r.advanceTime(ks, wm)
 }
 
 func cmpPending[T any](a, b pendingEvent[T]) int {
@@ -257,8 +360,8 @@ func cmpPending[T any](a, b pendingEvent[T]) int {
 	return 0
 }
 
-// nextTimer is when the key needs the NFA again: its earliest buffered
-// event, or the time its earliest partial match times out.
+// nextTimer is when the key needs its automata again: its earliest
+// buffered event, or the time its earliest partial match times out.
 func (f *detectFn[K, T, OUT]) nextTimer(ks *keyState[T]) int64 {
 	next := int64(noTimer)
 	for _, p := range ks.Pend {
@@ -266,9 +369,12 @@ func (f *detectFn[K, T, OUT]) nextTimer(ks *keyState[T]) int64 {
 			next = p.TS
 		}
 	}
-	if w := f.nfa.window; w > 0 && len(ks.Partial) > 0 && ks.Partial[0].StartID >= 0 {
-		if t := ks.Partial[0].StartTS + w; next == noTimer || t < next {
-			next = t
+	for i, r := range f.rs {
+		ns := &ks.NFA[i]
+		if w := r.nfa.window; w > 0 && len(ns.Partial) > 0 && ns.Partial[0].StartID >= 0 {
+			if t := ns.Partial[0].StartTS + w; next == noTimer || t < next {
+				next = t
+			}
 		}
 	}
 	return next

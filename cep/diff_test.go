@@ -111,3 +111,43 @@ func TestDifferential(t *testing.T) {
 		}
 	}
 }
+
+// TestDifferentialDetectAll runs several random patterns in one DetectAll:
+// each pattern's matches equal the oracle's.
+func TestDifferentialDetectAll(t *testing.T) {
+	for seed := 0; seed < 60; seed++ {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		var ps []oPattern
+		var pats []*Pattern[ev]
+		for i := 0; i < 3; i++ {
+			p := randPattern(rng)
+			ps = append(ps, p)
+			pats = append(pats, p.build())
+		}
+		disorder := int64(1 + rng.IntN(4))
+		evs := randEvents(rng, 3, 8, disorder)
+		var want []string
+		for i, p := range ps {
+			for _, s := range p.expected(evs) {
+				want = append(want, fmt.Sprintf("p%d %s", i, s))
+			}
+		}
+		slices.Sort(want)
+		for _, par := range []int{1, 3} {
+			job := weir.NewJob("cep-all", weir.Parallelism(par))
+			src := weir.FromSource(job, "events", weir.SliceSource(evs),
+				weir.BoundedOutOfOrderness(time.Duration(disorder)*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+			out := weir.Collect(DetectAll(weir.KeyBy(src, func(e ev) int { return e.Key }), pats, func(k, i int, m Match[ev]) string {
+				return fmt.Sprintf("p%d %s", i, matchString(k, m, ps[i].stageNames()))
+			}))
+			if err := job.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got := out.Items()
+			slices.Sort(got)
+			if !slices.Equal(want, got) {
+				t.Fatalf("seed %d parallelism %d:\n%s", seed, par, diffStrings(want, got))
+			}
+		}
+	}
+}

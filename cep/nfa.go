@@ -119,16 +119,22 @@ func (b *sharedBuffer[T]) release(n int32) {
 // live is the number of nodes in use (for tests of state size).
 func (b *sharedBuffer[T]) live() int { return len(b.Nodes) - len(b.FreeNode) }
 
-// keyState is everything Detect keeps for one key: the events waiting for
-// the watermark, and the NFA's partial matches with their shared buffer.
-// It is plain data with exported fields so that snapshots encode it.
-type keyState[T any] struct {
-	Pend      []pendingEvent[T] // arrival order
-	Timer     int64             // registered event-time timer (ms); noTimer: none
-	Seq       int64             // id of the next event fed to the NFA
-	Partial   []compState       // ordered by first event, the start state last
-	Completed []compState       // skip strategies: matches waiting for earlier partial matches
+// nfaState is one pattern's automaton for one key: its partial matches
+// and their shared buffer. It is plain data with exported fields so that
+// snapshots encode it.
+type nfaState[T any] struct {
+	Seq       int64       // id of the next event fed to the NFA
+	Partial   []compState // ordered by first event, the start state last
+	Completed []compState // skip strategies: matches waiting for earlier partial matches
 	Buf       sharedBuffer[T]
+}
+
+// keyState is everything Detect keeps for one key: the events waiting for
+// the watermark and an automaton per pattern.
+type keyState[T any] struct {
+	Pend  []pendingEvent[T] // arrival order
+	Timer int64             // registered event-time timer (ms); noTimer: none
+	NFA   []nfaState[T]
 }
 
 type pendingEvent[T any] struct {
@@ -171,7 +177,7 @@ func (c *Context[T]) Timestamp() time.Time { return time.UnixMilli(c.ts).UTC() }
 // holds scratch space reused across events and keys.
 type runner[T any] struct {
 	nfa  *nfa[T]
-	ks   *keyState[T]
+	ks   *nfaState[T]
 	ctx  Context[T]
 	next []compState
 	cand []compState // new partial matches
@@ -193,22 +199,27 @@ func newRunner[T any](n *nfa[T]) *runner[T] {
 	return &runner[T]{nfa: n}
 }
 
-// newKeyState is the state of a key that has no partial match.
-func (r *runner[T]) newKeyState() *keyState[T] {
-	return &keyState[T]{Timer: noTimer, Partial: []compState{r.startState()}}
+// reset makes ns the automaton of a key with no partial match.
+func (r *runner[T]) reset(ns *nfaState[T]) {
+	var zero T
+	for i := range ns.Buf.Events {
+		ns.Buf.Events[i].Ev = zero
+	}
+	*ns = nfaState[T]{Partial: append(ns.Partial[:0], r.startState()),
+		Buf: sharedBuffer[T]{Events: ns.Buf.Events[:0], Nodes: ns.Buf.Nodes[:0], FreeEv: ns.Buf.FreeEv[:0], FreeNode: ns.Buf.FreeNode[:0]}}
 }
 
 func (r *runner[T]) startState() compState {
 	return compState{State: r.nfa.start, Node: -1, StartTS: -1, StartID: -1}
 }
 
-// idle reports whether the key holds nothing but the start state.
-func (r *runner[T]) idle(ks *keyState[T]) bool {
-	return len(ks.Pend) == 0 && len(ks.Completed) == 0 && len(ks.Partial) == 1 && ks.Partial[0].StartID < 0
+// idle reports whether the automaton holds nothing but the start state.
+func (r *runner[T]) idle(ns *nfaState[T]) bool {
+	return len(ns.Completed) == 0 && len(ns.Partial) == 1 && ns.Partial[0].StartID < 0
 }
 
 // process feeds one event, in event-time order, to the key's NFA.
-func (r *runner[T]) process(ks *keyState[T], ev *T, ts int64) {
+func (r *runner[T]) process(ks *nfaState[T], ev *T, ts int64) {
 	r.ks = ks
 	r.curEv = -1
 	r.curID = ks.Seq
@@ -247,7 +258,7 @@ func (r *runner[T]) process(ks *keyState[T], ev *T, ts int64) {
 
 // settle installs r.cand as the key's partial matches after handing the
 // complete matches pot to the skip strategy.
-func (r *runner[T]) settle(ks *keyState[T], pot []compState) {
+func (r *runner[T]) settle(ks *nfaState[T], pot []compState) {
 	if len(pot) > 0 || len(ks.Completed) > 0 {
 		r.emitMatches(ks, pot)
 	}
@@ -258,7 +269,7 @@ func (r *runner[T]) settle(ks *keyState[T], pot []compState) {
 // advanceTime drops the partial matches that time reaching ts has timed
 // out (Flink's FIRST_AND_LAST window: ts - first >= window); those waiting
 // in a trailing notFollowedBy become matches.
-func (r *runner[T]) advanceTime(ks *keyState[T], ts int64) {
+func (r *runner[T]) advanceTime(ks *nfaState[T], ts int64) {
 	w := r.nfa.window
 	if w <= 0 {
 		return
@@ -293,7 +304,7 @@ func (r *runner[T]) advanceTime(ks *keyState[T], ts int64) {
 // With a skip strategy, a match waits while an earlier partial match is
 // alive (it might complete and prune it), and each emitted match prunes
 // the partial and complete matches its strategy discards.
-func (r *runner[T]) emitMatches(ks *keyState[T], pot []compState) {
+func (r *runner[T]) emitMatches(ks *nfaState[T], pot []compState) {
 	if len(pot) > 1 {
 		slices.SortStableFunc(pot, r.cmpMatch)
 	}

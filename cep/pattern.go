@@ -84,6 +84,7 @@ type Pattern[T any] struct {
 	from   int // Times: from..to events (to == from for Times(n))
 	to     int
 	window time.Duration
+	iter   bool         // a condition looks at the partial match
 	skip   skipStrategy // on the first stage only
 	err    error
 }
@@ -281,10 +282,16 @@ func (p *Pattern[T]) Where(f func(T) bool) *Pattern[T] { return p.addCond(simple
 func (p *Pattern[T]) Or(f func(T) bool) *Pattern[T] { return p.addCond(simple(f), true) }
 
 // WhereIter is Where with a condition that sees the partial match so far.
-func (p *Pattern[T]) WhereIter(f Condition[T]) *Pattern[T] { return p.addCond(iterative(f), false) }
+func (p *Pattern[T]) WhereIter(f Condition[T]) *Pattern[T] {
+	p.iter = true
+	return p.addCond(iterative(f), false)
+}
 
 // OrIter is Or with a condition that sees the partial match so far.
-func (p *Pattern[T]) OrIter(f Condition[T]) *Pattern[T] { return p.addCond(iterative(f), true) }
+func (p *Pattern[T]) OrIter(f Condition[T]) *Pattern[T] {
+	p.iter = true
+	return p.addCond(iterative(f), true)
+}
 
 // Until stops a looping stage (OneOrMore, TimesOrMore): the first event
 // meeting f ends the loop and is not taken.

@@ -284,7 +284,8 @@ func TestStatePruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRunner(n)
-	ks := r.newKeyState()
+	ks := &nfaState[sev]{}
+	r.reset(ks)
 	var matches int
 	r.onMatch = func(Match[sev]) { matches++ }
 	for _, e := range evs("a1 b1 a2 b2 x b3 c1 a3 b4") {

@@ -45,7 +45,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	demo := group("demo", "Run a built-in demo job")
 	demo.AddCommand(newDemoAdclicks())
 	bench := group("bench", "Run a built-in benchmark")
-	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark())
+	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark())
 	root.AddCommand(newTopicCommands()...)
 	return root
