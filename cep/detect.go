@@ -181,6 +181,8 @@ type detectFn[K comparable, T, OUT any] struct {
 
 	st    *weir.ValueState[K, *keyState[T]]
 	rs    []*runner[T]
+	feed  feed[T]
+	last  []int64 // per pattern: the time it was last advanced to in run
 	ctx   *weir.KeyedContext[K, envelope[K, T, OUT]]
 	inert bool           // every pattern has an inert filter
 	free  []*keyState[T] // states of keys that went idle, for reuse
@@ -193,7 +195,7 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
 	f.inert = true
 	for i, n := range f.nfas {
-		r := newRunner(n)
+		r := newRunner(n, &f.feed)
 		r.timeouts = f.d.timeouts.Load()
 		r.onMatch = func(m Match[T]) {
 			key := f.ctx.Key()
@@ -203,6 +205,7 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 			f.ctx.Emit(envelope[K, T, OUT]{kind: envTimeout, pattern: i, key: f.ctx.Key(), match: m, ts: at})
 		}
 		f.rs = append(f.rs, r)
+		f.last = append(f.last, 0)
 		f.inert = f.inert && n.inert != nil
 	}
 	return nil
@@ -222,34 +225,30 @@ func (f *detectFn[K, T, OUT]) inertForAll(in *T) bool {
 }
 
 func (f *detectFn[K, T, OUT]) newKeyState() *keyState[T] {
-	var ks *keyState[T]
 	if n := len(f.free); n > 0 {
-		ks = f.free[n-1]
+		ks := f.free[n-1]
 		f.free = f.free[:n-1]
-	} else {
-		ks = &keyState[T]{NFA: make([]nfaState[T], len(f.rs))}
+		return ks
 	}
-	ks.Timer = noTimer
-	for i, r := range f.rs {
-		r.reset(&ks.NFA[i])
-	}
-	return ks
+	return &keyState[T]{Timer: noTimer, NFA: make([]nfaState, len(f.rs))}
 }
 
 // recycle keeps the state of a key that went idle (and was cleared from
 // the state backend) for the next key that needs one: most keys go idle
 // after every event when few events start a match.
 func (f *detectFn[K, T, OUT]) recycle(ks *keyState[T]) {
-	if len(f.free) >= 1024 || len(ks.NFA) != len(f.rs) {
+	if len(f.free) >= 1024 || len(ks.NFA) != len(f.rs) || len(ks.Buf.Events) > 64 {
 		return
 	}
-	for i := range ks.NFA {
-		if len(ks.NFA[i].Buf.Events) > 64 {
-			return
-		}
+	var zero T
+	for i := range ks.Buf.Events {
+		ks.Buf.Events[i].Ev = zero
 	}
+	b := &ks.Buf
+	*b = sharedBuffer[T]{Events: b.Events[:0], Nodes: b.Nodes[:0], FreeEv: b.FreeEv[:0], FreeNode: b.FreeNode[:0]}
 	clear(ks.Pend)
 	ks.Pend = ks.Pend[:0]
+	ks.Timer, ks.Seq = noTimer, 0
 	f.free = append(f.free, ks)
 }
 
@@ -257,8 +256,8 @@ func (f *detectFn[K, T, OUT]) idle(ks *keyState[T]) bool {
 	if len(ks.Pend) > 0 {
 		return false
 	}
-	for i, r := range f.rs {
-		if !r.idle(&ks.NFA[i]) {
+	for i := range ks.NFA {
+		if !idle(&ks.NFA[i]) {
 			return false
 		}
 	}
@@ -316,29 +315,44 @@ func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, O
 	return nil
 }
 
-// run feeds the key's events up to wm to each pattern's automaton.
+// run feeds the key's events up to wm to each pattern's automaton. An
+// event is stored in the key's shared buffer at most once, on the first
+// take by any pattern, and released once every pattern has seen it.
 func (f *detectFn[K, T, OUT]) run(ks *keyState[T], wm int64) {
 	if !slices.IsSortedFunc(ks.Pend, cmpPending[T]) {
 		slices.SortStableFunc(ks.Pend, cmpPending[T])
 	}
-	n := 0
-	for n < len(ks.Pend) && ks.Pend[n].TS <= wm {
-		n++
+	if len(ks.NFA) != len(f.rs) {
+		// A snapshot of another set of patterns cannot be matched up.
+		ks.NFA = append(ks.NFA[:0], make([]nfaState, len(f.rs))...)
 	}
-	for p, r := range f.rs {
-		ns := &ks.NFA[p]
-		inert := r.nfa.inert
-		for i := 0; i < n; i++ {
-			e := &ks.Pend[i]
-			if inert != nil && inert(&e.Ev) {
+	fd := &f.feed
+	fd.buf = &ks.Buf
+	for p := range f.last {
+		f.last[p] = noTimer
+	}
+	n := 0
+	for ; n < len(ks.Pend) && ks.Pend[n].TS <= wm; n++ {
+		e := &ks.Pend[n]
+		fd.curEv, fd.curID = -1, ks.Seq
+		ks.Seq++
+		for p, r := range f.rs {
+			if inert := r.nfa.inert; inert != nil && inert(&e.Ev) {
 				continue // the identity for this pattern
 			}
-			if i == 0 || e.TS != ks.Pend[i-1].TS {
+			ns := &ks.NFA[p]
+			if f.last[p] != e.TS {
 				r.advanceTime(ns, e.TS)
+				f.last[p] = e.TS
 			}
 			r.process(ns, &e.Ev, e.TS)
 		}
-		r.advanceTime(ns, wm)
+		if fd.curEv >= 0 {
+			ks.Buf.releaseEvent(fd.curEv) // the reference held while processing
+		}
+	}
+	for p, r := range f.rs {
+		r.advanceTime(&ks.NFA[p], wm)
 	}
 	if n == len(ks.Pend) {
 		clear(ks.Pend)
@@ -371,7 +385,7 @@ func (f *detectFn[K, T, OUT]) nextTimer(ks *keyState[T]) int64 {
 	}
 	for i, r := range f.rs {
 		ns := &ks.NFA[i]
-		if w := r.nfa.window; w > 0 && len(ns.Partial) > 0 && ns.Partial[0].StartID >= 0 {
+		if w := r.nfa.window; w > 0 && len(ns.Partial) > 0 {
 			if t := ns.Partial[0].StartTS + w; next == noTimer || t < next {
 				next = t
 			}

@@ -120,21 +120,32 @@ func (b *sharedBuffer[T]) release(n int32) {
 func (b *sharedBuffer[T]) live() int { return len(b.Nodes) - len(b.FreeNode) }
 
 // nfaState is one pattern's automaton for one key: its partial matches
-// and their shared buffer. It is plain data with exported fields so that
-// snapshots encode it.
-type nfaState[T any] struct {
-	Seq       int64       // id of the next event fed to the NFA
-	Partial   []compState // ordered by first event, the start state last
+// (the start state is implicit: it is always there). Plain data with
+// exported fields, so that snapshots encode it; an idle pattern costs two
+// nil slices.
+type nfaState struct {
+	Partial   []compState // ordered by first event
 	Completed []compState // skip strategies: matches waiting for earlier partial matches
-	Buf       sharedBuffer[T]
 }
 
 // keyState is everything Detect keeps for one key: the events waiting for
-// the watermark and an automaton per pattern.
+// the watermark, the shared buffer of every pattern's partial matches
+// (an event is stored once for all patterns and partial matches), and an
+// automaton per pattern.
 type keyState[T any] struct {
 	Pend  []pendingEvent[T] // arrival order
 	Timer int64             // registered event-time timer (ms); noTimer: none
-	NFA   []nfaState[T]
+	Seq   int64             // id of the next event fed to the automata
+	Buf   sharedBuffer[T]
+	NFA   []nfaState
+}
+
+// feed is the event being fed to a key's automata, shared by the runners
+// of all patterns so that the event is stored once.
+type feed[T any] struct {
+	buf   *sharedBuffer[T]
+	curEv int32 // the event in buf; -1: not stored yet
+	curID int64
 }
 
 type pendingEvent[T any] struct {
@@ -177,7 +188,8 @@ func (c *Context[T]) Timestamp() time.Time { return time.UnixMilli(c.ts).UTC() }
 // holds scratch space reused across events and keys.
 type runner[T any] struct {
 	nfa  *nfa[T]
-	ks   *nfaState[T]
+	ks   *nfaState
+	feed *feed[T]
 	ctx  Context[T]
 	next []compState
 	cand []compState // new partial matches
@@ -187,46 +199,36 @@ type runner[T any] struct {
 	ida  [][2]int64
 	idb  [][2]int64
 
-	curEv    int32 // the event being processed in the buffer; -1: not stored
-	curID    int64
 	timeouts bool
 
 	onMatch   func(m Match[T])
 	onTimeout func(m Match[T], at int64)
 }
 
-func newRunner[T any](n *nfa[T]) *runner[T] {
-	return &runner[T]{nfa: n}
+func newRunner[T any](n *nfa[T], f *feed[T]) *runner[T] {
+	return &runner[T]{nfa: n, feed: f}
 }
 
-// reset makes ns the automaton of a key with no partial match.
-func (r *runner[T]) reset(ns *nfaState[T]) {
-	var zero T
-	for i := range ns.Buf.Events {
-		ns.Buf.Events[i].Ev = zero
-	}
-	*ns = nfaState[T]{Partial: append(ns.Partial[:0], r.startState()),
-		Buf: sharedBuffer[T]{Events: ns.Buf.Events[:0], Nodes: ns.Buf.Nodes[:0], FreeEv: ns.Buf.FreeEv[:0], FreeNode: ns.Buf.FreeNode[:0]}}
-}
+func (r *runner[T]) buf() *sharedBuffer[T] { return r.feed.buf }
 
 func (r *runner[T]) startState() compState {
 	return compState{State: r.nfa.start, Node: -1, StartTS: -1, StartID: -1}
 }
 
 // idle reports whether the automaton holds nothing but the start state.
-func (r *runner[T]) idle(ns *nfaState[T]) bool {
-	return len(ns.Completed) == 0 && len(ns.Partial) == 1 && ns.Partial[0].StartID < 0
-}
+func idle(ns *nfaState) bool { return len(ns.Partial) == 0 && len(ns.Completed) == 0 }
 
 // process feeds one event, in event-time order, to the key's NFA.
-func (r *runner[T]) process(ks *nfaState[T], ev *T, ts int64) {
+// The caller (feed) assigns the event its id and releases it afterwards.
+func (r *runner[T]) process(ks *nfaState, ev *T, ts int64) {
 	r.ks = ks
-	r.curEv = -1
-	r.curID = ks.Seq
-	ks.Seq++
 	cand := r.cand[:0]
 	pot := r.pot[:0]
-	for _, cs := range ks.Partial {
+	for i := 0; i <= len(ks.Partial); i++ {
+		cs := r.startState()
+		if i < len(ks.Partial) {
+			cs = ks.Partial[i]
+		}
 		r.next = r.computeNext(cs, ev, ts, r.next[:0])
 		keep := len(cand)
 		discard := false
@@ -236,7 +238,7 @@ func (r *runner[T]) process(ks *nfaState[T], ev *T, ts int64) {
 				pot = append(pot, n)
 			case kindStop:
 				discard = true
-				ks.Buf.release(n.Node)
+				r.buf().release(n.Node)
 			default:
 				cand = append(cand, n)
 			}
@@ -244,46 +246,48 @@ func (r *runner[T]) process(ks *nfaState[T], ev *T, ts int64) {
 		if discard {
 			// A NOT stage matched: the whole branch dies.
 			for _, n := range cand[keep:] {
-				ks.Buf.release(n.Node)
+				r.buf().release(n.Node)
 			}
 			cand = cand[:keep]
 		}
 	}
 	r.cand, r.pot = cand, pot
 	r.settle(ks, pot)
-	if r.curEv >= 0 {
-		ks.Buf.releaseEvent(r.curEv) // the reference held while processing
-	}
 }
 
 // settle installs r.cand as the key's partial matches after handing the
 // complete matches pot to the skip strategy.
-func (r *runner[T]) settle(ks *nfaState[T], pot []compState) {
+func (r *runner[T]) settle(ks *nfaState, pot []compState) {
 	if len(pot) > 0 || len(ks.Completed) > 0 {
 		r.emitMatches(ks, pot)
 	}
 	// Swap rather than copy: the old slice becomes the next scratch.
+	if len(r.cand) == 0 {
+		// Leave an idle pattern nothing to store.
+		r.cand, ks.Partial = ks.Partial[:0], nil
+		return
+	}
 	ks.Partial, r.cand = r.cand, ks.Partial[:0]
 }
 
 // advanceTime drops the partial matches that time reaching ts has timed
 // out (Flink's FIRST_AND_LAST window: ts - first >= window); those waiting
 // in a trailing notFollowedBy become matches.
-func (r *runner[T]) advanceTime(ks *nfaState[T], ts int64) {
+func (r *runner[T]) advanceTime(ks *nfaState, ts int64) {
 	w := r.nfa.window
 	if w <= 0 {
 		return
 	}
 	// Partial matches are ordered by first event: when the earliest has
 	// not timed out, none has.
-	if len(ks.Partial) == 0 || ks.Partial[0].StartID < 0 || ts-ks.Partial[0].StartTS < w {
+	if len(ks.Partial) == 0 || ts-ks.Partial[0].StartTS < w {
 		return
 	}
 	r.ks = ks
 	cand := r.cand[:0]
 	pot := r.pot[:0]
 	for _, cs := range ks.Partial {
-		if cs.StartID < 0 || ts-cs.StartTS < w || r.nfa.states[cs.State].kind == kindStart {
+		if ts-cs.StartTS < w {
 			cand = append(cand, cs)
 			continue
 		}
@@ -294,7 +298,7 @@ func (r *runner[T]) advanceTime(ks *nfaState[T], ts int64) {
 		if r.timeouts && r.onTimeout != nil {
 			r.onTimeout(r.materialize(cs.Node), cs.StartTS+w)
 		}
-		ks.Buf.release(cs.Node)
+		r.buf().release(cs.Node)
 	}
 	r.cand, r.pot = cand, pot
 	r.settle(ks, pot)
@@ -304,7 +308,7 @@ func (r *runner[T]) advanceTime(ks *nfaState[T], ts int64) {
 // With a skip strategy, a match waits while an earlier partial match is
 // alive (it might complete and prune it), and each emitted match prunes
 // the partial and complete matches its strategy discards.
-func (r *runner[T]) emitMatches(ks *nfaState[T], pot []compState) {
+func (r *runner[T]) emitMatches(ks *nfaState, pot []compState) {
 	if len(pot) > 1 {
 		slices.SortStableFunc(pot, r.cmpMatch)
 	}
@@ -327,7 +331,7 @@ func (r *runner[T]) emitMatches(ks *nfaState[T], pot []compState) {
 		if r.onMatch != nil {
 			r.onMatch(r.materialize(m.Node))
 		}
-		ks.Buf.release(m.Node)
+		r.buf().release(m.Node)
 	}
 	if len(ks.Completed) == 0 {
 		ks.Completed = nil
@@ -373,7 +377,7 @@ func cmpInt(a, b int64) int {
 // chain lists the (event id, stage) pairs of a node chain, first event
 // first.
 func (r *runner[T]) chain(n int32, out [][2]int64) [][2]int64 {
-	b := &r.ks.Buf
+	b := r.buf()
 	for ; n >= 0; n = b.Nodes[n].Prev {
 		out = append(out, [2]int64{b.Events[b.Nodes[n].Event].ID, int64(b.Nodes[n].Stage)})
 	}
@@ -404,7 +408,7 @@ func mergeByStart(a, b []compState) []compState {
 
 // pruningID is the event id a match prunes from (Flink's getPruningId).
 func (r *runner[T]) pruningID(m compState) (int64, bool) {
-	b := &r.ks.Buf
+	b := r.buf()
 	skip := r.nfa.skip
 	var id int64 = -1
 	found := false
@@ -438,7 +442,7 @@ func (r *runner[T]) prune(states []compState, id int64, kind skipKind) []compSta
 	for _, cs := range states {
 		drop := cs.StartID >= 0 && (cs.StartID < id || (cs.StartID == id && kind != skipToFirst && kind != skipToLast))
 		if drop {
-			r.ks.Buf.release(cs.Node)
+			r.buf().release(cs.Node)
 			continue
 		}
 		out = append(out, cs)
@@ -448,7 +452,7 @@ func (r *runner[T]) prune(states []compState, id int64, kind skipKind) []compSta
 
 // materialize builds the match a node chain ends.
 func (r *runner[T]) materialize(n int32) Match[T] {
-	b := &r.ks.Buf
+	b := r.buf()
 	m := make(Match[T], 4)
 	for x := n; x >= 0; x = b.Nodes[x].Prev {
 		nd := &b.Nodes[x]
@@ -464,40 +468,38 @@ func (r *runner[T]) materialize(n int32) Match[T] {
 // computeNext is Flink's computeNextStates: the partial matches that cs
 // becomes with event ev.
 func (r *runner[T]) computeNext(cs compState, ev *T, ts int64, out []compState) []compState {
-	ks := r.ks
-	r.ctx = Context[T]{buf: &ks.Buf, nfa: r.nfa, node: cs.Node, ts: ts, stage: r.ctx.stage}
+	buf := r.buf()
+	r.ctx = Context[T]{buf: buf, nfa: r.nfa, node: cs.Node, ts: ts, stage: r.ctx.stage}
 	edges := r.decisionGraph(cs.State, ev)
 	isStart := r.nfa.states[cs.State].kind == kindStart
 	for _, e := range edges {
 		switch e.act {
 		case actIgnore:
 			if !isStart {
-				ks.Buf.retain(cs.Node)
+				buf.retain(cs.Node)
 				out = append(out, compState{State: e.to, Node: cs.Node, StartTS: cs.StartTS, StartID: cs.StartID, PrevTS: cs.PrevTS})
 			}
 		case actTake:
-			if r.curEv < 0 {
+			f := r.feed
+			if f.curEv < 0 {
 				// Stored on its first take only, with a reference held
 				// until the event is processed (Flink's EventWrapper).
-				r.curEv = ks.Buf.addEvent(ev, ts, r.curID)
+				f.curEv = buf.addEvent(ev, ts, f.curID)
 			}
-			node := ks.Buf.addNode(r.curEv, r.nfa.states[e.from].stage, cs.Node)
+			node := buf.addNode(f.curEv, r.nfa.states[e.from].stage, cs.Node)
 			startTS, startID := cs.StartTS, cs.StartID
 			if isStart {
-				startTS, startID = ts, r.curID
+				startTS, startID = ts, f.curID
 			}
-			ks.Buf.retain(node)
+			buf.retain(node)
 			out = append(out, compState{State: e.to, Node: node, StartTS: startTS, StartID: startID, PrevTS: ts})
-			if f := r.finalAfterProceed(e.to, ev); f >= 0 {
-				ks.Buf.retain(node)
-				out = append(out, compState{State: f, Node: node, StartTS: startTS, StartID: startID, PrevTS: ts})
+			if fs := r.finalAfterProceed(e.to, ev); fs >= 0 {
+				buf.retain(node)
+				out = append(out, compState{State: fs, Node: node, StartTS: startTS, StartID: startID, PrevTS: ts})
 			}
 		}
 	}
-	if isStart {
-		out = append(out, r.startState())
-	}
-	ks.Buf.release(cs.Node)
+	buf.release(cs.Node)
 	return out
 }
 

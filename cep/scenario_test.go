@@ -283,28 +283,33 @@ func TestStatePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(n)
-	ks := &nfaState[sev]{}
-	r.reset(ks)
+	var buf sharedBuffer[sev]
+	fd := &feed[sev]{buf: &buf}
+	r := newRunner(n, fd)
+	ks := &nfaState{}
 	var matches int
 	r.onMatch = func(Match[sev]) { matches++ }
-	for _, e := range evs("a1 b1 a2 b2 x b3 c1 a3 b4") {
+	for i, e := range evs("a1 b1 a2 b2 x b3 c1 a3 b4") {
 		r.advanceTime(ks, e.TS)
+		fd.curEv, fd.curID = -1, int64(i)
 		r.process(ks, &e, e.TS)
+		if fd.curEv >= 0 {
+			buf.releaseEvent(fd.curEv)
+		}
 	}
 	if matches == 0 {
 		t.Fatal("no match")
 	}
-	if ks.Buf.live() == 0 || r.idle(ks) {
+	if buf.live() == 0 || idle(ks) {
 		t.Fatal("partial matches should be alive before the window passes")
 	}
 	// Shared buffer: b1 is held by several partial matches but stored once.
-	stored := len(ks.Buf.Events) - len(ks.Buf.FreeEv)
+	stored := len(buf.Events) - len(buf.FreeEv)
 	if stored > 9 {
 		t.Errorf("%d events stored for 9 input events", stored)
 	}
 	r.advanceTime(ks, 100)
-	if !r.idle(ks) || ks.Buf.live() != 0 || len(ks.Buf.Events) != len(ks.Buf.FreeEv) {
-		t.Errorf("after the window: idle=%v nodes=%d events=%d/%d", r.idle(ks), ks.Buf.live(), len(ks.Buf.Events), len(ks.Buf.FreeEv))
+	if !idle(ks) || buf.live() != 0 || len(buf.Events) != len(buf.FreeEv) {
+		t.Errorf("after the window: idle=%v nodes=%d events=%d/%d", idle(ks), buf.live(), len(buf.Events), len(buf.FreeEv))
 	}
 }
