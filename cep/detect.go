@@ -42,10 +42,10 @@ type envelope[K comparable, T, OUT any] struct {
 	kind    uint8
 	pattern int
 	out     OUT
-	key   K
-	match Match[T]
-	ev    T
-	ts    int64
+	key     K
+	match   Match[T]
+	ev      T
+	ts      int64
 }
 
 // detection is what TimedOut and LateEvents find of a Detect.
