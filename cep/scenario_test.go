@@ -313,3 +313,20 @@ func TestStatePruned(t *testing.T) {
 		t.Errorf("after the window: idle=%v nodes=%d events=%d/%d", idle(ks), buf.live(), len(buf.Events), len(buf.FreeEv))
 	}
 }
+
+// The timelines of docs/cep.md.
+func TestDocTimelines(t *testing.T) {
+	ab := func(f func(*Pattern[sev]) *Pattern[sev]) *Pattern[sev] {
+		return f(Begin[sev]("a").Where(named("a")).OneOrMore()).FollowedBy("b").Where(named("b"))
+	}
+	id := func(p *Pattern[sev]) *Pattern[sev] { return p }
+	check(t, ab(id), "a1 a2 a3 b1", "a1 b1", "a1 a2 b1", "a1 a2 a3 b1", "a2 b1", "a2 a3 b1", "a3 b1")
+	check(t, ab(func(p *Pattern[sev]) *Pattern[sev] { return p.AllowCombinations() }), "a1 a2 a3 b1",
+		"a1 b1", "a1 a2 b1", "a1 a2 a3 b1", "a2 b1", "a2 a3 b1", "a3 b1", "a1 a3 b1")
+	check(t, ab(func(p *Pattern[sev]) *Pattern[sev] { return p.Consecutive() }), "a1 x a2 b1", "a1 b1", "a2 b1")
+	check(t, Begin[sev]("a").Where(named("a")).Next("b").Where(named("b")), "a1 x a2 b1 b2", "a2 b1")
+	check(t, Begin[sev]("a").Where(named("a")).FollowedBy("b").Where(named("b")), "a1 x b1 b2", "a1 b1")
+	check(t, Begin[sev]("a").Where(named("a")).FollowedByAny("b").Where(named("b")), "a1 x b1 b2", "a1 b1", "a1 b2")
+	check(t, Begin[sev]("a").Where(named("a")).FollowedBy("b").Where(named("b")).Optional().FollowedBy("c").Where(named("c")),
+		"a1 b1 c1", "a1 b1 c1", "a1 c1")
+}
