@@ -94,8 +94,8 @@ func diffStrings(want, got []string) string {
 // parallelism 1 and 3.
 func TestDifferential(t *testing.T) {
 	seeds := 400
-	if testing.Short() {
-		seeds = 60
+	if testing.Short() || raceEnabled {
+		seeds = 80
 	}
 	for seed := 0; seed < seeds; seed++ {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -115,7 +115,11 @@ func TestDifferential(t *testing.T) {
 // TestDifferentialDetectAll runs several random patterns in one DetectAll:
 // each pattern's matches equal the oracle's.
 func TestDifferentialDetectAll(t *testing.T) {
-	for seed := 0; seed < 60; seed++ {
+	seeds := 60
+	if raceEnabled {
+		seeds = 20
+	}
+	for seed := 0; seed < seeds; seed++ {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
 		var ps []oPattern
 		var pats []*Pattern[ev]

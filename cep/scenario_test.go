@@ -330,3 +330,16 @@ func TestDocTimelines(t *testing.T) {
 	check(t, Begin[sev]("a").Where(named("a")).FollowedBy("b").Where(named("b")).Optional().FollowedBy("c").Where(named("c")),
 		"a1 b1 c1", "a1 b1 c1", "a1 c1")
 }
+
+// A malformed pattern fails the job when it starts, naming the stage.
+func TestMalformedPatternFailsJob(t *testing.T) {
+	p := Begin[sev]("a").FollowedBy("b").Times(2).Times(3)
+	job := weir.NewJob("bad")
+	src := weir.FromSource(job, "events", weir.SliceSource(evs("a1 b1")),
+		weir.MonotonousTimestamps(func(e sev) time.Time { return time.UnixMilli(e.TS) }))
+	weir.Collect(Detect(weir.KeyBy(src, func(sev) int { return 0 }), p, func(int, Match[sev]) int { return 0 }))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `stage "b"`) || !strings.Contains(err.Error(), "quantifier was already applied") {
+		t.Fatalf("err = %v", err)
+	}
+}
