@@ -185,6 +185,9 @@ type detectFn[K comparable, T, OUT any] struct {
 	last  []int64 // per pattern: the time it was last advanced to in run
 	ctx   *weir.KeyedContext[K, envelope[K, T, OUT]]
 	inert bool           // every pattern has an inert filter
+	// inPlace: the state backend stores the *keyState itself, so changes
+	// to a key's state need no Update (one hash lookup less per event).
+	inPlace bool
 	free  []*keyState[T] // states of keys that went idle, for reuse
 }
 
@@ -193,6 +196,7 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 		return f.err
 	}
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
+	f.inPlace = rc.ValuesInPlace()
 	f.inert = true
 	for i, n := range f.nfas {
 		r := newRunner(n, &f.feed)
@@ -286,7 +290,9 @@ func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[
 		ctx.RegisterEventTimeTimer(time.UnixMilli(ts))
 		ks.Timer = ts
 	}
-	f.st.Update(ks)
+	if !ok || !f.inPlace {
+		f.st.Update(ks)
+	}
 	return nil
 }
 
@@ -311,7 +317,9 @@ func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, O
 		ctx.RegisterEventTimeTimer(time.UnixMilli(next))
 		ks.Timer = next
 	}
-	f.st.Update(ks)
+	if !f.inPlace {
+		f.st.Update(ks)
+	}
 	return nil
 }
 
