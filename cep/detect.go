@@ -184,11 +184,11 @@ type detectFn[K comparable, T, OUT any] struct {
 	feed  feed[T]
 	last  []int64 // per pattern: the time it was last advanced to in run
 	ctx   *weir.KeyedContext[K, envelope[K, T, OUT]]
-	inert bool           // every pattern has an inert filter
+	inert bool // every pattern has an inert filter
 	// inPlace: the state backend stores the *keyState itself, so changes
 	// to a key's state need no Update (one hash lookup less per event).
 	inPlace bool
-	free  []*keyState[T] // states of keys that went idle, for reuse
+	free    []*keyState[T] // states of keys that went idle, for reuse
 }
 
 func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
