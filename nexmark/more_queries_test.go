@@ -85,7 +85,7 @@ func TestQ13BidsWaitForTheSideInput(t *testing.T) {
 		waitFor(t, done, "the bids at the join", func() bool {
 			return job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 {
 				if o.Name == "q13-join" {
-					return o.RecordsIn.Load()
+					return o.RecordsIn
 				}
 				return 0
 			}) == int64(len(events))

@@ -146,8 +146,8 @@ func TestQ12ProcessingTimeWindows(t *testing.T) {
 			// second to complete from now was triggered after now).
 			processed := func(k int) {
 				waitFor(t, done, fmt.Sprint("phase ", k, " read"), func() bool { return int(src.delivered.Load()) >= k })
-				n := job.Metrics().Checkpoints.Completed.Load()
-				waitFor(t, done, fmt.Sprint("phase ", k, " processed"), func() bool { return job.Metrics().Checkpoints.Completed.Load() >= n+2 })
+				n := job.Metrics().Checkpoints.Completed
+				waitFor(t, done, fmt.Sprint("phase ", k, " processed"), func() bool { return job.Metrics().Checkpoints.Completed >= n+2 })
 			}
 			row := func(bidder, count, start int64) string {
 				return fmt.Sprintf(`{"bidder":%d,"bid_count":%d,"starttime":%d,"endtime":%d}`, bidder, count, start, start+10_000)

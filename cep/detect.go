@@ -1,0 +1,403 @@
+package cep
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// Timeout is a partial match that Within timed out, from TimedOut.
+type Timeout[K comparable, T any] struct {
+	Key K
+	// Pattern is the index of the pattern in DetectAll (0 for Detect).
+	Pattern int
+	// Match holds the events the partial match had taken.
+	Match Match[T]
+	// At is when it timed out: its first event's time plus the window.
+	At time.Time
+}
+
+// Late is an event that arrived after the watermark had passed it, from
+// LateEvents.
+type Late[K comparable, T any] struct {
+	Key       K
+	Event     T
+	Timestamp time.Time
+}
+
+const (
+	envMatch uint8 = iota
+	envTimeout
+	envLate
+)
+
+// envelope carries Detect's output and side outputs on one stream; the
+// public streams are views of it.
+type envelope[K comparable, T, OUT any] struct {
+	kind    uint8
+	pattern int
+	out     OUT
+	key     K
+	match   Match[T]
+	ev      T
+	ts      int64
+}
+
+// detection is what TimedOut and LateEvents find of a Detect.
+type detection struct {
+	mu       sync.Mutex
+	all      any // *weir.Stream[envelope[K, T, OUT]]
+	timedOut any
+	late     any
+	name     string
+	timeouts atomic.Bool // TimedOut was asked for: materialize timeouts
+	dropped  atomic.Int64
+}
+
+// detections maps the stream Detect returned to its detection.
+var detections sync.Map // any(*weir.Stream[OUT]) -> *detection
+
+// Detect runs the pattern over each key's events and calls fn for every
+// match, emitting its result. Events are matched in event-time order: an
+// event waits in keyed state until the watermark passes it, then the key's
+// NFA consumes the events it passed in timestamp order (ties in arrival
+// order), as Flink's CepOperator does. An event at or behind the
+// watermark on arrival is late: dropped and counted, or sent to
+// LateEvents. Matches are emitted in the order of their first events.
+//
+// The partial matches live in keyed state (heap or Pebble, as the job
+// says) with a shared buffer that stores each event once; they are
+// checkpointed by key group and restore at any parallelism. Within bounds
+// them, and an event-time timer per key removes them when time passes the
+// window, so idle keys keep no state.
+//
+// A malformed pattern fails the job when it starts, naming the stage.
+func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
+	return DetectAll(ks, []*Pattern[T]{p}, func(key K, _ int, m Match[T]) OUT { return fn(key, m) }, opts...)
+}
+
+// DetectAll runs several patterns over the same keyed stream in one
+// operator: each event is buffered once per key and one timer per key
+// serves every pattern, so many patterns cost little more than one. fn
+// gets the index of the pattern that matched. Each pattern keeps its own
+// skip strategy and window; the matches of one pattern are emitted in the
+// order of their first events.
+func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
+	d := &detection{}
+	var nfas []*nfa[T]
+	var errs []error
+	for i, p := range ps {
+		n, err := compile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pattern %d: %w", i, err))
+		}
+		nfas = append(nfas, n)
+	}
+	if len(ps) == 0 {
+		errs = append(errs, errors.New("cep: no pattern"))
+	}
+	err := errors.Join(errs...)
+	all := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[K, T, envelope[K, T, OUT]] {
+		return &detectFn[K, T, OUT]{nfas: nfas, err: err, fn: fn, d: d}
+	}, append([]weir.Option{weir.Name("cep")}, opts...)...)
+	d.all = all
+	out := weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(OUT)) {
+		if e.kind == envMatch {
+			emit(e.out)
+		}
+	})
+	detections.Store(any(out), d)
+	return out
+}
+
+func lookup[K comparable, T, OUT any](fnName string, s *weir.Stream[OUT]) (*detection, *weir.Stream[envelope[K, T, OUT]]) {
+	v, ok := detections.Load(any(s))
+	if !ok {
+		panic(fmt.Sprintf("cep: %s: the stream is not the output of cep.Detect", fnName))
+	}
+	d := v.(*detection)
+	all, ok := d.all.(*weir.Stream[envelope[K, T, OUT]])
+	if !ok {
+		panic(fmt.Sprintf("cep: %s[%T, %T]: the Detect's key or event type differs", fnName, *new(K), *new(T)))
+	}
+	return d, all
+}
+
+// TimedOut is the side output of the partial matches that Within timed
+// out in the Detect that produced s (Flink's timed-out patterns). K and T
+// are Detect's key and event types: cep.TimedOut[string, Txn](alerts).
+func TimedOut[K comparable, T, OUT any](s *weir.Stream[OUT]) *weir.Stream[Timeout[K, T]] {
+	d, all := lookup[K, T]("TimedOut", s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timedOut == nil {
+		d.timeouts.Store(true)
+		d.timedOut = weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(Timeout[K, T])) {
+			if e.kind == envTimeout {
+				emit(Timeout[K, T]{Key: e.key, Pattern: e.pattern, Match: e.match, At: time.UnixMilli(e.ts).UTC()})
+			}
+		})
+	}
+	return d.timedOut.(*weir.Stream[Timeout[K, T]])
+}
+
+// LateEvents is the side output of the events the Detect that produced s
+// dropped as late.
+func LateEvents[K comparable, T, OUT any](s *weir.Stream[OUT]) *weir.Stream[Late[K, T]] {
+	d, all := lookup[K, T]("LateEvents", s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.late == nil {
+		d.late = weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(Late[K, T])) {
+			if e.kind == envLate {
+				emit(Late[K, T]{Key: e.key, Event: e.ev, Timestamp: time.UnixMilli(e.ts).UTC()})
+			}
+		})
+	}
+	return d.late.(*weir.Stream[Late[K, T]])
+}
+
+// LateDropped is the number of late events the Detect that produced s has
+// dropped so far, over all its subtasks (sent to LateEvents or not).
+func LateDropped[OUT any](s *weir.Stream[OUT]) int64 {
+	v, ok := detections.Load(any(s))
+	if !ok {
+		return 0
+	}
+	return v.(*detection).dropped.Load()
+}
+
+// detectFn is Detect's keyed process function, one per subtask.
+type detectFn[K comparable, T, OUT any] struct {
+	nfas []*nfa[T]
+	err  error
+	fn   func(K, int, Match[T]) OUT
+	d    *detection
+
+	st    *weir.ValueState[K, *keyState[T]]
+	rs    []*runner[T]
+	feed  feed[T]
+	last  []int64 // per pattern: the time it was last advanced to in run
+	ctx   *weir.KeyedContext[K, envelope[K, T, OUT]]
+	inert bool // every pattern has an inert filter
+	// inPlace: the state backend stores the *keyState itself, so changes
+	// to a key's state need no Update (one hash lookup less per event).
+	inPlace bool
+	free    []*keyState[T] // states of keys that went idle, for reuse
+}
+
+func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
+	f.inPlace = rc.ValuesInPlace()
+	f.inert = true
+	for i, n := range f.nfas {
+		r := newRunner(n, &f.feed)
+		r.timeouts = f.d.timeouts.Load()
+		r.onMatch = func(m Match[T]) {
+			key := f.ctx.Key()
+			f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, pattern: i, out: f.fn(key, i, m)})
+		}
+		r.onTimeout = func(m Match[T], at int64) {
+			f.ctx.Emit(envelope[K, T, OUT]{kind: envTimeout, pattern: i, key: f.ctx.Key(), match: m, ts: at})
+		}
+		f.rs = append(f.rs, r)
+		f.last = append(f.last, 0)
+		f.inert = f.inert && n.inert != nil
+	}
+	return nil
+}
+
+// inertForAll reports an event that no pattern needs (see inertFilter).
+func (f *detectFn[K, T, OUT]) inertForAll(in *T) bool {
+	if !f.inert {
+		return false
+	}
+	for _, n := range f.nfas {
+		if !n.inert(in) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *detectFn[K, T, OUT]) newKeyState() *keyState[T] {
+	if n := len(f.free); n > 0 {
+		ks := f.free[n-1]
+		f.free = f.free[:n-1]
+		return ks
+	}
+	return &keyState[T]{Timer: noTimer, NFA: make([]nfaState, len(f.rs))}
+}
+
+// recycle keeps the state of a key that went idle (and was cleared from
+// the state backend) for the next key that needs one: most keys go idle
+// after every event when few events start a match.
+func (f *detectFn[K, T, OUT]) recycle(ks *keyState[T]) {
+	if len(f.free) >= 1024 || len(ks.NFA) != len(f.rs) || len(ks.Buf.Events) > 64 {
+		return
+	}
+	var zero T
+	for i := range ks.Buf.Events {
+		ks.Buf.Events[i].Ev = zero
+	}
+	b := &ks.Buf
+	*b = sharedBuffer[T]{Events: b.Events[:0], Nodes: b.Nodes[:0], FreeEv: b.FreeEv[:0], FreeNode: b.FreeNode[:0]}
+	clear(ks.Pend)
+	ks.Pend = ks.Pend[:0]
+	ks.Timer, ks.Seq = noTimer, 0
+	f.free = append(f.free, ks)
+}
+
+func (f *detectFn[K, T, OUT]) idle(ks *keyState[T]) bool {
+	if len(ks.Pend) > 0 {
+		return false
+	}
+	for i := range ks.NFA {
+		if !idle(&ks.NFA[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], in T) error {
+	ts := ctx.Timestamp().UnixMilli()
+	if ts <= ctx.Watermark().UnixMilli() {
+		f.d.dropped.Add(1)
+		ctx.Emit(envelope[K, T, OUT]{kind: envLate, key: ctx.Key(), ev: in, ts: ts})
+		return nil
+	}
+	if f.inertForAll(&in) {
+		return nil
+	}
+	ks, ok := f.st.Value()
+	if !ok {
+		ks = f.newKeyState()
+	}
+	ks.Pend = append(ks.Pend, pendingEvent[T]{TS: ts, Ev: in})
+	if ks.Timer == noTimer || ts < ks.Timer {
+		if ks.Timer != noTimer {
+			ctx.DeleteEventTimeTimer(time.UnixMilli(ks.Timer))
+		}
+		ctx.RegisterEventTimeTimer(time.UnixMilli(ts))
+		ks.Timer = ts
+	}
+	if !ok || !f.inPlace {
+		f.st.Update(ks)
+	}
+	return nil
+}
+
+// OnTimer runs the key's automata up to the watermark: the buffered events
+// it passed, in timestamp order, each after advancing time to its
+// timestamp, then time to the watermark (Flink's onEventTime).
+func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], _ time.Time) error {
+	ks, ok := f.st.Value()
+	if !ok {
+		return nil
+	}
+	f.ctx = ctx
+	wm := ctx.Watermark().UnixMilli()
+	ks.Timer = noTimer
+	f.run(ks, wm)
+	if f.idle(ks) {
+		f.st.Clear()
+		f.recycle(ks)
+		return nil
+	}
+	if next := f.nextTimer(ks); next != noTimer {
+		ctx.RegisterEventTimeTimer(time.UnixMilli(next))
+		ks.Timer = next
+	}
+	if !f.inPlace {
+		f.st.Update(ks)
+	}
+	return nil
+}
+
+// run feeds the key's events up to wm to each pattern's automaton. An
+// event is stored in the key's shared buffer at most once, on the first
+// take by any pattern, and released once every pattern has seen it.
+func (f *detectFn[K, T, OUT]) run(ks *keyState[T], wm int64) {
+	if !slices.IsSortedFunc(ks.Pend, cmpPending[T]) {
+		slices.SortStableFunc(ks.Pend, cmpPending[T])
+	}
+	if len(ks.NFA) != len(f.rs) {
+		// A snapshot of another set of patterns cannot be matched up.
+		ks.NFA = append(ks.NFA[:0], make([]nfaState, len(f.rs))...)
+	}
+	fd := &f.feed
+	fd.buf = &ks.Buf
+	for p := range f.last {
+		f.last[p] = noTimer
+	}
+	n := 0
+	for ; n < len(ks.Pend) && ks.Pend[n].TS <= wm; n++ {
+		e := &ks.Pend[n]
+		fd.curEv, fd.curID = -1, ks.Seq
+		ks.Seq++
+		for p, r := range f.rs {
+			if inert := r.nfa.inert; inert != nil && inert(&e.Ev) {
+				continue // the identity for this pattern
+			}
+			ns := &ks.NFA[p]
+			if f.last[p] != e.TS {
+				r.advanceTime(ns, e.TS)
+				f.last[p] = e.TS
+			}
+			r.process(ns, &e.Ev, e.TS)
+		}
+		if fd.curEv >= 0 {
+			ks.Buf.releaseEvent(fd.curEv) // the reference held while processing
+		}
+	}
+	for p, r := range f.rs {
+		r.advanceTime(&ks.NFA[p], wm)
+	}
+	if n == len(ks.Pend) {
+		clear(ks.Pend)
+		ks.Pend = ks.Pend[:0]
+	} else {
+		m := copy(ks.Pend, ks.Pend[n:])
+		clear(ks.Pend[m:])
+		ks.Pend = ks.Pend[:m]
+	}
+}
+
+func cmpPending[T any](a, b pendingEvent[T]) int {
+	switch {
+	case a.TS < b.TS:
+		return -1
+	case a.TS > b.TS:
+		return 1
+	}
+	return 0
+}
+
+// nextTimer is when the key needs its automata again: its earliest
+// buffered event, or the time its earliest partial match times out.
+func (f *detectFn[K, T, OUT]) nextTimer(ks *keyState[T]) int64 {
+	next := int64(noTimer)
+	for _, p := range ks.Pend {
+		if next == noTimer || p.TS < next {
+			next = p.TS
+		}
+	}
+	for i, r := range f.rs {
+		ns := &ks.NFA[i]
+		if w := r.nfa.window; w > 0 && len(ns.Partial) > 0 {
+			if t := ns.Partial[0].StartTS + w; next == noTimer || t < next {
+				next = t
+			}
+		}
+	}
+	return next
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cep
+
+const raceEnabled = false
