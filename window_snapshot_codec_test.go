@@ -257,3 +257,55 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWindowSnapshotCodec encodes and decodes window entries with the
+// binary codec: 1M flat entries (int64 key and count: the flat loop) and
+// 100k general ones (string key, a struct accumulator with strings and
+// slices: the per-type plan), each in 128 key groups.
+func BenchmarkWindowSnapshotCodec(b *testing.B) {
+	flat := make([]alignedEntry[int64, int64], 1<<20)
+	for i := range flat {
+		flat[i] = alignedEntry[int64, int64]{Start: 1436918400000, End: 1436918410000, Hash: uint64(i) * 0x9E3779B97F4A7C15, Key: int64(1000 + i), Acc: int64(i % 50)}
+	}
+	general := make([]alignedEntry[string, codecAcc], 100_000)
+	for i := range general {
+		general[i] = alignedEntry[string, codecAcc]{Start: 1436918400000, End: 1436918410000, Hash: uint64(i) * 0x9E3779B97F4A7C15, Key: "user-" + string(rune('a'+i%26)),
+			Acc: codecAcc{Sum: float64(i), N: int32(i), Names: []string{"x", "yy"}, Tags: [2]uint8{1, 2}, OK: i%2 == 0, Raw: []byte{1, 2, 3}, Small: -1, U: 7, F: 0.5, Sub: []struct{ A, B int64 }{{int64(i), -int64(i)}}}}
+	}
+	benchWindowCodec(b, "flat", flat)
+	benchWindowCodec(b, "general", general)
+}
+
+func benchWindowCodec[K comparable, ACC any](b *testing.B, name string, es []alignedEntry[K, ACC]) {
+	c := codecFor[alignedEntry[K, ACC]]()
+	var g groupWriter[alignedEntry[K, ACC]]
+	encodeAll := func() map[int][]byte {
+		g.start(c, 128)
+		for i := range es {
+			g.add(int(es[i].Hash%128), &es[i])
+		}
+		return g.finish()
+	}
+	b.Run(name+"/encode", func(b *testing.B) {
+		size := 0
+		for b.Loop() {
+			size = 0
+			for _, data := range encodeAll() {
+				size += len(data)
+			}
+		}
+		b.ReportMetric(float64(size), "bytes")
+	})
+	var groups [][]byte
+	for _, data := range encodeAll() {
+		groups = append(groups, data)
+	}
+	b.Run(name+"/decode", func(b *testing.B) {
+		for b.Loop() {
+			n := 0
+			if err := eachEntry(groups, func(alignedEntry[K, ACC]) { n++ }); err != nil || n != len(es) {
+				b.Fatal(n, err)
+			}
+		}
+	})
+}
