@@ -9,7 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/codec"
 )
+
+// codecFor is the Compact codec of E, or nil when E needs gob.
+func codecFor[E any]() *codec.Codec {
+	c, _ := codec.For(reflect.TypeFor[E](), codec.Compact)
+	return c
+}
 
 type codecAcc struct {
 	Sum   float64
@@ -39,18 +47,22 @@ func encodeBinaryGroup[E any](t testing.TB, es []E) []byte {
 	if c == nil {
 		t.Fatalf("no binary codec for %T", es)
 	}
-	var g groupWriter[E]
-	g.start(c, 1)
+	var g codec.GroupWriter[E]
+	g.Start(1)
 	for i := range es {
-		g.add(0, &es[i])
+		g.Add(0, &es[i])
 	}
-	return g.finish()[0]
+	groups, err := g.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return groups[0]
 }
 
 func decodeGroups[E any](t testing.TB, groups ...[]byte) []E {
 	t.Helper()
 	var got []E
-	if err := eachEntry(groups, func(e E) { got = append(got, e) }); err != nil {
+	if err := codec.EachEntry(groups, func(e E) { got = append(got, e) }); err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -59,7 +71,7 @@ func decodeGroups[E any](t testing.TB, groups ...[]byte) []E {
 func TestSnapshotCodecRoundTrip(t *testing.T) {
 	want := sampleAccEntries()
 	data := encodeBinaryGroup(t, want)
-	if data[0] != magicGroup {
+	if data[0] != codec.MagicGroup {
 		t.Fatalf("first byte %#x", data[0])
 	}
 	got := decodeGroups[alignedEntry[string, codecAcc]](t, data)
@@ -69,7 +81,7 @@ func TestSnapshotCodecRoundTrip(t *testing.T) {
 	}
 
 	ints := []alignedEntry[int64, int64]{{0, 10, 7, -5, 1 << 40}, {-1 << 63, 1<<63 - 1, 0, 0, -1}}
-	if codecFor[alignedEntry[int64, int64]]().flat == nil {
+	if !codecFor[alignedEntry[int64, int64]]().Flat() {
 		t.Fatal("int64 entries should take the flat path")
 	}
 	if got := decodeGroups[alignedEntry[int64, int64]](t, encodeBinaryGroup(t, ints)); !slices.Equal(got, ints) {
@@ -108,7 +120,7 @@ func TestSnapshotCodecReadsGob(t *testing.T) {
 
 func TestSnapshotCodecStateFile(t *testing.T) {
 	for _, st := range []opState{
-		{UID: "w", Name: "window", Subtask: 1, Parallelism: 2, Watermark: -1 << 63, Groups: map[int][]byte{0: {magicGroup}, 127: {}, 3: {1, 2, 3}}},
+		{UID: "w", Name: "window", Subtask: 1, Parallelism: 2, Watermark: -1 << 63, Groups: map[int][]byte{0: {codec.MagicGroup}, 127: {}, 3: {1, 2, 3}}},
 		{UID: "src", Meta: map[string][]byte{"a": {1}, "": nil}},
 		{},
 	} {
@@ -116,7 +128,7 @@ func TestSnapshotCodecStateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if data[0] != magicOpState {
+		if data[0] != codec.MagicStateFile {
 			t.Fatalf("first byte %#x", data[0])
 		}
 		var got opState
@@ -151,19 +163,19 @@ func TestSnapshotCodecStateFile(t *testing.T) {
 func TestSnapshotCodecCorruptAndVersion(t *testing.T) {
 	data := encodeBinaryGroup(t, sampleAccEntries())
 	for i := 2; i < len(data); i++ {
-		_ = eachEntry([][]byte{data[:i]}, func(alignedEntry[string, codecAcc]) {}) // must not panic
+		_ = codec.EachEntry([][]byte{data[:i]}, func(alignedEntry[string, codecAcc]) {}) // must not panic
 	}
-	if err := eachEntry([][]byte{data[:len(data)-1]}, func(alignedEntry[string, codecAcc]) {}); err == nil {
+	if err := codec.EachEntry([][]byte{data[:len(data)-1]}, func(alignedEntry[string, codecAcc]) {}); err == nil {
 		t.Fatal("truncated group: no error")
 	}
 	newer := slices.Clone(data)
-	newer[1] = codecVersion + 1
-	err := eachEntry([][]byte{newer}, func(alignedEntry[string, codecAcc]) {})
+	newer[1] = codec.Version + 1
+	err := codec.EachEntry([][]byte{newer}, func(alignedEntry[string, codecAcc]) {})
 	if err == nil || !strings.Contains(err.Error(), "version") {
 		t.Fatalf("newer version: %v", err)
 	}
 	st, _ := encode(opState{UID: "x"})
-	st[1] = codecVersion + 1
+	st[1] = codec.Version + 1
 	var got opState
 	if err := decode(st, &got); err == nil || !strings.Contains(err.Error(), "version") {
 		t.Fatalf("newer state file: %v", err)
@@ -190,7 +202,7 @@ func TestSnapshotCodecTypeChange(t *testing.T) {
 		t.Fatalf("got %+v want %+v", got, want)
 	}
 	// An incompatible change fails with gob's reason.
-	err := eachEntry([][]byte{data}, func(alignedEntry[int64, string]) {})
+	err := codec.EachEntry([][]byte{data}, func(alignedEntry[int64, string]) {})
 	if err == nil {
 		t.Fatal("incompatible type: no error")
 	}
@@ -239,21 +251,21 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 				kg := int(e.Hash % 128)
 				groups[kg] = append(groups[kg], e)
 			}
-			var st opState
-			if err := encodeGroups(&st, groups); err != nil {
-				b.Fatal(err)
+			for _, es := range groups {
+				if _, err := encode(es); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})
 	b.Run("binary", func(b *testing.B) {
-		var g groupWriter[alignedEntry[int64, int64]]
-		c := codecFor[alignedEntry[int64, int64]]()
+		var g codec.GroupWriter[alignedEntry[int64, int64]]
 		for b.Loop() {
-			g.start(c, 128)
+			g.Start(128)
 			for i := range es {
-				g.add(int(es[i].Hash%128), &es[i])
+				g.Add(int(es[i].Hash%128), &es[i])
 			}
-			_ = g.finish()
+			_, _ = g.Finish()
 		}
 	})
 }
@@ -277,14 +289,14 @@ func BenchmarkWindowSnapshotCodec(b *testing.B) {
 }
 
 func benchWindowCodec[K comparable, ACC any](b *testing.B, name string, es []alignedEntry[K, ACC]) {
-	c := codecFor[alignedEntry[K, ACC]]()
-	var g groupWriter[alignedEntry[K, ACC]]
+	var g codec.GroupWriter[alignedEntry[K, ACC]]
 	encodeAll := func() map[int][]byte {
-		g.start(c, 128)
+		g.Start(128)
 		for i := range es {
-			g.add(int(es[i].Hash%128), &es[i])
+			g.Add(int(es[i].Hash%128), &es[i])
 		}
-		return g.finish()
+		groups, _ := g.Finish()
+		return groups
 	}
 	b.Run(name+"/encode", func(b *testing.B) {
 		size := 0
@@ -303,7 +315,7 @@ func benchWindowCodec[K comparable, ACC any](b *testing.B, name string, es []ali
 	b.Run(name+"/decode", func(b *testing.B) {
 		for b.Loop() {
 			n := 0
-			if err := eachEntry(groups, func(alignedEntry[K, ACC]) { n++ }); err != nil || n != len(es) {
+			if err := codec.EachEntry(groups, func(alignedEntry[K, ACC]) { n++ }); err != nil || n != len(es) {
 				b.Fatal(n, err)
 			}
 		}
