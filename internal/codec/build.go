@@ -235,37 +235,55 @@ func fixedIntCodec(t reflect.Type) *Codec {
 	if signed {
 		flip = 1 << (8*n - 1)
 	}
-	return &Codec{Type: t, Fixed: n, Sig: kindSig(t, Key),
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			u := loadInt(p, size, signed) ^ flip
-			switch n {
-			case 2:
-				return binary.BigEndian.AppendUint16(dst, uint16(u))
-			case 4:
-				return binary.BigEndian.AppendUint32(dst, uint32(u))
-			}
-			return binary.BigEndian.AppendUint64(dst, u)
-		},
-		dec: func(src []byte, p unsafe.Pointer) ([]byte, error) {
-			if len(src) < n {
+	c := &Codec{Type: t, Fixed: n, Sig: kindSig(t, Key)}
+	// One closure per width: this runs per record in serializing backends.
+	switch {
+	case n == 2:
+		c.enc = func(dst []byte, p unsafe.Pointer) []byte {
+			return binary.BigEndian.AppendUint16(dst, *(*uint16)(p)^uint16(flip))
+		}
+		c.dec = func(src []byte, p unsafe.Pointer) ([]byte, error) {
+			if len(src) < 2 {
 				return nil, ErrCorrupt
 			}
-			var u uint64
-			switch n {
-			case 2:
-				u = uint64(binary.BigEndian.Uint16(src))
-			case 4:
-				u = uint64(binary.BigEndian.Uint32(src))
-			default:
-				u = binary.BigEndian.Uint64(src)
+			*(*uint16)(p) = binary.BigEndian.Uint16(src) ^ uint16(flip)
+			return src[2:], nil
+		}
+	case n == 4:
+		c.enc = func(dst []byte, p unsafe.Pointer) []byte {
+			return binary.BigEndian.AppendUint32(dst, *(*uint32)(p)^uint32(flip))
+		}
+		c.dec = func(src []byte, p unsafe.Pointer) ([]byte, error) {
+			if len(src) < 4 {
+				return nil, ErrCorrupt
 			}
-			u ^= flip
-			if n == 8 && size == 4 && signed { // a 32-bit int: sign-extended on encode
-				u = uint64(int64(int32(u)))
+			*(*uint32)(p) = binary.BigEndian.Uint32(src) ^ uint32(flip)
+			return src[4:], nil
+		}
+	case size == 8:
+		c.enc = func(dst []byte, p unsafe.Pointer) []byte {
+			return binary.BigEndian.AppendUint64(dst, *(*uint64)(p)^flip)
+		}
+		c.dec = func(src []byte, p unsafe.Pointer) ([]byte, error) {
+			if len(src) < 8 {
+				return nil, ErrCorrupt
 			}
-			storeInt(p, size, u)
-			return src[n:], nil
-		}}
+			*(*uint64)(p) = binary.BigEndian.Uint64(src) ^ flip
+			return src[8:], nil
+		}
+	default: // int or uint of 4 bytes, encoded as 8
+		c.enc = func(dst []byte, p unsafe.Pointer) []byte {
+			return binary.BigEndian.AppendUint64(dst, loadInt(p, size, signed)^flip)
+		}
+		c.dec = func(src []byte, p unsafe.Pointer) ([]byte, error) {
+			if len(src) < 8 {
+				return nil, ErrCorrupt
+			}
+			storeInt(p, size, binary.BigEndian.Uint64(src)^flip)
+			return src[8:], nil
+		}
+	}
+	return c
 }
 
 // loadInt reads an integer of size bytes at p, sign- or zero-extended.
