@@ -321,3 +321,43 @@ func benchWindowCodec[K comparable, ACC any](b *testing.B, name string, es []ali
 		}
 	})
 }
+
+// The barrier loops of the window operators reuse one entry's slices from
+// key to key when the entries are encoded at once (binary), and must not
+// when gob keeps them until Finish: each restored entry has its own
+// windows either way. (The first key has more windows than the second, so
+// that reusing the slice under gob would overwrite the first entry's.)
+func TestSnapshotEntryReuse(t *testing.T) {
+	type mapOut struct{ M map[string]int }
+	if !reuseRoundTrip[int64](t) {
+		t.Error("binary entries: want the group format")
+	}
+	if reuseRoundTrip[mapOut](t) {
+		t.Error("entries with a map: want gob")
+	}
+}
+
+func reuseRoundTrip[OUT any](t *testing.T) (binary bool) {
+	t.Helper()
+	want := [][]genWinEntry[int64, OUT]{{{Start: 0, End: 10, Count: 1}, {Start: 10, End: 20, Count: 2}}, {{Start: 20, End: 30, Count: 3}}}
+	var g codec.GroupWriter[genEntry[int64, int64, OUT]]
+	g.Start(1)
+	var e genEntry[int64, int64, OUT]
+	for k, wins := range want {
+		e.Key, e.Hash, e.Wins = int64(k), uint64(k), reuse(&g, e.Wins)
+		e.Wins = append(e.Wins, wins...)
+		g.Add(0, &e)
+	}
+	groups, err := g.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]genWinEntry[int64, OUT]
+	if err := codec.EachEntry([][]byte{groups[0]}, func(e genEntry[int64, int64, OUT]) { got = append(got, e.Wins) }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%T: got %+v, want %+v", e, got, want)
+	}
+	return g.Binary()
+}
