@@ -3,8 +3,9 @@
 // and back.
 //
 // A Codec is built once per Go type by reflection (Build, or the cached
-// For) and then works on unsafe pointers with no reflection per value
-// (except to allocate slices and maps on decode). It comes in three
+// For) and then works on unsafe pointers with no reflection per value,
+// except to allocate slices on decode and to walk maps (a map is reached
+// only through reflect). It comes in three
 // flavours of one builder, because the three uses need different bytes:
 //
 //   - Key: canonical and order-preserving (fixed-width big-endian
