@@ -143,12 +143,16 @@ func eachBinaryEntry[E any](data []byte, fn func(E)) error {
 	if c == nil || c.Sig != string(desc) {
 		return eachConvertedEntry(src, string(desc), fn)
 	}
+	// One entry to decode into, reused: the decoder is a func value, so
+	// a variable whose address it gets lives on the heap.
+	e := new(E)
+	var zero E
 	for len(src) > 0 {
-		var e E
-		if src, err = c.dec(src, unsafe.Pointer(&e)); err != nil {
-			return fmt.Errorf("codec: cannot restore state of type %T at byte %d of its key group: %w", e, len(data)-len(src), err)
+		*e = zero
+		if src, err = c.dec(src, unsafe.Pointer(e)); err != nil {
+			return fmt.Errorf("codec: cannot restore state of type %T at byte %d of its key group: %w", *e, len(data)-len(src), err)
 		}
-		fn(e)
+		fn(*e)
 	}
 	return nil
 }
