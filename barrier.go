@@ -1,11 +1,10 @@
 package weir
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"fmt"
 
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/exec"
 )
 
@@ -31,18 +30,9 @@ type taskSnapshot struct {
 	committables []pendingCommit
 }
 
-// opState is the state of one operator subtask. Keyed operators fill
-// groups (by key group, so a restore at another parallelism can pick its
-// key groups); others fill meta.
-type opState struct {
-	UID         string
-	Name        string
-	Subtask     int
-	Parallelism int
-	Watermark   int64
-	Groups      map[int][]byte
-	Meta        map[string][]byte
-}
+// opState is the state of one operator subtask: the content of a state
+// file (its format is internal/codec's).
+type opState = codec.StateFile
 
 type pendingCommit struct {
 	uid, name   string
@@ -128,35 +118,12 @@ func (op *sinkOp[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	return nil
 }
 
-// encode and decode are the state codec: encoding/gob, so user types need
-// exported fields or a GobEncoder/BinaryMarshaler. Reflection here is fine:
-// snapshots are off the per-record path.
-//
-// State files (opState) have their own binary format (snapshot_codec.go);
-// decode reads it and gob.
-func encode(v any) ([]byte, error) {
-	if st, ok := v.(opState); ok {
-		return encodeOpState(st), nil
-	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
-		return nil, fmt.Errorf("weir: cannot snapshot state of type %T (state types need exported fields or a GobEncoder): %w", v, err)
-	}
-	return buf.Bytes(), nil
-}
+// encode and decode are the state codec of operator metadata and state
+// files (internal/codec: gob, so user types need exported fields or a
+// GobEncoder/BinaryMarshaler, and state files in their binary format).
+func encode(v any) ([]byte, error) { return codec.Marshal(v) }
 
-func decode(data []byte, v any) error {
-	if st, ok := v.(*opState); ok && len(data) > 0 && data[0] == magicOpState {
-		if err := decodeOpState(data, st); err != nil {
-			return fmt.Errorf("weir: cannot restore state of type %T: %w", v, err)
-		}
-		return nil
-	}
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(v); err != nil {
-		return fmt.Errorf("weir: cannot restore state of type %T: %w", v, err)
-	}
-	return nil
-}
+func decode(data []byte, v any) error { return codec.Unmarshal(data, v) }
 
 // noCtx is for Close calls that must run even though the job's context is
 // cancelled.

@@ -91,6 +91,13 @@ func lateDropped(o *weir.OperatorMetrics) int64 { return o.LateDropped }
 
 func diff(t *testing.T, got, want map[wkey]int64) {
 	t.Helper()
+	diffCounts(t, "", got, want)
+}
+
+// diffCounts fails t, saying what, with the first keys (windows) whose
+// counts in got and want differ.
+func diffCounts[K comparable](t *testing.T, what string, got, want map[K]int64) {
+	t.Helper()
 	var bad []string
 	for k, v := range want {
 		if got[k] != v {
@@ -102,11 +109,11 @@ func diff(t *testing.T, got, want map[wkey]int64) {
 			bad = append(bad, fmt.Sprintf("%v: got %d, not expected", k, v))
 		}
 	}
-	sort.Strings(bad)
 	if len(bad) > 0 {
-		if len(bad) > 10 {
-			bad = bad[:10]
+		sort.Strings(bad)
+		if what != "" {
+			what += ": "
 		}
-		t.Fatalf("%d windows differ, first: %v", len(bad), bad)
+		t.Fatalf("%s%d windows differ, first: %v", what, len(bad), bad[:min(len(bad), 10)])
 	}
 }

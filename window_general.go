@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/pq"
 	"github.com/weirstream/weir/internal/watermark"
@@ -44,7 +45,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	info   opInfo
 	outTS  int64 // timestamp of records emitted now
 	err    error
-	snap   groupWriter[genEntry[K, ACC, OUT]]
+	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
 }
 
 // gkey is one key's open windows.
@@ -511,4 +512,69 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) onProcessingTime(now int64) error {
 		}
 	}
 	return op.endBatch(op.wm, op.idle)
+}
+
+// ---- snapshots ----
+
+type genEntry[K comparable, ACC, OUT any] struct {
+	Hash uint64
+	Key  K
+	Wins []genWinEntry[ACC, OUT]
+}
+
+type genWinEntry[ACC, OUT any] struct {
+	Start, End                  int64
+	Acc                         ACC
+	Count                       int64
+	Fired, Dirty                bool
+	Last                        OUT
+	Early, LateTimer, ProcTimer bool
+}
+
+func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	g := &op.snap
+	g.Start(int(op.info.maxP))
+	var e genEntry[K, ACC, OUT]
+	op.keys.All(func(h uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+		ks := *p
+		e.Hash, e.Key, e.Wins = ks.hash, ks.key, reuse(g, e.Wins)
+		for _, w := range ks.wins {
+			e.Wins = append(e.Wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+		}
+		g.Add(int(h%op.info.maxP), &e)
+		return true
+	})
+	if err := addKeyedState(s, op.info, op.wm, g); err != nil {
+		return err
+	}
+	clear(e.Wins[:cap(e.Wins)]) // drop the last references to accumulators
+	return op.winOut.forwardBarrier(b, s)
+}
+
+// restore rebuilds the windows and derives their timers again: timers are
+// a function of the windows, the trigger and the clock, so they are not
+// stored.
+func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) error {
+	op.wm, op.emitWM, op.sentWM = wm, wm, wm
+	now := op.now()
+	return codec.EachEntry(groups, func(e genEntry[K, ACC, OUT]) {
+		ks := &gkey[K, ACC, OUT]{key: e.Key, hash: e.Hash}
+		p, _ := op.keys.Upsert(e.Hash, e.Key)
+		*p = ks
+		for _, we := range e.Wins {
+			w := &gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
+				dirty: we.Dirty, last: we.Last, early: we.Early, lateTimer: we.LateTimer, procTimer: we.ProcTimer}
+			ks.wins = append(ks.wins, w)
+			op.addWin(ks, w)
+			if w.early {
+				op.procTimer(ks, w, tEarly, now+op.trig.early)
+			}
+			if w.lateTimer {
+				op.procTimer(ks, w, tLate, now+op.trig.late)
+			}
+			if w.procTimer {
+				op.procTimer(ks, w, tProcFire, w.end-1)
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -86,7 +87,7 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 		}
 		if wm, groups, ok := st.restoreKeyed(n); ok {
 			if err := op.restore(wm, groups); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("weir: restoring window operator %s (uid %q) from %s: %w", n.name, n.uid, st.plan.restored.path, err)
 			}
 		}
 		return []any{consumer[keyed[K, T]](op)}, nil
@@ -141,7 +142,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
 	free    []*hashtable.Table[K, ACC]
 	info    opInfo
-	snap    groupWriter[alignedEntry[K, ACC]]
+	snap    codec.GroupWriter[alignedEntry[K, ACC]]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
@@ -296,3 +297,38 @@ func (collectAgg[T]) Create() []T        { return nil }
 func (collectAgg[T]) Add(a []T, v T) []T { return append(a, v) }
 func (collectAgg[T]) Merge(a, b []T) []T { return append(append([]T(nil), a...), b...) }
 func (collectAgg[T]) Result(a []T) []T   { return a }
+
+// ---- snapshots ----
+
+type alignedEntry[K comparable, ACC any] struct {
+	Start, End int64
+	Hash       uint64
+	Key        K
+	Acc        ACC
+}
+
+func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	g := &op.snap
+	g.Start(int(op.info.maxP))
+	var e alignedEntry[K, ACC]
+	for _, bk := range op.buckets {
+		e.Start, e.End = bk.start, bk.end
+		bk.tab.All(func(h uint64, k K, acc *ACC) bool {
+			e.Hash, e.Key, e.Acc = h, k, *acc
+			g.Add(int(h%op.info.maxP), &e)
+			return true
+		})
+	}
+	if err := addKeyedState(s, op.info, op.wm, g); err != nil {
+		return err
+	}
+	return op.winOut.forwardBarrier(b, s)
+}
+
+func (op *alignedWindowOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
+	op.wm, op.sentWM = wm, wm
+	return codec.EachEntry(groups, func(e alignedEntry[K, ACC]) {
+		p, _ := op.bucket(e.Start, e.End).tab.Upsert(e.Hash, e.Key)
+		*p = e.Acc
+	})
+}

@@ -3,6 +3,7 @@ package weir
 import (
 	"time"
 
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/pq"
 	"github.com/weirstream/weir/internal/watermark"
@@ -23,7 +24,7 @@ type overOp[K comparable, T, ACC, OUT any] struct {
 	seq    uint64
 	wm     int64
 	emitWM int64
-	snap   groupWriter[overEntry[K, T]]
+	snap   codec.GroupWriter[overEntry[K, T]]
 }
 
 type overKey[K comparable, T any] struct {
@@ -161,4 +162,50 @@ func (op *overOp[K, T, ACC, OUT]) schedule(k *overKey[K, T]) {
 	k.timerAt, k.hasTimer = next, true
 	op.seq++
 	op.timers.Push(overTimer[K]{at: next, seq: op.seq, hash: k.hash, key: k.key})
+}
+
+// ---- snapshots ----
+
+type overEntry[K comparable, T any] struct {
+	Hash    uint64
+	Key     K
+	Ts      []int64
+	Vals    []T
+	Emitted int
+}
+
+func (op *overOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	g := &op.snap
+	g.Start(int(op.info.maxP))
+	var e overEntry[K, T]
+	op.keys.All(func(h uint64, _ K, p **overKey[K, T]) bool {
+		k := *p
+		e.Hash, e.Key, e.Emitted, e.Ts, e.Vals = k.hash, k.key, k.emitted, reuse(g, e.Ts), reuse(g, e.Vals)
+		for _, ev := range k.events {
+			e.Ts = append(e.Ts, ev.ts)
+			e.Vals = append(e.Vals, ev.val)
+		}
+		g.Add(int(h%op.info.maxP), &e)
+		return true
+	})
+	if err := addKeyedState(s, op.info, op.wm, g); err != nil {
+		return err
+	}
+	clear(e.Vals[:cap(e.Vals)])
+	return op.winOut.forwardBarrier(b, s)
+}
+
+func (op *overOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
+	op.wm, op.emitWM, op.sentWM = wm, wm, wm
+	return codec.EachEntry(groups, func(e overEntry[K, T]) {
+		k := &overKey[K, T]{key: e.Key, hash: e.Hash, emitted: e.Emitted}
+		for i := range e.Ts {
+			k.events = append(k.events, overEvent[T]{e.Ts[i], e.Vals[i]})
+		}
+		p, _ := op.keys.Upsert(e.Hash, e.Key)
+		*p = k
+		if len(k.events) > 0 {
+			op.schedule(k)
+		}
+	})
 }

@@ -9,7 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/codec"
 )
+
+// codecFor is the Compact codec of E, or nil when E needs gob.
+func codecFor[E any]() *codec.Codec {
+	c, _ := codec.For(reflect.TypeFor[E](), codec.Compact)
+	return c
+}
 
 type codecAcc struct {
 	Sum   float64
@@ -39,18 +47,22 @@ func encodeBinaryGroup[E any](t testing.TB, es []E) []byte {
 	if c == nil {
 		t.Fatalf("no binary codec for %T", es)
 	}
-	var g groupWriter[E]
-	g.start(c, 1)
+	var g codec.GroupWriter[E]
+	g.Start(1)
 	for i := range es {
-		g.add(0, &es[i])
+		g.Add(0, &es[i])
 	}
-	return g.finish()[0]
+	groups, err := g.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return groups[0]
 }
 
 func decodeGroups[E any](t testing.TB, groups ...[]byte) []E {
 	t.Helper()
 	var got []E
-	if err := eachEntry(groups, func(e E) { got = append(got, e) }); err != nil {
+	if err := codec.EachEntry(groups, func(e E) { got = append(got, e) }); err != nil {
 		t.Fatal(err)
 	}
 	return got
@@ -59,7 +71,7 @@ func decodeGroups[E any](t testing.TB, groups ...[]byte) []E {
 func TestSnapshotCodecRoundTrip(t *testing.T) {
 	want := sampleAccEntries()
 	data := encodeBinaryGroup(t, want)
-	if data[0] != magicGroup {
+	if data[0] != codec.MagicGroup {
 		t.Fatalf("first byte %#x", data[0])
 	}
 	got := decodeGroups[alignedEntry[string, codecAcc]](t, data)
@@ -69,7 +81,7 @@ func TestSnapshotCodecRoundTrip(t *testing.T) {
 	}
 
 	ints := []alignedEntry[int64, int64]{{0, 10, 7, -5, 1 << 40}, {-1 << 63, 1<<63 - 1, 0, 0, -1}}
-	if codecFor[alignedEntry[int64, int64]]().flat == nil {
+	if !codecFor[alignedEntry[int64, int64]]().Flat() {
 		t.Fatal("int64 entries should take the flat path")
 	}
 	if got := decodeGroups[alignedEntry[int64, int64]](t, encodeBinaryGroup(t, ints)); !slices.Equal(got, ints) {
@@ -108,7 +120,7 @@ func TestSnapshotCodecReadsGob(t *testing.T) {
 
 func TestSnapshotCodecStateFile(t *testing.T) {
 	for _, st := range []opState{
-		{UID: "w", Name: "window", Subtask: 1, Parallelism: 2, Watermark: -1 << 63, Groups: map[int][]byte{0: {magicGroup}, 127: {}, 3: {1, 2, 3}}},
+		{UID: "w", Name: "window", Subtask: 1, Parallelism: 2, Watermark: -1 << 63, Groups: map[int][]byte{0: {codec.MagicGroup}, 127: {}, 3: {1, 2, 3}}},
 		{UID: "src", Meta: map[string][]byte{"a": {1}, "": nil}},
 		{},
 	} {
@@ -116,7 +128,7 @@ func TestSnapshotCodecStateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if data[0] != magicOpState {
+		if data[0] != codec.MagicStateFile {
 			t.Fatalf("first byte %#x", data[0])
 		}
 		var got opState
@@ -151,19 +163,19 @@ func TestSnapshotCodecStateFile(t *testing.T) {
 func TestSnapshotCodecCorruptAndVersion(t *testing.T) {
 	data := encodeBinaryGroup(t, sampleAccEntries())
 	for i := 2; i < len(data); i++ {
-		_ = eachEntry([][]byte{data[:i]}, func(alignedEntry[string, codecAcc]) {}) // must not panic
+		_ = codec.EachEntry([][]byte{data[:i]}, func(alignedEntry[string, codecAcc]) {}) // must not panic
 	}
-	if err := eachEntry([][]byte{data[:len(data)-1]}, func(alignedEntry[string, codecAcc]) {}); err == nil {
+	if err := codec.EachEntry([][]byte{data[:len(data)-1]}, func(alignedEntry[string, codecAcc]) {}); err == nil {
 		t.Fatal("truncated group: no error")
 	}
 	newer := slices.Clone(data)
-	newer[1] = codecVersion + 1
-	err := eachEntry([][]byte{newer}, func(alignedEntry[string, codecAcc]) {})
+	newer[1] = codec.Version + 1
+	err := codec.EachEntry([][]byte{newer}, func(alignedEntry[string, codecAcc]) {})
 	if err == nil || !strings.Contains(err.Error(), "version") {
 		t.Fatalf("newer version: %v", err)
 	}
 	st, _ := encode(opState{UID: "x"})
-	st[1] = codecVersion + 1
+	st[1] = codec.Version + 1
 	var got opState
 	if err := decode(st, &got); err == nil || !strings.Contains(err.Error(), "version") {
 		t.Fatalf("newer state file: %v", err)
@@ -190,7 +202,7 @@ func TestSnapshotCodecTypeChange(t *testing.T) {
 		t.Fatalf("got %+v want %+v", got, want)
 	}
 	// An incompatible change fails with gob's reason.
-	err := eachEntry([][]byte{data}, func(alignedEntry[int64, string]) {})
+	err := codec.EachEntry([][]byte{data}, func(alignedEntry[int64, string]) {})
 	if err == nil {
 		t.Fatal("incompatible type: no error")
 	}
@@ -239,21 +251,113 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 				kg := int(e.Hash % 128)
 				groups[kg] = append(groups[kg], e)
 			}
-			var st opState
-			if err := encodeGroups(&st, groups); err != nil {
-				b.Fatal(err)
+			for _, es := range groups {
+				if _, err := encode(es); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	})
 	b.Run("binary", func(b *testing.B) {
-		var g groupWriter[alignedEntry[int64, int64]]
-		c := codecFor[alignedEntry[int64, int64]]()
+		var g codec.GroupWriter[alignedEntry[int64, int64]]
 		for b.Loop() {
-			g.start(c, 128)
+			g.Start(128)
 			for i := range es {
-				g.add(int(es[i].Hash%128), &es[i])
+				g.Add(int(es[i].Hash%128), &es[i])
 			}
-			_ = g.finish()
+			_, _ = g.Finish()
 		}
 	})
+}
+
+// BenchmarkWindowSnapshotCodec encodes and decodes window entries with the
+// binary codec: 1M flat entries (int64 key and count: the flat loop) and
+// 100k general ones (string key, a struct accumulator with strings and
+// slices: the per-type plan), each in 128 key groups.
+func BenchmarkWindowSnapshotCodec(b *testing.B) {
+	flat := make([]alignedEntry[int64, int64], 1<<20)
+	for i := range flat {
+		flat[i] = alignedEntry[int64, int64]{Start: 1436918400000, End: 1436918410000, Hash: uint64(i) * 0x9E3779B97F4A7C15, Key: int64(1000 + i), Acc: int64(i % 50)}
+	}
+	general := make([]alignedEntry[string, codecAcc], 100_000)
+	for i := range general {
+		general[i] = alignedEntry[string, codecAcc]{Start: 1436918400000, End: 1436918410000, Hash: uint64(i) * 0x9E3779B97F4A7C15, Key: "user-" + string(rune('a'+i%26)),
+			Acc: codecAcc{Sum: float64(i), N: int32(i), Names: []string{"x", "yy"}, Tags: [2]uint8{1, 2}, OK: i%2 == 0, Raw: []byte{1, 2, 3}, Small: -1, U: 7, F: 0.5, Sub: []struct{ A, B int64 }{{int64(i), -int64(i)}}}}
+	}
+	benchWindowCodec(b, "flat", flat)
+	benchWindowCodec(b, "general", general)
+}
+
+func benchWindowCodec[K comparable, ACC any](b *testing.B, name string, es []alignedEntry[K, ACC]) {
+	var g codec.GroupWriter[alignedEntry[K, ACC]]
+	encodeAll := func() map[int][]byte {
+		g.Start(128)
+		for i := range es {
+			g.Add(int(es[i].Hash%128), &es[i])
+		}
+		groups, _ := g.Finish()
+		return groups
+	}
+	b.Run(name+"/encode", func(b *testing.B) {
+		size := 0
+		for b.Loop() {
+			size = 0
+			for _, data := range encodeAll() {
+				size += len(data)
+			}
+		}
+		b.ReportMetric(float64(size), "bytes")
+	})
+	var groups [][]byte
+	for _, data := range encodeAll() {
+		groups = append(groups, data)
+	}
+	b.Run(name+"/decode", func(b *testing.B) {
+		for b.Loop() {
+			n := 0
+			if err := codec.EachEntry(groups, func(alignedEntry[K, ACC]) { n++ }); err != nil || n != len(es) {
+				b.Fatal(n, err)
+			}
+		}
+	})
+}
+
+// The barrier loops of the window operators reuse one entry's slices from
+// key to key when the entries are encoded at once (binary), and must not
+// when gob keeps them until Finish: each restored entry has its own
+// windows either way. (The first key has more windows than the second, so
+// that reusing the slice under gob would overwrite the first entry's.)
+func TestSnapshotEntryReuse(t *testing.T) {
+	type mapOut struct{ M map[string]int }
+	if !reuseRoundTrip[int64](t) {
+		t.Error("binary entries: want the group format")
+	}
+	if reuseRoundTrip[mapOut](t) {
+		t.Error("entries with a map: want gob")
+	}
+}
+
+func reuseRoundTrip[OUT any](t *testing.T) (binary bool) {
+	t.Helper()
+	want := [][]genWinEntry[int64, OUT]{{{Start: 0, End: 10, Count: 1}, {Start: 10, End: 20, Count: 2}}, {{Start: 20, End: 30, Count: 3}}}
+	var g codec.GroupWriter[genEntry[int64, int64, OUT]]
+	g.Start(1)
+	var e genEntry[int64, int64, OUT]
+	for k, wins := range want {
+		e.Key, e.Hash, e.Wins = int64(k), uint64(k), reuse(&g, e.Wins)
+		e.Wins = append(e.Wins, wins...)
+		g.Add(0, &e)
+	}
+	groups, err := g.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]genWinEntry[int64, OUT]
+	if err := codec.EachEntry([][]byte{groups[0]}, func(e genEntry[int64, int64, OUT]) { got = append(got, e.Wins) }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%T: got %+v, want %+v", e, got, want)
+	}
+	return g.Binary()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/crashtest"
 )
 
 // newCluster starts an in-process kfake cluster on loopback (kfake listens
@@ -185,29 +186,12 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-// diff returns the elements of a that b lacks (as multisets).
-func diff(a, b []string) []string {
-	m := map[string]int{}
-	for _, x := range b {
-		m[x]++
-	}
-	var out []string
-	for _, x := range a {
-		if m[x] > 0 {
-			m[x]--
-		} else {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 func sameOutput(t testing.TB, what string, got, want []string) {
 	t.Helper()
 	if slices.Equal(got, want) {
 		return
 	}
-	missing, extra := diff(want, got), diff(got, want)
+	missing, extra := crashtest.Minus(want, got), crashtest.Minus(got, want)
 	t.Fatalf("%s: %d records, want %d; missing %d (first %q), unexpected %d (first %q)",
 		what, len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
 }

@@ -39,7 +39,7 @@ func checkPartial(t *testing.T, conn *pgx.Conn, mode, prefix string, want []stri
 		}
 		rows = append(rows, r)
 	}
-	if extra := pgjob.Minus(rows, want); len(extra) > 0 {
+	if extra := crashtest.Minus(rows, want); len(extra) > 0 {
 		t.Fatalf("%s: after a kill, %d rows that the reference run does not have (first %q)", prefix, len(extra), extra[:min(5, len(extra))])
 	}
 }

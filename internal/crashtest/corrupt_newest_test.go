@@ -90,9 +90,9 @@ func committedOutput(t *testing.T, root string) demoOutput {
 // extra returns what got holds that want does not (as multisets): the
 // records committed twice, or that no failure-free run commits.
 func (got demoOutput) extra(want demoOutput) (files []string, topic []string) {
-	files = diff(got.files, want.files)
+	files = Minus(got.files, want.files)
 	for p := range got.topic {
-		topic = append(topic, diff(got.topic[p], want.topic[p])...)
+		topic = append(topic, Minus(got.topic[p], want.topic[p])...)
 	}
 	return files, topic
 }

@@ -89,7 +89,7 @@ func TestKillAndRestartPebbleIncremental(t *testing.T) {
 	}
 	if heap := output(t, filepath.Join(heapDir, "out")); !slices.Equal(heap, want) {
 		t.Fatalf("Pebble reference run: %d records, heap one %d; only with Pebble %q, only with heap %q",
-			len(want), len(heap), first(diff(want, heap), 5), first(diff(heap, want), 5))
+			len(want), len(heap), first(Minus(want, heap), 5), first(Minus(heap, want), 5))
 	}
 	checkSharedArea(t, 0, filepath.Join(refDir, "ck"))
 

@@ -141,7 +141,7 @@ func attempt(t *testing.T, bin string, args []string, killAfter time.Duration) (
 func checkOutput(t *testing.T, round, kills int, want, got []string) {
 	t.Helper()
 	if len(got) != len(want) {
-		missing, extra := diff(want, got), diff(got, want)
+		missing, extra := Minus(want, got), Minus(got, want)
 		t.Fatalf("round %d, after %d kills: %d output records, want %d; missing %d (first %q), unexpected %d (first %q)",
 			round, kills, len(got), len(want), len(missing), first(missing, 5), len(extra), first(extra, 5))
 	}
@@ -150,23 +150,6 @@ func checkOutput(t *testing.T, round, kills int, want, got []string) {
 			t.Fatalf("round %d, after %d kills: record %d is %q, want %q", round, kills, i, got[i], want[i])
 		}
 	}
-}
-
-// diff returns the lines of a that b lacks (as multisets).
-func diff(a, b []string) []string {
-	m := map[string]int{}
-	for _, x := range b {
-		m[x]++
-	}
-	var out []string
-	for _, x := range a {
-		if m[x] > 0 {
-			m[x]--
-		} else {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func first(s []string, n int) []string { return s[:min(n, len(s))] }

@@ -136,12 +136,12 @@ func TestKillDemoOnTheLog(t *testing.T) {
 		for p := range wantTopic {
 			if !slices.Equal(gotTopic[p], wantTopic[p]) {
 				t.Fatalf("round %d, after %d kills: click-counts partition %d holds %d records, want %d; missing %q, unexpected %q",
-					rounds, total, p, len(gotTopic[p]), len(wantTopic[p]), first(diff(wantTopic[p], gotTopic[p]), 3), first(diff(gotTopic[p], wantTopic[p]), 3))
+					rounds, total, p, len(gotTopic[p]), len(wantTopic[p]), first(Minus(wantTopic[p], gotTopic[p]), 3), first(Minus(gotTopic[p], wantTopic[p]), 3))
 			}
 		}
 		if got := output(t, filepath.Join(root, "out")); !slices.Equal(got, wantFiles) {
 			t.Fatalf("round %d, after %d kills: %d part-file records, want %d; missing %q, unexpected %q",
-				rounds, total, len(got), len(wantFiles), first(diff(wantFiles, got), 3), first(diff(got, wantFiles), 3))
+				rounds, total, len(got), len(wantFiles), first(Minus(wantFiles, got), 3), first(Minus(got, wantFiles), 3))
 		}
 		// No staged output left for the sink either.
 		if left, _ := filepath.Glob(filepath.Join(root, "data", "click-counts", ".txn", "*", "*.*")); len(left) != 0 {

@@ -183,7 +183,7 @@ func newEntryFormat[K, N, V any]() (*entryFormat[K, N, V], error) {
 	if err != nil {
 		return nil, fmt.Errorf("value: %w", err)
 	}
-	return &entryFormat[K, N, V]{k: k, n: n, v: v.append, vr: v.read, sig: k.c.sig + "/" + n.c.sig + "/" + v.c.sig}, nil
+	return &entryFormat[K, N, V]{k: k, n: n, v: v.append, vr: v.read, sig: k.sig() + "/" + n.sig() + "/" + v.sig()}, nil
 }
 
 func newMapEntryFormat[K, N, MK, MV any]() (*entryFormat[K, N, KV[MK, MV]], error) {
@@ -208,7 +208,7 @@ func newMapEntryFormat[K, N, MK, MV any]() (*entryFormat[K, N, KV[MK, MV]], erro
 			}
 			return mv.read(src, &e.Value)
 		},
-		sig: k.c.sig + "/" + n.c.sig + "/" + mk.c.sig + "=" + mv.c.sig}, nil
+		sig: k.sig() + "/" + n.sig() + "/" + mk.sig() + "=" + mv.sig()}, nil
 }
 
 func keyNSCodecs[K, N any]() (typed[K], typed[N], error) {
@@ -291,7 +291,7 @@ func newTimerFormat[K, N any]() (*timerFormat[K, N], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &timerFormat[K, N]{k: k, n: n, sig: "timer:" + k.c.sig + "/" + n.c.sig}, nil
+	return &timerFormat[K, N]{k: k, n: n, sig: "timer:" + k.sig() + "/" + n.sig()}, nil
 }
 
 func (f *timerFormat[K, N]) appendAll(dst []byte, seq iter.Seq[Timer[K, N]]) ([]byte, int) {

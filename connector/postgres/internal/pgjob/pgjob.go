@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/connector/postgres"
+	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/pace"
 )
 
@@ -270,28 +271,9 @@ func Diff(want, got []string) string {
 	if slices.Equal(want, got) {
 		return ""
 	}
-	missing, extra := minus(want, got), minus(got, want)
+	missing, extra := crashtest.Minus(want, got), crashtest.Minus(got, want)
 	return fmt.Sprintf("%d rows, want %d; missing %d (first %q), unexpected %d (first %q)",
 		len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
-}
-
-// Minus returns the lines of a that b lacks (as multisets).
-func Minus(a, b []string) []string { return minus(a, b) }
-
-func minus(a, b []string) []string {
-	m := map[string]int{}
-	for _, x := range b {
-		m[x]++
-	}
-	var out []string
-	for _, x := range a {
-		if m[x] > 0 {
-			m[x]--
-		} else {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // paced limits the readers of a restorable source to rate records per

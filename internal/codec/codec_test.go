@@ -1,4 +1,4 @@
-package state
+package codec
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 )
+
+// voidNS is internal/state's VoidNamespace.
+type voidNS struct{}
 
 type inner struct {
 	A int16
@@ -39,23 +42,21 @@ type fancy struct {
 
 func roundTrip[T any](t *testing.T, key bool, v T) []byte {
 	t.Helper()
-	var c typed[T]
-	var err error
+	f := Value
 	if key {
-		c, err = keyCodecOf[T]()
-	} else {
-		c, err = valueCodecOf[T]()
+		f = Key
 	}
+	c, err := OfType[T](f)
 	if err != nil {
 		t.Fatalf("%T: %v", v, err)
 	}
-	enc := c.append([]byte("prefix"), &v)
+	enc := c.Append([]byte("prefix"), &v)
 	if !bytes.HasPrefix(enc, []byte("prefix")) {
 		t.Fatal("append overwrote dst")
 	}
 	enc = append(enc[len("prefix"):], "tail"...)
 	var got T
-	rest, err := c.read(enc, &got)
+	rest, err := c.Read(enc, &got)
 	if err != nil {
 		t.Fatalf("%T: decode: %v", v, err)
 	}
@@ -65,13 +66,13 @@ func roundTrip[T any](t *testing.T, key bool, v T) []byte {
 	if !reflect.DeepEqual(got, v) {
 		t.Fatalf("%T: round trip %+v, want %+v", v, got, v)
 	}
-	if c.c.fixed >= 0 && len(enc)-4 != c.c.fixed {
-		t.Fatalf("%T: fixed size %d but %d bytes", v, c.c.fixed, len(enc)-4)
+	if c.C.Fixed >= 0 && len(enc)-4 != c.C.Fixed {
+		t.Fatalf("%T: fixed size %d but %d bytes", v, c.C.Fixed, len(enc)-4)
 	}
 	// Every truncation fails cleanly.
 	for i := range len(enc) - 4 {
 		var x T
-		if _, err := c.read(enc[:i], &x); err == nil && c.c.fixed != 0 {
+		if _, err := c.Read(enc[:i], &x); err == nil && c.C.Fixed != 0 {
 			t.Fatalf("%T: decoding %d of %d bytes succeeded", v, i, len(enc)-4)
 		}
 	}
@@ -89,8 +90,8 @@ func TestCodecRoundTrip(t *testing.T) {
 	roundTrip(t, true, math.Inf(-1))
 	roundTrip(t, true, float32(-1.5))
 	roundTrip(t, true, outer{S: "x", in: inner{-3, [2]uint8{1, 2}}, F: 2.5, u: 7, ok: true, Arr: [3]int32{-1, 0, 1}})
-	roundTrip(t, true, VoidNamespace{})
-	roundTrip(t, false, VoidNamespace{})
+	roundTrip(t, true, voidNS{})
+	roundTrip(t, false, voidNS{})
 	roundTrip(t, false, struct{}{})
 	roundTrip(t, false, []int(nil))
 	roundTrip(t, false, []int{1, -2})
@@ -122,24 +123,24 @@ func TestKeyCodecOrder(t *testing.T) {
 	checkOrder(t, u32)
 	i16 := []int16{math.MinInt16, -1, 0, 1, math.MaxInt16}
 	checkOrder(t, i16)
-	c, _ := keyCodecOf[float64]()
+	c, _ := OfType[float64](Key)
 	neg, pos := -0.0, 0.0
 	neg = math.Copysign(neg, -1)
-	if !bytes.Equal(c.append(nil, &neg), c.append(nil, &pos)) {
+	if !bytes.Equal(c.Append(nil, &neg), c.Append(nil, &pos)) {
 		t.Fatal("-0 and +0 encode differently: equal keys must encode alike")
 	}
 }
 
 func checkOrder[T int64 | float64 | uint32 | int16](t *testing.T, xs []T) {
 	t.Helper()
-	c, err := keyCodecOf[T]()
+	c, err := OfType[T](Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	slices.Sort(xs)
 	var prev []byte
 	for i, x := range xs {
-		b := c.append(nil, &x)
+		b := c.Append(nil, &x)
 		if i > 0 && xs[i-1] != x && bytes.Compare(prev, b) >= 0 {
 			t.Fatalf("%v encodes at or before %v", x, xs[i-1])
 		}
@@ -168,9 +169,9 @@ func TestCodecRejects(t *testing.T) {
 	} {
 		var err error
 		if c.key {
-			_, err = newKeyCodec(c.t)
+			_, err = Build(c.t, Key)
 		} else {
-			_, err = newValueCodec(c.t)
+			_, err = Build(c.t, Value)
 		}
 		if err == nil {
 			t.Errorf("%v (key %v) accepted", c.t, c.key)
@@ -192,11 +193,11 @@ func TestCodecSignatures(t *testing.T) {
 		Y string
 	}
 	sig := func(t reflect.Type) string {
-		c, err := newValueCodec(t)
+		c, err := Build(t, Value)
 		if err != nil {
 			panic(err)
 		}
-		return c.sig
+		return c.Sig
 	}
 	if sig(reflect.TypeFor[a]()) != sig(reflect.TypeFor[b]()) {
 		t.Error("renaming fields changed the layout")
