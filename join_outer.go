@@ -88,6 +88,10 @@ type outerIntervalJoin[K comparable, L, R, OUT any] struct {
 	left         *MapState[K, int64, []outerRow[L]] // event time -> events at that time
 	right        *MapState[K, int64, []outerRow[R]]
 	expired      []int64
+	// touched lists the times whose events joined the one at hand: their
+	// flags are set after the walk over the other side, so that the walk
+	// never sees its own writes.
+	touched []int64
 }
 
 func (f *outerIntervalJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
@@ -126,7 +130,7 @@ func (f *outerIntervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OU
 	}
 	key := ctx.Key()
 	if !in.IsRight {
-		matched := false
+		f.touched = f.touched[:0]
 		for rt, rs := range f.right.All() {
 			if rt < t+f.lower || rt > t+f.upper {
 				continue
@@ -134,8 +138,12 @@ func (f *outerIntervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OU
 			for _, r := range rs {
 				ctx.emitAt(f.fn(key, Some(in.Left), Some(r.V)), max(t, rt))
 			}
-			matched = matched || len(rs) > 0
-			if f.kind.right() {
+			f.touched = append(f.touched, rt)
+		}
+		matched := len(f.touched) > 0
+		if f.kind.right() {
+			for _, rt := range f.touched {
+				rs, _ := f.right.Get(rt)
 				if m, changed := markAll(rs); changed {
 					f.right.Put(rt, m)
 				}
@@ -146,7 +154,7 @@ func (f *outerIntervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OU
 		ctx.RegisterEventTimeTimer(time.UnixMilli(f.leftLast(t) + 1))
 		return nil
 	}
-	matched := false
+	f.touched = f.touched[:0]
 	for lt, ls := range f.left.All() {
 		if t < lt+f.lower || t > lt+f.upper {
 			continue
@@ -154,8 +162,12 @@ func (f *outerIntervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OU
 		for _, l := range ls {
 			ctx.emitAt(f.fn(key, Some(l.V), Some(in.Right)), max(t, lt))
 		}
-		matched = matched || len(ls) > 0
-		if f.kind.left() {
+		f.touched = append(f.touched, lt)
+	}
+	matched := len(f.touched) > 0
+	if f.kind.left() {
+		for _, lt := range f.touched {
+			ls, _ := f.left.Get(lt)
 			if m, changed := markAll(ls); changed {
 				f.left.Put(lt, m)
 			}
