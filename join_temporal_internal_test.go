@@ -56,7 +56,8 @@ func TestTemporalJoinProcTimeJoinsTheCurrentRow(t *testing.T) {
 // TestTemporalJoinLateProbeAndSameTimeVersion runs the event-time temporal
 // join's function over one keyed input of both sides with monotonous
 // timestamps, so that every record meets exactly the watermark of its
-// place in the input: a probe at the time of a version sees it, and a
+// place in the input: a probe sees a version of its own time even when
+// that comes after the watermark reached the probe's time, and a
 // probe below the watermark (whose version may already be pruned) is
 // dropped and counted.
 func TestTemporalJoinLateProbeAndSameTimeVersion(t *testing.T) {
@@ -68,7 +69,9 @@ func TestTemporalJoinLateProbeAndSameTimeVersion(t *testing.T) {
 	probe := func(ts int64, v int) tev { return tev{ts, in{Left: v}} }
 	version := func(ts int64, v int) tev { return tev{ts, in{IsRight: true, Right: Change[int]{UpdateAfter, v}}} }
 	evs := []tev{
-		version(1000, 1), version(2000, 2), probe(3000, 30), version(3000, 3),
+		// The version at 3000 comes after one at 3001, when the watermark
+		// is 3000: it is not late, and the probe at 3000 must wait for it.
+		version(1000, 1), version(2000, 2), probe(3000, 30), version(3001, 4), version(3000, 3),
 		probe(5000, 50), version(6000, 6), probe(1500, 15), probe(9000, 90),
 	}
 	job := NewJob("late-probe")
@@ -89,7 +92,7 @@ func TestTemporalJoinLateProbeAndSameTimeVersion(t *testing.T) {
 	}
 	got := out.Items()
 	slices.Sort(got)
-	want := []string{"p30 r3 @3000", "p50 r3 @5000", "p90 r6 @9000"}
+	want := []string{"p30 r3 @3000", "p50 r4 @5000", "p90 r6 @9000"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
