@@ -83,7 +83,14 @@ func (s *heapMap[K, N, MK, MV]) Put(hash uint64, key K, ns N, mk MK, mv MV) {
 		*p = &mapTable[MK, MV]{}
 	}
 	m := *p
-	pm, _ := upsert(m, s.mkh(mk), mk)
+	// Overwrite a present entry in place: upsert may grow the table first,
+	// which would rehash it under an All that is walking it (All allows a
+	// Put of a present entry).
+	h := s.mkh(mk)
+	pm := m.Get(h, mk)
+	if pm == nil {
+		pm, _ = upsert(m, h, mk)
+	}
 	*pm = ttlVal[MV]{mv, s.expiry(now)}
 	s.sweep(now)
 }
