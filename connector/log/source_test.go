@@ -34,7 +34,10 @@ func fill(t *testing.T, dir string, parts, n int) {
 		}
 		var recs []wlog.Record
 		for i := p; i < n; i += parts {
-			recs = append(recs, wlog.Record{Timestamp: int64(i) * 10, Key: []byte(fmt.Sprint("ad", i%7)), Value: []byte(strconv.Itoa(i))})
+			// Record i at event time (i+1)*10ms: never 0, which the
+			// writer replaces by the append time (Record.Timestamp),
+			// so record 0 would put partition 0's watermark at now.
+			recs = append(recs, wlog.Record{Timestamp: int64(i+1) * 10, Key: []byte(fmt.Sprint("ad", i%7)), Value: []byte(strconv.Itoa(i))})
 		}
 		if _, err := w.Append(recs); err != nil {
 			t.Fatal(err)
