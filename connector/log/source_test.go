@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 type click struct {
@@ -34,7 +35,10 @@ func fill(t *testing.T, dir string, parts, n int) {
 		}
 		var recs []wlog.Record
 		for i := p; i < n; i += parts {
-			recs = append(recs, wlog.Record{Timestamp: int64(i) * 10, Key: []byte(fmt.Sprint("ad", i%7)), Value: []byte(strconv.Itoa(i))})
+			// Record i at event time (i+1)*10ms: never 0, which the
+			// writer replaces by the append time (Record.Timestamp),
+			// so record 0 would put partition 0's watermark at now.
+			recs = append(recs, wlog.Record{Timestamp: int64(i+1) * 10, Key: []byte(fmt.Sprint("ad", i%7)), Value: []byte(strconv.Itoa(i))})
 		}
 		if _, err := w.Append(recs); err != nil {
 			t.Fatal(err)
@@ -57,13 +61,13 @@ func run(t *testing.T, dir, ck string, failAt int64) (map[string]int64, *weir.Jo
 	var failed atomic.Bool
 	job := weir.NewJob("log", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, ck),
 		weir.Restarts(weir.RestartPolicy{MaxFailures: 3, Interval: time.Hour}))
-	src := weir.FromSource(job, "clicks", wlog.Source(dir, "clicks", decode),
+	// Every split waits for a checkpoint after each 2000 records, so
+	// checkpoints precede the failure however fast the machine is.
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, wlog.Source(dir, "clicks", decode), 2000)
+	src := weir.FromSource(job, "clicks", weir.Source[click](paced),
 		weir.BoundedOutOfOrderness(time.Second, func(c click) time.Time { return time.UnixMilli(c.TS) }))
 	src = weir.Map(src, func(c click) click {
 		if failAt > 0 && !failed.Load() {
-			if c.TS%2000 == 0 {
-				time.Sleep(time.Millisecond)
-			}
 			if c.TS >= failAt && failed.CompareAndSwap(false, true) {
 				panic("injected")
 			}
