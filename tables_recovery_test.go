@@ -3,6 +3,7 @@ package weir_test
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/internal/weirtest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -53,12 +54,12 @@ func TestTableOperatorsRecoverExactlyOnce(t *testing.T) {
 	build := func(p int, failed *atomic.Bool, sink *memSink, state weir.Option) *weir.Job {
 		job := weir.NewJob("tables", weir.Parallelism(p), weir.BatchSize(16), weir.Checkpointing(5*time.Millisecond, t.TempDir()), state,
 			weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 10, Interval: time.Hour}))
-		ls := weir.FromSource(job, "left", weir.SliceSource(l), weir.MonotonousTimestamps(jevTime))
+		// A checkpoint after every 200 left events: at least two complete
+		// before the failure, however slow the machine.
+		lsrc := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.SliceSource(l).(weir.RestorableSource[jev]), 200)
+		ls := weir.FromSource(job, "left", weir.Source[jev](lsrc), weir.MonotonousTimestamps(jevTime))
 		ls = weir.Map(ls, func(e jev) jev {
 			if !failed.Load() {
-				if e.V%10 == 0 {
-					time.Sleep(time.Millisecond) // pace the input so that checkpoints complete
-				}
 				if e.V >= 700 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 					panic("injected failure")
 				}
