@@ -20,7 +20,10 @@ import (
 // count row of the transactional sink (no duplicate is ever visible, not
 // only at the end); the upsert sink's counts never go back (a replay of
 // older updates is skipped, the table does not return to an older state).
-func checkPartial(t *testing.T, conn *pgx.Conn, mode, prefix string, want []string, counts map[string]int64) {
+//
+// It returns a measure of the progress the job has committed (rows and
+// counts), so the caller can tell an attempt that got nowhere.
+func checkPartial(t *testing.T, conn *pgx.Conn, mode, prefix string, want []string, counts map[string]int64) int64 {
 	t.Helper()
 	got, _, err := pgjob.Dump(context.Background(), conn, prefix)
 	if err != nil {
@@ -42,6 +45,11 @@ func checkPartial(t *testing.T, conn *pgx.Conn, mode, prefix string, want []stri
 	if extra := crashtest.Minus(rows, want); len(extra) > 0 {
 		t.Fatalf("%s: after a kill, %d rows that the reference run does not have (first %q)", prefix, len(extra), extra[:min(5, len(extra))])
 	}
+	progress := int64(len(rows))
+	for _, n := range counts {
+		progress += n
+	}
+	return progress
 }
 
 func crashKills() int { return crashtest.Kills(20) }
@@ -121,6 +129,13 @@ func killAndRestart(t *testing.T, bin, dsn, mode string) {
 		}
 		ck := t.TempDir()
 		counts := map[string]int64{} // upsert: the counts seen after the last kill
+		// On a loaded machine a restarted process may need longer than the
+		// kill window to commit anything: each attempt that committed
+		// nothing doubles the window (up to 16x), so the job always gets
+		// through however slow the machine, and kills stay frequent on a
+		// fast one.
+		var progress int64 = -1
+		stalls := 0
 		for attempt := 0; ; attempt++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
@@ -132,13 +147,18 @@ func killAndRestart(t *testing.T, bin, dsn, mode string) {
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
 			// The moment of the kill (not a wait for a result).
-			killed, ourKill, stderr, err := crashtest.Attempt(exec.Command(bin, args(prefix, ck, extra...)...), time.Duration(50+rng.IntN(300))*time.Millisecond)
+			window := time.Duration(50+rng.IntN(300)) * time.Millisecond << min(stalls, 4)
+			killed, ourKill, stderr, err := crashtest.Attempt(exec.Command(bin, args(prefix, ck, extra...)...), window)
 			if killed {
 				total++
 				if !ourKill {
 					failpoints++
 				}
-				checkPartial(t, conn, mode, prefix, want, counts)
+				if p := checkPartial(t, conn, mode, prefix, want, counts); p == progress {
+					stalls++
+				} else {
+					progress, stalls = p, 0
+				}
 				continue
 			}
 			if err != nil {
