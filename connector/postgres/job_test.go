@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/internal/weirtest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,7 +79,13 @@ func TestJobRecoversFromFailures(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stats pgjob.Stats
-			job, stats = pgjob.Build(pgjob.Config{DSN: dsn(t), Mode: mode, Prefix: prefix, Events: events, Rate: 8000, Before: before},
+			// Besides the periodic checkpoints (which, in flight when a
+			// failure comes, make the sinks replay), one after every 1500
+			// events: the failures come however slow the machine is.
+			wrap := func(s weir.RestorableSource[pgjob.Event]) weir.Source[pgjob.Event] {
+				return weirtest.CheckpointEvery(func() *weir.Job { return job }, s, 1500)
+			}
+			job, stats = pgjob.Build(pgjob.Config{DSN: dsn(t), Mode: mode, Prefix: prefix, Events: events, Rate: 8000, Before: before, Wrap: wrap},
 				weir.Checkpointing(20*time.Millisecond, t.TempDir()),
 				weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 10, Interval: time.Hour}))
 			rctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -96,9 +103,17 @@ func TestJobRecoversFromFailures(t *testing.T) {
 				t.Fatalf("after %d restarts: %s", job.Metrics().Checkpoints.Restarts, d)
 			}
 			// The failures made the job replay records (which the sinks
-			// skipped or dropped): otherwise this test proves nothing.
+			// skipped or dropped): otherwise this test proves nothing. The
+			// transactional sink always replays here (its staged rows of the
+			// failed attempt). The upsert sink replays only when a failure
+			// falls between a barrier's flush and the checkpoint's
+			// completion, which no condition in this job can aim at (its
+			// replays are TestKillAndRestart's, whose failpoints kill there).
 			if stats.Replayed() == 0 {
-				t.Fatal("no record was replayed")
+				if mode == "tx" {
+					t.Fatal("no record was replayed")
+				}
+				t.Log("upsert: no row was replayed in this run (timing)")
 			}
 			t.Logf("%d rows replayed; %d restarts, %d checkpoints; %d rows equal the failure-free run's", stats.Replayed(), job.Metrics().Checkpoints.Restarts, job.Metrics().Checkpoints.Completed, len(want))
 		})

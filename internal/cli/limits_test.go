@@ -169,9 +169,19 @@ func TestDemoStoppedWithSavepointSummary(t *testing.T) {
 	}
 	// A relative name lands in the savepoint directory (--savepoint-dir,
 	// default under the checkpoint directory).
-	sp, err := control.RequestSavepoint(context.Background(), addr, token, "sp", true)
-	if err != nil {
-		t.Fatal(err)
+	// The endpoint listens before the job's tasks run: until they do, it
+	// answers that the job is not running.
+	var sp string
+	for {
+		p, err := control.RequestSavepoint(context.Background(), addr, token, "sp", true)
+		if err == nil {
+			sp = p
+			break
+		}
+		if !strings.Contains(err.Error(), "not running") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 	select {
 	case code := <-done:

@@ -47,6 +47,9 @@ type Config struct {
 	Rate float64
 	// Before runs on every event, in the job (to inject failures).
 	Before func(Event)
+	// Wrap, if set, wraps the generated source (tests use it to take
+	// checkpoints at fixed places in the input: weirtest.CheckpointEvery).
+	Wrap func(weir.RestorableSource[Event]) weir.Source[Event]
 	// LogDir, if set, is the data directory of an embedded log whose topic
 	// "events" Fill wrote: the job reads it instead of generating events.
 	LogDir string
@@ -175,8 +178,12 @@ func Build(cfg Config, opts ...weir.Option) (*weir.Job, Stats) {
 		}
 		src = weir.FromSource(job, "events", ls, ws, weir.UID("events"))
 	} else {
-		src = weir.FromSource(job, "events", weir.GeneratorSource(weir.GeneratorConfig{Count: cfg.Events, Seed: 11, Rate: cfg.Rate, Splits: 1},
-			func(i int64, _ *rand.Rand) Event { return event(i) }), ws, weir.UID("events"))
+		gen := weir.GeneratorSource(weir.GeneratorConfig{Count: cfg.Events, Seed: 11, Rate: cfg.Rate, Splits: 1},
+			func(i int64, _ *rand.Rand) Event { return event(i) })
+		if cfg.Wrap != nil {
+			gen = cfg.Wrap(gen.(weir.RestorableSource[Event]))
+		}
+		src = weir.FromSource(job, "events", gen, ws, weir.UID("events"))
 	}
 	if cfg.Before != nil {
 		src = weir.Map(src, func(e Event) Event { cfg.Before(e); return e })
