@@ -2,6 +2,7 @@ package weir_test
 
 import (
 	"context"
+	"github.com/weirstream/weir/internal/weirtest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,12 +57,8 @@ func TestEndedSourceFlushesBeforeTheFinalCheckpoint(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- job.Run(ctx) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for seen.Load() != 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the ended source's records are held back: %d of 6 seen", seen.Load())
-		}
-		time.Sleep(time.Millisecond)
+	if !weirtest.Poll(60*time.Second, func() bool { return seen.Load() == 6 }) {
+		t.Fatalf("the ended source's records are held back: %d of 6 seen", seen.Load())
 	}
 	cancel()
 	<-done

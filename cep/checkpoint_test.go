@@ -3,6 +3,7 @@ package cep
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/internal/weirtest"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -93,11 +94,5 @@ func TestCheckpointRestoreRescale(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	weirtest.WaitFor(t, what, 20*time.Second, cond)
 }

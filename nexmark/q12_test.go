@@ -3,6 +3,7 @@ package nexmark_test
 import (
 	"context"
 	"fmt"
+	"github.com/weirstream/weir/internal/weirtest"
 	"io"
 	"slices"
 	"sync"
@@ -103,18 +104,14 @@ func (l *rowLog) snapshot() []string {
 // A job that ends meanwhile fails the test with its error.
 func waitFor(t *testing.T, done <-chan error, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
+	weirtest.WaitFor(t, what, 60*time.Second, func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("job ended waiting for %s: %v", what, err)
 		default:
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return cond()
+	})
 }
 
 // q12 counts bids in windows of the job's clock: a window is emitted when

@@ -32,17 +32,6 @@ func lines(t *testing.T, dir string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // stopWithSavepoint runs numbersJob at parallelism 2 into out until it
 // committed some output, and stops it with a savepoint, which it returns.
 func stopWithSavepoint(t *testing.T, n int64, out string) string {
@@ -50,7 +39,7 @@ func stopWithSavepoint(t *testing.T, n int64, out string) string {
 	job := numbersJob(-1, 20_000, 2, t.TempDir(), out)
 	done := make(chan error, 1)
 	go func() { done <- job.Run(context.Background()) }()
-	waitUntil(t, "committed output", func() bool {
+	waitFor(t, "committed output", func() bool {
 		es, _ := os.ReadDir(out) // not there until the sink opens
 		n := 0
 		for _, e := range es {

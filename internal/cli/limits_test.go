@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/weirtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,34 +156,26 @@ func TestDemoStoppedWithSavepointSummary(t *testing.T) {
 			"--events", "50000000", "--rate", "20000", "--checkpoint-dir", ck, "--checkpoint-interval", "50ms"}, &out, &errb)
 	}()
 	var addr, token string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !weirtest.Poll(30*time.Second, func() bool {
 		a, tok, err := control.Endpoint(ck)
-		if err == nil && a != "" {
-			addr, token = a, tok
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no control address: %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polling a file with a deadline
+		addr, token = a, tok
+		return err == nil && a != ""
+	}) {
+		t.Fatalf("no control address: %s", errb.String())
 	}
 	// A relative name lands in the savepoint directory (--savepoint-dir,
-	// default under the checkpoint directory).
-	// The endpoint listens before the job's tasks run: until they do, it
-	// answers that the job is not running.
+	// default under the checkpoint directory). The endpoint listens before
+	// the job's tasks run: until they do, it answers that the job is not
+	// running.
 	var sp string
-	for {
-		p, err := control.RequestSavepoint(context.Background(), addr, token, "sp", true)
-		if err == nil {
-			sp = p
-			break
-		}
-		if !strings.Contains(err.Error(), "not running") || time.Now().After(deadline) {
+	var err error
+	weirtest.WaitFor(t, "a savepoint of the running job", 30*time.Second, func() bool {
+		sp, err = control.RequestSavepoint(context.Background(), addr, token, "sp", true)
+		if err != nil && !strings.Contains(err.Error(), "not running") {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond) // polling with a deadline
-	}
+		return err == nil
+	})
 	select {
 	case code := <-done:
 		if code != 0 {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/weirstream/weir/internal/weirtest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -30,16 +31,11 @@ func runningJob(t *testing.T, opts ...weir.Option) (string, <-chan error) {
 		cancel()
 		<-done
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(ck, control.AddrFile)); err == nil {
-			return ck, done
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job wrote no control.addr")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	weirtest.WaitFor(t, "the job's control.addr", 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(ck, control.AddrFile))
+		return err == nil
+	})
+	return ck, done
 }
 
 // `weir savepoint` finds the job and its token through --checkpoint-dir;

@@ -1,6 +1,7 @@
 package crashtest
 
 import (
+	"github.com/weirstream/weir/internal/weirtest"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -157,14 +158,10 @@ func TestCorruptNewestCheckpointOfKilledDemo(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(2 * time.Minute)
-			for !committedAfter(filepath.Join(root, "out"), 2) {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatalf("no output committed within 2 minutes:\n%s", stderr.String())
-				}
-				time.Sleep(time.Millisecond)
+			if !weirtest.Poll(2*time.Minute, func() bool { return committedAfter(filepath.Join(root, "out"), 2) }) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no output committed within 2 minutes:\n%s", stderr.String())
 			}
 			cmd.Process.Signal(syscall.SIGKILL)
 			if err := cmd.Wait(); err == nil {
