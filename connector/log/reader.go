@@ -408,7 +408,7 @@ func (r *Reader) readSegment(max int) ([]Record, error) {
 		}
 		// The budget only stops a Read that has a record to return.
 		for !it.done() && len(out) < max && (budget > 0 || len(out) == 0) {
-			before := len(it.d.b)
+			before := it.d.Len()
 			var rec Record
 			var err error
 			if hs, err = it.next(&rec, hs); err != nil {
@@ -420,7 +420,7 @@ func (r *Reader) readSegment(max int) ([]Record, error) {
 				}
 				return out, r.contentError(err)
 			}
-			budget -= before - len(it.d.b)
+			budget -= before - it.d.Len()
 			if rec.Offset < r.next {
 				continue
 			}

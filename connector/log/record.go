@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir/internal/codec"
 	"hash/crc32"
 )
 
@@ -297,7 +298,7 @@ func newRecordIter(b []byte) (recordIter, error) {
 	if err != nil {
 		return recordIter{h: h}, fmt.Errorf("batch at offset %d: %w", h.baseOffset, err)
 	}
-	return recordIter{h: h, d: decoder{b: b[batchHeaderSize+len(prod) : h.size()]}, prev: -1}, nil
+	return recordIter{h: h, d: newDecoder(b[batchHeaderSize+len(prod) : h.size()]), prev: -1}, nil
 }
 
 // done reports whether every record was decoded.
@@ -309,35 +310,35 @@ func (it *recordIter) done() bool { return it.i == it.h.count }
 func (it *recordIter) next(r *Record, hs []Header) ([]Header, error) {
 	d, h := &it.d, &it.h
 	*r = Record{}
-	delta := d.uvarint()
+	delta := d.Uvarint()
 	r.Offset = h.baseOffset + int64(delta)
 	if delta > uint64(h.lastOffset-h.baseOffset) || r.Offset <= it.prev {
-		d.fail()
+		d.Fail()
 	}
 	it.prev = r.Offset
-	r.Timestamp = d.varint()
+	r.Timestamp = d.Varint()
 	r.Key = d.bytes()
 	r.Value = d.bytes()
-	if n := d.uvarint(); n > 0 {
+	if n := d.Uvarint(); n > 0 {
 		// Each header takes at least 2 bytes: a count larger than what is
 		// left is corrupt before anything is allocated for it.
-		if n > uint64(len(d.b))/2 || n > MaxHeaders {
-			d.fail()
+		if n > uint64(d.Len())/2 || n > MaxHeaders {
+			d.Fail()
 			n = 0
 		}
 		start := len(hs)
 		for range n {
-			kl := d.uvarint()
-			k := d.take(kl)
+			kl := d.Uvarint()
+			k := d.Bytes(kl)
 			hs = append(hs, Header{Key: string(k), Value: d.bytes()})
 		}
 		r.Headers = hs[start:len(hs):len(hs)]
 	}
-	if d.err {
+	if d.Err() != nil {
 		return hs, fmt.Errorf("%w: malformed record %d of batch at offset %d", ErrCorrupt, it.i, h.baseOffset)
 	}
 	it.i++
-	if it.done() && (len(d.b) != 0 || it.prev != h.lastOffset) {
+	if it.done() && (d.Len() != 0 || it.prev != h.lastOffset) {
 		return hs, fmt.Errorf("%w: batch at offset %d does not match its header", ErrCorrupt, h.baseOffset)
 	}
 	return hs, nil
@@ -362,56 +363,28 @@ func decodeBatch(dst []Record, b []byte) ([]Record, batchHeader, error) {
 	return dst, it.h, nil
 }
 
-// decoder reads varints and byte strings, remembering the first error so
-// that the caller checks once per record.
-type decoder struct {
-	b   []byte
-	err bool
-}
+// decoder reads a record's varints and byte strings (internal/codec's
+// Reader, whose error is sticky, so the caller checks once per record),
+// adding the log's nullable byte strings.
+type decoder struct{ codec.Reader }
 
-func (d *decoder) fail() { d.err = true; d.b = nil }
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) take(n uint64) []byte {
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
+func newDecoder(b []byte) decoder {
+	var d decoder
+	d.Reset(b)
+	return d
 }
 
 func (d *decoder) bytes() []byte {
-	n := d.varint()
-	if d.err || n == -1 {
+	n := d.Varint()
+	if d.Err() != nil || n == -1 {
 		return nil
 	}
 	if n < 0 {
-		d.fail()
+		d.Fail()
 		return nil
 	}
-	v := d.take(uint64(n))
-	if v == nil && !d.err {
+	v := d.Bytes(uint64(n))
+	if v == nil && d.Err() == nil {
 		v = []byte{}
 	}
 	return v

@@ -34,6 +34,13 @@ type Reader struct {
 // NewReader reads b.
 func NewReader(b []byte) *Reader { return &Reader{b: b} }
 
+// Reset makes r read b, with no error.
+func (r *Reader) Reset(b []byte) { r.b, r.err = b, nil }
+
+// Fail marks the encoding corrupt (a check of the caller's failed): every
+// later read returns zero.
+func (r *Reader) Fail() { r.fail() }
+
 // Err is the first failure, or nil.
 func (r *Reader) Err() error { return r.err }
 
