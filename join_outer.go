@@ -105,6 +105,16 @@ func (f *outerIntervalJoin[K, L, R, OUT]) Open(rc *RuntimeContext[K]) error {
 func (f *outerIntervalJoin[K, L, R, OUT]) leftLast(t int64) int64  { return max(t, t+f.upper) }
 func (f *outerIntervalJoin[K, L, R, OUT]) rightLast(t int64) int64 { return max(t, t-f.lower) }
 
+// markMatched marks the events of the side at the given times as joined.
+func markMatched[K comparable, T any](side *MapState[K, int64, []outerRow[T]], times []int64) {
+	for _, t := range times {
+		rows, _ := side.Get(t)
+		if m, changed := markAll(rows); changed {
+			side.Put(t, m)
+		}
+	}
+}
+
 // markAll returns rows with every row matched, and whether any was not: a
 // copy, since the slice may be the state's own (a snapshot may hold it).
 func markAll[T any](rows []outerRow[T]) ([]outerRow[T], bool) {
@@ -142,12 +152,7 @@ func (f *outerIntervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OU
 		}
 		matched := len(f.touched) > 0
 		if f.kind.right() {
-			for _, rt := range f.touched {
-				rs, _ := f.right.Get(rt)
-				if m, changed := markAll(rs); changed {
-					f.right.Put(rt, m)
-				}
-			}
+			markMatched(f.right, f.touched)
 		}
 		ls, _ := f.left.Get(t)
 		f.left.Put(t, append(ls, outerRow[L]{in.Left, matched}))
@@ -166,12 +171,7 @@ func (f *outerIntervalJoin[K, L, R, OUT]) ProcessElement(ctx *KeyedContext[K, OU
 	}
 	matched := len(f.touched) > 0
 	if f.kind.left() {
-		for _, lt := range f.touched {
-			ls, _ := f.left.Get(lt)
-			if m, changed := markAll(ls); changed {
-				f.left.Put(lt, m)
-			}
-		}
+		markMatched(f.left, f.touched)
 	}
 	rs, _ := f.right.Get(t)
 	f.right.Put(t, append(rs, outerRow[R]{in.Right, matched}))
