@@ -4,3 +4,14 @@
 //
 //	import _ "github.com/weirstream/weir/sql/connector/builtin"
 package builtin
+
+import (
+	// Formats.
+	_ "github.com/weirstream/weir/sql/format/csv"
+	_ "github.com/weirstream/weir/sql/format/debezium"
+	_ "github.com/weirstream/weir/sql/format/json"
+	_ "github.com/weirstream/weir/sql/format/raw"
+
+	// Connectors.
+	_ "github.com/weirstream/weir/sql/connector/filesystem"
+)
