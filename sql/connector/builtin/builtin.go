@@ -14,4 +14,6 @@ import (
 
 	// Connectors.
 	_ "github.com/weirstream/weir/sql/connector/filesystem"
+	_ "github.com/weirstream/weir/sql/connector/nexmark"
+	_ "github.com/weirstream/weir/sql/connector/print"
 )
