@@ -13,6 +13,7 @@ import (
 	_ "github.com/weirstream/weir/sql/format/raw"
 
 	// Connectors.
+	_ "github.com/weirstream/weir/sql/connector/datagen"
 	_ "github.com/weirstream/weir/sql/connector/filesystem"
 	_ "github.com/weirstream/weir/sql/connector/nexmark"
 	_ "github.com/weirstream/weir/sql/connector/print"
