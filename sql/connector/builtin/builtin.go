@@ -17,4 +17,5 @@ import (
 	_ "github.com/weirstream/weir/sql/connector/filesystem"
 	_ "github.com/weirstream/weir/sql/connector/nexmark"
 	_ "github.com/weirstream/weir/sql/connector/print"
+	_ "github.com/weirstream/weir/sql/connector/weirlog"
 )
