@@ -47,7 +47,9 @@ func Flatten(src weir.RestorableSource[Decoded]) weir.RestorableSource[types.Row
 	return &flat{src: src}
 }
 
-type flat struct{ src weir.RestorableSource[Decoded] }
+type flat struct {
+	src weir.RestorableSource[Decoded]
+}
 
 func (f *flat) Splits(ctx context.Context) ([]weir.Split, error) { return f.src.Splits(ctx) }
 
