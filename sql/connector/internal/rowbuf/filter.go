@@ -13,7 +13,9 @@ func DropUpdateBefore(s weir.CommittingSink[types.Row]) weir.CommittingSink[type
 	return &dropUB{s: s}
 }
 
-type dropUB struct{ s weir.CommittingSink[types.Row] }
+type dropUB struct {
+	s weir.CommittingSink[types.Row]
+}
 
 func (d *dropUB) Committer() weir.Committer { return d.s.Committer() }
 
