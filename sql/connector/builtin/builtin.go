@@ -15,6 +15,7 @@ import (
 	// Connectors.
 	_ "github.com/weirstream/weir/sql/connector/datagen"
 	_ "github.com/weirstream/weir/sql/connector/filesystem"
+	_ "github.com/weirstream/weir/sql/connector/jdbc"
 	_ "github.com/weirstream/weir/sql/connector/kafka"
 	_ "github.com/weirstream/weir/sql/connector/nexmark"
 	_ "github.com/weirstream/weir/sql/connector/print"
