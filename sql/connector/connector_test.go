@@ -1,6 +1,7 @@
 package connector_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +11,14 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	ids := strings.Join(connector.Identifiers(), ",")
-	if ids != "blackhole,datagen,filesystem,jdbc,kafka,nexmark,print,upsert-kafka,weir-log" {
-		t.Fatalf("connectors %s", ids)
+	ids := connector.Identifiers()
+	for _, id := range []string{"blackhole", "datagen", "filesystem", "jdbc", "kafka", "nexmark", "print", "upsert-kafka", "weir-log"} {
+		if !slices.Contains(ids, id) {
+			t.Errorf("connector %s is not registered (%v)", id, ids)
+		}
+	}
+	if slices.Contains(ids, "postgres-cdc") {
+		return // the CDC source has replaced the reservation
 	}
 	_, err := connector.CreateSource(&connector.Table{Name: "orders", Options: map[string]string{"connector": "postgres-cdc"}})
 	if err == nil || !strings.Contains(err.Error(), "table 'orders': connector 'postgres-cdc' is not available yet") {
