@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -124,15 +125,25 @@ func NewDecoder(schema types.Schema, opt Options) (*Decoder, error) {
 	return &Decoder{row: r, opt: opt}, nil
 }
 
+// parsers are reused: a parser escapes to the heap (the compiled
+// decoders are closures taking it), and its unescape buffer is worth
+// keeping.
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
 // Decode implements format.Decoder: it appends one +I row.
 func (d *Decoder) Decode(data []byte, dst []types.Row) ([]types.Row, error) {
-	p := parser{b: data}
+	p := parsers.Get().(*parser)
+	p.b, p.i = data, 0
+	defer func() {
+		p.b = nil
+		parsers.Put(p)
+	}()
 	p.ws()
 	if p.i == len(p.b) {
 		return dst, nil
 	}
 	vals := make([]types.Value, len(d.row.fields))
-	err := d.row.decodeInto(&p, vals)
+	err := d.row.decodeInto(p, vals)
 	if err == nil {
 		p.ws()
 		if p.i < len(p.b) {
