@@ -1,5 +1,6 @@
-// Package jdbc is the SQL connector 'jdbc' for PostgreSQL, a sink with
-// Flink's options: 'url' (required: jdbc:postgresql://host[:port]/db
+// Package jdbc is the SQL connector 'jdbc' for PostgreSQL, with Flink's
+// options: a sink, and a bounded scan source (see CreateSource; option
+// 'scan.fetch-size'). Options: 'url' (required: jdbc:postgresql://host[:port]/db
 // [?params], or a postgres:// URL; a Unix socket directory goes in the
 // 'host' parameter), 'table-name' (required; "table" or "schema.table"),
 // 'username', 'password', 'driver' (accepted, unused),
@@ -21,8 +22,8 @@
 // The table must exist. Values are sent as text and cast to the column's
 // PostgreSQL type derived from the column's SQL type (DECIMAL(p, s) to
 // numeric(p, s), TIMESTAMP to timestamp, TIMESTAMP_LTZ to timestamptz,
-// BYTES to bytea, ...); ARRAY, MAP and ROW columns are not supported. As a
-// source (a scan or lookup of the table) the connector is not built yet.
+// BYTES to bytea, ...); ARRAY, MAP and ROW columns are not supported.
+// Lookups (a lookup join's dimension table) are not built yet.
 package jdbc
 
 import (

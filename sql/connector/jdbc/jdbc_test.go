@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/weirstream/weir/sql/connector"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/connector/jdbc"
+	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -232,12 +234,78 @@ func TestOptionErrors(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.opts, err, c.want)
 		}
 	}
-	if _, err := connector.CreateSource(&connector.Table{Name: "t", Schema: schema, Options: map[string]string{"connector": "jdbc"}}); err == nil ||
-		!strings.Contains(err.Error(), "can only be written to") {
+	if _, err := connector.CreateSource(&connector.Table{Name: "t", Schema: schema, Options: map[string]string{"connector": "jdbc", "url": "jdbc:postgresql://h/db", "table-name": "t", "scan.partition.column": "id"}}); err == nil ||
+		!strings.Contains(err.Error(), "unsupported options found for 'jdbc': 'scan.partition.column'") {
 		t.Fatal(err)
 	}
 	dsn, err := jdbc.DSN("jdbc:postgresql://db.example:5433/shop?sslmode=require", "ann", "p@ss")
 	if err != nil || dsn != "postgres://ann:p%40ss@db.example:5433/shop?sslmode=require" {
 		t.Fatal(dsn, err)
+	}
+}
+
+func TestScan(t *testing.T) {
+	u := jdbcURL(t)
+	exec(t, `CREATE TABLE dim (id bigint PRIMARY KEY, name text, price numeric(10,2), at timestamptz, day date, ok boolean, b bytea, d double precision);
+		INSERT INTO dim VALUES (3, 'c', 0.01, '2020-04-15 08:05:01.5+00', '2020-04-15', true, '\x01ff', 1e10),
+			(1, NULL, -1.50, NULL, NULL, false, NULL, 0.25), (2, 'b''x', 2, '1970-01-01 00:00:00+00', '1969-12-31', NULL, '', NULL)`)
+	s := types.Schema{
+		{Name: "id", Type: types.BigIntType}, {Name: "name", Type: types.StringType}, {Name: "price", Type: types.DecimalType(10, 2)},
+		{Name: "at", Type: types.TimestampLTZ3}, {Name: "day", Type: types.DateType}, {Name: "ok", Type: types.BooleanType},
+		{Name: "b", Type: types.BytesType}, {Name: "d", Type: types.DoubleType},
+	}
+	src, err := connector.CreateSource(&connector.Table{Name: "dim", Schema: s, PrimaryKey: []int{0}, Options: map[string]string{
+		"connector": "jdbc", "url": u, "table-name": "dim", "username": "weir", "scan.fetch-size": "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sp, _ := src.Source.Splits(ctx)
+	readAll := func(r weir.SplitReader[types.Row]) []types.Row {
+		var out []types.Row
+		buf := make([]types.Row, 8)
+		for {
+			n, err := r.Read(ctx, buf)
+			out = append(out, buf[:n]...)
+			if err == io.EOF {
+				r.Close()
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r, err := src.Source.Open(ctx, sp[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := readAll(r)
+	var got []string
+	for _, row := range rows {
+		got = append(got, string(format.NewPrinter(s).Append(nil, &row)))
+	}
+	want := []string{
+		"+I[1, null, -1.50, null, null, false, null, 0.25]",
+		"+I[2, b'x, 2.00, 1970-01-01T00:00Z, 1969-12-31, null, [], null]",
+		"+I[3, c, 0.01, 2020-04-15T08:05:01.500Z, 2020-04-15, true, [1, -1], 1.0E10]",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("scanned\n%q\nwant\n%q", got, want)
+	}
+	// A restore after two rows reads the third.
+	r, _ = src.Source.Open(ctx, sp[0])
+	two := make([]types.Row, 2)
+	if n, err := r.Read(ctx, two); n != 2 || err != nil {
+		t.Fatal(n, err)
+	}
+	pos, _ := r.(weir.CheckpointedReader[types.Row]).Position()
+	r.Close()
+	r, err = src.Source.(weir.RestorableSource[types.Row]).OpenAt(ctx, sp[0], pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest := readAll(r); len(rest) != 1 || rest[0].Values[0].I != 3 {
+		t.Fatalf("after the restore: %+v", rest)
 	}
 }
