@@ -129,6 +129,7 @@ func Start(ctx context.Context, timeout time.Duration) (*Server, error) {
 		"-c", "listen_addresses=", "-c", "port=5432",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=64MB",
+		"-c", "wal_level=logical", "-c", "max_replication_slots=40", "-c", "max_wal_senders=40",
 		"-c", "lc_messages=C", "-c", "log_min_messages=warning", "-c", "timezone=UTC")
 	s.cmd.Dir, s.cmd.Env = dir, env
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
