@@ -105,6 +105,15 @@ func (s *CDCSource[T]) OpenAt(ctx context.Context, split weir.Split, pos []byte)
 	if p.Slot != s.cfg.SlotName {
 		return nil, fmt.Errorf("postgres-cdc: the checkpoint's position is for slot %s, the job reads slot %s", p.Slot, s.cfg.SlotName)
 	}
+	if p.Phase == "snapshot" && p.Table == 0 && p.Rows == 0 {
+		// A checkpoint before the first row (the first barrier can come
+		// before the first Read): nothing was emitted, so the job starts
+		// over with a new slot and a new snapshot.
+		if err := dropSlot(ctx, s.cfg); err != nil {
+			return nil, err
+		}
+		return s.open(ctx, nil)
+	}
 	if p.Phase == "snapshot" {
 		// The exported snapshot lived in the failed process's
 		// transaction: the rest of the tables cannot be read as of the same
@@ -740,6 +749,19 @@ func (r *cdcReader[T]) Close() error {
 	}
 	if r.conn != nil {
 		r.conn.Close(ctx)
+	}
+	return nil
+}
+
+// dropSlot drops the slot if it exists.
+func dropSlot(ctx context.Context, c CDCConfig) error {
+	conn, err := connect(ctx, c.dsn(false), "weir cdc "+c.SlotName)
+	if err != nil {
+		return fmt.Errorf("postgres-cdc: %w", err)
+	}
+	defer closeConn(ctx, conn)
+	if _, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", c.SlotName); err != nil {
+		return fmt.Errorf("postgres-cdc: drop replication slot %s to take the snapshot again: %w", c.SlotName, err)
 	}
 	return nil
 }

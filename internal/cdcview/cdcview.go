@@ -112,7 +112,9 @@ func Build(c Config, opts ...weir.Option) *weir.Job {
 // sum keeps a group's totals (for ever: the version must keep growing
 // after the group empties) and emits an upsert of the new totals, or a
 // delete when the group has no row left.
-type sum struct{ st *weir.ValueState[string, Totals] }
+type sum struct {
+	st *weir.ValueState[string, Totals]
+}
 
 func (f *sum) Open(rc *weir.RuntimeContext[string]) error {
 	f.st = weir.NewValueState[Totals](rc, "totals")
@@ -281,6 +283,9 @@ func writer(ctx context.Context, dsn string, c Config, w, ops int, rng *rand.Ran
 			// Written, then rolled back: the view must never see it.
 			tx, berr := conn.Begin(ctx)
 			if berr != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
 				return berr
 			}
 			next++
