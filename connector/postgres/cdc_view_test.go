@@ -164,7 +164,8 @@ func TestCDCViewKillAndRestart(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	werr := make(chan error, 1)
-	go func() { werr <- cdcview.Writers(wctx, c.DSN, c, 3, 0, rng.Uint64(), &st) }()
+	wseed := rng.Uint64()
+	go func() { werr <- cdcview.Writers(wctx, c.DSN, c, 3, 0, wseed, &st) }()
 	n := crashtest.Kills(10)
 	kills := 0
 	for kills < n {
