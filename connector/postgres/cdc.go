@@ -87,10 +87,12 @@ func (s *CDCSource[T]) Splits(context.Context) ([]weir.Split, error) {
 	return []weir.Split{cdcSplit(s.cfg.SlotName)}, nil
 }
 
-// Open implements weir.Source: a new job. With StartupMode "initial" it
-// creates the slot (which must not exist) with an exported snapshot and
-// reads the tables in it before streaming; with "latest-offset" it streams
-// from the slot's position (creating the slot if missing).
+// Open implements weir.Source: a job without state. With StartupMode
+// "initial" it creates the slot with an exported snapshot (dropping an
+// idle slot of the same name: its position is not consistent with a new
+// snapshot) and reads the tables in it before streaming; with
+// "latest-offset" it streams from the slot's position (creating the slot
+// if missing). A slot in use by another connection is an error.
 func (s *CDCSource[T]) Open(ctx context.Context, split weir.Split) (weir.SplitReader[weir.Change[T]], error) {
 	return s.open(ctx, nil)
 }
@@ -197,10 +199,12 @@ func (s *CDCSource[T]) open(ctx context.Context, at *cdcPosition) (_ *cdcReader[
 	if err := r.ensurePublication(ctx); err != nil {
 		return nil, err
 	}
-	var slotExists bool
+	var slotExists, active bool
 	var confirmed *LSN
 	var plugin, db string
-	err = r.conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text, plugin, database FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'logical'", c.SlotName).Scan(&lsnText{&confirmed}, &plugin, &db)
+	var pid *int32
+	err = r.conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text, plugin, database, active, active_pid FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'logical'",
+		c.SlotName).Scan(&lsnText{&confirmed}, &plugin, &db, &active, &pid)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 	case err != nil:
@@ -209,6 +213,16 @@ func (s *CDCSource[T]) open(ctx context.Context, at *cdcPosition) (_ *cdcReader[
 		slotExists = true
 		if plugin != "pgoutput" {
 			return nil, fmt.Errorf("postgres-cdc: slot %s uses plugin %s, not pgoutput", c.SlotName, plugin)
+		}
+		if db != r.conn.Config().Database {
+			return nil, fmt.Errorf("postgres-cdc: slot %s belongs to database %s, the job reads %s", c.SlotName, db, r.conn.Config().Database)
+		}
+		if active {
+			p := int32(0)
+			if pid != nil {
+				p = *pid
+			}
+			return nil, fmt.Errorf("postgres-cdc: replication slot %s is in use by another connection (pid %d): another job reads it, or a killed one's session has not ended yet", c.SlotName, p)
 		}
 	}
 	rcfg, err := pgconn.ParseConfig(c.dsn(true))
@@ -246,7 +260,13 @@ func (s *CDCSource[T]) open(ctx context.Context, at *cdcPosition) (_ *cdcReader[
 		r.acked = r.pos
 	default:
 		if slotExists {
-			return nil, fmt.Errorf("postgres-cdc: replication slot %s exists: a new job with scan.startup.mode 'initial' creates its slot with a consistent snapshot; restore the job from its checkpoint, use 'latest-offset', or drop the slot (SELECT pg_drop_replication_slot('%s'))", c.SlotName, c.SlotName)
+			// The job starts without state (a new job, or one whose first
+			// attempt died before its first checkpoint): its view must be
+			// built from a new snapshot, and the slot's position is not
+			// consistent with one. The slot is the job's (slot.name): drop it.
+			if err := dropSlot(ctx, c); err != nil {
+				return nil, err
+			}
 		}
 		if err := r.startSnapshot(ctx); err != nil {
 			return nil, err

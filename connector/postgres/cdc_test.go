@@ -183,20 +183,36 @@ func TestCDCErrors(t *testing.T) {
 	sqlExec(t, conn, "CREATE PUBLICATION "+cfg.SlotName)
 	wantErr(t, open(cfg), "does not publish", "ALTER PUBLICATION")
 
-	// A slot that exists, for a new job.
+	// A slot that another reader streams from; one that exists but is
+	// idle is the job's, taken again with a new snapshot.
 	cfg = cdcConfig(t, tbl)
+	sqlExec(t, conn, "INSERT INTO "+tbl+" VALUES (1)")
 	if err := open(cfg); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, open(cfg), "replication slot "+cfg.SlotName+" exists", "pg_drop_replication_slot")
+	busy := postgres.CDCRows(cfg)
+	splits, _ := busy.Splits(ctx)
+	br, err := busy.Open(ctx, splits[0])
+	if err != nil {
+		t.Fatalf("a new job on an idle slot: %v", err)
+	}
+	defer br.Close()
+	brows := make([]weir.Change[postgres.Row], 8)
+	weirtest.Poll(time.Minute, func() bool { // through the snapshot, into streaming
+		n, err := br.Read(ctx, brows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+	wantErr(t, open(cfg), "replication slot "+cfg.SlotName+" is in use by another connection")
 
 	// A restore whose slot is gone.
+	br.Close()
 	src := postgres.CDCRows(cfg)
-	if err := postgres.DropCDC(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	splits, _ := src.Splits(ctx)
-	_, err := src.OpenAt(ctx, splits[0], []byte(`{"slot":"`+cfg.SlotName+`","phase":"stream","lsn":1000}`))
+	weirtest.WaitFor(t, "the slot dropped", time.Minute, func() bool { return postgres.DropCDC(ctx, cfg) == nil })
+	splits, _ = src.Splits(ctx)
+	_, err = src.OpenAt(ctx, splits[0], []byte(`{"slot":"`+cfg.SlotName+`","phase":"stream","lsn":1000}`))
 	wantErr(t, err, "replication slot "+cfg.SlotName+" does not exist")
 	_, err = src.OpenAt(ctx, splits[0], []byte(`{"slot":"`+cfg.SlotName+`","phase":"snapshot","table":0,"rows":5}`))
 	wantErr(t, err, "during the initial snapshot")
