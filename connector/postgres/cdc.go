@@ -516,16 +516,17 @@ func (r *cdcReader[T]) Read(ctx context.Context, dst []weir.Change[T]) (int, err
 			return n, err
 		}
 	}
-	deadline := time.Now().Add(readWait)
-	for n < len(dst) {
-		if time.Since(r.status) >= statusInterval {
-			if err := r.sendStatus(); err != nil {
-				return n, err
-			}
+	if time.Since(r.status) >= statusInterval {
+		if err := r.sendStatus(); err != nil {
+			return n, err
 		}
-		wctx, cancel := context.WithDeadline(ctx, deadline)
+	}
+	// One deadline for the whole Read: messages already buffered come at
+	// once, and an idle server costs readWait.
+	wctx, cancel := context.WithTimeout(ctx, readWait)
+	defer cancel()
+	for n < len(dst) {
 		msg, err := r.repl.ReceiveMessage(wctx)
-		cancel()
 		if err != nil {
 			if pgconn.Timeout(err) || (ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
 				return n, nil
