@@ -86,7 +86,7 @@ start() {
     { cat "$dir/initdb.log" >&2; return 1; }
   # fsync and friends off: a test server's data is disposable.
   (cd "$dir" && LC_ALL=C as "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-    -o "-k $dir -c listen_addresses= -c port=5432 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null) ||
+    -o "-k $dir -c listen_addresses= -c port=5432 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c wal_level=logical -c max_replication_slots=40 -c max_wal_senders=40" start >/dev/null) ||
     { cat "$dir/postgres.log" >&2; return 1; }
   echo "host=$dir port=5432 user=weir dbname=postgres sslmode=disable"
 }

@@ -43,7 +43,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	demo := group("demo", "Run a built-in demo job")
-	demo.AddCommand(newDemoAdclicks(), newDemoFraud())
+	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC())
 	bench := group("bench", "Run a built-in benchmark")
 	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark())
