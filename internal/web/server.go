@@ -275,7 +275,15 @@ func (s *Server) mux() http.Handler {
 	old := control.Config{Savepoint: sp, SavepointDir: s.cfg.SavepointDir, SavepointTimeout: s.cfg.SavepointTimeout, Status: s.cfg.Status}.Handler()
 	mux.Handle("POST /v1/savepoint", old)
 	mux.Handle("GET /v1/status", old)
+	// Refusals in JSON, as every answer of the API.
+	methods := map[string]string{"/v1/job": "GET", "/v1/checkpoints": "GET", "/v1/status": "GET",
+		"/v1/savepoints": "POST", "/v1/stop": "POST", "/v1/savepoint": "POST"}
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if m, ok := methods[r.URL.Path]; ok {
+			w.Header().Set("Allow", m)
+			webauth.Deny(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, m))
+			return
+		}
 		webauth.Deny(w, http.StatusNotFound, fmt.Sprintf("no API %s %s", r.Method, r.URL.Path))
 	})
 	return mux
