@@ -192,7 +192,7 @@
 
   function drawCheckpoints(ck) {
     const c = ck.counts;
-    $("total-ck").textContent = `${c.completed} done, ${c.failed} failed, ${c.aborted} aborted`;
+    $("total-ck").textContent = `${c.completed} done, ${c.failed + c.aborted} failed`;
     const r = ck.latest_restored;
     $("restored").textContent = r ? `Restored from ${r.id ? "checkpoint " + r.id : "a savepoint"} (${r.path}) at ${time(r.restore_time)}` +
       (c.restarts ? `; ${c.restarts} restarts` : "") : "Started empty (no restore).";
