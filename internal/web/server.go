@@ -151,7 +151,15 @@ func Start(cfg Config) (_ *Server, err error) {
 		s.srvs = append(s.srvs, webauth.NewServer(headers(s.routes(guard, api))))
 	}
 	if cfg.AddrFile != "" {
-		if err := os.WriteFile(cfg.AddrFile, []byte(s.lns[0].Addr().String()+"\n"), 0o644); err != nil {
+		// Written aside and renamed: a client polling for the file never
+		// reads it empty.
+		tmp := cfg.AddrFile + ".tmp"
+		err := os.WriteFile(tmp, []byte(s.lns[0].Addr().String()+"\n"), 0o644)
+		if err == nil {
+			err = os.Rename(tmp, cfg.AddrFile)
+		}
+		if err != nil {
+			os.Remove(tmp)
 			return nil, fmt.Errorf("weir: web server: %w", err)
 		}
 	}
