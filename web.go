@@ -165,7 +165,7 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 	}
 	if j.cfg.ckDir != "" {
 		cfg.AddrFile = filepath.Join(j.cfg.ckDir, control.AddrFile)
-		cfg.Savepoint = j.Savepoint
+		cfg.Savepoint = j.savepointOnceRunning
 		cfg.SavepointDir = j.cfg.savepointDir
 		if cfg.SavepointDir == "" {
 			cfg.SavepointDir = filepath.Join(j.cfg.ckDir, "savepoints")
@@ -179,4 +179,27 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 	}
 	stops = append(stops, srv.Close)
 	return stop, nil
+}
+
+// savepointOnceRunning is Job.Savepoint for the web server, which listens
+// before the job's tasks run (and while it restarts): a request that
+// arrives then waits for them, within its context, instead of failing
+// with "not running".
+func (j *Job) savepointOnceRunning(ctx context.Context, path string, stop bool) (string, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		j.mu.Lock()
+		running := j.mu.coord != nil
+		j.mu.Unlock()
+		st := j.webJob().State
+		if running || st != web.StateRunning && st != web.StateRestarting {
+			return j.Savepoint(ctx, path, stop)
+		}
+		select {
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		case <-tick.C:
+		}
+	}
 }

@@ -149,7 +149,9 @@ func (r *running) do(t *testing.T, q req) (*http.Response, []byte) {
 	return resp, b
 }
 
-func (r *running) bearer() map[string]string { return map[string]string{"Authorization": "Bearer " + r.token} }
+func (r *running) bearer() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + r.token}
+}
 
 // Every access rule, over real HTTP against a running job: the token (as
 // a header or the login's cookie) on everything but /login, the Host,
