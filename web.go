@@ -127,14 +127,14 @@ func (j *Job) webTokenPath() (string, error) {
 // it.
 func (j *Job) startWeb(token string) (stop func(), err error) {
 	var stops []func()
-	stop = func() {
+	stopAll := func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
 	defer func() {
 		if err != nil {
-			stop()
+			stopAll() // not stop: a failing return has set it to nil
 		}
 	}()
 	var addrs []string
@@ -178,7 +178,7 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 		return nil, err
 	}
 	stops = append(stops, srv.Close)
-	return stop, nil
+	return stopAll, nil
 }
 
 // savepointOnceRunning is Job.Savepoint for the web server, which listens

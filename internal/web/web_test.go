@@ -470,3 +470,15 @@ func TestMainFlags(t *testing.T) {
 	run(false)
 	run(true) // resumes from the first run's checkpoints
 }
+
+// A web server needs somewhere to put the token: without a token file,
+// a checkpoint or a state directory, Run says so before starting.
+func TestWebAddrNeedsTokenFile(t *testing.T) {
+	job := weir.NewJob("no-token-file", weir.WebAddr(":0"))
+	weir.To(weir.FromSource(job, "numbers", weir.GeneratorSource(weir.GeneratorConfig{Count: 10}, func(i int64, _ *rand.Rand) int64 { return i }),
+		weir.NoWatermarks[int64]()), weir.SinkFunc[int64](func(context.Context, []int64) error { return nil }))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "WebTokenFile") {
+		t.Fatalf("Run: %v, want an error naming WebTokenFile", err)
+	}
+}
