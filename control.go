@@ -3,11 +3,11 @@ package weir
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/weirstream/weir/internal/control"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/webauth"
 )
 
 // ControlAddr serves the job's control endpoint on addr while it runs
@@ -40,8 +40,9 @@ func init() {
 	hooks.DescribeOperatorState = describeOperatorState
 }
 
-// startServers starts the metrics and control endpoints the job asks for,
-// with the job's token when one is needed, and returns what stops them.
+// startServers starts the metrics endpoint and the web server (which
+// serves the control endpoint too) that the job asks for, with the job's
+// token when one is needed, and returns what stops them.
 func (j *Job) startServers() (stop func(), err error) {
 	var stops []func()
 	stopAll := func() {
@@ -54,14 +55,15 @@ func (j *Job) startServers() (stop func(), err error) {
 			stopAll()
 		}
 	}()
-	if j.cfg.metricsAddr == "" && j.cfg.controlAddr == "" {
+	if j.cfg.metricsAddr == "" && j.cfg.controlAddr == "" && j.cfg.webAddr == "" {
 		return stopAll, nil
 	}
 	if j.cfg.controlAddr != "" && j.cfg.ckDir == "" {
 		return nil, errors.New("weir: ControlAddr needs Checkpointing: the endpoint's address and token are written to the checkpoint directory")
 	}
 	// One token per run, shared by the servers: it lives in the checkpoint
-	// directory, so without one only a loopback metrics endpoint can run.
+	// directory (or the web server's token file), so without either only
+	// a loopback metrics endpoint can run.
 	var token string
 	if j.cfg.ckDir != "" {
 		var remove func()
@@ -69,6 +71,10 @@ func (j *Job) startServers() (stop func(), err error) {
 			return nil, err
 		}
 		stops = append(stops, remove)
+	} else if j.cfg.webAddr != "" {
+		if token, err = webauth.NewToken(); err != nil {
+			return nil, err
+		}
 	}
 	if j.cfg.metricsAddr != "" {
 		srv, err := metrics.Serve(j.cfg.metricsAddr, j.metrics, token)
@@ -78,19 +84,12 @@ func (j *Job) startServers() (stop func(), err error) {
 		stops = append(stops, func() { srv.Close() })
 		j.cfg.logger.Info("metrics listening", "addr", "http://"+srv.Addr()+"/metrics", "token", srv.NeedsToken())
 	}
-	if j.cfg.controlAddr != "" {
-		spDir := j.cfg.savepointDir
-		if spDir == "" {
-			spDir = filepath.Join(j.cfg.ckDir, "savepoints")
-		}
-		cs, err := control.Start(control.Config{
-			Addr: j.cfg.controlAddr, Dir: j.cfg.ckDir, Token: token, SavepointDir: spDir,
-			Savepoint: j.Savepoint, SavepointTimeout: j.cfg.ckTimeout, Status: j.status, Logger: j.cfg.logger,
-		})
+	if j.cfg.controlAddr != "" || j.cfg.webAddr != "" {
+		stopWeb, err := j.startWeb(token)
 		if err != nil {
 			return nil, err
 		}
-		stops = append(stops, cs.Close)
+		stops = append(stops, stopWeb)
 	}
 	return stopAll, nil
 }

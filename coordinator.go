@@ -250,6 +250,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				cur.sp = nil
 			}
 			c.metrics.Aborted.Add(1)
+			c.metrics.Record(metrics.CheckpointRecord{ID: cur.id, Status: metrics.Aborted, Trigger: cur.started, End: c.time.now()})
 			for _, s := range cur.snaps {
 				carry = append(carry, s.committables...)
 			}
@@ -298,6 +299,7 @@ func (c *coordinator) run(ctx context.Context) error {
 				// checkpoint failures are 0 by default; we keep going and log).
 				c.log.Error("checkpoint failed", "id", done.id, "err", err)
 				c.metrics.Failed.Add(1)
+				c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Failed, Trigger: done.started, End: c.time.now()})
 				if done.sp != nil {
 					done.sp.resp <- savepointResult{err: fmt.Errorf("weir: checkpoint %d: %w", done.id, err)}
 					done.sp = nil
@@ -316,6 +318,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			end := c.time.now()
 			c.metrics.LastDurationNanos.Store(int64(end.Sub(done.started)))
 			c.metrics.LastWriteNanos.Store(int64(end.Sub(start)))
+			c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Completed, Trigger: done.started, End: end})
 			c.log.Info("checkpoint complete", "id", done.id, "final", done.final, "duration", end.Sub(done.started))
 			if err := c.commit(ctx, done.id, done.snaps); err != nil {
 				if done.sp != nil {
@@ -358,6 +361,7 @@ func (c *coordinator) completeSavepoint(ctx context.Context, done *inflight) err
 		return fmt.Errorf("weir: commit of savepoint %d: %w", done.id, err)
 	}
 	c.committed.Store(done.id)
+	c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Completed, Savepoint: true, Trigger: done.started, End: c.time.now()})
 	c.log.Info("savepoint complete", "id", done.id, "path", req.path, "stop", req.stop)
 	req.resp <- savepointResult{path: req.path, id: done.id}
 	return nil

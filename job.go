@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/web"
 )
 
 // Job is a dataflow graph under construction and, once Run, its execution.
@@ -22,6 +23,7 @@ type Job struct {
 	nodes   []*node
 	errs    []error
 	metrics *metrics.Registry
+	run     runInfo // what the web server shows (web.go)
 
 	mu struct {
 		sync.Mutex
@@ -179,15 +181,20 @@ func (j *Job) Run(ctx context.Context) error {
 	if len(j.nodes) == 0 {
 		return errors.New("weir: job has no operators")
 	}
+	j.metrics.Now = j.cfg.clock
+	start := time.Now()
+	j.noteGraph()
+	j.run.start.Store(start.UnixNano())
+	j.run.setState(web.StateRunning)
 	stopServers, err := j.startServers()
 	if err != nil {
+		j.run.setState(web.StateFailed)
 		return err
 	}
 	defer stopServers()
-	j.metrics.Now = j.cfg.clock
-	start := time.Now()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
 	err = j.runAttempts(ctx)
+	j.run.setState(endState(ctx, err))
 	j.cfg.logger.Info("job finished", "job", j.name, "elapsed", time.Since(start), "err", err)
 	return err
 }
@@ -221,6 +228,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 			j.mu.Lock()
 			j.mu.restored = restored.path
 			j.mu.Unlock()
+			j.metrics.Checkpoints.SetRestored(metrics.RestoreRecord{ID: restored.id, Path: restored.path, Time: time.Now()})
 		}
 		err := j.execute(ctx, store, restored)
 		if errors.Is(err, errStopped) {
@@ -248,6 +256,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 		}
 		j.cfg.logger.Warn("job failed; restarting from the latest checkpoint", "err", err, "backoff", backoff, "failures", len(failures))
 		j.metrics.Checkpoints.Restarts.Add(1)
+		j.run.setState(web.StateRestarting)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -255,6 +264,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 			return err
 		case <-t.C:
 		}
+		j.run.setState(web.StateRunning)
 		backoff = min(2*backoff, pol.MaxBackoff)
 		latest, lerr := store.latest()
 		if lerr != nil {

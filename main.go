@@ -26,6 +26,8 @@ import (
 //	--metrics-addr ADDR        serve Prometheus metrics (loopback unless a host is given)
 //	--control-addr ADDR        serve the control endpoint (for `weir savepoint`; needs --checkpoint-dir)
 //	--savepoint-dir DIR        where that endpoint's savepoints go (default DIR/savepoints)
+//	--web-addr ADDR            serve the web dashboard and REST API (loopback unless a host is given)
+//	--web-token-file PATH      where its token goes (default DIR/control.token)
 //	--log-level LEVEL          debug, info, warn or error (default info)
 func Main(job *Job) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,6 +54,8 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at this address")
 	controlAddr := fs.String("control-addr", "", "serve the control endpoint, which the weir savepoint command talks to, at this address (needs --checkpoint-dir)")
 	spDir := fs.String("savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: the checkpoint directory's savepoints/)")
+	webAddr := fs.String("web-addr", "", "serve the web dashboard and REST API at this address (loopback unless a host is given; off by default)")
+	webToken := fs.String("web-token-file", "", "write the web server's token to this file, mode 0600 (default: the checkpoint directory's control.token)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -87,6 +91,12 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	}
 	if *spDir != "" {
 		opts = append(opts, SavepointDir(*spDir))
+	}
+	if *webAddr != "" {
+		opts = append(opts, WebAddr(*webAddr))
+	}
+	if *webToken != "" {
+		opts = append(opts, WebTokenFile(*webToken))
 	}
 	for _, o := range opts {
 		o.apply(&job.cfg)

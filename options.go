@@ -53,6 +53,8 @@ type config struct {
 	queueCapacity  int
 	metricsAddr    string
 	controlAddr    string
+	webAddr        string
+	webTokenFile   string
 	savepointDir   string
 	logger         *slog.Logger
 	clock          func() time.Time

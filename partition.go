@@ -53,7 +53,8 @@ func (o *outBuffers[E]) send(t int, wm int64) error {
 	b.idle = o.idle
 	o.sentWM[t] = wm
 	o.sentIdle[t] = o.idle
-	o.m.RecordsOut.Add(int64(len(b.data)))
+	// Records out are the sending operator's to count (once per record,
+	// however many edges it feeds); the writer adds only the time blocked.
 	blocked, err := o.targets[t].gate.Send(o.targets[t].channel, exec.Message{Kind: exec.Data, Batch: b})
 	if blocked > 0 {
 		o.m.BackpressureNanos.Add(int64(blocked))

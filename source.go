@@ -190,7 +190,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		if err != nil {
 			return err
 		}
-		badOut, bb = lo.(consumer[BadRecord]), newBatch[BadRecord](size)
+		badOut, bb = &passOp[BadRecord]{out: lo.(consumer[BadRecord]), m: st.metrics(n.side)}, newBatch[BadRecord](size)
 	}
 	if bad != failBad {
 		for i, r := range readers {

@@ -100,7 +100,7 @@ func redistribute[T any](s *Stream[T], kind string, part partitioning, opts []Op
 	out, n := newStream[T](s.job, kind, cfg)
 	connect(s, n, part)
 	n.build = func(st *subtask, o any) ([]any, error) {
-		return []any{o}, nil // the edge did the work; pass records on
+		return []any{consumer[T](&passOp[T]{out: o.(consumer[T]), m: st.metrics(n)})}, nil // the edge did the work; pass records on
 	}
 	return out
 }
@@ -117,7 +117,7 @@ func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 		connect(in, n, forward)
 	}
 	n.build = func(st *subtask, o any) ([]any, error) {
-		u := &unionOp[T]{out: o.(consumer[T]), inputs: len(n.inputs)}
+		u := &unionOp[T]{out: o.(consumer[T]), inputs: len(n.inputs), m: st.metrics(n)}
 		ins := make([]any, len(n.inputs))
 		for i := range ins {
 			ins[i] = consumer[T](u)

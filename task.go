@@ -238,6 +238,7 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 		g.Wait()
 		return permanent{err}
 	}
+	j.noteGraph() // parallelism and edges as resolved, for the web server
 	p.restored = restored
 	if restored != nil {
 		if err := p.checkRestore(ctx, ckpt); err != nil {

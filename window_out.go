@@ -29,7 +29,7 @@ func newWinOut[K comparable, T, R any](st *subtask, n *node, o any) (winOut[K, T
 		if err != nil {
 			return w, err
 		}
-		w.late = lo.(consumer[LateEvent[K, T]])
+		w.late = &passOp[LateEvent[K, T]]{out: lo.(consumer[LateEvent[K, T]]), m: st.metrics(n.side)}
 		w.lb = newBatch[LateEvent[K, T]](size)
 	}
 	return w, nil

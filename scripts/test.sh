@@ -14,4 +14,8 @@ fi
 # installed, and make its absence a failure rather than a skip.
 bash scripts/postgres.sh install
 export WEIR_REQUIRE_POSTGRES=1
+# internal/web's dashboard test drives headless Chromium (chromedp): the
+# same, for the browser.
+bash scripts/chromium.sh install
+export WEIR_REQUIRE_CHROMIUM=1
 go test -race -count=1 ./...

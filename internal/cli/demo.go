@@ -45,6 +45,7 @@ func newDemoAdclicks() *cobra.Command {
 		failpoint   string
 		failAfter   int64
 		allowDup    bool
+		webFlags    webFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -68,7 +69,7 @@ instead, without the log.`,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr, savepointDir: spDir,
 				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
-				allowDup: allowDup,
+				allowDup: allowDup, web: webFlags,
 			})
 		},
 	}
@@ -88,6 +89,7 @@ instead, without the log.`,
 	f.StringVar(&spDir, "savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: CHECKPOINT_DIR/savepoints)")
 	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address (loopback unless a host is given)")
+	webFlags.add(cmd, "CHECKPOINT_DIR/control.token, else DATA_DIR/web.token")
 	f.BoolVar(&quiet, "quiet", false, "do not print each result, only the summary")
 	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory of the embedded log (topics clicks and click-counts)")
 	f.StringVar(&source, "source", "log", "log: a producer writes the clicks to topic clicks and the job reads them from there and writes results to topic click-counts; generator: the job reads the generator in memory (no log)")
@@ -120,6 +122,7 @@ type demoOpts struct {
 	// savepointDir confines the control endpoint's savepoints.
 	savepointDir string
 	allowDup     bool
+	web          webFlags
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
@@ -177,6 +180,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	if o.metricsAddr != "" {
 		opts = append(opts, weir.MetricsAddr(o.metricsAddr))
 	}
+	opts = append(opts, o.web.options(stderr, o.ckDir, o.dataDir)...)
 	if o.failpoint != "" {
 		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
 			if string(stage) == o.failpoint && id >= o.failAfter {

@@ -34,6 +34,8 @@ type fraudOpts struct {
 	dataDir     string
 	parallelism int
 	quiet       bool
+	web         webFlags
+	stderr      io.Writer // for the web server's log line
 }
 
 func newDemoFraud() *cobra.Command {
@@ -50,6 +52,7 @@ fraud-alerts of the embedded log in --data-dir (a temporary directory by
 default); a summary with the alert counts ends the run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.stderr = cmd.ErrOrStderr()
 			return runFraud(cmd.Context(), cmd.OutOrStdout(), c, o)
 		},
 	}
@@ -60,6 +63,7 @@ default); a summary with the alert counts ends the run.`,
 	f.StringVar(&o.dataDir, "data-dir", "", "embedded log directory for topic fraud-alerts (default: a temporary directory)")
 	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism")
 	f.BoolVar(&o.quiet, "quiet", false, "print the summary only")
+	o.web.add(cmd, "DATA_DIR/fraud-checkpoints/control.token")
 	return cmd
 }
 
@@ -78,8 +82,9 @@ func runFraud(ctx context.Context, stdout io.Writer, c fraud.Config, o fraudOpts
 	if _, err := wlog.CreateTopic(o.dataDir, alertsTopic, wlog.TopicConfig{Partitions: 2}); err != nil {
 		return err
 	}
-	job := weir.NewJob("demo-fraud", weir.Parallelism(o.parallelism),
-		weir.Checkpointing(time.Second, filepath.Join(o.dataDir, "fraud-checkpoints")))
+	ckDir := filepath.Join(o.dataDir, "fraud-checkpoints")
+	job := weir.NewJob("demo-fraud", append([]weir.Option{weir.Parallelism(o.parallelism),
+		weir.Checkpointing(time.Second, ckDir)}, o.web.options(o.stderr, ckDir, o.dataDir)...)...)
 	txns := weir.FromSource(job, "transactions", weir.GeneratorSource(weir.GeneratorConfig{Count: c.Events, Seed: c.Seed}, c.Gen),
 		weir.BoundedOutOfOrderness(2*time.Second, func(t fraud.Txn) time.Time { return t.TS }), weir.UID("transactions"))
 	perCard := weir.KeyBy(txns, func(t fraud.Txn) string { return t.Card })

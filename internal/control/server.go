@@ -96,6 +96,12 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Handler serves the endpoint's routes (POST /v1/savepoint, GET
+// /v1/status) without a guard, for a server that puts its own in front:
+// the web dashboard's, which serves them as an alias of its own API. Addr
+// and Dir are not used.
+func (cfg Config) Handler() http.Handler { return cfg.mux() }
+
 func (cfg *Config) mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/savepoint", func(w http.ResponseWriter, r *http.Request) {

@@ -58,6 +58,9 @@ type Checkpoints struct {
 	// aligning barriers.
 	AlignmentNanos atomic.Int64
 	Restarts       atomic.Int64
+
+	// history of finished checkpoints and the last restore (history.go).
+	history history
 }
 
 // Registry holds every operator's metrics of one job.

@@ -48,24 +48,42 @@ func NewGuard(bound, token string) (*Guard, error) {
 func (g *Guard) NeedsToken() bool { return len(g.token) > 0 }
 
 // Wrap returns next behind the guard's checks, in this order: Host (403),
-// Origin on a state-changing method (403), token (401).
+// Origin on a state-changing method (403), token (401). Refusals are
+// JSON (Deny).
 func (g *Guard) Wrap(next http.Handler) http.Handler {
+	return g.WrapWith(next, func(w http.ResponseWriter, _ *http.Request, code int, msg string) { Deny(w, code, msg) })
+}
+
+// DenyFunc answers a refused request: code is 401 or 403, msg says why.
+type DenyFunc func(w http.ResponseWriter, r *http.Request, code int, msg string)
+
+// WrapWith is Wrap with refusals answered by deny (the dashboard answers a
+// browser with a page pointing to its login). The checks are the same;
+// a 401 carries the Bearer challenge before deny is called.
+func (g *Guard) WrapWith(next http.Handler, deny DenyFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.HostAllowed(r.Host) {
-			Deny(w, http.StatusForbidden, fmt.Sprintf("Host %q is not this server's address", r.Host))
+			deny(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not this server's address", r.Host))
 			return
 		}
 		if !safeMethod(r.Method) && !SameOrigin(r) {
-			Deny(w, http.StatusForbidden, "cross-origin request refused")
+			deny(w, r, http.StatusForbidden, "cross-origin request refused")
 			return
 		}
 		if g.NeedsToken() && !g.Authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="weir"`)
-			Deny(w, http.StatusUnauthorized, "missing or wrong token (send Authorization: Bearer and the job's control.token)")
+			deny(w, r, http.StatusUnauthorized, "missing or wrong token (send Authorization: Bearer and the job's token)")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// TokenMatches reports whether tok is the guard's token, in constant time
+// (the dashboard's login link). A guard without a token matches nothing:
+// there is nothing to log in to.
+func (g *Guard) TokenMatches(tok string) bool {
+	return len(g.token) > 0 && subtle.ConstantTimeCompare([]byte(tok), g.token) == 1
 }
 
 // HostAllowed reports whether a request's Host header names this server.

@@ -156,3 +156,56 @@ func TestLoopbackDefault(t *testing.T) {
 		}
 	}
 }
+
+// WrapWith makes the same checks as Wrap and hands refusals to its deny
+// function; TokenMatches compares a login's token.
+func TestWrapWithAndTokenMatches(t *testing.T) {
+	const tok = "0123456789abcdef0123456789abcdef"
+	g, err := NewGuard("127.0.0.1:9000", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denied []int
+	h := g.WrapWith(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(299) }),
+		func(w http.ResponseWriter, r *http.Request, code int, msg string) {
+			denied = append(denied, code)
+			w.WriteHeader(code)
+		})
+	for _, c := range []struct {
+		host, auth, origin string
+		want               int
+	}{
+		{"127.0.0.1:9000", "", "", 401},
+		{"127.0.0.1:9000", "Bearer " + tok, "", 299},
+		{"evil.example", "Bearer " + tok, "", 403},
+		{"127.0.0.1:9000", "Bearer " + tok, "http://evil.example", 403},
+	} {
+		r := httptest.NewRequest("POST", "/", nil)
+		r.Host = c.host
+		r.Header.Set("Authorization", c.auth)
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("%+v: %d", c, w.Code)
+		}
+		if c.want == 401 && w.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without a challenge")
+		}
+	}
+	if len(denied) != 3 {
+		t.Errorf("deny called %d times, want 3", len(denied))
+	}
+	open, _ := NewGuard("127.0.0.1:9000", "")
+	for _, c := range []struct {
+		g    *Guard
+		tok  string
+		want bool
+	}{{g, tok, true}, {g, tok[:31], false}, {g, "", false}, {g, tok + "0", false}, {open, "", false}} {
+		if got := c.g.TokenMatches(c.tok); got != c.want {
+			t.Errorf("TokenMatches(%q) = %v", c.tok, got)
+		}
+	}
+}

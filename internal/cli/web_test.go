@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/internal/weirtest"
+)
+
+// Every demo takes --web-addr and --web-token-file.
+func TestDemoWebFlags(t *testing.T) {
+	for _, demo := range []string{"adclicks", "fraud"} {
+		out, _, code := run(t, "demo", demo, "--help")
+		if code != 0 || !strings.Contains(out, "--web-addr string") || !strings.Contains(out, "--web-token-file string") {
+			t.Errorf("weir demo %s --help: exit %d, no --web-addr/--web-token-file:\n%s", demo, code, out)
+		}
+	}
+}
+
+// The issue's check: a demo with --web-addr :PORT --web-token-file F
+// writes F with mode 0600, listens on loopback, logs where (not the
+// token), and answers /v1/job with the operators only with the token.
+func TestDemoWebServer(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "web.token")
+	var out, errb syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"demo", "adclicks", "--source", "generator", "--quiet", "--events", "50000000", "--rate", "20000",
+			"--data-dir", t.TempDir(), "--web-addr", ":0", "--web-token-file", tokenFile}, &out, &errb)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	re := regexp.MustCompile(`msg="web dashboard listening" url=http://(127\.0\.0\.1:\d+)/ token_file=(\S+)`)
+	var addr string
+	weirtest.WaitFor(t, "the dashboard's log line", 30*time.Second, func() bool {
+		m := re.FindStringSubmatch(errb.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil && m[2] == tokenFile
+	})
+	fi, err := os.Stat(tokenFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, %v", fi, err)
+	}
+	b, _ := os.ReadFile(tokenFile)
+	token := strings.TrimSpace(string(b))
+	if strings.Contains(errb.String(), token) {
+		t.Fatal("the token is in the log")
+	}
+	get := func(auth string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/job", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, bad := range []string{"", strings.Repeat("f", len(token))} {
+		if code, _ := get(bad); code != 401 {
+			t.Fatalf("token %q: %d, want 401", bad, code)
+		}
+	}
+	code, body := get(token)
+	var job struct {
+		Operators []struct{ Name string } `json:"operators"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &job) != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	var names []string
+	for _, o := range job.Operators {
+		names = append(names, o.Name)
+	}
+	if got := strings.Join(names, ","); got != "clicks,count-per-minute,print" {
+		t.Fatalf("operators %s", got)
+	}
+}

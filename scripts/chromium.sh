@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Chromium for weir's browser tests (internal/web: the dashboard in a real
+# headless browser, driven with chromedp).
+#
+#   bash scripts/chromium.sh install   install Debian's chromium if no browser is found
+#                                      (apt-get; needs root or sudo)
+#   bash scripts/chromium.sh path      print the browser's path
+#
+# WEIR_CHROMIUM overrides where the browser is looked for.
+set -euo pipefail
+
+path() {
+  if [ -n "${WEIR_CHROMIUM:-}" ]; then
+    [ -x "$WEIR_CHROMIUM" ] && { echo "$WEIR_CHROMIUM"; return 0; }
+    echo "chromium.sh: WEIR_CHROMIUM=$WEIR_CHROMIUM is not an executable" >&2
+    return 1
+  fi
+  local c
+  for c in chromium chromium-browser google-chrome-stable google-chrome headless-shell; do
+    if command -v "$c" >/dev/null 2>&1; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install() {
+  if p=$(path); then
+    echo "chromium.sh: browser found at $p"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "chromium.sh: Chromium is missing and this is not a Debian-like system: install it and set WEIR_CHROMIUM" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "chromium.sh: installing Chromium needs root (or sudo)" >&2; return 1; }
+    sudo="sudo"
+  fi
+  echo "chromium.sh: installing chromium with apt-get"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  p=$(path) || { echo "chromium.sh: apt-get installed chromium, but no browser found" >&2; return 1; }
+  echo "chromium.sh: Chromium installed at $p"
+}
+
+case "${1:-}" in
+  install) install ;;
+  path) path ;;
+  *) echo "usage: chromium.sh install|path" >&2; exit 2 ;;
+esac

@@ -1,0 +1,205 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/web"
+	"github.com/weirstream/weir/internal/webauth"
+)
+
+// WebAddr serves the job's web dashboard at / and its REST API under /v1/
+// on addr while the job runs (loopback unless addr names a host: ":8081"
+// listens on 127.0.0.1:8081; ":0" picks a free port). Everything but the
+// login link needs the job's token, a new random one per run written to
+// the token file (see WebTokenFile) and logged by its path, never by its
+// value: scripts send it as "Authorization: Bearer TOKEN", a browser opens
+// /login?token=TOKEN once and gets a cookie. The API:
+//
+//	GET  /v1/job          the job graph, per-operator counters, rates, backpressure, watermarks
+//	GET  /v1/checkpoints  checkpoint history and the latest restore
+//	POST /v1/savepoints   take a savepoint into the savepoint directory (SavepointDir)
+//	POST /v1/stop         take a savepoint, then stop the job
+//
+// The control endpoint (ControlAddr) is served by the same server: with
+// both, the server listens on both addresses.
+func WebAddr(addr string) Option {
+	return option{fmt.Sprintf("WebAddr(%q)", addr), scopeJob, func(c *config) { c.webAddr = addr }}
+}
+
+// WebTokenFile is where WebAddr's server writes the job's token (mode
+// 0600, replaced at every start, removed when the job ends). Default: the
+// checkpoint directory's control.token (the file `weir savepoint` reads),
+// else web.token in the state directory (PebbleState); a job with neither
+// must name one.
+func WebTokenFile(path string) Option {
+	return option{fmt.Sprintf("WebTokenFile(%q)", path), scopeJob, func(c *config) { c.webTokenFile = path }}
+}
+
+// runInfo is what the web server shows of a run besides its metrics:
+// written by Run's goroutine, read by the server's.
+type runInfo struct {
+	state atomic.Pointer[string]
+	start atomic.Int64 // unix ns; 0 before Run
+	graph atomic.Pointer[webGraph]
+}
+
+type webGraph struct {
+	ops   []web.Operator
+	edges []web.Edge
+}
+
+func (r *runInfo) setState(s string) { r.state.Store(&s) }
+
+// noteGraph records the graph as it is now: before compile with the
+// parallelism asked for, after it as resolved (sources capped by their
+// splits, forward edges between unequal parallelism turned rebalance).
+// Called from Run's goroutine only, where compile changes the nodes.
+func (j *Job) noteGraph() {
+	g := &webGraph{ops: make([]web.Operator, len(j.nodes))}
+	for i, n := range j.nodes {
+		p := n.parallelism
+		if p == 0 {
+			p = j.cfg.parallelism
+		}
+		side := -1
+		if n.sideOf != nil {
+			side = n.sideOf.id
+		}
+		g.ops[i] = web.Operator{ID: n.id, Name: n.name, Parallelism: p, SideOutputOf: side}
+		for _, e := range n.inputs {
+			g.edges = append(g.edges, web.Edge{From: e.from.id, To: n.id, Kind: e.part.String(), Chained: e.chained})
+		}
+	}
+	j.run.graph.Store(g)
+}
+
+// webJob describes the job to the web server.
+func (j *Job) webJob() web.Job {
+	w := web.Job{Name: j.name, State: web.StateCreated, Parallelism: j.cfg.parallelism}
+	if s := j.run.state.Load(); s != nil {
+		w.State = *s
+	}
+	if ns := j.run.start.Load(); ns != 0 {
+		w.Start = time.Unix(0, ns)
+	}
+	if g := j.run.graph.Load(); g != nil {
+		w.Operators, w.Edges = g.ops, g.edges
+	}
+	return w
+}
+
+// endState is Flink's name for how Run ended.
+func endState(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return web.StateFinished
+	case ctx.Err() != nil:
+		return web.StateCanceled
+	default:
+		return web.StateFailed
+	}
+}
+
+// webTokenPath is where the web server's token goes: the named file, else
+// the checkpoint directory's control.token (already written), else the
+// state directory's web.token.
+func (j *Job) webTokenPath() (string, error) {
+	switch {
+	case j.cfg.webTokenFile != "":
+		return j.cfg.webTokenFile, nil
+	case j.cfg.ckDir != "":
+		return filepath.Join(j.cfg.ckDir, control.TokenFile), nil
+	case j.cfg.stateDir != "":
+		return filepath.Join(j.cfg.stateDir, "web.token"), nil
+	}
+	return "", errors.New("weir: WebAddr needs a place for the job's token: set WebTokenFile (--web-token-file), or Checkpointing")
+}
+
+// startWeb starts the web server, which also serves the control endpoint,
+// on the addresses asked for, with the run's token. It returns what stops
+// it.
+func (j *Job) startWeb(token string) (stop func(), err error) {
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stopAll() // not stop: a failing return has set it to nil
+		}
+	}()
+	var addrs []string
+	if j.cfg.controlAddr != "" {
+		addrs = append(addrs, j.cfg.controlAddr)
+	}
+	if j.cfg.webAddr != "" && j.cfg.webAddr != j.cfg.controlAddr {
+		addrs = append(addrs, j.cfg.webAddr)
+	}
+	tokenFile := filepath.Join(j.cfg.ckDir, control.TokenFile) // written by startServers
+	if j.cfg.webAddr != "" {
+		if tokenFile, err = j.webTokenPath(); err != nil {
+			return nil, err
+		}
+		if j.cfg.ckDir == "" || tokenFile != filepath.Join(j.cfg.ckDir, control.TokenFile) {
+			if err := os.MkdirAll(filepath.Dir(tokenFile), 0o755); err != nil {
+				return nil, fmt.Errorf("weir: web token file: %w", err)
+			}
+			if err := webauth.WriteToken(tokenFile, token); err != nil {
+				return nil, err
+			}
+			stops = append(stops, func() { os.Remove(tokenFile) })
+		}
+	}
+	cfg := web.Config{
+		Addrs: addrs, Token: token, TokenFile: tokenFile, Registry: j.metrics, Job: j.webJob,
+		SavepointTimeout: j.cfg.ckTimeout, Status: j.status, Logger: j.cfg.logger,
+	}
+	if j.cfg.ckDir != "" {
+		cfg.AddrFile = filepath.Join(j.cfg.ckDir, control.AddrFile)
+		cfg.Savepoint = j.savepointOnceRunning
+		cfg.SavepointDir = j.cfg.savepointDir
+		if cfg.SavepointDir == "" {
+			cfg.SavepointDir = filepath.Join(j.cfg.ckDir, "savepoints")
+		}
+	} else {
+		cfg.NoSavepoint = "weir: savepoints need Checkpointing (--checkpoint-dir)"
+	}
+	srv, err := web.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	stops = append(stops, srv.Close)
+	return stopAll, nil
+}
+
+// savepointOnceRunning is Job.Savepoint for the web server, which listens
+// before the job's tasks run (and while it restarts): a request that
+// arrives then waits for them, within its context, instead of failing
+// with "not running".
+func (j *Job) savepointOnceRunning(ctx context.Context, path string, stop bool) (string, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		j.mu.Lock()
+		running := j.mu.coord != nil
+		j.mu.Unlock()
+		st := j.webJob().State
+		if running || st != web.StateRunning && st != web.StateRestarting {
+			return j.Savepoint(ctx, path, stop)
+		}
+		select {
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		case <-tick.C:
+		}
+	}
+}
