@@ -26,6 +26,8 @@ type cdcOpts struct {
 	slot        string
 	parallelism int
 	seed        uint64
+	web         webFlags
+	stderr      io.Writer
 }
 
 func newDemoCDC() *cobra.Command {
@@ -55,6 +57,7 @@ mid-run the view trails the source by the replication lag.`,
 			check := make(chan os.Signal, 1)
 			signal.Notify(check, syscall.SIGUSR1)
 			defer signal.Stop(check)
+			o.stderr = cmd.ErrOrStderr()
 			return runDemoCDC(cmd.Context(), cmd.OutOrStdout(), o, check)
 		},
 	}
@@ -65,6 +68,7 @@ mid-run the view trails the source by the replication lag.`,
 	f.StringVar(&o.slot, "slot", o.slot, "replication slot (and publication) name")
 	f.IntVar(&o.parallelism, "parallelism", o.parallelism, "job parallelism")
 	f.Uint64Var(&o.seed, "seed", o.seed, "seed of the writers' choices")
+	o.web.add(cmd, "control.token in the demo's temporary checkpoint directory")
 	return cmd
 }
 
@@ -107,7 +111,11 @@ func runDemoCDC(ctx context.Context, out io.Writer, o cdcOpts, check <-chan os.S
 	if err := cdcview.Writers(ctx, o.dsn, c, o.writers, max(1, o.orders/o.writers/10), o.seed, &st); err != nil {
 		return err
 	}
-	job := cdcview.Build(c, weir.Parallelism(o.parallelism), weir.Checkpointing(200*time.Millisecond, ckDir))
+	opts := []weir.Option{weir.Parallelism(o.parallelism), weir.Checkpointing(200*time.Millisecond, ckDir)}
+	if o.stderr != nil {
+		opts = append(opts, o.web.options(o.stderr, ckDir, "")...)
+	}
+	job := cdcview.Build(c, opts...)
 	jctx, stopJob := context.WithCancel(ctx)
 	defer stopJob()
 	jobDone := make(chan error, 1)
