@@ -138,6 +138,9 @@ type keyState[T any] struct {
 	Seq   int64             // id of the next event fed to the automata
 	Buf   sharedBuffer[T]
 	NFA   []nfaState
+	// gen counts the reuses of this struct for another key (detectFn.
+	// recycle), so that the sweep's wakes of the old key are seen stale.
+	gen uint32
 }
 
 // feed is the event being fed to a key's automata, shared by the runners
