@@ -191,10 +191,11 @@ type detectFn[K comparable, T, OUT any] struct {
 	free    []*keyState[T] // states of keys that went idle, for reuse
 
 	sw      sweep[K, T] // the keys with work, by time
-	visitFn func(*wake[K, T])
+	visitFn func([]wake[K, T])
 	rebuilt bool  // the sweep holds the restored keys' appointments
 	wm      int64 // the watermark being swept to
 	in      T     // the event ProcessElement tests
+	touch   uint32
 }
 
 func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
@@ -203,7 +204,7 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 	}
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
 	f.inPlace = rc.ValuesInPlace()
-	f.visitFn = f.visit
+	f.visitFn = f.visitAll
 	f.inert = true
 	for i, n := range f.nfas {
 		r := newRunner(n, &f.feed)
@@ -326,8 +327,25 @@ func (f *detectFn[K, T, OUT]) OnWatermark(ctx *weir.KeyedContext[K, envelope[K, 
 	return nil
 }
 
+// visitAll visits the wakes of one millisecond. It first reads the state
+// of every key, so that the cache misses of the keys overlap rather than
+// come one after another (with many keys, a key's state is rarely in the
+// cache).
+func (f *detectFn[K, T, OUT]) visitAll(ws []wake[K, T]) {
+	var touch uint32
+	for i := range ws {
+		if ks := ws[i].ks; ks != nil {
+			touch += ks.gen + uint32(len(ks.Pend))
+		}
+	}
+	f.touch = touch
+	for _, w := range ws {
+		f.visit(w)
+	}
+}
+
 // visit runs the key of a wake that is not stale.
-func (f *detectFn[K, T, OUT]) visit(w *wake[K, T]) {
+func (f *detectFn[K, T, OUT]) visit(w wake[K, T]) {
 	ks := w.ks
 	if ks != nil && (ks.gen != w.gen || ks.Timer != w.ts) {
 		return

@@ -40,6 +40,7 @@ type sweep[K comparable, T any] struct {
 	n          int   // wakes in the wheel
 	over       []wake[K, T]
 	started    bool // a watermark arrived; before it every wake waits in over
+	batch      []wake[K, T]
 }
 
 type slot[K comparable, T any] struct {
@@ -85,9 +86,9 @@ func (s *sweep[K, T]) push(w wake[K, T]) {
 	s.add(w.ts, w)
 }
 
-// advance visits, in time order, every wake at or before wm; visit may
-// push wakes after wm.
-func (s *sweep[K, T]) advance(wm int64, visit func(*wake[K, T])) {
+// advance visits, in time order, every wake at or before wm, the wakes of
+// one millisecond at a time; visit may push wakes after wm.
+func (s *sweep[K, T]) advance(wm int64, visit func([]wake[K, T])) {
 	if !s.started {
 		s.started = true
 		s.cur = wm
@@ -112,15 +113,18 @@ func (s *sweep[K, T]) advance(wm int64, visit func(*wake[K, T])) {
 			// this one: detach it first.
 			i := s.head[b]
 			s.head[b], s.tail[b] = -1, -1
+			batch := s.batch[:0]
 			for i >= 0 {
-				w := s.slab[i].w
+				batch = append(batch, s.slab[i].w)
 				next := s.slab[i].next
 				s.slab[i] = slot[K, T]{next: s.free}
 				s.free = i
 				s.n--
-				visit(&w)
 				i = next
 			}
+			visit(batch)
+			clear(batch)
+			s.batch = batch[:0]
 		}
 		if s.cur == math.MaxInt64 {
 			return
