@@ -242,7 +242,26 @@ func (f *detectFn[K, T, OUT]) newKeyState() *keyState[T] {
 		f.free = f.free[:n-1]
 		return ks
 	}
-	return &keyState[T]{Timer: noTimer, NFA: make([]nfaState, len(f.rs))}
+	// One allocation for the state and its usual slices: a key's state is
+	// then read with one or two cache misses, not one per slice.
+	b := &keyBlock[T]{}
+	ks := &b.ks
+	ks.Timer = noTimer
+	ks.Pend = b.pend[:0]
+	if len(f.rs) == 1 {
+		ks.NFA = b.nfa[:]
+	} else {
+		ks.NFA = make([]nfaState, len(f.rs))
+	}
+	return ks
+}
+
+// keyBlock is a key's state allocated with room for two buffered events
+// and one pattern's automaton.
+type keyBlock[T any] struct {
+	ks   keyState[T]
+	nfa  [1]nfaState
+	pend [2]pendingEvent[T]
 }
 
 // recycle keeps the state of a key that went idle (and was cleared from
@@ -336,6 +355,9 @@ func (f *detectFn[K, T, OUT]) visitAll(ws []wake[K, T]) {
 	for i := range ws {
 		if ks := ws[i].ks; ks != nil {
 			touch += ks.gen + uint32(len(ks.Pend))
+			if len(ks.NFA) > 0 {
+				touch += uint32(len(ks.NFA[0].Partial))
+			}
 		}
 	}
 	f.touch = touch

@@ -30,12 +30,14 @@ type wake[K comparable, T any] struct {
 // detectFn.rebuild).
 type sweep[K comparable, T any] struct {
 	// The wheel: per millisecond of [cur, cur+wheelSize), a FIFO list of
-	// wakes linked through the slab (head and tail; -1: empty). One slab
-	// for all buckets, with a free list, so that the wheel turns without
-	// allocating and its memory follows the wakes held, not its span.
+	// chunks of wakes (head and tail chunk; -1: empty). Chunks come from
+	// one slab with a free list, so that the wheel turns without
+	// allocating and its memory follows the wakes held, not its span;
+	// a bucket is read a chunk at a time, not by chasing a pointer per
+	// wake.
 	head, tail []int32
-	slab       []slot[K, T]
-	free       int32 // first free slot; -1: none
+	chunks     []chunk[K, T]
+	free       int32 // first free chunk; -1: none
 	cur        int64 // every wake in the wheel has ts in [cur, cur+wheelSize)
 	n          int   // wakes in the wheel
 	over       []wake[K, T]
@@ -43,8 +45,11 @@ type sweep[K comparable, T any] struct {
 	batch      []wake[K, T]
 }
 
-type slot[K comparable, T any] struct {
-	w    wake[K, T]
+const chunkLen = 8
+
+type chunk[K comparable, T any] struct {
+	w    [chunkLen]wake[K, T]
+	n    int32
 	next int32
 }
 
@@ -58,22 +63,29 @@ func (s *sweep[K, T]) add(at int64, w wake[K, T]) {
 		}
 		s.free = -1
 	}
-	var i int32
-	if s.free >= 0 {
-		i = s.free
-		s.free = s.slab[i].next
-		s.slab[i] = slot[K, T]{w: w, next: -1}
-	} else {
-		i = int32(len(s.slab))
-		s.slab = append(s.slab, slot[K, T]{w: w, next: -1})
-	}
 	b := at & (wheelSize - 1)
-	if t := s.tail[b]; t >= 0 {
-		s.slab[t].next = i
-	} else {
-		s.head[b] = i
+	t := s.tail[b]
+	if t < 0 || s.chunks[t].n == chunkLen {
+		var c int32
+		if s.free >= 0 {
+			c = s.free
+			s.free = s.chunks[c].next
+			s.chunks[c].next = -1
+		} else {
+			c = int32(len(s.chunks))
+			s.chunks = append(s.chunks, chunk[K, T]{next: -1})
+		}
+		if t >= 0 {
+			s.chunks[t].next = c
+		} else {
+			s.head[b] = c
+		}
+		s.tail[b] = c
+		t = c
 	}
-	s.tail[b] = i
+	ch := &s.chunks[t]
+	ch.w[ch.n] = w
+	ch.n++
 	s.n++
 }
 
@@ -111,16 +123,18 @@ func (s *sweep[K, T]) advance(wm int64, visit func([]wake[K, T])) {
 			b := s.cur & (wheelSize - 1)
 			// Visits may add wakes to other buckets (after wm), never to
 			// this one: detach it first.
-			i := s.head[b]
+			c := s.head[b]
 			s.head[b], s.tail[b] = -1, -1
 			batch := s.batch[:0]
-			for i >= 0 {
-				batch = append(batch, s.slab[i].w)
-				next := s.slab[i].next
-				s.slab[i] = slot[K, T]{next: s.free}
-				s.free = i
-				s.n--
-				i = next
+			for c >= 0 {
+				ch := &s.chunks[c]
+				batch = append(batch, ch.w[:ch.n]...)
+				s.n -= int(ch.n)
+				clear(ch.w[:ch.n])
+				next := ch.next
+				ch.n, ch.next = 0, s.free
+				s.free = c
+				c = next
 			}
 			visit(batch)
 			clear(batch)
