@@ -343,8 +343,19 @@ func (f *detectFn[K, T, OUT]) OnWatermark(ctx *weir.KeyedContext[K, envelope[K, 
 	}
 	f.wm = wm.UnixMilli()
 	f.sw.advance(f.wm, f.visitFn)
+	if testHookSwept != nil {
+		n := 0
+		for range f.st.Entries() {
+			n++
+		}
+		testHookSwept(f.wm, n)
+	}
 	return nil
 }
+
+// testHookSwept, set by tests, gets the watermark and the number of keys
+// in state after each sweep.
+var testHookSwept func(wm int64, keys int)
 
 // visitAll visits the wakes of one millisecond. It first reads the state
 // of every key, so that the cache misses of the keys overlap rather than

@@ -1,9 +1,12 @@
 package cep
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir"
 )
@@ -34,5 +37,52 @@ func TestDifferentialWideTime(t *testing.T) {
 				t.Fatalf("seed %d parallelism %d: pattern%s\nevents %v\n%s", seed, par, p, evs, diffStrings(want, got))
 			}
 		}
+	}
+}
+
+// TestIdleKeysPruned: 100 keys each start a partial match and then go
+// quiet while another key's events move the watermark on. Once the
+// watermark passes their windows, the sweep has removed every quiet key
+// from state (on the heap and in Pebble), before the end of the input.
+func TestIdleKeysPruned(t *testing.T) {
+	var evs []ev
+	for k := range 100 {
+		evs = append(evs, ev{ID: k, Key: k, TS: 1000 + int64(k), Mask: 1}) // a
+	}
+	for i := range 300 {
+		evs = append(evs, ev{ID: 100 + i, Key: 1000, TS: 1100 + int64(i)*10, Mask: 4}) // neither a nor b
+	}
+	p := Begin[ev]("a").Where(func(e ev) bool { return e.Mask&1 != 0 }).
+		FollowedBy("b").Where(func(e ev) bool { return e.Mask&2 != 0 }).
+		Within(50 * time.Millisecond)
+	for _, pebble := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pebble=%v", pebble), func(t *testing.T) {
+			var mu sync.Mutex
+			held, after := 0, -1 // most keys held; keys held once the windows passed
+			testHookSwept = func(wm int64, keys int) {
+				mu.Lock()
+				defer mu.Unlock()
+				held = max(held, keys)
+				if wm >= 1300 && wm < 3000 {
+					after = keys
+				}
+			}
+			defer func() { testHookSwept = nil }()
+			var opts []weir.Option
+			if pebble {
+				opts = append(opts, weir.PebbleState(t.TempDir(), 16<<20))
+			}
+			if got := runDetect(t, p, []string{"a", "b"}, evs, 1, opts...); len(got) != 0 {
+				t.Fatalf("matches %v", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if held < 50 {
+				t.Errorf("at most %d keys in state while windows were open", held)
+			}
+			if after != 0 {
+				t.Errorf("%d keys in state after their windows passed", after)
+			}
+		})
 	}
 }
