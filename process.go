@@ -135,6 +135,7 @@ func (op *processOp[K, T, OUT]) open(st *subtask, n *node) error {
 	}
 	op.ctx = &KeyedContext[K, OUT]{op: &op.procCore}
 	op.onTimer, _ = op.fn.(TimerHandler[K, OUT])
+	op.onWM, _ = op.fn.(WatermarkHandler[K, OUT])
 	rc := &RuntimeContext[K]{Subtask: st.index, Parallelism: parallelism, keys: &op.cur, backend: be}
 	if o, ok := op.fn.(Opener[K]); ok {
 		err := o.Open(rc)
@@ -271,6 +272,7 @@ type processOp[K comparable, T, OUT any] struct {
 	backend state.Backend // the function's state and the timers
 	fn      KeyedProcessFunction[K, T, OUT]
 	onTimer TimerHandler[K, OUT]
+	onWM    WatermarkHandler[K, OUT]
 	ctx     *KeyedContext[K, OUT]
 	out     consumer[OUT]
 	size    int
@@ -318,7 +320,7 @@ func (op *processOp[K, T, OUT]) advance(w int64) error {
 	op.emitWM = prev
 	for {
 		if t, ok := op.event.Peek(); !ok || t.TS > w {
-			return nil
+			return op.onWatermark(w, prev)
 		}
 		t, _ := op.event.Pop()
 		op.nowOK = false

@@ -98,8 +98,9 @@ func (rc *RuntimeContext[K]) check(err error) {
 // ValueState is one value per key, scoped to the key of the record being
 // processed.
 type ValueState[K comparable, V any] struct {
-	keys *currentKey[K]
-	st   state.ValueStore[K, state.VoidNamespace, V]
+	keys   *currentKey[K]
+	st     state.ValueStore[K, state.VoidNamespace, V]
+	groups state.KeyGroupRange // for Entries
 }
 
 // NewValueState creates a value state named name (unique within the
@@ -108,7 +109,7 @@ func NewValueState[V any, K comparable](rc *RuntimeContext[K], name string, opts
 	o := rc.begin("NewValueState", name, opts)
 	st, err := state.NewValueStore[K, state.VoidNamespace, V](rc.backend, name, o)
 	rc.check(err)
-	return &ValueState[K, V]{keys: rc.keys, st: st}
+	return &ValueState[K, V]{keys: rc.keys, st: st, groups: rc.backend.KeyGroups()}
 }
 
 // Value returns the current key's value and whether it is set.

@@ -189,6 +189,13 @@ type detectFn[K comparable, T, OUT any] struct {
 	// to a key's state need no Update (one hash lookup less per event).
 	inPlace bool
 	free    []*keyState[T] // states of keys that went idle, for reuse
+
+	sw      sweep[K, T] // the keys with work, by time
+	visitFn func([]wake[K, T])
+	rebuilt bool  // the sweep holds the restored keys' appointments
+	wm      int64 // the watermark being swept to
+	in      T     // the event ProcessElement tests
+	touch   uint32
 }
 
 func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
@@ -197,6 +204,7 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 	}
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
 	f.inPlace = rc.ValuesInPlace()
+	f.visitFn = f.visitAll
 	f.inert = true
 	for i, n := range f.nfas {
 		r := newRunner(n, &f.feed)
@@ -234,7 +242,26 @@ func (f *detectFn[K, T, OUT]) newKeyState() *keyState[T] {
 		f.free = f.free[:n-1]
 		return ks
 	}
-	return &keyState[T]{Timer: noTimer, NFA: make([]nfaState, len(f.rs))}
+	// One allocation for the state and its usual slices: a key's state is
+	// then read with one or two cache misses, not one per slice.
+	b := &keyBlock[T]{}
+	ks := &b.ks
+	ks.Timer = noTimer
+	ks.Pend = b.pend[:0]
+	if len(f.rs) == 1 {
+		ks.NFA = b.nfa[:]
+	} else {
+		ks.NFA = make([]nfaState, len(f.rs))
+	}
+	return ks
+}
+
+// keyBlock is a key's state allocated with room for two buffered events
+// and one pattern's automaton.
+type keyBlock[T any] struct {
+	ks   keyState[T]
+	nfa  [1]nfaState
+	pend [2]pendingEvent[T]
 }
 
 // recycle keeps the state of a key that went idle (and was cleared from
@@ -253,6 +280,7 @@ func (f *detectFn[K, T, OUT]) recycle(ks *keyState[T]) {
 	clear(ks.Pend)
 	ks.Pend = ks.Pend[:0]
 	ks.Timer, ks.Seq = noTimer, 0
+	ks.gen++ // the key's wakes in the sweep are stale
 	f.free = append(f.free, ks)
 }
 
@@ -275,7 +303,10 @@ func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[
 		ctx.Emit(envelope[K, T, OUT]{kind: envLate, key: ctx.Key(), ev: in, ts: ts})
 		return nil
 	}
-	if f.inertForAll(&in) {
+	// Through a field: &in would make every event escape to the heap
+	// (the conditions are function values).
+	f.in = in
+	if f.inertForAll(&f.in) {
 		return nil
 	}
 	ks, ok := f.st.Value()
@@ -284,11 +315,8 @@ func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[
 	}
 	ks.Pend = append(ks.Pend, pendingEvent[T]{TS: ts, Ev: in})
 	if ks.Timer == noTimer || ts < ks.Timer {
-		if ks.Timer != noTimer {
-			ctx.DeleteEventTimeTimer(time.UnixMilli(ks.Timer))
-		}
-		ctx.RegisterEventTimeTimer(time.UnixMilli(ts))
 		ks.Timer = ts
+		f.wake(ctx.KeyRef(), ks)
 	}
 	if !ok || !f.inPlace {
 		f.st.Update(ks)
@@ -296,30 +324,134 @@ func (f *detectFn[K, T, OUT]) ProcessElement(ctx *weir.KeyedContext[K, envelope[
 	return nil
 }
 
-// OnTimer runs the key's automata up to the watermark: the buffered events
-// it passed, in timestamp order, each after advancing time to its
-// timestamp, then time to the watermark (Flink's onEventTime).
+// wake makes the key's appointment at ks.Timer with the sweep.
+func (f *detectFn[K, T, OUT]) wake(ref weir.KeyRef[K], ks *keyState[T]) {
+	w := wake[K, T]{ts: ks.Timer, ref: ref}
+	if f.inPlace {
+		w.ks, w.gen = ks, ks.gen
+	}
+	f.sw.push(w)
+}
+
+// OnWatermark sweeps the keys whose appointments the watermark reached:
+// each runs its automata up to the watermark, as a timer of the key
+// would (Flink's onEventTime), but without a timer per key.
+func (f *detectFn[K, T, OUT]) OnWatermark(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], wm time.Time) error {
+	f.ctx = ctx
+	if !f.rebuilt {
+		f.rebuild(ctx)
+	}
+	f.wm = wm.UnixMilli()
+	f.sw.advance(f.wm, f.visitFn)
+	if testHookSwept != nil {
+		n := 0
+		for range f.st.Entries() {
+			n++
+		}
+		testHookSwept(f.wm, n)
+	}
+	return nil
+}
+
+// testHookSwept, set by tests, gets the watermark and the number of keys
+// in state after each sweep.
+var testHookSwept func(wm int64, keys int)
+
+// visitAll visits the wakes of one millisecond. It first reads the state
+// of every key, so that the cache misses of the keys overlap rather than
+// come one after another (with many keys, a key's state is rarely in the
+// cache).
+func (f *detectFn[K, T, OUT]) visitAll(ws []wake[K, T]) {
+	var touch uint32
+	for i := range ws {
+		if ks := ws[i].ks; ks != nil {
+			touch += ks.gen + uint32(len(ks.Pend))
+			if len(ks.NFA) > 0 {
+				touch += uint32(len(ks.NFA[0].Partial))
+			}
+		}
+	}
+	f.touch = touch
+	for _, w := range ws {
+		f.visit(w)
+	}
+}
+
+// visit runs the key of a wake that is not stale.
+func (f *detectFn[K, T, OUT]) visit(w wake[K, T]) {
+	ks := w.ks
+	if ks != nil && (ks.gen != w.gen || ks.Timer != w.ts) {
+		return
+	}
+	f.ctx.SetKey(w.ref, time.UnixMilli(w.ts))
+	if ks == nil {
+		var ok bool
+		if ks, ok = f.st.Value(); !ok || ks.Timer != w.ts {
+			return
+		}
+	}
+	f.runKey(ks, w.ref)
+}
+
+// runKey runs the current key's automata up to the watermark, then
+// removes its state if it went idle or makes its next appointment.
+func (f *detectFn[K, T, OUT]) runKey(ks *keyState[T], ref weir.KeyRef[K]) {
+	ks.Timer = noTimer
+	f.run(ks, f.wm)
+	if f.idle(ks) {
+		f.st.Clear()
+		f.recycle(ks)
+		return
+	}
+	if next := f.nextTimer(ks); next != noTimer {
+		ks.Timer = next
+		f.wake(ref, ks)
+	}
+	if !f.inPlace {
+		f.st.Update(ks)
+	}
+}
+
+// rebuild makes the appointments of the keys restored from a checkpoint
+// (the sweep is not in checkpoints: it is derived from the keyed state).
+// It runs before the first sweep; appointments made since by
+// ProcessElement may be made twice, and the second is stale.
+func (f *detectFn[K, T, OUT]) rebuild(ctx *weir.KeyedContext[K, envelope[K, T, OUT]]) {
+	f.rebuilt = true
+	var refs []weir.KeyRef[K]
+	for ref, ks := range f.st.Entries() {
+		if f.inPlace {
+			if ks.Timer = f.nextTimer(ks); ks.Timer != noTimer {
+				f.wake(ref, ks)
+			}
+			continue
+		}
+		refs = append(refs, ref)
+	}
+	// A copying backend: change each key's state after the iteration.
+	for _, ref := range refs {
+		ctx.SetKey(ref, ctx.Watermark())
+		ks, ok := f.st.Value()
+		if !ok {
+			continue
+		}
+		if ks.Timer = f.nextTimer(ks); ks.Timer != noTimer {
+			f.wake(ref, ks)
+		}
+		f.st.Update(ks)
+	}
+}
+
+// OnTimer serves the event-time timers of checkpoints taken before Detect
+// swept keys on the watermark: it runs the key as the sweep does.
 func (f *detectFn[K, T, OUT]) OnTimer(ctx *weir.KeyedContext[K, envelope[K, T, OUT]], _ time.Time) error {
 	ks, ok := f.st.Value()
 	if !ok {
 		return nil
 	}
 	f.ctx = ctx
-	wm := ctx.Watermark().UnixMilli()
-	ks.Timer = noTimer
-	f.run(ks, wm)
-	if f.idle(ks) {
-		f.st.Clear()
-		f.recycle(ks)
-		return nil
-	}
-	if next := f.nextTimer(ks); next != noTimer {
-		ctx.RegisterEventTimeTimer(time.UnixMilli(next))
-		ks.Timer = next
-	}
-	if !f.inPlace {
-		f.st.Update(ks)
-	}
+	f.wm = ctx.Watermark().UnixMilli()
+	f.runKey(ks, ctx.KeyRef())
 	return nil
 }
 

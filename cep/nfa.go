@@ -138,6 +138,9 @@ type keyState[T any] struct {
 	Seq   int64             // id of the next event fed to the automata
 	Buf   sharedBuffer[T]
 	NFA   []nfaState
+	// gen counts the reuses of this struct for another key (detectFn.
+	// recycle), so that the sweep's wakes of the old key are seen stale.
+	gen uint32
 }
 
 // feed is the event being fed to a key's automata, shared by the runners
@@ -198,6 +201,7 @@ type runner[T any] struct {
 	stk  []int32
 	ida  [][2]int64
 	idb  [][2]int64
+	cnt  []int // materialize: events per stage
 
 	timeouts bool
 
@@ -450,18 +454,51 @@ func (r *runner[T]) prune(states []compState, id int64, kind skipKind) []compSta
 	return out
 }
 
-// materialize builds the match a node chain ends.
+// materialize builds the match a node chain ends: one map and one slice
+// for all its events, each stage a part of the slice capped at its end
+// (appending to one stage's events cannot overwrite another's).
 func (r *runner[T]) materialize(n int32) Match[T] {
 	b := r.buf()
-	m := make(Match[T], 4)
+	cnt := r.cnt[:0]
+	for range r.nfa.stages {
+		cnt = append(cnt, 0)
+	}
+	total := 0
+	for x := n; x >= 0; x = b.Nodes[x].Prev {
+		cnt[b.Nodes[x].Stage]++
+		total++
+	}
+	all := make([]T, total)
+	stages := 0
+	for _, c := range cnt {
+		if c > 0 {
+			stages++
+		}
+	}
+	m := make(Match[T], stages)
+	// Lay the stages out by stage index; each part is filled from its end
+	// while walking back, so its events come out in order.
+	end := 0
+	for i, c := range cnt {
+		end += c
+		cnt[i] = end // now: one past the next free slot from the end
+	}
 	for x := n; x >= 0; x = b.Nodes[x].Prev {
 		nd := &b.Nodes[x]
-		name := r.nfa.stages[nd.Stage]
-		m[name] = append(m[name], b.Events[nd.Event].Ev)
+		cnt[nd.Stage]--
+		all[cnt[nd.Stage]] = b.Events[nd.Event].Ev
 	}
-	for _, v := range m {
-		slices.Reverse(v)
+	// cnt[i] is now where stage i starts; it ends where the next begins.
+	for i, start := range cnt {
+		stop := total
+		if i+1 < len(cnt) {
+			stop = cnt[i+1]
+		}
+		if stop > start {
+			m[r.nfa.stages[i]] = all[start:stop:stop]
+		}
 	}
+	r.cnt = cnt
 	return m
 }
 

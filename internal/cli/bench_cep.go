@@ -35,6 +35,7 @@ func newBenchCEP() *cobra.Command {
 	var (
 		asJSON     bool
 		cpuprofile string
+		memprofile string
 		batchSize  int
 	)
 	cmd := &cobra.Command{
@@ -72,6 +73,16 @@ the process, generation included) and the peak RSS.`,
 			}
 			el := time.Since(start)
 			cpu := cpuTime() - cpu0
+			if memprofile != "" {
+				f, err := os.Create(memprofile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+					return err
+				}
+			}
 			res := cepBenchResult{
 				EventsPerSec: float64(c.Events) / el.Seconds(), PeakRSSBytes: peakRSS(),
 				Events: c.Events, Keys: c.Keys, Patterns: c.Patterns, Parallelism: c.Parallelism,
@@ -100,6 +111,7 @@ the process, generation included) and the peak RSS.`,
 	f.Int64Var(&c.EventsPerMs, "events-per-ms", c.EventsPerMs, "event-time density: events per ms of event time over all keys")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on the last line")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	f.StringVar(&memprofile, "memprofile", "", "write an allocation profile of the run to this file")
 	f.IntVar(&batchSize, "batch-size", 1024, "records per batch")
 	return cmd
 }
