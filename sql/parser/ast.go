@@ -183,11 +183,11 @@ type (
 	// TableRef names a table or view, with an optional alias and
 	// FOR SYSTEM_TIME AS OF.
 	TableRef struct {
-		Pos    Pos
-		Name   string
-		Alias  string
-		AsOf   Expr
-		Hints  []string
+		Pos   Pos
+		Name  string
+		Alias string
+		AsOf  Expr
+		Hints []string
 	}
 	// SubqueryTable is (query) [AS] alias.
 	SubqueryTable struct {

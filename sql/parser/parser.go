@@ -74,7 +74,7 @@ type parser struct {
 // recursive descent reads straight.
 type bail struct{ err *Error }
 
-func (p *parser) tok() token     { return p.toks[p.i] }
+func (p *parser) tok() token { return p.toks[p.i] }
 func (p *parser) peek(n int) token {
 	if p.i+n < len(p.toks) {
 		return p.toks[p.i+n]
