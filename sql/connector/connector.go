@@ -1,0 +1,241 @@
+// Package connector is the contract between the SQL planner and the table
+// connectors: what a CREATE TABLE ... WITH ('connector' = '...') turns into
+// when a query reads or writes the table.
+//
+// # The contract
+//
+// The planner describes a table with a Table: its name, its physical
+// columns (computed columns and the WATERMARK are the planner's business),
+// its primary key, the WITH options as written, and the job's Settings. It
+// finds the factory by the 'connector' option (Lookup, or CreateSource /
+// CreateSink directly) and gets back:
+//
+//   - for a read, a Source: a weir.Source[types.Row], whether it is
+//     bounded, the changelog mode of its rows (InsertOnly for most,
+//     Upsert for upsert-kafka, All for debezium-json), and options the
+//     planner passes on to weir.FromSource (the bad-record policy);
+//   - for a write, a Sink: a weir.Sink[types.Row] (a weir.CommittingSink
+//     when the connector writes exactly once), the changelog mode it
+//     accepts, and whether it is exactly-once. The planner refuses a plan
+//     whose result updates into a sink that accepts InsertOnly (json and
+//     csv formats), naming the operator that updates.
+//
+// Rows carry their kind (types.Row.Kind); a source of mode InsertOnly sets
+// types.Insert on every row. Values follow the layout documented in
+// package types, by position in Table.Schema.
+//
+// Factories register themselves with Register, from an init function, as
+// database/sql drivers do. The built-in connectors (filesystem, print,
+// blackhole, datagen, nexmark, weir-log, kafka, upsert-kafka, jdbc; and
+// postgres-cdc reserved) live in sub-packages; importing
+// github.com/weirstream/weir/sql/connector/builtin for its side effects
+// registers them all.
+//
+// # Options
+//
+// Option keys are Flink's, case-sensitive, as written in the WITH clause.
+// A factory reads them through an Options, which records every key it asks
+// for: after reading, Options.Err reports, naming the table and the
+// connector, the required options that are missing, the values that do not
+// parse, and the options the factory did not ask for — "unsupported
+// options found for 'kafka'", with the list of supported ones — so a typo
+// never passes silently. Formats ('format' = 'json', ...) read their
+// options from the same Options under their prefix ('json.*', or
+// 'value.json.*' for upsert-kafka's value format): see package sql/format.
+//
+// Factories do no I/O when creating a source or sink beyond cheap checks
+// of their options: files, topics and connections are opened when the job
+// runs (weir.Source.Splits, weir.Sink.OpenWriter), so planning and EXPLAIN
+// never touch the outside world.
+package connector
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Table describes a table to a connector factory.
+type Table struct {
+	// Name is the table's name as the user wrote it (for messages).
+	Name string
+	// Schema holds the physical columns, in order: the rows a source
+	// produces and a sink receives have one value per column.
+	Schema types.Schema
+	// PrimaryKey holds the indexes in Schema of the PRIMARY KEY's columns
+	// (declared NOT ENFORCED, as Flink requires), or nil.
+	PrimaryKey []int
+	// Options are the WITH options, keys as written.
+	Options map[string]string
+	// Settings are the job's settings that connectors need.
+	Settings Settings
+}
+
+// Settings are the settings of the job a table is read or written by.
+type Settings struct {
+	// Parallelism is the job's default parallelism (0: 1).
+	Parallelism int
+	// CheckpointDir is where the job checkpoints ("" when it does not);
+	// Checkpointing says whether it checkpoints at all. Sinks that write
+	// exactly once commit at checkpoints, or once at the end of a bounded
+	// job without checkpointing.
+	CheckpointDir string
+	Checkpointing bool
+	// BadRecords is the job's policy for records a source cannot decode
+	// (nil: fail, weir's default). Sources pass it on through
+	// Source.Options; a format's own 'json.ignore-parse-errors' skips
+	// (and counts) bad records whatever the policy.
+	BadRecords *weir.BadRecordPolicy
+	// LogDir is the embedded log's data directory, used by 'weir-log'
+	// tables that do not name one with their 'path' option.
+	LogDir string
+	// Stdout is where 'print' tables print (nil: os.Stdout).
+	Stdout io.Writer
+}
+
+// Source is what a source factory makes of a table.
+type Source struct {
+	// Source reads the table's rows.
+	Source weir.Source[types.Row]
+	// Bounded says whether the source ends (a file, a datagen table with
+	// 'number-of-rows', a Kafka topic with 'scan.bounded.mode').
+	Bounded bool
+	// Changelog is the mode of the rows the source produces.
+	Changelog types.ChangelogMode
+	// Options are to be given to weir.FromSource with the planner's own
+	// (the bad-record policy, a parallelism limit).
+	Options []weir.Option
+}
+
+// Sink is what a sink factory makes of a table.
+type Sink struct {
+	// Sink writes the rows; a weir.CommittingSink when ExactlyOnce.
+	Sink weir.Sink[types.Row]
+	// Accepts is the widest changelog mode the sink takes: InsertOnly
+	// (json and csv formats), Upsert (a primary key: +I/+U upsert, -D
+	// deletes, -U ignored) or All (debezium-json, print, blackhole).
+	Accepts types.ChangelogMode
+	// ExactlyOnce says whether each row is written once even across
+	// failures and restores (with checkpointing).
+	ExactlyOnce bool
+	// Options are to be given to weir.To with the planner's own.
+	Options []weir.Option
+}
+
+// Factory is a connector, known by its identifier: the value of the
+// 'connector' option. A factory implements SourceFactory, SinkFactory or
+// both.
+type Factory interface {
+	Identifier() string
+}
+
+// SourceFactory makes sources of tables.
+type SourceFactory interface {
+	Factory
+	// CreateSource validates t's options (see Options) and returns the
+	// source. It does no I/O beyond cheap checks.
+	CreateSource(t *Table) (*Source, error)
+}
+
+// SinkFactory makes sinks of tables.
+type SinkFactory interface {
+	Factory
+	// CreateSink validates t's options and returns the sink. It does no
+	// I/O beyond cheap checks.
+	CreateSink(t *Table) (*Sink, error)
+}
+
+var (
+	mu        sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a factory known by its identifier. It panics if the
+// identifier is taken (as database/sql.Register does): that is a
+// programming error.
+func Register(f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	id := f.Identifier()
+	if _, dup := factories[id]; dup {
+		panic(fmt.Sprintf("connector: Register called twice for %q", id))
+	}
+	factories[id] = f
+}
+
+// Identifiers returns the registered connectors' identifiers, sorted.
+func Identifiers() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	ids := make([]string, 0, len(factories))
+	for id := range factories {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Lookup returns the factory of the table's 'connector' option.
+func Lookup(t *Table) (Factory, error) {
+	id, ok := t.Options["connector"]
+	if !ok {
+		return nil, fmt.Errorf("table '%s': the WITH options do not contain the option 'connector' that names the connector (available: %s)",
+			t.Name, strings.Join(Identifiers(), ", "))
+	}
+	mu.RLock()
+	f := factories[id]
+	mu.RUnlock()
+	if f == nil {
+		return nil, fmt.Errorf("table '%s': could not find a connector for 'connector' = '%s' (available: %s)",
+			t.Name, id, strings.Join(Identifiers(), ", "))
+	}
+	return f, nil
+}
+
+// CreateSource looks up the table's connector and creates a source.
+func CreateSource(t *Table) (*Source, error) {
+	f, err := Lookup(t)
+	if err != nil {
+		return nil, err
+	}
+	sf, ok := f.(SourceFactory)
+	if !ok {
+		return nil, fmt.Errorf("table '%s': connector '%s' can only be written to (it is a sink only)", t.Name, f.Identifier())
+	}
+	return sf.CreateSource(t)
+}
+
+// CreateSink looks up the table's connector and creates a sink.
+func CreateSink(t *Table) (*Sink, error) {
+	f, err := Lookup(t)
+	if err != nil {
+		return nil, err
+	}
+	sf, ok := f.(SinkFactory)
+	if !ok {
+		return nil, fmt.Errorf("table '%s': connector '%s' can only be read from (it is a source only)", t.Name, f.Identifier())
+	}
+	return sf.CreateSink(t)
+}
+
+// ParallelismOrOne returns the settings' parallelism, at least 1.
+func (s Settings) ParallelismOrOne() int {
+	if s.Parallelism < 1 {
+		return 1
+	}
+	return s.Parallelism
+}
+
+// SourceOptions returns the weir options a source of these settings needs
+// (the bad-record policy).
+func (s Settings) SourceOptions() []weir.Option {
+	if s.BadRecords == nil {
+		return nil
+	}
+	return []weir.Option{weir.OnBadRecord(*s.BadRecords)}
+}
