@@ -286,3 +286,39 @@ func (e *OptionsError) Missing() []string {
 	}
 	return keys
 }
+
+// MemorySize returns the value of key as a size in bytes written as
+// Flink writes them ("128MB", "64 kb", "1gb", "1024" = bytes), or def.
+func (o *Options) MemorySize(key string, def int64) int64 {
+	v, ok := o.Lookup(key)
+	if !ok {
+		return def
+	}
+	s := strings.ToLower(strings.TrimSpace(v))
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		o.Invalid(key, "not a memory size (a number and a unit, as '128MB')")
+		return def
+	}
+	var m int64
+	switch strings.TrimSpace(s[i:]) {
+	case "", "b", "bytes":
+		m = 1
+	case "k", "kb", "kibibytes":
+		m = 1 << 10
+	case "m", "mb", "mebibytes":
+		m = 1 << 20
+	case "g", "gb", "gibibytes":
+		m = 1 << 30
+	case "t", "tb", "tebibytes":
+		m = 1 << 40
+	default:
+		o.Invalid(key, "unknown memory unit '%s'", strings.TrimSpace(s[i:]))
+		return def
+	}
+	return n * m
+}

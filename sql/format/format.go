@@ -147,3 +147,13 @@ func NewEncoder(o *connector.Options, key string, schema types.Schema) (Encoder,
 func scope(key string, f Factory) string {
 	return strings.TrimSuffix(key, "format") + f.Identifier() + "."
 }
+
+// SkipError is returned by a Decoder for a malformed record that the
+// format's options say to skip ('json.ignore-parse-errors',
+// 'csv.ignore-parse-errors'): sources count it as a skipped bad record
+// (weir_bad_records_skipped_total) and go on, rather than apply the
+// job's bad-record policy.
+type SkipError struct{ Err error }
+
+func (e *SkipError) Error() string { return e.Err.Error() + " (skipped: ignore-parse-errors)" }
+func (e *SkipError) Unwrap() error { return e.Err }

@@ -4,3 +4,17 @@
 //
 //	import _ "github.com/weirstream/weir/sql/connector/builtin"
 package builtin
+
+import (
+	// Formats.
+	_ "github.com/weirstream/weir/sql/format/csv"
+	_ "github.com/weirstream/weir/sql/format/debezium"
+	_ "github.com/weirstream/weir/sql/format/json"
+	_ "github.com/weirstream/weir/sql/format/raw"
+
+	// Connectors.
+	_ "github.com/weirstream/weir/sql/connector/datagen"
+	_ "github.com/weirstream/weir/sql/connector/filesystem"
+	_ "github.com/weirstream/weir/sql/connector/nexmark"
+	_ "github.com/weirstream/weir/sql/connector/print"
+)

@@ -1,0 +1,374 @@
+// Package filesystem is the SQL connector 'filesystem', as Flink's: a table
+// stored in local files, one record per line in the table's 'format'
+// (json, csv, debezium-json, raw).
+//
+// As a source, 'path' is a file or a directory: a directory is read with
+// everything below it, except files and directories whose names start
+// with '.' or '_' (in-progress and hidden files, as Flink). Each file is a
+// split; the source is bounded. Blank lines are skipped; a CSV record may
+// span lines inside a quoted field. A record that does not decode fails
+// the job with a *file.RecordError naming the file, the line and the byte
+// offset, or goes to the job's bad-record policy, or is skipped and
+// counted with the format's 'ignore-parse-errors'. A checkpoint keeps each
+// file's position (restored exactly, even within a debezium-json update
+// that gives two rows).
+//
+// As a sink, 'path' is a directory of part files written exactly once
+// through connector/file's ExactlyOnce sink: in-progress files are
+// dot-prefixed and become visible part files when the checkpoint that
+// covers them completes (or at the end of a bounded job without
+// checkpointing). 'sink.rolling-policy.file-size' (default 128MB) starts
+// a new part file within a checkpoint. The sink accepts what its format
+// accepts: insert-only rows for json, csv and raw, any changelog for
+// debezium-json.
+package filesystem
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/connector/internal/rowbuf"
+	"github.com/weirstream/weir/sql/format"
+	"github.com/weirstream/weir/sql/types"
+)
+
+func init() { connector.Register(Factory{}) }
+
+// Factory is the 'filesystem' connector.
+type Factory struct{}
+
+// Identifier implements connector.Factory.
+func (Factory) Identifier() string { return "filesystem" }
+
+// CreateSource implements connector.SourceFactory.
+func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
+	o := connector.NewOptions(t)
+	path := o.Required("path")
+	dec, mode := format.NewDecoder(o, "format", t.Schema)
+	var quote byte
+	if o.String("format", "") == "csv" {
+		quote = '"'
+		if q := o.String("csv.quote-character", `"`); len(q) == 1 {
+			quote = q[0]
+		}
+		if o.Bool("csv.disable-quote-character", false) {
+			quote = 0
+		}
+	}
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	src := &Source{table: t.Name, path: path, dec: dec, quote: quote, maxRecord: file.DefaultMaxRecordBytes}
+	return &connector.Source{Source: src, Bounded: true, Changelog: mode, Options: t.Settings.SourceOptions()}, nil
+}
+
+// CreateSink implements connector.SinkFactory.
+func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
+	o := connector.NewOptions(t)
+	path := o.Required("path")
+	enc, mode := format.NewEncoder(o, "format", t.Schema)
+	roll := o.MemorySize("sink.rolling-policy.file-size", 128<<20)
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("table '%s': the sink path %s is a file; a filesystem sink writes a directory of part files", t.Name, path)
+	}
+	sink := file.ExactlyOnce[types.Row](path, file.RollSize(roll), file.Format(func(r types.Row) ([]byte, error) {
+		b, _, err := enc.Encode(nil, &r)
+		return b, err
+	}))
+	return &connector.Sink{Sink: sink, Accepts: mode, ExactlyOnce: true}, nil
+}
+
+// Source reads the files of a table. It implements
+// weir.RestorableSource[types.Row].
+type Source struct {
+	table     string
+	path      string
+	dec       format.Decoder
+	quote     byte // CSV: records may span lines inside quotes
+	maxRecord int
+}
+
+type split string
+
+func (s split) ID() string { return string(s) }
+
+// Splits lists the files: the path itself, or the files below it.
+func (s *Source) Splits(context.Context) ([]weir.Split, error) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+	}
+	if !fi.IsDir() {
+		return []weir.Split{split(filepath.Clean(s.path))}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(s.path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != s.path && hidden(d.Name()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			files = append(files, filepath.Clean(p))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+	}
+	sort.Strings(files)
+	splits := make([]weir.Split, len(files))
+	for i, f := range files {
+		splits[i] = split(f)
+	}
+	return splits, nil
+}
+
+func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
+
+// Open implements weir.Source.
+func (s *Source) Open(_ context.Context, sp weir.Split) (weir.SplitReader[types.Row], error) {
+	return s.open(string(sp.(split)), pos{})
+}
+
+// OpenAt implements weir.RestorableSource.
+func (s *Source) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir.SplitReader[types.Row], error) {
+	p, err := decodePos(b)
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %s: %w", s.table, sp.ID(), err)
+	}
+	return s.open(sp.ID(), p)
+}
+
+func (s *Source) open(path string, at pos) (*reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+	}
+	if at.off > 0 {
+		fi, err := f.Stat()
+		if err == nil && fi.Size() < at.off {
+			f.Close()
+			return nil, fmt.Errorf("table '%s': %s is shorter (%d bytes) than the checkpointed position %d: it was changed", s.table, path, fi.Size(), at.off)
+		}
+		if _, err := f.Seek(at.off, io.SeekStart); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		}
+	}
+	r := &reader{path: path, f: f, br: bufio.NewReaderSize(f, 256<<10), off: at.off, line: at.line, quote: s.quote, max: s.maxRecord}
+	r.buf.Dec = s.dec
+	r.buf.SetSkipped(at.skipped)
+	if at.taken > 0 {
+		// Decode the record whose first rows were emitted before the
+		// checkpoint again, and drop them.
+		rec, err := r.next()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("table '%s': %s: reading the record at the checkpointed position: %w", s.table, path, err)
+		}
+		if err := r.buf.Decode(rec, r); err != nil {
+			f.Close()
+			return nil, r.recordError(err)
+		}
+		r.buf.Drop(at.taken)
+	}
+	return r, nil
+}
+
+type reader struct {
+	path            string
+	f               *os.File
+	br              *bufio.Reader
+	off, line       int64 // the next unread byte, the lines before it
+	recOff, recLine int64 // the current record: its offset and (first) line
+	quote           byte
+	max             int
+	rec             []byte
+	buf             rowbuf.Buf
+	err             error
+	eof             bool
+}
+
+var (
+	_ weir.CheckpointedReader[types.Row] = (*reader)(nil)
+	_ weir.BadRecordReporter             = (*reader)(nil)
+	_ weir.SkipCounter                   = (*reader)(nil)
+	_ weir.RestorableSource[types.Row]   = (*Source)(nil)
+)
+
+// Where implements rowbuf.Where.
+func (r *reader) Where() string {
+	return r.path + ":" + strconv.FormatInt(r.recLine, 10) + " (byte offset " + strconv.FormatInt(r.recOff, 10) + ")"
+}
+
+func (r *reader) SetBadRecordHandler(h func(raw []byte, position string, err error)) {
+	r.buf.SetBadRecordHandler(h)
+}
+
+func (r *reader) Skipped() int64 { return r.buf.Skipped() }
+
+func (r *reader) recordError(err error) error {
+	return &file.RecordError{Path: r.path, Line: r.recLine, Offset: r.recOff, Err: err}
+}
+
+// Read implements weir.SplitReader.
+func (r *reader) Read(ctx context.Context, dst []types.Row) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(dst) {
+		if r.buf.Pending() {
+			n += r.buf.Take(dst[n:])
+			continue
+		}
+		if r.eof {
+			return n, io.EOF
+		}
+		rec, err := r.next()
+		if err == io.EOF {
+			r.eof = true
+			return n, io.EOF
+		}
+		if err == nil {
+			err = r.buf.Decode(rec, r)
+			if err != nil {
+				err = r.recordError(err)
+			}
+		}
+		if err != nil {
+			r.err = err
+			if n > 0 {
+				return n, nil
+			}
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+var errTooLong = errors.New("record too long")
+
+// next returns the next record, without its line break, skipping blank
+// lines; it sets recOff and recLine. The slice is valid until the next
+// call.
+func (r *reader) next() ([]byte, error) {
+	for {
+		r.recOff, r.recLine = r.off, r.line+1
+		r.rec = r.rec[:0]
+		inQuote := false
+		var rec []byte
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = r.br.ReadSlice('\n')
+			if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+				return nil, fmt.Errorf("%s: %w", r.path, err)
+			}
+			r.off += int64(len(chunk))
+			if err == nil {
+				r.line++
+			}
+			if r.quote != 0 && bytes.Count(chunk, []byte{r.quote})%2 == 1 {
+				inQuote = !inQuote
+			}
+			if err == bufio.ErrBufferFull || (err == nil && inQuote) {
+				// The record goes on: a long line, or a line break
+				// inside a quoted CSV field.
+				r.rec = append(r.rec, chunk...)
+				if len(r.rec) > r.max {
+					return nil, r.recordError(fmt.Errorf("%w: more than %d bytes", errTooLong, r.max))
+				}
+				continue
+			}
+			if len(r.rec) > 0 {
+				r.rec = append(r.rec, chunk...)
+				rec = r.rec
+			} else {
+				rec = chunk
+			}
+			break
+		}
+		rec = trimEOL(rec)
+		if len(bytes.TrimSpace(rec)) > 0 {
+			return rec, nil
+		}
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+	}
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+		if n := len(b); n > 0 && b[n-1] == '\r' {
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// pos is a checkpointed position: the offset of the next record and the
+// lines before it, the rows of that record already emitted, and the count
+// of skipped records.
+type pos struct {
+	off, line, skipped int64
+	taken              int
+}
+
+// Position implements weir.CheckpointedReader.
+func (r *reader) Position() ([]byte, error) {
+	p := pos{off: r.off, line: r.line, skipped: r.buf.Skipped()}
+	if t := r.buf.Taken(); t > 0 {
+		p.off, p.line, p.taken = r.recOff, r.recLine-1, t
+	}
+	b := binary.AppendUvarint([]byte{1}, uint64(p.off))
+	b = binary.AppendUvarint(b, uint64(p.line))
+	b = binary.AppendUvarint(b, uint64(p.taken))
+	return binary.AppendUvarint(b, uint64(p.skipped)), nil
+}
+
+func decodePos(b []byte) (pos, error) {
+	if len(b) < 1 || b[0] != 1 {
+		return pos{}, fmt.Errorf("invalid checkpointed position (%d bytes)", len(b))
+	}
+	b = b[1:]
+	var v [4]uint64
+	for i := range v {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return pos{}, fmt.Errorf("invalid checkpointed position")
+		}
+		v[i], b = x, b[n:]
+	}
+	return pos{off: int64(v[0]), line: int64(v[1]), taken: int(v[2]), skipped: int64(v[3])}, nil
+}
+
+// Close implements weir.SplitReader.
+func (r *reader) Close() error { return r.f.Close() }

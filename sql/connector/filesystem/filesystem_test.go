@@ -1,0 +1,331 @@
+package filesystem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/sql/connector"
+	_ "github.com/weirstream/weir/sql/connector/builtin"
+	"github.com/weirstream/weir/sql/types"
+)
+
+var schema = types.Schema{
+	{Name: "id", Type: types.BigIntType},
+	{Name: "name", Type: types.StringType},
+	{Name: "ts", Type: types.Timestamp3},
+}
+
+func table(name string, opts map[string]string) *connector.Table {
+	return &connector.Table{Name: name, Schema: schema, Options: opts}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// committed returns the lines of the committed part files in dir, sorted.
+func committed(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "part-") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")...)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// copyJob reads table in into table out.
+func copyJob(t *testing.T, job *weir.Job, in, out *connector.Table) {
+	t.Helper()
+	src, err := connector.CreateSource(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := connector.CreateSink(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !src.Bounded || src.Changelog != types.InsertOnly {
+		t.Fatalf("source: bounded %v, changelog %v", src.Bounded, src.Changelog)
+	}
+	s := weir.FromSource(job, in.Name, src.Source, weir.NoWatermarks[types.Row](), src.Options...)
+	weir.To(s, sink.Sink, sink.Options...)
+}
+
+func TestJSONFilesToCSVDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "a.jsonl"), `{"id": 1, "name": "x", "ts": "2020-04-15 08:05:01.5"}`+"\n\n"+`{"id": 2, "name": "y,z", "ts": 1586937901000}`+"\n")
+	writeFile(t, filepath.Join(dir, "in", "sub", "b.jsonl"), `{"id": 3, "ts": null}`) // no final newline
+	writeFile(t, filepath.Join(dir, "in", ".part-0-x.inprogress"), "not json")
+	writeFile(t, filepath.Join(dir, "in", "_SUCCESS"), "not json")
+	out := filepath.Join(dir, "out")
+	job := weir.NewJob("copy", weir.Parallelism(2))
+	copyJob(t, job,
+		table("src", map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}),
+		table("dst", map[string]string{"connector": "filesystem", "path": out, "format": "csv"}))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`1,x,2020-04-15 08:05:01.5`, `2,"y,z",2020-04-15 08:05:01`, `3,,`}
+	if got := committed(t, out); !slices.Equal(got, want) {
+		t.Fatalf("committed %q, want %q", got, want)
+	}
+	// And back: the CSV directory as a source, a CSV record spanning lines.
+	writeFile(t, filepath.Join(out, "extra.csv"), "4,\"multi\nline\",1970-01-01 00:00:00\r\n")
+	out2 := filepath.Join(dir, "out2")
+	job = weir.NewJob("back")
+	copyJob(t, job,
+		table("csv", map[string]string{"connector": "filesystem", "path": out, "format": "csv"}),
+		table("json", map[string]string{"connector": "filesystem", "path": out2, "format": "json"}))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		`{"id":1,"name":"x","ts":"2020-04-15 08:05:01.5"}`,
+		`{"id":2,"name":"y,z","ts":"2020-04-15 08:05:01"}`,
+		`{"id":3,"name":null,"ts":null}`,
+		`{"id":4,"name":"multi\nline","ts":"1970-01-01 00:00:00"}`,
+	}
+	if got := committed(t, out2); !slices.Equal(got, want) {
+		t.Fatalf("committed %q, want %q", got, want)
+	}
+}
+
+func TestMalformedRecord(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	writeFile(t, in, "{\"id\": 1}\n\n{\"id\": \"x\"}\n{\"id\": 3}\n")
+	var mu sync.Mutex
+	var got []int64
+	run := func(opts map[string]string, settings connector.Settings) error {
+		opts["connector"] = "filesystem"
+		opts["path"] = in
+		tab := table("events", opts)
+		tab.Settings = settings
+		src, err := connector.CreateSource(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := weir.NewJob("bad")
+		s := weir.FromSource(job, "events", src.Source, weir.NoWatermarks[types.Row](), src.Options...)
+		got = nil
+		weir.To(s, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rows {
+				got = append(got, r.Values[0].I)
+			}
+			return nil
+		}))
+		err = job.Run(context.Background())
+		if err == nil && settings.BadRecords == nil {
+			var skipped int64
+			for _, op := range job.Metrics().Operators {
+				skipped += op.BadRecordsSkipped
+			}
+			if want := int64(len(opts) - 3); skipped != want {
+				t.Errorf("BadRecordsSkipped = %d, want %d", skipped, want)
+			}
+		}
+		return err
+	}
+	err := run(map[string]string{"format": "json"}, connector.Settings{})
+	var re *file.RecordError
+	if !errors.As(err, &re) || re.Line != 3 || re.Offset != 11 || !strings.Contains(err.Error(), "in.jsonl:3 (byte offset 11)") ||
+		!strings.Contains(err.Error(), "field 'id'") {
+		t.Fatalf("error %v, want a RecordError at line 3, offset 11", err)
+	}
+	if !slices.Equal(got, []int64{1}) {
+		t.Fatalf("rows before the bad one: %v", got)
+	}
+	// The format's ignore-parse-errors skips (and counts) it.
+	if err := run(map[string]string{"format": "json", "json.ignore-parse-errors": "true"}, connector.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []int64{1, 3}) {
+		t.Fatalf("rows %v", got)
+	}
+	// The job's policy: dead letters with the position.
+	var letters []weir.BadRecord
+	dl := weir.DeadLetter(weir.SinkFunc[weir.BadRecord](func(_ context.Context, b []weir.BadRecord) error {
+		mu.Lock()
+		defer mu.Unlock()
+		letters = append(letters, b...)
+		return nil
+	}))
+	if err := run(map[string]string{"format": "json"}, connector.Settings{BadRecords: &dl}); err != nil {
+		t.Fatal(err)
+	}
+	if len(letters) != 1 || !strings.HasSuffix(letters[0].Position, "in.jsonl:3 (byte offset 11)") || string(letters[0].Raw) != `{"id": "x"}` {
+		t.Fatalf("dead letters %+v", letters)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, c := range []struct {
+		opts map[string]string
+		sink bool
+		want string
+	}{
+		{map[string]string{"format": "json"}, false, "table 'x' (connector 'filesystem'): missing required option 'path'"},
+		{map[string]string{"path": "/tmp"}, true, "missing required option 'format'"},
+		{map[string]string{"path": "/tmp", "format": "avro"}, false, "option 'format' = 'avro': no such format (available: csv, debezium-json, json, raw)"},
+		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.file-size": "12 parsecs"}, true, "unknown memory unit 'parsecs'"},
+		{map[string]string{"path": "/tmp", "format": "json", "pth": "x"}, false,
+			"unsupported options found for 'filesystem': 'pth' (supported options: connector, format, json.encode.decimal-as-plain-number, json.encode.ignore-null-fields, json.fail-on-missing-field, json.ignore-parse-errors"},
+	} {
+		c.opts["connector"] = "filesystem"
+		var err error
+		if c.sink {
+			_, err = connector.CreateSink(table("x", c.opts))
+		} else {
+			_, err = connector.CreateSource(table("x", c.opts))
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.opts, err, c.want)
+		}
+	}
+	_, err := connector.CreateSource(table("x", map[string]string{"connector": "filesystm"}))
+	if err == nil || !strings.Contains(err.Error(), "could not find a connector for 'connector' = 'filesystm' (available: ") {
+		t.Fatal(err)
+	}
+	_, err = connector.CreateSource(table("x", map[string]string{}))
+	if err == nil || !strings.Contains(err.Error(), "do not contain the option 'connector'") {
+		t.Fatal(err)
+	}
+}
+
+// A debezium-json update gives two rows; a checkpoint between them
+// restores to the middle of the record.
+func TestPositionWithinARecord(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "cdc.jsonl")
+	writeFile(t, in, `{"op":"c","after":{"id":1,"name":"a"}}`+"\n"+`{"op":"u","before":{"id":1,"name":"a"},"after":{"id":1,"name":"b"}}`+"\n"+`{"op":"d","before":{"id":1,"name":"b"}}`+"\n")
+	src, err := connector.CreateSource(table("cdc", map[string]string{"connector": "filesystem", "path": in, "format": "debezium-json"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Changelog != types.All {
+		t.Fatalf("changelog %v", src.Changelog)
+	}
+	ctx := context.Background()
+	splits, err := src.Source.Splits(ctx)
+	if err != nil || len(splits) != 1 {
+		t.Fatal(splits, err)
+	}
+	r, err := src.Source.Open(ctx, splits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]types.Row, 2)
+	if n, err := r.Read(ctx, dst); n != 2 || err != nil || dst[1].Kind != types.UpdateBefore {
+		t.Fatalf("Read: %d %v %+v", n, err, dst)
+	}
+	p, err := r.(weir.CheckpointedReader[types.Row]).Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	r, err = src.Source.(weir.RestorableSource[types.Row]).OpenAt(ctx, splits[0], p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var kinds []string
+	for {
+		n, err := r.Read(ctx, dst)
+		for _, row := range dst[:n] {
+			kinds = append(kinds, fmt.Sprintf("%v%d%s", row.Kind, row.Values[0].I, row.Values[1].S))
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"+U1b", "-D1b"}; !slices.Equal(kinds, want) {
+		t.Fatalf("after the restore: %v, want %v", kinds, want)
+	}
+}
+
+// A checkpointed job that fails after two checkpoints and restores writes
+// every row exactly once.
+func TestExactlyOnceAcrossARestore(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for f := range 3 {
+		var b strings.Builder
+		for i := range 2000 {
+			id := f*10000 + i
+			fmt.Fprintf(&b, "{\"id\": %d, \"name\": \"n%d\"}\n", id, id)
+			want = append(want, fmt.Sprintf("%d,n%d,", id, id))
+		}
+		writeFile(t, filepath.Join(dir, "in", fmt.Sprintf("f%d.jsonl", f)), b.String())
+	}
+	slices.Sort(want)
+	out := filepath.Join(dir, "out")
+	var failed atomic.Bool
+	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	src, err := connector.CreateSource(table("in", map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := connector.CreateSink(table("out", map[string]string{"connector": "filesystem", "path": out, "format": "csv"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sink.ExactlyOnce || sink.Accepts != types.InsertOnly {
+		t.Fatalf("sink %+v", sink)
+	}
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 300)
+	s := weir.FromSource(job, "in", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
+	s = weir.Map(s, func(r types.Row) types.Row {
+		if !failed.Load() && r.Values[0].I%10000 > 1000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
+			panic("injected failure")
+		}
+		return r
+	})
+	weir.To(s, sink.Sink)
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !failed.Load() {
+		t.Fatal("the failure was not injected")
+	}
+	got := committed(t, out)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d rows committed, want %d", len(got), len(want))
+	}
+}
