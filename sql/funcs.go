@@ -12,7 +12,7 @@ import (
 )
 
 func compileRegexp(s string) (*regexp.Regexp, error) { return regexp.Compile(s) }
-func regexpQuote(s string) string                  { return regexp.QuoteMeta(s) }
+func regexpQuote(s string) string                    { return regexp.QuoteMeta(s) }
 
 // aggregateNames are the aggregate functions; a call to one outside an
 // aggregation's select list or HAVING is a planning error.

@@ -13,15 +13,15 @@ import (
 // windowSpec is a window table function (or a legacy group window): its
 // kind and sizes, its input and the time attribute it windows by.
 type windowSpec struct {
-	kind              string // TUMBLE, HOP, CUMULATE, SESSION
-	size, slide, gap  time.Duration
-	offset            time.Duration
-	input             *rel
-	tsCol             int // the time attribute's index in input
-	timeType          types.Type
-	startCol, endCol  int // window_start/window_end/window_time in the TVF's output
-	timeCol           int
-	ninput            int
+	kind             string // TUMBLE, HOP, CUMULATE, SESSION
+	size, slide, gap time.Duration
+	offset           time.Duration
+	input            *rel
+	tsCol            int // the time attribute's index in input
+	timeType         types.Type
+	startCol, endCol int // window_start/window_end/window_time in the TVF's output
+	timeCol          int
+	ninput           int
 }
 
 func (w *windowSpec) String() string {

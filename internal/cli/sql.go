@@ -207,4 +207,3 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer) 
 	}
 	return err
 }
-
