@@ -92,6 +92,11 @@ func writeExpr(b *strings.Builder, e Expr) {
 		}
 		writeList(b, e.Args)
 		b.WriteByte(')')
+		if e.Filter != nil {
+			b.WriteString(" FILTER (WHERE ")
+			writeExpr(b, e.Filter)
+			b.WriteByte(')')
+		}
 		if e.Over != nil {
 			b.WriteString(" OVER (")
 			if len(e.Over.PartitionBy) > 0 {
