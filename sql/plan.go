@@ -29,6 +29,9 @@ type rel struct {
 	// win is set on a window table function's output, so that an
 	// aggregation or join over it can use the window operators.
 	win *windowSpec
+	// rank is set on a ROW_NUMBER() select list that waits for the
+	// enclosing query's filter on the row number.
+	rank *rankSpec
 }
 
 // builder turns rels into streams on one job. Each rel is built once,
@@ -655,6 +658,27 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 // does not read the window columns, the filter runs before the windows are
 // assigned, so the window aggregation still sees the TVF.
 func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
+	if from.rank != nil {
+		ec := &exprCompiler{sc: from.sc, what: "WHERE"}
+		limit, rest := rankLimit(w, ec, from.rank.rnPos)
+		if limit >= 1 {
+			spec := *from.rank
+			spec.limit = limit
+			op := fmt.Sprintf("Rank(%s, rankRange=[1..%d])", spec.text, limit)
+			if limit == 1 && len(spec.order) == 1 {
+				op = fmt.Sprintf("Deduplicate(keep=[%s], %s)", map[bool]string{true: "LastRow", false: "FirstRow"}[spec.keepLast], spec.text)
+			}
+			ranked := rankRel(&spec, from.sc, op)
+			if len(rest) == 0 {
+				return ranked, nil
+			}
+			var cond parser.Expr = rest[0]
+			for _, c := range rest[1:] {
+				cond = &parser.Binary{Pos: c.ExprPos(), Op: "AND", L: cond, R: c}
+			}
+			return p.where(ranked, cond)
+		}
+	}
 	if from.win != nil {
 		in := from.win.input
 		ec := &exprCompiler{sc: in.sc, what: "WHERE"}
