@@ -134,6 +134,38 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		}
 		residual = append(residual, c)
 	}
+	compileResidual := func(conds []parser.Expr) (*cexpr, []string, error) {
+		var res *cexpr
+		var text []string
+		for _, c := range conds {
+			ce, err := ec.compile(c)
+			if err != nil {
+				return nil, nil, err
+			}
+			if ce.t.Kind != types.Boolean {
+				return nil, nil, errAt(c, "a join condition must be BOOLEAN, not %s", ce.t)
+			}
+			if res == nil {
+				res = &ce
+			} else {
+				x := logic("AND", *res, ce)
+				res = &x
+			}
+			text = append(text, parser.ExprString(c))
+		}
+		return res, text, nil
+	}
+	if left.mode == types.InsertOnly && right.mode == types.InsertOnly && kind != parser.CrossJoin {
+		// an interval join: state bounded by the watermark, insert-only
+		if lower, upper, rest, ok := intervalBounds(residual, ec, left, right); ok && (kind == parser.InnerJoin || len(rest) == 0) {
+			res, text, err := compileResidual(rest)
+			if err != nil {
+				return nil, err
+			}
+			return intervalJoinRel(kind, left, right, sc, lkeys, rkeys, res, lower, upper,
+				intervalOp(kind, lower, upper, strings.Join(append(keyText, text...), " AND "))), nil
+		}
+	}
 	var res *cexpr
 	var resText []string
 	for _, c := range residual {
