@@ -45,7 +45,7 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 			if ok && c.Over != nil && (c.Name == "RANK" || c.Name == "DENSE_RANK") {
 				return nil, errAt(it.Expr, "%s is not supported yet (ROW_NUMBER is)", c.Name)
 			}
-			return nil, errAt(it.Expr, "OVER aggregations are not supported yet (ROW_NUMBER for Top-N is)")
+			return p.planOverAgg(s, from)
 		}
 		if rank != nil {
 			return nil, errAt(it.Expr, "only one ROW_NUMBER() per SELECT")

@@ -438,9 +438,10 @@ func (p *parser) callArg(fn string) Expr {
 func (p *parser) over(pos Pos) *Over {
 	o := &Over{Pos: pos}
 	if !p.isOp("(") {
-		name, _ := p.ident("\"(\" (named windows are not supported yet)")
-		_ = name
-		p.fail("\"(\"")
+		t := p.tok()
+		if t.kind == tIdent || t.kind == tQuotedIdent {
+			panic(bail{Errorf(t.pos, "named windows (OVER %s with WINDOW %s AS ...) are not supported yet; write the window in OVER (...)", t.text, t.text)})
+		}
 	}
 	p.wantOp("(")
 	if p.acceptKw("PARTITION", "BY") {
