@@ -521,3 +521,4 @@ func Run(ctx context.Context, text string, opts ...Option) error {
 	}
 	return job.Run(ctx)
 }
+
