@@ -521,4 +521,3 @@ func Run(ctx context.Context, text string, opts ...Option) error {
 	}
 	return job.Run(ctx)
 }
-
