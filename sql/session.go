@@ -108,7 +108,13 @@ type Statement struct {
 	// sink builds the statement's sink on the job.
 	sink func(b *builder, s *weir.Stream[types.Row]) error
 	text string
+	// query is set for a SELECT (its rows print, or go to Subscribe).
+	query bool
 }
+
+// IsQuery reports whether the statement is a SELECT, whose rows print as
+// a changelog unless Subscribe takes them.
+func (st *Statement) IsQuery() bool { return st.query }
 
 // Explain prints the statement's plan: one operator per line, inputs
 // indented below, each with its changelog mode.
@@ -292,7 +298,7 @@ func (s *Session) Query(text string) (types.Schema, *Statement, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return r.sc.schema(), &Statement{root: r, text: text}, nil
+	return r.sc.schema(), &Statement{root: r, text: text, query: true}, nil
 }
 
 // Subscribe sets fn as the statement's sink: it gets the result's rows
@@ -317,7 +323,7 @@ func (s *Session) printStatement(r *rel, text string) *Statement {
 	w := s.cfg.stdout
 	var mu sync.Mutex
 	sc := r.sc
-	st := &Statement{root: r, text: text}
+	st := &Statement{root: r, text: text, query: true}
 	st.sink = func(b *builder, in *weir.Stream[types.Row]) error {
 		weir.To(in, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error {
 			var sb strings.Builder

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql"
 	_ "github.com/weirstream/weir/sql/connector/builtin" // the table connectors and formats
+	"github.com/weirstream/weir/sql/types"
 )
 
 // newSQL is `weir sql`: run a file of Flink SQL statements as one job
@@ -195,9 +196,33 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer) 
 	if err != nil || len(stmts) == 0 {
 		return err
 	}
+	var live *liveTable
+	if isTerminal(out) && len(stmts) == 1 && stmts[0].IsQuery() {
+		// on a terminal a SELECT is a table updated in place
+		live = newLiveTable(stmts[0].Schema())
+		stmts[0].Subscribe(func(rows []types.Row) error { live.apply(rows); return nil })
+	}
 	job, err := s.Job(stmts)
 	if err != nil {
 		return err
+	}
+	if live != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					io.WriteString(out, "\x1b[H\x1b[2J")
+					live.render(out, 40)
+				}
+			}
+		}()
+		defer func() { io.WriteString(out, "\x1b[H\x1b[2J"); live.render(out, 1000) }()
 	}
 	// a SELECT runs until it ends or the user interrupts it (Ctrl-C ends
 	// the query, not the shell: the shell's context is the command's)

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/sql/types"
 )
 
 // writeSQLFixture writes a JSON-lines input and returns the directory.
@@ -138,5 +140,22 @@ func TestSQLShell(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("shell output lacks %q:\n%s\nstderr: %s", want, got, errb.String())
 		}
+	}
+}
+
+// TestLiveTable: the shell's terminal view applies the changelog in place.
+func TestLiveTable(t *testing.T) {
+	schema := types.Schema{{Name: "k", Type: types.StringType}, {Name: "n", Type: types.BigIntType}}
+	lt := newLiveTable(schema)
+	row := func(kind types.RowKind, k string, n int64) types.Row {
+		return types.Row{Kind: kind, Values: []types.Value{types.StringValue(k), types.IntValue(n)}}
+	}
+	lt.apply([]types.Row{row(types.Insert, "a", 1), row(types.Insert, "b", 1),
+		row(types.UpdateBefore, "a", 1), row(types.UpdateAfter, "a", 2), row(types.Delete, "b", 1)})
+	var b strings.Builder
+	lt.render(&b, 10)
+	want := "k | n\n--+--\na | 2\n1 rows (1 shown), 5 changes\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
