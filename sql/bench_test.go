@@ -3,13 +3,13 @@ package sql_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/sql"
+	"github.com/weirstream/weir/sql/nexmarksql"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -24,11 +24,8 @@ const benchEvents = 1_000_000
 func BenchmarkNexmark(b *testing.B) {
 	for _, q := range []string{"q0", "q1", "q2", "q5", "q7", "q8", "q11"} {
 		b.Run(q+"/sql", func(b *testing.B) {
-			ddl, err := os.ReadFile("testdata/nexmark/ddl.sql")
-			if err != nil {
-				b.Fatal(err)
-			}
-			query, err := os.ReadFile("testdata/nexmark/" + q + ".sql")
+			ddl := nexmarksql.DDL()
+			query, err := nexmarksql.Query(q)
 			if err != nil {
 				b.Fatal(err)
 			}

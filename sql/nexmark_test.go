@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/sql"
+	"github.com/weirstream/weir/sql/nexmarksql"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -94,11 +94,8 @@ func canonical(t *testing.T, b []byte) string {
 }
 
 func sqlQuery(t *testing.T, q string, par int) []string {
-	ddl, err := os.ReadFile("testdata/nexmark/ddl.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	query, err := os.ReadFile("testdata/nexmark/" + q + ".sql")
+	ddl := []byte(nexmarksql.DDL())
+	query, err := nexmarksql.Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package sql_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/weirtest"
 	"github.com/weirstream/weir/sql"
+	"github.com/weirstream/weir/sql/nexmarksql"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -76,10 +76,7 @@ GROUP BY auction, window_start, window_end`
 // savepoint can be taken while the job runs.
 func planNexmark(t *testing.T, par int, rateLimited bool, c *changelog, opts ...sql.Option) *weir.Job {
 	t.Helper()
-	ddl, err := os.ReadFile("testdata/nexmark/ddl.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ddl := []byte(nexmarksql.DDL())
 	text := strings.Replace(string(ddl), "'events.num' = '${EVENTS_NUM}'",
 		fmt.Sprintf("'events.num' = '${EVENTS_NUM}', 'rate.limited' = '%v'", rateLimited), 1)
 	opts = append(opts, sql.Parallelism(par), sql.Define("TPS", "5000"), sql.Define("EVENTS_NUM", "20000"),
