@@ -88,6 +88,8 @@ type planner struct {
 	s *Session
 	// viewDepth guards against views that refer to themselves.
 	viewDepth int
+	// ctes are the WITH queries in scope, by lower-case name.
+	ctes map[string]*parser.CreateView
 }
 
 func (p *planner) planQuery(q parser.Query) (*rel, error) {
@@ -98,6 +100,18 @@ func (p *planner) planQuery(q parser.Query) (*rel, error) {
 		return p.planSetOp(q)
 	case *parser.Values:
 		return p.planValues(q)
+	case *parser.With:
+		saved := p.ctes
+		p.ctes = map[string]*parser.CreateView{}
+		for k, v := range saved {
+			p.ctes[k] = v
+		}
+		for i, n := range q.Names {
+			p.ctes[strings.ToLower(n)] = &parser.CreateView{Pos: q.Pos, Name: n, Columns: q.Columns[i], Query: q.Queries[i]}
+		}
+		r, err := p.planQuery(q.Body)
+		p.ctes = saved
+		return r, err
 	}
 	return nil, fmt.Errorf("unsupported query %T", q)
 }
@@ -293,7 +307,11 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 
 func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	n := normName(name)
-	if v := p.s.cat.views[n]; v != nil {
+	v := p.s.cat.views[n]
+	if cte := p.ctes[strings.ToLower(name)]; cte != nil {
+		v = &viewDef{ddl: cte}
+	}
+	if v != nil {
 		if p.viewDepth > 32 {
 			return nil, parser.Errorf(pos, "view '%s' refers to itself", name)
 		}

@@ -156,6 +156,17 @@ type (
 	}
 )
 
+// With is WITH name [(cols)] AS (query), ... body: common table
+// expressions, visible in the body (and in the later ones).
+type With struct {
+	Pos     Pos
+	Names   []string
+	Columns [][]string
+	Queries []Query
+	Body    Query
+}
+
+func (q *With) QueryPos() Pos   { return q.Pos }
 func (q *Select) QueryPos() Pos { return q.Pos }
 func (q *SetOp) QueryPos() Pos  { return q.Pos }
 func (q *Values) QueryPos() Pos { return q.Pos }

@@ -257,6 +257,29 @@ func writeOrder(b *strings.Builder, items []OrderItem) {
 
 func writeQuery(b *strings.Builder, q Query) {
 	switch q := q.(type) {
+	case *With:
+		b.WriteString("WITH ")
+		for i, n := range q.Names {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(quoteIdent(n))
+			if len(q.Columns[i]) > 0 {
+				b.WriteString(" (")
+				for j, c := range q.Columns[i] {
+					if j > 0 {
+						b.WriteString(", ")
+					}
+					b.WriteString(quoteIdent(c))
+				}
+				b.WriteByte(')')
+			}
+			b.WriteString(" AS (")
+			writeQuery(b, q.Queries[i])
+			b.WriteByte(')')
+		}
+		b.WriteByte(' ')
+		writeQuery(b, q.Body)
 	case *Select:
 		b.WriteString("SELECT ")
 		if q.Distinct {

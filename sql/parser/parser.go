@@ -619,7 +619,31 @@ func (p *parser) insert() Stmt {
 // query: set operations over query terms, then ORDER BY / LIMIT.
 func (p *parser) query() Query {
 	if p.isKw("WITH") {
-		p.fail("SELECT (WITH ... AS is not supported yet)")
+		w := &With{Pos: p.next().pos}
+		for {
+			name, _ := p.ident("a name for the WITH query")
+			var cols []string
+			if p.acceptOp("(") {
+				for {
+					c, _ := p.ident("a column name")
+					cols = append(cols, c)
+					if p.acceptOp(")") {
+						break
+					}
+					p.wantOp(",")
+				}
+			}
+			p.wantKw("AS")
+			p.wantOp("(")
+			q := p.query()
+			p.wantOp(")")
+			w.Names, w.Columns, w.Queries = append(w.Names, name), append(w.Columns, cols), append(w.Queries, q)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		w.Body = p.query()
+		return w
 	}
 	q := p.queryTerm()
 	for p.isKw("UNION") || p.isKw("EXCEPT") || p.isKw("INTERSECT") || p.isKw("MINUS") {
