@@ -41,6 +41,9 @@ func sideOf(ce cexpr, e parser.Expr, ec *exprCompiler, nleft int) int {
 }
 
 func (p *planner) planJoin(j *parser.Join) (*rel, error) {
+	if ref, ok := j.Right.(*parser.TableRef); ok && ref.AsOf != nil {
+		return p.planTemporalJoin(j, ref)
+	}
 	left, err := p.planFrom(j.Left)
 	if err != nil {
 		return nil, err

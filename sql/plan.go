@@ -32,6 +32,9 @@ type rel struct {
 	// rank is set on a ROW_NUMBER() select list that waits for the
 	// enclosing query's filter on the row number.
 	rank *rankSpec
+	// pk holds the columns of a table's primary key (a source only), for
+	// temporal joins.
+	pk []int
 }
 
 // builder turns rels into streams on one job. Each rel is built once,
@@ -435,8 +438,15 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				return types.Row{Kind: row.Kind, Values: vs}
 			}, b.uid("computed")), nil
 		}}
+	for _, k := range td.pk {
+		r.pk = append(r.pk, td.physical[k])
+	}
 	if mode == types.Upsert {
-		return normalizeRel(r, td)
+		n, err := normalizeRel(r, td)
+		if n != nil {
+			n.pk = r.pk
+		}
+		return n, err
 	}
 	if mode != types.InsertOnly {
 		r.updater = op
