@@ -14,8 +14,8 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/sql"
-	"github.com/weirstream/weir/sql/nexmarksql"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
+	"github.com/weirstream/weir/sql/nexmarksql"
 	"github.com/weirstream/weir/sql/types"
 )
 

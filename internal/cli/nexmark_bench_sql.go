@@ -84,4 +84,3 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 		res.EventsPerSec/1e3, res.EventsPerSecPerCore/1e3, "", "", res.Rows, 100*res.PerCoreOfGo)
 	return nil
 }
-
