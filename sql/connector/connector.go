@@ -153,11 +153,12 @@ type SinkFactory interface {
 var (
 	mu        sync.RWMutex
 	factories = map[string]Factory{}
+	reserved  = map[string]string{} // identifier -> why it cannot be used yet
 )
 
 // Register makes a factory known by its identifier. It panics if the
 // identifier is taken (as database/sql.Register does): that is a
-// programming error.
+// programming error. It replaces a reservation (Reserve).
 func Register(f Factory) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -165,7 +166,19 @@ func Register(f Factory) {
 	if _, dup := factories[id]; dup {
 		panic(fmt.Sprintf("connector: Register called twice for %q", id))
 	}
+	delete(reserved, id)
 	factories[id] = f
+}
+
+// Reserve makes a connector that is not built yet known by name, so that
+// a table using it gets why rather than "could not find a connector".
+// Register with the same identifier replaces the reservation.
+func Reserve(id, why string) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := factories[id]; !ok {
+		reserved[id] = why
+	}
 }
 
 // Identifiers returns the registered connectors' identifiers, sorted.
@@ -189,7 +202,11 @@ func Lookup(t *Table) (Factory, error) {
 	}
 	mu.RLock()
 	f := factories[id]
+	why, isReserved := reserved[id]
 	mu.RUnlock()
+	if f == nil && isReserved {
+		return nil, fmt.Errorf("table '%s': connector '%s' is not available yet: %s", t.Name, id, why)
+	}
 	if f == nil {
 		return nil, fmt.Errorf("table '%s': could not find a connector for 'connector' = '%s' (available: %s)",
 			t.Name, id, strings.Join(Identifiers(), ", "))

@@ -399,11 +399,11 @@ func (s *source) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.Sp
 }
 
 type reader struct {
-	s           *source
-	next        int64 // the next row number
-	start       time.Time
-	emitted     int64 // since start
-	timer       *time.Timer
+	s       *source
+	next    int64 // the next row number
+	start   time.Time
+	emitted int64 // since start
+	timer   *time.Timer
 }
 
 func (r *reader) Read(ctx context.Context, dst []types.Row) (int, error) {

@@ -67,7 +67,7 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	cfg.PersonProportion = int(o.Int("person.proportion", 1))
 	cfg.AuctionProportion = int(o.Int("auction.proportion", 3))
 	cfg.BidProportion = int(o.Int("bid.proportion", 46))
-	conv, err := compile(t.Schema)
+	conv, nested, err := compile(t.Schema)
 	if err != nil {
 		o.Errorf("%v", err)
 	}
@@ -78,12 +78,13 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("table '%s': %w", t.Name, err)
 	}
-	src := &source{events: gen.Source(cfg), conv: conv}
+	src := &source{events: gen.Source(cfg), conv: conv, nested: nested}
 	return &connector.Source{Source: src, Bounded: bounded, Changelog: types.InsertOnly}, nil
 }
 
-// setter writes a column of an event's row.
-type setter func(e *gen.Event, v *types.Value)
+// setter writes a column of an event's row; a nested ROW takes its values
+// from spare (so that a row is one allocation) and returns how many.
+type setter func(e *gen.Event, v *types.Value, spare []types.Value) int
 
 type field struct {
 	name string
@@ -145,28 +146,34 @@ func checkKind(path, kind string, t types.Type) error {
 	return nil
 }
 
-func compile(schema types.Schema) ([]setter, error) {
+// compile returns the setters and, per event type, how many values the
+// nested ROWs of a row take.
+func compile(schema types.Schema) ([]setter, [3]int, error) {
 	var out []setter
+	var nested [3]int
 	for _, col := range schema {
 		name := strings.ToLower(col.Name)
 		switch {
 		case name == "event_type":
 			if !col.Type.IsInteger() {
-				return nil, fmt.Errorf("column '%s' has type %s; the nexmark connector gives INT", col.Name, col.Type)
+				return nil, nested, fmt.Errorf("column '%s' has type %s; the nexmark connector gives INT", col.Name, col.Type)
 			}
-			out = append(out, func(e *gen.Event, v *types.Value) { *v = types.Value{I: int64(e.Type)} })
+			out = append(out, func(e *gen.Event, v *types.Value, _ []types.Value) int { *v = types.Value{I: int64(e.Type)}; return 0 })
 		case name == "datetime":
 			if err := checkKind(col.Name, "time", col.Type); err != nil {
-				return nil, err
+				return nil, nested, err
 			}
-			out = append(out, func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.DateTime() * 1000} })
+			out = append(out, func(e *gen.Event, v *types.Value, _ []types.Value) int {
+				*v = types.Value{I: e.DateTime() * 1000}
+				return 0
+			})
 		default:
 			part, ok := parts[name]
 			if !ok {
-				return nil, fmt.Errorf("column '%s' is not one of the nexmark table's (event_type, person, auction, bid)", col.Name)
+				return nil, nested, fmt.Errorf("column '%s' is not one of the nexmark table's (event_type, person, auction, bid)", col.Name)
 			}
 			if col.Type.Kind != types.Structured {
-				return nil, fmt.Errorf("column '%s' has type %s; the nexmark connector gives a ROW", col.Name, col.Type)
+				return nil, nested, fmt.Errorf("column '%s' has type %s; the nexmark connector gives a ROW", col.Name, col.Type)
 			}
 			var gets []func(*gen.Event, *types.Value)
 			for _, nf := range col.Type.Fields {
@@ -177,10 +184,10 @@ func compile(schema types.Schema) ([]setter, error) {
 					}
 				}
 				if fd == nil {
-					return nil, fmt.Errorf("column '%s.%s' is not a field of a nexmark %s", col.Name, nf.Name, name)
+					return nil, nested, fmt.Errorf("column '%s.%s' is not a field of a nexmark %s", col.Name, nf.Name, name)
 				}
 				if err := checkKind(col.Name+"."+nf.Name, fd.kind, nf.Type); err != nil {
-					return nil, err
+					return nil, nested, err
 				}
 				get := fd.get
 				if fd.kind == "time" {
@@ -190,25 +197,28 @@ func compile(schema types.Schema) ([]setter, error) {
 				}
 			}
 			typ := part.typ
-			out = append(out, func(e *gen.Event, v *types.Value) {
+			nested[typ] += len(gets)
+			out = append(out, func(e *gen.Event, v *types.Value, spare []types.Value) int {
 				if e.Type != typ {
 					*v = types.NullValue
-					return
+					return 0
 				}
-				vals := make([]types.Value, len(gets))
+				vals := spare[:len(gets):len(gets)]
 				for i, g := range gets {
 					g(e, &vals[i])
 				}
 				*v = types.Value{X: vals}
+				return len(gets)
 			})
 		}
 	}
-	return out, nil
+	return out, nested, nil
 }
 
 type source struct {
 	events *gen.EventSource
 	conv   []setter
+	nested [3]int
 }
 
 var _ weir.RestorableSource[types.Row] = (*source)(nil)
@@ -220,7 +230,7 @@ func (s *source) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[type
 	if err != nil {
 		return nil, err
 	}
-	return &reader{r: r.(weir.CheckpointedReader[gen.Event]), conv: s.conv}, nil
+	return &reader{r: r.(weir.CheckpointedReader[gen.Event]), conv: s.conv, nested: s.nested}, nil
 }
 
 func (s *source) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[types.Row], error) {
@@ -228,13 +238,14 @@ func (s *source) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.Sp
 	if err != nil {
 		return nil, err
 	}
-	return &reader{r: r.(weir.CheckpointedReader[gen.Event]), conv: s.conv}, nil
+	return &reader{r: r.(weir.CheckpointedReader[gen.Event]), conv: s.conv, nested: s.nested}, nil
 }
 
 type reader struct {
-	r    weir.CheckpointedReader[gen.Event]
-	conv []setter
-	buf  []gen.Event
+	r      weir.CheckpointedReader[gen.Event]
+	conv   []setter
+	nested [3]int
+	buf    []gen.Event
 }
 
 // Read generates up to len(dst) events and converts them; one event is one
@@ -245,10 +256,13 @@ func (r *reader) Read(ctx context.Context, dst []types.Row) (int, error) {
 	}
 	evs := r.buf[:len(dst)]
 	n, err := r.r.Read(ctx, evs)
+	nc := len(r.conv)
 	for i := 0; i < n; i++ {
-		vals := make([]types.Value, len(r.conv))
+		// One allocation per row: its columns, then its nested ROW's.
+		all := make([]types.Value, nc+r.nested[min(int(evs[i].Type), 2)])
+		vals, spare := all[:nc:nc], all[nc:]
 		for j, c := range r.conv {
-			c(&evs[i], &vals[j])
+			spare = spare[c(&evs[i], &vals[j], spare):]
 		}
 		dst[i] = types.Row{Kind: types.Insert, Values: vals}
 	}

@@ -2,6 +2,8 @@ package nexmark_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -154,5 +156,48 @@ func TestSubsetAndErrors(t *testing.T) {
 	_, err = connector.CreateSink(&connector.Table{Name: "n", Schema: ddl, Options: map[string]string{"connector": "nexmark"}})
 	if err == nil || !strings.Contains(err.Error(), "can only be read from") {
 		t.Fatal(err)
+	}
+}
+
+// The generator's JSON lines (nexmark.Event.AppendJSON, snake_case keys and
+// epoch-millisecond times) read by the filesystem connector with the ddl's
+// schema and 'json.key-matching' = 'loose' give the connector's rows.
+func TestJSONLinesGiveTheSameRows(t *testing.T) {
+	const n = 500
+	g, err := gen.NewGenerator(gen.GeneratorConfig{Events: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	var e gen.Event
+	for i := int64(0); i < n; i++ {
+		g.Event(i, &e)
+		b = append(e.AppendJSON(b), '\n')
+	}
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(opts map[string]string) []types.Row {
+		src, err := connector.CreateSource(&connector.Table{Name: "nexmark", Schema: ddl, Options: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := weir.NewJob("read")
+		c := weir.Collect(weir.FromSource(job, "in", src.Source, weir.NoWatermarks[types.Row]()))
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return c.Items()
+	}
+	gotFile := read(map[string]string{"connector": "filesystem", "path": path, "format": "json", "json.key-matching": "loose"})
+	gotGen := read(map[string]string{"connector": "nexmark", "events.num": "500"})
+	if len(gotFile) != n || len(gotGen) != n {
+		t.Fatalf("%d and %d rows", len(gotFile), len(gotGen))
+	}
+	for i := range gotGen {
+		if !gotFile[i].Equal(gotGen[i]) {
+			t.Fatalf("event %d: file %+v, generator %+v", i, gotFile[i], gotGen[i])
+		}
 	}
 }

@@ -12,6 +12,11 @@
 // key is NULL, or an error with 'json.fail-on-missing-field'. An empty
 // record (a Kafka tombstone) gives no row.
 //
+// With 'json.key-matching' = 'loose' (a weir extension) a key that no
+// column has exactly matches the column whose name is the same ignoring
+// case and underscores, so Flink's Nexmark ddl (dateTime, emailAddress)
+// reads weir's Nexmark JSON lines (date_time, email_address).
+//
 // Writing: columns in schema order; timestamps in the SQL form
 // ('yyyy-MM-dd HH:mm:ss.SSS', trailing zeros of the fraction removed, as
 // Flink) or ISO-8601 with 'json.timestamp-format.standard' = 'ISO-8601';
@@ -29,6 +34,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -60,6 +66,10 @@ type Options struct {
 	// "DROP" the entry, or "LITERAL" (write MapNullKeyLiteral).
 	MapNullKey        string
 	MapNullKeyLiteral string
+	// LooseKeys matches a key to a column ignoring case and underscores
+	// when no column has its exact name ('json.key-matching' = 'loose', a
+	// weir extension): a ddl's dateTime reads a file's date_time.
+	LooseKeys bool
 }
 
 func readOptions(o *format.Scoped) (Options, error) {
@@ -70,6 +80,7 @@ func readOptions(o *format.Scoped) (Options, error) {
 		IgnoreNullFields:   o.O.Bool(o.Key("encode.ignore-null-fields"), false),
 		MapNullKey:         o.O.Enum(o.Key("map-null-key.mode"), "FAIL", "FAIL", "DROP", "LITERAL"),
 		MapNullKeyLiteral:  o.O.String(o.Key("map-null-key.literal"), "null"),
+		LooseKeys:          o.O.Enum(o.Key("key-matching"), "exact", "exact", "loose") == "loose",
 	}
 	// Written as plain numbers always; accepted for Flink compatibility.
 	o.O.Bool(o.Key("encode.decimal-as-plain-number"), false)
@@ -114,15 +125,25 @@ func NewDecoder(schema types.Schema, opt Options) (*Decoder, error) {
 	return &Decoder{row: r, opt: opt}, nil
 }
 
+// parsers are reused: a parser escapes to the heap (the compiled
+// decoders are closures taking it), and its unescape buffer is worth
+// keeping.
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
 // Decode implements format.Decoder: it appends one +I row.
 func (d *Decoder) Decode(data []byte, dst []types.Row) ([]types.Row, error) {
-	p := parser{b: data}
+	p := parsers.Get().(*parser)
+	p.b, p.i = data, 0
+	defer func() {
+		p.b = nil
+		parsers.Put(p)
+	}()
 	p.ws()
 	if p.i == len(p.b) {
 		return dst, nil
 	}
 	vals := make([]types.Value, len(d.row.fields))
-	err := d.row.decodeInto(&p, vals)
+	err := d.row.decodeInto(p, vals)
 	if err == nil {
 		p.ws()
 		if p.i < len(p.b) {
@@ -464,8 +485,23 @@ type rowDec struct {
 }
 
 type rowField struct {
-	name []byte
-	dec  valueDec
+	name  []byte
+	loose []byte // the name lowercased without underscores (LooseKeys)
+	dec   valueDec
+}
+
+// looseName lowercases s and drops its underscores.
+func looseName(dst, s []byte) []byte {
+	for _, c := range s {
+		switch {
+		case c == '_':
+		case c >= 'A' && c <= 'Z':
+			dst = append(dst, c+'a'-'A')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 func compileRow(fields []types.Field, opt Options) (*rowDec, error) {
@@ -475,7 +511,7 @@ func compileRow(fields []types.Field, opt Options) (*rowDec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("column '%s': %w", f.Name, err)
 		}
-		r.fields = append(r.fields, rowField{name: []byte(f.Name), dec: d})
+		r.fields = append(r.fields, rowField{name: []byte(f.Name), loose: looseName(nil, []byte(f.Name)), dec: d})
 	}
 	return r, nil
 }
@@ -511,6 +547,16 @@ func (r *rowDec) decodeInto(p *parser, vals []types.Value) error {
 					if bytes.Equal(r.fields[j].name, key) {
 						idx = j
 						break
+					}
+				}
+				if idx < 0 && r.opt.LooseKeys {
+					var buf [64]byte
+					lk := looseName(buf[:0], key)
+					for j := range r.fields {
+						if bytes.Equal(r.fields[j].loose, lk) {
+							idx = j
+							break
+						}
 					}
 				}
 			}

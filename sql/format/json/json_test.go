@@ -180,6 +180,23 @@ func TestOptions(t *testing.T) {
 	}
 }
 
+func TestLooseKeys(t *testing.T) {
+	s := types.Schema{f("dateTime", types.Timestamp3), f("bid", types.RowOf(f("emailAddress", types.StringType)))}
+	line := `{"date_time": 1000, "bid": {"email_address": "a@b"}}`
+	exact := mustDecoder(t, s, json.Options{})
+	if r := decodeOne(t, exact, line); !r.Values[0].Null || !r.Values[1].List()[0].Null {
+		t.Fatalf("exact matching: %+v", r)
+	}
+	o := connector.NewOptions(&connector.Table{Name: "t", Options: map[string]string{"connector": "x", "format": "json", "json.key-matching": "loose"}})
+	loose, _ := format.NewDecoder(o, "format", s)
+	if err := o.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := decodeOne(t, loose, line); r.Values[0].I != 1_000_000 || r.Values[1].List()[0].S != "a@b" {
+		t.Fatalf("loose matching: %+v", r)
+	}
+}
+
 func BenchmarkDecode(b *testing.B) {
 	d, _ := json.NewDecoder(schema, json.Options{})
 	line := []byte(`{"id":7,"name":"abc","price":12.34,"big":"1.0000","ts":"2020-04-15 08:05:00.123","ok":false,"d":0.25,"day":"1969-12-31","tags":["x","y"],"attrs":{"k":1},"bid":{"auction":42,"at":1586937901500}}`)

@@ -1,0 +1,232 @@
+// Package kafka holds the SQL connectors 'kafka' and 'upsert-kafka', with
+// Flink's options, on connector/kafka (franz-go).
+//
+// 'kafka' options: 'topic' (required; a source may read several, separated
+// by ';'), 'properties.bootstrap.servers' (required), 'properties.group.id'
+// (the group the source commits its checkpointed offsets to, for
+// monitoring; the job keeps its own offsets in checkpoints), the formats
+// ('format' or 'value.format', 'key.format' with 'key.fields',
+// 'value.fields-include'), 'scan.startup.mode' = 'earliest-offset',
+// 'latest-offset', 'group-offsets' (the group's committed offsets, else
+// the earliest) or 'timestamp' (with 'scan.startup.timestamp-millis') —
+// the default is 'group-offsets' when a group is set and 'earliest-offset'
+// otherwise —, 'scan.bounded.mode' = 'unbounded' (default) or
+// 'latest-offset' (the source ends at the offsets the partitions have when
+// the job starts), 'sink.delivery-guarantee' = 'none', 'at-least-once'
+// (default) or 'exactly-once' (Kafka transactions committed at
+// checkpoints; needs 'sink.transactional-id-prefix'), 'sink.parallelism'.
+// Of the Kafka client properties, 'properties.client.id',
+// 'properties.isolation.level' (read_committed / read_uncommitted) and
+// 'properties.transaction.timeout.ms' are understood; others are errors.
+//
+// 'upsert-kafka' has the same options except the startup mode (it reads
+// from the earliest offsets, as Flink) and 'key.fields': its key is the
+// table's PRIMARY KEY, required, written with 'key.format'; 'value.format'
+// must be insert-only. As a source it gives an upsert changelog: a record
+// is a +U of its row, a record without a value (a tombstone) a -D of its
+// key. As a sink it accepts an upsert changelog: +I/+U write the row under
+// its key, -D writes a tombstone, -U is dropped.
+package kafka
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/connector/internal/rowbuf"
+	"github.com/weirstream/weir/sql/types"
+)
+
+func init() {
+	connector.Register(Factory{upsert: false})
+	connector.Register(Factory{upsert: true})
+}
+
+// Factory is the 'kafka' or (upsert) the 'upsert-kafka' connector.
+type Factory struct{ upsert bool }
+
+// Identifier implements connector.Factory.
+func (f Factory) Identifier() string {
+	if f.upsert {
+		return "upsert-kafka"
+	}
+	return "kafka"
+}
+
+// client reads the connection options shared by sources and sinks.
+func client(o *connector.Options) ([]string, []kafka.ClientOption, map[string]string) {
+	servers := o.Required("properties.bootstrap.servers")
+	var brokers []string
+	for _, s := range strings.Split(servers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			brokers = append(brokers, s)
+		}
+	}
+	props := o.Prefixed("properties.")
+	delete(props, "bootstrap.servers")
+	var opts []kafka.ClientOption
+	if id, ok := props["client.id"]; ok {
+		opts = append(opts, kafka.ClientID(id))
+		delete(props, "client.id")
+	}
+	return brokers, opts, props
+}
+
+// unknownProps records the client properties nothing understood.
+func unknownProps(o *connector.Options, props map[string]string) {
+	for k := range props {
+		o.Errorf("option 'properties.%s': the Kafka client property is not supported (supported: bootstrap.servers, group.id, client.id, isolation.level, transaction.timeout.ms)", k)
+	}
+}
+
+// CreateSource implements connector.SourceFactory.
+func (f Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
+	o := connector.NewOptions(t)
+	topics := splitTopics(o.Required("topic"))
+	brokers, copts, props := client(o)
+	kv := rowbuf.NewKV(o, t, f.upsert, true, false)
+	var opts []kafka.SourceOption
+	for _, c := range copts {
+		opts = append(opts, c)
+	}
+	group, hasGroup := props["group.id"]
+	delete(props, "group.id")
+	if hasGroup {
+		opts = append(opts, kafka.Group(group))
+	}
+	if lvl, ok := props["isolation.level"]; ok {
+		delete(props, "isolation.level")
+		switch lvl {
+		case "read_committed":
+			opts = append(opts, kafka.ReadCommitted())
+		case "read_uncommitted":
+		default:
+			o.Errorf("option 'properties.isolation.level' = '%s': must be 'read_committed' or 'read_uncommitted'", lvl)
+		}
+	}
+	delete(props, "transaction.timeout.ms")
+	unknownProps(o, props)
+	if !f.upsert {
+		def := "earliest-offset"
+		if hasGroup {
+			def = "group-offsets"
+		}
+		switch o.Enum("scan.startup.mode", def, "earliest-offset", "latest-offset", "group-offsets", "timestamp") {
+		case "earliest-offset":
+			opts = append(opts, kafka.StartFrom(kafka.Earliest()))
+		case "latest-offset":
+			opts = append(opts, kafka.StartFrom(kafka.Latest()))
+		case "group-offsets":
+			if !hasGroup {
+				o.Errorf("'scan.startup.mode' = 'group-offsets' needs 'properties.group.id'")
+			}
+			opts = append(opts, kafka.StartFrom(kafka.Committed(kafka.Earliest())))
+		case "timestamp":
+			ms := o.Int("scan.startup.timestamp-millis", -1)
+			if ms < 0 {
+				o.Errorf("'scan.startup.mode' = 'timestamp' needs 'scan.startup.timestamp-millis'")
+			}
+			opts = append(opts, kafka.StartFrom(kafka.AtTime(time.UnixMilli(ms))))
+		}
+	}
+	bounded := o.Enum("scan.bounded.mode", "unbounded", "unbounded", "latest-offset") == "latest-offset"
+	if bounded {
+		opts = append(opts, kafka.Bounded())
+	}
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	src := kafka.Source(brokers, topics, func(r *kgo.Record) (rowbuf.Decoded, error) {
+		var key []byte
+		if kv.HasKey() {
+			key = r.Key
+		}
+		return kv.Decode(key, r.Value)
+	}, opts...)
+	return &connector.Source{Source: rowbuf.Flatten(src), Bounded: bounded, Changelog: kv.Mode, Options: t.Settings.SourceOptions()}, nil
+}
+
+func splitTopics(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ";") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// CreateSink implements connector.SinkFactory.
+func (f Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
+	o := connector.NewOptions(t)
+	topics := splitTopics(o.Required("topic"))
+	if len(topics) > 1 {
+		o.Invalid("topic", "a sink writes one topic")
+	}
+	brokers, copts, props := client(o)
+	kv := rowbuf.NewKV(o, t, f.upsert, false, true)
+	var opts []kafka.SinkOption
+	for _, c := range copts {
+		opts = append(opts, c)
+	}
+	if ms, ok := props["transaction.timeout.ms"]; ok {
+		delete(props, "transaction.timeout.ms")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if err != nil || n <= 0 {
+			o.Errorf("option 'properties.transaction.timeout.ms' = '%s': not a positive integer", ms)
+		}
+		opts = append(opts, kafka.TransactionTimeout(time.Duration(n)*time.Millisecond))
+	}
+	unknownProps(o, props)
+	guarantee := kafka.AtLeastOnce
+	switch o.Enum("sink.delivery-guarantee", "at-least-once", "none", "at-least-once", "exactly-once") {
+	case "none":
+		guarantee = kafka.None
+	case "exactly-once":
+		guarantee = kafka.ExactlyOnce
+		prefix := o.String("sink.transactional-id-prefix", "")
+		if prefix == "" {
+			o.Errorf("'sink.delivery-guarantee' = 'exactly-once' needs 'sink.transactional-id-prefix' (unique per sink in the cluster, stable across restarts)")
+		}
+		opts = append(opts, kafka.TransactionalIDPrefix(prefix))
+	}
+	o.Declare("sink.transactional-id-prefix")
+	par := o.Int("sink.parallelism", 0)
+	if par < 0 {
+		o.Invalid("sink.parallelism", "must be positive")
+	}
+	if err := o.Err(); err != nil {
+		return nil, err
+	}
+	opts = append(opts, kafka.DeliveryGuarantee(guarantee))
+	if len(topics) == 1 {
+		opts = append(opts, kafka.DefaultTopic(topics[0]))
+	}
+	var sink weir.CommittingSink[types.Row] = kafka.Sink(brokers, func(v types.Row, r *kgo.Record) error {
+		k, val, tomb, _, err := kv.Encode(&v, nil, nil)
+		if err != nil {
+			return fmt.Errorf("table '%s': %w", t.Name, err)
+		}
+		if kv.HasKey() {
+			r.Key = k
+		}
+		r.Value = val
+		if tomb {
+			r.Value = nil
+		}
+		return nil
+	}, opts...)
+	if f.upsert {
+		sink = rowbuf.DropUpdateBefore(sink)
+	}
+	var wopts []weir.Option
+	if par > 0 {
+		wopts = append(wopts, weir.Parallelism(int(par)))
+	}
+	return &connector.Sink{Sink: sink, Accepts: kv.Accepts, ExactlyOnce: guarantee == kafka.ExactlyOnce, Options: wopts}, nil
+}
