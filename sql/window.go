@@ -2,7 +2,6 @@ package sql
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -444,4 +443,3 @@ func (f *cumulateFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time.T
 	return nil
 }
 
-var _ = strings.ToUpper
