@@ -442,4 +442,3 @@ func (f *cumulateFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time.T
 	f.accs.Remove(end)
 	return nil
 }
-
