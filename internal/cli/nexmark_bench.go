@@ -65,6 +65,7 @@ func newBenchNexmark() *cobra.Command {
 		o       nexmarkBenchOpts
 		queries string
 		asJSON  bool
+		withSQL bool
 	)
 	cmd := &cobra.Command{
 		Use:   "nexmark",
@@ -115,6 +116,11 @@ temporary directory, as in the published figures.`,
 					fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %7.0f MiB %10.1f %12d\n", res.Query, res.EventsPerSec/1e3,
 						res.EventsPerSecPerCore/1e3, float64(res.PeakRSSBytes)/(1<<20), res.P99LatencyMs, res.Rows)
 				}
+				if withSQL {
+					if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON); err != nil {
+						return fmt.Errorf("%s (sql): %w", q, err)
+					}
+				}
 			}
 			return nil
 		},
@@ -122,6 +128,7 @@ temporary directory, as in the published figures.`,
 	f := cmd.Flags()
 	f.StringVar(&queries, "queries", strings.Join(nexmark.QueryNames(), ","), "comma-separated queries")
 	f.BoolVar(&asJSON, "json", false, "one JSON object per query per line")
+	f.BoolVar(&withSQL, "sql", false, "also run each query's Flink SQL (weir sql's plan, throughput only) and print it beside the hand-written query")
 	f.Int64Var(&o.events, "events", 10_000_000, "events of the throughput run")
 	f.Float64Var(&o.eventRate, "event-rate", nexmark.DefaultEventRate, "event-time rate of the throughput run (events per second of date_time)")
 	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism (and generator splits)")

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/sql"
+	"github.com/weirstream/weir/sql/nexmarksql"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// nexmarkSQLResult is a --json line of `weir bench nexmark --sql`.
+type nexmarkSQLResult struct {
+	Query               string  `json:"query"`
+	Plan                string  `json:"plan"` // "sql"
+	EventsPerSec        float64 `json:"events_per_sec"`
+	EventsPerSecPerCore float64 `json:"events_per_sec_per_core"`
+	Rows                int64   `json:"rows"`
+	// PerCoreOfGo is the SQL plan's events/s per core over the hand-written
+	// query's.
+	PerCoreOfGo float64 `json:"per_core_of_go"`
+}
+
+// benchNexmarkSQLLine runs query q's Flink SQL over the 'nexmark'
+// connector with the throughput run's settings and prints its rate beside
+// the hand-written query's.
+func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmarkBenchOpts, goRes nexmarkBenchResult, asJSON bool) error {
+	query, err := nexmarksql.Query(q)
+	if err != nil {
+		if !asJSON {
+			fmt.Fprintf(out, "%-5s %s\n", q+"/sql", "(no SQL yet)")
+		}
+		return nil
+	}
+	opts := []sql.Option{sql.Parallelism(o.parallelism), sql.Define("TPS", fmt.Sprint(o.eventRate)),
+		sql.Define("EVENTS_NUM", fmt.Sprint(o.events)), sql.Define("NEXMARK_TABLE", "datagen"), sql.Stdout(io.Discard)}
+	if o.ckInterval > 0 {
+		dir, err := os.MkdirTemp("", "weir-nexmark-sql-ck-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		opts = append(opts, sql.Checkpointing(o.ckInterval, dir))
+	}
+	s := sql.NewSession(opts...)
+	if _, err := s.Exec(nexmarksql.DDL()); err != nil {
+		return err
+	}
+	_, st, err := s.Query(query)
+	if err != nil {
+		return err
+	}
+	var rows atomic.Int64
+	st.Subscribe(func(rs []types.Row) error { rows.Add(int64(len(rs))); return nil })
+	job, err := s.Job([]*sql.Statement{st})
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	cpu0 := cpuTime()
+	start := time.Now()
+	err = job.Run(ctx)
+	el, cpu := time.Since(start), cpuTime()-cpu0
+	if err != nil {
+		return err
+	}
+	res := nexmarkSQLResult{Query: q, Plan: "sql", EventsPerSec: float64(o.events) / el.Seconds(),
+		EventsPerSecPerCore: float64(o.events) / cpu.Seconds(), Rows: rows.Load()}
+	if goRes.EventsPerSecPerCore > 0 {
+		res.PerCoreOfGo = res.EventsPerSecPerCore / goRes.EventsPerSecPerCore
+	}
+	if asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(out, string(b))
+		return nil
+	}
+	fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %10s %10s %12d   %.0f%% of the hand-written query per core\n", q+"/sql",
+		res.EventsPerSec/1e3, res.EventsPerSecPerCore/1e3, "", "", res.Rows, 100*res.PerCoreOfGo)
+	return nil
+}

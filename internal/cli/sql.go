@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql"
+	_ "github.com/weirstream/weir/sql/connector/builtin" // the table connectors and formats
+	"github.com/weirstream/weir/sql/types"
+)
+
+// newSQL is `weir sql`: run a file of Flink SQL statements as one job
+// (-f), or an interactive shell.
+func newSQL() *cobra.Command {
+	var (
+		file        string
+		parallelism int
+		ckDir       string
+		ckInterval  time.Duration
+		defines     []string
+		logDir      string
+	)
+	cmd := &cobra.Command{
+		Use:   "sql [-f FILE]",
+		Short: "Run Flink SQL statements (a file with -f, else an interactive shell)",
+		Long: `Runs Flink SQL on weir, as Flink's sql-client.sh does.
+
+With -f FILE: the file's DDL (CREATE TABLE/VIEW) is registered, every INSERT INTO
+of the file runs in one job (a statement set), SELECT results print as a changelog
+(+I/-U/+U/-D rows), and the command exits when the bounded inputs are done or on
+SIGINT/SIGTERM (stopping the job cleanly).
+
+Without -f: an interactive shell reading statements that end with ';'.
+
+${NAME} in the statements is replaced by --define NAME=VALUE.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := []sql.Option{sql.Parallelism(parallelism), sql.Stdout(cmd.OutOrStdout()), sql.LogDir(logDir)}
+			for _, d := range defines {
+				k, v, ok := strings.Cut(d, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--define %q: want NAME=VALUE", d)
+				}
+				opts = append(opts, sql.Define(k, v))
+			}
+			if ckDir != "" {
+				if ckInterval <= 0 {
+					return fmt.Errorf("--checkpoint-dir needs a positive --checkpoint-interval")
+				}
+				opts = append(opts, sql.Checkpointing(ckInterval, ckDir))
+			}
+			// TODO(web): pass weir.WebAddr/WebTokenFile for --web-addr and
+			// --web-token-file once the dashboard's options are on main.
+			if file == "" {
+				return sqlShell(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
+			}
+			text, err := os.ReadFile(file)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, sql.JobName(strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))))
+			s := sql.NewSession(opts...)
+			job, err := s.Plan(string(text))
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			if job == nil {
+				return nil
+			}
+			return runUntilDone(cmd.Context(), job)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "file of SQL statements to run")
+	f.IntVar(&parallelism, "parallelism", 1, "default parallelism of the job's operators")
+	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory")
+	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "time between checkpoints (with --checkpoint-dir)")
+	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
+	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
+	return cmd
+}
+
+// runUntilDone runs a job until its bounded inputs end; a cancelled ctx
+// (SIGINT/SIGTERM) stops it, which is a clean exit.
+func runUntilDone(ctx context.Context, job *weir.Job) error {
+	err := job.Run(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// sqlShell reads statements ending with ';' and runs them one at a time:
+// DDL, SET, SHOW, DESCRIBE and EXPLAIN at once; INSERT INTO and SELECT as
+// a job each, SELECT printing its result as a changelog until the job
+// ends or the user interrupts it.
+func sqlShell(ctx context.Context, in io.Reader, out, errOut io.Writer, opts []sql.Option) error {
+	s := sql.NewSession(opts...)
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	var buf strings.Builder
+	prompt := func() {
+		if buf.Len() == 0 {
+			fmt.Fprint(errOut, "weir> ")
+		} else {
+			fmt.Fprint(errOut, "   -> ")
+		}
+	}
+	prompt()
+	for sc.Scan() {
+		line := sc.Text()
+		buf.WriteString(line)
+		buf.WriteByte('\n')
+		if !statementComplete(buf.String()) {
+			prompt()
+			continue
+		}
+		text := buf.String()
+		buf.Reset()
+		if strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "quit") ||
+			strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "exit") {
+			return nil
+		}
+		if err := shellExec(ctx, s, text, out); err != nil {
+			fmt.Fprintln(errOut, "[ERROR]", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		prompt()
+	}
+	return sc.Err()
+}
+
+// statementComplete reports whether text ends with a ';' outside quotes
+// and comments.
+func statementComplete(text string) bool {
+	inStr, inIdent, inLine, inBlock := false, false, false, false
+	last := byte(0)
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inLine:
+			if c == '\n' {
+				inLine = false
+			}
+			continue
+		case inBlock:
+			if c == '*' && i+1 < len(text) && text[i+1] == '/' {
+				inBlock = false
+				i++
+			}
+			continue
+		case inStr:
+			if c == '\'' {
+				inStr = false
+			}
+			continue
+		case inIdent:
+			if c == '`' {
+				inIdent = false
+			}
+			continue
+		}
+		switch {
+		case c == '\'':
+			inStr = true
+		case c == '`':
+			inIdent = true
+		case c == '-' && i+1 < len(text) && text[i+1] == '-':
+			inLine = true
+		case c == '/' && i+1 < len(text) && text[i+1] == '*':
+			inBlock = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		}
+		last = c
+	}
+	return last == ';' && !inStr && !inIdent && !inBlock
+}
+
+func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer) error {
+	stmts, err := s.Exec(text)
+	if err != nil || len(stmts) == 0 {
+		return err
+	}
+	var live *liveTable
+	if isTerminal(out) && len(stmts) == 1 && stmts[0].IsQuery() {
+		// on a terminal a SELECT is a table updated in place
+		live = newLiveTable(stmts[0].Schema())
+		stmts[0].Subscribe(func(rows []types.Row) error { live.apply(rows); return nil })
+	}
+	job, err := s.Job(stmts)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					io.WriteString(out, "\x1b[H\x1b[2J")
+					live.render(out, 40)
+				}
+			}
+		}()
+		defer func() { io.WriteString(out, "\x1b[H\x1b[2J"); live.render(out, 1000) }()
+	}
+	// a SELECT runs until it ends or the user interrupts it (Ctrl-C ends
+	// the query, not the shell: the shell's context is the command's)
+	err = job.Run(ctx)
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

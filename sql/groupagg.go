@@ -1,0 +1,366 @@
+package sql
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// planAggregate plans a SELECT with GROUP BY, aggregates, HAVING or
+// DISTINCT: a window aggregation when it groups by a window table
+// function's window_start and window_end or by a legacy group window
+// (TUMBLE(ts, ...)), else a retracting group aggregation.
+func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
+	groupBy := s.GroupBy
+	if s.Distinct {
+		if len(groupBy) > 0 || hasAggregateItems(s.Items) {
+			return nil, parser.Errorf(s.Pos, "SELECT DISTINCT with GROUP BY or aggregates is not supported yet")
+		}
+		// SELECT DISTINCT a, b == SELECT a, b ... GROUP BY a, b
+		for _, it := range s.Items {
+			if it.Star {
+				for _, c := range from.sc.cols {
+					groupBy = append(groupBy, &parser.Ident{Pos: it.Pos, Parts: []string{c.name}})
+				}
+				continue
+			}
+			groupBy = append(groupBy, it.Expr)
+		}
+	}
+	ec := &exprCompiler{sc: from.sc, what: "GROUP BY"}
+
+	// the window: a legacy group window call among the GROUP BY items, or
+	// window_start/window_end of a window TVF
+	var win *windowSpec
+	var legacy *parser.Call
+	var keys []parser.Expr
+	tvfStart, tvfEnd := false, false
+	for _, g := range groupBy {
+		if c, ok := g.(*parser.Call); ok && (c.Name == "TUMBLE" || c.Name == "HOP" || c.Name == "SESSION" || c.Name == "CUMULATE") {
+			if legacy != nil {
+				return nil, errAt(g, "only one group window is allowed")
+			}
+			w, err := legacyWindow(c, ec)
+			if err != nil {
+				return nil, err
+			}
+			w.input = from
+			win, legacy = w, c
+			continue
+		}
+		if from.win != nil {
+			if id, ok := g.(*parser.Ident); ok {
+				idx, rest, err := ec.resolve(id)
+				if err == nil && len(rest) == 0 {
+					switch idx {
+					case from.win.startCol:
+						tvfStart = true
+						continue
+					case from.win.endCol:
+						tvfEnd = true
+						continue
+					}
+				}
+			}
+		}
+		keys = append(keys, g)
+	}
+	if from.win != nil && (tvfStart || tvfEnd) {
+		if !(tvfStart && tvfEnd) {
+			return nil, parser.Errorf(s.Pos, "a window aggregation must group by both window_start and window_end")
+		}
+		win = from.win
+	}
+	// for a window aggregation, the group keys and aggregate arguments are
+	// compiled against the window's input (the TVF's own columns are
+	// computed by the window operator)
+	aggScope := from
+	if win != nil {
+		aggScope = win.input
+		if aggScope.mode != types.InsertOnly {
+			return nil, parser.Errorf(s.Pos, "window aggregation over an updating input (%s) is not supported yet", aggScope.updater)
+		}
+	}
+	kec := &exprCompiler{sc: aggScope.sc, what: "GROUP BY"}
+	keyExprs := make([]cexpr, len(keys))
+	for i, k := range keys {
+		ce, err := kec.compile(k)
+		if err != nil {
+			if win != nil && from.win != nil {
+				return nil, errAt(k, "%v (a window aggregation groups by window_start, window_end and columns of the window's input)", err)
+			}
+			return nil, err
+		}
+		keyExprs[i] = ce
+	}
+	// aggregate calls, in order of appearance, deduplicated
+	var calls []*aggCall
+	var callText []string
+	callIdx := map[string]int{}
+	collect := func(e parser.Expr) error {
+		var err error
+		walkExpr(e, func(x parser.Expr) bool {
+			c, ok := x.(*parser.Call)
+			if !ok || c.Over != nil || !aggregateNames[c.Name] || err != nil {
+				return err == nil
+			}
+			key := parser.ExprString(c)
+			if _, seen := callIdx[key]; seen {
+				return false
+			}
+			aec := &exprCompiler{sc: aggScope.sc, what: "an aggregate's argument"}
+			var a *aggCall
+			a, err = compileAgg(c, aec, aggScope.mode != types.InsertOnly)
+			if err != nil {
+				return false
+			}
+			callIdx[key] = len(calls)
+			calls = append(calls, a)
+			callText = append(callText, key)
+			return false
+		})
+		return err
+	}
+	for _, it := range s.Items {
+		if it.Expr != nil {
+			if err := collect(it.Expr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.Having != nil {
+		if err := collect(s.Having); err != nil {
+			return nil, err
+		}
+	}
+	layout := newAggLayout(len(keys), calls)
+
+	// the aggregation's output: keys, aggregates (and window columns)
+	out := &scope{}
+	for i, k := range keys {
+		out.cols = append(out.cols, column{name: derivedName(k, i), t: keyExprs[i].t})
+	}
+	for i, a := range calls {
+		out.cols = append(out.cols, column{name: fmt.Sprintf("$agg%d", i), t: a.outT})
+	}
+	var agg *rel
+	keyText := make([]string, len(keys))
+	for i, k := range keys {
+		keyText[i] = parser.ExprString(k)
+	}
+	if win != nil {
+		ts := win.timeType
+		ts.TimeAttr, ts.NotNull = 0, true
+		wt := ts
+		wt.TimeAttr = types.RowtimeAttr
+		out.cols = append(out.cols, column{name: "window_start", t: ts}, column{name: "window_end", t: ts}, column{name: "window_time", t: wt})
+		agg = windowAggRel(win, keyExprs, layout, out,
+			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))
+	} else {
+		agg = groupAggRel(from, keyExprs, layout, out,
+			fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keyText, ", "), strings.Join(callText, ", ")))
+	}
+
+	// the select list and HAVING over the aggregation's output
+	nk := len(keys)
+	subst := func(e parser.Expr) (cexpr, bool, error) {
+		if c, ok := e.(*parser.Call); ok {
+			if c.Over == nil && aggregateNames[c.Name] {
+				i := callIdx[parser.ExprString(c)]
+				return colRef(nk+i, out.cols[nk+i].t), true, nil
+			}
+			if windowPropNames[c.Name] {
+				if legacy == nil || !strings.HasPrefix(c.Name, legacy.Name+"_") {
+					return cexpr{}, false, errAt(c, "%s needs a matching GROUP BY %s(...)", c.Name, strings.Split(c.Name, "_")[0])
+				}
+				base := nk + len(calls)
+				switch {
+				case strings.HasSuffix(c.Name, "_START"):
+					return colRef(base, out.cols[base].t), true, nil
+				case strings.HasSuffix(c.Name, "_END"):
+					return colRef(base+1, out.cols[base+1].t), true, nil
+				case strings.HasSuffix(c.Name, "_ROWTIME"):
+					return colRef(base+2, out.cols[base+2].t), true, nil
+				}
+				return cexpr{}, false, errAt(c, "%s is not supported (no processing-time windows yet)", c.Name)
+			}
+		}
+		text := parser.ExprString(e)
+		for i, k := range keyText {
+			if k == text {
+				return colRef(i, out.cols[i].t), true, nil
+			}
+		}
+		if id, ok := e.(*parser.Ident); ok {
+			// a column of the input that is a group key under another spelling
+			if idx, rest, err := ec.resolve(id); err == nil && len(rest) == 0 {
+				if win != nil && from.win != nil {
+					base := nk + len(calls)
+					switch idx {
+					case from.win.startCol:
+						return colRef(base, out.cols[base].t), true, nil
+					case from.win.endCol:
+						return colRef(base+1, out.cols[base+1].t), true, nil
+					case from.win.timeCol:
+						return colRef(base+2, out.cols[base+2].t), true, nil
+					}
+				}
+				for i, k := range keyExprs {
+					if k.col >= 0 && win == nil && k.col == idx {
+						return colRef(i, out.cols[i].t), true, nil
+					}
+					if k.col >= 0 && win != nil && aggScope.sc.cols[k.col].name == from.sc.cols[idx].name && from.win.inputCol(idx) == k.col {
+						return colRef(i, out.cols[i].t), true, nil
+					}
+				}
+				return cexpr{}, false, errAt(e, "expression '%s' is not being grouped", text)
+			}
+		}
+		return cexpr{}, false, nil
+	}
+	pec := &exprCompiler{sc: out, subst: subst, what: "SELECT"}
+	var having *cexpr
+	if s.Having != nil {
+		pec.what = "HAVING"
+		h, err := pec.compile(s.Having)
+		if err != nil {
+			return nil, err
+		}
+		if h.t.Kind != types.Boolean {
+			return nil, errAt(s.Having, "HAVING needs a BOOLEAN condition, not %s", h.t)
+		}
+		having = &h
+		pec.what = "SELECT"
+	}
+	items := s.Items
+	if s.Distinct {
+		// the keys, in order
+		items = nil
+		for i, k := range keys {
+			items = append(items, parser.SelectItem{Expr: k, Alias: out.cols[i].name})
+		}
+	}
+	pr, err := expandSelect(items, pec)
+	if err != nil {
+		return nil, err
+	}
+	desc := "Calc(select=[" + strings.Join(pr.names, ", ") + "]"
+	if having != nil {
+		desc += ", where=[" + parser.ExprString(s.Having) + "]"
+	}
+	return calcRel(agg, having, pr, desc+")"), nil
+}
+
+func hasAggregateItems(items []parser.SelectItem) bool {
+	for _, it := range items {
+		if it.Expr != nil && hasAggregate(it.Expr) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupAggRel is a retracting group aggregation: a keyed process function
+// that keeps the accumulators of each group in weir state and emits, per
+// input row, the change of the group's result (+I for a new group,
+// -U/+U for an update, -D when the group empties), as Flink's
+// GroupAggFunction does without mini-batches.
+func groupAggRel(in *rel, keys []cexpr, layout *aggLayout, out *scope, op string) *rel {
+	keyEvals := make([]evalFn, len(keys))
+	for i, k := range keys {
+		keyEvals[i] = k.eval
+	}
+	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		s, err := b.stream(in)
+		if err != nil {
+			return nil, err
+		}
+		nk := len(keyEvals)
+		ks := weir.KeyBy(s, func(row types.Row) string {
+			if nk == 0 {
+				return ""
+			}
+			var buf [4]types.Value
+			vs := buf[:0]
+			for _, f := range keyEvals {
+				vs = append(vs, f(row.Values))
+			}
+			return types.Key(vs)
+		})
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &groupAggFn{layout: layout, keys: keyEvals}
+		}, b.uid("group-agg")), nil
+	}
+	return r
+}
+
+type groupAggFn struct {
+	layout *aggLayout
+	keys   []evalFn
+	acc    *weir.ValueState[string, types.Row]
+}
+
+func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.acc = weir.NewValueState[types.Row](rc, "acc")
+	return nil
+}
+
+func (f *groupAggFn) output(acc []types.Value) []types.Value {
+	l := f.layout
+	vs := make([]types.Value, l.nkeys+len(l.calls))
+	copy(vs, acc[:l.nkeys])
+	for i, c := range l.calls {
+		vs[l.nkeys+i] = l.result(acc, c)
+	}
+	return vs
+}
+
+func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	l := f.layout
+	st, ok := f.acc.Value()
+	sign := int64(1)
+	if in.Kind.IsRetraction() {
+		sign = -1
+		if !ok {
+			// a retraction of a group never seen (state expired, or an
+			// input that starts mid-changelog): nothing to take back
+			return nil
+		}
+	}
+	var prev []types.Value
+	var acc []types.Value
+	if ok {
+		prev = f.output(st.Values)
+		acc = st.Values
+	} else {
+		keys := make([]types.Value, len(f.keys))
+		for i, k := range f.keys {
+			keys[i] = k(in.Values)
+		}
+		acc = l.create(keys)
+	}
+	l.accumulate(acc, in.Values, sign)
+	if l.count(acc) <= 0 {
+		if prev != nil {
+			ctx.Emit(types.Row{Kind: types.Delete, Values: prev})
+		}
+		f.acc.Clear()
+		return nil
+	}
+	f.acc.Update(types.Row{Values: acc})
+	next := f.output(acc)
+	switch {
+	case prev == nil:
+		ctx.Emit(types.Row{Kind: types.Insert, Values: next})
+	case types.EqualValues(prev, next):
+		// unchanged result: no update, as Flink
+	default:
+		ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+		ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+	}
+	return nil
+}

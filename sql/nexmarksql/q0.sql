@@ -1,0 +1,2 @@
+-- q0: pass-through.
+SELECT auction, bidder, price, `dateTime`, extra FROM bid;

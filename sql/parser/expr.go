@@ -1,0 +1,493 @@
+package parser
+
+import "strings"
+
+// Operator precedence, lowest first: OR, AND, NOT, comparison and the
+// predicates (IS, BETWEEN, IN, LIKE), additive (+ - ||), multiplicative
+// (* / %), unary sign, postfix ([i], .field).
+
+func (p *parser) expr() Expr { return p.orExpr() }
+
+func (p *parser) orExpr() Expr {
+	l := p.andExpr()
+	for p.isKw("OR") {
+		t := p.next()
+		l = &Binary{Pos: t.pos, Op: "OR", L: l, R: p.andExpr()}
+	}
+	return l
+}
+
+func (p *parser) andExpr() Expr {
+	l := p.notExpr()
+	for p.isKw("AND") {
+		t := p.next()
+		l = &Binary{Pos: t.pos, Op: "AND", L: l, R: p.notExpr()}
+	}
+	return l
+}
+
+func (p *parser) notExpr() Expr {
+	if p.isKw("NOT") {
+		t := p.next()
+		return &Unary{Pos: t.pos, Op: "NOT", X: p.notExpr()}
+	}
+	return p.predicate()
+}
+
+func (p *parser) predicate() Expr {
+	l := p.additive()
+	for {
+		t := p.tok()
+		if t.kind == tOp {
+			switch t.text {
+			case "=", "<>", "!=", "<", ">", "<=", ">=":
+				p.next()
+				op := t.text
+				if op == "!=" {
+					op = "<>"
+				}
+				l = &Binary{Pos: t.pos, Op: op, L: l, R: p.additive()}
+				continue
+			}
+			return l
+		}
+		if t.kind != tIdent {
+			return l
+		}
+		not := false
+		if p.isKw("NOT") && (p.isKwAt(1, "BETWEEN") || p.isKwAt(1, "IN") || p.isKwAt(1, "LIKE") || p.isKwAt(1, "SIMILAR")) {
+			p.next()
+			not = true
+		}
+		switch {
+		case p.acceptKw("IS"):
+			is := &Is{Pos: t.pos, X: l}
+			is.Not = p.acceptKw("NOT")
+			switch {
+			case p.acceptKw("NULL"):
+				is.What = "NULL"
+			case p.acceptKw("TRUE"):
+				is.What = "TRUE"
+			case p.acceptKw("FALSE"):
+				is.What = "FALSE"
+			case p.acceptKw("UNKNOWN"):
+				is.What = "UNKNOWN"
+			case p.acceptKw("DISTINCT", "FROM"):
+				is.What = "DISTINCT"
+				is.From = p.additive()
+			default:
+				p.fail("NULL, TRUE, FALSE, UNKNOWN or DISTINCT FROM")
+			}
+			l = is
+		case p.acceptKw("BETWEEN"):
+			if !p.acceptKw("ASYMMETRIC") {
+				if p.isKw("SYMMETRIC") {
+					p.fail("ASYMMETRIC or an expression (BETWEEN SYMMETRIC is not supported yet)")
+				}
+			}
+			lo := p.additive()
+			p.wantKw("AND")
+			l = &Between{Pos: t.pos, X: l, Lo: lo, Hi: p.additive(), Not: not}
+		case p.acceptKw("IN"):
+			in := &In{Pos: t.pos, X: l, Not: not}
+			p.wantOp("(")
+			if p.isKw("SELECT") {
+				q := p.query()
+				p.wantOp(")")
+				l = &Subquery{Pos: t.pos, Query: q, Op: "IN"}
+				continue
+			}
+			for {
+				in.List = append(in.List, p.expr())
+				if p.acceptOp(")") {
+					break
+				}
+				p.wantOp(",")
+			}
+			l = in
+		case p.acceptKw("LIKE"), p.acceptKw("SIMILAR", "TO"):
+			lk := &Like{Pos: t.pos, X: l, Not: not, Similar: strings.EqualFold(p.toks[p.i-1].text, "TO")}
+			lk.Pattern = p.additive()
+			if p.acceptKw("ESCAPE") {
+				lk.Escape = p.additive()
+			}
+			l = lk
+		default:
+			if not {
+				p.fail("BETWEEN, IN or LIKE")
+			}
+			return l
+		}
+	}
+}
+
+func (p *parser) additive() Expr {
+	l := p.multiplicative()
+	for p.isOp("+") || p.isOp("-") || p.isOp("||") {
+		t := p.next()
+		l = &Binary{Pos: t.pos, Op: t.text, L: l, R: p.multiplicative()}
+	}
+	return l
+}
+
+func (p *parser) multiplicative() Expr {
+	l := p.unary()
+	for p.isOp("*") || p.isOp("/") || p.isOp("%") {
+		t := p.next()
+		l = &Binary{Pos: t.pos, Op: t.text, L: l, R: p.unary()}
+	}
+	return l
+}
+
+func (p *parser) unary() Expr {
+	if p.isOp("-") || p.isOp("+") {
+		t := p.next()
+		x := p.unary()
+		if lit, ok := x.(*Literal); ok && lit.Kind == NumberLit && t.text == "-" {
+			return &Literal{Pos: t.pos, Kind: NumberLit, Text: "-" + lit.Text}
+		}
+		return &Unary{Pos: t.pos, Op: t.text, X: x}
+	}
+	return p.postfix(p.primary())
+}
+
+func (p *parser) postfix(x Expr) Expr {
+	for {
+		t := p.tok()
+		switch {
+		case p.isOp("["):
+			p.next()
+			idx := p.expr()
+			p.wantOp("]")
+			x = &Index{Pos: t.pos, X: x, Index: idx}
+		case p.isOp(".") && (p.peek(1).kind == tIdent || p.peek(1).kind == tQuotedIdent):
+			p.next()
+			name := p.next().text
+			if id, ok := x.(*Ident); ok {
+				id.Parts = append(id.Parts, name)
+			} else {
+				x = &Field{Pos: t.pos, X: x, Name: name}
+			}
+		default:
+			return x
+		}
+	}
+}
+
+var intervalUnits = map[string]string{
+	"YEAR": "YEAR", "YEARS": "YEAR", "MONTH": "MONTH", "MONTHS": "MONTH", "DAY": "DAY", "DAYS": "DAY",
+	"HOUR": "HOUR", "HOURS": "HOUR", "MINUTE": "MINUTE", "MINUTES": "MINUTE", "SECOND": "SECOND",
+	"SECONDS": "SECOND", "WEEK": "WEEK", "QUARTER": "QUARTER", "MILLISECOND": "MILLISECOND",
+}
+
+func (p *parser) intervalUnit() string {
+	t := p.tok()
+	if t.kind == tIdent {
+		if u, ok := intervalUnits[strings.ToUpper(t.text)]; ok {
+			p.next()
+			return u
+		}
+	}
+	p.fail("an interval unit (YEAR, MONTH, DAY, HOUR, MINUTE, SECOND)")
+	return ""
+}
+
+func (p *parser) primary() Expr {
+	t := p.tok()
+	switch t.kind {
+	case tNumber:
+		p.next()
+		return &Literal{Pos: t.pos, Kind: NumberLit, Text: t.text}
+	case tString:
+		p.next()
+		return &Literal{Pos: t.pos, Kind: StringLit, Text: t.text}
+	case tQuotedIdent:
+		p.next()
+		return p.maybeCall(t)
+	case tOp:
+		if t.text == "(" {
+			p.next()
+			if p.isKw("SELECT") {
+				q := p.query()
+				p.wantOp(")")
+				return &Subquery{Pos: t.pos, Query: q}
+			}
+			e := p.expr()
+			if p.isOp(",") {
+				// a row constructor (a, b): parse as ROW(a, b)
+				c := &Call{Pos: t.pos, Name: "ROW", Args: []Expr{e}}
+				for p.acceptOp(",") {
+					c.Args = append(c.Args, p.expr())
+				}
+				p.wantOp(")")
+				return c
+			}
+			p.wantOp(")")
+			return e
+		}
+		p.fail("an expression")
+	case tEOF:
+		p.fail("an expression")
+	}
+	// identifiers and keywords
+	kw := strings.ToUpper(t.text)
+	switch kw {
+	case "NULL":
+		p.next()
+		return &Literal{Pos: t.pos, Kind: NullLit}
+	case "TRUE", "FALSE":
+		p.next()
+		return &Literal{Pos: t.pos, Kind: BoolLit, Text: kw}
+	case "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ":
+		if p.peek(1).kind == tString {
+			p.next()
+			s, _ := p.stringLit("a string")
+			return &TypedLiteral{Pos: t.pos, Type: kw, Text: s}
+		}
+	case "INTERVAL":
+		p.next()
+		iv := &IntervalLit{Pos: t.pos}
+		if p.acceptOp("-") {
+			iv.Negative = true
+		} else {
+			p.acceptOp("+")
+		}
+		switch p.tok().kind {
+		case tString:
+			iv.Text, _ = p.stringLit("a quoted interval value")
+		case tNumber:
+			iv.Text = p.next().text
+		default:
+			p.fail("a quoted interval value")
+		}
+		iv.Unit = p.intervalUnit()
+		if p.acceptOp("(") {
+			p.intLit("a precision")
+			p.wantOp(")")
+		}
+		if p.acceptKw("TO") {
+			iv.To = p.intervalUnit()
+			if p.acceptOp("(") {
+				p.intLit("a precision")
+				p.wantOp(")")
+			}
+		}
+		return iv
+	case "CASE":
+		p.next()
+		c := &Case{Pos: t.pos}
+		if !p.isKw("WHEN") {
+			c.Operand = p.expr()
+		}
+		for p.acceptKw("WHEN") {
+			cond := p.expr()
+			p.wantKw("THEN")
+			c.Whens = append(c.Whens, When{Cond: cond, Then: p.expr()})
+		}
+		if len(c.Whens) == 0 {
+			p.fail("WHEN")
+		}
+		if p.acceptKw("ELSE") {
+			c.Else = p.expr()
+		}
+		p.wantKw("END")
+		return c
+	case "CAST", "TRY_CAST":
+		if p.peek(1).kind == tOp && p.peek(1).text == "(" {
+			p.next()
+			p.next()
+			x := p.expr()
+			p.wantKw("AS")
+			ty := p.dataType()
+			p.wantOp(")")
+			return &Cast{Pos: t.pos, X: x, Type: ty, Try: kw == "TRY_CAST"}
+		}
+	case "EXTRACT":
+		if p.peek(1).kind == tOp && p.peek(1).text == "(" {
+			p.next()
+			p.next()
+			unit := p.next()
+			p.wantKw("FROM")
+			x := p.expr()
+			p.wantOp(")")
+			return &Extract{Pos: t.pos, Unit: strings.ToUpper(unit.text), X: x}
+		}
+	case "EXISTS":
+		p.next()
+		p.wantOp("(")
+		q := p.query()
+		p.wantOp(")")
+		return &Subquery{Pos: t.pos, Query: q, Op: "EXISTS"}
+	case "ROW":
+		if p.peek(1).kind == tOp && p.peek(1).text == "(" {
+			p.next()
+			return p.maybeCall(t)
+		}
+	case "CURRENT_TIMESTAMP", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIMESTAMP", "LOCALTIME", "CURRENT_ROW_TIMESTAMP":
+		p.next()
+		if p.isOp("(") && p.peek(1).kind == tOp && p.peek(1).text == ")" {
+			p.next()
+			p.next()
+		}
+		return &Call{Pos: t.pos, Name: kw}
+	}
+	if isReserved(t.text) && !(p.peek(1).kind == tOp && p.peek(1).text == "(" && callableKeyword[kw]) {
+		p.fail("an expression")
+	}
+	p.next()
+	return p.maybeCall(t)
+}
+
+// callableKeyword are reserved words that are also function names.
+var callableKeyword = map[string]bool{"LEFT": true, "RIGHT": true, "INTERVAL": false}
+
+// maybeCall turns an identifier followed by "(" into a function call, and
+// otherwise starts a (dotted) identifier.
+func (p *parser) maybeCall(t token) Expr {
+	if !p.isOp("(") || t.kind == tQuotedIdent {
+		return &Ident{Pos: t.pos, Parts: []string{t.text}}
+	}
+	p.next()
+	c := &Call{Pos: t.pos, Name: strings.ToUpper(t.text)}
+	switch {
+	case p.acceptOp(")"):
+	case p.isOp("*"):
+		p.next()
+		c.Star = true
+		p.wantOp(")")
+	default:
+		if p.acceptKw("DISTINCT") {
+			c.Distinct = true
+		} else {
+			p.acceptKw("ALL")
+		}
+		for {
+			a := p.callArg(c.Name)
+			if ac, ok := a.(*Call); ok && ac.Name == "$ARGS" {
+				c.Args = append(c.Args, ac.Args...)
+			} else {
+				c.Args = append(c.Args, a)
+			}
+			if p.acceptOp(")") {
+				break
+			}
+			p.wantOp(",")
+		}
+	}
+	if p.acceptKw("FILTER") {
+		p.wantOp("(")
+		p.wantKw("WHERE")
+		c.Filter = p.expr()
+		p.wantOp(")")
+	}
+	if p.isKw("OVER") {
+		ot := p.next()
+		c.Over = p.over(ot.pos)
+	}
+	return c
+}
+
+// callArg reads a function argument; TRIM and SUBSTRING/POSITION/OVERLAY's
+// keyword forms are rewritten to plain arguments.
+func (p *parser) callArg(fn string) Expr {
+	switch fn {
+	case "SUBSTRING":
+		// SUBSTRING(s FROM i [FOR n])
+		e := p.expr()
+		if p.acceptKw("FROM") {
+			c := &Call{Pos: e.ExprPos(), Name: "SUBSTRING", Args: []Expr{e, p.expr()}}
+			if p.acceptKw("FOR") {
+				c.Args = append(c.Args, p.expr())
+			}
+			// the caller appends; unwrap by returning a marker call
+			return &Call{Pos: c.Pos, Name: "$ARGS", Args: c.Args[:]}
+		}
+		return e
+	case "POSITION":
+		e := p.additive()
+		if p.acceptKw("IN") {
+			return &Call{Pos: e.ExprPos(), Name: "$ARGS", Args: []Expr{e, p.expr()}}
+		}
+		return e
+	case "TRIM":
+		mode := "BOTH"
+		t := p.tok()
+		switch {
+		case p.acceptKw("BOTH"):
+		case p.acceptKw("LEADING"):
+			mode = "LEADING"
+		case p.acceptKw("TRAILING"):
+			mode = "TRAILING"
+		}
+		var chars Expr = &Literal{Pos: t.pos, Kind: StringLit, Text: " "}
+		if p.acceptKw("FROM") {
+			return &Call{Pos: t.pos, Name: "$ARGS", Args: []Expr{&Literal{Pos: t.pos, Kind: StringLit, Text: mode}, chars, p.expr()}}
+		}
+		e := p.expr()
+		if p.acceptKw("FROM") {
+			return &Call{Pos: t.pos, Name: "$ARGS", Args: []Expr{&Literal{Pos: t.pos, Kind: StringLit, Text: mode}, e, p.expr()}}
+		}
+		return &Call{Pos: t.pos, Name: "$ARGS", Args: []Expr{&Literal{Pos: t.pos, Kind: StringLit, Text: mode}, chars, e}}
+	}
+	if p.isKw("DESCRIPTOR") || p.isKw("TABLE") {
+		return p.tvfArg()
+	}
+	return p.expr()
+}
+
+func (p *parser) over(pos Pos) *Over {
+	o := &Over{Pos: pos}
+	if !p.isOp("(") {
+		t := p.tok()
+		if t.kind == tIdent || t.kind == tQuotedIdent {
+			panic(bail{Errorf(t.pos, "named windows (OVER %s with WINDOW %s AS ...) are not supported yet; write the window in OVER (...)", t.text, t.text)})
+		}
+	}
+	p.wantOp("(")
+	if p.acceptKw("PARTITION", "BY") {
+		for {
+			o.PartitionBy = append(o.PartitionBy, p.expr())
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKw("ORDER", "BY") {
+		o.OrderBy = p.orderItems()
+	}
+	if p.isKw("ROWS") || p.isKw("RANGE") {
+		f := &Frame{Rows: p.isKw("ROWS")}
+		p.next()
+		if p.acceptKw("BETWEEN") {
+			f.Start = p.bound()
+			p.wantKw("AND")
+			f.End = p.bound()
+		} else {
+			f.Start = p.bound()
+			f.End = Bound{Kind: CurrentRow}
+		}
+		o.Frame = f
+	}
+	p.wantOp(")")
+	return o
+}
+
+func (p *parser) bound() Bound {
+	switch {
+	case p.acceptKw("UNBOUNDED", "PRECEDING"):
+		return Bound{Kind: UnboundedPreceding}
+	case p.acceptKw("UNBOUNDED", "FOLLOWING"):
+		return Bound{Kind: UnboundedFollowing}
+	case p.acceptKw("CURRENT", "ROW"):
+		return Bound{Kind: CurrentRow}
+	}
+	e := p.additive()
+	if p.acceptKw("PRECEDING") {
+		return Bound{Kind: Preceding, Offset: e}
+	}
+	if p.acceptKw("FOLLOWING") {
+		return Bound{Kind: Following, Offset: e}
+	}
+	p.fail("PRECEDING or FOLLOWING")
+	return Bound{}
+}

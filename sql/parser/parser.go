@@ -1,0 +1,929 @@
+package parser
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Parse parses the `;`-separated statements of text. Empty statements are
+// skipped. Errors are *Error with the line and column of the offending token.
+func Parse(text string) ([]Stmt, error) {
+	toks, err := lex(text)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{toks: toks}
+	var out []Stmt
+	for {
+		for p.isOp(";") {
+			p.next()
+		}
+		if p.tok().kind == tEOF {
+			return out, nil
+		}
+		s, err := p.statement()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+		if p.tok().kind != tEOF && !p.isOp(";") {
+			return nil, p.expected("\";\" or end of input")
+		}
+	}
+}
+
+// ParseExpr parses one scalar expression (for tests and option values).
+func ParseExpr(text string) (Expr, error) {
+	toks, err := lex(text)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{toks: toks}
+	var e Expr
+	err = p.guard(func() {
+		e = p.expr()
+		if p.tok().kind != tEOF {
+			p.fail("end of input")
+		}
+	})
+	return e, err
+}
+
+func (p *parser) guard(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, ok := r.(bail)
+			if !ok {
+				panic(r)
+			}
+			err = b.err
+		}
+	}()
+	fn()
+	return nil
+}
+
+type parser struct {
+	toks []token
+	i    int
+}
+
+// bail is panicked with a *Error and recovered by statement, so the
+// recursive descent reads straight.
+type bail struct{ err *Error }
+
+func (p *parser) tok() token { return p.toks[p.i] }
+func (p *parser) peek(n int) token {
+	if p.i+n < len(p.toks) {
+		return p.toks[p.i+n]
+	}
+	return p.toks[len(p.toks)-1]
+}
+func (p *parser) next() token {
+	t := p.toks[p.i]
+	if p.i < len(p.toks)-1 {
+		p.i++
+	}
+	return t
+}
+
+func (p *parser) expected(what string) *Error {
+	t := p.tok()
+	return Errorf(t.pos, "expected %s, found %s", what, t.describe())
+}
+
+func (p *parser) fail(what string) { panic(bail{p.expected(what)}) }
+
+// isKw reports whether the current token is the (unquoted) keyword kw.
+func (p *parser) isKw(kw string) bool {
+	t := p.tok()
+	return t.kind == tIdent && strings.EqualFold(t.text, kw)
+}
+func (p *parser) isKwAt(n int, kw string) bool {
+	t := p.peek(n)
+	return t.kind == tIdent && strings.EqualFold(t.text, kw)
+}
+func (p *parser) isOp(op string) bool { t := p.tok(); return t.kind == tOp && t.text == op }
+
+func (p *parser) acceptKw(kws ...string) bool {
+	for i, kw := range kws {
+		if !p.isKwAt(i, kw) {
+			return false
+		}
+	}
+	for range kws {
+		p.next()
+	}
+	return true
+}
+func (p *parser) acceptOp(op string) bool {
+	if p.isOp(op) {
+		p.next()
+		return true
+	}
+	return false
+}
+func (p *parser) wantKw(kws ...string) {
+	for _, kw := range kws {
+		if !p.acceptKw(kw) {
+			p.fail(kw)
+		}
+	}
+}
+func (p *parser) wantOp(op string) {
+	if !p.acceptOp(op) {
+		p.fail(`"` + op + `"`)
+	}
+}
+
+// reserved words cannot be bare identifiers or implicit aliases.
+var reserved = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`ALL AND AS BETWEEN BY CASE CAST CREATE CROSS DESCRIBE DISTINCT DROP
+		ELSE END EXCEPT EXISTS EXPLAIN FALSE FETCH FOR FROM FULL GROUP HAVING IN INNER INSERT INTERSECT
+		INTERVAL IS JOIN LEFT LIKE LIMIT NATURAL NOT NULL ON OR ORDER OUTER OVER RIGHT SELECT SET
+		SIMILAR TABLE THEN TRUE UNION USING VALUES WHEN WHERE WINDOW WITH ESCAPE MATCH_RECOGNIZE
+		PARTITION ROWS RANGE LATERAL EXECUTE BEGIN OFFSET`) {
+		reserved[w] = true
+	}
+}
+
+func isReserved(s string) bool { return reserved[strings.ToUpper(s)] }
+
+// ident reads an identifier (bare or back-quoted).
+func (p *parser) ident(what string) (string, Pos) {
+	t := p.tok()
+	if t.kind == tQuotedIdent || (t.kind == tIdent && !isReserved(t.text)) {
+		p.next()
+		return t.text, t.pos
+	}
+	p.fail(what)
+	return "", Pos{}
+}
+
+// qualifiedName reads a[.b[.c]] and joins the parts with dots (catalog and
+// database parts are kept in the name; the catalog resolves them).
+func (p *parser) qualifiedName(what string) (string, Pos) {
+	name, pos := p.ident(what)
+	for p.isOp(".") && (p.peek(1).kind == tIdent || p.peek(1).kind == tQuotedIdent) {
+		p.next()
+		part, _ := p.ident(what)
+		name += "." + part
+	}
+	return name, pos
+}
+
+func (p *parser) stringLit(what string) (string, Pos) {
+	t := p.tok()
+	if t.kind != tString {
+		p.fail(what)
+	}
+	p.next()
+	return t.text, t.pos
+}
+
+func (p *parser) statement() (s Stmt, err error) {
+	err = p.guard(func() { s = p.stmt() })
+	return s, err
+}
+
+func (p *parser) stmt() Stmt {
+	t := p.tok()
+	switch {
+	case p.isKw("CREATE"):
+		return p.create()
+	case p.isKw("DROP"):
+		return p.drop()
+	case p.isKw("INSERT"):
+		return p.insert()
+	case p.isKw("SELECT"), p.isKw("WITH"), p.isKw("VALUES"), p.isOp("("):
+		return &QueryStmt{Query: p.query()}
+	case p.isKw("SHOW"):
+		p.next()
+		if p.acceptKw("TABLES") {
+			return &ShowTables{Pos: t.pos}
+		}
+		if p.acceptKw("VIEWS") {
+			return &ShowTables{Pos: t.pos, Views: true}
+		}
+		p.fail("TABLES or VIEWS")
+	case p.isKw("DESCRIBE"), p.isKw("DESC"):
+		p.next()
+		name, _ := p.qualifiedName("a table name")
+		return &Describe{Pos: t.pos, Name: name}
+	case p.isKw("EXPLAIN"):
+		p.next()
+		for p.isKw("PLAN") || p.isKw("FOR") || p.isKw("CHANGELOG_MODE") || p.isKw("ESTIMATED_COST") || p.isKw("JSON_EXECUTION_PLAN") || (p.isOp(",") && p.i > 0) {
+			p.next()
+		}
+		inner := p.stmt()
+		switch inner.(type) {
+		case *QueryStmt, *Insert, *StatementSet:
+		default:
+			panic(bail{Errorf(inner.StmtPos(), "EXPLAIN takes a query, an INSERT or a statement set")})
+		}
+		return &Explain{Pos: t.pos, Stmt: inner}
+	case p.isKw("SET"):
+		p.next()
+		if p.tok().kind == tEOF || p.isOp(";") {
+			return &Set{Pos: t.pos}
+		}
+		k, _ := p.stringLit("a quoted key ('key' = 'value')")
+		p.wantOp("=")
+		v, _ := p.stringLit("a quoted value ('key' = 'value')")
+		return &Set{Pos: t.pos, Key: k, Value: v}
+	case p.isKw("RESET"):
+		p.next()
+		r := &Reset{Pos: t.pos}
+		if p.tok().kind == tString {
+			r.Key, _ = p.stringLit("a quoted key")
+		}
+		return r
+	case p.isKw("EXECUTE"):
+		p.next()
+		if p.acceptKw("STATEMENT", "SET") {
+			p.wantKw("BEGIN")
+			return p.statementSetBody(t.pos)
+		}
+		if p.isKw("INSERT") {
+			return p.insert()
+		}
+		if p.isKw("SELECT") {
+			return &QueryStmt{Query: p.query()}
+		}
+		p.fail("STATEMENT SET, INSERT or SELECT")
+	case p.isKw("BEGIN"):
+		p.next()
+		p.wantKw("STATEMENT", "SET")
+		p.acceptOp(";")
+		return p.statementSetBody(t.pos)
+	}
+	p.fail("a statement (CREATE, DROP, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, EXECUTE)")
+	return nil
+}
+
+func (p *parser) statementSetBody(pos Pos) Stmt {
+	ss := &StatementSet{Pos: pos}
+	for {
+		for p.acceptOp(";") {
+		}
+		if p.acceptKw("END") {
+			return ss
+		}
+		if !p.isKw("INSERT") {
+			p.fail("INSERT or END")
+		}
+		ss.Inserts = append(ss.Inserts, p.insert().(*Insert))
+	}
+}
+
+func (p *parser) create() Stmt {
+	pos := p.next().pos
+	temporary := p.acceptKw("TEMPORARY")
+	if p.acceptKw("SYSTEM") {
+		// CREATE TEMPORARY SYSTEM FUNCTION: not supported; let the
+		// expectation below report it.
+		p.i--
+	}
+	switch {
+	case p.acceptKw("TABLE"):
+		ct := &CreateTable{Pos: pos, Temporary: temporary}
+		ct.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
+		ct.Name, _ = p.qualifiedName("a table name")
+		if p.isKw("AS") {
+			p.fail(`"(" (CREATE TABLE ... AS SELECT is not supported yet)`)
+		}
+		p.wantOp("(")
+		for {
+			p.tableElement(ct)
+			if p.acceptOp(")") {
+				break
+			}
+			p.wantOp(",")
+		}
+		if p.acceptKw("COMMENT") {
+			ct.Comment, _ = p.stringLit("a comment string")
+		}
+		if p.acceptKw("PARTITIONED", "BY") {
+			p.wantOp("(")
+			for {
+				p.ident("a column name")
+				if p.acceptOp(")") {
+					break
+				}
+				p.wantOp(",")
+			}
+		}
+		if p.acceptKw("WITH") {
+			ct.Options = p.options()
+		}
+		return ct
+	case p.acceptKw("VIEW"):
+		cv := &CreateView{Pos: pos, Temporary: temporary}
+		cv.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
+		cv.Name, _ = p.qualifiedName("a view name")
+		if p.acceptOp("(") {
+			for {
+				c, _ := p.ident("a column name")
+				cv.Columns = append(cv.Columns, c)
+				if p.acceptOp(")") {
+					break
+				}
+				p.wantOp(",")
+			}
+		}
+		p.wantKw("AS")
+		cv.Query = p.query()
+		return cv
+	}
+	p.fail("TABLE or VIEW")
+	return nil
+}
+
+func (p *parser) options() []Option {
+	p.wantOp("(")
+	var out []Option
+	if p.acceptOp(")") {
+		return out
+	}
+	for {
+		k, pos := p.stringLit("a quoted option key")
+		p.wantOp("=")
+		v, _ := p.stringLit("a quoted option value")
+		out = append(out, Option{Pos: pos, Key: k, Value: v})
+		if p.acceptOp(")") {
+			return out
+		}
+		p.wantOp(",")
+	}
+}
+
+func (p *parser) tableElement(ct *CreateTable) {
+	t := p.tok()
+	switch {
+	case p.isKw("WATERMARK"):
+		p.next()
+		p.wantKw("FOR")
+		col, _ := p.qualifiedName("a column name")
+		p.wantKw("AS")
+		ct.Watermark = &Watermark{Pos: t.pos, Column: col, Expr: p.expr()}
+		return
+	case p.isKw("PRIMARY"), p.isKw("CONSTRAINT"):
+		if p.acceptKw("CONSTRAINT") {
+			p.ident("a constraint name")
+		}
+		p.wantKw("PRIMARY", "KEY")
+		p.wantOp("(")
+		for {
+			c, _ := p.ident("a column name")
+			ct.PrimaryKey = append(ct.PrimaryKey, c)
+			if p.acceptOp(")") {
+				break
+			}
+			p.wantOp(",")
+		}
+		p.wantKw("NOT", "ENFORCED")
+		return
+	}
+	name, pos := p.ident("a column name, WATERMARK or PRIMARY KEY")
+	col := ColumnDef{Pos: pos, Name: name}
+	if p.acceptKw("AS") {
+		col.Computed = p.expr()
+	} else {
+		col.Type = p.dataType()
+		if p.acceptKw("PRIMARY", "KEY") {
+			p.wantKw("NOT", "ENFORCED")
+			ct.PrimaryKey = []string{name}
+		}
+		if p.acceptKw("METADATA") {
+			col.Metadata = name
+			if p.acceptKw("FROM") {
+				col.Metadata, _ = p.stringLit("a metadata key")
+			}
+			col.Virtual = p.acceptKw("VIRTUAL")
+		}
+	}
+	if p.acceptKw("COMMENT") {
+		col.Comment, _ = p.stringLit("a comment string")
+	}
+	ct.Columns = append(ct.Columns, col)
+}
+
+// dataType reads a type: Flink's names, ROW<...>/ROW(...), ARRAY<...>,
+// MAP<...>, `T ARRAY`, and NOT NULL / NULL.
+func (p *parser) dataType() types.Type {
+	t := p.tok()
+	if t.kind != tIdent {
+		p.fail("a data type")
+	}
+	p.next()
+	name := strings.ToUpper(t.text)
+	var ty types.Type
+	intArg := func(def int) int {
+		if !p.acceptOp("(") {
+			return def
+		}
+		n := p.intLit("a length or precision")
+		p.wantOp(")")
+		return n
+	}
+	switch name {
+	case "BOOLEAN", "BOOL":
+		ty.Kind = types.Boolean
+	case "TINYINT":
+		ty.Kind = types.TinyInt
+	case "SMALLINT":
+		ty.Kind = types.SmallInt
+	case "INT", "INTEGER":
+		ty.Kind = types.Int
+	case "BIGINT":
+		ty.Kind = types.BigInt
+	case "FLOAT", "REAL":
+		ty.Kind = types.Float
+	case "DOUBLE":
+		p.acceptKw("PRECISION")
+		ty.Kind = types.Double
+	case "DECIMAL", "DEC", "NUMERIC":
+		ty = types.DecimalType(10, 0)
+		if p.acceptOp("(") {
+			ty.Precision = p.intLit("a precision")
+			if p.acceptOp(",") {
+				ty.Scale = p.intLit("a scale")
+			}
+			p.wantOp(")")
+		}
+		if ty.Precision < 1 || ty.Precision > 38 || ty.Scale < 0 || ty.Scale > ty.Precision {
+			panic(bail{Errorf(t.pos, "DECIMAL(%d, %d): precision must be 1..38 and scale 0..precision", ty.Precision, ty.Scale)})
+		}
+	case "CHAR", "CHARACTER":
+		if p.acceptKw("VARYING") {
+			ty = types.Type{Kind: types.Varchar, Length: intArg(types.MaxLength)}
+		} else {
+			ty = types.Type{Kind: types.Char, Length: intArg(1)}
+		}
+	case "VARCHAR":
+		ty = types.Type{Kind: types.Varchar, Length: intArg(types.MaxLength)}
+	case "STRING":
+		ty = types.StringType
+	case "BINARY":
+		ty = types.Type{Kind: types.Binary, Length: intArg(1)}
+	case "VARBINARY":
+		ty = types.Type{Kind: types.Varbinary, Length: intArg(types.MaxLength)}
+	case "BYTES":
+		ty = types.BytesType
+	case "DATE":
+		ty.Kind = types.Date
+	case "TIME":
+		ty = types.Type{Kind: types.Time, Precision: intArg(0)}
+		p.acceptKw("WITHOUT", "TIME", "ZONE")
+	case "TIMESTAMP":
+		ty = types.Type{Kind: types.Timestamp, Precision: intArg(6)}
+		if p.acceptKw("WITH", "LOCAL", "TIME", "ZONE") {
+			ty.Kind = types.TimestampLTZ
+		} else {
+			p.acceptKw("WITHOUT", "TIME", "ZONE")
+		}
+	case "TIMESTAMP_LTZ":
+		ty = types.Type{Kind: types.TimestampLTZ, Precision: intArg(6)}
+	case "ARRAY", "MULTISET":
+		p.wantOp("<")
+		elem := p.dataType()
+		p.wantOp(">")
+		ty = types.ArrayOf(elem)
+		if name == "MULTISET" {
+			ty.Kind = types.Multiset
+		}
+	case "MAP":
+		p.wantOp("<")
+		k := p.dataType()
+		p.wantOp(",")
+		v := p.dataType()
+		p.wantOp(">")
+		ty = types.MapOf(k, v)
+	case "ROW":
+		closing := ">"
+		if p.acceptOp("(") {
+			closing = ")"
+		} else {
+			p.wantOp("<")
+		}
+		ty = types.RowOf()
+		if !p.acceptOp(closing) {
+			for {
+				fname, _ := p.ident("a field name")
+				f := types.Field{Name: fname, Type: p.dataType()}
+				if p.tok().kind == tString {
+					f.Description, _ = p.stringLit("a description")
+				}
+				ty.Fields = append(ty.Fields, f)
+				if p.acceptOp(closing) {
+					break
+				}
+				p.wantOp(",")
+			}
+		}
+	case "INTERVAL":
+		ty.Kind = types.Interval
+		u := strings.ToUpper(p.next().text)
+		ty.Months = u == "YEAR" || u == "MONTH"
+		if p.acceptKw("TO") {
+			p.next()
+		}
+	default:
+		panic(bail{Errorf(t.pos, "expected a data type, found %s", t.describe())})
+	}
+	for {
+		switch {
+		case p.acceptKw("NOT", "NULL"):
+			ty.NotNull = true
+			continue
+		case p.isKw("NULL"):
+			p.next()
+			continue
+		case p.isKw("ARRAY"):
+			p.next()
+			ty = types.ArrayOf(ty)
+			continue
+		case p.isKw("MULTISET"):
+			p.next()
+			ty = types.ArrayOf(ty)
+			ty.Kind = types.Multiset
+			continue
+		}
+		return ty
+	}
+}
+
+// The '<' and '>' of ROW<...> are lexed as operators; '>>' never occurs
+// since the lexer has no such operator.
+
+func (p *parser) intLit(what string) int {
+	t := p.tok()
+	if t.kind != tNumber {
+		p.fail(what)
+	}
+	n, err := strconv.Atoi(t.text)
+	if err != nil {
+		p.fail(what)
+	}
+	p.next()
+	return n
+}
+
+func (p *parser) drop() Stmt {
+	pos := p.next().pos
+	d := &Drop{Pos: pos}
+	d.Temporary = p.acceptKw("TEMPORARY")
+	switch {
+	case p.acceptKw("TABLE"):
+	case p.acceptKw("VIEW"):
+		d.View = true
+	default:
+		p.fail("TABLE or VIEW")
+	}
+	d.IfExists = p.acceptKw("IF", "EXISTS")
+	d.Name, _ = p.qualifiedName("a name")
+	return d
+}
+
+func (p *parser) insert() Stmt {
+	pos := p.next().pos
+	ins := &Insert{Pos: pos}
+	switch {
+	case p.acceptKw("INTO"):
+	case p.acceptKw("OVERWRITE"):
+		ins.Overwrite = true
+	default:
+		p.fail("INTO or OVERWRITE")
+	}
+	ins.TablePos = p.tok().pos
+	ins.Table, _ = p.qualifiedName("a table name")
+	if p.isOp("(") && !(p.isKwAt(1, "SELECT") || p.isKwAt(1, "WITH") || p.isKwAt(1, "VALUES")) {
+		p.next()
+		for {
+			c, _ := p.ident("a column name")
+			ins.Columns = append(ins.Columns, c)
+			if p.acceptOp(")") {
+				break
+			}
+			p.wantOp(",")
+		}
+	}
+	ins.Query = p.query()
+	return ins
+}
+
+// query: set operations over query terms, then ORDER BY / LIMIT.
+func (p *parser) query() Query {
+	if p.isKw("WITH") {
+		w := &With{Pos: p.next().pos}
+		for {
+			name, _ := p.ident("a name for the WITH query")
+			var cols []string
+			if p.acceptOp("(") {
+				for {
+					c, _ := p.ident("a column name")
+					cols = append(cols, c)
+					if p.acceptOp(")") {
+						break
+					}
+					p.wantOp(",")
+				}
+			}
+			p.wantKw("AS")
+			p.wantOp("(")
+			q := p.query()
+			p.wantOp(")")
+			w.Names, w.Columns, w.Queries = append(w.Names, name), append(w.Columns, cols), append(w.Queries, q)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		w.Body = p.query()
+		return w
+	}
+	q := p.queryTerm()
+	for p.isKw("UNION") || p.isKw("EXCEPT") || p.isKw("INTERSECT") || p.isKw("MINUS") {
+		t := p.next()
+		op := strings.ToUpper(t.text)
+		if op == "MINUS" {
+			op = "EXCEPT"
+		}
+		all := p.acceptKw("ALL")
+		if !all {
+			p.acceptKw("DISTINCT")
+		}
+		q = &SetOp{Pos: t.pos, Op: op, All: all, Left: q, Right: p.queryTerm()}
+	}
+	if p.isKw("ORDER") || p.isKw("LIMIT") {
+		s, ok := q.(*Select)
+		if !ok {
+			s = &Select{Pos: q.QueryPos(), Items: []SelectItem{{Star: true}}, From: &SubqueryTable{Pos: q.QueryPos(), Query: q}}
+			q = s
+		}
+		if p.acceptKw("ORDER", "BY") {
+			s.OrderBy = p.orderItems()
+		}
+		if p.acceptKw("LIMIT") {
+			s.Limit = p.expr()
+		}
+	}
+	return q
+}
+
+func (p *parser) queryTerm() Query {
+	t := p.tok()
+	switch {
+	case p.isOp("("):
+		p.next()
+		q := p.query()
+		p.wantOp(")")
+		return q
+	case p.acceptKw("VALUES"):
+		v := &Values{Pos: t.pos}
+		for {
+			p.acceptKw("ROW")
+			p.wantOp("(")
+			var row []Expr
+			for {
+				row = append(row, p.expr())
+				if p.acceptOp(")") {
+					break
+				}
+				p.wantOp(",")
+			}
+			v.Rows = append(v.Rows, row)
+			if !p.acceptOp(",") {
+				return v
+			}
+		}
+	case p.isKw("SELECT"):
+		return p.selectBlock()
+	}
+	p.fail("SELECT, VALUES or \"(\"")
+	return nil
+}
+
+func (p *parser) selectBlock() *Select {
+	s := &Select{Pos: p.next().pos}
+	if p.acceptKw("DISTINCT") {
+		s.Distinct = true
+	} else {
+		p.acceptKw("ALL")
+	}
+	for {
+		s.Items = append(s.Items, p.selectItem())
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if p.acceptKw("FROM") {
+		s.From = p.fromList()
+	}
+	if p.acceptKw("WHERE") {
+		s.Where = p.expr()
+	}
+	if p.acceptKw("GROUP", "BY") {
+		for {
+			s.GroupBy = append(s.GroupBy, p.expr())
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	if p.acceptKw("HAVING") {
+		s.Having = p.expr()
+	}
+	return s
+}
+
+func (p *parser) selectItem() SelectItem {
+	t := p.tok()
+	if p.acceptOp("*") {
+		return SelectItem{Pos: t.pos, Star: true}
+	}
+	if (t.kind == tIdent || t.kind == tQuotedIdent) && p.peek(1).kind == tOp && p.peek(1).text == "." &&
+		p.peek(2).kind == tOp && p.peek(2).text == "*" {
+		p.next()
+		p.next()
+		p.next()
+		return SelectItem{Pos: t.pos, Star: true, StarOf: t.text}
+	}
+	it := SelectItem{Pos: t.pos, Expr: p.expr()}
+	if p.acceptKw("AS") {
+		it.AliasPos = p.tok().pos
+		it.Alias, _ = p.ident("an alias")
+	} else if p.tok().kind == tQuotedIdent || (p.tok().kind == tIdent && !isReserved(p.tok().text)) {
+		it.AliasPos = p.tok().pos
+		it.Alias, _ = p.ident("an alias")
+	}
+	return it
+}
+
+func (p *parser) fromList() TableExpr {
+	left := p.joinedTable()
+	for p.isOp(",") {
+		t := p.next()
+		left = &Join{Pos: t.pos, Kind: CrossJoin, Left: left, Right: p.joinedTable()}
+	}
+	return left
+}
+
+func (p *parser) joinedTable() TableExpr {
+	left := p.tablePrimary()
+	for {
+		t := p.tok()
+		kind := InnerJoin
+		switch {
+		case p.acceptKw("JOIN"), p.acceptKw("INNER", "JOIN"):
+		case p.acceptKw("LEFT", "OUTER", "JOIN"), p.acceptKw("LEFT", "JOIN"):
+			kind = LeftJoin
+		case p.acceptKw("RIGHT", "OUTER", "JOIN"), p.acceptKw("RIGHT", "JOIN"):
+			kind = RightJoin
+		case p.acceptKw("FULL", "OUTER", "JOIN"), p.acceptKw("FULL", "JOIN"):
+			kind = FullJoin
+		case p.acceptKw("CROSS", "JOIN"):
+			kind = CrossJoin
+		default:
+			return left
+		}
+		j := &Join{Pos: t.pos, Kind: kind, Left: left, Right: p.tablePrimary()}
+		if kind != CrossJoin {
+			if p.acceptKw("ON") {
+				j.On = p.expr()
+			} else if p.acceptKw("USING") {
+				p.wantOp("(")
+				for {
+					c, _ := p.ident("a column name")
+					j.Using = append(j.Using, c)
+					if p.acceptOp(")") {
+						break
+					}
+					p.wantOp(",")
+				}
+			} else {
+				p.fail("ON or USING")
+			}
+		}
+		left = j
+	}
+}
+
+func (p *parser) alias() string {
+	if p.acceptKw("AS") {
+		a, _ := p.ident("an alias")
+		return a
+	}
+	if p.tok().kind == tQuotedIdent || (p.tok().kind == tIdent && !isReserved(p.tok().text)) {
+		a, _ := p.ident("an alias")
+		return a
+	}
+	return ""
+}
+
+func (p *parser) tablePrimary() TableExpr {
+	t := p.tok()
+	switch {
+	case p.isOp("("):
+		p.next()
+		if p.isKw("SELECT") || p.isKw("VALUES") || p.isKw("WITH") || p.isOp("(") {
+			q := p.query()
+			p.wantOp(")")
+			return &SubqueryTable{Pos: t.pos, Query: q, Alias: p.alias()}
+		}
+		te := p.fromList()
+		p.wantOp(")")
+		return te
+	case p.isKw("LATERAL"):
+		p.fail("a table (LATERAL is not supported yet)")
+	case p.isKw("TABLE") && p.peek(1).kind == tOp && p.peek(1).text == "(":
+		p.next()
+		p.next()
+		ft := p.tok()
+		name, _ := p.ident("a table function name")
+		p.wantOp("(")
+		tf := &TableFunc{Pos: ft.pos, Name: strings.ToUpper(name)}
+		if !p.acceptOp(")") {
+			for {
+				tf.Args = append(tf.Args, p.tvfArg())
+				if p.acceptOp(")") {
+					break
+				}
+				p.wantOp(",")
+			}
+		}
+		p.wantOp(")")
+		tf.Alias = p.alias()
+		return tf
+	}
+	name, pos := p.qualifiedName("a table name, \"(\" or TABLE(...)")
+	ref := &TableRef{Pos: pos, Name: name}
+	if p.isOp("/") && p.peek(1).kind == tOp && p.peek(1).text == "*" {
+		// hints are dropped by the lexer as comments; nothing to do
+	}
+	if p.acceptKw("FOR", "SYSTEM_TIME", "AS", "OF") {
+		ref.AsOf = p.expr()
+	}
+	ref.Alias = p.alias()
+	return ref
+}
+
+func (p *parser) tvfArg() Expr {
+	t := p.tok()
+	if (t.kind == tIdent || t.kind == tQuotedIdent) && p.peek(1).kind == tOp && p.peek(1).text == "=>" {
+		p.next()
+		p.next()
+		return &NamedArg{Pos: t.pos, Name: strings.ToUpper(t.text), X: p.tvfArg()}
+	}
+	if p.acceptKw("TABLE") {
+		if p.isOp("(") {
+			p.next()
+			q := p.query()
+			p.wantOp(")")
+			return &TableArg{Pos: t.pos, Table: &SubqueryTable{Pos: t.pos, Query: q}}
+		}
+		name, pos := p.qualifiedName("a table name")
+		return &TableArg{Pos: t.pos, Table: &TableRef{Pos: pos, Name: name}}
+	}
+	if p.isKw("DESCRIPTOR") {
+		p.next()
+		d := &Descriptor{Pos: t.pos}
+		p.wantOp("(")
+		for {
+			c, _ := p.ident("a column name")
+			d.Cols = append(d.Cols, c)
+			if p.acceptOp(")") {
+				break
+			}
+			p.wantOp(",")
+		}
+		return d
+	}
+	return p.expr()
+}
+
+func (p *parser) orderItems() []OrderItem {
+	var out []OrderItem
+	for {
+		it := OrderItem{Expr: p.expr()}
+		if p.acceptKw("DESC") {
+			it.Desc = true
+		} else {
+			p.acceptKw("ASC")
+		}
+		if p.acceptKw("NULLS", "FIRST") {
+			b := true
+			it.NullsFirst = &b
+		} else if p.acceptKw("NULLS", "LAST") {
+			b := false
+			it.NullsFirst = &b
+		}
+		out = append(out, it)
+		if !p.acceptOp(",") {
+			return out
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package parser
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestParse runs testdata/parse: each case is statements and either a
+// summary of what was parsed (statement kinds, tables, columns, types) or
+// the error with its line and column.
+func TestParse(t *testing.T) {
+	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
+		text := d.Input
+		if d.HasArg("vars") {
+			var kvs []string
+			d.ScanArgs(t, "vars", &kvs)
+			vars := map[string]string{}
+			for _, kv := range kvs {
+				k, v, _ := strings.Cut(kv, "=")
+				vars[k] = v
+			}
+			var err error
+			if text, err = Substitute(text, vars); err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+		}
+		stmts, err := Parse(text)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		var b strings.Builder
+		for _, s := range stmts {
+			b.WriteString(summary(s))
+			b.WriteByte('\n')
+		}
+		return b.String()
+	})
+}
+
+// summary is a one-line summary of a statement, for tests.
+func summary(s Stmt) string {
+	switch s := s.(type) {
+	case *CreateTable:
+		var cols []string
+		for _, c := range s.Columns {
+			if c.Computed != nil {
+				cols = append(cols, c.Name+" AS "+ExprString(c.Computed))
+			} else {
+				cols = append(cols, c.Name+" "+c.Type.String())
+			}
+		}
+		out := fmt.Sprintf("create table %s (%s)", s.Name, strings.Join(cols, ", "))
+		if s.Watermark != nil {
+			out += " watermark " + s.Watermark.Column + " AS " + ExprString(s.Watermark.Expr)
+		}
+		if len(s.PrimaryKey) > 0 {
+			out += " pk " + strings.Join(s.PrimaryKey, ",")
+		}
+		for _, o := range s.Options {
+			out += fmt.Sprintf(" %s=%s", o.Key, o.Value)
+		}
+		return out
+	case *CreateView:
+		return "create view " + s.Name + " AS " + QueryString(s.Query)
+	case *Drop:
+		return fmt.Sprintf("drop view=%v ifexists=%v %s", s.View, s.IfExists, s.Name)
+	case *Insert:
+		return fmt.Sprintf("insert into %s %v %s", s.Table, s.Columns, QueryString(s.Query))
+	case *QueryStmt:
+		return QueryString(s.Query)
+	case *ShowTables:
+		return "show tables"
+	case *Describe:
+		return "describe " + s.Name
+	case *Explain:
+		return "explain " + summary(s.Stmt)
+	case *Set:
+		return fmt.Sprintf("set %q=%q", s.Key, s.Value)
+	case *Reset:
+		return fmt.Sprintf("reset %q", s.Key)
+	case *StatementSet:
+		var parts []string
+		for _, i := range s.Inserts {
+			parts = append(parts, summary(i))
+		}
+		return "statement set {" + strings.Join(parts, "; ") + "}"
+	}
+	return fmt.Sprintf("%T", s)
+}

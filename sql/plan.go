@@ -1,0 +1,732 @@
+package sql
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// rel is a node of a plan: a relational operator with its output columns,
+// its changelog mode and how to build it on a job.
+type rel struct {
+	// op names the operator as EXPLAIN prints it and as errors name it
+	// ("GroupAggregate(groupBy=[a], select=[a, COUNT(*)])").
+	op     string
+	sc     *scope
+	mode   types.ChangelogMode
+	inputs []*rel
+	build  func(b *builder) (*weir.Stream[types.Row], error)
+	// updater names the operator that made this result updating, for the
+	// error of an insert-only sink.
+	updater string
+	// bounded is set when every source below ends.
+	bounded bool
+	// win is set on a window table function's output, so that an
+	// aggregation or join over it can use the window operators.
+	win *windowSpec
+	// rank is set on a ROW_NUMBER() select list that waits for the
+	// enclosing query's filter on the row number.
+	rank *rankSpec
+	// pk holds the columns of a table's primary key (a source only), for
+	// temporal joins.
+	pk []int
+}
+
+// builder turns rels into streams on one job. Each rel is built once,
+// so a table read by two branches of a query is read once... per
+// reference of the table in the text (as Flink without source reuse).
+type builder struct {
+	job      *weir.Job
+	settings connector.Settings
+	built    map[*rel]*weir.Stream[types.Row]
+	n        int
+}
+
+func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {
+	if s, ok := b.built[r]; ok {
+		return s, nil
+	}
+	s, err := r.build(b)
+	if err != nil {
+		return nil, err
+	}
+	b.built[r] = s
+	return s, nil
+}
+
+// uid gives operators stable names in plan order, so that a job restored
+// from a checkpoint of the same statements finds its state.
+func (b *builder) uid(kind string) weir.Option {
+	b.n++
+	return weir.UID(fmt.Sprintf("sql-%d-%s", b.n, kind))
+}
+
+func maxMode(a, b types.ChangelogMode) types.ChangelogMode { return max(a, b) }
+
+func mergeUpdater(rs ...*rel) string {
+	for _, r := range rs {
+		if r.updater != "" {
+			return r.updater
+		}
+	}
+	return ""
+}
+
+func allBounded(rs ...*rel) bool {
+	for _, r := range rs {
+		if !r.bounded {
+			return false
+		}
+	}
+	return true
+}
+
+// planner plans queries against a session's catalog.
+type planner struct {
+	s *Session
+	// viewDepth guards against views that refer to themselves.
+	viewDepth int
+	// ctes are the WITH queries in scope, by lower-case name.
+	ctes map[string]*parser.CreateView
+}
+
+func (p *planner) planQuery(q parser.Query) (*rel, error) {
+	switch q := q.(type) {
+	case *parser.Select:
+		return p.planSelect(q)
+	case *parser.SetOp:
+		return p.planSetOp(q)
+	case *parser.Values:
+		return p.planValues(q)
+	case *parser.With:
+		saved := p.ctes
+		p.ctes = map[string]*parser.CreateView{}
+		for k, v := range saved {
+			p.ctes[k] = v
+		}
+		for i, n := range q.Names {
+			p.ctes[strings.ToLower(n)] = &parser.CreateView{Pos: q.Pos, Name: n, Columns: q.Columns[i], Query: q.Queries[i]}
+		}
+		r, err := p.planQuery(q.Body)
+		p.ctes = saved
+		return r, err
+	}
+	return nil, fmt.Errorf("unsupported query %T", q)
+}
+
+func (p *planner) planValues(q *parser.Values) (*rel, error) {
+	ec := &exprCompiler{sc: &scope{}, what: "VALUES"}
+	var rows [][]cexpr
+	for _, r := range q.Rows {
+		var row []cexpr
+		for _, e := range r {
+			ce, err := ec.compile(e)
+			if err != nil {
+				return nil, err
+			}
+			if !ce.konst {
+				return nil, errAt(e, "VALUES needs constant expressions")
+			}
+			row = append(row, ce)
+		}
+		if len(rows) > 0 && len(row) != len(rows[0]) {
+			return nil, parser.Errorf(q.Pos, "VALUES rows have different numbers of columns")
+		}
+		rows = append(rows, row)
+	}
+	n := len(rows[0])
+	sc := &scope{}
+	for i := 0; i < n; i++ {
+		ts := make([]types.Type, len(rows))
+		for j := range rows {
+			ts[j] = rows[j][i].t
+		}
+		t, ok := commonType(ts)
+		if !ok {
+			return nil, parser.Errorf(q.Pos, "VALUES column %d has incompatible types", i+1)
+		}
+		sc.cols = append(sc.cols, column{name: fmt.Sprintf("EXPR$%d", i), t: t})
+	}
+	data := make([]types.Row, len(rows))
+	for j, row := range rows {
+		vs := make([]types.Value, n)
+		for i, ce := range row {
+			c, err := castExpr(ce, sc.cols[i].t, q.Rows[j][i])
+			if err != nil {
+				return nil, err
+			}
+			vs[i] = c.eval(nil)
+		}
+		data[j] = types.Row{Values: vs}
+	}
+	return &rel{op: fmt.Sprintf("Values(tuples=%d)", len(data)), sc: sc, bounded: true,
+		build: func(b *builder) (*weir.Stream[types.Row], error) {
+			return weir.FromSource(b.job, "values", weir.SliceSource(data), weir.NoWatermarks[types.Row](), b.uid("values")), nil
+		}}, nil
+}
+
+func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
+	if q.Op != "UNION" || !q.All {
+		all := ""
+		if !q.All {
+			all = " (without ALL)"
+		}
+		return nil, parser.Errorf(q.Pos, "%s%s is not supported yet (UNION ALL is)", q.Op, all)
+	}
+	l, err := p.planQuery(q.Left)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.planQuery(q.Right)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.sc.cols) != len(r.sc.cols) {
+		return nil, parser.Errorf(q.Pos, "UNION ALL of %d and %d columns", len(l.sc.cols), len(r.sc.cols))
+	}
+	sc := &scope{}
+	for i := range l.sc.cols {
+		t, ok := commonType([]types.Type{l.sc.cols[i].t, r.sc.cols[i].t})
+		if !ok {
+			return nil, parser.Errorf(q.Pos, "UNION ALL column '%s' has types %s and %s", l.sc.cols[i].name, l.sc.cols[i].t, r.sc.cols[i].t)
+		}
+		if l.sc.cols[i].t.TimeAttr == types.RowtimeAttr && r.sc.cols[i].t.TimeAttr == types.RowtimeAttr {
+			t.TimeAttr = types.RowtimeAttr
+		}
+		sc.cols = append(sc.cols, column{name: l.sc.cols[i].name, t: t})
+	}
+	lc, err := castRel(l, sc)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := castRel(r, sc)
+	if err != nil {
+		return nil, err
+	}
+	return &rel{op: "Union(all=[true])", sc: sc, mode: maxMode(l.mode, r.mode), inputs: []*rel{lc, rc},
+		updater: mergeUpdater(l, r), bounded: allBounded(l, r),
+		build: func(b *builder) (*weir.Stream[types.Row], error) {
+			ls, err := b.stream(lc)
+			if err != nil {
+				return nil, err
+			}
+			rs, err := b.stream(rc)
+			if err != nil {
+				return nil, err
+			}
+			return weir.Union(ls, rs), nil
+		}}, nil
+}
+
+// castRel converts r's columns to the types of sc (names from sc); it
+// returns r itself when nothing changes.
+func castRel(r *rel, sc *scope) (*rel, error) {
+	same := true
+	fns := make([]func(types.Value) types.Value, len(sc.cols))
+	for i, c := range sc.cols {
+		from := r.sc.cols[i].t
+		if from.Kind == c.t.Kind && from.Precision == c.t.Precision && from.Scale == c.t.Scale {
+			continue
+		}
+		fn, err := castFn(from, c.t)
+		if err != nil {
+			return nil, fmt.Errorf("column '%s': %v", c.name, err)
+		}
+		fns[i] = fn
+		same = false
+	}
+	if same {
+		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, win: r.win}, nil
+	}
+	return &rel{op: "Calc(cast)", sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded,
+		build: func(b *builder) (*weir.Stream[types.Row], error) {
+			in, err := b.stream(r)
+			if err != nil {
+				return nil, err
+			}
+			return weir.Map(in, func(row types.Row) types.Row {
+				vs := make([]types.Value, len(fns))
+				for i, fn := range fns {
+					if fn == nil {
+						vs[i] = row.Values[i]
+					} else {
+						vs[i] = fn(row.Values[i])
+					}
+				}
+				return types.Row{Kind: row.Kind, Values: vs}
+			}, b.uid("cast")), nil
+		}}, nil
+}
+
+// requalify returns r with its columns qualified by alias (a FROM item's
+// name).
+func requalify(r *rel, alias string) *rel {
+	sc := &scope{cols: make([]column, len(r.sc.cols))}
+	for i, c := range r.sc.cols {
+		c.qual = alias
+		sc.cols[i] = c
+	}
+	out := *r
+	out.sc = sc
+	return &out
+}
+
+func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
+	switch t := te.(type) {
+	case *parser.TableRef:
+		if t.AsOf != nil {
+			return nil, parser.Errorf(t.Pos, "FOR SYSTEM_TIME AS OF (temporal joins) is not supported yet")
+		}
+		r, err := p.planTableName(t.Name, t.Pos)
+		if err != nil {
+			return nil, err
+		}
+		alias := t.Alias
+		if alias == "" {
+			alias = t.Name
+			if i := strings.LastIndexByte(alias, '.'); i >= 0 {
+				alias = alias[i+1:]
+			}
+		}
+		return requalify(r, alias), nil
+	case *parser.SubqueryTable:
+		r, err := p.planQuery(t.Query)
+		if err != nil {
+			return nil, err
+		}
+		return requalify(r, t.Alias), nil
+	case *parser.Join:
+		return p.planJoin(t)
+	case *parser.TableFunc:
+		return p.planWindowTVF(t)
+	}
+	return nil, fmt.Errorf("unsupported FROM item %T", te)
+}
+
+func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
+	n := normName(name)
+	v := p.s.cat.views[n]
+	if cte := p.ctes[strings.ToLower(name)]; cte != nil {
+		v = &viewDef{ddl: cte}
+	}
+	if v != nil {
+		if p.viewDepth > 32 {
+			return nil, parser.Errorf(pos, "view '%s' refers to itself", name)
+		}
+		p.viewDepth++
+		r, err := p.planQuery(v.ddl.Query)
+		p.viewDepth--
+		if err != nil {
+			return nil, err
+		}
+		if len(v.ddl.Columns) > 0 {
+			if len(v.ddl.Columns) != len(r.sc.cols) {
+				return nil, parser.Errorf(v.ddl.Pos, "view '%s' names %d columns but its query has %d", name, len(v.ddl.Columns), len(r.sc.cols))
+			}
+			sc := &scope{cols: append([]column(nil), r.sc.cols...)}
+			for i := range sc.cols {
+				sc.cols[i].name = v.ddl.Columns[i]
+			}
+			out := *r
+			out.sc = sc
+			r = &out
+		}
+		return r, nil
+	}
+	td := p.s.cat.tables[n]
+	if td == nil {
+		return nil, parser.Errorf(pos, "table or view '%s' not found (known: %s)", name, strings.Join(p.s.cat.names(), ", "))
+	}
+	return p.s.sourceRel(td, pos)
+}
+
+// sourceRel plans a read of a table: the connector's source, the
+// watermark strategy of its WATERMARK clause and a Calc that appends the
+// computed columns.
+func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
+	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings()}
+	for _, pi := range td.physical {
+		ct.Schema = append(ct.Schema, types.Field{Name: td.cols[pi].name, Type: td.cols[pi].t.Nullable()})
+		ct.Schema[len(ct.Schema)-1].Type.NotNull = td.cols[pi].t.NotNull
+		ct.Schema[len(ct.Schema)-1].Type.TimeAttr = types.NoTimeAttr
+	}
+	ct.PrimaryKey = td.pk
+	src, err := connector.CreateSource(ct)
+	if err != nil {
+		return nil, parser.Errorf(pos, "%v", err)
+	}
+	sc := &scope{cols: append([]column(nil), td.cols...)}
+	phys := &scope{}
+	for _, pi := range td.physical {
+		phys.cols = append(phys.cols, td.cols[pi])
+	}
+	ec := &exprCompiler{sc: phys}
+	// computed columns over the physical row
+	type comp struct {
+		idx  int
+		eval evalFn
+	}
+	var comps []comp
+	for _, cc := range td.computed {
+		ce, err := ec.compile(cc.expr)
+		if err != nil {
+			return nil, err
+		}
+		comps = append(comps, comp{cc.idx, ce.eval})
+	}
+	// where each output column comes from: physical index, or -1
+	physAt := make([]int, len(td.cols))
+	for i := range physAt {
+		physAt[i] = -1
+	}
+	for j, pi := range td.physical {
+		physAt[pi] = j
+	}
+	var tsFn func(types.Row) time.Time
+	if td.rowtime >= 0 {
+		var ev evalFn
+		if j := physAt[td.rowtime]; j >= 0 {
+			ev = func(r []types.Value) types.Value { return r[j] }
+		} else {
+			for _, c := range comps {
+				if c.idx == td.rowtime {
+					ev = c.eval
+				}
+			}
+		}
+		tsFn = func(r types.Row) time.Time {
+			v := ev(r.Values)
+			if v.Null {
+				return time.UnixMicro(0)
+			}
+			return time.UnixMicro(v.I)
+		}
+	}
+	mode := src.Changelog
+	op := fmt.Sprintf("TableSourceScan(table=[%s], fields=[%s])", td.ddl.Name, strings.Join(phys.schema().Names(), ", "))
+	if td.rowtime >= 0 {
+		op = fmt.Sprintf("%s, watermark=[%s - %s]", op, td.cols[td.rowtime].name, td.delay)
+	}
+	delay := td.delay
+	r := &rel{op: op, sc: sc, mode: mode, bounded: src.Bounded,
+		build: func(b *builder) (*weir.Stream[types.Row], error) {
+			ws := weir.NoWatermarks[types.Row]()
+			if tsFn != nil {
+				ws = weir.BoundedOutOfOrderness(delay, tsFn)
+			}
+			opts := append([]weir.Option{b.uid("source-" + td.ddl.Name)}, src.Options...)
+			st := weir.FromSource(b.job, td.ddl.Name, src.Source, ws, opts...)
+			if len(comps) == 0 {
+				return st, nil
+			}
+			n := len(physAt)
+			return weir.Map(st, func(row types.Row) types.Row {
+				vs := make([]types.Value, n)
+				for i, j := range physAt {
+					if j >= 0 {
+						vs[i] = row.Values[j]
+					}
+				}
+				for _, c := range comps {
+					vs[c.idx] = c.eval(row.Values)
+				}
+				return types.Row{Kind: row.Kind, Values: vs}
+			}, b.uid("computed")), nil
+		}}
+	for _, k := range td.pk {
+		r.pk = append(r.pk, td.physical[k])
+	}
+	if mode == types.Upsert {
+		n, err := normalizeRel(r, td)
+		if n != nil {
+			n.pk = r.pk
+		}
+		return n, err
+	}
+	if mode != types.InsertOnly {
+		r.updater = op
+	}
+	return r, nil
+}
+
+// projection is a compiled select list.
+type projection struct {
+	names []string
+	exprs []cexpr
+}
+
+// expandSelect compiles a select list against a scope (stars expanded).
+func expandSelect(items []parser.SelectItem, ec *exprCompiler) (*projection, error) {
+	pr := &projection{}
+	for i, it := range items {
+		if it.Star {
+			n := 0
+			for j, c := range ec.sc.cols {
+				if it.StarOf != "" && !strings.EqualFold(c.qual, it.StarOf) {
+					continue
+				}
+				pr.names = append(pr.names, c.name)
+				pr.exprs = append(pr.exprs, colRef(j, c.t))
+				n++
+			}
+			if n == 0 && it.StarOf != "" {
+				return nil, parser.Errorf(it.Pos, "unknown table '%s' in %s.*", it.StarOf, it.StarOf)
+			}
+			continue
+		}
+		ce, err := ec.compile(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := it.Alias
+		if name == "" {
+			name = derivedName(it.Expr, i)
+		}
+		pr.names = append(pr.names, name)
+		pr.exprs = append(pr.exprs, ce)
+	}
+	return pr, nil
+}
+
+// derivedName is the column name of an unaliased select item: a column's
+// (or field's) name, else EXPR$i as Flink names it.
+func derivedName(e parser.Expr, i int) string {
+	if id, ok := e.(*parser.Ident); ok {
+		return id.Parts[len(id.Parts)-1]
+	}
+	return fmt.Sprintf("EXPR$%d", i)
+}
+
+// calcRel applies a projection (and a filter before it) to r.
+func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
+	sc := &scope{}
+	identity := pr != nil && len(pr.exprs) == len(r.sc.cols)
+	if pr == nil {
+		sc = r.sc
+	} else {
+		for i, n := range pr.names {
+			sc.cols = append(sc.cols, column{name: n, t: pr.exprs[i].t})
+			if pr.exprs[i].col != i {
+				identity = false
+			}
+		}
+	}
+	var evals []evalFn
+	if pr != nil && !identity {
+		for _, e := range pr.exprs {
+			evals = append(evals, e.eval)
+		}
+	}
+	out := &rel{op: desc, sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded}
+	out.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		in, err := b.stream(r)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case filter != nil && evals == nil:
+			f := filter.eval
+			return weir.Filter(in, func(row types.Row) bool {
+				v := f(row.Values)
+				return !v.Null && v.Bool()
+			}, b.uid("filter")), nil
+		case filter == nil && evals == nil:
+			return in, nil
+		}
+		var f evalFn
+		if filter != nil {
+			f = filter.eval
+		}
+		n := len(evals)
+		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
+		return weir.FlatMap(in, func(row types.Row, emit func(types.Row)) {
+			if f != nil {
+				if v := f(row.Values); v.Null || !v.Bool() {
+					return
+				}
+			}
+			vs := make([]types.Value, n)
+			for i, ev := range evals {
+				vs[i] = ev(row.Values)
+			}
+			emit(types.Row{Kind: row.Kind, Values: vs})
+		}, b.uid("calc")), nil
+	}
+	return out
+}
+
+func hasAggregate(e parser.Expr) bool {
+	found := false
+	walkExpr(e, func(x parser.Expr) bool {
+		if c, ok := x.(*parser.Call); ok && c.Over == nil && aggregateNames[c.Name] {
+			found = true
+			return false
+		}
+		return !found
+	})
+	return found
+}
+
+func hasOver(e parser.Expr) bool {
+	found := false
+	walkExpr(e, func(x parser.Expr) bool {
+		if c, ok := x.(*parser.Call); ok && c.Over != nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// walkExpr calls fn on e and its sub-expressions, depth first; fn returns
+// false to skip a node's children.
+func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
+	if e == nil || !fn(e) {
+		return
+	}
+	switch e := e.(type) {
+	case *parser.Unary:
+		walkExpr(e.X, fn)
+	case *parser.Binary:
+		walkExpr(e.L, fn)
+		walkExpr(e.R, fn)
+	case *parser.Call:
+		for _, a := range e.Args {
+			walkExpr(a, fn)
+		}
+		walkExpr(e.Filter, fn)
+	case *parser.Case:
+		walkExpr(e.Operand, fn)
+		for _, w := range e.Whens {
+			walkExpr(w.Cond, fn)
+			walkExpr(w.Then, fn)
+		}
+		walkExpr(e.Else, fn)
+	case *parser.Cast:
+		walkExpr(e.X, fn)
+	case *parser.Between:
+		walkExpr(e.X, fn)
+		walkExpr(e.Lo, fn)
+		walkExpr(e.Hi, fn)
+	case *parser.In:
+		walkExpr(e.X, fn)
+		for _, x := range e.List {
+			walkExpr(x, fn)
+		}
+	case *parser.Like:
+		walkExpr(e.X, fn)
+		walkExpr(e.Pattern, fn)
+	case *parser.Is:
+		walkExpr(e.X, fn)
+		walkExpr(e.From, fn)
+	case *parser.Index:
+		walkExpr(e.X, fn)
+		walkExpr(e.Index, fn)
+	case *parser.Field:
+		walkExpr(e.X, fn)
+	case *parser.Extract:
+		walkExpr(e.X, fn)
+	case *parser.NamedArg:
+		walkExpr(e.X, fn)
+	}
+}
+
+func (p *planner) planSelect(s *parser.Select) (*rel, error) {
+	var from *rel
+	var err error
+	if s.From == nil {
+		from, err = p.planValues(&parser.Values{Pos: s.Pos, Rows: [][]parser.Expr{{&parser.Literal{Pos: s.Pos, Kind: parser.NumberLit, Text: "0"}}}})
+		if err != nil {
+			return nil, err
+		}
+		from.sc = &scope{}
+	} else if from, err = p.planFrom(s.From); err != nil {
+		return nil, err
+	}
+	if len(s.OrderBy) > 0 || s.Limit != nil {
+		return nil, parser.Errorf(s.Pos, "ORDER BY and LIMIT are not supported on streams yet (use ROW_NUMBER() OVER (...) for Top-N)")
+	}
+	if s.Where != nil {
+		if hasAggregate(s.Where) {
+			return nil, parser.Errorf(s.Where.ExprPos(), "aggregate functions are not allowed in WHERE (use HAVING)")
+		}
+		from, err = p.where(from, s.Where)
+		if err != nil {
+			return nil, err
+		}
+	}
+	agg := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct
+	for _, it := range s.Items {
+		if it.Expr != nil && hasAggregate(it.Expr) {
+			agg = true
+		}
+	}
+	if agg {
+		return p.planAggregate(s, from)
+	}
+	for _, it := range s.Items {
+		if it.Expr != nil && hasOver(it.Expr) {
+			return p.planOver(s, from)
+		}
+	}
+	ec := &exprCompiler{sc: from.sc, what: "SELECT"}
+	pr, err := expandSelect(s.Items, ec)
+	if err != nil {
+		return nil, err
+	}
+	return calcRel(from, nil, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])"), nil
+}
+
+// where plans a WHERE clause. Over a window table function whose filter
+// does not read the window columns, the filter runs before the windows are
+// assigned, so the window aggregation still sees the TVF.
+func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
+	if from.rank != nil {
+		ec := &exprCompiler{sc: from.sc, what: "WHERE"}
+		limit, rest := rankLimit(w, ec, from.rank.rnPos)
+		if limit >= 1 {
+			spec := *from.rank
+			spec.limit = limit
+			op := fmt.Sprintf("Rank(%s, rankRange=[1..%d])", spec.text, limit)
+			if limit == 1 && len(spec.order) == 1 {
+				op = fmt.Sprintf("Deduplicate(keep=[%s], %s)", map[bool]string{true: "LastRow", false: "FirstRow"}[spec.keepLast], spec.text)
+			}
+			ranked := rankRel(&spec, from.sc, op)
+			if len(rest) == 0 {
+				return ranked, nil
+			}
+			var cond parser.Expr = rest[0]
+			for _, c := range rest[1:] {
+				cond = &parser.Binary{Pos: c.ExprPos(), Op: "AND", L: cond, R: c}
+			}
+			return p.where(ranked, cond)
+		}
+	}
+	if from.win != nil {
+		in := from.win.input
+		ec := &exprCompiler{sc: in.sc, what: "WHERE"}
+		if cond, err := ec.compile(w); err == nil {
+			if cond.t.Kind != types.Boolean {
+				return nil, errAt(w, "WHERE needs a BOOLEAN condition, not %s", cond.t)
+			}
+			filtered := calcRel(in, &cond, nil, "Calc(where=["+parser.ExprString(w)+"])")
+			spec := *from.win
+			spec.input = filtered
+			return p.windowTVFRel(&spec, from.sc), nil
+		}
+	}
+	ec := &exprCompiler{sc: from.sc, what: "WHERE"}
+	cond, err := ec.compile(w)
+	if err != nil {
+		return nil, err
+	}
+	if cond.t.Kind != types.Boolean && cond.t.Kind != types.Null {
+		return nil, errAt(w, "WHERE needs a BOOLEAN condition, not %s", cond.t)
+	}
+	return calcRel(from, &cond, nil, "Calc(where=["+parser.ExprString(w)+"])"), nil
+}
