@@ -35,7 +35,8 @@ CREATE TABLE accounts (
   'schema-name' = 'public',
   'table-name' = '%s',
   'slot.name' = '%s',
-  'decoding.plugin.name' = 'pgoutput'
+  'decoding.plugin.name' = 'pgoutput',
+  'scan.startup.mode' = '%s'
 );
 
 CREATE TABLE owner_totals (
@@ -57,8 +58,13 @@ INSERT INTO owner_totals SELECT owner, SUM(balance), COUNT(*) FROM accounts GROU
 // sqlView sets up the tables and the SQL file of one test.
 type sqlView struct {
 	c    cdcview.Config
-	file string
-	bin  string
+	file string // 'scan.startup.mode' = 'initial': the first run's
+	// restarts is the same file with 'latest-offset', which only matters
+	// when no checkpoint is restored: a restart that did not restore would
+	// then start with empty state from the slot's position, and the view
+	// would never equal the SELECT again.
+	restarts string
+	bin      string
 }
 
 func newSQLView(t *testing.T, name string) *sqlView {
@@ -70,9 +76,11 @@ func newSQLView(t *testing.T, name string) *sqlView {
 	exec(t, fmt.Sprintf(`CREATE TABLE %s (id bigint PRIMARY KEY, owner text NOT NULL, balance bigint NOT NULL)`, c.Source),
 		fmt.Sprintf(`CREATE TABLE %s (owner text PRIMARY KEY, total bigint NOT NULL, n bigint NOT NULL)`, c.View))
 	dir := t.TempDir()
-	v := &sqlView{c: c, file: filepath.Join(dir, "view.sql"), bin: filepath.Join(dir, "weir")}
-	if err := os.WriteFile(v.file, []byte(fmt.Sprintf(viewSQL, server.Dir, c.Source, c.Slot, server.Dir, c.View)), 0o644); err != nil {
-		t.Fatal(err)
+	v := &sqlView{c: c, file: filepath.Join(dir, "view.sql"), restarts: filepath.Join(dir, "view-restart.sql"), bin: filepath.Join(dir, "weir")}
+	for file, mode := range map[string]string{v.file: "initial", v.restarts: "latest-offset"} {
+		if err := os.WriteFile(file, []byte(fmt.Sprintf(viewSQL, server.Dir, c.Source, c.Slot, mode, server.Dir, c.View)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out, err := osexec.Command("go", "build", "-o", v.bin, "github.com/weirstream/weir/cmd/weir").CombinedOutput(); err != nil {
 		t.Fatalf("build weir: %v\n%s", err, out)
@@ -80,14 +88,14 @@ func newSQLView(t *testing.T, name string) *sqlView {
 	return v
 }
 
-func (v *sqlView) args(ck string) []string {
-	return []string{"sql", "-f", v.file, "--parallelism", "2", "--checkpoint-dir", ck, "--checkpoint-interval", "100ms"}
+func (v *sqlView) args(file, ck string) []string {
+	return []string{"sql", "-f", file, "--parallelism", "2", "--checkpoint-dir", ck, "--checkpoint-interval", "100ms"}
 }
 
 // start runs `weir sql -f` in the background; done gets its end.
-func (v *sqlView) start(t *testing.T, ck string) (*osexec.Cmd, chan error) {
+func (v *sqlView) start(t *testing.T, file, ck string) (*osexec.Cmd, chan error) {
 	t.Helper()
-	cmd := osexec.Command(v.bin, v.args(ck)...)
+	cmd := osexec.Command(v.bin, v.args(file, ck)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -194,7 +202,8 @@ func waitAcked(t *testing.T, slot string) {
 // transfer and roll back; an owner whose rows are all deleted disappears.
 // Then the job is killed with SIGKILL mid-stream, repeatedly, and
 // restarted on its checkpoint directory, and the view again equals the
-// SELECT once the writers stop.
+// SELECT once the writers stop (the restarts must restore the checkpoint:
+// see sqlView.restarts).
 func TestSQLViewEqualsSelect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs weir")
@@ -208,7 +217,7 @@ func TestSQLViewEqualsSelect(t *testing.T) {
 		t.Fatal(err)
 	}
 	ck := t.TempDir()
-	cmd, done := v.start(t, ck)
+	cmd, done := v.start(t, v.file, ck)
 	defer func() { cmd.Process.Kill() }()
 	if err := cdcview.Writers(ctx, v.c.DSN, v.c, 4, 300, seed+1, &st); err != nil {
 		t.Fatal(err)
@@ -250,7 +259,7 @@ func TestSQLViewEqualsSelect(t *testing.T) {
 	kills := 0
 	for n := crashtest.Kills(5); kills < n; {
 		window := time.Duration(300+rng.IntN(700)) * time.Millisecond
-		killed, _, stderr, err := crashtest.Attempt(osexec.Command(v.bin, v.args(ck)...), window)
+		killed, _, stderr, err := crashtest.Attempt(osexec.Command(v.bin, v.args(v.restarts, ck)...), window)
 		if !killed {
 			t.Fatalf("weir sql ended by itself after %d kills: %v\n%s", kills, err, stderr)
 		}
@@ -260,7 +269,7 @@ func TestSQLViewEqualsSelect(t *testing.T) {
 	if err := <-werr; err != nil {
 		t.Fatal(err)
 	}
-	cmd, done = v.start(t, ck)
+	cmd, done = v.start(t, v.restarts, ck)
 	groups = v.wait(t, done)
 	t.Logf("%d kills; writers: %s; owner_totals of %d owners equals the SELECT", kills, &st, groups)
 }
