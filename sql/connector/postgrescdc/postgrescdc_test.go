@@ -342,3 +342,64 @@ func TestOptionErrors(t *testing.T) {
 		t.Errorf("missing slot: %v", err)
 	}
 }
+
+// A declared PRIMARY KEY that is not PostgreSQL's replica identity cannot
+// normalize a key-only delete: the first one fails, saying so.
+func TestUpsertModeKeyNotReplicaIdentity(t *testing.T) {
+	exec(t, `CREATE TABLE acc_otherkey (id bigint PRIMARY KEY, owner text, balance numeric(12,2))`)
+	_, r := open(t, table(t, "accounts", "acc_otherkey", accountsSchema, []int{1}))
+	exec(t, `INSERT INTO acc_otherkey VALUES (1, 'ann', 1)`, `DELETE FROM acc_otherkey`)
+	_, err := r.next(2)
+	if err == nil || !strings.Contains(err.Error(), "table 'accounts': the declared PRIMARY KEY is not the replica identity of PostgreSQL table public.acc_otherkey") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// BenchmarkSnapshotRows reads a table's snapshot through the SQL source
+// (PostgreSQL's text rows decoded into typed rows) and reports rows/s.
+func BenchmarkSnapshotRows(b *testing.B) {
+	if server == nil {
+		b.Skip(skipReason)
+	}
+	const n = 100000
+	conn, err := pgx.Connect(context.Background(), server.DSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range []string{`DROP TABLE IF EXISTS bench_rows`,
+		`CREATE TABLE bench_rows (id bigint PRIMARY KEY, owner text, balance numeric(12,2), ts timestamptz)`,
+		fmt.Sprintf(`INSERT INTO bench_rows SELECT i, 'owner' || (i %% 100), i / 100.0, now() FROM generate_series(1, %d) i`, n)} {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	schema := append(accountsSchema[:3:3], types.Field{Name: "ts", Type: types.Type{Kind: types.TimestampLTZ, Precision: 6}})
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		tab := &connector.Table{Name: "bench", Schema: schema, PrimaryKey: []int{0}, Options: map[string]string{
+			"connector": "postgres-cdc", "hostname": server.Dir, "username": "weir", "database-name": "postgres",
+			"table-name": "bench_rows", "slot.name": fmt.Sprintf("weir_sqlcdc_bench_%d", slots.Add(1)),
+		}}
+		src, err := connector.CreateSource(tab)
+		if err != nil {
+			b.Fatal(err)
+		}
+		splits, _ := src.Source.Splits(context.Background())
+		r, err := src.Source.Open(context.Background(), splits[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]types.Row, 1024)
+		for got := 0; got < n; {
+			k, err := r.Read(context.Background(), buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got += k
+		}
+		r.Close()
+	}
+	b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "rows/s")
+}
