@@ -56,6 +56,19 @@ type exprCompiler struct {
 	subst func(e parser.Expr) (cexpr, bool, error)
 	// what names the clause, for errors ("WHERE", "SELECT").
 	what string
+	// cols, when set, are the expressions the scope's columns stand for
+	// (a Calc fused into the one below it reads its input's row).
+	cols []cexpr
+}
+
+// column returns the expression of scope column i.
+func (c *exprCompiler) column(i int) cexpr {
+	if c.cols != nil {
+		x := c.cols[i]
+		x.t = c.sc.cols[i].t
+		return x
+	}
+	return colRef(i, c.sc.cols[i].t)
 }
 
 func errAt(e parser.Expr, format string, args ...any) error {
@@ -197,7 +210,7 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 		if err != nil {
 			return cexpr{}, err
 		}
-		x := colRef(idx, c.sc.cols[idx].t)
+		x := c.column(idx)
 		for _, f := range rest {
 			if x, err = fieldAccess(x, f, e); err != nil {
 				return cexpr{}, err

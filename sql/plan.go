@@ -35,6 +35,27 @@ type rel struct {
 	// pk holds the columns of a table's primary key (a source only), for
 	// temporal joins.
 	pk []int
+	// calc is set on a Calc: a Calc planned over it fuses with it into one
+	// operator over its input.
+	calc *calcSpec
+}
+
+// calcSpec is a Calc's filter and projection over its input.
+type calcSpec struct {
+	input  *rel
+	filter *cexpr
+	exprs  []cexpr
+}
+
+// fused returns a compiler for expressions over r's columns that
+// evaluates them on r's input when r is a Calc (so the two Calcs run as
+// one operator, with no row in between), the rel to evaluate on, and r's
+// own filter to apply first.
+func fused(r *rel, what string) (*exprCompiler, *rel, *cexpr) {
+	if r.calc == nil {
+		return &exprCompiler{sc: r.sc, what: what}, r, nil
+	}
+	return &exprCompiler{sc: r.sc, what: what, cols: r.calc.exprs}, r.calc.input, r.calc.filter
 }
 
 // builder turns rels into streams on one job. Each rel is built once,
@@ -413,31 +434,42 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		op = fmt.Sprintf("%s, watermark=[%s - %s]", op, td.cols[td.rowtime].name, td.delay)
 	}
 	delay := td.delay
-	r := &rel{op: op, sc: sc, mode: mode, bounded: src.Bounded,
+	raw := &rel{op: op, sc: phys, mode: mode, bounded: src.Bounded,
 		build: func(b *builder) (*weir.Stream[types.Row], error) {
 			ws := weir.NoWatermarks[types.Row]()
 			if tsFn != nil {
 				ws = weir.BoundedOutOfOrderness(delay, tsFn)
 			}
 			opts := append([]weir.Option{b.uid("source-" + td.ddl.Name)}, src.Options...)
-			st := weir.FromSource(b.job, td.ddl.Name, src.Source, ws, opts...)
-			if len(comps) == 0 {
-				return st, nil
-			}
-			n := len(physAt)
-			return weir.Map(st, func(row types.Row) types.Row {
-				vs := make([]types.Value, n)
-				for i, j := range physAt {
-					if j >= 0 {
-						vs[i] = row.Values[j]
+			return weir.FromSource(b.job, td.ddl.Name, src.Source, ws, opts...), nil
+		}}
+	if mode != types.InsertOnly {
+		raw.updater = op
+	}
+	r := raw
+	if len(comps) > 0 {
+		// the computed columns are a Calc over the physical row, which the
+		// Calcs of the query (a view's projection and filter) fuse with
+		pr := &projection{}
+		var names []string
+		for i, c := range td.cols {
+			pr.names = append(pr.names, c.name)
+			x := cexpr{t: c.t, col: -1}
+			if j := physAt[i]; j >= 0 {
+				x = colRef(j, c.t)
+			} else {
+				for _, cc := range comps {
+					if cc.idx == i {
+						x.eval = cc.eval
 					}
 				}
-				for _, c := range comps {
-					vs[c.idx] = c.eval(row.Values)
-				}
-				return types.Row{Kind: row.Kind, Values: vs}
-			}, b.uid("computed")), nil
-		}}
+				names = append(names, c.name)
+			}
+			pr.exprs = append(pr.exprs, x)
+		}
+		r = calcRel(raw, nil, pr, "Calc(computed=["+strings.Join(names, ", ")+"])")
+	}
+	r.sc = sc
 	for _, k := range td.pk {
 		r.pk = append(r.pk, td.physical[k])
 	}
@@ -447,9 +479,6 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 			n.pk = r.pk
 		}
 		return n, err
-	}
-	if mode != types.InsertOnly {
-		r.updater = op
 	}
 	return r, nil
 }
@@ -471,7 +500,7 @@ func expandSelect(items []parser.SelectItem, ec *exprCompiler) (*projection, err
 					continue
 				}
 				pr.names = append(pr.names, c.name)
-				pr.exprs = append(pr.exprs, colRef(j, c.t))
+				pr.exprs = append(pr.exprs, ec.column(j))
 				n++
 			}
 			if n == 0 && it.StarOf != "" {
@@ -523,6 +552,15 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 		}
 	}
 	out := &rel{op: desc, sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded}
+	spec := &calcSpec{input: r, filter: filter}
+	if pr == nil {
+		for i, c := range r.sc.cols {
+			spec.exprs = append(spec.exprs, colRef(i, c.t))
+		}
+	} else {
+		spec.exprs = pr.exprs
+	}
+	out.calc = spec
 	out.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		in, err := b.stream(r)
 		if err != nil {
@@ -674,12 +712,12 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 			return p.planOver(s, from)
 		}
 	}
-	ec := &exprCompiler{sc: from.sc, what: "SELECT"}
+	ec, input, filter := fused(from, "SELECT")
 	pr, err := expandSelect(s.Items, ec)
 	if err != nil {
 		return nil, err
 	}
-	return calcRel(from, nil, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])"), nil
+	return calcRel(input, filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])"), nil
 }
 
 // where plans a WHERE clause. Over a window table function whose filter
@@ -720,7 +758,7 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 			return p.windowTVFRel(&spec, from.sc), nil
 		}
 	}
-	ec := &exprCompiler{sc: from.sc, what: "WHERE"}
+	ec, input, inner := fused(from, "WHERE")
 	cond, err := ec.compile(w)
 	if err != nil {
 		return nil, err
@@ -728,5 +766,17 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 	if cond.t.Kind != types.Boolean && cond.t.Kind != types.Null {
 		return nil, errAt(w, "WHERE needs a BOOLEAN condition, not %s", cond.t)
 	}
-	return calcRel(from, &cond, nil, "Calc(where=["+parser.ExprString(w)+"])"), nil
+	desc := "Calc(where=[" + parser.ExprString(w) + "])"
+	if from.calc == nil {
+		return calcRel(from, &cond, nil, desc), nil
+	}
+	// one Calc: the lower filter, this one, then the lower projection
+	if inner != nil {
+		cond = logic("AND", *inner, cond)
+	}
+	pr := &projection{names: from.sc.schema().Names()}
+	for i := range from.sc.cols {
+		pr.exprs = append(pr.exprs, ec.column(i))
+	}
+	return calcRel(input, &cond, pr, desc), nil
 }

@@ -2,7 +2,6 @@ package sql
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -443,5 +442,3 @@ func (f *cumulateFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time.T
 	f.accs.Remove(end)
 	return nil
 }
-
-var _ = strings.ToUpper

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/weirstream/weir/internal/weirtest"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -157,5 +160,35 @@ func TestLiveTable(t *testing.T) {
 	want := "k | n\n--+--\na | 2\n1 rows (1 shown), 5 changes\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// TestSQLFileUnboundedStopsOnSignal: a job over an unbounded source runs
+// until the command's context ends (SIGINT/SIGTERM in Main), then stops
+// cleanly with exit code 0.
+func TestSQLFileUnboundedStopsOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	script := `CREATE TABLE gen (event_type INT, bid ROW<auction BIGINT, price BIGINT>)
+WITH ('connector' = 'nexmark', 'first-event.rate' = '2000', 'next-event.rate' = '2000', 'rate.limited' = 'true');
+SELECT bid.auction, bid.price FROM gen WHERE event_type = 2;`
+	path := filepath.Join(dir, "unbounded.sql")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncBuffer{}
+	var errb strings.Builder
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, []string{"sql", "-f", path}, out, &errb) }()
+	weirtest.WaitFor(t, "printed rows", time.Minute, func() bool { return strings.Count(out.String(), "+I[") >= 10 })
+	cancel() // what SIGINT does to Main's context
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d after the signal: %s", code, errb.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the job did not stop after the signal")
 	}
 }
