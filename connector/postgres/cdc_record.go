@@ -94,6 +94,11 @@ func (r *Record) Index(name string) int {
 // (its primary key, unless REPLICA IDENTITY names another index or FULL).
 func (r *Record) Key(i int) bool { return r.rel.key[i] }
 
+// TypeOID is the PostgreSQL type OID of column i (as pg_attribute.atttypid:
+// 23 for integer, 1700 for numeric, a domain's or an enum's own OID...),
+// for decoders that map the columns onto types of their own.
+func (r *Record) TypeOID(i int) uint32 { return r.rel.oids[i] }
+
 // Null reports whether column i is NULL.
 func (r *Record) Null(i int) bool { return r.state[i] == colNull }
 

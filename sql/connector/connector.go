@@ -26,8 +26,8 @@
 //
 // Factories register themselves with Register, from an init function, as
 // database/sql drivers do. The built-in connectors (filesystem, print,
-// blackhole, datagen, nexmark, weir-log, kafka, upsert-kafka, jdbc; and
-// postgres-cdc reserved) live in sub-packages; importing
+// blackhole, datagen, nexmark, weir-log, kafka, upsert-kafka, jdbc,
+// postgres-cdc) live in sub-packages; importing
 // github.com/weirstream/weir/sql/connector/builtin for its side effects
 // registers them all.
 //

@@ -12,7 +12,7 @@ import (
 
 func TestRegistry(t *testing.T) {
 	ids := connector.Identifiers()
-	for _, id := range []string{"blackhole", "datagen", "filesystem", "jdbc", "kafka", "nexmark", "print", "upsert-kafka", "weir-log"} {
+	for _, id := range []string{"blackhole", "datagen", "filesystem", "jdbc", "kafka", "nexmark", "postgres-cdc", "print", "upsert-kafka", "weir-log"} {
 		if !slices.Contains(ids, id) {
 			t.Errorf("connector %s is not registered (%v)", id, ids)
 		}

@@ -18,14 +18,7 @@ import (
 	_ "github.com/weirstream/weir/sql/connector/jdbc"
 	_ "github.com/weirstream/weir/sql/connector/kafka"
 	_ "github.com/weirstream/weir/sql/connector/nexmark"
+	_ "github.com/weirstream/weir/sql/connector/postgrescdc"
 	_ "github.com/weirstream/weir/sql/connector/print"
 	_ "github.com/weirstream/weir/sql/connector/weirlog"
 )
-
-import "github.com/weirstream/weir/sql/connector"
-
-func init() {
-	// The CDC source is being built on its own branch; its package
-	// registers 'postgres-cdc' and so replaces this reservation.
-	connector.Reserve("postgres-cdc", "the PostgreSQL CDC source is not built yet (read a Debezium topic with 'format' = 'debezium-json' meanwhile)")
-}

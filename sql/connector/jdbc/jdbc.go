@@ -19,6 +19,15 @@
 // applied once. Without a primary key the sink appends (INSERT) and
 // accepts insert-only rows; a replay after a failure appends again.
 //
+// The sink reports ExactlyOnce false on purpose: each write is at least
+// once, and only the table's final content is exactly once, when the
+// replay is deterministic. connector/postgres's UpsertChanges does not
+// help here: its idempotence needs a position column in the target table
+// and a position growing with each change of a key, which a SQL table
+// and row do not have. Exactly once would take a two-phase sink (changes
+// staged per checkpoint and applied when it completes, as
+// postgres.Transactional does for appends); see docs/sql-connectors.md.
+//
 // The table must exist. Values are sent as text and cast to the column's
 // PostgreSQL type derived from the column's SQL type (DECIMAL(p, s) to
 // numeric(p, s), TIMESTAMP to timestamp, TIMESTAMP_LTZ to timestamptz,
