@@ -25,10 +25,14 @@ type Job struct {
 
 	mu struct {
 		sync.Mutex
-		ran      bool
-		coord    *coordinator // of the running attempt, if it checkpoints
-		restored string       // path of the checkpoint the last attempt restored
-		stopped  string       // savepoint of a stop-with-savepoint that ended Run
+		ran   bool
+		coord *coordinator // of the running attempt, if it checkpoints
+		// changed is closed (and replaced) when coord changes or Run
+		// returns: what Savepoint and Checkpoint wait on (job_running.go).
+		changed  chan struct{}
+		finished bool   // Run returned
+		restored string // path of the checkpoint the last attempt restored
+		stopped  string // savepoint of a stop-with-savepoint that ended Run
 	}
 }
 
@@ -170,6 +174,7 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	j.mu.ran = true
 	j.mu.Unlock()
+	defer j.runEnded()
 	if err := errors.Join(j.errs...); err != nil {
 		return err
 	}
@@ -270,16 +275,15 @@ func (j *Job) runAttempts(ctx context.Context) error {
 // that must not exist) and returns once it is complete. With stop, the job
 // then ends: its sources read nothing more, Run returns nil, and the
 // savepoint is where a new job (maybe at another parallelism) can resume
-// with RestoreFrom. Savepoints need Checkpointing.
+// with RestoreFrom. Savepoints need Checkpointing. Called while the job
+// starts or restarts, it waits (bounded by ctx) until the job runs.
 func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, error) {
 	if j.cfg.ckDir == "" {
 		return "", errors.New("weir: savepoints need Checkpointing")
 	}
-	j.mu.Lock()
-	c := j.mu.coord
-	j.mu.Unlock()
-	if c == nil {
-		return "", errors.New("weir: the job is not running")
+	c, err := j.runningCoordinator(ctx)
+	if err != nil {
+		return "", err
 	}
 	p, _, err := c.savepoint(ctx, filepath.Clean(path), stop)
 	return p, err

@@ -288,14 +288,8 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 			}
 		}
 		p.coord = c
-		j.mu.Lock()
-		j.mu.coord = c
-		j.mu.Unlock()
-		defer func() {
-			j.mu.Lock()
-			j.mu.coord = nil
-			j.mu.Unlock()
-		}()
+		j.setCoordinator(c)
+		defer j.setCoordinator(nil)
 		g.Go("checkpoint-coordinator", 0, c.run)
 	}
 	for _, n := range heads {
