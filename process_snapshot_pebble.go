@@ -8,12 +8,13 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/statedir"
 )
 
 // newPebbleBackend opens a Pebble backend for one operator subtask, in a
 // directory of its own under this process's directory in the job's state
 // dir (the system's temporary directory when none is given; see
-// statedir.go), removed when the subtask closes. The
+// internal/statedir), removed when the subtask closes. The
 // database is a working copy: a restart starts from an empty one and
 // restores the checkpoint into it, by key group, or, from an incremental
 // checkpoint, from the checkpoint's files (see pebble_incremental.go). The
@@ -23,7 +24,7 @@ func newPebbleBackend(st *subtask, n *node, cfg state.Config) (state.Backend, er
 	if base == "" {
 		base = os.TempDir()
 	}
-	root, err := processStateDir(base)
+	root, err := statedir.ProcessDir(base)
 	if err != nil {
 		return nil, err
 	}
