@@ -21,6 +21,6 @@ func (j *Job) Checkpoint(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, id, err := c.savepoint(ctx, "", false)
+	_, id, err := c.Savepoint(ctx, "", false)
 	return id, err
 }

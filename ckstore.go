@@ -115,7 +115,7 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 	var commitOps []pendingCommit
 	var confirms []func()
 	for _, snap := range snaps {
-		for _, st := range snap.states {
+		for _, st := range snap.States {
 			o := op(st.UID, st.Name, st.Parallelism)
 			if _, ok := st.Meta[incLocalKey]; ok {
 				var files []checkpoint.FileInfo
@@ -156,19 +156,19 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 			}
 			o.Files = append(o.Files, fi)
 		}
-		for _, c := range snap.committables {
-			if _, seen := commits[c.uid]; !seen {
+		for _, c := range snap.Committables {
+			if _, seen := commits[c.UID]; !seen {
 				commitOps = append(commitOps, c)
 			}
-			commits[c.uid] = append(commits[c.uid], c.data)
+			commits[c.UID] = append(commits[c.UID], c.Data)
 		}
 	}
 	for _, c := range commitOps {
-		raw, err := json.Marshal(commits[c.uid])
+		raw, err := json.Marshal(commits[c.UID])
 		if err != nil {
 			return nil, nil, err
 		}
-		o := op(c.uid, c.name, c.parallelism)
+		o := op(c.UID, c.Name, c.Parallelism)
 		if o.Extra == nil {
 			o.Extra = map[string]json.RawMessage{}
 		}
@@ -188,11 +188,11 @@ func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) e
 		return err
 	}
 	for _, snap := range snaps {
-		for _, c := range snap.committables {
-			if c.committer == nil {
+		for _, c := range snap.Committables {
+			if c.Committer == nil {
 				continue
 			}
-			if err := c.committer.Commit(ctx, c.data); err != nil {
+			if err := c.Committer.Commit(ctx, c.Data); err != nil {
 				return err
 			}
 		}
@@ -208,8 +208,8 @@ func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) e
 // that may have been committed without knowing it (see checkReplay).
 func (s *ckStore) recordCommit(id int64, kind checkpoint.Kind, path string, snaps []*taskSnapshot) error {
 	for _, snap := range snaps {
-		for _, c := range snap.committables {
-			if c.committer != nil && len(c.data) > 0 {
+		for _, c := range snap.Committables {
+			if c.Committer != nil && len(c.Data) > 0 {
 				return s.store.RecordCommit(id, kind, path)
 			}
 		}

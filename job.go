@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
 )
@@ -26,7 +27,7 @@ type Job struct {
 	mu struct {
 		sync.Mutex
 		ran   bool
-		coord *coordinator // of the running attempt, if it checkpoints
+		coord *coordinator.Coordinator // of the running attempt, if it checkpoints
 		// changed is closed (and replaced) when coord changes or Run
 		// returns: what Savepoint and Checkpoint wait on (job_running.go).
 		changed  chan struct{}
@@ -228,7 +229,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 			j.mu.Unlock()
 		}
 		err := j.execute(ctx, store, restored)
-		if errors.Is(err, errStopped) {
+		if errors.Is(err, coordinator.ErrStopped) {
 			j.cfg.logger.Info("job stopped with a savepoint")
 			j.noteStopped(err)
 			return nil
@@ -285,7 +286,7 @@ func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, er
 	if err != nil {
 		return "", err
 	}
-	p, _, err := c.savepoint(ctx, filepath.Clean(path), stop)
+	p, _, err := c.Savepoint(ctx, filepath.Clean(path), stop)
 	return p, err
 }
 

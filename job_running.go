@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/weirstream/weir/internal/coordinator"
 )
 
 // Between Run's start and its tasks running (opening the checkpoint
@@ -14,7 +16,7 @@ import (
 
 // setCoordinator records the running attempt's coordinator (nil when the
 // attempt ended) and wakes those waiting for it.
-func (j *Job) setCoordinator(c *coordinator) {
+func (j *Job) setCoordinator(c *coordinator.Coordinator) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.mu.coord = c
@@ -39,7 +41,7 @@ func (j *Job) notifyLocked() {
 // runningCoordinator returns the coordinator of the running attempt,
 // waiting for one while the job starts or restarts, until ctx ends. It
 // fails at once if Run was not called or has returned.
-func (j *Job) runningCoordinator(ctx context.Context) (*coordinator, error) {
+func (j *Job) runningCoordinator(ctx context.Context) (*coordinator.Coordinator, error) {
 	logged := false
 	for {
 		j.mu.Lock()

@@ -21,12 +21,12 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	op.nowOK = false // expiry is judged at the time of the snapshot
 	st := op.info.state(op.wm)
 	if pb, ok := op.backend.(*pebbleBackend); ok && pb.incremental {
-		token, err := pb.snapshot(b.id, b.final || b.stop, op.procNow())
+		token, err := pb.snapshot(b.ID, b.Final || b.Stop, op.procNow())
 		if err != nil {
-			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.id, err)
+			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.ID, err)
 		}
 		st.Meta = map[string][]byte{incLocalKey: token}
-		s.states = append(s.states, st)
+		s.States = append(s.States, st)
 		return forwardBarrier(op.out, b, s)
 	}
 	st.Groups = map[int][]byte{}
@@ -34,13 +34,13 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	for kg := r.Start; kg < r.End; kg++ {
 		data, err := state.SnapshotKeyGroup(op.backend, kg)
 		if err != nil {
-			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.id, err)
+			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.ID, err)
 		}
 		if data != nil {
 			st.Groups[kg] = data
 		}
 	}
-	s.states = append(s.states, st)
+	s.States = append(s.States, st)
 	return forwardBarrier(op.out, b, s)
 }
 

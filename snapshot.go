@@ -35,7 +35,7 @@ func addKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.Group
 	}
 	st := info.state(wm)
 	st.Groups = groups
-	s.states = append(s.states, st)
+	s.States = append(s.States, st)
 	return nil
 }
 

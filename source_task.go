@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -24,7 +25,7 @@ type sourceTask[T any] struct {
 	n      *node
 	ctx    context.Context
 	m      *metrics.Operator
-	ck     *coordinator
+	ck     *coordinator.Coordinator
 	src    Source[T]
 	splits []Split
 	ws     WatermarkStrategy[T]
@@ -80,7 +81,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			if err := t.snapshot(b); err != nil {
 				return err
 			}
-			if b.stop {
+			if b.Stop {
 				return t.pause()
 			}
 		default:
@@ -214,7 +215,7 @@ func (t *sourceTask[T]) start() {
 		}
 	}
 	if t.ck != nil {
-		t.trigger = t.ck.triggers[t.n.id][t.st.index]
+		t.trigger = t.ck.Trigger(t.n.id, t.st.index)
 	}
 }
 
@@ -322,7 +323,7 @@ func (t *sourceTask[T]) emit(k int) error {
 // notifyComplete tells the readers that implement CheckpointListener the
 // positions of the newest checkpoint known complete.
 func (t *sourceTask[T]) notifyComplete() {
-	last := t.ck.committed.Load()
+	last := t.ck.Committed()
 	k := 0
 	for k < len(t.pending) && t.pending[k].id <= last {
 		k++
@@ -338,7 +339,7 @@ func (t *sourceTask[T]) notifyComplete() {
 			continue
 		}
 		if err := l.NotifyCheckpointComplete(t.ctx, p.id, p.pos[i]); err != nil {
-			t.ck.log.Warn("checkpoint-complete notification failed", "split", t.splits[i].ID(), "checkpoint", p.id, "err", err)
+			t.st.cfg().logger.Warn("checkpoint-complete notification failed", "split", t.splits[i].ID(), "checkpoint", p.id, "err", err)
 			t.m.NotifyErrors.Add(1)
 		}
 	}
@@ -375,9 +376,9 @@ func (t *sourceTask[T]) snapshot(b *barrierMsg) error {
 		os.Meta[s.ID()] = data
 	}
 	if positions != nil {
-		t.pending = append(t.pending, pendingPos{id: b.id, pos: positions})
+		t.pending = append(t.pending, pendingPos{id: b.ID, pos: positions})
 	}
-	snap := &taskSnapshot{id: b.id, task: t.n.name, subtask: t.st.index, states: []opState{os}}
+	snap := &taskSnapshot{ID: b.ID, Task: t.n.name, Subtask: t.st.index, States: []opState{os}}
 	if t.badOut != nil {
 		if err := forwardBarrier(t.badOut, b, snap); err != nil {
 			return err
@@ -386,7 +387,7 @@ func (t *sourceTask[T]) snapshot(b *barrierMsg) error {
 	if err := forwardBarrier(t.out, b, snap); err != nil {
 		return err
 	}
-	return t.ck.ack(t.ctx, snap)
+	return t.ck.Ack(t.ctx, snap)
 }
 
 // pause follows a stop-with-savepoint's barrier: the source reads nothing
@@ -421,7 +422,7 @@ func (t *sourceTask[T]) finalFlush() error {
 		}
 		// The input is done, but the job is not until a final checkpoint
 		// covers everything it produced: wait for it.
-		if err := t.ck.sourceFinished(t.ctx); err != nil {
+		if err := t.ck.SourceFinished(t.ctx); err != nil {
 			return err
 		}
 		for {
@@ -432,10 +433,10 @@ func (t *sourceTask[T]) finalFlush() error {
 				if err := t.snapshot(b); err != nil {
 					return err
 				}
-				if b.final {
+				if b.Final {
 					return t.finish()
 				}
-				if b.stop {
+				if b.Stop {
 					return t.pause()
 				}
 			}

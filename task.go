@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
@@ -21,7 +22,7 @@ type plan struct {
 	// restored is the state the job starts from (nil: from scratch)
 	restored *restoredState
 	// coord is the checkpoint coordinator (nil: checkpointing is off)
-	coord *coordinator
+	coord *coordinator.Coordinator
 }
 
 // subtask is the per-goroutine context handed to operators as they are
@@ -264,33 +265,30 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 		}
 	}
 	if ckpt != nil {
-		c := &coordinator{
-			interval: j.cfg.ckInterval, timeout: j.cfg.ckTimeout, log: j.cfg.logger, metrics: &j.metrics.Checkpoints,
-			triggers: map[int][]chan *barrierMsg{}, nsources: nsources, ntasks: ntasks,
-			acks: make(chan *taskSnapshot, ntasks), finished: make(chan struct{}, nsources),
-			persist: ckpt.persist, persistSP: ckpt.persistSavepoint, commit: ckpt.commit,
-			requests: make(chan *savepointReq),
+		sources := map[int]int{}
+		for _, n := range heads {
+			if n.run != nil {
+				sources[n.id] = n.parallelism
+			}
 		}
+		var last int64
 		if restored != nil {
-			c.nextID = restored.id
+			last = restored.id
 		}
 		// Ids keep growing past every checkpoint in the directory, even
 		// unusable ones and those newer than the one restored.
 		if next, err := ckpt.store.NextID(); err == nil {
-			c.nextID = max(c.nextID, next-1)
+			last = max(last, next-1)
 		}
-		for _, n := range heads {
-			if n.run == nil {
-				continue
-			}
-			for i := 0; i < n.parallelism; i++ {
-				c.triggers[n.id] = append(c.triggers[n.id], make(chan *barrierMsg, 1))
-			}
-		}
+		c := coordinator.New(coordinator.Config{
+			Interval: j.cfg.ckInterval, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
+			Sources: sources, Tasks: ntasks, LastID: last,
+			Persist: ckpt.persist, PersistSavepoint: ckpt.persistSavepoint, Commit: ckpt.commit,
+		})
 		p.coord = c
 		j.setCoordinator(c)
 		defer j.setCoordinator(nil)
-		g.Go("checkpoint-coordinator", 0, c.run)
+		g.Go("checkpoint-coordinator", 0, c.Run)
 	}
 	for _, n := range heads {
 		for i := 0; i < n.parallelism; i++ {
@@ -339,7 +337,7 @@ func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
 		for uid, list := range p.restored.commits {
 			if n := byUID[uid]; n != nil && n.committer != nil {
 				for _, c := range list {
-					snap.committables = append(snap.committables, pendingCommit{data: c, committer: n.committer})
+					snap.Committables = append(snap.Committables, pendingCommit{Data: c, Committer: n.committer})
 				}
 			}
 		}
@@ -402,11 +400,11 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		p.job.metrics.Checkpoints.AlignmentNanos.Add(int64(time.Since(alignStart)))
 		b := pending
 		pending = nil
-		snap := &taskSnapshot{id: b.id, task: n.name, subtask: st.index}
+		snap := &taskSnapshot{ID: b.ID, Task: n.name, Subtask: st.index}
 		if err := forwardBarrier(ins[first.index], b, snap); err != nil {
 			return err
 		}
-		return p.coord.ack(st.ctx, snap)
+		return p.coord.Ack(st.ctx, snap)
 	}
 	for ended < nch {
 		msg, ok := gate.TryNext()
@@ -463,12 +461,12 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		case exec.Barrier:
 			b := msg.Batch.(*barrierMsg)
 			if p.coord == nil {
-				return fmt.Errorf("weir: barrier %d in a job without checkpointing", b.id)
+				return fmt.Errorf("weir: barrier %d in a job without checkpointing", b.ID)
 			}
 			if pending == nil {
 				pending, alignStart = b, time.Now()
-			} else if pending.id != b.id {
-				return fmt.Errorf("weir: barrier %d arrived while aligning barrier %d", b.id, pending.id)
+			} else if pending.ID != b.ID {
+				return fmt.Errorf("weir: barrier %d arrived while aligning barrier %d", b.ID, pending.ID)
 			}
 			gate.Block(c)
 			aligned++
