@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
 )
 
@@ -117,11 +118,11 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 	for _, snap := range snaps {
 		for _, st := range snap.States {
 			o := op(st.UID, st.Name, st.Parallelism)
-			if _, ok := st.Meta[incLocalKey]; ok {
+			if _, ok := st.Meta[incremental.LocalKey]; ok {
 				var files []checkpoint.FileInfo
 				var confirm func()
 				var err error
-				if st, files, confirm, err = writeLocalSnapshot(p, st, index[st.UID]); err != nil {
+				if st, files, confirm, err = incremental.WriteLocal(p, st, index[st.UID]); err != nil {
 					return nil, nil, err
 				}
 				o.Files = append(o.Files, files...)
@@ -129,7 +130,7 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 					confirms = append(confirms, confirm)
 				}
 			}
-			name := fmt.Sprintf("op%03d-%s-%d.state", index[st.UID], fileSafe(st.UID), st.Subtask)
+			name := fmt.Sprintf("op%03d-%s-%d.state", index[st.UID], checkpoint.SafeName(st.UID), st.Subtask)
 			data, err := encode(st)
 			if err != nil {
 				return nil, nil, err
@@ -302,20 +303,4 @@ func loadCheckpoint(c *checkpoint.Checkpoint) (*restoredState, error) {
 // incremental checkpoint saved (shared, or named op<i>-<uid>-<subtask>.db.<file>).
 func isStateFile(f checkpoint.FileInfo) bool {
 	return !f.Shared && strings.HasSuffix(f.Name, ".state") && !strings.Contains(f.Name, ".db.")
-}
-
-// fileSafe maps a UID to the characters a state file name may hold.
-func fileSafe(uid string) string {
-	var b strings.Builder
-	for _, c := range []byte(uid) {
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' {
-			b.WriteByte(c)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() > 64 {
-		return b.String()[:64]
-	}
-	return b.String()
 }

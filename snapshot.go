@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -78,8 +79,8 @@ func (st *subtask) restoreKeyed(n *node) (wm int64, groups [][]byte, ok bool) {
 		}
 		// Incremental Pebble state: the key groups with entries are
 		// listed with the database's files, which the backend restored.
-		if data, ok := s.Meta[incMetaKey]; ok {
-			var d incDesc
+		if data, ok := s.Meta[incremental.MetaKey]; ok {
+			var d incremental.Desc
 			if decode(data, &d) == nil {
 				for _, kg := range d.NonEmpty {
 					contributes = contributes || kg >= lo && kg < hi
