@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
@@ -201,20 +202,20 @@ func (j *Job) Run(ctx context.Context) error {
 // runAttempts runs the job and, when it checkpoints, restarts it from the
 // latest complete checkpoint after a failure, under the restart policy.
 func (j *Job) runAttempts(ctx context.Context) error {
-	var store *ckStore
+	var store *ckstore.Store
 	var restored *restoredState
 	var err error
 	if j.cfg.ckDir != "" {
-		if store, err = openCkStore(j); err != nil {
+		if store, err = ckstore.Open(j.ckConfig()); err != nil {
 			return err
 		}
 	}
 	if j.cfg.restoreFrom != "" {
-		if restored, err = loadSavepoint(j, store, j.cfg.restoreFrom); err != nil {
+		if restored, err = ckstore.LoadSavepoint(j.ckConfig(), store, j.cfg.restoreFrom); err != nil {
 			return err
 		}
 	} else if store != nil {
-		if restored, err = store.latest(); err != nil {
+		if restored, err = store.Latest(); err != nil {
 			return err
 		}
 	}
@@ -223,9 +224,9 @@ func (j *Job) runAttempts(ctx context.Context) error {
 	backoff := pol.InitialBackoff
 	for {
 		if restored != nil {
-			j.cfg.logger.Info("restoring", "checkpoint", restored.id, "path", restored.path)
+			j.cfg.logger.Info("restoring", "checkpoint", restored.ID, "path", restored.Path)
 			j.mu.Lock()
-			j.mu.restored = restored.path
+			j.mu.restored = restored.Path
 			j.mu.Unlock()
 		}
 		err := j.execute(ctx, store, restored)
@@ -262,7 +263,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 		case <-t.C:
 		}
 		backoff = min(2*backoff, pol.MaxBackoff)
-		latest, lerr := store.latest()
+		latest, lerr := store.Latest()
 		if lerr != nil {
 			return errors.Join(err, lerr)
 		}

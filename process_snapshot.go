@@ -74,7 +74,7 @@ func newStateBackend(st *subtask, n *node, cfg state.Config) (state.Backend, err
 	case "", "heap":
 		if ds, err := restoredDescs(st.plan.restored, n.uid); err != nil || len(ds) > 0 {
 			if err == nil {
-				err = fmt.Errorf("%s holds the state of operator %q as Pebble files (an incremental checkpoint): restore it with PebbleState, or restore a savepoint (which is by key group)", st.plan.restored.path, n.uid)
+				err = fmt.Errorf("%s holds the state of operator %q as Pebble files (an incremental checkpoint): restore it with PebbleState, or restore a savepoint (which is by key group)", st.plan.restored.Path, n.uid)
 			}
 			return nil, err
 		}

@@ -53,7 +53,7 @@ func openPebbleBackend(st *subtask, n *node, cfg state.Config, dir string) (*inc
 	opts := incremental.Options{Dir: dir, UID: n.uid, Subtask: st.index, Incremental: st.cfg().incremental,
 		MemoryBudget: budget / int64(max(n.parallelism, 1)), Descs: ds}
 	if r != nil {
-		opts.Restore, opts.RestoreID = r.ck, r.id
+		opts.Restore, opts.RestoreID = r.Checkpoint, r.ID
 	}
 	return incremental.Open(opts, cfg)
 }
@@ -64,5 +64,5 @@ func restoredDescs(r *restoredState, uid string) ([]incremental.Desc, error) {
 	if r == nil {
 		return nil, nil
 	}
-	return incremental.Descs(r.path, uid, r.ops[uid])
+	return incremental.Descs(r.Path, uid, r.Ops[uid])
 }

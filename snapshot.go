@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
@@ -40,18 +40,9 @@ func addKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.Group
 	return nil
 }
 
-// restoredState is the state a job restores from: every operator subtask's
-// state of one checkpoint or savepoint, by operator UID.
-type restoredState struct {
-	id   int64
-	path string
-	// ck is the checkpoint, for restores that read more of its files
-	// (incremental Pebble state).
-	ck  *checkpoint.Checkpoint
-	ops map[string][]opState
-	// commits are the committables of two-phase-commit sinks, by UID.
-	commits map[string][][]byte
-}
+// restoredState is the checkpoint or savepoint a job restores from
+// (internal/ckstore loads it).
+type restoredState = ckstore.Restored
 
 // keyed returns what subtask st of node n restores: the encoded entries of
 // every key group it owns, from whichever old subtasks had them, and the
@@ -62,7 +53,7 @@ func (st *subtask) restoreKeyed(n *node) (wm int64, groups [][]byte, ok bool) {
 	if r == nil {
 		return watermark.Min, nil, false
 	}
-	old, found := r.ops[n.uid]
+	old, found := r.Ops[n.uid]
 	if !found {
 		return watermark.Min, nil, false
 	}
@@ -114,7 +105,7 @@ func (st *subtask) restoreMeta(n *node) (map[string][]byte, bool) {
 	if r == nil {
 		return nil, false
 	}
-	old, found := r.ops[n.uid]
+	old, found := r.Ops[n.uid]
 	if !found {
 		return nil, false
 	}

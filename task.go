@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
@@ -231,7 +232,7 @@ func (p *plan) output(n *node, st *subtask) (any, error) {
 }
 
 // execute runs one attempt of the job, from restored state if given.
-func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredState) error {
+func (j *Job) execute(parent context.Context, ckpt *ckstore.Store, restored *restoredState) error {
 	g := exec.NewGroup(parent)
 	ctx := g.Context()
 	p, err := j.compile(ctx)
@@ -273,17 +274,17 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 		}
 		var last int64
 		if restored != nil {
-			last = restored.id
+			last = restored.ID
 		}
 		// Ids keep growing past every checkpoint in the directory, even
 		// unusable ones and those newer than the one restored.
-		if next, err := ckpt.store.NextID(); err == nil {
+		if next, err := ckpt.Checkpoints().NextID(); err == nil {
 			last = max(last, next-1)
 		}
 		c := coordinator.New(coordinator.Config{
 			Interval: j.cfg.ckInterval, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
 			Sources: sources, Tasks: ntasks, LastID: last,
-			Persist: ckpt.persist, PersistSavepoint: ckpt.persistSavepoint, Commit: ckpt.commit,
+			Persist: ckpt.Persist, PersistSavepoint: ckpt.PersistSavepoint, Commit: ckpt.Commit,
 		})
 		p.coord = c
 		j.setCoordinator(c)
@@ -317,13 +318,13 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 // checkRestore matches restored state to operators by UID and commits the
 // restored checkpoint's pending sink output (idempotently) before any task
 // starts.
-func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
+func (p *plan) checkRestore(ctx context.Context, ckpt *ckstore.Store) error {
 	byUID := map[string]*node{}
 	for _, n := range p.job.nodes {
 		byUID[n.uid] = n
 	}
 	var missing []string
-	for uid := range p.restored.ops {
+	for uid := range p.restored.Ops {
 		if byUID[uid] == nil {
 			missing = append(missing, uid)
 		}
@@ -334,18 +335,18 @@ func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
 	}
 	if ckpt != nil {
 		var snap taskSnapshot
-		for uid, list := range p.restored.commits {
+		for uid, list := range p.restored.Commits {
 			if n := byUID[uid]; n != nil && n.committer != nil {
 				for _, c := range list {
 					snap.Committables = append(snap.Committables, pendingCommit{Data: c, Committer: n.committer})
 				}
 			}
 		}
-		if err := ckpt.recordCommit(p.restored.id, p.restored.ck.Kind(), p.restored.path, []*taskSnapshot{&snap}); err != nil {
-			return transient{fmt.Errorf("weir: commit of restored checkpoint %d: %w", p.restored.id, err)}
+		if err := ckpt.RecordCommit(p.restored.ID, p.restored.Checkpoint.Kind(), p.restored.Path, []*taskSnapshot{&snap}); err != nil {
+			return transient{fmt.Errorf("weir: commit of restored checkpoint %d: %w", p.restored.ID, err)}
 		}
 	}
-	for uid, list := range p.restored.commits {
+	for uid, list := range p.restored.Commits {
 		n := byUID[uid]
 		if n == nil || n.committer == nil {
 			continue
@@ -355,7 +356,7 @@ func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
 				// An external system that is down (a broker, a database)
 				// is worth a restart under the policy, unlike a state
 				// mismatch.
-				return transient{fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.id, n.name, err)}
+				return transient{fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.ID, n.name, err)}
 			}
 		}
 	}

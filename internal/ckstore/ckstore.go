@@ -1,22 +1,53 @@
-package weir
+// Package ckstore connects a job to its checkpoint directory: it writes
+// checkpoints and savepoints from the tasks' snapshots (state files, the
+// sinks' committables, incremental Pebble files), records and runs the
+// sinks' commits, and loads the checkpoint or savepoint a job restores
+// (internal/checkpoint does the files, checksums and the atomic commit).
+package ckstore
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
+	"github.com/weirstream/weir/internal/metrics"
 )
 
-// ckStore connects a job to its checkpoint directory (internal/checkpoint
-// does the files, checksums and the atomic commit).
-type ckStore struct {
-	job   *Job
+// Config is what a Store needs of its job.
+type Config struct {
+	Dir    string
+	Retain int
+	Logger *slog.Logger
+	// Hook is called at the stages of writing a checkpoint (crash tests).
+	Hook func(hooks.Stage, int64)
+	// Job, MaxParallelism and Options are recorded in the metadata.
+	Job            string
+	MaxParallelism int
+	Options        string
+	Metrics        *metrics.Checkpoints
+	// RestoreFrom is the job's savepoint to restore (Latest returns nil
+	// rather than start empty when the directory has no checkpoint yet);
+	// StartFresh starts empty when no checkpoint is usable.
+	RestoreFrom string
+	StartFresh  bool
+	// CheckReplay refuses a start from checkpoint restoreID at path
+	// (restoreID 0: empty) that would replay output the sinks committed
+	// (the job's policy: weir.DuplicateOutputError).
+	CheckReplay func(store *checkpoint.Store, restoreID int64, path string) error
+}
+
+// Store connects a job to its checkpoint directory.
+type Store struct {
+	cfg   Config
 	store *checkpoint.Store
 
 	// last is the checkpoint or savepoint persisted last: commit records
@@ -28,17 +59,21 @@ type ckStore struct {
 	}
 }
 
-func openCkStore(j *Job) (*ckStore, error) {
-	s, err := checkpoint.Open(j.cfg.ckDir, checkpoint.Retain(j.cfg.ckRetain), checkpoint.WithLogger(j.cfg.logger), checkpoint.VerifyContents())
+// Open opens the checkpoint directory cfg.Dir.
+func Open(cfg Config) (*Store, error) {
+	s, err := checkpoint.Open(cfg.Dir, checkpoint.Retain(cfg.Retain), checkpoint.WithLogger(cfg.Logger), checkpoint.VerifyContents())
 	if err != nil {
 		return nil, fmt.Errorf("weir: checkpoint dir: %w", err)
 	}
-	return &ckStore{job: j, store: s}, nil
+	return &Store{cfg: cfg, store: s}, nil
 }
 
-// persist writes one checkpoint: a state file per operator subtask, then
+// Checkpoints is the checkpoint directory.
+func (s *Store) Checkpoints() *checkpoint.Store { return s.store }
+
+// Persist writes one checkpoint: a state file per operator subtask, then
 // the metadata, atomically, last.
-func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*taskSnapshot) error {
+func (s *Store) Persist(ctx context.Context, id int64, final bool, snaps []*coordinator.TaskSnapshot) error {
 	p, err := s.store.Begin(id, checkpoint.KindCheckpoint)
 	if err != nil {
 		return err
@@ -58,18 +93,18 @@ func (s *ckStore) persist(ctx context.Context, id int64, final bool, snaps []*ta
 		fn()
 	}
 	s.last.id, s.last.kind, s.last.path = id, checkpoint.KindCheckpoint, c.Path()
-	s.job.metrics.Checkpoints.LastSizeBytes.Store(c.Metadata().TotalSize())
+	s.cfg.Metrics.LastSizeBytes.Store(c.Metadata().TotalSize())
 	s.hook(hooks.StageComplete, id)
 	return nil
 }
 
-// persistSavepoint writes a savepoint into path (which must not exist).
-func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, snaps []*taskSnapshot) error {
+// PersistSavepoint writes a savepoint into path (which must not exist).
+func (s *Store) PersistSavepoint(ctx context.Context, id int64, path string, snaps []*coordinator.TaskSnapshot) error {
 	p, err := s.store.BeginSavepointAt(path, id)
 	if err != nil {
 		return err
 	}
-	meta, _, err := writeSnapshot(s.job, p, false, snaps, nil)
+	meta, _, err := writeSnapshot(s.cfg, p, false, snaps, nil)
 	if err != nil {
 		p.Abort()
 		return err
@@ -82,25 +117,25 @@ func (s *ckStore) persistSavepoint(ctx context.Context, id int64, path string, s
 	return nil
 }
 
-func (s *ckStore) hook(stage hooks.Stage, id int64) {
-	if h := s.job.cfg.ckHook; h != nil {
+func (s *Store) hook(stage hooks.Stage, id int64) {
+	if h := s.cfg.Hook; h != nil {
 		h(stage, id)
 	}
 }
 
-func (s *ckStore) write(p *checkpoint.Pending, final bool, snaps []*taskSnapshot) (*checkpoint.Metadata, []func(), error) {
-	return writeSnapshot(s.job, p, final, snaps, func() { s.hook(hooks.StageStateFile, p.ID()) })
+func (s *Store) write(p *checkpoint.Pending, final bool, snaps []*coordinator.TaskSnapshot) (*checkpoint.Metadata, []func(), error) {
+	return writeSnapshot(s.cfg, p, final, snaps, func() { s.hook(hooks.StageStateFile, p.ID()) })
 }
 
 // writeSnapshot writes the state files of a checkpoint or savepoint and
 // returns its metadata, and what to call once it is complete (incremental
 // Pebble state learns which files the store has).
-func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnapshot, fileDone func()) (*checkpoint.Metadata, []func(), error) {
-	maxP := j.cfg.maxParallelism
+func writeSnapshot(cfg Config, p *checkpoint.Pending, final bool, snaps []*coordinator.TaskSnapshot, fileDone func()) (*checkpoint.Metadata, []func(), error) {
+	maxP := cfg.MaxParallelism
 	meta := &checkpoint.Metadata{
-		Job:            j.name,
+		Job:            cfg.Job,
 		MaxParallelism: maxP,
-		JobOptions:     map[string]string{"options": j.cfg.String(), "final": fmt.Sprint(final)},
+		JobOptions:     map[string]string{"options": cfg.Options, "final": fmt.Sprint(final)},
 	}
 	index := map[string]int{}
 	op := func(uid, name string, par int) *checkpoint.OperatorState {
@@ -113,7 +148,7 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 		return &meta.Operators[i]
 	}
 	commits := map[string][][]byte{}
-	var commitOps []pendingCommit
+	var commitOps []coordinator.Committable
 	var confirms []func()
 	for _, snap := range snaps {
 		for _, st := range snap.States {
@@ -131,7 +166,7 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 				}
 			}
 			name := fmt.Sprintf("op%03d-%s-%d.state", index[st.UID], checkpoint.SafeName(st.UID), st.Subtask)
-			data, err := encode(st)
+			data, err := codec.Marshal(st)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -178,14 +213,14 @@ func writeSnapshot(j *Job, p *checkpoint.Pending, final bool, snaps []*taskSnaps
 	return meta, confirms, nil
 }
 
-// commit makes the output of a completed checkpoint visible. It records
-// the commit first (see recordCommit).
-func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) error {
+// Commit makes the output of a completed checkpoint visible. It records
+// the commit first (see RecordCommit).
+func (s *Store) Commit(ctx context.Context, id int64, snaps []*coordinator.TaskSnapshot) error {
 	kind, path := checkpoint.KindCheckpoint, ""
 	if s.last.id == id {
 		kind, path = s.last.kind, s.last.path
 	}
-	if err := s.recordCommit(id, kind, path, snaps); err != nil {
+	if err := s.RecordCommit(id, kind, path, snaps); err != nil {
 		return err
 	}
 	for _, snap := range snaps {
@@ -202,12 +237,12 @@ func (s *ckStore) commit(ctx context.Context, id int64, snaps []*taskSnapshot) e
 	return nil
 }
 
-// recordCommit records in the checkpoint dir, durably, that the output of
+// RecordCommit records in the checkpoint dir, durably, that the output of
 // checkpoint or savepoint id is about to be committed, if snaps hold any
 // output to commit. It comes before the commit, so that a crash between
 // the two errs on the safe side: a restore never falls back past output
-// that may have been committed without knowing it (see checkReplay).
-func (s *ckStore) recordCommit(id int64, kind checkpoint.Kind, path string, snaps []*taskSnapshot) error {
+// that may have been committed without knowing it (see Config.CheckReplay).
+func (s *Store) RecordCommit(id int64, kind checkpoint.Kind, path string, snaps []*coordinator.TaskSnapshot) error {
 	for _, snap := range snaps {
 		for _, c := range snap.Committables {
 			if c.Committer != nil && len(c.Data) > 0 {
@@ -218,60 +253,61 @@ func (s *ckStore) recordCommit(id int64, kind checkpoint.Kind, path string, snap
 	return nil
 }
 
-// latest loads the newest usable checkpoint: nil when there is none. When
+// Latest loads the newest usable checkpoint: nil when there is none. When
 // checkpoints exist but none is usable, the job refuses to start unless
 // told to start fresh. Either way, it refuses a start that would replay
-// output the sinks committed (checkReplay).
-func (s *ckStore) latest() (*restoredState, error) {
+// output the sinks committed (Config.CheckReplay).
+func (s *Store) Latest() (*Restored, error) {
 	c, err := s.store.Latest()
 	switch {
-	case errors.Is(err, checkpoint.ErrNoCheckpoint) && s.job.cfg.restoreFrom != "":
+	case errors.Is(err, checkpoint.ErrNoCheckpoint) && s.cfg.RestoreFrom != "":
 		// A restart before the first checkpoint after RestoreFrom: the
 		// job restores the savepoint again (checked when it was loaded).
 		return nil, nil
 	case errors.Is(err, checkpoint.ErrNoCheckpoint):
-		return nil, s.checkReplay(0, "")
-	case errors.Is(err, checkpoint.ErrNoValidCheckpoint) && s.job.cfg.startFresh:
-		s.job.cfg.logger.Warn("no usable checkpoint; starting fresh as told", "err", err)
-		return nil, s.checkReplay(0, "")
+		return nil, s.cfg.CheckReplay(s.store, 0, "")
+	case errors.Is(err, checkpoint.ErrNoValidCheckpoint) && s.cfg.StartFresh:
+		s.cfg.Logger.Warn("no usable checkpoint; starting fresh as told", "err", err)
+		return nil, s.cfg.CheckReplay(s.store, 0, "")
 	case errors.Is(err, checkpoint.ErrNoValidCheckpoint):
-		if rerr := s.checkReplay(0, ""); rerr != nil {
+		if rerr := s.cfg.CheckReplay(s.store, 0, ""); rerr != nil {
 			return nil, fmt.Errorf("weir: refusing to start: %w; pass StartFresh to start empty, and %w", err, rerr)
 		}
 		return nil, fmt.Errorf("weir: refusing to start: %w (pass StartFresh to start empty)", err)
 	case err != nil:
 		return nil, err
 	}
-	if err := s.checkReplay(c.ID(), c.Path()); err != nil {
+	if err := s.cfg.CheckReplay(s.store, c.ID(), c.Path()); err != nil {
 		return nil, err
 	}
-	return loadCheckpoint(c)
+	return Load(c)
 }
 
-// loadSavepoint loads the savepoint or checkpoint at path, for RestoreFrom.
+// LoadSavepoint loads the savepoint or checkpoint at path, for RestoreFrom.
 // With a checkpoint dir (store), it refuses one older than output the
 // sinks committed, as latest does.
-func loadSavepoint(j *Job, store *ckStore, path string) (*restoredState, error) {
-	c, err := checkpoint.OpenPath(path, checkpoint.WithLogger(j.cfg.logger))
+func LoadSavepoint(cfg Config, store *Store, path string) (*Restored, error) {
+	c, err := checkpoint.OpenPath(path, checkpoint.WithLogger(cfg.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("weir: restore from %s: %w", path, err)
 	}
 	if err := c.Verify(); err != nil {
 		return nil, fmt.Errorf("weir: restore from %s: %w", path, err)
 	}
-	if mp := c.Metadata().MaxParallelism; mp != j.cfg.maxParallelism {
-		return nil, fmt.Errorf("weir: restore from %s: it was taken with max parallelism %d, the job has %d (key groups cannot change)", path, mp, j.cfg.maxParallelism)
+	if mp := c.Metadata().MaxParallelism; mp != cfg.MaxParallelism {
+		return nil, fmt.Errorf("weir: restore from %s: it was taken with max parallelism %d, the job has %d (key groups cannot change)", path, mp, cfg.MaxParallelism)
 	}
 	if store != nil {
-		if err := store.checkReplay(c.ID(), c.Path()); err != nil {
+		if err := store.cfg.CheckReplay(store.store, c.ID(), c.Path()); err != nil {
 			return nil, err
 		}
 	}
-	return loadCheckpoint(c)
+	return Load(c)
 }
 
-func loadCheckpoint(c *checkpoint.Checkpoint) (*restoredState, error) {
-	r := &restoredState{id: c.ID(), path: c.Path(), ck: c, ops: map[string][]opState{}, commits: map[string][][]byte{}}
+// Load reads the state files and committables of checkpoint c.
+func Load(c *checkpoint.Checkpoint) (*Restored, error) {
+	r := &Restored{ID: c.ID(), Path: c.Path(), Checkpoint: c, Ops: map[string][]codec.StateFile{}, Commits: map[string][][]byte{}}
 	for _, o := range c.Metadata().Operators {
 		for _, f := range o.Files {
 			if !isStateFile(f) {
@@ -281,26 +317,39 @@ func loadCheckpoint(c *checkpoint.Checkpoint) (*restoredState, error) {
 			if err != nil {
 				return nil, err
 			}
-			var st opState
-			if err := decode(data, &st); err != nil {
+			var st codec.StateFile
+			if err := codec.Unmarshal(data, &st); err != nil {
 				return nil, fmt.Errorf("weir: %s/%s: %w", c.Path(), f.Name, err)
 			}
-			r.ops[o.UID] = append(r.ops[o.UID], st)
+			r.Ops[o.UID] = append(r.Ops[o.UID], st)
 		}
 		if raw, ok := o.Extra["committables"]; ok {
 			var list [][]byte
 			if err := json.Unmarshal(raw, &list); err != nil {
 				return nil, fmt.Errorf("weir: %s: committables of %q: %w", c.Path(), o.UID, err)
 			}
-			r.commits[o.UID] = list
+			r.Commits[o.UID] = list
 		}
 	}
 	return r, nil
 }
 
 // isStateFile reports whether f is an operator subtask's state file (an
-// encoded opState), rather than a file of a Pebble database that an
+// encoded codec.StateFile), rather than a file of a Pebble database that an
 // incremental checkpoint saved (shared, or named op<i>-<uid>-<subtask>.db.<file>).
 func isStateFile(f checkpoint.FileInfo) bool {
 	return !f.Shared && strings.HasSuffix(f.Name, ".state") && !strings.Contains(f.Name, ".db.")
+}
+
+// Restored is the state a job restores from: every operator subtask's
+// state of one checkpoint or savepoint, by operator UID.
+type Restored struct {
+	ID   int64
+	Path string
+	// Checkpoint is the checkpoint, for restores that read more of its
+	// files (incremental Pebble state).
+	Checkpoint *checkpoint.Checkpoint
+	Ops        map[string][]codec.StateFile
+	// Commits are the committables of two-phase-commit sinks, by UID.
+	Commits map[string][][]byte
 }
