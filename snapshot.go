@@ -2,7 +2,6 @@ package weir
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/codec"
@@ -116,43 +115,6 @@ func (st *subtask) restoreMeta(n *node) (map[string][]byte, bool) {
 		}
 	}
 	return out, true
-}
-
-// describeOperatorState describes the non-keyed part of one state file of a
-// checkpoint, for `weir checkpoints inspect`: for a source, each split's
-// position and watermark. It returns nil for data it cannot read.
-func describeOperatorState(data []byte) []string {
-	var st opState
-	if decode(data, &st) != nil {
-		return nil
-	}
-	var out []string
-	for id, raw := range st.Meta {
-		var ss splitState
-		if decode(raw, &ss) != nil {
-			continue
-		}
-		pos := fmt.Sprintf("%x", ss.Pos)
-		var i int64
-		if decode(ss.Pos, &i) == nil {
-			pos = fmt.Sprint(i)
-		}
-		if ss.Done {
-			pos = "end"
-		}
-		out = append(out, fmt.Sprintf("split %s at %s (watermark %s)", id, pos, fmtMillis(ss.WM)))
-	}
-	return out
-}
-
-func fmtMillis(ms int64) string {
-	switch ms {
-	case watermark.Min:
-		return "none"
-	case watermark.Max:
-		return "end of input"
-	}
-	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
 // reuse is s emptied for the next entry of a snapshot, or nil when g keeps
