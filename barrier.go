@@ -1,45 +1,24 @@
 package weir
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 )
 
-// barrierMsg is checkpoint barrier n. It travels in-band: as an
-// exec.Barrier message between tasks, and as a barrier call down a chain,
-// after every record that belongs to checkpoint n and before every record
-// that does not.
-type barrierMsg struct {
-	id    int64
-	final bool // taken after the end of the input: the last checkpoint
-	// stop: a stop-with-savepoint. Sources emit nothing after it; the job
-	// ends once the savepoint is complete.
-	stop bool
-}
-
-// taskSnapshot collects one task's part of a checkpoint while its barrier
-// passes down the chain; the coordinator writes it out.
-type taskSnapshot struct {
-	id           int64
-	task         string
-	subtask      int
-	states       []opState
-	committables []pendingCommit
-}
+// The barrier and a task's part of a checkpoint are the coordinator's
+// (internal/coordinator); these names keep the operators' code short.
+type (
+	barrierMsg    = coordinator.Barrier
+	taskSnapshot  = coordinator.TaskSnapshot
+	pendingCommit = coordinator.Committable
+)
 
 // opState is the state of one operator subtask: the content of a state
 // file (its format is internal/codec's).
 type opState = codec.StateFile
-
-type pendingCommit struct {
-	uid, name   string
-	parallelism int
-	data        []byte
-	committer   Committer
-}
 
 // barrierer is implemented by every operator that can take part in a
 // checkpoint: it snapshots its state into snap (the synchronous part: a
@@ -102,29 +81,18 @@ func (op *sinkOp[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	cw, ok := op.w.(CommittingWriter[T])
 	if !ok {
 		if fw, ok := op.w.(FlushingWriter); ok {
-			if err := fw.Flush(op.st.ctx, b.id); err != nil {
-				return fmt.Errorf("flush for checkpoint %d: %w", b.id, err)
+			if err := fw.Flush(op.st.ctx, b.ID); err != nil {
+				return fmt.Errorf("flush for checkpoint %d: %w", b.ID, err)
 			}
 		}
 		return nil
 	}
-	data, err := cw.PreCommit(op.st.ctx, b.id)
+	data, err := cw.PreCommit(op.st.ctx, b.ID)
 	if err != nil {
-		return fmt.Errorf("pre-commit of checkpoint %d: %w", b.id, err)
+		return fmt.Errorf("pre-commit of checkpoint %d: %w", b.ID, err)
 	}
 	if data != nil {
-		s.committables = append(s.committables, pendingCommit{uid: op.info.uid, name: op.info.name, parallelism: op.info.parallelism, data: data, committer: op.committer})
+		s.Committables = append(s.Committables, pendingCommit{UID: op.info.uid, Name: op.info.name, Parallelism: op.info.parallelism, Data: data, Committer: op.committer})
 	}
 	return nil
 }
-
-// encode and decode are the state codec of operator metadata and state
-// files (internal/codec: gob, so user types need exported fields or a
-// GobEncoder/BinaryMarshaler, and state files in their binary format).
-func encode(v any) ([]byte, error) { return codec.Marshal(v) }
-
-func decode(data []byte, v any) error { return codec.Unmarshal(data, v) }
-
-// noCtx is for Close calls that must run even though the job's context is
-// cancelled.
-var noCtx = context.Background()

@@ -2,11 +2,13 @@ package weir_test
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // twoSplits has a busy split and a silent one that never ends.
@@ -47,6 +49,9 @@ func (r *twoReader) Close() error { return nil }
 
 // A silent split holds every window back, unless the strategy declares
 // splits idle after a while: then windows fire while it stays silent.
+// Without idleness, the test waits until the window operator took all 100
+// records and checks that its watermark is still "none" (nothing can
+// fire); it does not wait some time for a wrong firing to show.
 func TestIdleSplitStopsHoldingTheWatermark(t *testing.T) {
 	for _, idle := range []bool{false, true} {
 		var clock atomic.Int64 // a fake clock that moves 10ms per reading
@@ -57,19 +62,28 @@ func TestIdleSplitStopsHoldingTheWatermark(t *testing.T) {
 			ws = ws.WithIdleness(time.Second)
 		}
 		src := weir.FromSource(job, "two", weir.Source[ev](twoSplits{n: 100}), ws)
-		out := weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev]()))
+		out := weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.Name("counts")))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- job.Run(ctx) }()
-		// Events cover [0, 9900]: with the silent split idle, windows up to
-		// [8000, 9000) fire (the watermark reaches 9899).
-		wait := 500 * time.Millisecond // long enough for a wrong firing to show
 		if idle {
-			wait = 5 * time.Second
-		}
-		deadline := time.Now().Add(wait)
-		for len(out.Items()) < 9 && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
+			// Events cover [0, 9900]: with the silent split idle, windows
+			// up to [8000, 9000) fire (the watermark reaches 9899).
+			weirtest.WaitFor(t, "9 windows", 30*time.Second, func() bool { return len(out.Items()) >= 9 })
+		} else {
+			var wm int64
+			weirtest.WaitFor(t, "the window operator to take all 100 records", 30*time.Second, func() bool {
+				for _, o := range job.Metrics().Operators {
+					if o.Name == "counts" && o.RecordsIn == 100 {
+						wm = o.Watermark
+						return true
+					}
+				}
+				return false
+			})
+			if wm != math.MinInt64 {
+				t.Errorf("without idleness the silent split must hold the watermark: the window operator has %d", wm)
+			}
 		}
 		got := len(out.Items())
 		cancel()

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/internal/ckstore"
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/web"
@@ -27,10 +29,14 @@ type Job struct {
 
 	mu struct {
 		sync.Mutex
-		ran      bool
-		coord    *coordinator // of the running attempt, if it checkpoints
-		restored string       // path of the checkpoint the last attempt restored
-		stopped  string       // savepoint of a stop-with-savepoint that ended Run
+		ran   bool
+		coord *coordinator.Coordinator // of the running attempt, if it checkpoints
+		// changed is closed (and replaced) when coord changes or Run
+		// returns: what Savepoint and Checkpoint wait on (job_running.go).
+		changed  chan struct{}
+		finished bool   // Run returned
+		restored string // path of the checkpoint the last attempt restored
+		stopped  string // savepoint of a stop-with-savepoint that ended Run
 	}
 }
 
@@ -172,6 +178,7 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	j.mu.ran = true
 	j.mu.Unlock()
+	defer j.runEnded()
 	if err := errors.Join(j.errs...); err != nil {
 		return err
 	}
@@ -202,20 +209,20 @@ func (j *Job) Run(ctx context.Context) error {
 // runAttempts runs the job and, when it checkpoints, restarts it from the
 // latest complete checkpoint after a failure, under the restart policy.
 func (j *Job) runAttempts(ctx context.Context) error {
-	var store *ckStore
+	var store *ckstore.Store
 	var restored *restoredState
 	var err error
 	if j.cfg.ckDir != "" {
-		if store, err = openCkStore(j); err != nil {
+		if store, err = ckstore.Open(j.ckConfig()); err != nil {
 			return err
 		}
 	}
 	if j.cfg.restoreFrom != "" {
-		if restored, err = loadSavepoint(j, store, j.cfg.restoreFrom); err != nil {
+		if restored, err = ckstore.LoadSavepoint(j.ckConfig(), store, j.cfg.restoreFrom); err != nil {
 			return err
 		}
 	} else if store != nil {
-		if restored, err = store.latest(); err != nil {
+		if restored, err = store.Latest(); err != nil {
 			return err
 		}
 	}
@@ -224,14 +231,14 @@ func (j *Job) runAttempts(ctx context.Context) error {
 	backoff := pol.InitialBackoff
 	for {
 		if restored != nil {
-			j.cfg.logger.Info("restoring", "checkpoint", restored.id, "path", restored.path)
+			j.cfg.logger.Info("restoring", "checkpoint", restored.ID, "path", restored.Path)
 			j.mu.Lock()
-			j.mu.restored = restored.path
+			j.mu.restored = restored.Path
 			j.mu.Unlock()
-			j.metrics.Checkpoints.SetRestored(metrics.RestoreRecord{ID: restored.id, Path: restored.path, Time: time.Now()})
+			j.metrics.Checkpoints.SetRestored(metrics.RestoreRecord{ID: restored.ID, Path: restored.Path, Time: time.Now()})
 		}
 		err := j.execute(ctx, store, restored)
-		if errors.Is(err, errStopped) {
+		if errors.Is(err, coordinator.ErrStopped) {
 			j.cfg.logger.Info("job stopped with a savepoint")
 			j.noteStopped(err)
 			return nil
@@ -266,7 +273,7 @@ func (j *Job) runAttempts(ctx context.Context) error {
 		}
 		j.run.setState(web.StateRunning)
 		backoff = min(2*backoff, pol.MaxBackoff)
-		latest, lerr := store.latest()
+		latest, lerr := store.Latest()
 		if lerr != nil {
 			return errors.Join(err, lerr)
 		}
@@ -280,18 +287,17 @@ func (j *Job) runAttempts(ctx context.Context) error {
 // that must not exist) and returns once it is complete. With stop, the job
 // then ends: its sources read nothing more, Run returns nil, and the
 // savepoint is where a new job (maybe at another parallelism) can resume
-// with RestoreFrom. Savepoints need Checkpointing.
+// with RestoreFrom. Savepoints need Checkpointing. Called while the job
+// starts or restarts, it waits (bounded by ctx) until the job runs.
 func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, error) {
 	if j.cfg.ckDir == "" {
 		return "", errors.New("weir: savepoints need Checkpointing")
 	}
-	j.mu.Lock()
-	c := j.mu.coord
-	j.mu.Unlock()
-	if c == nil {
-		return "", errors.New("weir: the job is not running")
+	c, err := j.runningCoordinator(ctx)
+	if err != nil {
+		return "", err
 	}
-	p, _, err := c.savepoint(ctx, filepath.Clean(path), stop)
+	p, _, err := c.Savepoint(ctx, filepath.Clean(path), stop)
 	return p, err
 }
 

@@ -3,6 +3,7 @@ package weir
 import (
 	"fmt"
 
+	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -20,13 +21,13 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	}
 	op.nowOK = false // expiry is judged at the time of the snapshot
 	st := op.info.state(op.wm)
-	if pb, ok := op.backend.(*pebbleBackend); ok && pb.incremental {
-		token, err := pb.snapshot(b.id, b.final || b.stop, op.procNow())
+	if pb, ok := op.backend.(*incremental.Backend); ok && pb.Incremental() {
+		token, err := pb.Snapshot(b.ID, b.Final || b.Stop, op.procNow())
 		if err != nil {
-			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.id, err)
+			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.ID, err)
 		}
-		st.Meta = map[string][]byte{incLocalKey: token}
-		s.states = append(s.states, st)
+		st.Meta = map[string][]byte{incremental.LocalKey: token}
+		s.States = append(s.States, st)
 		return forwardBarrier(op.out, b, s)
 	}
 	st.Groups = map[int][]byte{}
@@ -34,13 +35,13 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	for kg := r.Start; kg < r.End; kg++ {
 		data, err := state.SnapshotKeyGroup(op.backend, kg)
 		if err != nil {
-			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.id, err)
+			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.ID, err)
 		}
 		if data != nil {
 			st.Groups[kg] = data
 		}
 	}
-	s.states = append(s.states, st)
+	s.States = append(s.States, st)
 	return forwardBarrier(op.out, b, s)
 }
 
@@ -51,8 +52,8 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 // as Flink's operators do after stop --drain: the new input's watermarks
 // take over, and timers registered for it can fire.
 func (op *processOp[K, T, OUT]) restore(wm int64, groups [][]byte) error {
-	if pb, ok := op.backend.(*pebbleBackend); ok {
-		if err := pb.checkRestored(); err != nil {
+	if pb, ok := op.backend.(*incremental.Backend); ok {
+		if err := pb.CheckRestored(); err != nil {
 			return err
 		}
 	}
@@ -71,9 +72,9 @@ func (op *processOp[K, T, OUT]) restore(wm int64, groups [][]byte) error {
 func newStateBackend(st *subtask, n *node, cfg state.Config) (state.Backend, error) {
 	switch b := st.cfg().stateBackend; b {
 	case "", "heap":
-		if ds, err := incDescs(st.plan.restored, n.uid); err != nil || len(ds) > 0 {
+		if ds, err := restoredDescs(st.plan.restored, n.uid); err != nil || len(ds) > 0 {
 			if err == nil {
-				err = fmt.Errorf("%s holds the state of operator %q as Pebble files (an incremental checkpoint): restore it with PebbleState, or restore a savepoint (which is by key group)", st.plan.restored.path, n.uid)
+				err = fmt.Errorf("%s holds the state of operator %q as Pebble files (an incremental checkpoint): restore it with PebbleState, or restore a savepoint (which is by key group)", st.plan.restored.Path, n.uid)
 			}
 			return nil, err
 		}

@@ -3,31 +3,32 @@ package weir
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/pebblestate"
+	"github.com/weirstream/weir/internal/statedir"
 )
 
 // newPebbleBackend opens a Pebble backend for one operator subtask, in a
 // directory of its own under this process's directory in the job's state
 // dir (the system's temporary directory when none is given; see
-// statedir.go), removed when the subtask closes. The
+// internal/statedir), removed when the subtask closes. The
 // database is a working copy: a restart starts from an empty one and
 // restores the checkpoint into it, by key group, or, from an incremental
-// checkpoint, from the checkpoint's files (see pebble_incremental.go). The
+// checkpoint, from the checkpoint's files (see internal/incremental). The
 // memory budget is the operator's, shared evenly by its subtasks.
 func newPebbleBackend(st *subtask, n *node, cfg state.Config) (state.Backend, error) {
 	base := st.cfg().stateDir
 	if base == "" {
 		base = os.TempDir()
 	}
-	root, err := processStateDir(base)
+	root, err := statedir.ProcessDir(base)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(root, fmt.Sprintf("%s-%d-", fileSafe(n.uid), st.index))
+	dir, err := os.MkdirTemp(root, fmt.Sprintf("%s-%d-", checkpoint.SafeName(n.uid), st.index))
 	if err != nil {
 		return nil, fmt.Errorf("pebble state dir: %w", err)
 	}
@@ -39,56 +40,29 @@ func newPebbleBackend(st *subtask, n *node, cfg state.Config) (state.Backend, er
 	return be, nil
 }
 
-func openPebbleBackend(st *subtask, n *node, cfg state.Config, dir string) (*pebbleBackend, error) {
+func openPebbleBackend(st *subtask, n *node, cfg state.Config, dir string) (*incremental.Backend, error) {
 	budget := st.cfg().stateMemory
 	if budget <= 0 {
 		budget = pebblestate.DefaultMemoryBudget
 	}
-	b := &pebbleBackend{root: dir, snapRoot: filepath.Dir(dir), uid: n.uid, subtask: st.index, incremental: st.cfg().incremental, instance: newInstanceID()}
-	dbDir := filepath.Join(dir, "db")
 	r := st.plan.restored
-	ds, err := incDescs(r, n.uid)
+	ds, err := restoredDescs(r, n.uid)
 	if err != nil {
 		return nil, err
 	}
-	var same *incDesc
-	if len(ds) > 0 {
-		if same, err = restorePebble(r.ck, ds, cfg.KeyGroups, dir, dbDir); err != nil {
-			return nil, err
-		}
-		for _, d := range ds {
-			if d.Start < cfg.KeyGroups.End && cfg.KeyGroups.Start < d.End {
-				b.restored = append(b.restored, d.Stores)
-			}
-		}
+	opts := incremental.Options{Dir: dir, UID: n.uid, Subtask: st.index, Incremental: st.cfg().incremental,
+		MemoryBudget: budget / int64(max(n.parallelism, 1)), Descs: ds}
+	if r != nil {
+		opts.Restore, opts.RestoreID = r.Checkpoint, r.ID
 	}
-	be, err := pebblestate.Open(pebblestate.Options{Dir: dbDir, MemoryBudget: budget / int64(max(n.parallelism, 1))}, cfg)
-	if err != nil {
-		return nil, err
-	}
-	b.Backend = be
-	if same != nil {
-		// Its SST files are in the store already: the next checkpoint
-		// lists them rather than uploads them.
-		shared := map[string]checkpoint.FileInfo{}
-		for _, f := range same.Files {
-			if fi, ok := r.ck.File(f.Ref); ok && f.Shared {
-				shared[f.Local] = fi
-			}
-		}
-		b.confirm(r.id, shared)
-	}
-	return b, nil
+	return incremental.Open(opts, cfg)
 }
 
-// checkRestored checks, once Open created the stores, that the state
-// restored from files has the types the stores have now.
-func (b *pebbleBackend) checkRestored() error {
-	for _, lays := range b.restored {
-		if err := state.CheckLayouts(b, lays); err != nil {
-			return err
-		}
+// restoredDescs returns the Pebble databases that operator uid has in the
+// restored checkpoint r (none if r is nil or holds its state by key group).
+func restoredDescs(r *restoredState, uid string) ([]incremental.Desc, error) {
+	if r == nil {
+		return nil, nil
 	}
-	b.restored = nil
-	return nil
+	return incremental.Descs(r.Path, uid, r.Ops[uid])
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // sessionCounter counts events per key and emits the count 1s (event time)
@@ -83,15 +84,10 @@ func TestProcessStateAndTimers(t *testing.T) {
 
 func waitGoroutines(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), before, buf)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
+	if !weirtest.Poll(30*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<16)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), before, buf)
 	}
 }
 
@@ -131,13 +127,7 @@ func TestCancelStopsEverything(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- job.Run(ctx) }()
-		deadline := time.Now().Add(10 * time.Second)
-		for len(out.Items()) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("no results from an endless source")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		weirtest.WaitFor(t, "results from an endless source", 30*time.Second, func() bool { return len(out.Items()) > 0 })
 		cancel()
 		select {
 		case err := <-done:
@@ -416,12 +406,8 @@ func psRun(t *testing.T, p int, clk *psClock, newFn func() weir.KeyedProcessFunc
 // items after the first from are want, in any order.
 func psExpect(t *testing.T, out *weir.Collector[string], from int, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(out.Items()) < from+len(want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %v; have %v", want, out.Items()[from:])
-		}
-		time.Sleep(time.Millisecond)
+	if !weirtest.Poll(30*time.Second, func() bool { return len(out.Items()) >= from+len(want) }) {
+		t.Fatalf("timed out waiting for %v; have %v", want, out.Items()[from:])
 	}
 	got := slices.Clone(out.Items()[from:])
 	slices.Sort(got)

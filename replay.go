@@ -90,9 +90,9 @@ func (e *DuplicateOutputError) Is(target error) bool { return target == ErrDupli
 // checkReplay refuses a start from checkpoint id restoreID at path
 // (restoreID 0: empty) that would replay output the sinks committed, unless
 // the job allows duplicates or its committing sinks prove the replay
-// exact. Either exception is logged.
-func (s *ckStore) checkReplay(restoreID int64, path string) error {
-	recs, err := s.store.CommitRecords()
+// exact. Either exception is logged. It is the ckstore's CheckReplay.
+func (j *Job) checkReplay(store *checkpoint.Store, restoreID int64, path string) error {
+	recs, err := store.CommitRecords()
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}
@@ -106,7 +106,7 @@ func (s *ckStore) checkReplay(restoreID int64, path string) error {
 		return nil
 	}
 	var unsafe []string
-	for _, n := range s.job.nodes {
+	for _, n := range j.nodes {
 		if n.committer == nil {
 			continue
 		}
@@ -116,7 +116,7 @@ func (s *ckStore) checkReplay(restoreID int64, path string) error {
 	}
 	e := &DuplicateOutputError{Restore: path, RestoreID: restoreID, Sinks: unsafe}
 	reasons := map[int64]string{}
-	if infos, err := s.store.List(); err == nil {
+	if infos, err := store.List(); err == nil {
 		for _, in := range infos {
 			if in.Err != nil {
 				reasons[in.ID] = in.Err.Error()
@@ -133,12 +133,12 @@ func (s *ckStore) checkReplay(restoreID int64, path string) error {
 		}
 		e.Committed = append(e.Committed, c)
 	}
-	log := s.job.cfg.logger
+	log := j.cfg.logger
 	switch {
 	case len(unsafe) == 0:
 		log.Warn("restoring behind committed output; every committing sink is replay safe", "restore", path, "id", restoreID, "committed", len(ahead), "newest_committed", ahead[len(ahead)-1].ID)
 		return nil
-	case s.job.cfg.allowDup:
+	case j.cfg.allowDup:
 		log.Warn("restoring behind committed output: the replayed output is committed again (duplicates), as AllowDuplicateOutput allows", "err", e.Error())
 		return nil
 	}

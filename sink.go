@@ -58,7 +58,7 @@ func To[T any](s *Stream[T], sink Sink[T], opts ...Option) {
 			// tasks started; what else earlier attempts left goes now.
 			var id int64
 			if r := st.plan.restored; r != nil {
-				id = r.id
+				id = r.ID
 			}
 			if err := cw.Recover(st.ctx, id); err != nil {
 				w.Close(noCtx)

@@ -2,10 +2,10 @@ package weir
 
 import (
 	"fmt"
-	"time"
 
-	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -35,22 +35,13 @@ func addKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.Group
 	}
 	st := info.state(wm)
 	st.Groups = groups
-	s.states = append(s.states, st)
+	s.States = append(s.States, st)
 	return nil
 }
 
-// restoredState is the state a job restores from: every operator subtask's
-// state of one checkpoint or savepoint, by operator UID.
-type restoredState struct {
-	id   int64
-	path string
-	// ck is the checkpoint, for restores that read more of its files
-	// (incremental Pebble state).
-	ck  *checkpoint.Checkpoint
-	ops map[string][]opState
-	// commits are the committables of two-phase-commit sinks, by UID.
-	commits map[string][][]byte
-}
+// restoredState is the checkpoint or savepoint a job restores from
+// (internal/ckstore loads it).
+type restoredState = ckstore.Restored
 
 // keyed returns what subtask st of node n restores: the encoded entries of
 // every key group it owns, from whichever old subtasks had them, and the
@@ -61,7 +52,7 @@ func (st *subtask) restoreKeyed(n *node) (wm int64, groups [][]byte, ok bool) {
 	if r == nil {
 		return watermark.Min, nil, false
 	}
-	old, found := r.ops[n.uid]
+	old, found := r.Ops[n.uid]
 	if !found {
 		return watermark.Min, nil, false
 	}
@@ -78,8 +69,8 @@ func (st *subtask) restoreKeyed(n *node) (wm int64, groups [][]byte, ok bool) {
 		}
 		// Incremental Pebble state: the key groups with entries are
 		// listed with the database's files, which the backend restored.
-		if data, ok := s.Meta[incMetaKey]; ok {
-			var d incDesc
+		if data, ok := s.Meta[incremental.MetaKey]; ok {
+			var d incremental.Desc
 			if decode(data, &d) == nil {
 				for _, kg := range d.NonEmpty {
 					contributes = contributes || kg >= lo && kg < hi
@@ -113,7 +104,7 @@ func (st *subtask) restoreMeta(n *node) (map[string][]byte, bool) {
 	if r == nil {
 		return nil, false
 	}
-	old, found := r.ops[n.uid]
+	old, found := r.Ops[n.uid]
 	if !found {
 		return nil, false
 	}
@@ -124,43 +115,6 @@ func (st *subtask) restoreMeta(n *node) (map[string][]byte, bool) {
 		}
 	}
 	return out, true
-}
-
-// describeOperatorState describes the non-keyed part of one state file of a
-// checkpoint, for `weir checkpoints inspect`: for a source, each split's
-// position and watermark. It returns nil for data it cannot read.
-func describeOperatorState(data []byte) []string {
-	var st opState
-	if decode(data, &st) != nil {
-		return nil
-	}
-	var out []string
-	for id, raw := range st.Meta {
-		var ss splitState
-		if decode(raw, &ss) != nil {
-			continue
-		}
-		pos := fmt.Sprintf("%x", ss.Pos)
-		var i int64
-		if decode(ss.Pos, &i) == nil {
-			pos = fmt.Sprint(i)
-		}
-		if ss.Done {
-			pos = "end"
-		}
-		out = append(out, fmt.Sprintf("split %s at %s (watermark %s)", id, pos, fmtMillis(ss.WM)))
-	}
-	return out
-}
-
-func fmtMillis(ms int64) string {
-	switch ms {
-	case watermark.Min:
-		return "none"
-	case watermark.Max:
-		return "end of input"
-	}
-	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
 // reuse is s emptied for the next entry of a snapshot, or nil when g keeps

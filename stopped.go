@@ -1,19 +1,16 @@
 package weir
 
-import "errors"
+import (
+	"errors"
 
-// stopError ends an attempt stopped with a savepoint; it is errStopped
-// with the savepoint's path.
-type stopError struct{ path string }
-
-func (e *stopError) Error() string        { return errStopped.Error() + " into " + e.path }
-func (e *stopError) Is(target error) bool { return target == errStopped }
+	"github.com/weirstream/weir/internal/coordinator"
+)
 
 func (j *Job) noteStopped(err error) {
-	var se *stopError
+	var se *coordinator.StopError
 	if errors.As(err, &se) {
 		j.mu.Lock()
-		j.mu.stopped = se.path
+		j.mu.stopped = se.Path
 		j.mu.Unlock()
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/weirstream/weir/internal/ckstore"
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
@@ -21,7 +23,7 @@ type plan struct {
 	// restored is the state the job starts from (nil: from scratch)
 	restored *restoredState
 	// coord is the checkpoint coordinator (nil: checkpointing is off)
-	coord *coordinator
+	coord *coordinator.Coordinator
 }
 
 // subtask is the per-goroutine context handed to operators as they are
@@ -230,7 +232,7 @@ func (p *plan) output(n *node, st *subtask) (any, error) {
 }
 
 // execute runs one attempt of the job, from restored state if given.
-func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredState) error {
+func (j *Job) execute(parent context.Context, ckpt *ckstore.Store, restored *restoredState) error {
 	g := exec.NewGroup(parent)
 	ctx := g.Context()
 	p, err := j.compile(ctx)
@@ -265,39 +267,30 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 		}
 	}
 	if ckpt != nil {
-		c := &coordinator{
-			interval: j.cfg.ckInterval, timeout: j.cfg.ckTimeout, log: j.cfg.logger, metrics: &j.metrics.Checkpoints,
-			triggers: map[int][]chan *barrierMsg{}, nsources: nsources, ntasks: ntasks,
-			acks: make(chan *taskSnapshot, ntasks), finished: make(chan struct{}, nsources),
-			persist: ckpt.persist, persistSP: ckpt.persistSavepoint, commit: ckpt.commit,
-			requests: make(chan *savepointReq),
+		sources := map[int]int{}
+		for _, n := range heads {
+			if n.run != nil {
+				sources[n.id] = n.parallelism
+			}
 		}
+		var last int64
 		if restored != nil {
-			c.nextID = restored.id
+			last = restored.ID
 		}
 		// Ids keep growing past every checkpoint in the directory, even
 		// unusable ones and those newer than the one restored.
-		if next, err := ckpt.store.NextID(); err == nil {
-			c.nextID = max(c.nextID, next-1)
+		if next, err := ckpt.Checkpoints().NextID(); err == nil {
+			last = max(last, next-1)
 		}
-		for _, n := range heads {
-			if n.run == nil {
-				continue
-			}
-			for i := 0; i < n.parallelism; i++ {
-				c.triggers[n.id] = append(c.triggers[n.id], make(chan *barrierMsg, 1))
-			}
-		}
+		c := coordinator.New(coordinator.Config{
+			Interval: j.cfg.ckInterval, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
+			Sources: sources, Tasks: ntasks, LastID: last,
+			Persist: ckpt.Persist, PersistSavepoint: ckpt.PersistSavepoint, Commit: ckpt.Commit,
+		})
 		p.coord = c
-		j.mu.Lock()
-		j.mu.coord = c
-		j.mu.Unlock()
-		defer func() {
-			j.mu.Lock()
-			j.mu.coord = nil
-			j.mu.Unlock()
-		}()
-		g.Go("checkpoint-coordinator", 0, c.run)
+		j.setCoordinator(c)
+		defer j.setCoordinator(nil)
+		g.Go("checkpoint-coordinator", 0, c.Run)
 	}
 	for _, n := range heads {
 		for i := 0; i < n.parallelism; i++ {
@@ -326,13 +319,13 @@ func (j *Job) execute(parent context.Context, ckpt *ckStore, restored *restoredS
 // checkRestore matches restored state to operators by UID and commits the
 // restored checkpoint's pending sink output (idempotently) before any task
 // starts.
-func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
+func (p *plan) checkRestore(ctx context.Context, ckpt *ckstore.Store) error {
 	byUID := map[string]*node{}
 	for _, n := range p.job.nodes {
 		byUID[n.uid] = n
 	}
 	var missing []string
-	for uid := range p.restored.ops {
+	for uid := range p.restored.Ops {
 		if byUID[uid] == nil {
 			missing = append(missing, uid)
 		}
@@ -343,18 +336,18 @@ func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
 	}
 	if ckpt != nil {
 		var snap taskSnapshot
-		for uid, list := range p.restored.commits {
+		for uid, list := range p.restored.Commits {
 			if n := byUID[uid]; n != nil && n.committer != nil {
 				for _, c := range list {
-					snap.committables = append(snap.committables, pendingCommit{data: c, committer: n.committer})
+					snap.Committables = append(snap.Committables, pendingCommit{Data: c, Committer: n.committer})
 				}
 			}
 		}
-		if err := ckpt.recordCommit(p.restored.id, p.restored.ck.Kind(), p.restored.path, []*taskSnapshot{&snap}); err != nil {
-			return transient{fmt.Errorf("weir: commit of restored checkpoint %d: %w", p.restored.id, err)}
+		if err := ckpt.RecordCommit(p.restored.ID, p.restored.Checkpoint.Kind(), p.restored.Path, []*taskSnapshot{&snap}); err != nil {
+			return transient{fmt.Errorf("weir: commit of restored checkpoint %d: %w", p.restored.ID, err)}
 		}
 	}
-	for uid, list := range p.restored.commits {
+	for uid, list := range p.restored.Commits {
 		n := byUID[uid]
 		if n == nil || n.committer == nil {
 			continue
@@ -364,7 +357,7 @@ func (p *plan) checkRestore(ctx context.Context, ckpt *ckStore) error {
 				// An external system that is down (a broker, a database)
 				// is worth a restart under the policy, unlike a state
 				// mismatch.
-				return transient{fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.id, n.name, err)}
+				return transient{fmt.Errorf("weir: commit of restored checkpoint %d for sink %q: %w", p.restored.ID, n.name, err)}
 			}
 		}
 	}
@@ -409,11 +402,11 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		p.job.metrics.Checkpoints.AlignmentNanos.Add(int64(time.Since(alignStart)))
 		b := pending
 		pending = nil
-		snap := &taskSnapshot{id: b.id, task: n.name, subtask: st.index}
+		snap := &taskSnapshot{ID: b.ID, Task: n.name, Subtask: st.index}
 		if err := forwardBarrier(ins[first.index], b, snap); err != nil {
 			return err
 		}
-		return p.coord.ack(st.ctx, snap)
+		return p.coord.Ack(st.ctx, snap)
 	}
 	for ended < nch {
 		msg, ok := gate.TryNext()
@@ -470,12 +463,12 @@ func (p *plan) runInputTask(n *node, st *subtask) error {
 		case exec.Barrier:
 			b := msg.Batch.(*barrierMsg)
 			if p.coord == nil {
-				return fmt.Errorf("weir: barrier %d in a job without checkpointing", b.id)
+				return fmt.Errorf("weir: barrier %d in a job without checkpointing", b.ID)
 			}
 			if pending == nil {
 				pending, alignStart = b, time.Now()
-			} else if pending.id != b.id {
-				return fmt.Errorf("weir: barrier %d arrived while aligning barrier %d", b.id, pending.id)
+			} else if pending.ID != b.ID {
+				return fmt.Errorf("weir: barrier %d arrived while aligning barrier %d", b.ID, pending.ID)
 			}
 			gate.Block(c)
 			aligned++

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 func keyed(t *testing.T, job *weir.Job, evs []ev, bound time.Duration) *weir.KeyedStream[string, ev] {
@@ -119,13 +120,7 @@ func (r feedReader) Close() error { return nil }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	weirtest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // Early firings give a speculative result before the watermark passes the

@@ -87,7 +87,7 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 		}
 		if wm, groups, ok := st.restoreKeyed(n); ok {
 			if err := op.restore(wm, groups); err != nil {
-				return nil, fmt.Errorf("weir: restoring window operator %s (uid %q) from %s: %w", n.name, n.uid, st.plan.restored.path, err)
+				return nil, fmt.Errorf("weir: restoring window operator %s (uid %q) from %s: %w", n.name, n.uid, st.plan.restored.Path, err)
 			}
 		}
 		return []any{consumer[keyed[K, T]](op)}, nil

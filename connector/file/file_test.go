@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 type event struct {
@@ -77,13 +78,7 @@ func appendFile(t testing.TB, path, content string) {
 // waitFor polls cond until it holds, failing the test after a deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	weirtest.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // collect runs a job reading src and returns what it read.

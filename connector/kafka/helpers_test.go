@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // newCluster starts an in-process kfake cluster on loopback (kfake listens
@@ -177,13 +178,7 @@ func windowCounts(evs []event) []string {
 // waitFor waits for cond with a deadline (no fixed sleeps).
 func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	weirtest.WaitFor(t, what, d, cond)
 }
 
 func sameOutput(t testing.TB, what string, got, want []string) {

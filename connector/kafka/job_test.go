@@ -65,6 +65,9 @@ func TestExactlyOnceJobWithFailures(t *testing.T) {
 	var failures atomic.Int64
 	var seen [20000]atomic.Bool
 	fail := func(e event) {
+		// Pacing on purpose, not waiting for a result: it spreads the
+		// input over ≥ 100ms so that periodic checkpoints fall between
+		// the failures.
 		if e.Seq%200 == 0 {
 			time.Sleep(time.Millisecond)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	wlog "github.com/weirstream/weir/connector/log"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // runTopic runs one of the log commands under a bare root (root.go wires
@@ -131,12 +132,8 @@ func TestConsumeFollow(t *testing.T) {
 	go func() { errc <- runTopic(ctx, "", &out, "consume", "t", "--follow", "--poll", "1ms", dd) }()
 	waitOutput := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for out.String() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("output %q, want %q", out.String(), want)
-			}
-			time.Sleep(time.Millisecond)
+		if !weirtest.Poll(30*time.Second, func() bool { return out.String() == want }) {
+			t.Fatalf("output %q, want %q", out.String(), want)
 		}
 	}
 	waitOutput("one\n")

@@ -73,21 +73,29 @@ func (g *Generator) MaxTimestamp() int64 { return g.max }
 
 // Combiner merges the watermarks of n inputs into one, like Flink's
 // StatusWatermarkValve: the output is the minimum over the inputs that are
-// active (not idle) and aligned, and it never goes back. Inputs that ended
-// count as Max. An idle input is left out so that one quiet partition
-// cannot stall the job; when it becomes active again it rejoins the
-// minimum only once its own watermark has caught up with the output
-// (until then its events may be late, which is the price of idleness).
+// active (not idle, not ended) and aligned, and it never goes back.
+//
+// An input is in one of three states. Active inputs hold the minimum. An
+// idle input is left out so that one quiet partition cannot stall the job;
+// when it becomes active again (it emits) it rejoins the minimum only once
+// its own watermark has caught up with the output (until then its events
+// may be late, which is the price of idleness). An ended input (its
+// watermark reached Max) is left out for good. Ended is not idle: the
+// output reaches Max only when every input has ended, never because the
+// inputs that have not ended are all idle, since an idle input may still
+// produce (Flink removes a finished split from the minimum; it does not
+// count it as end of time for the others).
 type Combiner struct {
 	wms     []int64
 	idle    []bool
+	ended   []bool
 	aligned []bool
 	cur     int64
 }
 
 // NewCombiner returns a combiner over n active inputs, all at Min.
 func NewCombiner(n int) *Combiner {
-	c := &Combiner{wms: make([]int64, n), idle: make([]bool, n), aligned: make([]bool, n), cur: Min}
+	c := &Combiner{wms: make([]int64, n), idle: make([]bool, n), ended: make([]bool, n), aligned: make([]bool, n), cur: Min}
 	for i := range c.wms {
 		c.wms[i] = Min
 		c.aligned[i] = true
@@ -107,11 +115,14 @@ func (c *Combiner) Of(i int) int64 { return c.wms[i] }
 // Idle reports whether input i is idle.
 func (c *Combiner) Idle(i int) bool { return c.idle[i] }
 
+// Ended reports whether input i has ended (its watermark reached Max).
+func (c *Combiner) Ended(i int) bool { return c.ended[i] }
+
 // AllIdle reports whether every input that has not ended is idle.
 func (c *Combiner) AllIdle() bool {
 	any := false
-	for i, w := range c.wms {
-		if w == Max {
+	for i := range c.wms {
+		if c.ended[i] {
 			continue
 		}
 		any = true
@@ -127,12 +138,15 @@ func (c *Combiner) AllIdle() bool {
 func (c *Combiner) Others(i int) int64 {
 	m := int64(Max)
 	for j, w := range c.wms {
-		if j != i && !c.idle[j] && c.aligned[j] && w < m {
+		if j != i && c.holds(j) && w < m {
 			m = w
 		}
 	}
 	return m
 }
+
+// holds reports whether input j takes part in the minimum.
+func (c *Combiner) holds(j int) bool { return !c.idle[j] && !c.ended[j] && c.aligned[j] }
 
 // At is the combined watermark if input i's watermark were w, the others
 // unchanged: max(output, min(w, others)). The task loops use it to derive
@@ -142,10 +156,17 @@ func At(cur, w, others int64) int64 {
 }
 
 // Update sets input i's watermark (ignoring regressions), marks it active,
-// and returns the combined watermark and whether it advanced.
+// and returns the combined watermark and whether it advanced. A watermark
+// of Max ends the input (End).
 func (c *Combiner) Update(i int, wm int64) (int64, bool) {
+	if c.ended[i] {
+		return c.cur, false
+	}
 	if wm > c.wms[i] {
 		c.wms[i] = wm
+	}
+	if c.wms[i] == Max {
+		return c.End(i)
 	}
 	if c.idle[i] {
 		c.idle[i] = false
@@ -157,10 +178,21 @@ func (c *Combiner) Update(i int, wm int64) (int64, bool) {
 	return c.recompute()
 }
 
+// End marks input i ended: it leaves the minimum for good. The output goes
+// to Max once every input has ended.
+func (c *Combiner) End(i int) (int64, bool) {
+	if c.ended[i] {
+		return c.cur, false
+	}
+	c.ended[i], c.idle[i], c.wms[i] = true, false, Max
+	return c.recompute()
+}
+
 // SetIdle marks input i idle or active. An input becoming active again is
-// aligned only if its watermark has reached the output.
+// aligned only if its watermark has reached the output. An ended input
+// stays ended.
 func (c *Combiner) SetIdle(i int, idle bool) (int64, bool) {
-	if c.idle[i] == idle {
+	if c.idle[i] == idle || c.ended[i] {
 		return c.cur, false
 	}
 	c.idle[i] = idle
@@ -172,16 +204,24 @@ func (c *Combiner) SetIdle(i int, idle bool) (int64, bool) {
 
 func (c *Combiner) recompute() (int64, bool) {
 	m := int64(Max)
-	found := false
+	found, allEnded := false, true
 	for j, w := range c.wms {
-		if !c.idle[j] && c.aligned[j] {
+		if !c.ended[j] {
+			allEnded = false
+		}
+		if c.holds(j) {
 			found = true
 			if w < m {
 				m = w
 			}
 		}
 	}
-	if found && m > c.cur {
+	// No input holds the minimum: either all have ended (end of time), or
+	// the rest are idle or catching up, and the output stays where it is.
+	if !found && !allEnded {
+		return c.cur, false
+	}
+	if m > c.cur {
 		c.cur = m
 		return m, true
 	}

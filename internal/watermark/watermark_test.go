@@ -111,3 +111,82 @@ func TestCombinerIdleness(t *testing.T) {
 		t.Fatal("At is max(cur, min(w, others))")
 	}
 }
+
+// A split that ended next to an idle one must not send the output to Max:
+// the idle split may still produce (Flink removes a finished split from the
+// minimum; it does not count it as the end of time). Each step acts on one
+// input and states the output after it.
+func TestCombinerEndedIsNotIdle(t *testing.T) {
+	type step struct {
+		op   string // update, idle, active, end
+		in   int
+		wm   int64
+		want int64
+	}
+	cases := []struct {
+		name  string
+		n     int
+		steps []step
+	}{
+		{"ended next to idle", 2, []step{
+			{"update", 0, 100, Min},
+			{"update", 1, 50, 50},
+			{"idle", 1, 0, 100},
+			{"end", 0, 0, 100}, // was Max: input 1 is idle, not ended
+			{"update", 1, 200, 200},
+			{"end", 1, 0, Max},
+		}},
+		{"ended by Max watermark next to idle", 2, []step{
+			{"update", 0, 100, Min},
+			{"idle", 1, 0, 100},
+			{"update", 0, Max, 100},
+			{"update", 1, 150, 150},
+			{"update", 1, Max, Max},
+		}},
+		{"idle after the other ended", 3, []step{
+			{"update", 0, 10, Min},
+			{"update", 1, 20, Min},
+			{"update", 2, 30, 10},
+			{"end", 0, 0, 20},
+			{"end", 2, 0, 20},
+			{"idle", 1, 0, 20},
+			{"active", 1, 0, 20},
+			{"update", 1, 25, 25},
+			{"end", 1, 0, Max},
+		}},
+		{"all ended", 2, []step{
+			{"end", 0, 0, Min},
+			{"end", 1, 0, Max},
+		}},
+		{"ended stays ended", 2, []step{
+			{"update", 1, 5, Min},
+			{"end", 0, 0, 5},
+			{"active", 0, 0, 5},
+			{"update", 0, 1, 5},
+			{"update", 1, 7, 7},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCombiner(tc.n)
+			for k, s := range tc.steps {
+				switch s.op {
+				case "update":
+					c.Update(s.in, s.wm)
+				case "idle":
+					c.SetIdle(s.in, true)
+				case "active":
+					c.SetIdle(s.in, false)
+				case "end":
+					c.End(s.in)
+				}
+				if got := c.Current(); got != s.want {
+					t.Fatalf("step %d (%s %d %d): output %d, want %d", k, s.op, s.in, s.wm, got, s.want)
+				}
+			}
+			if !c.Ended(tc.steps[len(tc.steps)-1].in) && tc.steps[len(tc.steps)-1].op == "end" {
+				t.Fatal("Ended must report an ended input")
+			}
+		})
+	}
+}

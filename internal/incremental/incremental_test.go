@@ -1,4 +1,4 @@
-package weir
+package incremental
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/pebblestate"
@@ -21,7 +22,7 @@ import (
 // coordinator does with it.
 type incHarness struct {
 	t     *testing.T
-	be    *pebbleBackend
+	be    *Backend
 	val   state.ValueStore[string, state.VoidNamespace, []byte]
 	store *checkpoint.Store
 	hash  func(string) uint64
@@ -35,7 +36,7 @@ func newIncHarness(t *testing.T, store *checkpoint.Store, r state.KeyGroupRange)
 	if err != nil {
 		t.Fatal(err)
 	}
-	be := &pebbleBackend{Backend: pb, root: root, snapRoot: root, uid: "proc", incremental: true, instance: newInstanceID()}
+	be := &Backend{Backend: pb, root: root, snapRoot: root, uid: "proc", incremental: true, instance: newInstanceID()}
 	t.Cleanup(func() { be.Close() })
 	val, err := state.NewValueStore[string, state.VoidNamespace, []byte](be, "blob", state.Options{})
 	if err != nil {
@@ -70,7 +71,7 @@ func blobValue(k string, version int) []byte {
 // coordinator would, and returns its metadata.
 func (h *incHarness) checkpoint(id int64) *checkpoint.Metadata {
 	h.t.Helper()
-	token, err := h.be.snapshot(id, false, 0)
+	token, err := h.be.Snapshot(id, false, 0)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -79,12 +80,12 @@ func (h *incHarness) checkpoint(id int64) *checkpoint.Metadata {
 		h.t.Fatal(err)
 	}
 	defer p.Abort()
-	st := opState{UID: "proc", Name: "proc", Parallelism: 1, Meta: map[string][]byte{incLocalKey: token}}
-	st, files, confirm, err := writeLocalSnapshot(p, st, 0)
+	st := codec.StateFile{UID: "proc", Name: "proc", Parallelism: 1, Meta: map[string][]byte{LocalKey: token}}
+	st, files, confirm, err := WriteLocal(p, st, 0)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	data, _ := encode(st)
+	data, _ := codec.Marshal(st)
 	w, err := p.Create("op000-proc-0.state")
 	if err != nil {
 		h.t.Fatal(err)
@@ -151,11 +152,7 @@ func TestPebbleIncrementalCheckpointSizes(t *testing.T) {
 	if err != nil || c.ID() != 2 {
 		t.Fatalf("latest: %v, %v", c, err)
 	}
-	r, err := loadCheckpoint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := incDescs(r, "proc")
+	ds, err := Descs(c.Path(), "proc", stateFiles(t, c, "proc"))
 	if err != nil || len(ds) != 1 || len(ds[0].NonEmpty) == 0 {
 		t.Fatalf("descriptors %+v, %v", ds, err)
 	}
@@ -364,7 +361,7 @@ func TestMeasureIncrementalCheckpoints(t *testing.T) {
 // it without IncrementalCheckpoints.
 func (h *incHarness) fullCheckpoint(id int64) *checkpoint.Metadata {
 	h.t.Helper()
-	st := opState{UID: "proc", Name: "proc", Parallelism: 1, Groups: map[int][]byte{}}
+	st := codec.StateFile{UID: "proc", Name: "proc", Parallelism: 1, Groups: map[int][]byte{}}
 	for kg := range 128 {
 		data, err := state.SnapshotKeyGroup(h.be, kg)
 		if err != nil {
@@ -379,7 +376,7 @@ func (h *incHarness) fullCheckpoint(id int64) *checkpoint.Metadata {
 		h.t.Fatal(err)
 	}
 	defer p.Abort()
-	data, err := encode(st)
+	data, err := codec.Marshal(st)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -398,4 +395,31 @@ func (h *incHarness) fullCheckpoint(id int64) *checkpoint.Metadata {
 		h.t.Fatal(err)
 	}
 	return c.Metadata()
+}
+
+// stateFiles reads the state files of operator uid in checkpoint c (not
+// the database files listed next to them), as a restoring job does.
+func stateFiles(t *testing.T, c *checkpoint.Checkpoint, uid string) []codec.StateFile {
+	t.Helper()
+	var out []codec.StateFile
+	for _, o := range c.Metadata().Operators {
+		if o.UID != uid {
+			continue
+		}
+		for _, f := range o.Files {
+			if f.Shared || !strings.HasSuffix(f.Name, ".state") {
+				continue
+			}
+			data, err := c.ReadFile(f.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st codec.StateFile
+			if err := codec.Unmarshal(data, &st); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, st)
+		}
+	}
+	return out
 }

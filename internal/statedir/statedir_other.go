@@ -1,6 +1,6 @@
 //go:build !unix
 
-package weir
+package statedir
 
 // Without flock, dead processes' state directories are not detected: they
 // are left for the operator to remove.

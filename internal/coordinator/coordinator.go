@@ -1,4 +1,12 @@
-package weir
+// Package coordinator is the checkpoint coordinator of one execution
+// attempt of a job: it triggers checkpoints at the sources (periodically,
+// or asked for: savepoints, stop-with-savepoint, Job.Checkpoint),
+// collects every task's acknowledgement, has the checkpoint written and
+// then its sinks' output committed. It also holds what travels between the
+// coordinator and the tasks: the barrier and a task's part of a checkpoint.
+//
+// Its time comes through Time, so tests drive it by hand (raft's Tick).
+package coordinator
 
 import (
 	"context"
@@ -11,30 +19,30 @@ import (
 	"github.com/weirstream/weir/internal/metrics"
 )
 
-// coordinator triggers checkpoints at the sources, collects every task's
+// Coordinator triggers checkpoints at the sources, collects every task's
 // acknowledgement, has the checkpoint written (its metadata last), and then
 // tells the sinks to commit. It runs in its own goroutine for one execution
 // attempt; at most one checkpoint is in flight.
-type coordinator struct {
+type Coordinator struct {
 	interval time.Duration
 	timeout  time.Duration
 	log      *slog.Logger
-	metrics  *ckMetrics
+	metrics  *metrics.Checkpoints
 
 	// triggers has one channel per source subtask, by node id.
-	triggers map[int][]chan *barrierMsg
+	triggers map[int][]chan *Barrier
 	nsources int
 	ntasks   int
-	acks     chan *taskSnapshot
+	acks     chan *TaskSnapshot
 	finished chan struct{}
 
 	nextID int64
 	// persist writes a complete checkpoint; commit runs the sinks'
 	// committers for it. Both run in the coordinator goroutine, so tasks go
 	// on processing while state is written (the asynchronous part).
-	persist   func(ctx context.Context, id int64, final bool, snaps []*taskSnapshot) error
-	persistSP func(ctx context.Context, id int64, path string, snaps []*taskSnapshot) error
-	commit    func(ctx context.Context, id int64, snaps []*taskSnapshot) error
+	persist   func(ctx context.Context, id int64, final bool, snaps []*TaskSnapshot) error
+	persistSP func(ctx context.Context, id int64, path string, snaps []*TaskSnapshot) error
+	commit    func(ctx context.Context, id int64, snaps []*TaskSnapshot) error
 
 	// requests are savepoints asked for while the job runs.
 	requests chan *savepointReq
@@ -47,40 +55,47 @@ type coordinator struct {
 	// time is where the loop gets its ticks, timeouts and durations: the
 	// wall clock in a job, a hand-driven one in tests (raft's Tick), so a
 	// test decides when checkpoints start and time out.
-	time ckTime
+	time Time
 }
 
-// ckTime is the coordinator's source of time. A nil field means the wall
+// Time is the coordinator's source of time. A nil field means the wall
 // clock's.
-type ckTime struct {
-	// ticks start periodic checkpoints.
-	ticks func(interval time.Duration) (<-chan time.Time, func())
-	// timeout fires once when a checkpoint has run for d.
-	timeout func(d time.Duration) (<-chan time.Time, func())
-	// now measures checkpoint durations (metrics and logs only).
-	now func() time.Time
+type Time struct {
+	// Ticks start periodic checkpoints.
+	Ticks func(interval time.Duration) (<-chan time.Time, func())
+	// Timeout fires once when a checkpoint has run for d.
+	Timeout func(d time.Duration) (<-chan time.Time, func())
+	// Now measures checkpoint durations (metrics and logs only).
+	Now func() time.Time
 }
 
-func (t *ckTime) fill() {
-	if t.ticks == nil {
-		t.ticks = func(d time.Duration) (<-chan time.Time, func()) {
+func (t *Time) fill() {
+	if t.Ticks == nil {
+		t.Ticks = func(d time.Duration) (<-chan time.Time, func()) {
 			tk := time.NewTicker(d)
 			return tk.C, tk.Stop
 		}
 	}
-	if t.timeout == nil {
-		t.timeout = func(d time.Duration) (<-chan time.Time, func()) {
+	if t.Timeout == nil {
+		t.Timeout = func(d time.Duration) (<-chan time.Time, func()) {
 			tm := time.NewTimer(d)
 			return tm.C, func() { tm.Stop() }
 		}
 	}
-	if t.now == nil {
-		t.now = time.Now
+	if t.Now == nil {
+		t.Now = time.Now
 	}
 }
 
-// errStopped ends a job stopped with a savepoint; Run returns nil for it.
-var errStopped = errors.New("weir: job stopped with a savepoint")
+// ErrStopped ends a job stopped with a savepoint; Run returns nil for it.
+var ErrStopped = errors.New("weir: job stopped with a savepoint")
+
+// StopError ends an attempt stopped with a savepoint; it is ErrStopped
+// with the savepoint's path.
+type StopError struct{ Path string }
+
+func (e *StopError) Error() string        { return ErrStopped.Error() + " into " + e.Path }
+func (e *StopError) Is(target error) bool { return target == ErrStopped }
 
 // savepointReq asks for a savepoint into path or, with path "", for a
 // checkpoint now (Job.Checkpoint).
@@ -107,8 +122,9 @@ type savepointResult struct {
 	err  error
 }
 
-// savepoint asks for a savepoint into path and waits for it.
-func (c *coordinator) savepoint(ctx context.Context, path string, stop bool) (string, int64, error) {
+// Savepoint asks for a savepoint into path and waits for it: with path
+// "", for a checkpoint now (Job.Checkpoint).
+func (c *Coordinator) Savepoint(ctx context.Context, path string, stop bool) (string, int64, error) {
 	req := &savepointReq{path: path, stop: stop, resp: make(chan savepointResult, 1)}
 	select {
 	case c.requests <- req:
@@ -123,11 +139,8 @@ func (c *coordinator) savepoint(ctx context.Context, path string, stop bool) (st
 	}
 }
 
-// ckMetrics are the job-level checkpoint metrics.
-type ckMetrics = metrics.Checkpoints
-
-// ack hands a task's part of a checkpoint to the coordinator.
-func (c *coordinator) ack(ctx context.Context, s *taskSnapshot) error {
+// Ack hands a task's part of a checkpoint to the coordinator.
+func (c *Coordinator) Ack(ctx context.Context, s *TaskSnapshot) error {
 	select {
 	case c.acks <- s:
 		return nil
@@ -136,9 +149,9 @@ func (c *coordinator) ack(ctx context.Context, s *taskSnapshot) error {
 	}
 }
 
-// sourceFinished tells the coordinator that one source subtask read all
+// SourceFinished tells the coordinator that one source subtask read all
 // its input.
-func (c *coordinator) sourceFinished(ctx context.Context) error {
+func (c *Coordinator) SourceFinished(ctx context.Context) error {
 	select {
 	case c.finished <- struct{}{}:
 		return nil
@@ -152,20 +165,21 @@ type inflight struct {
 	final   bool
 	sp      *savepointReq
 	started time.Time
-	snaps   []*taskSnapshot
+	snaps   []*TaskSnapshot
 }
 
-// run is the coordinator loop. It returns when the final checkpoint has
-// been committed (nil) or when ctx ends.
-func (c *coordinator) run(ctx context.Context) error {
+// Run is the coordinator loop. It returns when the final checkpoint has
+// been committed (nil), with a *StopError after a stop-with-savepoint, or
+// when ctx ends.
+func (c *Coordinator) Run(ctx context.Context) error {
 	c.time.fill()
-	ticks, stopTicks := c.time.ticks(c.interval)
+	ticks, stopTicks := c.time.Ticks(c.interval)
 	defer stopTicks()
 	var cur *inflight
 	// carry holds the sink output staged by checkpoints that were aborted
 	// or failed to persist: the next complete checkpoint commits it, so a
 	// failed checkpoint delays output but never loses it.
-	var carry []pendingCommit
+	var carry []Committable
 	var timeout <-chan time.Time
 	stopTimer := func() {}
 	defer func() { stopTimer() }()
@@ -182,7 +196,7 @@ func (c *coordinator) run(ctx context.Context) error {
 	// begin starts checkpoint cur: a barrier to every source subtask (each
 	// trigger channel has room for one, and at most one checkpoint is in
 	// flight, so this never blocks) and the timeout.
-	begin := func(in *inflight, b *barrierMsg) {
+	begin := func(in *inflight, b *Barrier) {
 		cur = in
 		for _, chans := range c.triggers {
 			for _, ch := range chans {
@@ -190,16 +204,16 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 		}
 		stopTimer()
-		timeout, stopTimer = c.time.timeout(c.timeout)
+		timeout, stopTimer = c.time.Timeout(c.timeout)
 		c.log.Debug("checkpoint triggered", "id", in.id, "final", in.final, "savepoint", in.sp != nil)
 	}
 	trigger := func(final bool) {
 		c.nextID++
-		begin(&inflight{id: c.nextID, final: final, started: c.time.now()}, &barrierMsg{id: c.nextID, final: final})
+		begin(&inflight{id: c.nextID, final: final, started: c.time.Now()}, &Barrier{ID: c.nextID, Final: final})
 	}
 	triggerSP := func(req *savepointReq) {
 		c.nextID++
-		begin(&inflight{id: c.nextID, sp: req, started: c.time.now()}, &barrierMsg{id: c.nextID, stop: req.stop})
+		begin(&inflight{id: c.nextID, sp: req, started: c.time.Now()}, &Barrier{ID: c.nextID, Stop: req.stop})
 	}
 	// next starts what waits once no checkpoint is in flight: a queued
 	// request, else the final checkpoint if the input is done.
@@ -250,9 +264,9 @@ func (c *coordinator) run(ctx context.Context) error {
 				cur.sp = nil
 			}
 			c.metrics.Aborted.Add(1)
-			c.metrics.Record(metrics.CheckpointRecord{ID: cur.id, Status: metrics.Aborted, Trigger: cur.started, End: c.time.now()})
+			c.metrics.Record(metrics.CheckpointRecord{ID: cur.id, Status: metrics.Aborted, Trigger: cur.started, End: c.time.Now()})
 			for _, s := range cur.snaps {
-				carry = append(carry, s.committables...)
+				carry = append(carry, s.Committables...)
 			}
 			// A final checkpoint cannot be dropped: the sources are waiting
 			// for it. Its barriers are in flight; a new one would queue
@@ -264,10 +278,10 @@ func (c *coordinator) run(ctx context.Context) error {
 			timeout = nil
 			next()
 		case s := <-c.acks:
-			if cur == nil || s.id != cur.id {
+			if cur == nil || s.ID != cur.id {
 				// An aborted checkpoint's late acknowledgement: its state is
 				// stale, but its sinks' staged output must not be lost.
-				carry = append(carry, s.committables...)
+				carry = append(carry, s.Committables...)
 				continue
 			}
 			cur.snaps = append(cur.snaps, s)
@@ -279,16 +293,16 @@ func (c *coordinator) run(ctx context.Context) error {
 			stopTimer()
 			timeout = nil
 			if len(carry) > 0 {
-				done.snaps = append(done.snaps, &taskSnapshot{id: done.id, task: "carried", committables: carry})
+				done.snaps = append(done.snaps, &TaskSnapshot{ID: done.id, Task: "carried", Committables: carry})
 				carry = nil
 			}
-			start := c.time.now()
+			start := c.time.Now()
 			if sp := done.sp; sp != nil && sp.path != "" {
 				if err := c.completeSavepoint(ctx, done); err != nil {
 					return err
 				}
 				if sp.stop {
-					return &stopError{path: sp.path}
+					return &StopError{Path: sp.path}
 				}
 				next()
 				continue
@@ -299,13 +313,13 @@ func (c *coordinator) run(ctx context.Context) error {
 				// checkpoint failures are 0 by default; we keep going and log).
 				c.log.Error("checkpoint failed", "id", done.id, "err", err)
 				c.metrics.Failed.Add(1)
-				c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Failed, Trigger: done.started, End: c.time.now()})
+				c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Failed, Trigger: done.started, End: c.time.Now()})
 				if done.sp != nil {
 					done.sp.resp <- savepointResult{err: fmt.Errorf("weir: checkpoint %d: %w", done.id, err)}
 					done.sp = nil
 				}
 				for _, s := range done.snaps {
-					carry = append(carry, s.committables...)
+					carry = append(carry, s.Committables...)
 				}
 				if done.final {
 					return fmt.Errorf("weir: final checkpoint %d: %w", done.id, err)
@@ -315,7 +329,7 @@ func (c *coordinator) run(ctx context.Context) error {
 			}
 			c.metrics.Completed.Add(1)
 			c.metrics.LastID.Store(done.id)
-			end := c.time.now()
+			end := c.time.Now()
 			c.metrics.LastDurationNanos.Store(int64(end.Sub(done.started)))
 			c.metrics.LastWriteNanos.Store(int64(end.Sub(start)))
 			c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Completed, Trigger: done.started, End: end})
@@ -344,7 +358,7 @@ func (c *coordinator) run(ctx context.Context) error {
 // completeSavepoint writes a savepoint, commits the sinks' output it covers
 // (like a checkpoint), and answers the request. Failing to write it is not
 // fatal to the job unless it was a stop.
-func (c *coordinator) completeSavepoint(ctx context.Context, done *inflight) error {
+func (c *Coordinator) completeSavepoint(ctx context.Context, done *inflight) error {
 	req := done.sp
 	done.sp = nil
 	err := c.persistSP(ctx, done.id, req.path, done.snaps)
@@ -361,8 +375,60 @@ func (c *coordinator) completeSavepoint(ctx context.Context, done *inflight) err
 		return fmt.Errorf("weir: commit of savepoint %d: %w", done.id, err)
 	}
 	c.committed.Store(done.id)
-	c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Completed, Savepoint: true, Trigger: done.started, End: c.time.now()})
+	c.metrics.Record(metrics.CheckpointRecord{ID: done.id, Status: metrics.Completed, Savepoint: true, Trigger: done.started, End: c.time.Now()})
 	c.log.Info("savepoint complete", "id", done.id, "path", req.path, "stop", req.stop)
 	req.resp <- savepointResult{path: req.path, id: done.id}
 	return nil
 }
+
+// Config is what New needs.
+type Config struct {
+	// Interval between periodic checkpoints; Timeout aborts one.
+	Interval, Timeout time.Duration
+	Log               *slog.Logger
+	Metrics           *metrics.Checkpoints
+	// Sources is the parallelism of each source, by node id: one trigger
+	// channel per source subtask.
+	Sources map[int]int
+	// Tasks is how many tasks acknowledge each checkpoint.
+	Tasks int
+	// LastID is the id the next checkpoint follows.
+	LastID int64
+	// Persist writes a complete checkpoint, PersistSavepoint a savepoint
+	// into path; Commit runs the sinks' committers for it. They run in
+	// the coordinator goroutine, so tasks go on processing while state is
+	// written (the asynchronous part).
+	Persist          func(ctx context.Context, id int64, final bool, snaps []*TaskSnapshot) error
+	PersistSavepoint func(ctx context.Context, id int64, path string, snaps []*TaskSnapshot) error
+	Commit           func(ctx context.Context, id int64, snaps []*TaskSnapshot) error
+	// Time is the wall clock's where nil.
+	Time Time
+}
+
+// New returns the coordinator of one execution attempt; Run runs it.
+func New(cfg Config) *Coordinator {
+	nsources := 0
+	for _, p := range cfg.Sources {
+		nsources += p
+	}
+	c := &Coordinator{
+		interval: cfg.Interval, timeout: cfg.Timeout, log: cfg.Log, metrics: cfg.Metrics,
+		triggers: map[int][]chan *Barrier{}, nsources: nsources, ntasks: cfg.Tasks,
+		acks: make(chan *TaskSnapshot, cfg.Tasks), finished: make(chan struct{}, nsources),
+		persist: cfg.Persist, persistSP: cfg.PersistSavepoint, commit: cfg.Commit,
+		requests: make(chan *savepointReq), nextID: cfg.LastID, time: cfg.Time,
+	}
+	for id, p := range cfg.Sources {
+		for range p {
+			c.triggers[id] = append(c.triggers[id], make(chan *Barrier, 1))
+		}
+	}
+	return c
+}
+
+// Trigger is where source subtask i of node id receives barriers.
+func (c *Coordinator) Trigger(id, i int) <-chan *Barrier { return c.triggers[id][i] }
+
+// Committed is the id of the newest checkpoint or savepoint whose sinks
+// were told to commit.
+func (c *Coordinator) Committed() int64 { return c.committed.Load() }

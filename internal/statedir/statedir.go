@@ -1,4 +1,7 @@
-package weir
+// Package statedir gives each process a directory of its own in a job's
+// state dir, for the working copies of its Pebble backends, and removes
+// the directories of processes that are gone.
+package statedir
 
 import (
 	"fmt"
@@ -19,10 +22,10 @@ var procDirs struct {
 	m map[string]string // state dir -> this process's directory in it
 }
 
-// processStateDir returns this process's directory in the state dir root,
+// ProcessDir returns this process's directory in the state dir root,
 // creating and locking it on first use, after removing the directories of
 // processes that are gone.
-func processStateDir(root string) (string, error) {
+func ProcessDir(root string) (string, error) {
 	procDirs.Lock()
 	defer procDirs.Unlock()
 	if d, ok := procDirs.m[root]; ok {

@@ -1,4 +1,4 @@
-package weir
+package coordinator
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // coordinator's goroutine has handled it (it takes a no-op acknowledgement
 // next), so the output never depends on the machine's speed.
 type coordEnv struct {
-	c       *coordinator
+	c       *Coordinator
 	ticks   chan time.Time
 	timeout chan time.Time // the armed checkpoint timeout, nil if none
 	done    chan error
@@ -40,20 +40,20 @@ type envReq struct {
 func newCoordEnv(sources, tasks int, nextID int64) *coordEnv {
 	e := &coordEnv{ticks: make(chan time.Time), done: make(chan error, 1)}
 	now := time.Unix(0, 0)
-	c := &coordinator{
+	c := &Coordinator{
 		interval: time.Second, timeout: time.Minute, log: slog.New(slog.DiscardHandler), metrics: &e.m,
-		triggers: map[int][]chan *barrierMsg{}, nsources: sources, ntasks: tasks,
+		triggers: map[int][]chan *Barrier{}, nsources: sources, ntasks: tasks,
 		// Unbuffered: a send returns once the loop took it, which is
 		// what the env's sync relies on.
-		acks: make(chan *taskSnapshot), finished: make(chan struct{}),
+		acks: make(chan *TaskSnapshot), finished: make(chan struct{}),
 		requests: make(chan *savepointReq), nextID: nextID,
 	}
 	for range sources {
-		c.triggers[0] = append(c.triggers[0], make(chan *barrierMsg, 1))
+		c.triggers[0] = append(c.triggers[0], make(chan *Barrier, 1))
 	}
-	c.time = ckTime{
-		ticks: func(time.Duration) (<-chan time.Time, func()) { return e.ticks, func() {} },
-		timeout: func(d time.Duration) (<-chan time.Time, func()) {
+	c.time = Time{
+		Ticks: func(time.Duration) (<-chan time.Time, func()) { return e.ticks, func() {} },
+		Timeout: func(d time.Duration) (<-chan time.Time, func()) {
 			ch := make(chan time.Time)
 			e.timeout = ch
 			fmt.Fprintf(&e.out, "timeout armed (%v)\n", d)
@@ -63,21 +63,21 @@ func newCoordEnv(sources, tasks int, nextID int64) *coordEnv {
 				}
 			}
 		},
-		now: func() time.Time { now = now.Add(time.Millisecond); return now },
+		Now: func() time.Time { now = now.Add(time.Millisecond); return now },
 	}
-	names := func(snaps []*taskSnapshot) string {
+	names := func(snaps []*TaskSnapshot) string {
 		var parts []string
 		for _, s := range snaps {
 			var cs []string
-			for _, pc := range s.committables {
-				cs = append(cs, pc.name)
+			for _, pc := range s.Committables {
+				cs = append(cs, pc.Name)
 			}
-			parts = append(parts, fmt.Sprintf("%s[%s]", s.task, strings.Join(cs, ",")))
+			parts = append(parts, fmt.Sprintf("%s[%s]", s.Task, strings.Join(cs, ",")))
 		}
 		slices.Sort(parts)
 		return strings.Join(parts, " ")
 	}
-	c.persist = func(_ context.Context, id int64, final bool, snaps []*taskSnapshot) error {
+	c.persist = func(_ context.Context, id int64, final bool, snaps []*TaskSnapshot) error {
 		if e.failing > 0 {
 			e.failing--
 			fmt.Fprintf(&e.out, "persist %d final=%v: fails\n", id, final)
@@ -86,18 +86,18 @@ func newCoordEnv(sources, tasks int, nextID int64) *coordEnv {
 		fmt.Fprintf(&e.out, "persist %d final=%v: %s\n", id, final, names(snaps))
 		return nil
 	}
-	c.persistSP = func(_ context.Context, id int64, path string, snaps []*taskSnapshot) error {
+	c.persistSP = func(_ context.Context, id int64, path string, snaps []*TaskSnapshot) error {
 		fmt.Fprintf(&e.out, "persist savepoint %d to %s: %s\n", id, path, names(snaps))
 		return nil
 	}
-	c.commit = func(_ context.Context, id int64, snaps []*taskSnapshot) error {
+	c.commit = func(_ context.Context, id int64, snaps []*TaskSnapshot) error {
 		fmt.Fprintf(&e.out, "commit %d: %s\n", id, names(snaps))
 		return nil
 	}
 	e.c = c
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
-	go func() { e.done <- c.run(ctx) }()
+	go func() { e.done <- c.Run(ctx) }()
 	return e
 }
 
@@ -118,11 +118,11 @@ func send[T any](e *coordEnv, ch chan T, v T) {
 // reports barriers sent to the sources and answers to requests.
 func (e *coordEnv) sync() string {
 	// An acknowledgement of no checkpoint is a no-op for the loop.
-	send(e, e.c.acks, &taskSnapshot{id: -1})
+	send(e, e.c.acks, &TaskSnapshot{ID: -1})
 	for i, ch := range e.c.triggers[0] {
 		select {
 		case b := <-ch:
-			fmt.Fprintf(&e.out, "source %d: barrier %d%s%s\n", i, b.id, ifSet(b.final, " final"), ifSet(b.stop, " stop"))
+			fmt.Fprintf(&e.out, "source %d: barrier %d%s%s\n", i, b.ID, ifSet(b.Final, " final"), ifSet(b.Stop, " stop"))
 		default:
 		}
 	}
@@ -195,11 +195,11 @@ func coordCmd(t *testing.T, d *datadriven.TestData, env **coordEnv) string {
 		var task string
 		d.ScanArgs(t, "id", &id)
 		d.ScanArgs(t, "task", &task)
-		s := &taskSnapshot{id: int64(id), task: task}
+		s := &TaskSnapshot{ID: int64(id), Task: task}
 		if d.HasArg("commit") {
 			var name string
 			d.ScanArgs(t, "commit", &name)
-			s.committables = []pendingCommit{{name: name}}
+			s.Committables = []Committable{{Name: name}}
 		}
 		send(e, e.c.acks, s)
 	case "finish-source":

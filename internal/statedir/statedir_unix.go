@@ -1,6 +1,6 @@
 //go:build unix
 
-package weir
+package statedir
 
 import (
 	"errors"

@@ -1,4 +1,10 @@
-package weir
+// Package incremental holds the incremental checkpoints of the Pebble
+// state backend (weir.IncrementalCheckpoints), as Flink's RocksDB backend
+// takes them: the backend of one operator subtask (Backend, opened with
+// Open), its local snapshot at a barrier (Snapshot), writing it into a
+// checkpoint (WriteLocal), and restoring a database from a checkpoint's
+// files, at the same or another parallelism.
+package incremental
 
 import (
 	"crypto/rand"
@@ -12,26 +18,26 @@ import (
 	"sync"
 
 	"github.com/weirstream/weir/internal/checkpoint"
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/state"
 	"github.com/weirstream/weir/internal/state/pebblestate"
 )
 
-// Incremental checkpoints of the Pebble backend (IncrementalCheckpoints),
-// as Flink's RocksDB backend takes them:
+// How (weir.IncrementalCheckpoints):
 //
 //   - Synchronous part, at the barrier, on the subtask's goroutine: flush
 //     the memtable and take a Pebble checkpoint of the database into a
 //     local directory (SST files hard-linked, MANIFEST and OPTIONS
 //     copied), plus a view of the stores (state.View) in case the barrier
-//     is a savepoint's. The operator's opState carries a token naming
-//     this local snapshot (incLocalKey), and no key groups.
+//     is a savepoint's. The operator's codec.StateFile carries a token naming
+//     this local snapshot (LocalKey), and no key groups.
 //   - Asynchronous part, in the coordinator (writeSnapshot): for a
 //     checkpoint, upload the SST files that the backend's last completed
 //     checkpoint did not have into the store's shared area,
 //     DIR/shared/<operator>/<database instance>/<file>, list the others
 //     again (ReuseShared), and copy the small files into the checkpoint's
-//     directory; the opState then describes the files (incDesc, under
-//     incMetaKey). For a savepoint, write the per-key-group snapshot of
+//     directory; the codec.StateFile then describes the files (Desc, under
+//     MetaKey). For a savepoint, write the per-key-group snapshot of
 //     the local copy instead: savepoints are self-contained and canonical.
 //   - Restore with the key groups the database had: put its files into a
 //     new directory and open it. With other key groups (rescaling): open
@@ -42,35 +48,36 @@ import (
 // (instance, file name) names one content for ever, even when a restored
 // database goes on numbering files from where its checkpoint stood.
 
-// Keys of opState.Meta for incremental Pebble state.
+// Keys of a state file's Meta (codec.StateFile) for incremental Pebble
+// state.
 const (
-	incMetaKey  = "weir.pebble.files"
-	incLocalKey = "weir.pebble.local"
+	MetaKey  = "weir.pebble.files"
+	LocalKey = "weir.pebble.local"
 )
 
-// incDesc describes the database of one operator subtask in a checkpoint.
-type incDesc struct {
+// Desc describes the database of one operator subtask in a checkpoint.
+type Desc struct {
 	Instance   string
 	Start, End int   // the key groups the database holds
 	NonEmpty   []int // those with entries
 	Stores     []state.StoreLayout
-	Files      []incFile
+	Files      []File
 }
 
-// incFile is one file of the database: its name in the database
+// File is one file of the database: its name in the database
 // directory, and the name of the checkpoint's file holding it (shared or
 // not).
-type incFile struct {
+type File struct {
 	Local, Ref string
 	Shared     bool
 }
 
-// pebbleBackend is the Pebble backend of one operator subtask, in a
+// Backend is the Pebble backend of one operator subtask, in a
 // directory of its own: the database in root/db. It removes root on
 // Close. Local snapshots are next to root, in snapRoot, since they may
 // outlive the backend: the final checkpoint, and a stop-with-savepoint,
 // are written out after the subtask closed.
-type pebbleBackend struct {
+type Backend struct {
 	*pebblestate.Backend
 	root        string
 	snapRoot    string
@@ -103,7 +110,7 @@ func newInstanceID() string {
 // local snapshots not written yet, but for that of a final checkpoint or a
 // stop-with-savepoint, which the coordinator writes after the subtask
 // ended.
-func (b *pebbleBackend) Close() error {
+func (b *Backend) Close() error {
 	b.mu.Lock()
 	b.mu.closed = true
 	b.mu.Unlock()
@@ -112,11 +119,11 @@ func (b *pebbleBackend) Close() error {
 }
 
 // lineage names the operator subtask across restarts within the process.
-func (b *pebbleBackend) lineage() string {
+func (b *Backend) lineage() string {
 	return fmt.Sprintf("%s\x00%s\x00%d", b.snapRoot, b.uid, b.subtask)
 }
 
-func (b *pebbleBackend) confirmedFile(local string) (checkpoint.FileInfo, bool) {
+func (b *Backend) confirmedFile(local string) (checkpoint.FileInfo, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fi, ok := b.mu.confirmed[local]
@@ -124,7 +131,7 @@ func (b *pebbleBackend) confirmedFile(local string) (checkpoint.FileInfo, bool) 
 }
 
 // confirm records the shared files of completed checkpoint id.
-func (b *pebbleBackend) confirm(id int64, files map[string]checkpoint.FileInfo) {
+func (b *Backend) confirm(id int64, files map[string]checkpoint.FileInfo) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if id > b.mu.confirmedID {
@@ -135,17 +142,17 @@ func (b *pebbleBackend) confirm(id int64, files map[string]checkpoint.FileInfo) 
 // localSnap is a local Pebble checkpoint of a backend, waiting to be
 // written out by the coordinator.
 type localSnap struct {
-	be   *pebbleBackend
+	be   *Backend
 	id   int64
 	last bool // of a final checkpoint or a stop-with-savepoint
 	dir  string
-	desc incDesc // without Files
+	desc Desc // without Files
 	view *state.View
 	now  int64
 }
 
 // localSnaps holds the local snapshots taken at barriers and not yet
-// written, by token (opState.Meta[incLocalKey]).
+// written, by token (codec.StateFile.Meta[LocalKey]).
 var localSnaps = &snapRegistry{m: map[string]*localSnap{}}
 
 type snapRegistry struct {
@@ -192,10 +199,11 @@ func (r *snapRegistry) drop(match func(*localSnap) bool) {
 	}
 }
 
-// snapshot is the synchronous part of an incremental checkpoint: a local
-// Pebble checkpoint of the database, and the token that names it.
-func (b *pebbleBackend) snapshot(id int64, last bool, now int64) ([]byte, error) {
-	dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-snap-%s-%d", fileSafe(b.uid), b.subtask, b.instance, id))
+// Snapshot is the synchronous part of an incremental checkpoint: a local
+// Pebble checkpoint of the database, and the token that names it (the
+// state file carries it under LocalKey until WriteLocal replaces it).
+func (b *Backend) Snapshot(id int64, last bool, now int64) ([]byte, error) {
+	dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-snap-%s-%d", checkpoint.SafeName(b.uid), b.subtask, b.instance, id))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -217,17 +225,17 @@ func (b *pebbleBackend) snapshot(id int64, last bool, now int64) ([]byte, error)
 	}
 	token := fmt.Sprintf("%s/%d", b.instance, id)
 	localSnaps.put(token, &localSnap{be: b, id: id, last: last, dir: dir, view: view, now: now,
-		desc: incDesc{Instance: b.instance, Start: r.Start, End: r.End, NonEmpty: nonEmpty, Stores: lays}})
+		desc: Desc{Instance: b.instance, Start: r.Start, End: r.End, NonEmpty: nonEmpty, Stores: lays}})
 	return []byte(token), nil
 }
 
-// writeLocalSnapshot is the asynchronous part: it writes the local
+// WriteLocal is the asynchronous part: it writes the local
 // snapshot st refers to into checkpoint p, and returns st as the state
 // file records it, the files to list for the operator, and what to tell
 // the backend once the checkpoint is complete. opIndex numbers the
 // operator in the checkpoint (for file names).
-func writeLocalSnapshot(p *checkpoint.Pending, st opState, opIndex int) (opState, []checkpoint.FileInfo, func(), error) {
-	token := string(st.Meta[incLocalKey])
+func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.StateFile, []checkpoint.FileInfo, func(), error) {
+	token := string(st.Meta[LocalKey])
 	ls := localSnaps.take(token)
 	if ls == nil {
 		return st, nil, nil, fmt.Errorf("weir: operator %q subtask %d: the local Pebble snapshot %s is gone (the subtask ended)", st.Name, st.Subtask, token)
@@ -235,7 +243,7 @@ func writeLocalSnapshot(p *checkpoint.Pending, st opState, opIndex int) (opState
 	defer os.RemoveAll(ls.dir)
 	meta := map[string][]byte{}
 	for k, v := range st.Meta {
-		if k != incLocalKey {
+		if k != LocalKey {
 			meta[k] = v
 		}
 	}
@@ -264,28 +272,28 @@ func writeLocalSnapshot(p *checkpoint.Pending, st opState, opIndex int) (opState
 		if pebblestate.IsSharedFile(local) {
 			var ok bool
 			if fi, ok = ls.be.confirmedFile(local); !ok || p.ReuseShared(fi) != nil {
-				ref := path.Join(fileSafe(st.UID), desc.Instance, local)
+				ref := path.Join(checkpoint.SafeName(st.UID), desc.Instance, local)
 				if fi, err = copyInto(p.CreateShared(ref))(filepath.Join(ls.dir, local)); err != nil {
 					return st, nil, nil, err
 				}
 			}
 			shared[local] = fi
 		} else {
-			name := fmt.Sprintf("op%03d-%s-%d.db.%s", opIndex, fileSafe(st.UID), st.Subtask, local)
+			name := fmt.Sprintf("op%03d-%s-%d.db.%s", opIndex, checkpoint.SafeName(st.UID), st.Subtask, local)
 			if fi, err = copyInto(p.Create(name))(filepath.Join(ls.dir, local)); err != nil {
 				return st, nil, nil, err
 			}
 		}
-		desc.Files = append(desc.Files, incFile{Local: local, Ref: fi.Name, Shared: fi.Shared})
+		desc.Files = append(desc.Files, File{Local: local, Ref: fi.Name, Shared: fi.Shared})
 		fi.Subtask = st.Subtask
 		fi.KeyGroups = &checkpoint.KeyGroupRange{Start: desc.Start, End: desc.End}
 		files = append(files, fi)
 	}
-	data, err := encode(desc)
+	data, err := codec.Marshal(desc)
 	if err != nil {
 		return st, nil, nil, err
 	}
-	st.Meta[incMetaKey] = data
+	st.Meta[MetaKey] = data
 	id, be := p.ID(), ls.be
 	return st, files, func() { be.confirm(id, shared) }, nil
 }
@@ -331,21 +339,19 @@ func (ls *localSnap) keyGroups() (map[int][]byte, error) {
 	return groups, nil
 }
 
-// incDescs returns the databases that operator uid had in the restored
-// checkpoint, if it has incremental state there.
-func incDescs(r *restoredState, uid string) ([]incDesc, error) {
-	if r == nil {
-		return nil, nil
-	}
-	var out []incDesc
-	for _, s := range r.ops[uid] {
-		data, ok := s.Meta[incMetaKey]
+// Descs returns the databases that operator uid had in the restored
+// checkpoint at path, from its state files states, if it has incremental
+// state there.
+func Descs(path, uid string, states []codec.StateFile) ([]Desc, error) {
+	var out []Desc
+	for _, s := range states {
+		data, ok := s.Meta[MetaKey]
 		if !ok {
 			continue
 		}
-		var d incDesc
-		if err := decode(data, &d); err != nil {
-			return nil, fmt.Errorf("weir: %s: Pebble files of operator %q subtask %d: %w", r.path, uid, s.Subtask, err)
+		var d Desc
+		if err := codec.Unmarshal(data, &d); err != nil {
+			return nil, fmt.Errorf("weir: %s: Pebble files of operator %q subtask %d: %w", path, uid, s.Subtask, err)
 		}
 		out = append(out, d)
 	}
@@ -354,7 +360,7 @@ func incDescs(r *restoredState, uid string) ([]incDesc, error) {
 
 // materialize puts the files of database d of checkpoint c into dir,
 // checking each file's size and checksum as it copies.
-func materialize(c *checkpoint.Checkpoint, d incDesc, dir string) error {
+func materialize(c *checkpoint.Checkpoint, d Desc, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -390,7 +396,7 @@ func materialize(c *checkpoint.Checkpoint, d incDesc, dir string) error {
 // one database had exactly r (it returns it: its shared files are
 // already in the store), or the entries of r copied from each that
 // overlaps.
-func restorePebble(c *checkpoint.Checkpoint, ds []incDesc, r state.KeyGroupRange, root, dbDir string) (*incDesc, error) {
+func restorePebble(c *checkpoint.Checkpoint, ds []Desc, r state.KeyGroupRange, root, dbDir string) (*Desc, error) {
 	// Same key groups as one old database (a restore at the same
 	// parallelism, whatever it is): use its files as they are. The other
 	// databases hold other key groups.
@@ -425,4 +431,72 @@ func restorePebble(c *checkpoint.Checkpoint, ds []incDesc, r state.KeyGroupRange
 		}
 	}
 	return nil, dst.Close()
+}
+
+// Options open a Backend.
+type Options struct {
+	// Dir is the subtask's own directory (removed on Close): the database
+	// is in Dir/db, local snapshots next to Dir.
+	Dir          string
+	UID          string
+	Subtask      int
+	Incremental  bool
+	MemoryBudget int64
+	// Restore is the checkpoint to restore from (nil: none), RestoreID its
+	// id, and Descs the databases it holds for this operator (Descs).
+	Restore   *checkpoint.Checkpoint
+	RestoreID int64
+	Descs     []Desc
+}
+
+// Open opens the Pebble backend of one operator subtask, restoring the
+// databases of opts.Descs that overlap its key groups.
+func Open(opts Options, cfg state.Config) (*Backend, error) {
+	b := &Backend{root: opts.Dir, snapRoot: filepath.Dir(opts.Dir), uid: opts.UID, subtask: opts.Subtask, incremental: opts.Incremental, instance: newInstanceID()}
+	dbDir := filepath.Join(opts.Dir, "db")
+	var same *Desc
+	if len(opts.Descs) > 0 {
+		var err error
+		if same, err = restorePebble(opts.Restore, opts.Descs, cfg.KeyGroups, opts.Dir, dbDir); err != nil {
+			return nil, err
+		}
+		for _, d := range opts.Descs {
+			if d.Start < cfg.KeyGroups.End && cfg.KeyGroups.Start < d.End {
+				b.restored = append(b.restored, d.Stores)
+			}
+		}
+	}
+	be, err := pebblestate.Open(pebblestate.Options{Dir: dbDir, MemoryBudget: opts.MemoryBudget}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.Backend = be
+	if same != nil {
+		// Its SST files are in the store already: the next checkpoint
+		// lists them rather than uploads them.
+		shared := map[string]checkpoint.FileInfo{}
+		for _, f := range same.Files {
+			if fi, ok := opts.Restore.File(f.Ref); ok && f.Shared {
+				shared[f.Local] = fi
+			}
+		}
+		b.confirm(opts.RestoreID, shared)
+	}
+	return b, nil
+}
+
+// Incremental reports whether the backend takes incremental checkpoints
+// (else its state is snapshot by key group, as the heap's).
+func (b *Backend) Incremental() bool { return b.incremental }
+
+// CheckRestored checks, once Open created the stores, that the state
+// restored from files has the types the stores have now.
+func (b *Backend) CheckRestored() error {
+	for _, lays := range b.restored {
+		if err := state.CheckLayouts(b, lays); err != nil {
+			return err
+		}
+	}
+	b.restored = nil
+	return nil
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package weir
+package statedir
 
 import (
 	"os"
@@ -32,7 +32,7 @@ func TestDeadProcessStateDirsAreRemoved(t *testing.T) {
 	if err := os.MkdirAll(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dir, err := processStateDir(root)
+	dir, err := ProcessDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestDeadProcessStateDirsAreRemoved(t *testing.T) {
 	if free, err := lockIsFree(filepath.Join(dir, "LOCK")); err != nil || free {
 		t.Fatalf("this process's LOCK: free = %v, %v; want held", free, err)
 	}
-	if again, _ := processStateDir(root); again != dir {
+	if again, _ := ProcessDir(root); again != dir {
 		t.Fatalf("second call: %s, want the same %s", again, dir)
 	}
 }
