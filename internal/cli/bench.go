@@ -43,6 +43,7 @@ func newBenchAdclicks() *cobra.Command {
 		events      int64
 		delay       int64
 		parallelism int
+		splits      int
 		runs        int
 		asJSON      bool
 		cpuprofile  string
@@ -79,7 +80,7 @@ generation included), their ratio and both digests.`,
 				start := time.Now()
 				var err error
 				d, err = adclicks.RunWeir(cmd.Context(), adclicks.BenchConfig{
-					N: events, DelayMs: delay, Parallelism: parallelism,
+					N: events, DelayMs: delay, Parallelism: parallelism, Splits: splits,
 					Options: []weir.Option{weir.BatchSize(batchSize)},
 				})
 				el := time.Since(start)
@@ -132,6 +133,7 @@ generation included), their ratio and both digests.`,
 	f.Int64Var(&events, "events", adclicks.DefaultN, "number of events")
 	f.Int64Var(&delay, "delay", adclicks.DelayMs, "watermark delay in ms (5000: no drops; 1000: drops)")
 	f.IntVar(&parallelism, "parallelism", 2, "weir job parallelism")
+	f.IntVar(&splits, "splits", 0, "source splits of the generator (0: one per subtask when --delay covers the jitter, else 1)")
 	f.IntVar(&runs, "runs", 3, "runs of each; the median rate is reported")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on the last line")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the first weir run to this file")
