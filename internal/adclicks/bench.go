@@ -13,8 +13,9 @@ type BenchConfig struct {
 	N           int64
 	DelayMs     int64
 	Parallelism int
-	// Splits is the number of source splits (SplitSource). 0 picks
-	// AutoSplits(Parallelism, DelayMs).
+	// Splits is the number of source splits (SplitSource; 0 or 1: one).
+	// More than one gives the reference digest only if DelayMs >= JitterMs
+	// (see SplitSource).
 	Splits  int
 	Options []weir.Option // extra job options (batch size, ...)
 	// FailAt > 0 makes the job fail once, when it reads event number
@@ -33,11 +34,7 @@ type BenchConfig struct {
 // digest.
 func RunWeir(ctx context.Context, c BenchConfig) (Digest, error) {
 	job := weir.NewJob("bench-adclicks", append([]weir.Option{weir.Parallelism(c.Parallelism)}, c.Options...)...)
-	splits := c.Splits
-	if splits == 0 {
-		splits = AutoSplits(c.Parallelism, c.DelayMs)
-	}
-	clicks := weir.FromSource(job, "clicks", SplitSource(c.N, JitterMs, Seed, 0, splits),
+	clicks := weir.FromSource(job, "clicks", SplitSource(c.N, JitterMs, Seed, 0, c.Splits),
 		weir.BoundedOutOfOrderness(time.Duration(c.DelayMs)*time.Millisecond,
 			func(c Click) time.Time { return time.UnixMilli(c.EventTimeMs) }))
 	if c.FailAt > 0 {
@@ -56,19 +53,6 @@ func RunWeir(ctx context.Context, c BenchConfig) (Digest, error) {
 	d := sink.total()
 	d.Dropped = job.Metrics().Sum(func(o *weir.OperatorMetrics) int64 { return o.LateDropped })
 	return d, nil
-}
-
-// AutoSplits is the benchmark's default number of source splits: one per
-// subtask when the watermark delay covers the generator's jitter, so no
-// event can be late whatever the order the splits' events reach the window
-// (the digest is then the reference's at any parallelism); one split
-// otherwise, because which events are late (the --delay 1000 digest) is
-// defined by the order of the one-split stream.
-func AutoSplits(parallelism int, delayMs int64) int {
-	if delayMs >= JitterMs && parallelism > 1 {
-		return parallelism
-	}
-	return 1
 }
 
 // digestSink folds window results into a Digest per subtask.

@@ -172,12 +172,3 @@ func TestWeirJobSplitSourceDigests(t *testing.T) {
 		}
 	}
 }
-
-func TestAutoSplits(t *testing.T) {
-	if got := AutoSplits(2, DelayMs); got != 2 {
-		t.Errorf("delay 5000 p 2: %d splits", got)
-	}
-	if got := AutoSplits(2, 1000); got != 1 {
-		t.Errorf("delay 1000 p 2: %d splits, want 1 (late events depend on the order)", got)
-	}
-}
