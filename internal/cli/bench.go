@@ -24,6 +24,7 @@ type benchResult struct {
 	BaselineChecksum     string  `json:"baseline_checksum"`
 	Events               int64   `json:"events"`
 	Parallelism          int     `json:"parallelism"`
+	Splits               int     `json:"splits"`
 	DelayMs              int64   `json:"delay_ms"`
 	Results              int64   `json:"results"`
 	Sum                  int64   `json:"sum"`
@@ -101,7 +102,7 @@ generation included), their ratio and both digests.`,
 			res := benchResult{
 				EventsPerSec: median(weirRates), BaselineEventsPerSec: median(baseRates),
 				Checksum: fmt.Sprintf("%016x", d.Checksum), BaselineChecksum: fmt.Sprintf("%016x", bd.Checksum),
-				Events: events, Parallelism: parallelism, DelayMs: delay,
+				Events: events, Parallelism: parallelism, Splits: max(splits, 1), DelayMs: delay,
 				Results: d.Results, Sum: d.Sum, Dropped: d.Dropped, DigestsMatch: d == bd, Runs: runs,
 			}
 			res.Ratio = res.EventsPerSec / res.BaselineEventsPerSec
@@ -159,7 +160,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 		var ran *weir.Job
 		start := time.Now()
 		_, err := adclicks.RunWeir(ctx, adclicks.BenchConfig{
-			N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism,
+			N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism, Splits: res.Splits,
 			Options: append([]weir.Option{weir.BatchSize(batchSize)}, opts...), Job: &ran,
 		})
 		return float64(n) / time.Since(start).Seconds(), ran, err
@@ -195,7 +196,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 	defer os.RemoveAll(dir)
 	var rec time.Duration
 	_, err = adclicks.RunWeir(ctx, adclicks.BenchConfig{
-		N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism,
+		N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism, Splits: res.Splits,
 		Options: []weir.Option{weir.BatchSize(batchSize), weir.Checkpointing(interval, dir),
 			weir.Restarts(weir.RestartPolicy{MaxFailures: 1, Interval: time.Hour})},
 		FailAt: n / 2, Recovery: &rec,
