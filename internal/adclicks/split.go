@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
+	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/pace"
@@ -33,14 +36,33 @@ func SplitSource(n, jitterMs int64, seed uint64, rate float64, splits int) weir.
 	if splits <= 1 {
 		return Source(n, jitterMs, seed, rate)
 	}
-	return &splitSource{n: n, jitter: jitterMs, seed: seed, rate: rate, splits: splits}
+	s := &splitSource{n: n, jitter: jitterMs, seed: seed, rate: rate, splits: splits}
+	s.next = make([]atomic.Int64, splits)
+	s.wake = make([]chan struct{}, splits)
+	for i := range s.wake {
+		s.wake[i] = make(chan struct{}, 1)
+		s.next[i].Store(math.MaxInt64) // not open: holds no one back
+	}
+	return s
 }
+
+// MaxDrift is how far (in events) a split may run ahead of the slowest
+// open split before its reader waits: the splits' events reach the same
+// window subtasks, whose state holds every window from the slowest split's
+// watermark to the fastest split's events, so unbounded drift (one split's
+// goroutine descheduled on a busy machine) means many open windows and a
+// working set far beyond the caches. This is source-side watermark
+// alignment (as Flink's FLIP-182) done inside this source, whose splits
+// share a process.
+const MaxDrift = 16 * SplitBlock
 
 type splitSource struct {
 	n, jitter int64
 	seed      uint64
 	rate      float64 // per split
 	splits    int
+	next      []atomic.Int64  // per split: the next index of its open reader; MaxInt64 when none
+	wake      []chan struct{} // per split: poked when another split advanced
 }
 
 // blockSplit is split s of n.
@@ -61,11 +83,12 @@ func (s *splitSource) Open(_ context.Context, sp weir.Split) (weir.SplitReader[C
 	if !ok || b.n != s.splits || b.s < 0 || b.s >= b.n {
 		return nil, fmt.Errorf("adclicks: split source of %d splits has no split %s", s.splits, sp.ID())
 	}
-	r := &splitReader{g: NewGen(s.n, s.jitter, s.seed), pace: pace.New(s.rate)}
+	r := &splitReader{g: NewGen(s.n, s.jitter, s.seed), pace: pace.New(s.rate), src: s, split: b.s}
 	r.skipEvents = int64(s.splits-1) * SplitBlock
 	r.skip = pcgJump(2 * uint64(r.skipEvents)) // two draws per event
 	first := int64(b.s) * SplitBlock
 	r.g.jump(pcgJump(2*uint64(first)), first)
+	s.next[b.s].Store(first)
 	return r, nil
 }
 
@@ -85,6 +108,7 @@ func (s *splitSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (we
 		return nil, fmt.Errorf("adclicks: split %s: position %d is in another split's block", sp.ID(), i)
 	}
 	g.i = i
+	s.next[sp.(blockSplit).s].Store(i)
 	if err := g.rng.UnmarshalBinary(pos[8:]); err != nil {
 		return nil, fmt.Errorf("adclicks: split %s: bad position: %w", sp.ID(), err)
 	}
@@ -96,9 +120,59 @@ type splitReader struct {
 	skip       affine // the PCG advance over the other splits' blocks
 	skipEvents int64
 	pace       *pace.Pacer
+	src        *splitSource
+	split      int
+	timer      *time.Timer
+}
+
+// ahead reports whether this split is more than MaxDrift events ahead of
+// the slowest other open split.
+func (r *splitReader) ahead() bool {
+	lo := int64(math.MaxInt64)
+	for i := range r.src.next {
+		if i != r.split {
+			lo = min(lo, r.src.next[i].Load())
+		}
+	}
+	return r.g.i-lo > MaxDrift
+}
+
+// waitForPeers waits up to a millisecond for another split to advance. It
+// must not wait long: another split may be read by this same goroutine
+// (fewer subtasks than splits), and it advances only after Read returns.
+func (r *splitReader) waitForPeers(ctx context.Context) {
+	if r.timer == nil {
+		r.timer = time.NewTimer(time.Millisecond)
+	} else {
+		r.timer.Reset(time.Millisecond)
+	}
+	select {
+	case <-r.src.wake[r.split]:
+	case <-r.timer.C:
+	case <-ctx.Done():
+	}
+	r.timer.Stop()
+}
+
+// advanced publishes this split's progress and wakes the others.
+func (r *splitReader) advanced() {
+	r.src.next[r.split].Store(r.g.i)
+	for i, w := range r.src.wake {
+		if i != r.split {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 func (r *splitReader) Read(ctx context.Context, dst []Click) (int, error) {
+	if r.ahead() {
+		if r.waitForPeers(ctx); r.ahead() {
+			return 0, nil
+		}
+	}
 	allowed, err := r.pace.Allow(ctx, len(dst))
 	if err != nil || allowed == 0 {
 		return 0, err
@@ -114,8 +188,11 @@ func (r *splitReader) Read(ctx context.Context, dst []Click) (int, error) {
 	}
 	r.pace.Emitted(k)
 	if g.i >= g.n {
+		r.src.next[r.split].Store(math.MaxInt64)
+		r.advanced2()
 		return k, io.EOF
 	}
+	r.advanced()
 	return k, nil
 }
 
@@ -131,8 +208,22 @@ func (r *splitReader) Position() ([]byte, error) {
 }
 
 func (r *splitReader) Close() error {
+	r.src.next[r.split].Store(math.MaxInt64) // a closed split holds no one back
+	r.advanced2()
 	r.pace.Stop()
 	return nil
+}
+
+// advanced2 wakes the other splits without publishing a position.
+func (r *splitReader) advanced2() {
+	for i, w := range r.src.wake {
+		if i != r.split {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // u128 is an unsigned 128-bit integer (arithmetic mod 2^128).

@@ -172,3 +172,50 @@ func TestWeirJobSplitSourceDigests(t *testing.T) {
 		}
 	}
 }
+
+// A split runs at most MaxDrift events (plus one read) ahead of the slowest
+// open split, then returns no events until that split advances; a split
+// that is not open, or closed, holds no one back.
+func TestSplitSourceDrift(t *testing.T) {
+	ctx := context.Background()
+	const n = 100 * SplitBlock
+	src := SplitSource(n, JitterMs, Seed, 0, 2)
+	splits, _ := src.Splits(ctx)
+	r0, _ := src.Open(ctx, splits[0])
+	buf := make([]Click, SplitBlock)
+	read := func(r weir.SplitReader[Click]) int {
+		k, err := r.Read(ctx, buf)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		return k
+	}
+	// Split 1 not open yet: split 0 is free to run.
+	for i := 0; i < 40; i++ {
+		if read(r0) == 0 {
+			t.Fatalf("split 0 held back by a split that is not open, at read %d", i)
+		}
+	}
+	r1, _ := src.Open(ctx, splits[1]) // at event 1024, far behind split 0
+	if k := read(r0); k != 0 {
+		t.Fatalf("split 0, %d events ahead of split 1, read %d more", r0.(*splitReader).g.i-SplitBlock, k)
+	}
+	for read(r1) > 0 && r1.(*splitReader).g.i < r0.(*splitReader).g.i-MaxDrift {
+	}
+	if k := read(r0); k == 0 {
+		t.Fatal("split 0 still held back after split 1 caught up")
+	}
+	r1.Close()
+	total := 0
+	for {
+		k, err := r0.Read(ctx, buf)
+		total += k
+		if err == io.EOF {
+			break
+		}
+		if k == 0 {
+			t.Fatal("split 0 held back by a closed split")
+		}
+	}
+	r0.Close()
+}
