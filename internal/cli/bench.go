@@ -66,6 +66,14 @@ generation included), their ratio and both digests.`,
 			if runs < 1 {
 				return fmt.Errorf("--runs must be at least 1")
 			}
+			if splits == 0 {
+				// One split per subtask when no event can be late in any
+				// interleaving of the splits (see adclicks.SplitSource).
+				splits = 1
+				if delay >= adclicks.JitterMs {
+					splits = max(parallelism, 1)
+				}
+			}
 			if splits > 1 && delay < adclicks.JitterMs {
 				return fmt.Errorf("--splits %d needs --delay >= %d (the jitter): with a smaller delay which events are late depends on how the splits interleave, and the digest cannot be compared with the baseline's", splits, adclicks.JitterMs)
 			}
@@ -137,7 +145,7 @@ generation included), their ratio and both digests.`,
 	f.Int64Var(&events, "events", adclicks.DefaultN, "number of events")
 	f.Int64Var(&delay, "delay", adclicks.DelayMs, "watermark delay in ms (5000: no drops; 1000: drops)")
 	f.IntVar(&parallelism, "parallelism", 2, "weir job parallelism")
-	f.IntVar(&splits, "splits", 1, "source splits of the generator, split by event number (more than 1 needs --delay >= 5000)")
+	f.IntVar(&splits, "splits", 0, "source splits of the generator, split by event number (0: one per subtask if --delay >= 5000, else 1; more than 1 needs --delay >= 5000)")
 	f.IntVar(&runs, "runs", 3, "runs of each; the median rate is reported")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on the last line")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the first weir run to this file")

@@ -142,6 +142,15 @@ func TestBenchAdclicksJSON(t *testing.T) {
 		if delay == "1000" && res["dropped"].(float64) == 0 {
 			t.Errorf("delay 1000 must drop events")
 		}
+		// Default splits: one per subtask (parallelism 2) without late
+		// events, one with them; --splits as given.
+		wantSplits := map[string]float64{"5000": 2, "1000": 1}[delay]
+		if len(args) > 2 {
+			wantSplits = 3
+		}
+		if res["splits"] != wantSplits {
+			t.Errorf("%v: splits %v, want %v", args, res["splits"], wantSplits)
+		}
 	}
 }
 
