@@ -157,14 +157,7 @@ func (r *splitReader) waitForPeers(ctx context.Context) {
 // advanced publishes this split's progress and wakes the others.
 func (r *splitReader) advanced() {
 	r.src.next[r.split].Store(r.g.i)
-	for i, w := range r.src.wake {
-		if i != r.split {
-			select {
-			case w <- struct{}{}:
-			default:
-			}
-		}
-	}
+	r.wakePeers()
 }
 
 func (r *splitReader) Read(ctx context.Context, dst []Click) (int, error) {
@@ -189,7 +182,7 @@ func (r *splitReader) Read(ctx context.Context, dst []Click) (int, error) {
 	r.pace.Emitted(k)
 	if g.i >= g.n {
 		r.src.next[r.split].Store(math.MaxInt64)
-		r.advanced2()
+		r.wakePeers()
 		return k, io.EOF
 	}
 	r.advanced()
@@ -209,13 +202,13 @@ func (r *splitReader) Position() ([]byte, error) {
 
 func (r *splitReader) Close() error {
 	r.src.next[r.split].Store(math.MaxInt64) // a closed split holds no one back
-	r.advanced2()
+	r.wakePeers()
 	r.pace.Stop()
 	return nil
 }
 
-// advanced2 wakes the other splits without publishing a position.
-func (r *splitReader) advanced2() {
+// wakePeers pokes the other splits' readers (a waiting one looks again).
+func (r *splitReader) wakePeers() {
 	for i, w := range r.src.wake {
 		if i != r.split {
 			select {
