@@ -13,7 +13,11 @@ type BenchConfig struct {
 	N           int64
 	DelayMs     int64
 	Parallelism int
-	Options     []weir.Option // extra job options (batch size, ...)
+	// Splits is the number of source splits (SplitSource; 0 or 1: one).
+	// More than one gives the reference digest only if DelayMs >= JitterMs
+	// (see SplitSource).
+	Splits  int
+	Options []weir.Option // extra job options (batch size, ...)
 	// FailAt > 0 makes the job fail once, when it reads event number
 	// FailAt, to measure recovery (with checkpointing among Options).
 	FailAt int64
@@ -30,7 +34,7 @@ type BenchConfig struct {
 // digest.
 func RunWeir(ctx context.Context, c BenchConfig) (Digest, error) {
 	job := weir.NewJob("bench-adclicks", append([]weir.Option{weir.Parallelism(c.Parallelism)}, c.Options...)...)
-	clicks := weir.FromSource(job, "clicks", Source(c.N, JitterMs, Seed, 0),
+	clicks := weir.FromSource(job, "clicks", SplitSource(c.N, JitterMs, Seed, 0, c.Splits),
 		weir.BoundedOutOfOrderness(time.Duration(c.DelayMs)*time.Millisecond,
 			func(c Click) time.Time { return time.UnixMilli(c.EventTimeMs) }))
 	if c.FailAt > 0 {

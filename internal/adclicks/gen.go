@@ -88,6 +88,8 @@ type Gen struct {
 	rng    rand.PCG
 	i, n   int64
 	jitter uint64
+	// scratch holds the PCG state while a split jumps (no allocation).
+	scratch [20]byte
 }
 
 // NewGen returns a generator of n events with jitter in [0, jitterMs),

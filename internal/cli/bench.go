@@ -24,6 +24,7 @@ type benchResult struct {
 	BaselineChecksum     string  `json:"baseline_checksum"`
 	Events               int64   `json:"events"`
 	Parallelism          int     `json:"parallelism"`
+	Splits               int     `json:"splits"`
 	DelayMs              int64   `json:"delay_ms"`
 	Results              int64   `json:"results"`
 	Sum                  int64   `json:"sum"`
@@ -43,6 +44,7 @@ func newBenchAdclicks() *cobra.Command {
 		events      int64
 		delay       int64
 		parallelism int
+		splits      int
 		runs        int
 		asJSON      bool
 		cpuprofile  string
@@ -64,6 +66,17 @@ generation included), their ratio and both digests.`,
 			if runs < 1 {
 				return fmt.Errorf("--runs must be at least 1")
 			}
+			if splits == 0 {
+				// One split per subtask when no event can be late in any
+				// interleaving of the splits (see adclicks.SplitSource).
+				splits = 1
+				if delay >= adclicks.JitterMs {
+					splits = max(parallelism, 1)
+				}
+			}
+			if splits > 1 && delay < adclicks.JitterMs {
+				return fmt.Errorf("--splits %d needs --delay >= %d (the jitter): with a smaller delay which events are late depends on how the splits interleave, and the digest cannot be compared with the baseline's", splits, adclicks.JitterMs)
+			}
 			var weirRates, baseRates []float64
 			var d, bd adclicks.Digest
 			for r := 0; r < runs; r++ {
@@ -79,7 +92,7 @@ generation included), their ratio and both digests.`,
 				start := time.Now()
 				var err error
 				d, err = adclicks.RunWeir(cmd.Context(), adclicks.BenchConfig{
-					N: events, DelayMs: delay, Parallelism: parallelism,
+					N: events, DelayMs: delay, Parallelism: parallelism, Splits: splits,
 					Options: []weir.Option{weir.BatchSize(batchSize)},
 				})
 				el := time.Since(start)
@@ -97,7 +110,7 @@ generation included), their ratio and both digests.`,
 			res := benchResult{
 				EventsPerSec: median(weirRates), BaselineEventsPerSec: median(baseRates),
 				Checksum: fmt.Sprintf("%016x", d.Checksum), BaselineChecksum: fmt.Sprintf("%016x", bd.Checksum),
-				Events: events, Parallelism: parallelism, DelayMs: delay,
+				Events: events, Parallelism: parallelism, Splits: max(splits, 1), DelayMs: delay,
 				Results: d.Results, Sum: d.Sum, Dropped: d.Dropped, DigestsMatch: d == bd, Runs: runs,
 			}
 			res.Ratio = res.EventsPerSec / res.BaselineEventsPerSec
@@ -132,6 +145,7 @@ generation included), their ratio and both digests.`,
 	f.Int64Var(&events, "events", adclicks.DefaultN, "number of events")
 	f.Int64Var(&delay, "delay", adclicks.DelayMs, "watermark delay in ms (5000: no drops; 1000: drops)")
 	f.IntVar(&parallelism, "parallelism", 2, "weir job parallelism")
+	f.IntVar(&splits, "splits", 0, "source splits of the generator, split by event number (0: one per subtask if --delay >= 5000, else 1; more than 1 needs --delay >= 5000)")
 	f.IntVar(&runs, "runs", 3, "runs of each; the median rate is reported")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object on the last line")
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the first weir run to this file")
@@ -154,7 +168,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 		var ran *weir.Job
 		start := time.Now()
 		_, err := adclicks.RunWeir(ctx, adclicks.BenchConfig{
-			N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism,
+			N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism, Splits: res.Splits,
 			Options: append([]weir.Option{weir.BatchSize(batchSize)}, opts...), Job: &ran,
 		})
 		return float64(n) / time.Since(start).Seconds(), ran, err
@@ -190,7 +204,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 	defer os.RemoveAll(dir)
 	var rec time.Duration
 	_, err = adclicks.RunWeir(ctx, adclicks.BenchConfig{
-		N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism,
+		N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism, Splits: res.Splits,
 		Options: []weir.Option{weir.BatchSize(batchSize), weir.Checkpointing(interval, dir),
 			weir.Restarts(weir.RestartPolicy{MaxFailures: 1, Interval: time.Hour})},
 		FailAt: n / 2, Recovery: &rec,

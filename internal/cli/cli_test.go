@@ -120,8 +120,9 @@ func TestDemoSameResultsAtAnyParallelism(t *testing.T) {
 }
 
 func TestBenchAdclicksJSON(t *testing.T) {
-	for _, delay := range []string{"5000", "1000"} {
-		out, stderr, code := run(t, "bench", "adclicks", "--events", "200000", "--runs", "1", "--delay", delay, "--json")
+	for _, args := range [][]string{{"--delay", "5000"}, {"--delay", "1000"}, {"--delay", "5000", "--splits", "3"}} {
+		delay := args[1]
+		out, stderr, code := run(t, append([]string{"bench", "adclicks", "--events", "200000", "--runs", "1", "--json"}, args...)...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 		}
@@ -141,6 +142,15 @@ func TestBenchAdclicksJSON(t *testing.T) {
 		if delay == "1000" && res["dropped"].(float64) == 0 {
 			t.Errorf("delay 1000 must drop events")
 		}
+		// Default splits: one per subtask (parallelism 2) without late
+		// events, one with them; --splits as given.
+		wantSplits := map[string]float64{"5000": 2, "1000": 1}[delay]
+		if len(args) > 2 {
+			wantSplits = 3
+		}
+		if res["splits"] != wantSplits {
+			t.Errorf("%v: splits %v, want %v", args, res["splits"], wantSplits)
+		}
 	}
 }
 
@@ -150,6 +160,9 @@ func TestUnknownCommandFails(t *testing.T) {
 	}
 	if _, _, code := run(t, "bench", "adclicks", "--runs", "0"); code == 0 {
 		t.Fatal("--runs 0 must fail")
+	}
+	if _, stderr, code := run(t, "bench", "adclicks", "--splits", "2", "--delay", "1000", "--events", "1000"); code == 0 || !strings.Contains(stderr, "--splits 2 needs --delay") {
+		t.Fatalf("--splits 2 with --delay 1000 must fail with a clear error, got exit %d: %s", code, stderr)
 	}
 }
 
