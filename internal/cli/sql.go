@@ -28,6 +28,7 @@ func newSQL() *cobra.Command {
 		ckInterval  time.Duration
 		defines     []string
 		logDir      string
+		web         webFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sql [-f FILE]",
@@ -58,8 +59,12 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 				}
 				opts = append(opts, sql.Checkpointing(ckInterval, ckDir))
 			}
-			// TODO(web): pass weir.WebAddr/WebTokenFile for --web-addr and
-			// --web-token-file once the dashboard's options are on main.
+			if web.addr != "" {
+				if ckDir == "" && web.tokenFile == "" {
+					return fmt.Errorf("--web-addr needs --web-token-file or --checkpoint-dir (where the token is written)")
+				}
+				opts = append(opts, sql.JobOptions(web.options(cmd.ErrOrStderr(), ckDir, "")...))
+			}
 			if file == "" {
 				return sqlShell(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), opts)
 			}
@@ -86,6 +91,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "time between checkpoints (with --checkpoint-dir)")
 	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
 	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
+	web.add(cmd, "control.token in --checkpoint-dir")
 	return cmd
 }
 

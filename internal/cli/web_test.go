@@ -92,3 +92,78 @@ func TestDemoWebServer(t *testing.T) {
 		t.Fatalf("operators %s", got)
 	}
 }
+
+// TestSQLWebServer: `weir sql -f FILE --web-addr` serves the SQL job's graph
+// behind the token, like the demos.
+func TestSQLWebServer(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "web.token")
+	file := filepath.Join(dir, "job.sql")
+	script := `CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '2000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '100000000');
+CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO out SELECT id FROM gen WHERE MOD(id, 2) = 0;
+`
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var eb syncBuffer
+	if code := Run(context.Background(), []string{"sql", "-f", file, "--web-addr", ":0"}, io.Discard, &eb); code == 0 ||
+		!strings.Contains(eb.String(), "--web-token-file") {
+		t.Fatalf("--web-addr without a place for the token: exit %d, %s", code, eb.String())
+	}
+	var out, errb syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"sql", "-f", file, "--web-addr", ":0", "--web-token-file", tokenFile}, &out, &errb)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	re := regexp.MustCompile(`msg="web dashboard listening" url=http://(127\.0\.0\.1:\d+)/ token_file=(\S+)`)
+	var addr string
+	weirtest.WaitFor(t, "the dashboard's log line", 60*time.Second, func() bool {
+		m := re.FindStringSubmatch(errb.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil && m[2] == tokenFile
+	})
+	b, _ := os.ReadFile(tokenFile)
+	token := strings.TrimSpace(string(b))
+	get := func(auth string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/job", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get(""); code != 401 {
+		t.Fatalf("no token: %d, want 401", code)
+	}
+	weirtest.WaitFor(t, "the SQL job's operators with records in", 60*time.Second, func() bool {
+		code, body := get(token)
+		var job struct {
+			Operators []struct {
+				Name      string `json:"name"`
+				RecordsIn int64  `json:"records_in"`
+			} `json:"operators"`
+		}
+		if code != 200 || json.Unmarshal([]byte(body), &job) != nil || len(job.Operators) < 2 {
+			return false
+		}
+		var in int64
+		for _, o := range job.Operators {
+			in += o.RecordsIn
+		}
+		return in > 0
+	})
+}
