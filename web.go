@@ -182,24 +182,9 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 }
 
 // savepointOnceRunning is Job.Savepoint for the web server, which listens
-// before the job's tasks run (and while it restarts): a request that
-// arrives then waits for them, within its context, instead of failing
-// with "not running".
+// before the job's tasks run (and while it restarts): Job.Savepoint waits
+// for them, within the request's context, instead of failing with "not
+// running" (job_running.go).
 func (j *Job) savepointOnceRunning(ctx context.Context, path string, stop bool) (string, error) {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		j.mu.Lock()
-		running := j.mu.coord != nil
-		j.mu.Unlock()
-		st := j.webJob().State
-		if running || st != web.StateRunning && st != web.StateRestarting {
-			return j.Savepoint(ctx, path, stop)
-		}
-		select {
-		case <-ctx.Done():
-			return "", context.Cause(ctx)
-		case <-tick.C:
-		}
-	}
+	return j.Savepoint(ctx, path, stop)
 }
