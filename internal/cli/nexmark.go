@@ -112,6 +112,7 @@ func newNexmarkRun() *cobra.Command {
 		ckDir       string
 		ckInterval  time.Duration
 		sideInput   string
+		web         webFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -176,6 +177,12 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 			if ckDir != "" {
 				opts = append(opts, weir.Checkpointing(ckInterval, ckDir))
 			}
+			if web.addr != "" {
+				if ckDir == "" && web.tokenFile == "" {
+					return fmt.Errorf("--web-addr needs --web-token-file or --checkpoint-dir (where the token is written)")
+				}
+				opts = append(opts, web.options(cmd.ErrOrStderr(), ckDir, "")...)
+			}
 			job := weir.NewJob("nexmark-"+q.Name, opts...)
 			if sideInput != "" {
 				if q.Name != "q13" {
@@ -239,5 +246,6 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory (and resume from it)")
 	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "checkpoint interval with --checkpoint-dir")
 	f.StringVar(&sideInput, "side-input", "", "q13's side input: a CSV file of key,value lines (default: the suite's generated 10,000 rows)")
+	web.add(cmd, "control.token in --checkpoint-dir")
 	return cmd
 }

@@ -15,14 +15,47 @@ import (
 	"github.com/weirstream/weir/internal/weirtest"
 )
 
-// Every demo takes --web-addr and --web-token-file.
+// Every command that runs a job takes --web-addr and --web-token-file.
 func TestDemoWebFlags(t *testing.T) {
-	for _, demo := range []string{"adclicks", "fraud"} {
-		out, _, code := run(t, "demo", demo, "--help")
+	for _, args := range [][]string{{"demo", "adclicks"}, {"demo", "fraud"}, {"demo", "cdc"}, {"sql"}, {"nexmark", "run"}} {
+		out, _, code := run(t, append(args, "--help")...)
 		if code != 0 || !strings.Contains(out, "--web-addr string") || !strings.Contains(out, "--web-token-file string") {
-			t.Errorf("weir demo %s --help: exit %d, no --web-addr/--web-token-file:\n%s", demo, code, out)
+			t.Errorf("weir %s --help: exit %d, no --web-addr/--web-token-file:\n%s", strings.Join(args, " "), code, out)
 		}
 	}
+}
+
+var dashboardLine = regexp.MustCompile(`msg="web dashboard listening" url=http://(127\.0\.0\.1:\d+)/ token_file=(\S+)`)
+
+// dashboardAddr waits for a command's log line announcing its dashboard
+// with tokenFile, and returns the address it listens on.
+func dashboardAddr(t *testing.T, stderr *syncBuffer, tokenFile string) string {
+	t.Helper()
+	var addr string
+	weirtest.WaitFor(t, "the dashboard's log line", 60*time.Second, func() bool {
+		m := dashboardLine.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil && m[2] == tokenFile
+	})
+	return addr
+}
+
+// getJob is GET /v1/job with the token auth ("" for none).
+func getJob(t *testing.T, addr, auth string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+"/v1/job", nil)
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // The issue's check: a demo with --web-addr :PORT --web-token-file F
@@ -41,15 +74,7 @@ func TestDemoWebServer(t *testing.T) {
 		cancel()
 		<-done
 	}()
-	re := regexp.MustCompile(`msg="web dashboard listening" url=http://(127\.0\.0\.1:\d+)/ token_file=(\S+)`)
-	var addr string
-	weirtest.WaitFor(t, "the dashboard's log line", 30*time.Second, func() bool {
-		m := re.FindStringSubmatch(errb.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil && m[2] == tokenFile
-	})
+	addr := dashboardAddr(t, &errb, tokenFile)
 	fi, err := os.Stat(tokenFile)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, %v", fi, err)
@@ -59,19 +84,7 @@ func TestDemoWebServer(t *testing.T) {
 	if strings.Contains(errb.String(), token) {
 		t.Fatal("the token is in the log")
 	}
-	get := func(auth string) (int, string) {
-		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/job", nil)
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	get := func(auth string) (int, string) { return getJob(t, addr, auth) }
 	for _, bad := range []string{"", strings.Repeat("f", len(token))} {
 		if code, _ := get(bad); code != 401 {
 			t.Fatalf("token %q: %d, want 401", bad, code)
@@ -122,30 +135,10 @@ INSERT INTO out SELECT id FROM gen WHERE MOD(id, 2) = 0;
 		cancel()
 		<-done
 	}()
-	re := regexp.MustCompile(`msg="web dashboard listening" url=http://(127\.0\.0\.1:\d+)/ token_file=(\S+)`)
-	var addr string
-	weirtest.WaitFor(t, "the dashboard's log line", 60*time.Second, func() bool {
-		m := re.FindStringSubmatch(errb.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil && m[2] == tokenFile
-	})
+	addr := dashboardAddr(t, &errb, tokenFile)
 	b, _ := os.ReadFile(tokenFile)
 	token := strings.TrimSpace(string(b))
-	get := func(auth string) (int, string) {
-		req, _ := http.NewRequest("GET", "http://"+addr+"/v1/job", nil)
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	get := func(auth string) (int, string) { return getJob(t, addr, auth) }
 	if code, _ := get(""); code != 401 {
 		t.Fatalf("no token: %d, want 401", code)
 	}
