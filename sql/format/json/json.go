@@ -762,21 +762,7 @@ func compile(t types.Type, opt Options) (valueDec, error) {
 		}, nil
 	case types.TinyInt, types.SmallInt, types.Int, types.BigInt, types.Interval:
 		text, _ := format.TextDecoder(types.Type{Kind: t.Kind})
-		return func(p *parser, v *types.Value) error {
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == '"' {
-				s, err := p.str()
-				if err != nil {
-					return err
-				}
-				return text(s, v)
-			}
-			n, err := p.number()
-			if err != nil {
-				return err
-			}
-			return text(n, v)
-		}, nil
+		return stringOrNumber(text), nil
 	case types.Timestamp, types.TimestampLTZ, types.Float, types.Double, types.Decimal, types.Date, types.Time, types.Binary, types.Varbinary:
 		// The text form, from a string or (numbers, epoch milliseconds) a
 		// number.
@@ -784,23 +770,29 @@ func compile(t types.Type, opt Options) (valueDec, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(p *parser, v *types.Value) error {
-			p.ws()
-			if p.i < len(p.b) && p.b[p.i] == '"' {
-				s, err := p.str()
-				if err != nil {
-					return err
-				}
-				return text(s, v)
-			}
-			n, err := p.number()
+		return stringOrNumber(text), nil
+	}
+	return nil, fmt.Errorf("the json format does not support type %s", t)
+}
+
+// stringOrNumber decodes a value from its text form, given as a JSON
+// string or as a bare number (integers, decimals, epoch milliseconds).
+func stringOrNumber(text func([]byte, *types.Value) error) func(*parser, *types.Value) error {
+	return func(p *parser, v *types.Value) error {
+		p.ws()
+		if p.i < len(p.b) && p.b[p.i] == '"' {
+			s, err := p.str()
 			if err != nil {
 				return err
 			}
-			return text(n, v)
-		}, nil
+			return text(s, v)
+		}
+		n, err := p.number()
+		if err != nil {
+			return err
+		}
+		return text(n, v)
 	}
-	return nil, fmt.Errorf("the json format does not support type %s", t)
 }
 
 // Encoder encodes rows as JSON objects. It is safe for concurrent use.
