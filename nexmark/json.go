@@ -3,8 +3,8 @@ package nexmark
 import (
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir/internal/jsonstr"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -364,97 +364,13 @@ func (d *decoder) int() (int64, error) {
 // rawString reads a string and returns its bytes, unescaped (a view of the
 // input when there is nothing to unescape).
 func (d *decoder) rawString() ([]byte, error) {
-	d.i++ // the opening quote
-	start := d.i
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
-			s := d.b[start:d.i]
-			d.i++
-			return s, nil
-		case c == '\\':
-			return d.unescape(start)
-		case c < 0x20:
-			return nil, d.errorf("control character in string")
-		}
-		d.i++
-	}
-	return nil, d.errorf("unterminated string")
-}
-
-func (d *decoder) unescape(start int) ([]byte, error) {
-	out := append([]byte(nil), d.b[start:d.i]...)
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return out, nil
-		case c < 0x20:
-			return nil, d.errorf("control character in string")
-		case c != '\\':
-			out = append(out, c)
-			d.i++
-			continue
-		}
-		if d.i+1 >= len(d.b) {
-			break
-		}
-		d.i += 2
-		switch e := d.b[d.i-1]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := d.hex4()
-			if !ok {
-				return nil, d.errorf("bad \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if d.i+1 < len(d.b) && d.b[d.i] == '\\' && d.b[d.i+1] == 'u' {
-					save := d.i
-					d.i += 2
-					var ok2 bool
-					if r2, ok2 = d.hex4(); !ok2 {
-						d.i = save
-						r2 = -1
-					}
-				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r = dec
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return nil, d.errorf("bad escape \\%c", e)
-		}
-	}
-	return nil, d.errorf("unterminated string")
-}
-
-func (d *decoder) hex4() (rune, bool) {
-	if d.i+4 > len(d.b) {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(d.b[d.i:d.i+4]), 16, 32)
+	out, next, err := jsonstr.Read(d.b, d.i+1, nil)
 	if err != nil {
-		return 0, false
+		d.i = err.Offset
+		return nil, d.errorf("%s", err.Msg)
 	}
-	d.i += 4
-	return rune(v), true
+	d.i = next
+	return out, nil
 }
 
 func (d *decoder) string() (string, error) {

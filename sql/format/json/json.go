@@ -32,11 +32,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/weirstream/weir/internal/jsonstr"
 	"math"
 	"strconv"
 	"sync"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/types"
@@ -299,103 +298,16 @@ func (p *parser) str() ([]byte, error) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return nil, p.errorf("expected a string, found %s", p.what())
 	}
-	p.i++
-	start := p.i
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
-			return s, nil
-		case c == '\\':
-			return p.strEscaped(start)
-		case c < 0x20:
-			return nil, p.errorf("control character 0x%02x in a string", c)
-		}
-		p.i++
+	out, next, err := jsonstr.Read(p.b, p.i+1, p.tmp)
+	if err != nil {
+		p.i = err.Offset
+		return nil, p.errorf("%s", err.Msg)
 	}
-	return nil, p.errorf("unterminated string")
-}
-
-func (p *parser) strEscaped(start int) ([]byte, error) {
-	out := append(p.tmp[:0], p.b[start:p.i]...)
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			p.tmp = out
-			return out, nil
-		case c < 0x20:
-			return nil, p.errorf("control character 0x%02x in a string", c)
-		case c != '\\':
-			out = append(out, c)
-			p.i++
-			continue
-		}
-		if p.i+1 >= len(p.b) {
-			break
-		}
-		e := p.b[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return nil, p.errorf("invalid \\u escape")
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if p.i+1 < len(p.b) && p.b[p.i] == '\\' && p.b[p.i+1] == 'u' {
-					p.i += 2
-					if r2, ok = p.hex4(); !ok {
-						return nil, p.errorf("invalid \\u escape")
-					}
-				}
-				r = utf16.DecodeRune(r, r2)
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			p.i--
-			return nil, p.errorf("invalid escape '\\%c'", e)
-		}
+	if len(out) > 0 && &out[0] != &p.b[p.i+1] {
+		p.tmp = out // keep the grown scratch buffer for the next string
 	}
-	return nil, p.errorf("unterminated string")
-}
-
-func (p *parser) hex4() (rune, bool) {
-	if p.i+4 > len(p.b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.b[p.i : p.i+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	p.i += 4
-	return r, true
+	p.i = next
+	return out, nil
 }
 
 // number reads a number token.
