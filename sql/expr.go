@@ -3,6 +3,7 @@ package sql
 import (
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -288,18 +289,11 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 		}
 		return castExpr(x, e.Type, e)
 	case *parser.Between:
-		x, err := c.compile(e.X)
+		xs, err := c.compileAll(e.X, e.Lo, e.Hi)
 		if err != nil {
 			return cexpr{}, err
 		}
-		lo, err := c.compile(e.Lo)
-		if err != nil {
-			return cexpr{}, err
-		}
-		hi, err := c.compile(e.Hi)
-		if err != nil {
-			return cexpr{}, err
-		}
+		x, lo, hi := xs[0], xs[1], xs[2]
 		ge, err := compare(">=", x, lo, e)
 		if err != nil {
 			return cexpr{}, err
@@ -379,14 +373,11 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 		}
 		return res, nil
 	case *parser.Index:
-		x, err := c.compile(e.X)
+		xs, err := c.compileAll(e.X, e.Index)
 		if err != nil {
 			return cexpr{}, err
 		}
-		idx, err := c.compile(e.Index)
-		if err != nil {
-			return cexpr{}, err
-		}
+		x, idx := xs[0], xs[1]
 		f, g := x.eval, idx.eval
 		switch x.t.Kind {
 		case types.Array:
@@ -1106,14 +1097,11 @@ func (c *exprCompiler) caseExpr(e *parser.Case) (cexpr, error) {
 }
 
 func (c *exprCompiler) like(e *parser.Like) (cexpr, error) {
-	x, err := c.compile(e.X)
+	xs, err := c.compileAll(e.X, e.Pattern)
 	if err != nil {
 		return cexpr{}, err
 	}
-	pat, err := c.compile(e.Pattern)
-	if err != nil {
-		return cexpr{}, err
-	}
+	x, pat := xs[0], xs[1]
 	if !pat.konst {
 		return cexpr{}, errAt(e.Pattern, "LIKE needs a constant pattern")
 	}
@@ -1133,7 +1121,7 @@ func (c *exprCompiler) like(e *parser.Like) (cexpr, error) {
 	}
 	var match func(string) bool
 	if e.Similar {
-		re, err := compileRegexp("^(?:" + pv.S + ")$")
+		re, err := regexp.Compile("^(?:" + pv.S + ")$")
 		if err != nil {
 			return cexpr{}, errAt(e.Pattern, "invalid SIMILAR TO pattern: %v", err)
 		}
@@ -1179,17 +1167,17 @@ func likeMatcher(p string, escape byte) func(string) bool {
 		switch {
 		case escape != 0 && ch == escape && i+1 < len(p):
 			i++
-			b.WriteString(regexpQuote(p[i : i+1]))
+			b.WriteString(regexp.QuoteMeta(p[i : i+1]))
 		case ch == '%':
 			b.WriteString(".*")
 		case ch == '_':
 			b.WriteString(".")
 		default:
-			b.WriteString(regexpQuote(p[i : i+1]))
+			b.WriteString(regexp.QuoteMeta(p[i : i+1]))
 		}
 	}
 	b.WriteString("$")
-	re, _ := compileRegexp(b.String())
+	re, _ := regexp.Compile(b.String())
 	return re.MatchString
 }
 

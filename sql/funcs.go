@@ -11,9 +11,6 @@ import (
 	"github.com/weirstream/weir/sql/types"
 )
 
-func compileRegexp(s string) (*regexp.Regexp, error) { return regexp.Compile(s) }
-func regexpQuote(s string) string                    { return regexp.QuoteMeta(s) }
-
 // aggregateNames are the aggregate functions; a call to one outside an
 // aggregation's select list or HAVING is a planning error.
 var aggregateNames = map[string]bool{
@@ -40,9 +37,12 @@ var ScalarFunctions = []string{
 	"GREATEST", "LEAST",
 }
 
-func (c *exprCompiler) args(e *parser.Call) ([]cexpr, error) {
-	out := make([]cexpr, len(e.Args))
-	for i, a := range e.Args {
+func (c *exprCompiler) args(e *parser.Call) ([]cexpr, error) { return c.compileAll(e.Args...) }
+
+// compileAll compiles the expressions in order, stopping at the first error.
+func (c *exprCompiler) compileAll(es ...parser.Expr) ([]cexpr, error) {
+	out := make([]cexpr, len(es))
+	for i, a := range es {
 		x, err := c.compile(a)
 		if err != nil {
 			return nil, err
