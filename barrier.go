@@ -45,9 +45,6 @@ func (op *filterOp[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
 func (op *flatMapOp[T, U]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	return forwardBarrier(op.out, b, s)
 }
-func (op *unionOp[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
-	return forwardBarrier(op.out, b, s)
-}
 
 func (t *tee[T]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	for _, o := range t.outs {

@@ -102,23 +102,9 @@ func (op *flatMapOp[T, U]) push(b *batch[T]) error {
 
 func (op *flatMapOp[T, U]) finish() error { return op.out.finish() }
 
-// unionOp receives every input of a Union; the task loop has already merged
-// their watermarks.
-type unionOp[T any] struct {
-	out    consumer[T]
-	inputs int
-	m      *metrics.Operator
-}
-
-func (op *unionOp[T]) push(b *batch[T]) error {
-	op.m.RecordsIn.Add(int64(len(b.data)))
-	op.m.RecordsOut.Add(int64(len(b.data)))
-	return op.out.push(b)
-}
-func (op *unionOp[T]) finish() error { return op.out.finish() }
-
 // passOp counts the records of a node that has no operator of its own
-// (Rebalance, Broadcast, a side output) and passes them on: every node
+// (Union, whose inputs the task loop has already merged with their
+// watermarks; Rebalance, Broadcast, a side output) and passes them on: every node
 // counts its own records out, once per record, whether its output is
 // chained or goes to network writers.
 type passOp[T any] struct {

@@ -117,7 +117,7 @@ func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 		connect(in, n, forward)
 	}
 	n.build = func(st *subtask, o any) ([]any, error) {
-		u := &unionOp[T]{out: o.(consumer[T]), inputs: len(n.inputs), m: st.metrics(n)}
+		u := &passOp[T]{out: o.(consumer[T]), m: st.metrics(n)}
 		ins := make([]any, len(n.inputs))
 		for i := range ins {
 			ins[i] = consumer[T](u)
