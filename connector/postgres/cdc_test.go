@@ -10,7 +10,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/postgres"
-	"github.com/weirstream/weir/connector/postgres/internal/pgtest"
+	"github.com/weirstream/weir/internal/pgtest"
 	"github.com/weirstream/weir/internal/weirtest"
 )
 

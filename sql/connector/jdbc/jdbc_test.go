@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/connector/postgres/postgrestest"
+	"github.com/weirstream/weir/internal/pgtest"
 	"github.com/weirstream/weir/internal/weirtest"
 	"github.com/weirstream/weir/sql/connector"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
@@ -26,7 +26,7 @@ import (
 )
 
 var (
-	server     *postgrestest.Server
+	server     *pgtest.Server
 	skipReason string
 )
 
@@ -35,9 +35,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	s, err := postgrestest.Start(context.Background(), 2*time.Minute)
+	s, err := pgtest.Start(context.Background(), 2*time.Minute)
 	switch {
-	case errors.Is(err, postgrestest.ErrNotFound) && os.Getenv("WEIR_REQUIRE_POSTGRES") != "1":
+	case errors.Is(err, pgtest.ErrNotFound) && os.Getenv("WEIR_REQUIRE_POSTGRES") != "1":
 		skipReason = fmt.Sprintf("no PostgreSQL server (%v)", err)
 		return m.Run()
 	case err != nil:
