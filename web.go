@@ -165,7 +165,9 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 	}
 	if j.cfg.ckDir != "" {
 		cfg.AddrFile = filepath.Join(j.cfg.ckDir, control.AddrFile)
-		cfg.Savepoint = j.savepointOnceRunning
+		// The server listens before the tasks run: Job.Savepoint waits for
+		// them within the request's context (job_running.go).
+		cfg.Savepoint = j.Savepoint
 		cfg.SavepointDir = j.cfg.savepointDir
 		if cfg.SavepointDir == "" {
 			cfg.SavepointDir = filepath.Join(j.cfg.ckDir, "savepoints")
@@ -179,12 +181,4 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 	}
 	stops = append(stops, srv.Close)
 	return stopAll, nil
-}
-
-// savepointOnceRunning is Job.Savepoint for the web server, which listens
-// before the job's tasks run (and while it restarts): Job.Savepoint waits
-// for them, within the request's context, instead of failing with "not
-// running" (job_running.go).
-func (j *Job) savepointOnceRunning(ctx context.Context, path string, stop bool) (string, error) {
-	return j.Savepoint(ctx, path, stop)
 }
