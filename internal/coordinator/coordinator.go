@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,11 @@ import (
 // attempt; at most one checkpoint is in flight.
 type Coordinator struct {
 	interval time.Duration
+	// epoch > 0 is microbatch execution: the next checkpoint (the end of
+	// the next epoch) is due epoch after the previous one settled, not on a
+	// fixed period, because the sources read nothing between an epoch's end
+	// and its commit.
+	epoch    time.Duration
 	timeout  time.Duration
 	log      *slog.Logger
 	metrics  *metrics.Checkpoints
@@ -51,6 +57,8 @@ type Coordinator struct {
 	// sinks were told to commit; sources poll it to notify their
 	// CheckpointListener readers.
 	committed atomic.Int64
+	// settled wakes sources of microbatch jobs waiting for their epoch.
+	settled settleSignal
 
 	// time is where the loop gets its ticks, timeouts and durations: the
 	// wall clock in a job, a hand-driven one in tests (raft's Tick), so a
@@ -173,8 +181,22 @@ type inflight struct {
 // when ctx ends.
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.time.fill()
-	ticks, stopTicks := c.time.Ticks(c.interval)
-	defer stopTicks()
+	period := c.interval
+	if c.epoch > 0 {
+		period = c.epoch
+	}
+	ticks, stopTicks := c.time.Ticks(period)
+	defer func() { stopTicks() }()
+	// settle records that checkpoint id ended (committed, failed or
+	// aborted) and, in microbatch mode, starts the next epoch's clock: its
+	// end is due one epoch from now.
+	settle := func(id int64) {
+		c.settled.set(id)
+		if c.epoch > 0 {
+			stopTicks()
+			ticks, stopTicks = c.time.Ticks(c.epoch)
+		}
+	}
 	var cur *inflight
 	// carry holds the sink output staged by checkpoints that were aborted
 	// or failed to persist: the next complete checkpoint commits it, so a
@@ -274,6 +296,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if cur.final {
 				return fmt.Errorf("weir: final checkpoint %d not complete within %v", cur.id, c.timeout)
 			}
+			settle(cur.id)
 			cur = nil
 			timeout = nil
 			next()
@@ -304,6 +327,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				if sp.stop {
 					return &StopError{Path: sp.path}
 				}
+				settle(done.id)
 				next()
 				continue
 			}
@@ -324,6 +348,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				if done.final {
 					return fmt.Errorf("weir: final checkpoint %d: %w", done.id, err)
 				}
+				settle(done.id)
 				next()
 				continue
 			}
@@ -350,6 +375,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if done.final {
 				return nil
 			}
+			settle(done.id)
 			next()
 		}
 	}
@@ -385,6 +411,9 @@ func (c *Coordinator) completeSavepoint(ctx context.Context, done *inflight) err
 type Config struct {
 	// Interval between periodic checkpoints; Timeout aborts one.
 	Interval, Timeout time.Duration
+	// Epoch > 0 is microbatch execution: a checkpoint ends each epoch,
+	// due Epoch after the previous one settled (Interval is not used).
+	Epoch time.Duration
 	Log               *slog.Logger
 	Metrics           *metrics.Checkpoints
 	// Sources is the parallelism of each source, by node id: one trigger
@@ -412,7 +441,7 @@ func New(cfg Config) *Coordinator {
 		nsources += p
 	}
 	c := &Coordinator{
-		interval: cfg.Interval, timeout: cfg.Timeout, log: cfg.Log, metrics: cfg.Metrics,
+		interval: cfg.Interval, epoch: cfg.Epoch, timeout: cfg.Timeout, log: cfg.Log, metrics: cfg.Metrics,
 		triggers: map[int][]chan *Barrier{}, nsources: nsources, ntasks: cfg.Tasks,
 		acks: make(chan *TaskSnapshot, cfg.Tasks), finished: make(chan struct{}, nsources),
 		persist: cfg.Persist, persistSP: cfg.PersistSavepoint, commit: cfg.Commit,
@@ -432,3 +461,54 @@ func (c *Coordinator) Trigger(id, i int) <-chan *Barrier { return c.triggers[id]
 // Committed is the id of the newest checkpoint or savepoint whose sinks
 // were told to commit.
 func (c *Coordinator) Committed() int64 { return c.committed.Load() }
+
+// Settled is the id of the newest checkpoint or savepoint that ended:
+// committed, failed to be written, or aborted.
+func (c *Coordinator) Settled() int64 {
+	c.settled.mu.Lock()
+	defer c.settled.mu.Unlock()
+	return c.settled.id
+}
+
+// WaitSettled waits until checkpoint id has ended (committed, failed or
+// aborted; see Settled) or ctx ends. A microbatch source waits here
+// between the end of an epoch and the start of the next.
+func (c *Coordinator) WaitSettled(ctx context.Context, id int64) error {
+	for {
+		c.settled.mu.Lock()
+		if c.settled.ch == nil {
+			c.settled.ch = make(chan struct{})
+		}
+		got, ch := c.settled.id, c.settled.ch
+		c.settled.mu.Unlock()
+		if got >= id {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// settleSignal is the newest settled id and a channel that is closed
+// (and dropped, for the next waiter to make anew) whenever it grows.
+type settleSignal struct {
+	mu sync.Mutex
+	id int64
+	ch chan struct{}
+}
+
+func (s *settleSignal) set(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id <= s.id {
+		return
+	}
+	s.id = id
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}

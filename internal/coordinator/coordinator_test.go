@@ -37,11 +37,11 @@ type envReq struct {
 	req  *savepointReq
 }
 
-func newCoordEnv(sources, tasks int, nextID int64) *coordEnv {
+func newCoordEnv(sources, tasks int, nextID int64, epoch time.Duration) *coordEnv {
 	e := &coordEnv{ticks: make(chan time.Time), done: make(chan error, 1)}
 	now := time.Unix(0, 0)
 	c := &Coordinator{
-		interval: time.Second, timeout: time.Minute, log: slog.New(slog.DiscardHandler), metrics: &e.m,
+		interval: time.Second, epoch: epoch, timeout: time.Minute, log: slog.New(slog.DiscardHandler), metrics: &e.m,
 		triggers: map[int][]chan *Barrier{}, nsources: sources, ntasks: tasks,
 		// Unbuffered: a send returns once the loop took it, which is
 		// what the env's sync relies on.
@@ -52,7 +52,14 @@ func newCoordEnv(sources, tasks int, nextID int64) *coordEnv {
 		c.triggers[0] = append(c.triggers[0], make(chan *Barrier, 1))
 	}
 	c.time = Time{
-		Ticks: func(time.Duration) (<-chan time.Time, func()) { return e.ticks, func() {} },
+		Ticks: func(d time.Duration) (<-chan time.Time, func()) {
+			if epoch > 0 {
+				// In microbatch mode the clock restarts at each epoch's
+				// end: show when.
+				fmt.Fprintf(&e.out, "epoch clock started (%v)\n", d)
+			}
+			return e.ticks, func() {}
+		},
 		Timeout: func(d time.Duration) (<-chan time.Time, func()) {
 			ch := make(chan time.Time)
 			e.timeout = ch
@@ -166,6 +173,48 @@ func TestCoordinatorDataDriven(t *testing.T) {
 	})
 }
 
+// TestCoordinatorEpochs drives the coordinator of a microbatch job: the
+// end of the next epoch is due one epoch after the previous one settled
+// (committed, failed or aborted), and sources waiting in WaitSettled wake
+// then.
+func TestCoordinatorEpochs(t *testing.T) {
+	var e *coordEnv
+	defer func() {
+		if e != nil {
+			e.cancel()
+		}
+	}()
+	datadriven.RunTest(t, "testdata/epochs", func(t *testing.T, d *datadriven.TestData) string {
+		return coordCmd(t, d, &e)
+	})
+}
+
+// TestWaitSettled: a waiter wakes when its checkpoint settles, not before,
+// and a cancelled context ends the wait.
+func TestWaitSettled(t *testing.T) {
+	c := &Coordinator{}
+	woke := make(chan error, 1)
+	go func() { woke <- c.WaitSettled(context.Background(), 2) }()
+	c.settled.set(1)
+	select {
+	case err := <-woke:
+		t.Fatalf("woke at settled 1 waiting for 2: %v", err)
+	default:
+	}
+	c.settled.set(2)
+	if err := <-woke; err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitSettled(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.WaitSettled(ctx, 3); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+}
+
 // coordCmd runs one command of testdata/coordinator on *env.
 func coordCmd(t *testing.T, d *datadriven.TestData, env **coordEnv) string {
 	e := *env
@@ -175,13 +224,22 @@ func coordCmd(t *testing.T, d *datadriven.TestData, env **coordEnv) string {
 	switch d.Cmd {
 	case "init":
 		sources, tasks, next := 2, 2, 0
+		epoch := ""
+		d.MaybeScanArgs(t, "epoch", &epoch)
+		var ep time.Duration
+		if epoch != "" {
+			var err error
+			if ep, err = time.ParseDuration(epoch); err != nil {
+				d.Fatalf(t, "epoch: %v", err)
+			}
+		}
 		d.MaybeScanArgs(t, "sources", &sources)
 		d.MaybeScanArgs(t, "tasks", &tasks)
 		d.MaybeScanArgs(t, "next-id", &next)
 		if e != nil {
 			e.cancel()
 		}
-		e = newCoordEnv(sources, tasks, int64(next))
+		e = newCoordEnv(sources, tasks, int64(next), ep)
 		*env = e
 	case "tick":
 		send(e, e.ticks, time.Time{})
@@ -213,6 +271,8 @@ func coordCmd(t *testing.T, d *datadriven.TestData, env **coordEnv) string {
 		}
 		e.reqs = append(e.reqs, &envReq{name: d.Cmd, req: r})
 		send(e, e.c.requests, r)
+	case "settled":
+		fmt.Fprintf(&e.out, "settled %d committed %d\n", e.c.Settled(), e.c.committed.Load())
 	case "metrics":
 		fmt.Fprintf(&e.out, "completed %d failed %d aborted %d last %d committed %d\n",
 			e.m.Completed.Load(), e.m.Failed.Load(), e.m.Aborted.Load(), e.m.LastID.Load(), e.c.committed.Load())
