@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 )
@@ -58,6 +59,7 @@ type config struct {
 	savepointDir   string
 	logger         *slog.Logger
 	clock          func() time.Time
+	microbatch     time.Duration // > 0: epochs of this length (microbatch.go)
 
 	// checkpoints
 	ckInterval   time.Duration
@@ -70,6 +72,7 @@ type config struct {
 	allowDup     bool
 	restart      RestartPolicy
 	ckHook       func(hooks.Stage, int64) // set through internal/hooks, for crash tests
+	ckTime       coordinator.Time         // the coordinator's clock: the wall clock's unless a test sets it
 
 	// keyed state backend: "heap" (default) or "pebble" in stateDir
 	stateBackend string
@@ -134,6 +137,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("weir: retain %d checkpoints: must be at least 1", c.ckRetain)
 	case c.ckTimeout <= 0:
 		return fmt.Errorf("weir: checkpoint timeout %v: must be positive", c.ckTimeout)
+	case c.microbatch < 0:
+		return fmt.Errorf("weir: microbatch %v: must not be negative (0: continuous)", c.microbatch)
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)

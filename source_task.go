@@ -57,6 +57,12 @@ type sourceTask[T any] struct {
 	pending   []pendingPos
 	listening bool
 	trigger   <-chan *barrierMsg
+
+	// Microbatch (microbatch.go): the watermark and idleness sent are
+	// held for the whole epoch.
+	epochs    bool
+	epochWM   int64
+	epochIdle bool
 }
 
 type pendingPos struct {
@@ -75,6 +81,7 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 		return err
 	}
 	t.start()
+	t.startEpochs()
 	for t.active > 0 {
 		select {
 		case b := <-t.trigger:
@@ -83,6 +90,9 @@ func runSource[T any](st *subtask, n *node, src Source[T], splits []Split, ws Wa
 			}
 			if b.Stop {
 				return t.pause()
+			}
+			if err := t.endEpoch(b); err != nil {
+				return err
 			}
 		default:
 		}
@@ -176,7 +186,7 @@ func (t *sourceTask[T]) reportBadRecords() error {
 			m.DeadLetters.Add(1)
 			now := st.now()
 			t.bb.add(BadRecord{Source: n.name, Split: split, Position: pos, Raw: bytes.Clone(raw), Err: err.Error(),
-				Time: time.UnixMilli(now).UTC()}, now, t.comb.Current())
+				Time: time.UnixMilli(now).UTC()}, now, t.outWM())
 		})
 	}
 	return nil
@@ -187,7 +197,7 @@ func (t *sourceTask[T]) flushBad() error {
 	if t.bb == nil || len(t.bb.data) == 0 {
 		return nil
 	}
-	t.bb.watermark = t.comb.Current()
+	t.bb.watermark = t.outWM()
 	err := t.badOut.push(t.bb)
 	t.bb.reset()
 	return err
@@ -284,6 +294,7 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) {
 			comb.SetIdle(s, false)
 		}
 		stamp(&t.b.header, t.b.data[:k], &t.gens[s], comb.Current(), comb.Others(s), ws, t.st)
+		t.holdWM(k)
 		comb.Update(s, t.gens[s].Current())
 		if ws.idleness > 0 {
 			t.lastRead[s] = t.st.now()
@@ -305,8 +316,8 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) {
 // the watermark or idleness when they changed.
 func (t *sourceTask[T]) emit(k int) error {
 	b, view := t.b, t.view
-	b.watermark = t.comb.Current()
-	idle := t.comb.AllIdle()
+	b.watermark = t.outWM()
+	idle := t.outIdle()
 	if k == 0 && b.watermark <= t.lastWM && idle == t.lastIdle {
 		return nil
 	}

@@ -266,7 +266,7 @@ func (j *Job) execute(parent context.Context, ckpt *ckstore.Store, restored *res
 			}
 		}
 	}
-	if ckpt != nil {
+	if ckpt != nil || j.cfg.microbatch > 0 {
 		sources := map[int]int{}
 		for _, n := range heads {
 			if n.run != nil {
@@ -279,14 +279,19 @@ func (j *Job) execute(parent context.Context, ckpt *ckstore.Store, restored *res
 		}
 		// Ids keep growing past every checkpoint in the directory, even
 		// unusable ones and those newer than the one restored.
-		if next, err := ckpt.Checkpoints().NextID(); err == nil {
-			last = max(last, next-1)
+		cc := coordinator.Config{
+			Interval: j.cfg.ckInterval, Epoch: j.cfg.microbatch, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
+			Sources: sources, Tasks: ntasks, LastID: last, Time: j.cfg.ckTime,
 		}
-		c := coordinator.New(coordinator.Config{
-			Interval: j.cfg.ckInterval, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
-			Sources: sources, Tasks: ntasks, LastID: last,
-			Persist: ckpt.Persist, PersistSavepoint: ckpt.PersistSavepoint, Commit: ckpt.Commit,
-		})
+		if ckpt != nil {
+			if next, err := ckpt.Checkpoints().NextID(); err == nil {
+				last = max(last, next-1)
+			}
+			cc.LastID, cc.Persist, cc.PersistSavepoint, cc.Commit = last, ckpt.Persist, ckpt.PersistSavepoint, ckpt.Commit
+		} else {
+			epochsInMemory(&cc)
+		}
+		c := coordinator.New(cc)
 		p.coord = c
 		j.setCoordinator(c)
 		defer j.setCoordinator(nil)
