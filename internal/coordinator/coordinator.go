@@ -30,10 +30,10 @@ type Coordinator struct {
 	// the next epoch) is due epoch after the previous one settled, not on a
 	// fixed period, because the sources read nothing between an epoch's end
 	// and its commit.
-	epoch    time.Duration
-	timeout  time.Duration
-	log      *slog.Logger
-	metrics  *metrics.Checkpoints
+	epoch   time.Duration
+	timeout time.Duration
+	log     *slog.Logger
+	metrics *metrics.Checkpoints
 
 	// triggers has one channel per source subtask, by node id.
 	triggers map[int][]chan *Barrier
@@ -413,9 +413,9 @@ type Config struct {
 	Interval, Timeout time.Duration
 	// Epoch > 0 is microbatch execution: a checkpoint ends each epoch,
 	// due Epoch after the previous one settled (Interval is not used).
-	Epoch time.Duration
-	Log               *slog.Logger
-	Metrics           *metrics.Checkpoints
+	Epoch   time.Duration
+	Log     *slog.Logger
+	Metrics *metrics.Checkpoints
 	// Sources is the parallelism of each source, by node id: one trigger
 	// channel per source subtask.
 	Sources map[int]int
