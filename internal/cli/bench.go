@@ -37,6 +37,13 @@ type benchResult struct {
 	CheckpointRatio        float64 `json:"checkpoint_throughput_ratio,omitempty"`
 	CheckpointsCompleted   int64   `json:"checkpoints_completed,omitempty"`
 	RecoveryMs             float64 `json:"recovery_ms,omitempty"`
+	// With --microbatch, --latency-duration (bench_microbatch.go):
+	Microbatch          string  `json:"microbatch,omitempty"`
+	Epochs              int64   `json:"epochs,omitempty"`
+	EventsPerSecPerCore float64 `json:"events_per_sec_per_core,omitempty"`
+	LatencyRate         float64 `json:"latency_rate,omitempty"`
+	P50LatencyMs        float64 `json:"p50_latency_ms,omitempty"`
+	P99LatencyMs        float64 `json:"p99_latency_ms,omitempty"`
 }
 
 func newBenchAdclicks() *cobra.Command {
@@ -51,6 +58,9 @@ func newBenchAdclicks() *cobra.Command {
 		batchSize   int
 		ckInterval  time.Duration
 		ckEvents    int64
+		microbatch  time.Duration
+		latFraction float64
+		latDuration time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -66,6 +76,18 @@ generation included), their ratio and both digests.`,
 			if runs < 1 {
 				return fmt.Errorf("--runs must be at least 1")
 			}
+			if err := checkMicrobatch(microbatch); err != nil {
+				return err
+			}
+			if latFraction <= 0 || latFraction > 1 {
+				return fmt.Errorf("--latency-fraction %v: want a fraction in (0, 1]", latFraction)
+			}
+			// Without checkpoints (the bench's default) the epochs commit
+			// in memory: the cost measured is the epochs', not the disk's.
+			jobOpts := []weir.Option{weir.BatchSize(batchSize)}
+			if microbatch > 0 {
+				jobOpts = append(jobOpts, weir.Microbatch(microbatch))
+			}
 			if splits == 0 {
 				// One split per subtask when no event can be late in any
 				// interleaving of the splits (see adclicks.SplitSource).
@@ -77,7 +99,8 @@ generation included), their ratio and both digests.`,
 			if splits > 1 && delay < adclicks.JitterMs {
 				return fmt.Errorf("--splits %d needs --delay >= %d (the jitter): with a smaller delay which events are late depends on how the splits interleave, and the digest cannot be compared with the baseline's", splits, adclicks.JitterMs)
 			}
-			var weirRates, baseRates []float64
+			var weirRates, baseRates, cpuRates []float64
+			var epochs int64
 			var d, bd adclicks.Digest
 			for r := 0; r < runs; r++ {
 				if cpuprofile != "" && r == 0 {
@@ -89,13 +112,18 @@ generation included), their ratio and both digests.`,
 						return err
 					}
 				}
-				start := time.Now()
+				start, cpu0 := time.Now(), cpuTime()
 				var err error
+				var ran *weir.Job
 				d, err = adclicks.RunWeir(cmd.Context(), adclicks.BenchConfig{
 					N: events, DelayMs: delay, Parallelism: parallelism, Splits: splits,
-					Options: []weir.Option{weir.BatchSize(batchSize)},
+					Options: jobOpts, Job: &ran,
 				})
 				el := time.Since(start)
+				cpuRates = append(cpuRates, float64(events)/(cpuTime()-cpu0).Seconds())
+				if err == nil {
+					epochs = ran.Metrics().Checkpoints.Completed
+				}
 				if cpuprofile != "" && r == 0 {
 					pprof.StopCPUProfile()
 				}
@@ -114,6 +142,18 @@ generation included), their ratio and both digests.`,
 				Results: d.Results, Sum: d.Sum, Dropped: d.Dropped, DigestsMatch: d == bd, Runs: runs,
 			}
 			res.Ratio = res.EventsPerSec / res.BaselineEventsPerSec
+			res.EventsPerSecPerCore = median(cpuRates)
+			if microbatch > 0 {
+				res.Microbatch, res.Epochs = microbatch.String(), epochs
+			}
+			if latDuration > 0 {
+				res.LatencyRate = latFraction * res.EventsPerSec
+				h, err := adclicksLatency(cmd.Context(), res.LatencyRate, latDuration, delay, parallelism, res.Splits, jobOpts)
+				if err != nil {
+					return err
+				}
+				res.P50LatencyMs, res.P99LatencyMs = msOf(h.quantile(0.5)), msOf(h.quantile(0.99))
+			}
 			if ckInterval > 0 {
 				if err := benchCheckpoints(cmd.Context(), &res, ckInterval, ckEvents, runs, batchSize); err != nil {
 					return err
@@ -123,6 +163,12 @@ generation included), their ratio and both digests.`,
 			fmt.Fprintf(out, "weir       %6.2f M events/s  (parallelism %d, median of %d)  %s\n", res.EventsPerSec/1e6, parallelism, runs, d)
 			fmt.Fprintf(out, "baseline   %6.2f M events/s  (hand-written single loop)     %s\n", res.BaselineEventsPerSec/1e6, bd)
 			fmt.Fprintf(out, "ratio      %.3f\n", res.Ratio)
+			if microbatch > 0 {
+				fmt.Fprintf(out, "microbatch %v epochs (%d in the last run)\n", microbatch, epochs)
+			}
+			if latDuration > 0 {
+				fmt.Fprintf(out, "latency    p50 %.1f ms  p99 %.1f ms  (paced at %.2f M events/s for %v)\n", res.P50LatencyMs, res.P99LatencyMs, res.LatencyRate/1e6, latDuration)
+			}
 			if ckInterval > 0 {
 				fmt.Fprintf(out, "checkpoints %6.2f M events/s  (%d events, every %v, %d completed; %.1f%% of the same run without)\n",
 					res.CheckpointEventsPerSec/1e6, ckEvents, ckInterval, res.CheckpointsCompleted, 100*res.CheckpointRatio)
@@ -151,6 +197,9 @@ generation included), their ratio and both digests.`,
 	f.StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of the first weir run to this file")
 	f.IntVar(&batchSize, "batch-size", 1024, "records per batch")
 	f.DurationVar(&ckInterval, "checkpoint-interval", 0, "also run with checkpoints at this interval (into a temporary directory) and measure recovery from a failure")
+	f.DurationVar(&microbatch, "microbatch", 0, microbatchUsage+"; the epochs commit in memory")
+	f.Float64Var(&latFraction, "latency-fraction", 0.5, "rate of the latency run, as a fraction of the measured weir rate")
+	f.DurationVar(&latDuration, "latency-duration", 0, "length of a latency run paced at --latency-fraction (0: none): p50/p99 from the moment a window could fire to its result at the sink")
 	f.Int64Var(&ckEvents, "checkpoint-events", 50_000_000, "events of the checkpoint comparison (long enough for several checkpoints)")
 	return cmd
 }

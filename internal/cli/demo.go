@@ -46,6 +46,7 @@ func newDemoAdclicks() *cobra.Command {
 		failAfter   int64
 		allowDup    bool
 		webFlags    webFlags
+		microbatch  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "adclicks",
@@ -69,7 +70,7 @@ instead, without the log.`,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr, savepointDir: spDir,
 				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
-				allowDup: allowDup, web: webFlags,
+				allowDup: allowDup, web: webFlags, microbatch: microbatch,
 			})
 		},
 	}
@@ -81,6 +82,7 @@ instead, without the log.`,
 	f.IntVar(&c.Ads, "ads", c.Ads, "number of distinct ads")
 	f.DurationVar(&outOfOrder, "out-of-orderness", 5*time.Second, "watermark bound: how late a click may be and still count on time")
 	f.DurationVar(&lateness, "allowed-lateness", 0, "keep windows this long after they fired: later clicks correct the result (default 30m with --late-policy correct)")
+	f.DurationVar(&microbatch, "microbatch", 0, microbatchUsage)
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory; started again with the same flags, the demo resumes from the latest one")
 	f.DurationVar(&ckInterval, "checkpoint-interval", time.Second, "time between checkpoints (with --checkpoint-dir)")
 	f.StringVar(&output, "output", "", "also write results to this directory through the exactly-once file sink (part-* files; in-progress ones start with a dot)")
@@ -123,6 +125,7 @@ type demoOpts struct {
 	savepointDir string
 	allowDup     bool
 	web          webFlags
+	microbatch   time.Duration
 }
 
 func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfig, o demoOpts) error {
@@ -162,6 +165,12 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		return fmt.Errorf("--source %q: want log or generator", o.source)
 	}
 	opts := []weir.Option{weir.Parallelism(o.parallelism)}
+	if err := checkMicrobatch(o.microbatch); err != nil {
+		return err
+	}
+	if o.microbatch > 0 {
+		opts = append(opts, weir.Microbatch(o.microbatch))
+	}
 	if o.ckDir != "" {
 		opts = append(opts, weir.Checkpointing(o.ckInterval, o.ckDir), weir.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 		if o.controlAddr == "" {
@@ -264,6 +273,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	el := time.Since(start)
 	late := job.Metrics().Sum(func(m *weir.OperatorMetrics) int64 { return m.LateDropped })
+	if o.microbatch > 0 {
+		fmt.Fprintf(stdout, "\nmicrobatch %v: %d epochs committed\n", o.microbatch, job.Metrics().Checkpoints.Completed)
+	}
 	if sp := job.StoppedWithSavepoint(); sp != "" {
 		// The job did not read all the clicks: a true-up against the whole
 		// input, or calling the clicks it did not count "late", would be

@@ -47,6 +47,7 @@ type nexmarkBenchResult struct {
 	LatencyRows        int64   `json:"latency_rows,omitempty"`
 	P50LatencyMs       float64 `json:"p50_latency_ms,omitempty"`
 	MaxLatencyMs       float64 `json:"max_latency_ms,omitempty"`
+	Microbatch         string  `json:"microbatch,omitempty"` // --microbatch; "" is continuous
 }
 
 type nexmarkBenchOpts struct {
@@ -58,6 +59,7 @@ type nexmarkBenchOpts struct {
 	latencyDuration time.Duration
 	ckInterval      time.Duration
 	cpuprofile      string
+	microbatch      time.Duration
 }
 
 func newBenchNexmark() *cobra.Command {
@@ -95,6 +97,9 @@ temporary directory, as in the published figures.`,
 				if _, err := nexmark.Lookup(q); err != nil {
 					return err
 				}
+			}
+			if err := checkMicrobatch(o.microbatch); err != nil {
+				return err
 			}
 			if o.parallelism < 1 || o.events < 1 || o.fraction <= 0 || o.fraction > 1 {
 				return fmt.Errorf("--parallelism and --events must be at least 1, --latency-fraction in (0, 1]")
@@ -135,6 +140,7 @@ temporary directory, as in the published figures.`,
 	f.Float64Var(&o.fraction, "latency-fraction", 0.8, "rate of the latency run, as a fraction of the measured maximum")
 	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
+	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each throughput run to DIR/QUERY.prof")
 	return cmd
 }
@@ -144,6 +150,9 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	res := nexmarkBenchResult{Query: name, Events: o.events, Parallelism: o.parallelism, EventRate: o.eventRate}
 	if o.ckInterval > 0 {
 		res.CheckpointInterval = o.ckInterval.String()
+	}
+	if o.microbatch > 0 {
+		res.Microbatch = o.microbatch.String()
 	}
 
 	// Throughput.
@@ -216,6 +225,9 @@ func runBenchJob(ctx context.Context, q *nexmark.Query, src weir.Source[nexmark.
 		}
 		defer os.RemoveAll(dir)
 		opts = append(opts, weir.Checkpointing(o.ckInterval, dir))
+	}
+	if o.microbatch > 0 {
+		opts = append(opts, weir.Microbatch(o.microbatch))
 	}
 	job := weir.NewJob("bench-nexmark-"+q.Name, opts...)
 	q.Build(nexmark.Events(job, src), out)

@@ -29,6 +29,7 @@ func newSQL() *cobra.Command {
 		defines     []string
 		logDir      string
 		web         webFlags
+		microbatch  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "sql [-f FILE]",
@@ -52,6 +53,12 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 					return fmt.Errorf("--define %q: want NAME=VALUE", d)
 				}
 				opts = append(opts, sql.Define(k, v))
+			}
+			if err := checkMicrobatch(microbatch); err != nil {
+				return err
+			}
+			if microbatch > 0 {
+				opts = append(opts, sql.JobOptions(weir.Microbatch(microbatch)))
 			}
 			if ckDir != "" {
 				if ckInterval <= 0 {
@@ -89,6 +96,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 	f.IntVar(&parallelism, "parallelism", 1, "default parallelism of the job's operators")
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory")
 	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "time between checkpoints (with --checkpoint-dir)")
+	f.DurationVar(&microbatch, "microbatch", 0, microbatchUsage)
 	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
 	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
 	web.add(cmd, "control.token in --checkpoint-dir")
