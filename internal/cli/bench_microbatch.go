@@ -100,7 +100,9 @@ type startedSource[T any] struct {
 	started atomic.Int64
 }
 
-func (s *startedSource[T]) Splits(ctx context.Context) ([]weir.Split, error) { return s.src.Splits(ctx) }
+func (s *startedSource[T]) Splits(ctx context.Context) ([]weir.Split, error) {
+	return s.src.Splits(ctx)
+}
 
 func (s *startedSource[T]) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[T], error) {
 	s.started.CompareAndSwap(0, time.Now().UnixNano())

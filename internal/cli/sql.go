@@ -88,7 +88,11 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 			if job == nil {
 				return nil
 			}
-			return runUntilDone(cmd.Context(), job)
+			err = runUntilDone(cmd.Context(), job)
+			if err == nil && microbatch > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "microbatch %v: %d epochs committed\n", microbatch, job.Metrics().Checkpoints.Completed)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
