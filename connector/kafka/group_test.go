@@ -1,0 +1,178 @@
+package kafka_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// groupProc is one process of a group-mode job.
+type groupProc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+func startGroupProc(t *testing.T, bin, name string, args ...string) *groupProc {
+	t.Helper()
+	p := &groupProc{name: name, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), "WEIR_INSTANCE_ID="+name)
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			var lines []string
+			for _, l := range strings.Split(p.stderr.String(), "\n") {
+				if !strings.Contains(l, `msg="checkpoint complete"`) {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("process %s stderr:\n%s", name, strings.Join(lines, "\n"))
+		}
+	})
+	return p
+}
+
+func (p *groupProc) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// groupJobBin builds connector/kafka/internal/groupjob.
+func groupJobBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "groupjob")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/groupjob").CombinedOutput(); err != nil {
+		t.Fatalf("build groupjob: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestGroupKillAndAdd runs a job in group mode (weir.AppID) as real
+// processes against a kfake cluster on loopback: two processes share the
+// six partitions of the input; one is killed with SIGKILL while records
+// flow and started again; a third joins while the job runs. The output,
+// read read_committed, must equal a one-process run's exactly: every
+// record once (nothing lost with the killed process, nothing committed
+// twice by it or by the process that took its partitions over), and per
+// key in input order.
+func TestGroupKillAndAdd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const parts, phase = 6, 3000
+	evs := events(3*phase, 40)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string) *groupProc {
+		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "g", "--in", "in", "--out", "out",
+			"--session-timeout", "1500ms", "--pace", "20", "-v")
+	}
+	outCount := func() int { return len(committedValues(t, addrs, "out")) }
+	produce(t, addrs, "in", parts, evs[:phase])
+	a, b := group("a"), group("b")
+	waitFor(t, "a third of the first phase's output", time.Minute, func() bool { return outCount() >= phase/3 })
+	// Kill a while records flow (it is paced: it is mid-transaction).
+	produce(t, addrs, "in", parts, evs[phase:2*phase])
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil
+	// b takes a's partitions over after the session timeout; a, started
+	// again with its instance id, fences a's open transaction and joins.
+	waitFor(t, "b alone past the first phase", time.Minute, func() bool { return outCount() >= phase+phase/3 })
+	a = group("a")
+	waitFor(t, "most of the second phase", time.Minute, func() bool { return outCount() >= 2*phase-phase/3 })
+	c := group("c") // joins while the job runs
+	last := 0
+	defer func() {
+		if t.Failed() {
+			t.Logf("output: %d records of %d", last, len(evs))
+		}
+	}()
+	produce(t, addrs, "in", parts, evs[2*phase:])
+	waitFor(t, "every record", 2*time.Minute, func() bool {
+		for _, p := range []*groupProc{a, b, c} {
+			if p.exited() {
+				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
+			}
+		}
+		n := outCount()
+		last = n
+		return n >= len(evs)
+	})
+	for _, p := range []*groupProc{a, b, c} {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range []*groupProc{a, b, c} {
+		if err := <-p.done; err != nil {
+			t.Errorf("process %s: %v\n%s", p.name, err, p.stderr.String())
+		}
+		p.done <- nil
+	}
+	got := committedValues(t, addrs, "out")
+
+	// The one-process run over the same input (no app id, bounded).
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "ref")
+	if len(want) != len(evs) {
+		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
+	}
+	sameOutput(t, "group output", got, want)
+	checkKeyOrder(t, addrs, "out")
+}
+
+// checkKeyOrder checks that the records of each key and input partition
+// are in input order in the committed output (a record processed again after a failure must not
+// show up out of order, or at all, unless its first write was aborted).
+func checkKeyOrder(t *testing.T, addrs []string, topic string) {
+	t.Helper()
+	last := map[string]int64{}
+	for _, v := range committedInOrder(t, addrs, topic) {
+		f := strings.Split(v, ",")
+		seq, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			t.Fatalf("malformed output %q", v)
+		}
+		k := f[0] + " from input partition " + f[3]
+		if prev, ok := last[k]; ok && seq <= prev {
+			t.Fatalf("key %s: seq %d after %d", k, seq, prev)
+		}
+		last[k] = seq
+	}
+}
+
+// committedInOrder reads topic read_committed, partition by partition, in
+// offset order (keys are partitioned, so per key this is write order).
+func committedInOrder(t *testing.T, addrs []string, topic string) []string {
+	t.Helper()
+	return readAll(t, kafka.Source(addrs, []string{topic}, func(r *kgo.Record) (string, error) { return string(r.Value), nil },
+		kafka.Bounded(), kafka.ReadCommitted()))
+}
