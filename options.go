@@ -69,7 +69,7 @@ type config struct {
 	startFresh   bool
 	allowDup     bool
 	restart      RestartPolicy
-	appID        string // group mode (group.go)
+	appID        string                   // group mode (group.go)
 	ckHook       func(hooks.Stage, int64) // set through internal/hooks, for crash tests
 
 	// keyed state backend: "heap" (default) or "pebble" in stateDir

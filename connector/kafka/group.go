@@ -58,7 +58,7 @@ type groupSink interface {
 }
 
 func (s *source[T]) groupConfig() *sourceConfig { return &s.cfg }
-func (s *source[T]) groupTopics() []string       { return s.topics }
+func (s *source[T]) groupTopics() []string      { return s.topics }
 func (s *sink[T]) groupConfig() *sinkConfig     { return &s.cfg }
 
 // errReassigned ends a local run whose assignment changed.
@@ -572,7 +572,7 @@ type localRun struct {
 
 	commitReq  chan struct{} // 1-buffered: every reader reported
 	committing atomic.Bool   // between End and the release of the readers
-	commits   counter
+	commits    counter
 
 	mu struct {
 		sync.Mutex

@@ -778,4 +778,4 @@ func (r *noPartitionReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 }
 
 func (r *noPartitionReader[T]) Position() ([]byte, error) { return make([]byte, 8), nil }
-func (r *noPartitionReader[T]) Close() error               { return nil }
+func (r *noPartitionReader[T]) Close() error              { return nil }
