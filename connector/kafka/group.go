@@ -142,6 +142,10 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	txnID := job.AppID + "-" + instance
 	base := *r.client
 	base.extra = nil
+	if base.clientID == "weir" {
+		// The member's name in `weir group describe`.
+		base.clientID = txnID
+	}
 	opts := append(base.kgoOpts(),
 		kgo.ConsumerGroup(job.AppID),
 		kgo.ConsumeTopics(r.topics...),

@@ -2,9 +2,11 @@ package kafka_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 )
 
@@ -175,4 +178,82 @@ func committedInOrder(t *testing.T, addrs []string, topic string) []string {
 	t.Helper()
 	return readAll(t, kafka.Source(addrs, []string{topic}, func(r *kgo.Record) (string, error) { return string(r.Value), nil },
 		kafka.Bounded(), kafka.ReadCommitted()))
+}
+
+// TestGroupInProcessAndDescribe runs a group-mode job inside the test
+// (one member), checks its output, and what DescribeGroup says of the
+// group: the member, the partitions it owns, the committed offsets at the
+// ends (no lag).
+func TestGroupInProcessAndDescribe(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	evs := events(2000, 10)
+	produce(t, addrs, "in", 4, evs)
+	job := weir.NewJob("group-describe", weir.AppID("desc"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	weir.To(src, kafka.Sink(addrs, func(e event, r *kgo.Record) error {
+		r.Value = encodeEvent(e)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, "the output", time.Minute, func() bool { return len(committedValues(t, addrs, "out")) >= len(evs) })
+	var want []string
+	for _, e := range evs {
+		want = append(want, string(encodeEvent(e)))
+	}
+	slices.Sort(want)
+	sameOutput(t, "in-process group output", committedValues(t, addrs, "out"), want)
+
+	var d *kafka.GroupDescription
+	waitFor(t, "no lag", time.Minute, func() bool {
+		var err error
+		if d, err = kafka.DescribeGroup(context.Background(), addrs, "desc"); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Partitions) != 4 {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if d.State != "Stable" || len(d.Members) != 1 || len(d.Members[0].Assigned) != 4 || !strings.HasPrefix(d.Members[0].ClientID, "desc-") {
+		t.Fatalf("description: %+v", d)
+	}
+	for _, p := range d.Partitions {
+		if p.Owner != d.Members[0].ClientID || p.Committed != p.End || p.End != int64(len(evs)/4) {
+			t.Fatalf("partition %+v: want owned by %s, committed at its end %d", p, d.Members[0].ClientID, len(evs)/4)
+		}
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	if !strings.Contains(sb.String(), "group desc: Stable, 1 member(s)") || !strings.Contains(sb.String(), "in     0") {
+		t.Errorf("text:\n%s", sb.String())
+	}
+	t.Logf("\n%s", sb.String())
+}
+
+// TestGroupRefusesKeyBy: a job with a KeyBy is refused in group mode (a
+// repartition topic is not built yet), with an error that says so.
+func TestGroupRefusesKeyBy(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
+	job := weir.NewJob("group-keyby", weir.AppID("kb"))
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[event]()))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "KeyBy") || !strings.Contains(err.Error(), "not built yet") {
+		t.Fatalf("Run: %v, want a refusal naming KeyBy", err)
+	}
 }
