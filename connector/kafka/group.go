@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/weirstream/weir/internal/hooks"
 )
 
@@ -234,9 +236,13 @@ func (r *groupRunner) assignment() []tp {
 // loop runs the local job on each assignment until ctx ends, the job
 // fails, or a bounded input is done.
 func (r *groupRunner) loop(ctx context.Context) error {
-	// The group's join happens inside the client's polling; a first
-	// poll (of nothing: no reader exists yet) starts it.
 	for {
+		// Drain the signal first: this run starts on the assignment read
+		// after it, and a change after that signals again.
+		select {
+		case <-r.changed:
+		default:
+		}
 		parts := r.assignment()
 		if len(parts) == 0 {
 			if r.bounded {
@@ -249,11 +255,6 @@ func (r *groupRunner) loop(ctx context.Context) error {
 				return err
 			}
 			continue
-		}
-		// Drain the signal: this run starts on the current assignment.
-		select {
-		case <-r.changed:
-		default:
 		}
 		finished, err := r.runOnce(ctx, parts)
 		if err != nil || ctx.Err() != nil {
@@ -417,7 +418,14 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 	if len(marks) > 0 {
 		r.cl.MarkCommitOffsets(marks)
 	}
-	committed, err := r.sess.End(ctx, kgo.TryCommit)
+	r.log.Debug("group: commit", "final", final, "offsets", marks)
+	// The session would commit every polled offset (franz-go's
+	// UncommittedOffsets includes the "dirty" ones, fetched but not yet
+	// processed past a barrier): the commit carries exactly the marks.
+	committed, err := r.sess.End(kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
+		onlyMarks(req, marks)
+		return nil
+	}), kgo.TryCommit)
 	if err != nil {
 		return false, fmt.Errorf("kafka: app id %q: commit transaction: %w", r.job.AppID, err)
 	}
@@ -429,6 +437,9 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 		return false, nil
 	}
 	lr.commits.Add(1)
+	if final {
+		return true, nil // the next run begins its own
+	}
 	if err := r.sess.Begin(); err != nil {
 		return false, fmt.Errorf("kafka: app id %q: begin transaction: %w", r.job.AppID, err)
 	}
@@ -545,6 +556,7 @@ func (r *groupRunner) listEnds(ctx context.Context) error {
 			}
 		}
 		r.ends = ends
+		r.log.Debug("group: end offsets of the bounded input", "ends", ends)
 		return nil
 	})
 }
@@ -553,6 +565,9 @@ func (r *groupRunner) listEnds(ctx context.Context) error {
 // bounded input to (at least) the end this process listed.
 func (r *groupRunner) groupDone(ctx context.Context) (bool, error) {
 	resp, err := r.adm.FetchOffsets(kadm.RequireStable(ctx), r.job.AppID)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return false, nil // nothing committed yet
+	}
 	if err != nil {
 		return false, fmt.Errorf("kafka: app id %q: committed offsets: %w", r.job.AppID, err)
 	}
@@ -754,4 +769,28 @@ func (lr *localRun) failed() error {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	return lr.mu.err
+}
+
+// onlyMarks rewrites a transactional offset commit to commit exactly the
+// marked offsets: a partition without a mark is left out, a marked one
+// gets its mark (never more than what was fetched: a mark is a position
+// of a reader, which only reads fetched records).
+func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.EpochOffset) {
+	topics := req.Topics[:0]
+	for _, t := range req.Topics {
+		ps := t.Partitions[:0]
+		for _, p := range t.Partitions {
+			m, ok := marks[t.Topic][p.Partition]
+			if !ok {
+				continue
+			}
+			p.Offset, p.LeaderEpoch = m.Offset, m.Epoch
+			ps = append(ps, p)
+		}
+		if len(ps) > 0 {
+			t.Partitions = ps
+			topics = append(topics, t)
+		}
+	}
+	req.Topics = topics
 }

@@ -257,3 +257,42 @@ func TestGroupRefusesKeyBy(t *testing.T) {
 		t.Fatalf("Run: %v, want a refusal naming KeyBy", err)
 	}
 }
+
+// TestGroupBounded: two processes of a bounded group-mode job share the
+// input and both exit once the group has committed every partition to
+// its end; the output equals a one-process run's.
+func TestGroupBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	evs := events(4000, 20)
+	produce(t, addrs, "in", 4, evs)
+	brokers := strings.Join(addrs, ",")
+	var procs []*groupProc
+	for _, name := range []string{"a", "b"} {
+		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gb", "--in", "in", "--out", "out",
+			"--session-timeout", "1500ms", "--pace", "50", "--bounded", "-v"))
+	}
+	for _, p := range procs {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if err != nil {
+				t.Fatalf("process %s: %v", p.name, err)
+			}
+		case <-time.After(2 * time.Minute): // a deadline, not a wait for a result
+			t.Fatalf("process %s did not end", p.name)
+		}
+	}
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "ref")
+	if len(want) != len(evs) {
+		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
+	}
+	sameOutput(t, "bounded group output", committedValues(t, addrs, "out"), want)
+}
