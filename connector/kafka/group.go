@@ -436,7 +436,6 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 		r.log.Info("group: transaction aborted by a rebalance")
 		return false, nil
 	}
-	lr.commits.Add(1)
 	if final {
 		return true, nil // the next run begins its own
 	}
@@ -591,7 +590,6 @@ type localRun struct {
 
 	commitReq  chan struct{} // 1-buffered: every reader reported
 	committing atomic.Bool   // between End and the release of the readers
-	commits    counter
 
 	mu struct {
 		sync.Mutex
@@ -602,14 +600,6 @@ type localRun struct {
 		err      error               // a record failed to be produced
 	}
 }
-
-// counter is a commit counter (for tests and logs).
-type counter struct {
-	mu sync.Mutex
-	n  int64
-}
-
-func (c *counter) Add(d int64) { c.mu.Lock(); c.n += d; c.mu.Unlock() }
 
 // groupReader is the part of a reader the local run keeps.
 type groupReader struct{ tp }
