@@ -103,6 +103,9 @@ type node struct {
 
 	// committer of a two-phase-commit sink
 	committer Committer
+	// impl is the Source or Sink of a source or sink node (group mode
+	// hands them to its runner).
+	impl any
 }
 
 // edge connects two nodes.
@@ -200,7 +203,11 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	defer stopServers()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
-	err = j.runAttempts(ctx)
+	if j.cfg.appID != "" {
+		err = j.runGroup(ctx)
+	} else {
+		err = j.runAttempts(ctx)
+	}
 	j.run.setState(endState(ctx, err))
 	j.cfg.logger.Info("job finished", "job", j.name, "elapsed", time.Since(start), "err", err)
 	return err

@@ -29,6 +29,7 @@ import (
 //	--web-addr ADDR            serve the web dashboard and REST API (loopback unless a host is given)
 //	--web-token-file PATH      where its token goes (default DIR/control.token)
 //	--log-level LEVEL          debug, info, warn or error (default info)
+//	--app-id ID                group mode (AppID): the processes with this id share the Kafka input
 func Main(job *Job) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := MainArgs(ctx, job, os.Args[1:], os.Stderr)
@@ -57,6 +58,7 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	webAddr := fs.String("web-addr", "", "serve the web dashboard and REST API at this address (loopback unless a host is given; off by default)")
 	webToken := fs.String("web-token-file", "", "write the web server's token to this file, mode 0600 (default: the checkpoint directory's control.token)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	appID := fs.String("app-id", "", "run as one process of this application id: the processes started with it share the job's Kafka input (docs/scale-out.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,6 +99,9 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	}
 	if *webToken != "" {
 		opts = append(opts, WebTokenFile(*webToken))
+	}
+	if *appID != "" {
+		opts = append(opts, AppID(*appID))
 	}
 	for _, o := range opts {
 		o.apply(&job.cfg)

@@ -71,6 +71,7 @@ type config struct {
 	startFresh   bool
 	allowDup     bool
 	restart      RestartPolicy
+	appID        string                   // group mode (group.go)
 	ckHook       func(hooks.Stage, int64) // set through internal/hooks, for crash tests
 	ckTime       coordinator.Time         // the coordinator's clock: the wall clock's unless a test sets it
 

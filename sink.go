@@ -43,6 +43,7 @@ func To[T any](s *Stream[T], sink Sink[T], opts ...Option) {
 	cfg := s.job.opConfig("To", scopeOp, opts)
 	n := s.job.addNode(cfg.name, "sink", cfg.parallelism, cfg)
 	n.tee = newTee[struct{}]
+	n.impl = sink
 	if cs, ok := sink.(CommittingSink[T]); ok {
 		n.committer = cs.Committer()
 	}

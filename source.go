@@ -101,6 +101,7 @@ func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[
 		}
 	}
 	out, n := newStream[T](j, "source", cfg)
+	n.impl = src
 	var splits []Split
 	n.splits = func(ctx context.Context) (int, error) {
 		var err error

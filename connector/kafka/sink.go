@@ -96,6 +96,9 @@ func (s *sink[T]) Committer() weir.Committer { return &committer{cfg: &s.cfg} }
 
 // OpenWriter implements weir.Sink. Its writers are weir.CommittingWriters.
 func (s *sink[T]) OpenWriter(ctx context.Context, subtask, parallelism int) (weir.SinkWriter[T], error) {
+	if lr := runFrom(ctx); lr != nil {
+		return s.openGroupWriter(lr, subtask)
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -304,3 +307,69 @@ func (w *writer[T]) Close(ctx context.Context) error {
 	}
 	return w.failed()
 }
+
+// groupWriter is a sink writer of a group-mode job: it produces into the
+// process's open transaction (the group runner commits it with the input
+// offsets), whatever the sink's DeliveryGuarantee.
+type groupWriter[T any] struct {
+	s       *sink[T]
+	lr      *localRun
+	subtask int
+	pool    sync.Pool
+	promise func(*kgo.Record, error)
+}
+
+func (s *sink[T]) openGroupWriter(lr *localRun, subtask int) (weir.SinkWriter[T], error) {
+	if err := s.cfg.client.validate("sink"); err != nil {
+		return nil, err
+	}
+	if s.serialize == nil {
+		return nil, errors.New("kafka: sink: nil serialize function")
+	}
+	w := &groupWriter[T]{s: s, lr: lr, subtask: subtask}
+	w.pool.New = func() any { return new(kgo.Record) }
+	w.promise = func(r *kgo.Record, err error) {
+		if err != nil {
+			lr.fail(fmt.Errorf("kafka: produce to topic %q partition %d (sink subtask %d): %w", r.Topic, r.Partition, subtask, err))
+		}
+		w.pool.Put(r)
+	}
+	return w, nil
+}
+
+// Write implements weir.SinkWriter.
+func (w *groupWriter[T]) Write(ctx context.Context, items []T) error {
+	if err := w.lr.failed(); err != nil {
+		return err
+	}
+	// The runner ends the transaction, after the local job may have
+	// ended: records must not fail because the job's context did.
+	pctx := context.WithoutCancel(ctx)
+	if w.lr.committing.Load() {
+		// Every reader holds while the runner commits: a record now
+		// would miss the transaction (or land in the next one, with
+		// offsets already committed past its input).
+		return fmt.Errorf("kafka: sink subtask %d: internal error: a record written while the group's transaction commits", w.subtask)
+	}
+	for i := range items {
+		r := w.pool.Get().(*kgo.Record)
+		*r = kgo.Record{Key: r.Key[:0], Value: r.Value[:0], Headers: r.Headers[:0]}
+		if err := w.s.serialize(items[i], r); err != nil {
+			w.pool.Put(r)
+			return fmt.Errorf("kafka: serialize a record (sink subtask %d): %w", w.subtask, err)
+		}
+		if r.Topic == "" {
+			if w.s.cfg.topic == "" {
+				w.pool.Put(r)
+				return fmt.Errorf("kafka: sink subtask %d: a record without a topic, and no DefaultTopic", w.subtask)
+			}
+			r.Topic = w.s.cfg.topic
+		}
+		w.lr.r.cl.Produce(pctx, r, w.promise)
+	}
+	return nil
+}
+
+// Close implements weir.SinkWriter: the runner flushes (and commits or
+// aborts) the transaction.
+func (w *groupWriter[T]) Close(context.Context) error { return nil }

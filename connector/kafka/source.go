@@ -116,6 +116,20 @@ func (s *source[T]) Splits(ctx context.Context) ([]weir.Split, error) {
 	if s.cfg.start.kind == startCommitted && s.cfg.group == "" {
 		return nil, errors.New("kafka: source: StartFrom(Committed(...)) needs a Group")
 	}
+	if lr := runFrom(ctx); lr != nil {
+		// Group mode: the partitions this process owns.
+		var splits []weir.Split
+		for _, sp := range lr.splits(s.topics, s.cfg.bounded) {
+			splits = append(splits, sp)
+		}
+		if len(splits) == 0 {
+			// None of this source's partitions is ours: a split that
+			// never has records (and holds the watermark back, as
+			// input not seen yet must).
+			splits = append(splits, &split{topic: s.topics[0], partition: -1, end: -1})
+		}
+		return splits, nil
+	}
 	cl, adm, err := s.newAdmin()
 	if err != nil {
 		return nil, err
@@ -274,6 +288,9 @@ func (s *source[T]) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[T
 	if !ok {
 		return nil, fmt.Errorf("kafka: not a split of this source: %s", sp.ID())
 	}
+	if lr := runFrom(ctx); lr != nil {
+		return s.openGroup(lr, p)
+	}
 	return s.open(p, p.start)
 }
 
@@ -287,6 +304,9 @@ func (s *source[T]) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir
 	off, err := decodePosition(pos)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: topic %q partition %d: %w", p.topic, p.partition, err)
+	}
+	if lr := runFrom(ctx); lr != nil {
+		return s.openGroup(lr, p) // a local run never restores: it starts at the committed offsets
 	}
 	return s.open(p, off)
 }
@@ -342,6 +362,10 @@ type consumer struct {
 	cl  *kgo.Client
 	adm *kadm.Client
 	cfg *sourceConfig
+
+	// shared: the client is a group-mode session's, whose partitions the
+	// group assigns (add, remove and close leave the client alone).
+	shared bool
 
 	// pollMu makes polls one at a time: the client hands out each
 	// partition's records in order, and two pollers dispatching at once
@@ -404,10 +428,17 @@ func (c *consumer) remove(ps *partState) {
 	c.mu.Lock()
 	delete(c.mu.parts, ps.tp)
 	c.mu.Unlock()
+	if c.shared {
+		return
+	}
 	c.cl.RemoveConsumePartitions(map[string][]int32{ps.topic: {ps.partition}})
 }
 
-func (c *consumer) close() { c.cl.Close() }
+func (c *consumer) close() {
+	if !c.shared {
+		c.cl.Close()
+	}
+}
 
 // poll fetches once, waiting at most wait, and hands the records out.
 func (c *consumer) poll(ctx context.Context, wait time.Duration) error {
@@ -513,6 +544,11 @@ type reader[T any] struct {
 	done    bool
 	closed  bool
 	onBad   func(raw []byte, position string, err error)
+
+	// Group mode: the local run, and while the reader holds after a
+	// barrier, the channel closed when the transaction committed.
+	lr   *localRun
+	held <-chan struct{}
 }
 
 // SetBadRecordHandler implements weir.BadRecordReporter: records decode
@@ -531,6 +567,9 @@ var (
 func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	if r.done {
 		return 0, io.EOF
+	}
+	if r.held != nil && !r.waitRelease(ctx) {
+		return 0, nil
 	}
 	if r.i == len(r.work) {
 		if err := r.refill(ctx); err != nil {
@@ -571,6 +610,9 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 		r.done = true
 	}
 	if r.done {
+		if r.lr != nil {
+			r.lr.ended(r.ps.tp, r.position())
+		}
 		return n, io.EOF
 	}
 	return n, nil
@@ -612,6 +654,11 @@ func (r *reader[T]) position() int64 {
 // Position implements weir.CheckpointedReader: 8 bytes, big endian, the
 // offset of the next record to read.
 func (r *reader[T]) Position() ([]byte, error) {
+	if r.lr != nil {
+		// Group mode: the barrier is a commit point; read nothing more
+		// until the transaction holding what came before it commits.
+		r.held = r.lr.hold()
+	}
 	return binary.BigEndian.AppendUint64(nil, uint64(r.position())), nil
 }
 
@@ -622,6 +669,26 @@ func (r *reader[T]) Skipped() int64 { return r.skipped }
 // the checkpointed offset of the reader's partition to the source's
 // consumer group (if it has one), for monitoring.
 func (r *reader[T]) NotifyCheckpointComplete(ctx context.Context, checkpointID int64, position []byte) error {
+	if r.lr != nil {
+		off, err := decodePosition(position)
+		if err != nil {
+			return fmt.Errorf("kafka: checkpoint %d, topic %q partition %d: %w", checkpointID, r.ps.topic, r.ps.partition, err)
+		}
+		// Only a reader that holds for the open transaction reports, and
+		// only the checkpoint of the barrier it holds at (it read nothing
+		// since): a notification of an older checkpoint, delivered late,
+		// does not cover what the reader read after that one's barrier.
+		if r.held == nil || off != r.position() {
+			return nil
+		}
+		select {
+		case <-r.held:
+			return nil // released: the next barrier is the next commit point
+		default:
+		}
+		r.lr.report(r.ps.tp, off)
+		return nil
+	}
 	if r.src.cfg.group == "" {
 		return nil
 	}
@@ -649,6 +716,66 @@ func (r *reader[T]) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.lr != nil {
+		r.lr.ended(r.ps.tp, -1)
+		r.c.remove(r.ps)
+		return nil
+	}
 	r.src.release(r.c, r.ps)
 	return nil
 }
+
+// openGroup opens a reader of a partition this process owns in group mode,
+// on the session's client, at the committed offset the run started from.
+func (s *source[T]) openGroup(lr *localRun, sp *split) (weir.SplitReader[T], error) {
+	if sp.partition < 0 {
+		return &noPartitionReader[T]{bounded: s.cfg.bounded}, nil
+	}
+	ps := lr.open(sp.tp())
+	if ps == nil {
+		return nil, fmt.Errorf("kafka: topic %q partition %d is not assigned to this process", sp.topic, sp.partition)
+	}
+	r := &reader[T]{src: s, c: lr.cons, ps: ps, end: sp.end, lr: lr}
+	if sp.end >= 0 && ps.next >= sp.end {
+		r.done = true
+		lr.ended(ps.tp, -1)
+	}
+	return r, nil
+}
+
+func (s *split) tp() tp { return tp{s.topic, s.partition} }
+
+// waitRelease waits a little (up to ~10ms) for the transaction the reader
+// holds for to commit, and says whether it has.
+func (r *reader[T]) waitRelease(ctx context.Context) bool {
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-r.held:
+		r.held = nil
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// noPartitionReader stands for a source of which this process owns no
+// partition in group mode: it never has records.
+type noPartitionReader[T any] struct{ bounded bool }
+
+func (r *noPartitionReader[T]) Read(ctx context.Context, dst []T) (int, error) {
+	if r.bounded {
+		return 0, io.EOF
+	}
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return 0, nil
+}
+
+func (r *noPartitionReader[T]) Position() ([]byte, error) { return make([]byte, 8), nil }
+func (r *noPartitionReader[T]) Close() error              { return nil }

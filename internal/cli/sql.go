@@ -28,6 +28,7 @@ func newSQL() *cobra.Command {
 		ckInterval  time.Duration
 		defines     []string
 		logDir      string
+		appID       string
 		web         webFlags
 		microbatch  time.Duration
 	)
@@ -66,6 +67,12 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 				}
 				opts = append(opts, sql.Checkpointing(ckInterval, ckDir))
 			}
+			if appID != "" {
+				// Group mode (docs/scale-out.md): the processes started
+				// with this id share the Kafka input; the checkpoint
+				// interval is the commit interval.
+				opts = append(opts, sql.JobOptions(weir.AppID(appID)))
+			}
 			if web.addr != "" {
 				if ckDir == "" && web.tokenFile == "" {
 					return fmt.Errorf("--web-addr needs --web-token-file or --checkpoint-dir (where the token is written)")
@@ -103,6 +110,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 	f.DurationVar(&microbatch, "microbatch", 0, microbatchUsage)
 	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
 	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
+	f.StringVar(&appID, "app-id", "", "run as one process of application ID: the processes started with the same id share the Kafka input through a consumer group (docs/scale-out.md)")
 	web.add(cmd, "control.token in --checkpoint-dir")
 	return cmd
 }

@@ -1,0 +1,127 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// GroupDescription is what `weir group describe` shows of the processes
+// of a group-mode job (weir.AppID): the group's state, its members (one
+// per process, named "<app id>-<instance id>") with the input partitions
+// each owns, and per partition the offset committed with the last
+// transaction and the lag behind the partition's end.
+type GroupDescription struct {
+	AppID      string
+	State      string // Empty, Stable, PreparingRebalance, ... ("Dead": no such group)
+	Balancer   string
+	Members    []GroupMember
+	Partitions []GroupPartition
+}
+
+// GroupMember is one process of the group.
+type GroupMember struct {
+	ClientID string // "<app id>-<instance id>"
+	Host     string
+	Assigned []string // "topic/partition"
+}
+
+// GroupPartition is one input partition of the group.
+type GroupPartition struct {
+	Topic     string
+	Partition int32
+	Owner     string // ClientID of the member that owns it; "" when none
+	Committed int64  // -1: nothing committed yet
+	End       int64
+	Lag       int64 // -1: unknown
+}
+
+// DescribeGroup describes the group of app id appID on the cluster at
+// brokers.
+func DescribeGroup(ctx context.Context, brokers []string, appID string, opts ...ClientOption) (*GroupDescription, error) {
+	c := sourceConfig{client: defaultClientConfig(brokers)}
+	for _, o := range opts {
+		o.applySource(&c)
+	}
+	if err := c.client.validate("group describe"); err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(c.client.kgoOpts()...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: group describe: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var lags kadm.DescribedGroupLags
+	err = retry(ctx, c.client.retryTimeout, "describe group "+appID, func() error {
+		var err error
+		lags, err = adm.Lag(ctx, appID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafka: describe group %q: %w", appID, err)
+	}
+	l, ok := lags[appID]
+	if !ok {
+		return nil, fmt.Errorf("kafka: describe group %q: no answer for the group", appID)
+	}
+	if err := l.Error(); err != nil {
+		return nil, fmt.Errorf("kafka: describe group %q: %w", appID, err)
+	}
+	d := &GroupDescription{AppID: appID, State: l.State, Balancer: l.Protocol}
+	owner := map[tp]string{}
+	for _, m := range l.Members {
+		gm := GroupMember{ClientID: m.ClientID, Host: m.ClientHost}
+		if a, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range a.Topics {
+				for _, p := range t.Partitions {
+					gm.Assigned = append(gm.Assigned, fmt.Sprintf("%s/%d", t.Topic, p))
+					owner[tp{t.Topic, p}] = m.ClientID
+				}
+			}
+		}
+		slices.Sort(gm.Assigned)
+		d.Members = append(d.Members, gm)
+	}
+	for _, ml := range l.Lag.Sorted() {
+		gp := GroupPartition{Topic: ml.Topic, Partition: ml.Partition, Owner: owner[tp{ml.Topic, ml.Partition}],
+			Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag}
+		if ml.Commit.At < 0 {
+			gp.Committed = -1
+		}
+		d.Partitions = append(d.Partitions, gp)
+	}
+	return d, nil
+}
+
+// WriteText writes d as `weir group describe` prints it.
+func (d *GroupDescription) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "group %s: %s, %d member(s), balancer %s\n\n", d.AppID, d.State, len(d.Members), d.Balancer)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tHOST\tPARTITIONS")
+	for _, m := range d.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ClientID, m.Host, strings.Join(m.Assigned, " "))
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tOWNER\tCOMMITTED\tEND\tLAG")
+	for _, p := range d.Partitions {
+		committed, lag, owner := fmt.Sprint(p.Committed), fmt.Sprint(p.Lag), p.Owner
+		if p.Committed < 0 {
+			committed = "-"
+		}
+		if p.Lag < 0 {
+			lag = "-"
+		}
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", p.Topic, p.Partition, owner, committed, p.End, lag)
+	}
+	return tw.Flush()
+}

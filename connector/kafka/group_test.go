@@ -1,0 +1,298 @@
+package kafka_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// groupProc is one process of a group-mode job.
+type groupProc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+func startGroupProc(t *testing.T, bin, name string, args ...string) *groupProc {
+	t.Helper()
+	p := &groupProc{name: name, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), "WEIR_INSTANCE_ID="+name)
+	p.cmd.Stderr = &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			var lines []string
+			for _, l := range strings.Split(p.stderr.String(), "\n") {
+				if !strings.Contains(l, `msg="checkpoint complete"`) {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("process %s stderr:\n%s", name, strings.Join(lines, "\n"))
+		}
+	})
+	return p
+}
+
+func (p *groupProc) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// groupJobBin builds connector/kafka/internal/groupjob.
+func groupJobBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "groupjob")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/groupjob").CombinedOutput(); err != nil {
+		t.Fatalf("build groupjob: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestGroupKillAndAdd runs a job in group mode (weir.AppID) as real
+// processes against a kfake cluster on loopback: two processes share the
+// six partitions of the input; one is killed with SIGKILL while records
+// flow and started again; a third joins while the job runs. The output,
+// read read_committed, must equal a one-process run's exactly: every
+// record once (nothing lost with the killed process, nothing committed
+// twice by it or by the process that took its partitions over), and per
+// key in input order.
+func TestGroupKillAndAdd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const parts, phase = 6, 3000
+	evs := events(3*phase, 40)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string) *groupProc {
+		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "g", "--in", "in", "--out", "out",
+			"--session-timeout", "1500ms", "--pace", "20", "-v")
+	}
+	outCount := func() int { return len(committedValues(t, addrs, "out")) }
+	produce(t, addrs, "in", parts, evs[:phase])
+	a, b := group("a"), group("b")
+	waitFor(t, "a third of the first phase's output", time.Minute, func() bool { return outCount() >= phase/3 })
+	// Kill a while records flow (it is paced: it is mid-transaction).
+	produce(t, addrs, "in", parts, evs[phase:2*phase])
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil
+	// b takes a's partitions over after the session timeout; a, started
+	// again with its instance id, fences a's open transaction and joins.
+	waitFor(t, "b alone past the first phase", time.Minute, func() bool { return outCount() >= phase+phase/3 })
+	a = group("a")
+	waitFor(t, "most of the second phase", time.Minute, func() bool { return outCount() >= 2*phase-phase/3 })
+	c := group("c") // joins while the job runs
+	last := 0
+	defer func() {
+		if t.Failed() {
+			t.Logf("output: %d records of %d", last, len(evs))
+		}
+	}()
+	produce(t, addrs, "in", parts, evs[2*phase:])
+	waitFor(t, "every record", 2*time.Minute, func() bool {
+		for _, p := range []*groupProc{a, b, c} {
+			if p.exited() {
+				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
+			}
+		}
+		n := outCount()
+		last = n
+		return n >= len(evs)
+	})
+	for _, p := range []*groupProc{a, b, c} {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range []*groupProc{a, b, c} {
+		if err := <-p.done; err != nil {
+			t.Errorf("process %s: %v\n%s", p.name, err, p.stderr.String())
+		}
+		p.done <- nil
+	}
+	got := committedValues(t, addrs, "out")
+
+	// The one-process run over the same input (no app id, bounded).
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "ref")
+	if len(want) != len(evs) {
+		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
+	}
+	sameOutput(t, "group output", got, want)
+	checkKeyOrder(t, addrs, "out")
+}
+
+// checkKeyOrder checks that the records of each key and input partition
+// are in input order in the committed output (a record processed again after a failure must not
+// show up out of order, or at all, unless its first write was aborted).
+func checkKeyOrder(t *testing.T, addrs []string, topic string) {
+	t.Helper()
+	last := map[string]int64{}
+	for _, v := range committedInOrder(t, addrs, topic) {
+		f := strings.Split(v, ",")
+		seq, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			t.Fatalf("malformed output %q", v)
+		}
+		k := f[0] + " from input partition " + f[3]
+		if prev, ok := last[k]; ok && seq <= prev {
+			t.Fatalf("key %s: seq %d after %d", k, seq, prev)
+		}
+		last[k] = seq
+	}
+}
+
+// committedInOrder reads topic read_committed, partition by partition, in
+// offset order (keys are partitioned, so per key this is write order).
+func committedInOrder(t *testing.T, addrs []string, topic string) []string {
+	t.Helper()
+	return readAll(t, kafka.Source(addrs, []string{topic}, func(r *kgo.Record) (string, error) { return string(r.Value), nil },
+		kafka.Bounded(), kafka.ReadCommitted()))
+}
+
+// TestGroupInProcessAndDescribe runs a group-mode job inside the test
+// (one member), checks its output, and what DescribeGroup says of the
+// group: the member, the partitions it owns, the committed offsets at the
+// ends (no lag).
+func TestGroupInProcessAndDescribe(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	evs := events(2000, 10)
+	produce(t, addrs, "in", 4, evs)
+	job := weir.NewJob("group-describe", weir.AppID("desc"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	weir.To(src, kafka.Sink(addrs, func(e event, r *kgo.Record) error {
+		r.Value = encodeEvent(e)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, "the output", time.Minute, func() bool { return len(committedValues(t, addrs, "out")) >= len(evs) })
+	var want []string
+	for _, e := range evs {
+		want = append(want, string(encodeEvent(e)))
+	}
+	slices.Sort(want)
+	sameOutput(t, "in-process group output", committedValues(t, addrs, "out"), want)
+
+	var d *kafka.GroupDescription
+	waitFor(t, "no lag", time.Minute, func() bool {
+		var err error
+		if d, err = kafka.DescribeGroup(context.Background(), addrs, "desc"); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Partitions) != 4 {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Lag != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if d.State != "Stable" || len(d.Members) != 1 || len(d.Members[0].Assigned) != 4 || !strings.HasPrefix(d.Members[0].ClientID, "desc-") {
+		t.Fatalf("description: %+v", d)
+	}
+	for _, p := range d.Partitions {
+		if p.Owner != d.Members[0].ClientID || p.Committed != p.End || p.End != int64(len(evs)/4) {
+			t.Fatalf("partition %+v: want owned by %s, committed at its end %d", p, d.Members[0].ClientID, len(evs)/4)
+		}
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	if !strings.Contains(sb.String(), "group desc: Stable, 1 member(s)") || !strings.Contains(sb.String(), "in     0") {
+		t.Errorf("text:\n%s", sb.String())
+	}
+	t.Logf("\n%s", sb.String())
+}
+
+// TestGroupRefusesKeyBy: a job with a KeyBy is refused in group mode (a
+// repartition topic is not built yet), with an error that says so.
+func TestGroupRefusesKeyBy(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
+	job := weir.NewJob("group-keyby", weir.AppID("kb"))
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[event]()))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "KeyBy") || !strings.Contains(err.Error(), "not built yet") {
+		t.Fatalf("Run: %v, want a refusal naming KeyBy", err)
+	}
+}
+
+// TestGroupBounded: two processes of a bounded group-mode job share the
+// input and both exit once the group has committed every partition to
+// its end; the output equals a one-process run's.
+func TestGroupBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	evs := events(4000, 20)
+	produce(t, addrs, "in", 4, evs)
+	brokers := strings.Join(addrs, ",")
+	var procs []*groupProc
+	for _, name := range []string{"a", "b"} {
+		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gb", "--in", "in", "--out", "out",
+			"--session-timeout", "1500ms", "--pace", "50", "--bounded", "-v"))
+	}
+	for _, p := range procs {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if err != nil {
+				t.Fatalf("process %s: %v", p.name, err)
+			}
+		case <-time.After(2 * time.Minute): // a deadline, not a wait for a result
+			t.Fatalf("process %s did not end", p.name)
+		}
+	}
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "ref")
+	if len(want) != len(evs) {
+		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
+	}
+	sameOutput(t, "bounded group output", committedValues(t, addrs, "out"), want)
+}

@@ -1,0 +1,104 @@
+// Command groupjob is the process the group-mode tests start several
+// times: a job with weir.AppID that reads "key,ts,seq" events from a Kafka
+// topic and writes "key,ts,seq,partition" records (the partition it read
+// the event from) to another topic, in the process's Kafka transactions.
+// The processes of one --app-id share the input's partitions; each runs
+// until it is killed or its context ends (SIGTERM, SIGINT), or, with
+// --bounded, until the group has read the whole input.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+type event struct {
+	Key       string
+	TS        int64
+	Seq       int64
+	Partition int32
+}
+
+func decode(r *kgo.Record) (event, error) {
+	f := strings.Split(string(r.Value), ",")
+	if len(f) != 3 {
+		return event{}, fmt.Errorf("malformed event %q", r.Value)
+	}
+	ts, err1 := strconv.ParseInt(f[1], 10, 64)
+	seq, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return event{}, fmt.Errorf("malformed event %q", r.Value)
+	}
+	return event{Key: f[0], TS: ts, Seq: seq, Partition: r.Partition}, nil
+}
+
+func main() {
+	var (
+		brokers = flag.String("brokers", "", "seed brokers, comma separated")
+		appID   = flag.String("app-id", "", "application id (group mode); empty: one process reads everything")
+		in      = flag.String("in", "in", "input topic")
+		out     = flag.String("out", "out", "output topic")
+		bounded = flag.Bool("bounded", false, "stop at the end of the input")
+		pace    = flag.Int64("pace", 0, "sleep 1ms every this many events (0: no pacing)")
+		par     = flag.Int("parallelism", 2, "parallelism")
+		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
+		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
+		verbose = flag.Bool("v", false, "log at info level")
+	)
+	flag.Parse()
+	if *brokers == "" {
+		fmt.Fprintln(os.Stderr, "groupjob: --brokers is required")
+		os.Exit(2)
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelInfo
+	}
+	opts := []weir.Option{weir.Parallelism(*par), weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
+	if *appID != "" {
+		opts = append(opts, weir.AppID(*appID), weir.Checkpointing(*commit, ""))
+	}
+	job := weir.NewJob("groupjob", opts...)
+	seeds := strings.Split(*brokers, ",")
+	srcOpts := []kafka.SourceOption{kafka.ReadCommitted()}
+	if *bounded {
+		srcOpts = append(srcOpts, kafka.Bounded())
+	}
+	if *session > 0 {
+		srcOpts = append(srcOpts, kafka.ClientOptions(kgo.SessionTimeout(*session), kgo.HeartbeatInterval(*session/5),
+			kgo.RebalanceTimeout(2**session)))
+	}
+	evs := weir.FromSource(job, "events", kafka.Source(seeds, []string{*in}, decode, srcOpts...),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("events"))
+	if *pace > 0 {
+		evs = weir.Map(evs, func(e event) event {
+			if e.Seq%*pace == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			return e
+		})
+	}
+	weir.To(evs, kafka.Sink(seeds, func(e event, rec *kgo.Record) error {
+		rec.Key = append(rec.Key, e.Key...)
+		rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d,%d", e.Key, e.TS, e.Seq, e.Partition)
+		return nil
+	}, kafka.DefaultTopic(*out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(*out)), weir.UID("sink"))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := job.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "groupjob:", err)
+		os.Exit(1)
+	}
+}
