@@ -540,6 +540,9 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 	} else {
 		for i, n := range pr.names {
 			sc.cols = append(sc.cols, column{name: n, t: pr.exprs[i].t})
+			if c := pr.exprs[i].col; c >= 0 && c < len(r.sc.cols) {
+				sc.cols[i].win = r.sc.cols[c].win
+			}
 			if pr.exprs[i].col != i {
 				identity = false
 			}
