@@ -325,6 +325,15 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 		return p.planJoin(t)
 	case *parser.TableFunc:
 		return p.planWindowTVF(t)
+	case *parser.MatchRecognize:
+		r, err := p.planMatchRecognize(t)
+		if err != nil {
+			return nil, err
+		}
+		if t.Alias != "" {
+			r = requalify(r, t.Alias)
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("unsupported FROM item %T", te)
 }
