@@ -42,6 +42,9 @@ func sideOf(ce cexpr, e parser.Expr, ec *exprCompiler, nleft int) int {
 
 func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 	if ref, ok := j.Right.(*parser.TableRef); ok && ref.AsOf != nil {
+		if r, ok, err := p.planLookupJoin(j, ref); ok || err != nil {
+			return r, err
+		}
 		return p.planTemporalJoin(j, ref)
 	}
 	left, err := p.planFrom(j.Left)
