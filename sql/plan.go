@@ -743,7 +743,7 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 			spec := *from.rank
 			spec.limit = limit
 			op := fmt.Sprintf("Rank(%s, rankRange=[1..%d])", spec.text, limit)
-			if limit == 1 && len(spec.order) == 1 {
+			if limit == 1 && len(spec.order) == 1 && spec.kind == "ROW_NUMBER" {
 				op = fmt.Sprintf("Deduplicate(keep=[%s], %s)", map[bool]string{true: "LastRow", false: "FirstRow"}[spec.keepLast], spec.text)
 			}
 			ranked := rankRel(&spec, from.sc, op)
