@@ -192,13 +192,6 @@ func (p *planner) planValues(q *parser.Values) (*rel, error) {
 }
 
 func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
-	if q.Op != "UNION" || !q.All {
-		all := ""
-		if !q.All {
-			all = " (without ALL)"
-		}
-		return nil, parser.Errorf(q.Pos, "%s%s is not supported yet (UNION ALL is)", q.Op, all)
-	}
 	l, err := p.planQuery(q.Left)
 	if err != nil {
 		return nil, err
@@ -208,13 +201,13 @@ func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
 		return nil, err
 	}
 	if len(l.sc.cols) != len(r.sc.cols) {
-		return nil, parser.Errorf(q.Pos, "UNION ALL of %d and %d columns", len(l.sc.cols), len(r.sc.cols))
+		return nil, parser.Errorf(q.Pos, "%s of %d and %d columns", q.Op, len(l.sc.cols), len(r.sc.cols))
 	}
 	sc := &scope{}
 	for i := range l.sc.cols {
 		t, ok := commonType([]types.Type{l.sc.cols[i].t, r.sc.cols[i].t})
 		if !ok {
-			return nil, parser.Errorf(q.Pos, "UNION ALL column '%s' has types %s and %s", l.sc.cols[i].name, l.sc.cols[i].t, r.sc.cols[i].t)
+			return nil, parser.Errorf(q.Pos, "%s column '%s' has types %s and %s", q.Op, l.sc.cols[i].name, l.sc.cols[i].t, r.sc.cols[i].t)
 		}
 		if l.sc.cols[i].t.TimeAttr == types.RowtimeAttr && r.sc.cols[i].t.TimeAttr == types.RowtimeAttr {
 			t.TimeAttr = types.RowtimeAttr
@@ -228,6 +221,9 @@ func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
 	rc, err := castRel(r, sc)
 	if err != nil {
 		return nil, err
+	}
+	if q.Op != "UNION" || !q.All {
+		return setOpRel(q, sc, lc, rc), nil
 	}
 	return &rel{op: "Union(all=[true])", sc: sc, mode: maxMode(l.mode, r.mode), inputs: []*rel{lc, rc},
 		updater: mergeUpdater(l, r), bounded: allBounded(l, r),
