@@ -683,6 +683,9 @@ func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
 }
 
 func (p *planner) planSelect(s *parser.Select) (*rel, error) {
+	if len(s.OrderBy) > 0 || s.Limit != nil {
+		return p.planOrderBy(s)
+	}
 	var from *rel
 	var err error
 	if s.From == nil {
@@ -693,9 +696,6 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 		from.sc = &scope{}
 	} else if from, err = p.planFrom(s.From); err != nil {
 		return nil, err
-	}
-	if len(s.OrderBy) > 0 || s.Limit != nil {
-		return nil, parser.Errorf(s.Pos, "ORDER BY and LIMIT are not supported on streams yet (use ROW_NUMBER() OVER (...) for Top-N)")
 	}
 	if s.Where != nil {
 		if hasAggregate(s.Where) {
