@@ -290,6 +290,9 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 		if err != nil {
 			return cexpr{}, err
 		}
+		if !e.Try {
+			return strictCast(x, e)
+		}
 		return castExpr(x, e.Type, e)
 	case *parser.Between:
 		xs, err := c.compileAll(e.X, e.Lo, e.Hi)
