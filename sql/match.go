@@ -405,11 +405,20 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 			} else {
 				pat = pat.Next(t.Var)
 			}
-			if c, ok := conds[t.Var]; ok {
+			switch c, ok := conds[t.Var]; {
+			case ok && len(c.slots) == 0:
+				// a condition on the current row only: no navigation to set up
+				pat = pat.Where(func(r types.Row) bool {
+					x := c.ce.eval(r.Values)
+					return !x.Null && x.Bool()
+				})
+			case ok:
 				v := t.Var
 				pat = pat.WhereIter(func(r types.Row, ctx *cep.Context[types.Row]) bool {
 					env := &mrEnv{rows: func(name string) []types.Row {
 						if name == "" {
+							// the rows so far in pattern order: the variables
+							// after v have none yet
 							var all []types.Row
 							for _, o := range order {
 								if o != v {
