@@ -157,8 +157,8 @@ func parseDate(s string) (int64, bool) {
 
 // castFn returns the conversion of a value of type from to type to, or an
 // error when SQL has no such cast. Failed string conversions give NULL
-// (Flink's TRY_CAST; its CAST fails the job, weir keeps the job running and
-// yields NULL).
+// (TRY_CAST, and the planner's implicit casts); an explicit CAST wraps it
+// to fail the job instead, as Flink's does (strictCast).
 func castFn(from, to types.Type) (func(types.Value) types.Value, error) {
 	id := func(v types.Value) types.Value { return v }
 	if from.Kind == types.Null {

@@ -186,7 +186,7 @@ func runExec(t *testing.T, d *datadriven.TestData) string {
 	values.mu.Unlock()
 	var out strings.Builder
 	var printed syncBuffer
-	s := NewSession(Parallelism(par), Stdout(&printed), Define("PAR", fmt.Sprint(par)))
+	s := NewSession(append([]Option{Parallelism(par), Stdout(&printed), Define("PAR", fmt.Sprint(par))}, execOptions...)...)
 	job, err := s.Plan(d.Input)
 	if err != nil {
 		return "error: " + err.Error() + "\n"

@@ -33,6 +33,9 @@ type column struct {
 	qual string // table name or alias
 	name string
 	t    types.Type
+	// win marks a window TVF's window_start/window_end (winStartCol,
+	// winEndCol), kept through projections, for window joins.
+	win uint8
 }
 
 // scope is the row layout an expression is compiled against.
@@ -286,6 +289,9 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 		x, err := c.compile(e.X)
 		if err != nil {
 			return cexpr{}, err
+		}
+		if !e.Try {
+			return strictCast(x, e)
 		}
 		return castExpr(x, e.Type, e)
 	case *parser.Between:

@@ -156,7 +156,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		ts.TimeAttr, ts.NotNull = 0, true
 		wt := ts
 		wt.TimeAttr = types.RowtimeAttr
-		out.cols = append(out.cols, column{name: "window_start", t: ts}, column{name: "window_end", t: ts}, column{name: "window_time", t: wt})
+		out.cols = append(out.cols, column{name: "window_start", t: ts, win: winStartCol}, column{name: "window_end", t: ts, win: winEndCol}, column{name: "window_time", t: wt})
 		agg = windowAggRel(win, keyExprs, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))
 	} else {

@@ -42,6 +42,9 @@ func sideOf(ce cexpr, e parser.Expr, ec *exprCompiler, nleft int) int {
 
 func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 	if ref, ok := j.Right.(*parser.TableRef); ok && ref.AsOf != nil {
+		if r, ok, err := p.planLookupJoin(j, ref); ok || err != nil {
+			return r, err
+		}
 		return p.planTemporalJoin(j, ref)
 	}
 	left, err := p.planFrom(j.Left)
@@ -88,6 +91,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 	rec := &exprCompiler{sc: right.sc, what: "a join condition"}
 	var lkeys, rkeys []cexpr
 	var keyText []string
+	var keyCols [][2]int // the columns of bare column keys (else -1), for window joins
 	var residual []parser.Expr
 	for _, c := range splitAnd(cond) {
 		if hasAggregate(c) {
@@ -120,6 +124,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 				if err != nil {
 					return nil, err
 				}
+				keyCols = append(keyCols, [2]int{lk.col, rk.col})
 				t, ok := commonType([]types.Type{lk.t, rk.t})
 				if !ok {
 					return nil, errAt(c, "cannot compare %s with %s", lk.t, rk.t)
@@ -159,6 +164,13 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		return res, text, nil
 	}
 	if left.mode == types.InsertOnly && right.mode == types.InsertOnly && kind != parser.CrossJoin {
+		if endKey, ok := windowJoinBounds(left, right, keyCols); ok {
+			res, text, err := compileResidual(residual)
+			if err != nil {
+				return nil, err
+			}
+			return windowJoinRel(kind, left, right, sc, lkeys, rkeys, endKey, res, strings.Join(append(keyText, text...), " AND ")), nil
+		}
 		// an interval join: state bounded by the watermark, insert-only
 		if lower, upper, rest, ok := intervalBounds(residual, ec, left, right); ok && (kind == parser.InnerJoin || len(rest) == 0) {
 			res, text, err := compileResidual(rest)

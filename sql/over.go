@@ -23,6 +23,7 @@ type rankSpec struct {
 	limit     int64
 	keepLast  bool // deduplication keeping the last row (ORDER BY time DESC, N = 1)
 	text      string
+	kind      string // ROW_NUMBER, RANK or DENSE_RANK (rank_topn.go)
 }
 
 type orderKey struct {
@@ -41,10 +42,7 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 			continue
 		}
 		c, ok := it.Expr.(*parser.Call)
-		if !ok || c.Name != "ROW_NUMBER" {
-			if ok && c.Over != nil && (c.Name == "RANK" || c.Name == "DENSE_RANK") {
-				return nil, errAt(it.Expr, "%s is not supported yet (ROW_NUMBER is)", c.Name)
-			}
+		if !ok || (c.Name != "ROW_NUMBER" && c.Name != "RANK" && c.Name != "DENSE_RANK") {
 			return p.planOverAgg(s, from)
 		}
 		if rank != nil {
@@ -62,7 +60,7 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 		return nil, errAt(rank, "ROW_NUMBER() OVER takes no frame")
 	}
 	ec := &exprCompiler{sc: from.sc, what: "OVER"}
-	spec := &rankSpec{input: from, text: parser.ExprString(rank)}
+	spec := &rankSpec{input: from, text: parser.ExprString(rank), kind: rank.Name}
 	for _, e := range rank.Over.PartitionBy {
 		ce, err := ec.compile(e)
 		if err != nil {
@@ -80,7 +78,7 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 			return nil, errAt(o.Expr, "cannot order by %s", ce.t)
 		}
 		spec.order = append(spec.order, orderKey{eval: ce.eval, cmp: cmp, desc: o.Desc})
-		if len(rank.Over.OrderBy) == 1 && o.Desc && ce.t.TimeAttr != types.NoTimeAttr {
+		if len(rank.Over.OrderBy) == 1 && o.Desc && ce.t.TimeAttr != types.NoTimeAttr && rank.Name == "ROW_NUMBER" {
 			spec.keepLast = true
 		}
 	}
@@ -288,28 +286,32 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 			copy(rows[i+1:], rows[i:])
 			rows[i] = types.ListValue(x)
 		}
-		if !f.retract && int64(len(rows)) > f.keep {
-			rows = rows[:f.keep]
+		if !f.retract {
+			rows = rows[:f.visible(rows, nil)]
 		}
 	}
-	// emit the difference of the top N, rank by rank
-	n := int(f.keep)
-	for i := 0; i < n; i++ {
-		var was, is []types.Value
-		if i < len(old) {
-			was = old[i].List()
-		}
-		if i < len(rows) {
-			is = rows[i].List()
-		}
-		if was != nil && is != nil && types.EqualValues(was, is) {
-			continue
-		}
-		if was != nil {
-			ctx.Emit(types.Row{Kind: types.Delete, Values: f.project(was, int64(i+1))})
-		}
-		if is != nil {
-			ctx.Emit(types.Row{Kind: types.Insert, Values: f.project(is, int64(i+1))})
+	if f.spec.kind == "RANK" || f.spec.kind == "DENSE_RANK" {
+		f.emitRanks(ctx, old, rows)
+	} else {
+		// emit the difference of the top N, rank by rank
+		n := int(f.keep)
+		for i := 0; i < n; i++ {
+			var was, is []types.Value
+			if i < len(old) {
+				was = old[i].List()
+			}
+			if i < len(rows) {
+				is = rows[i].List()
+			}
+			if was != nil && is != nil && types.EqualValues(was, is) {
+				continue
+			}
+			if was != nil {
+				ctx.Emit(types.Row{Kind: types.Delete, Values: f.project(was, int64(i+1))})
+			}
+			if is != nil {
+				ctx.Emit(types.Row{Kind: types.Insert, Values: f.project(is, int64(i+1))})
+			}
 		}
 	}
 	if len(rows) == 0 {

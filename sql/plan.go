@@ -192,13 +192,6 @@ func (p *planner) planValues(q *parser.Values) (*rel, error) {
 }
 
 func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
-	if q.Op != "UNION" || !q.All {
-		all := ""
-		if !q.All {
-			all = " (without ALL)"
-		}
-		return nil, parser.Errorf(q.Pos, "%s%s is not supported yet (UNION ALL is)", q.Op, all)
-	}
 	l, err := p.planQuery(q.Left)
 	if err != nil {
 		return nil, err
@@ -208,13 +201,13 @@ func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
 		return nil, err
 	}
 	if len(l.sc.cols) != len(r.sc.cols) {
-		return nil, parser.Errorf(q.Pos, "UNION ALL of %d and %d columns", len(l.sc.cols), len(r.sc.cols))
+		return nil, parser.Errorf(q.Pos, "%s of %d and %d columns", q.Op, len(l.sc.cols), len(r.sc.cols))
 	}
 	sc := &scope{}
 	for i := range l.sc.cols {
 		t, ok := commonType([]types.Type{l.sc.cols[i].t, r.sc.cols[i].t})
 		if !ok {
-			return nil, parser.Errorf(q.Pos, "UNION ALL column '%s' has types %s and %s", l.sc.cols[i].name, l.sc.cols[i].t, r.sc.cols[i].t)
+			return nil, parser.Errorf(q.Pos, "%s column '%s' has types %s and %s", q.Op, l.sc.cols[i].name, l.sc.cols[i].t, r.sc.cols[i].t)
 		}
 		if l.sc.cols[i].t.TimeAttr == types.RowtimeAttr && r.sc.cols[i].t.TimeAttr == types.RowtimeAttr {
 			t.TimeAttr = types.RowtimeAttr
@@ -228,6 +221,9 @@ func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
 	rc, err := castRel(r, sc)
 	if err != nil {
 		return nil, err
+	}
+	if q.Op != "UNION" || !q.All {
+		return setOpRel(q, sc, lc, rc), nil
 	}
 	return &rel{op: "Union(all=[true])", sc: sc, mode: maxMode(l.mode, r.mode), inputs: []*rel{lc, rc},
 		updater: mergeUpdater(l, r), bounded: allBounded(l, r),
@@ -325,6 +321,15 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 		return p.planJoin(t)
 	case *parser.TableFunc:
 		return p.planWindowTVF(t)
+	case *parser.MatchRecognize:
+		r, err := p.planMatchRecognize(t)
+		if err != nil {
+			return nil, err
+		}
+		if t.Alias != "" {
+			r = requalify(r, t.Alias)
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("unsupported FROM item %T", te)
 }
@@ -540,6 +545,9 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 	} else {
 		for i, n := range pr.names {
 			sc.cols = append(sc.cols, column{name: n, t: pr.exprs[i].t})
+			if c := pr.exprs[i].col; c >= 0 && c < len(r.sc.cols) {
+				sc.cols[i].win = r.sc.cols[c].win
+			}
 			if pr.exprs[i].col != i {
 				identity = false
 			}
@@ -675,6 +683,9 @@ func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
 }
 
 func (p *planner) planSelect(s *parser.Select) (*rel, error) {
+	if len(s.OrderBy) > 0 || s.Limit != nil {
+		return p.planOrderBy(s)
+	}
 	var from *rel
 	var err error
 	if s.From == nil {
@@ -685,9 +696,6 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 		from.sc = &scope{}
 	} else if from, err = p.planFrom(s.From); err != nil {
 		return nil, err
-	}
-	if len(s.OrderBy) > 0 || s.Limit != nil {
-		return nil, parser.Errorf(s.Pos, "ORDER BY and LIMIT are not supported on streams yet (use ROW_NUMBER() OVER (...) for Top-N)")
 	}
 	if s.Where != nil {
 		if hasAggregate(s.Where) {
@@ -731,7 +739,7 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 			spec := *from.rank
 			spec.limit = limit
 			op := fmt.Sprintf("Rank(%s, rankRange=[1..%d])", spec.text, limit)
-			if limit == 1 && len(spec.order) == 1 {
+			if limit == 1 && len(spec.order) == 1 && spec.kind == "ROW_NUMBER" {
 				op = fmt.Sprintf("Deduplicate(keep=[%s], %s)", map[bool]string{true: "LastRow", false: "FirstRow"}[spec.keepLast], spec.text)
 			}
 			ranked := rankRel(&spec, from.sc, op)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -133,28 +132,44 @@ func runUntilDone(ctx context.Context, job *weir.Job) error {
 // a job each, SELECT printing its result as a changelog until the job
 // ends or the user interrupts it.
 func sqlShell(ctx context.Context, in io.Reader, out, errOut io.Writer, opts []sql.Option) error {
-	s := sql.NewSession(opts...)
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	var buf strings.Builder
-	prompt := func() {
-		if buf.Len() == 0 {
-			fmt.Fprint(errOut, "weir> ")
-		} else {
-			fmt.Fprint(errOut, "   -> ")
-		}
+	var lr lineReader
+	if isTerminalInput(in) && in == io.Reader(os.Stdin) {
+		lr = newHistoryReader(sqlHistoryFile(), errOut)
+	} else {
+		lr = newScanReader(in, errOut)
 	}
-	prompt()
-	for sc.Scan() {
-		line := sc.Text()
+	defer lr.Close()
+	return shellLoop(ctx, lr, out, errOut, opts)
+}
+
+// shellLoop runs the statements lr reads, each one added to its history.
+func shellLoop(ctx context.Context, lr lineReader, out, errOut io.Writer, opts []sql.Option) error {
+	s := sql.NewSession(opts...)
+	var buf strings.Builder
+	for {
+		prompt := "weir> "
+		if buf.Len() > 0 {
+			prompt = "   -> "
+		}
+		line, err := lr.ReadLine(prompt)
+		if errors.Is(err, errLineAborted) {
+			buf.Reset() // Ctrl-C drops the statement being typed
+			continue
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		buf.WriteString(line)
 		buf.WriteByte('\n')
 		if !statementComplete(buf.String()) {
-			prompt()
 			continue
 		}
 		text := buf.String()
 		buf.Reset()
+		lr.AddHistory(text)
 		if strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "quit") ||
 			strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "exit") {
 			return nil
@@ -165,9 +180,7 @@ func sqlShell(ctx context.Context, in io.Reader, out, errOut io.Writer, opts []s
 		if ctx.Err() != nil {
 			return nil
 		}
-		prompt()
 	}
-	return sc.Err()
 }
 
 // statementComplete reports whether text ends with a ';' outside quotes

@@ -375,6 +375,10 @@ func writeTable(b *strings.Builder, t TableExpr) {
 			b.WriteString(" ON ")
 			writeExpr(b, t.On)
 		}
+	case *MatchRecognize:
+		writeTable(b, t.Input)
+		b.WriteString(" MATCH_RECOGNIZE (PATTERN (" + formatPattern(t.Pattern) + ") ...)")
+		alias = t.Alias
 	case *TableFunc:
 		b.WriteString("TABLE(" + t.Name + "(")
 		writeList(b, t.Args)

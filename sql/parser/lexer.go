@@ -185,7 +185,7 @@ func lex(text string) ([]token, error) {
 				}
 			}
 			if op == "" {
-				if !strings.ContainsRune("(),;.=<>+-*/%[]", rune(c)) {
+				if !strings.ContainsRune("(),;.=<>+-*/%[]?{}|", rune(c)) {
 					return nil, Errorf(start, "unexpected character %q", rune(c))
 				}
 				op = text[i : i+1]

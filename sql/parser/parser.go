@@ -773,7 +773,7 @@ func (p *parser) fromList() TableExpr {
 }
 
 func (p *parser) joinedTable() TableExpr {
-	left := p.tablePrimary()
+	left := p.matchRecognize(p.tablePrimary())
 	for {
 		t := p.tok()
 		kind := InnerJoin
@@ -790,7 +790,7 @@ func (p *parser) joinedTable() TableExpr {
 		default:
 			return left
 		}
-		j := &Join{Pos: t.pos, Kind: kind, Left: left, Right: p.tablePrimary()}
+		j := &Join{Pos: t.pos, Kind: kind, Left: left, Right: p.matchRecognize(p.tablePrimary())}
 		if kind != CrossJoin {
 			if p.acceptKw("ON") {
 				j.On = p.expr()

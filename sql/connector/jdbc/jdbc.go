@@ -32,7 +32,7 @@
 // PostgreSQL type derived from the column's SQL type (DECIMAL(p, s) to
 // numeric(p, s), TIMESTAMP to timestamp, TIMESTAMP_LTZ to timestamptz,
 // BYTES to bytea, ...); ARRAY, MAP and ROW columns are not supported.
-// Lookups (a lookup join's dimension table) are not built yet.
+// Lookups (a lookup join's dimension table): see CreateLookup.
 package jdbc
 
 import (

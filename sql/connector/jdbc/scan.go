@@ -28,6 +28,9 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	user, password := o.String("username", ""), o.String("password", "")
 	o.String("driver", "")
 	fetch := o.Int("scan.fetch-size", 1000)
+	// a table that lookup joins use may be scanned too
+	connector.LookupCacheOptions(o)
+	o.Int("lookup.max-retries", 3)
 	if fetch <= 0 {
 		o.Invalid("scan.fetch-size", "must be positive")
 	}

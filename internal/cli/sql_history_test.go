@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/sql"
+)
+
+// fakeLines feeds lines to the shell loop as a terminal would, an entry
+// "^C" standing for Ctrl-C, and records the history.
+type fakeLines struct {
+	lines   []string
+	history []string
+}
+
+func (f *fakeLines) ReadLine(string) (string, error) {
+	if len(f.lines) == 0 {
+		return "", io.EOF
+	}
+	l := f.lines[0]
+	f.lines = f.lines[1:]
+	if l == "^C" {
+		return "", errLineAborted
+	}
+	return l, nil
+}
+func (f *fakeLines) AddHistory(s string) { f.history = append(f.history, s) }
+func (f *fakeLines) Close() error        { return nil }
+
+// Each complete statement goes to the history once, a multi-line one
+// whole; Ctrl-C drops the statement being typed.
+func TestShellHistory(t *testing.T) {
+	f := &fakeLines{lines: []string{"SHOW", "  TABLES;", "SELECT 1 +", "^C", "SELECT 2", ";", "quit;"}}
+	var out, errb strings.Builder
+	if err := shellLoop(context.Background(), f, &out, &errb, []sql.Option{sql.Stdout(&out)}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"SHOW\n  TABLES;\n", "SELECT 2\n;\n", "quit;\n"}
+	if !slices.Equal(f.history, want) {
+		t.Fatalf("history %q, want %q", f.history, want)
+	}
+	if !strings.Contains(out.String(), "+I[2]") || strings.Contains(out.String(), "+I[1]") {
+		t.Fatalf("output %q: want SELECT 2 run and the aborted SELECT 1 not", out.String())
+	}
+}
+
+// The history lives in a file under the user's config directory: a new
+// shell starts with the statements of the earlier ones, one line each.
+func TestShellHistoryFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	t.Setenv("HOME", dir)
+	path := sqlHistoryFile()
+	if !strings.HasPrefix(path, dir) {
+		t.Fatalf("history file %s is not under the config dir %s", path, dir)
+	}
+	var errb strings.Builder
+	r := newHistoryReader(path, &errb)
+	r.AddHistory("SELECT a,\n  b FROM t;\n")
+	r.AddHistory("SHOW TABLES;\n")
+	r.Close()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(data); got != "SELECT a, b FROM t;\nSHOW TABLES;\n" {
+		t.Fatalf("history file %q", got)
+	}
+	r2 := newHistoryReader(path, &errb)
+	r2.AddHistory("DESCRIBE t;")
+	var b strings.Builder
+	r2.st.WriteHistory(&b)
+	r2.Close()
+	if got := b.String(); got != "SELECT a, b FROM t;\nSHOW TABLES;\nDESCRIBE t;\n" {
+		t.Fatalf("a second session's history %q", got)
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("history directory: %v %v", fi, err)
+	}
+	if errb.Len() > 0 {
+		t.Fatalf("warnings: %s", errb.String())
+	}
+}

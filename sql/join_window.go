@@ -1,0 +1,169 @@
+package sql
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Window joins, as Flink runs them: two window table functions joined on
+// window_start and window_end (and any equi-keys). Every row of a window
+// waits in keyed state until the watermark passes the window's end; the
+// window is then joined once (inner or outer), emitted insert-only and
+// its state freed. A row whose window has already ended is late and
+// dropped, as Flink's WindowJoin drops it.
+
+// Window columns carry a mark through projections so that the planner
+// recognizes them after a subquery's SELECT (see column.win).
+const (
+	winStartCol = 1
+	winEndCol   = 2
+)
+
+// windowJoinBounds reports whether the equi-keys of a join equate the
+// window_start and the window_end columns of both inputs, and returns the
+// index of the window_end equality among the keys (whose value ends the window).
+func windowJoinBounds(left, right *rel, keyCols [][2]int) (endKey int, ok bool) {
+	start, end := false, false
+	endKey = -1
+	for i, kc := range keyCols {
+		lc, rc := kc[0], kc[1]
+		if lc < 0 || rc < 0 || lc >= len(left.sc.cols) || rc >= len(right.sc.cols) {
+			continue
+		}
+		lw, rw := left.sc.cols[lc].win, right.sc.cols[rc].win
+		switch {
+		case lw == winStartCol && rw == winStartCol:
+			start = true
+		case lw == winEndCol && rw == winEndCol:
+			end, endKey = true, i
+		}
+	}
+	return endKey, start && end
+}
+
+func windowJoinRel(kind parser.JoinKind, left, right *rel, sc *scope, lkeys, rkeys []cexpr, endKey int, res *cexpr, where string) *rel {
+	op := fmt.Sprintf("WindowJoin(joinType=[%s], where=[%s])", kind, where)
+	r := &rel{op: op, sc: sc, mode: types.InsertOnly, inputs: []*rel{left, right}, bounded: allBounded(left, right)}
+	nl, nr := len(left.sc.cols), len(right.sc.cols)
+	outer := [2]bool{kind == parser.LeftJoin || kind == parser.FullJoin, kind == parser.RightJoin || kind == parser.FullJoin}
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		ls, err := b.stream(left)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := b.stream(right)
+		if err != nil {
+			return nil, err
+		}
+		lk, rk := evals(lkeys), evals(rkeys)
+		lend, rend := lkeys[endKey].eval, rkeys[endKey].eval
+		tagged := weir.Map(rs, func(row types.Row) types.Row {
+			row.Kind |= rightTag
+			return row
+		}, b.uid("window-join-tag"))
+		ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
+			if row.Kind&rightTag != 0 {
+				return keyOf(rk, row.Values)
+			}
+			return keyOf(lk, row.Values)
+		})
+		var resEval evalFn
+		if res != nil {
+			resEval = res.eval
+		}
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &windowJoinFn{nl: nl, nr: nr, outer: outer, residual: resEval, end: [2]evalFn{lend, rend}}
+		}, b.uid("window-join")), nil
+	}
+	return r
+}
+
+// windowJoinFn buffers both sides of one key (the window's bounds are part
+// of the key) until the watermark passes the window's end.
+type windowJoinFn struct {
+	nl, nr   int
+	outer    [2]bool
+	residual evalFn
+	end      [2]evalFn
+	side     [2]*weir.ListState[string, types.Row]
+}
+
+func (f *windowJoinFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.side[0] = weir.NewListState[types.Row](rc, "left")
+	f.side[1] = weir.NewListState[types.Row](rc, "right")
+	return nil
+}
+
+func (f *windowJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	s := 0
+	if in.Kind&rightTag != 0 {
+		s = 1
+		in.Kind &^= rightTag
+	}
+	end := f.end[s](in.Values)
+	if end.Null {
+		return nil // a NULL window_end matches nothing and never fires
+	}
+	// the window fires at its last millisecond, as a window aggregation
+	fire := time.UnixMilli(end.I/1000 - 1)
+	if wm := ctx.Watermark(); !wm.IsZero() && wm.UnixMicro() > -1<<62 && !wm.Before(fire) {
+		return nil // late: the window has been joined already
+	}
+	f.side[s].Add(in)
+	ctx.RegisterEventTimeTimer(fire)
+	return nil
+}
+
+func (f *windowJoinFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], _ time.Time) error {
+	ls, rs := f.side[0].Get(), f.side[1].Get()
+	f.side[0].Clear()
+	f.side[1].Clear()
+	rmatched := make([]bool, len(rs))
+	for _, l := range ls {
+		matched := false
+		for j, r := range rs {
+			vs := f.concat(l.Values, r.Values)
+			if f.residual != nil {
+				if v := f.residual(vs); v.Null || !v.Bool() {
+					continue
+				}
+			}
+			matched, rmatched[j] = true, true
+			ctx.Emit(types.Row{Values: vs})
+		}
+		if !matched && f.outer[0] {
+			ctx.Emit(types.Row{Values: f.concat(l.Values, nil)})
+		}
+	}
+	if f.outer[1] {
+		for j, r := range rs {
+			if !rmatched[j] {
+				ctx.Emit(types.Row{Values: f.concat(nil, r.Values)})
+			}
+		}
+	}
+	return nil
+}
+
+func (f *windowJoinFn) concat(l, r []types.Value) []types.Value {
+	vs := make([]types.Value, f.nl+f.nr)
+	if l == nil {
+		for i := 0; i < f.nl; i++ {
+			vs[i] = types.NullValue
+		}
+	} else {
+		copy(vs, l[:f.nl])
+	}
+	if r == nil {
+		for i := f.nl; i < f.nl+f.nr; i++ {
+			vs[i] = types.NullValue
+		}
+	} else {
+		copy(vs[f.nl:], r[:f.nr])
+	}
+	return vs
+}
