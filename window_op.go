@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
@@ -73,7 +74,9 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			if err != nil {
 				return nil, err
 			}
-			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n)}
+			_, count := any(agg).(countAgg[T])
+			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
+				count: count}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
@@ -143,11 +146,14 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	free    []*hashtable.Table[K, ACC]
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
+	// count: agg is Count, so ACC is int64 and adding a record is an
+	// increment, with no call through the AggregateFunction interface.
+	count bool
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
-	agg := op.agg
+	agg, count := op.agg, op.count
 	for i := range b.data {
 		if w := b.wm[i]; w > op.wm {
 			if err := op.advance(w); err != nil {
@@ -160,6 +166,10 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		// only while its window is not late, so no lateness check is needed.
 		if c := op.cache; c != nil && ts >= c.start && ts < c.end {
 			p, ins := c.tab.Upsert(r.hash, r.key)
+			if count {
+				*(*int64)(unsafe.Pointer(p))++ // Create is 0, Add is +1
+				continue
+			}
 			if ins {
 				*p = agg.Add(agg.Create(), r.val)
 			} else {
