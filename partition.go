@@ -259,12 +259,17 @@ func connect[T any](s *Stream[T], n *node, part partitioning) *edge {
 // connectKeyed adds a hash-partitioned edge from ks's stream to n.
 func connectKeyed[K comparable, T any](ks *KeyedStream[K, T], n *node) *edge {
 	e := ks.src.job.addEdge(ks.src.node, n, hashed)
+	connectKeyedEdge(e, ks)
+	return e
+}
+
+// connectKeyedEdge makes e carry whole keyed records of ks.
+func connectKeyedEdge[K comparable, T any](e *edge, ks *KeyedStream[K, T]) {
 	pool := newBatchPool[keyed[K, T]](max(1, ks.src.job.cfg.batchSize))
 	e.writer = func(st *subtask, targets []target) any {
 		return consumer[T](newHashWriter(st, targets, pool, st.metrics(e.from), ks.key, ks.hash))
 	}
 	e.deliver, e.empty = deliverer(pool)
-	return e
 }
 
 // deliverer returns the untyped receive adapters of an edge of E.

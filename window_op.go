@@ -48,10 +48,22 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	}
 	out, n := newStream[R](j, kind, cfg)
 	n.lateType = reflect.TypeFor[T]()
-	connectKeyed(ws.ks, n)
 	w := ws.w
 	aligned := results && (w.kind == tumblingWindows || w.kind == hoppingWindows) &&
 		trig == EventTimeTrigger() && cfg.lateness == 0
+	e := connectKeyed(ws.ks, n)
+	// Count never reads a record's value: its input edge ships keys only
+	// (until LateEvents asks for the values), a third of the bytes that
+	// cross to the window's core.
+	_, isCount := any(agg).(countAgg[T])
+	keysOnly := aligned && isCount
+	if keysOnly {
+		connectKeysOnly(e, ws.ks)
+		n.valuesNeeded = func() {
+			keysOnly = false
+			connectKeyedEdge(e, ws.ks)
+		}
+	}
 	if w.kind == slidingWindows && (cfg.trigger != nil || cfg.lateness != 0 || !results) {
 		j.fail(fmt.Errorf("weir: %v windows take no trigger or allowed lateness and work with Aggregate and Reduce", w))
 	}
@@ -59,6 +71,9 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 		var op interface {
 			consumer[keyed[K, T]]
 			restore(wm int64, groups [][]byte) error
+		}
+		if keysOnly {
+			return buildCountKeysOnly[K](st, n, o, w)
 		}
 		switch {
 		case w.kind == slidingWindows:
@@ -120,6 +135,10 @@ func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]])
 	ln.sideOf = n
 	n.side = ln
 	n.sideStream = out
+	if n.valuesNeeded != nil {
+		n.valuesNeeded()
+		n.valuesNeeded = nil
+	}
 	return out
 }
 
