@@ -96,3 +96,5 @@ func (w *keysWriter[K, T]) push(b *batch[T]) error {
 }
 
 func (w *keysWriter[K, T]) finish() error { return w.out.finish() }
+
+func (w *keysWriter[K, T]) barrier(b *barrierMsg, _ *taskSnapshot) error { return w.out.barrier(b) }
