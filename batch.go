@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"reflect"
 	"sync"
 
 	"github.com/weirstream/weir/internal/watermark"
@@ -64,10 +65,14 @@ func (b *batch[T]) add(v T, ts, wm int64) {
 type batchPool[T any] struct {
 	p    sync.Pool
 	size int
+	// plain: T holds no pointers, so a returned batch need not be cleared
+	// (clearing would only write every line of the batch again, on the
+	// receiver's core, before the sender refills it on its own).
+	plain bool
 }
 
 func newBatchPool[T any](size int) *batchPool[T] {
-	bp := &batchPool[T]{size: size}
+	bp := &batchPool[T]{size: size, plain: pointerFree(reflect.TypeFor[T]())}
 	bp.p.New = func() any { return newBatch[T](size) }
 	return bp
 }
@@ -79,6 +84,11 @@ func (bp *batchPool[T]) get() *batch[T] {
 }
 
 func (bp *batchPool[T]) put(b *batch[T]) {
+	if bp.plain {
+		b.data, b.ts, b.wm, b.idle = b.data[:0], b.ts[:0], b.wm[:0], false
+		bp.p.Put(b)
+		return
+	}
 	b.reset()
 	bp.p.Put(b)
 }
@@ -122,4 +132,25 @@ func newTee[T any](outs []any) any {
 		t.outs = append(t.outs, o.(consumer[T]))
 	}
 	return consumer[T](t) // zero outputs: a tee that discards
+}
+
+// pointerFree reports whether values of t hold no pointers (the garbage
+// collector never needs to see them).
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

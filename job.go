@@ -100,6 +100,10 @@ type node struct {
 	side       *node
 	sideStream any
 	sideOf     *node
+	// valuesNeeded, when set, makes a window that reads only keys (Count)
+	// ship whole records again: LateEvents calls it (late events carry
+	// their values).
+	valuesNeeded func()
 
 	// committer of a two-phase-commit sink
 	committer Committer

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/keygroup"
@@ -131,11 +132,15 @@ type hashWriter[K comparable, T any] struct {
 	hash  func(K) uint64
 	route []int32 // key group -> target
 	maxP  uint64
+	// word64: K is an 8-byte integer, hashed by keygroup.Word64 inline
+	// rather than through the hash function value.
+	word64 bool
 }
 
 func newHashWriter[K comparable, T any](st *subtask, targets []target, pool *batchPool[keyed[K, T]], m *metrics.Operator, key func(T) K, hash func(K) uint64) *hashWriter[K, T] {
 	maxP := st.cfg().maxParallelism
-	w := &hashWriter[K, T]{out: newOutBuffers(st, targets, pool, m), key: key, hash: hash, maxP: uint64(maxP)}
+	w := &hashWriter[K, T]{out: newOutBuffers(st, targets, pool, m), key: key, hash: hash, maxP: uint64(maxP),
+		word64: keygroup.IsWord64[K]()}
 	w.route = make([]int32, maxP)
 	for kg := range w.route {
 		w.route[kg] = int32(keygroup.Subtask(kg, len(targets), maxP))
@@ -144,6 +149,9 @@ func newHashWriter[K comparable, T any](st *subtask, targets []target, pool *bat
 }
 
 func (w *hashWriter[K, T]) push(b *batch[T]) error {
+	if w.word64 {
+		return w.pushWord64(b)
+	}
 	o := w.out
 	for i := range b.data {
 		k := w.key(b.data[i])
@@ -154,6 +162,30 @@ func (w *hashWriter[K, T]) push(b *batch[T]) error {
 		ob.ts = append(ob.ts, b.ts[i])
 		ob.wm = append(ob.wm, b.wm[i])
 		if len(ob.data) >= o.size {
+			if err := o.sendFull(int(t)); err != nil {
+				return err
+			}
+		}
+	}
+	o.endBatch(b.watermark, b.idle)
+	return nil
+}
+
+// pushWord64 is push for 8-byte integer keys: the same records to the same
+// targets (the hash is the one w.hash computes, see keygroup.IsWord64),
+// with the hash computed inline.
+func (w *hashWriter[K, T]) pushWord64(b *batch[T]) error {
+	o := w.out
+	route, maxP, size := w.route, w.maxP, o.size
+	for i := range b.data {
+		k := w.key(b.data[i])
+		h := keygroup.Word64(*(*uint64)(unsafe.Pointer(&k)))
+		t := route[h%maxP]
+		ob := o.bufs[t]
+		ob.data = append(ob.data, keyed[K, T]{hash: h, key: k, val: b.data[i]})
+		ob.ts = append(ob.ts, b.ts[i])
+		ob.wm = append(ob.wm, b.wm[i])
+		if len(ob.data) >= size {
 			if err := o.sendFull(int(t)); err != nil {
 				return err
 			}
@@ -227,12 +259,17 @@ func connect[T any](s *Stream[T], n *node, part partitioning) *edge {
 // connectKeyed adds a hash-partitioned edge from ks's stream to n.
 func connectKeyed[K comparable, T any](ks *KeyedStream[K, T], n *node) *edge {
 	e := ks.src.job.addEdge(ks.src.node, n, hashed)
+	connectKeyedEdge(e, ks)
+	return e
+}
+
+// connectKeyedEdge makes e carry whole keyed records of ks.
+func connectKeyedEdge[K comparable, T any](e *edge, ks *KeyedStream[K, T]) {
 	pool := newBatchPool[keyed[K, T]](max(1, ks.src.job.cfg.batchSize))
 	e.writer = func(st *subtask, targets []target) any {
 		return consumer[T](newHashWriter(st, targets, pool, st.metrics(e.from), ks.key, ks.hash))
 	}
 	e.deliver, e.empty = deliverer(pool)
-	return e
 }
 
 // deliverer returns the untyped receive adapters of an edge of E.

@@ -148,12 +148,17 @@ func stamp[T any](h *header, data []T, g *watermark.Generator, cur, others int64
 		}
 		return
 	}
+	// The generator in a local variable: its fields stay in registers
+	// rather than being stored and reloaded around the writes to ts and wm,
+	// which the compiler cannot tell apart from *g.
+	lg, tsf := *g, ws.ts
 	for i := range data {
-		wm[i] = watermark.At(cur, g.Current(), others)
-		t := ws.ts(data[i]).UnixMilli()
+		wm[i] = watermark.At(cur, lg.Current(), others)
+		t := tsf(data[i]).UnixMilli()
 		ts[i] = t
-		g.OnEvent(t)
+		lg.OnEvent(t)
 	}
+	*g = lg
 }
 
 // SliceSource is a bounded source of one split that emits items in order.

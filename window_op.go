@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
@@ -47,10 +48,22 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	}
 	out, n := newStream[R](j, kind, cfg)
 	n.lateType = reflect.TypeFor[T]()
-	connectKeyed(ws.ks, n)
 	w := ws.w
 	aligned := results && (w.kind == tumblingWindows || w.kind == hoppingWindows) &&
 		trig == EventTimeTrigger() && cfg.lateness == 0
+	e := connectKeyed(ws.ks, n)
+	// Count never reads a record's value: its input edge ships keys only
+	// (until LateEvents asks for the values), a third of the bytes that
+	// cross to the window's core.
+	_, isCount := any(agg).(countAgg[T])
+	keysOnly := aligned && isCount
+	if keysOnly {
+		connectKeysOnly(e, ws.ks)
+		n.valuesNeeded = func() {
+			keysOnly = false
+			connectKeyedEdge(e, ws.ks)
+		}
+	}
 	if w.kind == slidingWindows && (cfg.trigger != nil || cfg.lateness != 0 || !results) {
 		j.fail(fmt.Errorf("weir: %v windows take no trigger or allowed lateness and work with Aggregate and Reduce", w))
 	}
@@ -58,6 +71,9 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 		var op interface {
 			consumer[keyed[K, T]]
 			restore(wm int64, groups [][]byte) error
+		}
+		if keysOnly {
+			return buildCountKeysOnly[K](st, n, o, w)
 		}
 		switch {
 		case w.kind == slidingWindows:
@@ -73,7 +89,9 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			if err != nil {
 				return nil, err
 			}
-			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n)}
+			_, count := any(agg).(countAgg[T])
+			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
+				count: count}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
@@ -117,6 +135,10 @@ func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]])
 	ln.sideOf = n
 	n.side = ln
 	n.sideStream = out
+	if n.valuesNeeded != nil {
+		n.valuesNeeded()
+		n.valuesNeeded = nil
+	}
 	return out
 }
 
@@ -143,11 +165,14 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	free    []*hashtable.Table[K, ACC]
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
+	// count: agg is Count, so ACC is int64 and adding a record is an
+	// increment, with no call through the AggregateFunction interface.
+	count bool
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
-	agg := op.agg
+	agg, count := op.agg, op.count
 	for i := range b.data {
 		if w := b.wm[i]; w > op.wm {
 			if err := op.advance(w); err != nil {
@@ -160,6 +185,10 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		// only while its window is not late, so no lateness check is needed.
 		if c := op.cache; c != nil && ts >= c.start && ts < c.end {
 			p, ins := c.tab.Upsert(r.hash, r.key)
+			if count {
+				*(*int64)(unsafe.Pointer(p))++ // Create is 0, Add is +1
+				continue
+			}
 			if ins {
 				*p = agg.Add(agg.Create(), r.val)
 			} else {

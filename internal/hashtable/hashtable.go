@@ -4,7 +4,11 @@
 //
 // Linear probing, power-of-two capacity, load factor at most 1/2. Entries
 // are stored inline, so a table of pointer-free keys and values is invisible
-// to the garbage collector's scan. Iteration order depends only on the
+// to the garbage collector's scan. Which slots are full is kept apart, one
+// control byte a slot holding 7 bits of the hash: probing skips a slot of
+// another key without reading it, slots are 24 bytes instead of 32 for
+// 8-byte keys and values, and walking or resetting a table reads the dense
+// control bytes, not every slot. Iteration order depends only on the
 // sequence of inserts, so a replayed input fires results in the same order.
 //
 // Besides the map operations, a Table offers what keyed state needs: the
@@ -14,20 +18,29 @@
 // (Sweep).
 package hashtable
 
+import "reflect"
+
 // Table maps keys of type K to values of type V. The zero value is an empty
 // table.
 type Table[K comparable, V any] struct {
+	ctrl  []uint8 // per slot: 0 empty, else tag(hash)
 	slots []slot[K, V]
 	mask  uint64
 	used  int
+	// plain: K and V hold no pointers, so Reset need not zero the slots
+	// (an insert writes the whole slot).
+	plain bool
 }
 
 type slot[K comparable, V any] struct {
 	hash uint64
-	full bool
 	key  K
 	val  V
 }
+
+// tag is the control byte of a full slot: never 0, 7 bits of the hash
+// that index does not use first.
+func tag(hash uint64) uint8 { return uint8(hash>>57) | 0x80 }
 
 // New returns an empty table with room for about n entries.
 func New[K comparable, V any](n int) *Table[K, V] {
@@ -42,6 +55,8 @@ func New[K comparable, V any](n int) *Table[K, V] {
 
 func (t *Table[K, V]) alloc(c int) {
 	t.slots = make([]slot[K, V], c)
+	t.ctrl = make([]uint8, c)
+	t.plain = pointerFree(reflect.TypeFor[slot[K, V]]())
 	t.mask = uint64(c - 1)
 	t.used = 0
 }
@@ -70,20 +85,25 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 	if t.slots == nil {
 		t.grow()
 	}
-	i := t.index(hash)
+	i, tg := t.index(hash), tag(hash)
 	for {
-		s := &t.slots[i]
-		if !s.full {
+		c := t.ctrl[i]
+		if c == 0 {
 			if (t.used+1)*2 > len(t.slots) {
 				t.grow()
 				return t.Upsert(hash, key)
 			}
-			s.full, s.hash, s.key = true, hash, key
+			t.ctrl[i] = tg
+			s := &t.slots[i]
+			var zero V
+			s.hash, s.key, s.val = hash, key, zero
 			t.used++
 			return &s.val, true
 		}
-		if s.hash == hash && s.key == key {
-			return &s.val, false
+		if c == tg {
+			if s := &t.slots[i]; s.hash == hash && s.key == key {
+				return &s.val, false
+			}
 		}
 		i = (i + 1) & t.mask
 	}
@@ -103,14 +123,16 @@ func (t *Table[K, V]) Find(hash uint64, key K) int {
 	if t.used == 0 {
 		return -1
 	}
-	i := t.index(hash)
+	i, tg := t.index(hash), tag(hash)
 	for {
-		s := &t.slots[i]
-		if !s.full {
+		c := t.ctrl[i]
+		if c == 0 {
 			return -1
 		}
-		if s.hash == hash && s.key == key {
-			return int(i)
+		if c == tg {
+			if s := &t.slots[i]; s.hash == hash && s.key == key {
+				return int(i)
+			}
 		}
 		i = (i + 1) & t.mask
 	}
@@ -139,45 +161,46 @@ func (t *Table[K, V]) DeleteAt(at int) {
 	j := i
 	for {
 		j = (j + 1) & t.mask
-		s := &t.slots[j]
-		if !s.full {
+		if t.ctrl[j] == 0 {
 			break
 		}
+		s := &t.slots[j]
 		home := t.index(s.hash)
 		// s may move to i if i lies cyclically in [home, j).
 		if (j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j)) {
-			t.slots[i] = *s
+			t.slots[i], t.ctrl[i] = *s, t.ctrl[j]
 			i = j
 		}
 	}
 	var zero slot[K, V]
-	t.slots[i] = zero
+	t.slots[i], t.ctrl[i] = zero, 0
 	t.used--
 }
 
 func (t *Table[K, V]) grow() {
-	old := t.slots
+	old, oldCtrl := t.slots, t.ctrl
 	t.alloc(max(16, len(old)*2))
-	for i := range old {
-		s := &old[i]
-		if !s.full {
+	for i, c := range oldCtrl {
+		if c == 0 {
 			continue
 		}
+		s := &old[i]
 		j := t.index(s.hash)
-		for t.slots[j].full {
+		for t.ctrl[j] != 0 {
 			j = (j + 1) & t.mask
 		}
-		t.slots[j] = *s
+		t.slots[j], t.ctrl[j] = *s, c
 		t.used++
 	}
 }
 
 // All calls fn for each entry until fn returns false.
 func (t *Table[K, V]) All(fn func(hash uint64, key K, v *V) bool) {
-	for i := range t.slots {
-		s := &t.slots[i]
-		if s.full && !fn(s.hash, s.key, &s.val) {
-			return
+	for i, c := range t.ctrl {
+		if c != 0 {
+			if s := &t.slots[i]; !fn(s.hash, s.key, &s.val) {
+				return
+			}
 		}
 	}
 }
@@ -197,7 +220,7 @@ func (t *Table[K, V]) Walk(yield func(hash uint64, key K, v *V) bool) bool {
 	}
 	n := len(t.slots)
 	start := 0
-	for t.slots[start].full {
+	for t.ctrl[start] != 0 {
 		start++ // load <= 1/2: an empty slot exists
 	}
 	for k := 1; k <= n; k++ {
@@ -206,15 +229,15 @@ func (t *Table[K, V]) Walk(yield func(hash uint64, key K, v *V) bool) bool {
 			if i >= len(t.slots) { // the table was reset or shrunk by yield
 				return true
 			}
-			s := &t.slots[i]
-			if !s.full {
+			if t.ctrl[i] == 0 {
 				break
 			}
+			s := &t.slots[i]
 			h, key := s.hash, s.key
 			if !yield(h, key, &s.val) {
 				return false
 			}
-			if s = &t.slots[i]; !s.full || s.hash != h || s.key != key {
+			if s = &t.slots[i]; t.ctrl[i] == 0 || s.hash != h || s.key != key {
 				continue // deleted; an entry from further on may have moved here
 			}
 			break
@@ -236,8 +259,7 @@ func (t *Table[K, V]) Sweep(at, budget int, del func(v *V) bool) (next, left int
 	}
 	i := at
 	for ; budget > 0 && i < len(t.slots); budget-- {
-		s := &t.slots[i]
-		if s.full && del(&s.val) {
+		if t.ctrl[i] != 0 && del(&t.slots[i].val) {
 			t.DeleteAt(i) // an entry may have moved here: look again
 			continue
 		}
@@ -251,6 +273,35 @@ func (t *Table[K, V]) Reset() {
 	if t.used == 0 {
 		return
 	}
-	clear(t.slots)
+	if !t.plain {
+		// Drop the references the full slots hold; the others are zero.
+		var zero slot[K, V]
+		for i, c := range t.ctrl {
+			if c != 0 {
+				t.slots[i] = zero
+			}
+		}
+	}
+	clear(t.ctrl)
 	t.used = 0
+}
+
+// pointerFree reports whether values of t hold no pointers.
+func pointerFree(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || pointerFree(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if !pointerFree(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -338,3 +338,37 @@ func BenchmarkUpsert(b *testing.B) {
 		*p++
 	}
 }
+
+// After Reset a reused table hands out zero values again (an insert writes
+// the whole slot; Reset of a pointer-free table only clears the control
+// bytes), and a table of pointers holds no references to the old entries.
+func TestResetThenReuse(t *testing.T) {
+	h := func(k int) uint64 { return uint64(k) * 0x9e3779b97f4a7c15 }
+	plain := New[int, int](0)
+	refs := New[int, *int](0)
+	if !plain.plain || refs.plain {
+		t.Fatalf("plain: %v for int/int, %v for int/*int", plain.plain, refs.plain)
+	}
+	for round := 0; round < 3; round++ {
+		for k := 0; k < 1000; k++ {
+			p, ins := plain.Upsert(h(k), k)
+			if !ins || *p != 0 {
+				t.Fatalf("round %d key %d: inserted=%v value %d, want a new zero entry", round, k, ins, *p)
+			}
+			*p = k + 1
+			q, ins := refs.Upsert(h(k), k)
+			if !ins || *q != nil {
+				t.Fatalf("round %d key %d: inserted=%v value %v, want a new nil entry", round, k, ins, *q)
+			}
+			v := k
+			*q = &v
+		}
+		plain.Reset()
+		refs.Reset()
+		for i := range refs.slots {
+			if refs.slots[i].val != nil {
+				t.Fatalf("round %d: slot %d still references an old value after Reset", round, i)
+			}
+		}
+	}
+}

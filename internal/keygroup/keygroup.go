@@ -51,6 +51,20 @@ func Range(i, parallelism, maxParallelism int) (start, end int) {
 	return start, end
 }
 
+// Word64 is the hash Hasher gives an 8-byte integer key (int, int64, uint,
+// uint64, uintptr) with bits x. The partitioner calls it directly for such
+// keys (no call through a function value per record); IsWord64 says when.
+func Word64(x uint64) uint64 { return Mix64(x + 0x9e3779b97f4a7c15) }
+
+// IsWord64 reports whether Hasher[K] hashes a key as Word64 of its 8 bytes.
+func IsWord64[K comparable]() bool {
+	switch t := reflect.TypeFor[K](); t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return t.Size() == 8
+	}
+	return false
+}
+
 // Hasher returns a stable hash function for values of type K. It inspects K
 // once, by reflection, and returns a function that does no reflection and no
 // allocation per call. Supported: booleans, integers, floats, strings, arrays
@@ -64,7 +78,7 @@ func Hasher[K comparable]() (func(K) uint64, error) {
 			return xxhash.Sum64String(*(*string)(unsafe.Pointer(&k)))
 		}, nil
 	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Uintptr:
-		return func(k K) uint64 { return Mix64(*(*uint64)(unsafe.Pointer(&k)) + 0x9e3779b97f4a7c15) }, nil
+		return func(k K) uint64 { return Word64(*(*uint64)(unsafe.Pointer(&k))) }, nil
 	case reflect.Int32, reflect.Uint32:
 		return func(k K) uint64 { return Mix64(uint64(*(*uint32)(unsafe.Pointer(&k))) + 0x9e3779b97f4a7c15) }, nil
 	case reflect.Int16, reflect.Uint16:
