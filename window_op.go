@@ -73,7 +73,8 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			if err != nil {
 				return nil, err
 			}
-			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n)}
+			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
+				async: shareable(reflect.TypeFor[K]()) && shareable(reflect.TypeFor[ACC]())}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
@@ -143,6 +144,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	free    []*hashtable.Table[K, ACC]
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
+	async   bool // keys and accumulators are shareable: barrierDeferred
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
@@ -308,6 +310,9 @@ type alignedEntry[K comparable, ACC any] struct {
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if op.async {
+		return op.barrierDeferred(b, s)
+	}
 	g := &op.snap
 	g.Start(int(op.info.maxP))
 	var e alignedEntry[K, ACC]
