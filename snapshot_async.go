@@ -81,3 +81,29 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *alignedEntry[K, ACC]) int { return int(e.Hash % maxP) })
 	return op.winOut.forwardBarrier(b, s)
 }
+
+// barrierDeferred is the barrier of a general window operator (sessions,
+// triggers, lateness) whose keys, accumulators and results are shareable:
+// it copies every key's windows into one array and defers their encoding.
+func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
+	nkeys, nwins := 0, 0
+	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+		nkeys++
+		nwins += len((*p).wins)
+		return true
+	})
+	entries := make([]genEntry[K, ACC, OUT], 0, nkeys)
+	wins := make([]genWinEntry[ACC, OUT], 0, nwins)
+	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+		ks := *p
+		from := len(wins)
+		for _, w := range ks.wins {
+			wins = append(wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+		}
+		entries = append(entries, genEntry[K, ACC, OUT]{Hash: ks.hash, Key: ks.key, Wins: wins[from:len(wins):len(wins)]})
+		return true
+	})
+	maxP := op.info.maxP
+	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) })
+	return op.winOut.forwardBarrier(b, s)
+}

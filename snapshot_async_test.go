@@ -119,3 +119,74 @@ func TestShareable(t *testing.T) {
 		}
 	}
 }
+
+func newTestSessionOp(async bool) *genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]] {
+	sink := &barrierSink[WindowResult[int64, int64]]{}
+	render := func(emit func(WindowResult[int64, int64]), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
+		emit(WindowResult[int64, int64]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
+		return nil
+	}
+	op := &genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]]{
+		winOut: winOut[int64, int64, WindowResult[int64, int64]]{out: sink, ob: newBatch[WindowResult[int64, int64]](8), batchSize: 8, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Session(10 * time.Second), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
+		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128}, async: async,
+	}
+	op.init()
+	return op
+}
+
+// pushKeys pushes one record per key at time ts, with watermark wm.
+func pushKeys(t *testing.T, op consumer[keyed[int64, int64]], keys []int64, ts, wm int64) {
+	t.Helper()
+	b := newBatch[keyed[int64, int64]](len(keys))
+	for _, k := range keys {
+		b.add(keyed[int64, int64]{hash: uint64(k * 7919), key: k, val: k}, ts, wm)
+	}
+	b.watermark = wm
+	if err := op.push(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The general window operator (here sessions) defers its snapshot the same
+// way when keys, accumulators and results are shareable.
+func TestSessionWindowSnapshotDeferred(t *testing.T) {
+	keys := make([]int64, 200)
+	for i := range keys {
+		keys[i] = int64(i % 70)
+	}
+	fill := func(op consumer[keyed[int64, int64]]) {
+		pushKeys(t, op, keys, 1000, 0)
+		pushKeys(t, op, keys[:50], 30000, 0) // a second session for some keys
+	}
+	syncOp := newTestSessionOp(false)
+	fill(syncOp)
+	want := &taskSnapshot{}
+	if err := syncOp.barrier(&barrierMsg{ID: 1}, want); err != nil {
+		t.Fatal(err)
+	}
+	op := newTestSessionOp(true)
+	fill(op)
+	got := &taskSnapshot{}
+	if err := op.barrier(&barrierMsg{ID: 1}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(want.States) != 1 || len(got.States) != 0 || len(got.Deferred) != 1 {
+		t.Fatalf("sync: %d states; deferred: %d states, %d deferred", len(want.States), len(got.States), len(got.Deferred))
+	}
+	// After the barrier: sessions grow and merge, and the first ones fire.
+	pushKeys(t, op, keys, 15000, 0)
+	pushKeys(t, op, []int64{1000, 1001}, 16000, 20000)
+	if err := got.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	w, g := want.States[0], got.States[0]
+	if len(w.Groups) == 0 || len(w.Groups) != len(g.Groups) {
+		t.Fatalf("%d key groups, want %d", len(g.Groups), len(w.Groups))
+	}
+	for kg, data := range w.Groups {
+		if !bytes.Equal(g.Groups[kg], data) {
+			t.Fatalf("key group %d differs from the synchronous snapshot's", kg)
+		}
+	}
+}

@@ -81,7 +81,8 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 				return nil, err
 			}
 			g := &genWindowOp[K, T, ACC, OUT, R]{winOut: wo, w: w, agg: agg, trig: trig, lateness: cfg.lateness,
-				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n)}
+				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n),
+				async: shareable(reflect.TypeFor[K]()) && shareable(reflect.TypeFor[ACC]()) && shareable(reflect.TypeFor[OUT]())}
 			g.init()
 			st.timers = append(st.timers, g)
 			op = g
