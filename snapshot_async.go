@@ -3,6 +3,7 @@ package weir
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/weirstream/weir/internal/codec"
 )
@@ -41,6 +42,12 @@ func shareable(t reflect.Type) bool {
 	return false
 }
 
+// The copies are reused from one checkpoint to the next (fewer large
+// allocations, less GC): the coordinator encodes checkpoint n's copy before
+// it triggers checkpoint n+1 (one checkpoint in flight; an aborted one's
+// copy is never encoded), and barrier n+1 reaches the operator only after
+// that, through channels, so the copy is free again by then.
+
 // deferKeyedState adds a deferred state file to s: the entries, copied at
 // the barrier, are encoded by key group when the coordinator resolves it.
 // kg gives an entry's key group. g must be used by nothing else but such
@@ -69,7 +76,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 	for _, bk := range op.buckets {
 		n += bk.tab.Len()
 	}
-	entries := make([]alignedEntry[K, ACC], 0, n)
+	entries := slices.Grow(op.snapCopy[:0], n)
 	for _, bk := range op.buckets {
 		start, end := bk.start, bk.end
 		bk.tab.All(func(h uint64, k K, acc *ACC) bool {
@@ -77,6 +84,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 			return true
 		})
 	}
+	op.snapCopy = entries
 	maxP := op.info.maxP
 	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *alignedEntry[K, ACC]) int { return int(e.Hash % maxP) })
 	return op.winOut.forwardBarrier(b, s)
@@ -92,8 +100,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 		nwins += len((*p).wins)
 		return true
 	})
-	entries := make([]genEntry[K, ACC, OUT], 0, nkeys)
-	wins := make([]genWinEntry[ACC, OUT], 0, nwins)
+	entries := slices.Grow(op.snapCopy[:0], nkeys)
+	wins := slices.Grow(op.snapWins[:0], nwins)
 	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
 		ks := *p
 		from := len(wins)
@@ -103,6 +111,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 		entries = append(entries, genEntry[K, ACC, OUT]{Hash: ks.hash, Key: ks.key, Wins: wins[from:len(wins):len(wins)]})
 		return true
 	})
+	op.snapCopy, op.snapWins = entries, wins
 	maxP := op.info.maxP
 	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) })
 	return op.winOut.forwardBarrier(b, s)

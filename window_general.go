@@ -47,6 +47,9 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	err    error
 	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
 	async  bool // keys, accumulators and results are shareable: barrierDeferred
+	// barrierDeferred's copy of the keys and their windows, reused.
+	snapCopy []genEntry[K, ACC, OUT]
+	snapWins []genWinEntry[ACC, OUT]
 }
 
 // gkey is one key's open windows.

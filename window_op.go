@@ -146,6 +146,8 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
 	async   bool // keys and accumulators are shareable: barrierDeferred
+	// snapCopy is barrierDeferred's copy of the entries, reused.
+	snapCopy []alignedEntry[K, ACC]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
