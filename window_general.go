@@ -46,6 +46,10 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	outTS  int64 // timestamp of records emitted now
 	err    error
 	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
+	async  bool // keys, accumulators and results are shareable: barrierDeferred
+	// barrierDeferred's copy of the keys and their windows, reused.
+	snapCopy []genEntry[K, ACC, OUT]
+	snapWins []genWinEntry[ACC, OUT]
 }
 
 // gkey is one key's open windows.
@@ -532,6 +536,9 @@ type genWinEntry[ACC, OUT any] struct {
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if op.async {
+		return op.barrierDeferred(b, s)
+	}
 	g := &op.snap
 	g.Start(int(op.info.maxP))
 	var e genEntry[K, ACC, OUT]

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"reflect"
 	"unsafe"
 
 	"github.com/weirstream/weir/internal/keygroup"
@@ -38,7 +39,8 @@ func buildCountKeysOnly[K comparable](st *subtask, n *node, o any, w Windows) ([
 		return nil, err
 	}
 	op := &alignedWindowOp[K, struct{}, int64, int64]{winOut: wo, w: w, agg: countAgg[struct{}]{}, wm: watermark.Min,
-		nextFire: watermark.Max, info: newOpInfo(st, n), count: true}
+		nextFire: watermark.Max, info: newOpInfo(st, n), count: true,
+		async: shareable(reflect.TypeFor[K]())} // the count (int64) is shareable: snapshots are deferred as in windowOperator
 	if wm, groups, ok := st.restoreKeyed(n); ok {
 		if err := op.restore(wm, groups); err != nil {
 			return nil, fmt.Errorf("weir: restoring window operator %s (uid %q) from %s: %w", n.name, n.uid, st.plan.restored.Path, err)

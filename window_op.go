@@ -91,14 +91,15 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			}
 			_, count := any(agg).(countAgg[T])
 			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
-				count: count}
+				count: count, async: shareable(reflect.TypeFor[K]()) && shareable(reflect.TypeFor[ACC]())}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
 				return nil, err
 			}
 			g := &genWindowOp[K, T, ACC, OUT, R]{winOut: wo, w: w, agg: agg, trig: trig, lateness: cfg.lateness,
-				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n)}
+				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n),
+				async: shareable(reflect.TypeFor[K]()) && shareable(reflect.TypeFor[ACC]()) && shareable(reflect.TypeFor[OUT]())}
 			g.init()
 			st.timers = append(st.timers, g)
 			op = g
@@ -168,6 +169,9 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	// count: agg is Count, so ACC is int64 and adding a record is an
 	// increment, with no call through the AggregateFunction interface.
 	count bool
+	async bool // keys and accumulators are shareable: barrierDeferred
+	// snapCopy is barrierDeferred's copy of the entries, reused.
+	snapCopy []alignedEntry[K, ACC]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
@@ -337,6 +341,9 @@ type alignedEntry[K comparable, ACC any] struct {
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if op.async {
+		return op.barrierDeferred(b, s)
+	}
 	g := &op.snap
 	g.Start(int(op.info.maxP))
 	var e alignedEntry[K, ACC]

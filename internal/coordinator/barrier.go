@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/weirstream/weir/internal/codec"
 )
@@ -26,6 +27,36 @@ type TaskSnapshot struct {
 	Subtask      int
 	States       []codec.StateFile
 	Committables []Committable
+	// Deferred are state files that operators left to encode off their
+	// task's goroutine: at the barrier they copied their state (cheap), and
+	// each function encodes such a copy. The coordinator runs them before
+	// writing the checkpoint (Resolve), so a large heap state does not stop
+	// the pipeline while it is encoded.
+	Deferred []func() (codec.StateFile, error)
+}
+
+// Resolve runs the deferred encodings and appends their state files to
+// States.
+func (s *TaskSnapshot) Resolve() error {
+	for _, f := range s.Deferred {
+		st, err := f()
+		if err != nil {
+			return fmt.Errorf("%s (subtask %d): %w", s.Task, s.Subtask, err)
+		}
+		s.States = append(s.States, st)
+	}
+	s.Deferred = nil
+	return nil
+}
+
+// resolveAll resolves every task's deferred state files.
+func resolveAll(snaps []*TaskSnapshot) error {
+	for _, s := range snaps {
+		if err := s.Resolve(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Committable is what a two-phase-commit sink's subtask pre-committed for

@@ -331,7 +331,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				next()
 				continue
 			}
-			if err := c.persist(ctx, done.id, done.final, done.snaps); err != nil {
+			// State that operators left to encode (TaskSnapshot.Deferred) is
+			// encoded here, off the tasks' goroutines, before it is written.
+			err := resolveAll(done.snaps)
+			if err == nil {
+				err = c.persist(ctx, done.id, done.final, done.snaps)
+			}
+			if err != nil {
 				// A checkpoint that cannot be written is not fatal: the
 				// previous one stays the restore point (Flink's tolerable
 				// checkpoint failures are 0 by default; we keep going and log).
@@ -387,7 +393,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 func (c *Coordinator) completeSavepoint(ctx context.Context, done *inflight) error {
 	req := done.sp
 	done.sp = nil
-	err := c.persistSP(ctx, done.id, req.path, done.snaps)
+	err := resolveAll(done.snaps)
+	if err == nil {
+		err = c.persistSP(ctx, done.id, req.path, done.snaps)
+	}
 	if err != nil {
 		req.resp <- savepointResult{err: err}
 		c.log.Error("savepoint failed", "id", done.id, "path", req.path, "err", err)

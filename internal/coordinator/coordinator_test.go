@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/metrics"
 )
 
@@ -79,7 +80,14 @@ func newCoordEnv(sources, tasks int, nextID int64, epoch time.Duration) *coordEn
 			for _, pc := range s.Committables {
 				cs = append(cs, pc.Name)
 			}
-			parts = append(parts, fmt.Sprintf("%s[%s]", s.Task, strings.Join(cs, ",")))
+			part := fmt.Sprintf("%s[%s]", s.Task, strings.Join(cs, ","))
+			for _, st := range s.States {
+				part += "{" + st.UID + "}"
+			}
+			if len(s.Deferred) > 0 {
+				part += fmt.Sprintf("{%d deferred}", len(s.Deferred))
+			}
+			parts = append(parts, part)
 		}
 		slices.Sort(parts)
 		return strings.Join(parts, " ")
@@ -258,6 +266,18 @@ func coordCmd(t *testing.T, d *datadriven.TestData, env **coordEnv) string {
 			var name string
 			d.ScanArgs(t, "commit", &name)
 			s.Committables = []Committable{{Name: name}}
+		}
+		if d.HasArg("deferred") {
+			// A state file the task left to encode: the coordinator runs
+			// it before persisting ("fail" makes it return an error).
+			var uid string
+			d.ScanArgs(t, "deferred", &uid)
+			s.Deferred = []func() (codec.StateFile, error){func() (codec.StateFile, error) {
+				if uid == "fail" {
+					return codec.StateFile{}, errors.New("encoding failed")
+				}
+				return codec.StateFile{UID: uid}, nil
+			}}
 		}
 		send(e, e.c.acks, s)
 	case "finish-source":

@@ -1,0 +1,118 @@
+package weir
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+
+	"github.com/weirstream/weir/internal/codec"
+)
+
+// Asynchronous snapshots of heap state. A barrier stops the operator's task
+// while the operator snapshots; encoding a large state there (hundreds of
+// MiB for q5 or q7 of Nexmark) held every record behind it for hundreds of
+// milliseconds at each checkpoint, which made most of the tail latency. An
+// operator whose state is made of values that cannot change behind its back
+// instead copies its entries at the barrier (a flat copy, no encoding) and
+// leaves the encoding to the checkpoint coordinator's goroutine
+// (coordinator.TaskSnapshot.Deferred), as Flink's heap backend does its
+// synchronous copy-on-write part and its asynchronous write.
+
+// shareable reports whether a copy of a value of type t shares nothing
+// mutable with the original: t holds no pointers, or only strings (which
+// Go never changes in place). Slices, maps, pointers, interfaces, channels
+// and functions may be changed through, so a value holding one is not
+// shareable: its operator encodes at the barrier, as before.
+func shareable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array:
+		return t.Len() == 0 || shareable(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if !shareable(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// The copies are reused from one checkpoint to the next (fewer large
+// allocations, less GC): the coordinator encodes checkpoint n's copy before
+// it triggers checkpoint n+1 (one checkpoint in flight; an aborted one's
+// copy is never encoded), and barrier n+1 reaches the operator only after
+// that, through channels, so the copy is free again by then.
+
+// deferKeyedState adds a deferred state file to s: the entries, copied at
+// the barrier, are encoded by key group when the coordinator resolves it.
+// kg gives an entry's key group. g must be used by nothing else but such
+// deferred encodings (the coordinator runs them one at a time).
+func deferKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], entries []E, kg func(*E) int) {
+	s.Deferred = append(s.Deferred, func() (opState, error) {
+		g.Start(int(info.maxP))
+		for i := range entries {
+			g.Add(kg(&entries[i]), &entries[i])
+		}
+		groups, err := g.Finish()
+		if err != nil {
+			return opState{}, fmt.Errorf("weir: snapshot of %s: %w", info.name, err)
+		}
+		st := info.state(wm)
+		st.Groups = groups
+		return st, nil
+	})
+}
+
+// barrierDeferred is the barrier of an aligned window operator whose keys
+// and accumulators are shareable: it copies every (window, key,
+// accumulator) and defers their encoding.
+func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
+	n := 0
+	for _, bk := range op.buckets {
+		n += bk.tab.Len()
+	}
+	entries := slices.Grow(op.snapCopy[:0], n)
+	for _, bk := range op.buckets {
+		start, end := bk.start, bk.end
+		bk.tab.All(func(h uint64, k K, acc *ACC) bool {
+			entries = append(entries, alignedEntry[K, ACC]{Start: start, End: end, Hash: h, Key: k, Acc: *acc})
+			return true
+		})
+	}
+	op.snapCopy = entries
+	maxP := op.info.maxP
+	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *alignedEntry[K, ACC]) int { return int(e.Hash % maxP) })
+	return op.winOut.forwardBarrier(b, s)
+}
+
+// barrierDeferred is the barrier of a general window operator (sessions,
+// triggers, lateness) whose keys, accumulators and results are shareable:
+// it copies every key's windows into one array and defers their encoding.
+func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
+	nkeys, nwins := 0, 0
+	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+		nkeys++
+		nwins += len((*p).wins)
+		return true
+	})
+	entries := slices.Grow(op.snapCopy[:0], nkeys)
+	wins := slices.Grow(op.snapWins[:0], nwins)
+	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+		ks := *p
+		from := len(wins)
+		for _, w := range ks.wins {
+			wins = append(wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+		}
+		entries = append(entries, genEntry[K, ACC, OUT]{Hash: ks.hash, Key: ks.key, Wins: wins[from:len(wins):len(wins)]})
+		return true
+	})
+	op.snapCopy, op.snapWins = entries, wins
+	maxP := op.info.maxP
+	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) })
+	return op.winOut.forwardBarrier(b, s)
+}

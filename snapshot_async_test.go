@@ -1,0 +1,192 @@
+package weir
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// barrierSink is the end of a chain in unit tests of an operator's
+// barrier: it takes batches and barriers and keeps nothing.
+type barrierSink[T any] struct{ barriers int }
+
+func (s *barrierSink[T]) push(*batch[T]) error                     { return nil }
+func (s *barrierSink[T]) finish() error                            { return nil }
+func (s *barrierSink[T]) barrier(*barrierMsg, *taskSnapshot) error { s.barriers++; return nil }
+
+func newTestAlignedOp(async bool) (*alignedWindowOp[int64, int64, int64, int64], *barrierSink[WindowResult[int64, int64]]) {
+	sink := &barrierSink[WindowResult[int64, int64]]{}
+	op := &alignedWindowOp[int64, int64, int64, int64]{
+		winOut: winOut[int64, int64, WindowResult[int64, int64]]{out: sink, ob: newBatch[WindowResult[int64, int64]](8), batchSize: 8, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Hopping(10*time.Second, 2*time.Second), agg: Count[int64](), wm: watermark.Min, nextFire: watermark.Max,
+		info: opInfo{uid: "w", name: "w", maxP: 128}, async: async,
+	}
+	return op, sink
+}
+
+// countIn adds one to key's count in the window [start, start+10s).
+func countIn(op *alignedWindowOp[int64, int64, int64, int64], start, key int64) {
+	p, _ := op.bucket(start, start+10000).tab.Upsert(uint64(key*7919), key)
+	*p++
+}
+
+// An aligned window operator with shareable state copies it at the barrier
+// and leaves the encoding to the coordinator: the barrier goes on at once,
+// the task's snapshot holds a deferred state file, and that file is what
+// the synchronous snapshot would have written at the barrier, whatever the
+// operator did after it.
+func TestAlignedWindowSnapshotDeferred(t *testing.T) {
+	fill := func(op *alignedWindowOp[int64, int64, int64, int64]) {
+		for k := int64(0); k < 300; k++ {
+			countIn(op, 0, k)
+			countIn(op, 2000, k%17)
+			countIn(op, 2000, k%17)
+		}
+	}
+	syncOp, _ := newTestAlignedOp(false)
+	fill(syncOp)
+	want := &taskSnapshot{}
+	if err := syncOp.barrier(&barrierMsg{ID: 1}, want); err != nil {
+		t.Fatal(err)
+	}
+	if len(want.States) != 1 || len(want.Deferred) != 0 {
+		t.Fatalf("synchronous snapshot: %d states, %d deferred", len(want.States), len(want.Deferred))
+	}
+
+	op, sink := newTestAlignedOp(true)
+	fill(op)
+	got := &taskSnapshot{}
+	if err := op.barrier(&barrierMsg{ID: 1}, got); err != nil {
+		t.Fatal(err)
+	}
+	if sink.barriers != 1 {
+		t.Fatalf("barrier forwarded %d times", sink.barriers)
+	}
+	if len(got.States) != 0 || len(got.Deferred) != 1 {
+		t.Fatalf("deferred snapshot: %d states, %d deferred; want 0 and 1", len(got.States), len(got.Deferred))
+	}
+	// The operator goes on after the barrier: new keys, new counts, a new
+	// window, and a window fired and its table reused.
+	for k := int64(0); k < 500; k++ {
+		countIn(op, 0, k)
+		countIn(op, 4000, k)
+	}
+	if err := op.advance(9999); err != nil {
+		t.Fatal(err)
+	}
+	countIn(op, 10000, 1)
+	if err := got.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.States) != 1 || got.Deferred != nil {
+		t.Fatalf("resolved: %d states, %d deferred", len(got.States), len(got.Deferred))
+	}
+	w, g := want.States[0], got.States[0]
+	if w.UID != g.UID || w.Watermark != g.Watermark || len(w.Groups) != len(g.Groups) {
+		t.Fatalf("state file %+v, want %+v", g, w)
+	}
+	for kg, data := range w.Groups {
+		if !bytes.Equal(g.Groups[kg], data) {
+			t.Fatalf("key group %d differs from the synchronous snapshot's", kg)
+		}
+	}
+}
+
+func TestShareable(t *testing.T) {
+	type flat struct {
+		A int64
+		S string
+		F [3]float64
+	}
+	type withSlice struct {
+		A int64
+		B []int64
+	}
+	for _, c := range []struct {
+		v    any
+		want bool
+	}{
+		{int64(0), true}, {"", true}, {flat{}, true}, {[2]flat{}, true}, {WindowResult[int64, int64]{}, false},
+		{withSlice{}, false}, {[]int64{}, false}, {map[int]int{}, false}, {new(int), false}, {[1]any{}, false},
+		{struct{ f func() }{}, false}, {struct{ c chan int }{}, false}, {[0][]int{}, true},
+	} {
+		if got := shareable(reflect.TypeOf(c.v)); got != c.want {
+			t.Errorf("shareable(%T) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
+
+func newTestSessionOp(async bool) *genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]] {
+	sink := &barrierSink[WindowResult[int64, int64]]{}
+	render := func(emit func(WindowResult[int64, int64]), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
+		emit(WindowResult[int64, int64]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
+		return nil
+	}
+	op := &genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]]{
+		winOut: winOut[int64, int64, WindowResult[int64, int64]]{out: sink, ob: newBatch[WindowResult[int64, int64]](8), batchSize: 8, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Session(10 * time.Second), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
+		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128}, async: async,
+	}
+	op.init()
+	return op
+}
+
+// pushKeys pushes one record per key at time ts, with watermark wm.
+func pushKeys(t *testing.T, op consumer[keyed[int64, int64]], keys []int64, ts, wm int64) {
+	t.Helper()
+	b := newBatch[keyed[int64, int64]](len(keys))
+	for _, k := range keys {
+		b.add(keyed[int64, int64]{hash: uint64(k * 7919), key: k, val: k}, ts, wm)
+	}
+	b.watermark = wm
+	if err := op.push(b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The general window operator (here sessions) defers its snapshot the same
+// way when keys, accumulators and results are shareable.
+func TestSessionWindowSnapshotDeferred(t *testing.T) {
+	keys := make([]int64, 200)
+	for i := range keys {
+		keys[i] = int64(i % 70)
+	}
+	fill := func(op consumer[keyed[int64, int64]]) {
+		pushKeys(t, op, keys, 1000, 0)
+		pushKeys(t, op, keys[:50], 30000, 0) // a second session for some keys
+	}
+	syncOp := newTestSessionOp(false)
+	fill(syncOp)
+	want := &taskSnapshot{}
+	if err := syncOp.barrier(&barrierMsg{ID: 1}, want); err != nil {
+		t.Fatal(err)
+	}
+	op := newTestSessionOp(true)
+	fill(op)
+	got := &taskSnapshot{}
+	if err := op.barrier(&barrierMsg{ID: 1}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(want.States) != 1 || len(got.States) != 0 || len(got.Deferred) != 1 {
+		t.Fatalf("sync: %d states; deferred: %d states, %d deferred", len(want.States), len(got.States), len(got.Deferred))
+	}
+	// After the barrier: sessions grow and merge, and the first ones fire.
+	pushKeys(t, op, keys, 15000, 0)
+	pushKeys(t, op, []int64{1000, 1001}, 16000, 20000)
+	if err := got.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	w, g := want.States[0], got.States[0]
+	if len(w.Groups) == 0 || len(w.Groups) != len(g.Groups) {
+		t.Fatalf("%d key groups, want %d", len(g.Groups), len(w.Groups))
+	}
+	for kg, data := range w.Groups {
+		if !bytes.Equal(g.Groups[kg], data) {
+			t.Fatalf("key group %d differs from the synchronous snapshot's", kg)
+		}
+	}
+}
