@@ -26,6 +26,12 @@ type cexpr struct {
 	// col is the input column the expression reads when it is a bare
 	// column reference, else -1.
 	col int
+	// deps are the leaves of a projecting scan the expression reads (see
+	// pushdown.go); nil when built outside the compiler.
+	deps *depSet
+	// whole is set on a bare reference to a column of a projecting scan,
+	// so that a field access reads the field alone.
+	whole *leafRef
 }
 
 // column is a column visible to an expression.
@@ -60,6 +66,8 @@ type exprCompiler struct {
 	// cols, when set, are the expressions the scope's columns stand for
 	// (a Calc fused into the one below it reads its input's row).
 	cols []cexpr
+	// deps collects the leaves read by the expression being compiled.
+	deps *depSet
 }
 
 // column returns the expression of scope column i.
@@ -167,6 +175,9 @@ func fieldAccess(x cexpr, name string, at parser.Expr) (cexpr, error) {
 	if !x.t.NotNull {
 		ft = ft.Nullable()
 	}
+	if x.whole != nil {
+		return fieldRef(x.whole, fi, ft), nil
+	}
 	return cexpr{t: ft, col: -1, eval: func(r []types.Value) types.Value {
 		v := inner(r)
 		l := v.List()
@@ -192,7 +203,12 @@ func (c *exprCompiler) compile(e parser.Expr) (cexpr, error) {
 			return ce, err
 		}
 	}
+	// collect the leaves e reads (its sub-expressions' and columns')
+	outer := c.deps
+	c.deps = &depSet{}
 	ce, err := c.compile1(e)
+	d := c.deps
+	c.deps = outer
 	if err != nil {
 		return ce, err
 	}
@@ -200,6 +216,10 @@ func (c *exprCompiler) compile(e parser.Expr) (cexpr, error) {
 		// fold constants: evaluate once at planning
 		v := ce.eval(nil)
 		return konst(v, ce.t), nil
+	}
+	ce.deps, ce.whole = d, nil
+	if outer != nil {
+		outer.add(d)
 	}
 	return ce, nil
 }
@@ -212,6 +232,14 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 			return cexpr{}, err
 		}
 		x := c.column(idx)
+		if x.whole != nil && len(rest) > 0 {
+			// a field of a projecting scan's ROW: read it alone
+			if x, err = fieldAccess(x, rest[0], e); err != nil {
+				return cexpr{}, err
+			}
+			rest = rest[1:]
+		}
+		c.deps.use(x)
 		for _, f := range rest {
 			if x, err = fieldAccess(x, f, e); err != nil {
 				return cexpr{}, err
