@@ -984,6 +984,20 @@ func compare(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 	t := types.Type{Kind: types.Boolean, NotNull: bothNotNull(l, r)}
 	// the common case of an integer column against an integer: no closure
 	// indirection for the comparison
+	if classOf(l.t, r.t) == numInt && l.t.IsInteger() && r.t.IsInteger() && op == "=" && r.konst && !l.konst {
+		// against a constant: one closure call per row
+		c := r.eval(nil)
+		if c.Null {
+			return konst(types.NullValue, t), nil
+		}
+		return cexpr{t: t, col: -1, eval: func(row []types.Value) types.Value {
+			a := f(row)
+			if a.Null {
+				return types.NullValue
+			}
+			return types.BoolValue(a.I == c.I)
+		}}, nil
+	}
 	if classOf(l.t, r.t) == numInt && l.t.IsInteger() && r.t.IsInteger() && op == "=" {
 		return cexpr{t: t, konst: l.konst && r.konst, col: -1, eval: func(row []types.Value) types.Value {
 			a, b := f(row), g(row)
@@ -1012,6 +1026,11 @@ func castExpr(x cexpr, to types.Type, at parser.Expr) (cexpr, error) {
 	t.NotNull = x.t.NotNull && to.NotNull
 	if x.t.NotNull && (x.t.Kind == to.Kind || to.IsString()) {
 		t.NotNull = true
+	}
+	if x.t.Kind == to.Kind && to.Kind != types.Decimal && x.t.Kind != types.Null {
+		// castFn is the identity: no closure around x
+		x.t, x.col, x.whole = t, -1, nil
+		return x, nil
 	}
 	return cexpr{t: t, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value { return fn(f(r)) }}, nil
 }

@@ -410,6 +410,10 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		if err != nil {
 			return nil, err
 		}
+		if push != nil {
+			// computed once per row as the scan reads it
+			ce = push.computedRef(ce)
+		}
 		comps = append(comps, comp{cc.idx, ce})
 	}
 	// where each output column comes from: physical index, or -1
@@ -464,7 +468,11 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				}
 				push.frozen = true
 				var err error
-				if source, err = src.Project(push.paths); err != nil {
+				var fill func([]types.Value)
+				if len(push.comps) > 0 {
+					fill = push.fill
+				}
+				if source, err = src.Project(push.paths, fill); err != nil {
 					return nil, err
 				}
 			}

@@ -29,6 +29,10 @@ type leafRef struct {
 	col   int
 	field int // -1: the whole column
 	idx   int // slot in the pushed row; -1 until registered
+	// comp is set on a computed column's leaf: its value is computed once
+	// per row as the scan reads it (from the leaves comp reads), so that
+	// the watermark and the Calcs share one evaluation.
+	comp *cexpr
 }
 
 // depSet is the leaves an expression reads. unknown is set when it embeds
@@ -61,6 +65,8 @@ type pushLayout struct {
 	// deps are unknown (built outside the compiler) may read.
 	all    []*leafRef
 	frozen bool
+	// comps are the registered computed leaves, in registration order.
+	comps []*leafRef
 }
 
 func (l *pushLayout) leaf(col, field int) *leafRef {
@@ -84,8 +90,35 @@ func fieldRef(whole *leafRef, fi int, t types.Type) cexpr {
 		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
 }
 
+// computedRef is a reference to a computed column whose expression is ce.
+func (l *pushLayout) computedRef(ce cexpr) cexpr {
+	lf := &leafRef{l: l, col: -1, field: -1, idx: -1, comp: &ce}
+	l.all = append(l.all, lf)
+	return cexpr{t: ce.t, col: -1, deps: &depSet{leaves: []*leafRef{lf}},
+		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
+}
+
+// fill computes the registered computed leaves of a row.
+func (l *pushLayout) fill(r []types.Value) {
+	for _, lf := range l.comps {
+		r[lf.idx] = lf.comp.eval(r)
+	}
+}
+
 func (l *pushLayout) register(lf *leafRef) error {
 	if lf.idx >= 0 {
+		return nil
+	}
+	if lf.comp != nil {
+		if l.frozen {
+			return fmt.Errorf("table '%s' is read by a second Calc after its projected scan was built (a computed column)", l.table)
+		}
+		if err := l.registerDeps(lf.comp); err != nil {
+			return err
+		}
+		l.paths = append(l.paths, connector.Path{Col: -1, Field: -1})
+		lf.idx = len(l.paths) - 1
+		l.comps = append(l.comps, lf)
 		return nil
 	}
 	p := connector.Path{Col: lf.col, Field: lf.field}
@@ -114,7 +147,8 @@ func (l *pushLayout) registerDeps(es ...*cexpr) error {
 		if e.deps != nil && !e.deps.unknown {
 			leaves = e.deps.leaves
 		}
-		for _, lf := range leaves {
+		for i := 0; i < len(leaves); i++ { // l.all may grow
+			lf := leaves[i]
 			if lf.l != l {
 				continue
 			}

@@ -115,12 +115,16 @@ type Source struct {
 	// fields): row value i is paths[i]. The planner calls it with what a
 	// plan reads, so that a connector of wide nested rows (nexmark) fills a
 	// few flat values instead of every ROW. Source stays the full read.
-	Project func(paths []Path) (weir.Source[types.Row], error)
+	// fill, when not nil, is called on each row's values once the paths
+	// are set, before the row leaves Read: the planner computes the values
+	// of Col -1 paths (computed columns) there.
+	Project func(paths []Path, fill func(row []types.Value)) (weir.Source[types.Row], error)
 }
 
 // Path names what a projected source puts in one value of its rows: column
 // Col of the table's schema, or, when Field >= 0, field Field of that
-// column's ROW (NULL when the ROW is NULL).
+// column's ROW (NULL when the ROW is NULL). Col -1 is a value the source
+// leaves to fill.
 type Path struct {
 	Col, Field int
 }

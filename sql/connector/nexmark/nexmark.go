@@ -81,12 +81,12 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	events := gen.Source(cfg)
 	src := &source{events: events, conv: conv, nested: nested}
 	schema := t.Schema
-	proj := func(paths []connector.Path) (weir.Source[types.Row], error) {
+	proj := func(paths []connector.Path, fill func([]types.Value)) (weir.Source[types.Row], error) {
 		gets, err := project(schema, conv, widths, paths)
 		if err != nil {
 			return nil, fmt.Errorf("table '%s': %w", t.Name, err)
 		}
-		return &projSource{events: events, gets: gets}, nil
+		return &projSource{events: events, gets: gets, fill: fill}, nil
 	}
 	return &connector.Source{Source: src, Bounded: bounded, Changelog: types.InsertOnly, Project: proj}, nil
 }

@@ -21,6 +21,10 @@ type getter func(e *gen.Event, v *types.Value)
 func project(schema types.Schema, conv []setter, widths []int, paths []connector.Path) ([]getter, error) {
 	out := make([]getter, len(paths))
 	for i, p := range paths {
+		if p.Col == -1 {
+			out[i] = func(*gen.Event, *types.Value) {} // the planner's to fill
+			continue
+		}
 		if p.Col < 0 || p.Col >= len(schema) {
 			return nil, fmt.Errorf("projection of column %d of %d", p.Col, len(schema))
 		}
@@ -78,6 +82,7 @@ func project(schema types.Schema, conv []setter, widths []int, paths []connector
 type projSource struct {
 	events *gen.EventSource
 	gets   []getter
+	fill   func([]types.Value)
 }
 
 var _ weir.RestorableSource[types.Row] = (*projSource)(nil)
@@ -89,7 +94,7 @@ func (s *projSource) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[
 	if err != nil {
 		return nil, err
 	}
-	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), gets: s.gets}, nil
+	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), gets: s.gets, fill: s.fill}, nil
 }
 
 func (s *projSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[types.Row], error) {
@@ -97,12 +102,13 @@ func (s *projSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (wei
 	if err != nil {
 		return nil, err
 	}
-	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), gets: s.gets}, nil
+	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), gets: s.gets, fill: s.fill}, nil
 }
 
 type projReader struct {
 	r    weir.CheckpointedReader[gen.Event]
 	gets []getter
+	fill func([]types.Value)
 	buf  []gen.Event
 }
 
@@ -121,6 +127,9 @@ func (r *projReader) Read(ctx context.Context, dst []types.Row) (int, error) {
 		vals := slab[i*k : (i+1)*k : (i+1)*k]
 		for j, g := range r.gets {
 			g(&evs[i], &vals[j])
+		}
+		if r.fill != nil {
+			r.fill(vals)
 		}
 		dst[i] = types.Row{Kind: types.Insert, Values: vals}
 	}
