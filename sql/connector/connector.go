@@ -117,7 +117,10 @@ type Source struct {
 	// few flat values instead of every ROW. Source stays the full read.
 	// fill, when not nil, is called on each row's values once the paths
 	// are set, before the row leaves Read: the planner computes the values
-	// of Col -1 paths (computed columns) there.
+	// of Col -1 paths (computed columns) there. The rows of a projected
+	// source may share values that its reader's next Read overwrites: the
+	// planner reads them only in a Calc chained to the source (same task,
+	// before the next Read), which copies what it keeps.
 	Project func(paths []Path, fill func(row []types.Value)) (weir.Source[types.Row], error)
 }
 

@@ -110,11 +110,12 @@ type projReader struct {
 	gets []getter
 	fill func([]types.Value)
 	buf  []gen.Event
+	slab []types.Value
 }
 
 // Read generates up to len(dst) events and converts them into rows that
-// share one slab of values per call (one allocation per batch, not per
-// row).
+// share one slab of values, reused by the next Read (see
+// connector.Source.Project): no allocation per row or per batch.
 func (r *projReader) Read(ctx context.Context, dst []types.Row) (int, error) {
 	if cap(r.buf) < len(dst) {
 		r.buf = make([]gen.Event, len(dst))
@@ -122,7 +123,10 @@ func (r *projReader) Read(ctx context.Context, dst []types.Row) (int, error) {
 	evs := r.buf[:len(dst)]
 	n, err := r.r.Read(ctx, evs)
 	k := len(r.gets)
-	slab := make([]types.Value, n*k)
+	if cap(r.slab) < n*k {
+		r.slab = make([]types.Value, len(dst)*k)
+	}
+	slab := r.slab[:n*k]
 	for i := 0; i < n; i++ {
 		vals := slab[i*k : (i+1)*k : (i+1)*k]
 		for j, g := range r.gets {
