@@ -391,7 +391,7 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 	}
 	ec := &exprCompiler{sc: phys}
 	var push *pushLayout
-	if src.Project != nil {
+	if src.Project != nil && pushdown {
 		// the connector projects: the scan's rows hold what is read
 		push = &pushLayout{table: td.ddl.Name}
 		ec.cols = make([]cexpr, len(phys.cols))
