@@ -627,6 +627,11 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 			f = filter.eval
 		}
 		n := len(evals)
+		// plain reads are copied, not evaluated
+		from := make([]int, n)
+		for i, e := range pr.exprs {
+			from[i] = copySource(e, r.push != nil)
+		}
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
 		return weir.FlatMap(in, func(row types.Row, emit func(types.Row)) {
 			if f != nil {
@@ -636,7 +641,11 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 			}
 			vs := make([]types.Value, n)
 			for i, ev := range evals {
-				vs[i] = ev(row.Values)
+				if j := from[i]; j >= 0 {
+					vs[i] = row.Values[j]
+				} else {
+					vs[i] = ev(row.Values)
+				}
 			}
 			emit(types.Row{Kind: row.Kind, Values: vs})
 		}, b.uid("calc")), nil

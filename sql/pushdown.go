@@ -82,7 +82,7 @@ func (l *pushLayout) leaf(col, field int) *leafRef {
 // colRef is a reference to physical column col in the pushed layout.
 func (l *pushLayout) colRef(col int, t types.Type) cexpr {
 	lf := l.leaf(col, -1)
-	return cexpr{t: t, col: -1, whole: lf, deps: &depSet{leaves: []*leafRef{lf}},
+	return cexpr{t: t, col: -1, whole: lf, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
 		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
 }
 
@@ -90,7 +90,7 @@ func (l *pushLayout) colRef(col int, t types.Type) cexpr {
 // value of the pushed row (NULL when the ROW is NULL, as fieldAccess).
 func fieldRef(whole *leafRef, fi int, t types.Type) cexpr {
 	lf := whole.l.leaf(whole.col, fi)
-	return cexpr{t: t, col: -1, deps: &depSet{leaves: []*leafRef{lf}},
+	return cexpr{t: t, col: -1, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
 		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
 }
 
@@ -98,7 +98,7 @@ func fieldRef(whole *leafRef, fi int, t types.Type) cexpr {
 func (l *pushLayout) computedRef(ce cexpr) cexpr {
 	lf := &leafRef{l: l, col: -1, field: -1, idx: -1, comp: &ce}
 	l.all = append(l.all, lf)
-	return cexpr{t: ce.t, col: -1, deps: &depSet{leaves: []*leafRef{lf}},
+	return cexpr{t: ce.t, col: -1, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
 		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
 }
 
@@ -172,4 +172,17 @@ func mergeDeps(es ...cexpr) *depSet {
 		d.use(e)
 	}
 	return d
+}
+
+// copySource returns the input value a Calc can copy for e without
+// evaluating it (a plain column or leaf read), or -1. It is called when
+// the Calc is built, after its leaves have their slots.
+func copySource(e cexpr, pushed bool) int {
+	switch {
+	case e.leaf != nil:
+		return e.leaf.idx
+	case e.col >= 0 && !pushed:
+		return e.col
+	}
+	return -1
 }
