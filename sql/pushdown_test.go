@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/sql/connector"
-	_ "github.com/weirstream/weir/sql/connector/nexmark"
+	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/nexmarksql"
 	"github.com/weirstream/weir/sql/types"
 )
