@@ -19,7 +19,9 @@
 // default 10,000,000), 'person.proportion', 'auction.proportion',
 // 'bid.proportion' (default 1, 3, 46), and 'rate.limited' = 'true' to
 // also emit at that rate in wall-clock time. The source has one split per
-// unit of the job's parallelism and is restorable.
+// unit of the job's parallelism and is restorable. It projects
+// (connector.Source.Project): the planner asks for the columns and ROW
+// fields a plan reads, and gets flat rows of those alone.
 package nexmark
 
 import (
