@@ -157,7 +157,11 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		wt := ts
 		wt.TimeAttr = types.RowtimeAttr
 		out.cols = append(out.cols, column{name: "window_start", t: ts, win: winStartCol}, column{name: "window_end", t: ts, win: winEndCol}, column{name: "window_time", t: wt})
-		agg = windowAggRel(win, keyExprs, layout, out,
+		var selects []parser.Expr
+		for _, it := range s.Items {
+			selects = append(selects, it.Expr)
+		}
+		agg = windowAggRel(pruneWindowInput(win, keys, append(selects, s.Having), kec), keyExprs, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))
 	} else {
 		agg = groupAggRel(from, keyExprs, layout, out,

@@ -38,6 +38,9 @@ type rel struct {
 	// calc is set on a Calc: a Calc planned over it fuses with it into one
 	// operator over its input.
 	calc *calcSpec
+	// push is set on the raw scan of a projecting source: its rows hold
+	// only what the Calcs over it read (pushdown.go).
+	push *pushLayout
 }
 
 // calcSpec is a Calc's filter and projection over its input.
@@ -392,10 +395,19 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		phys.cols = append(phys.cols, td.cols[pi])
 	}
 	ec := &exprCompiler{sc: phys}
+	var push *pushLayout
+	if src.Project != nil && pushdown {
+		// the connector projects: the scan's rows hold what is read
+		push = &pushLayout{table: td.ddl.Name}
+		ec.cols = make([]cexpr, len(phys.cols))
+		for j, c := range phys.cols {
+			ec.cols[j] = push.colRef(j, c.t)
+		}
+	}
 	// computed columns over the physical row
 	type comp struct {
-		idx  int
-		eval evalFn
+		idx int
+		ce  cexpr
 	}
 	var comps []comp
 	for _, cc := range td.computed {
@@ -403,7 +415,11 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		if err != nil {
 			return nil, err
 		}
-		comps = append(comps, comp{cc.idx, ce.eval})
+		if push != nil {
+			// computed once per row as the scan reads it
+			ce = push.computedRef(ce)
+		}
+		comps = append(comps, comp{cc.idx, ce})
 	}
 	// where each output column comes from: physical index, or -1
 	physAt := make([]int, len(td.cols))
@@ -414,17 +430,18 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		physAt[pi] = j
 	}
 	var tsFn func(types.Row) time.Time
+	var rowtime cexpr
 	if td.rowtime >= 0 {
-		var ev evalFn
 		if j := physAt[td.rowtime]; j >= 0 {
-			ev = func(r []types.Value) types.Value { return r[j] }
+			rowtime = ec.column(j)
 		} else {
 			for _, c := range comps {
 				if c.idx == td.rowtime {
-					ev = c.eval
+					rowtime = c.ce
 				}
 			}
 		}
+		ev := rowtime.eval
 		tsFn = func(r types.Row) time.Time {
 			v := ev(r.Values)
 			if v.Null {
@@ -446,30 +463,50 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				ws = weir.BoundedOutOfOrderness(delay, tsFn)
 			}
 			opts := append([]weir.Option{b.uid("source-" + td.ddl.Name)}, src.Options...)
-			return weir.FromSource(b.job, td.ddl.Name, src.Source, ws, opts...), nil
-		}}
+			source := src.Source
+			if push != nil {
+				// the Calcs over the scan have registered what they read
+				if tsFn != nil {
+					if err := push.registerDeps(&rowtime); err != nil {
+						return nil, err
+					}
+				}
+				push.frozen = true
+				var err error
+				var fill func([]types.Value)
+				if len(push.comps) > 0 {
+					fill = push.fill
+				}
+				if source, err = src.Project(push.paths, fill); err != nil {
+					return nil, err
+				}
+			}
+			return weir.FromSource(b.job, td.ddl.Name, source, ws, opts...), nil
+		}, push: push}
 	if mode != types.InsertOnly {
 		raw.updater = op
 	}
 	r := raw
-	if len(comps) > 0 {
+	if len(comps) > 0 || push != nil {
 		// the computed columns are a Calc over the physical row, which the
 		// Calcs of the query (a view's projection and filter) fuse with
 		pr := &projection{}
 		var names []string
 		for i, c := range td.cols {
 			pr.names = append(pr.names, c.name)
-			x := cexpr{t: c.t, col: -1}
+			var x cexpr
 			if j := physAt[i]; j >= 0 {
-				x = colRef(j, c.t)
+				x = ec.column(j)
 			} else {
 				for _, cc := range comps {
 					if cc.idx == i {
-						x.eval = cc.eval
+						x = cc.ce
 					}
 				}
+				x.col = -1
 				names = append(names, c.name)
 			}
+			x.t = c.t
 			pr.exprs = append(pr.exprs, x)
 		}
 		r = calcRel(raw, nil, pr, "Calc(computed=["+strings.Join(names, ", ")+"])")
@@ -570,6 +607,15 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 	}
 	out.calc = spec
 	out.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		if r.push != nil {
+			es := []*cexpr{filter}
+			for i := range spec.exprs {
+				es = append(es, &spec.exprs[i])
+			}
+			if err := r.push.registerDeps(es...); err != nil {
+				return nil, err
+			}
+		}
 		in, err := b.stream(r)
 		if err != nil {
 			return nil, err
@@ -589,6 +635,11 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 			f = filter.eval
 		}
 		n := len(evals)
+		// plain reads are copied, not evaluated
+		from := make([]int, n)
+		for i, e := range pr.exprs {
+			from[i] = copySource(e, r.push != nil)
+		}
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
 		return weir.FlatMap(in, func(row types.Row, emit func(types.Row)) {
 			if f != nil {
@@ -598,7 +649,11 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 			}
 			vs := make([]types.Value, n)
 			for i, ev := range evals {
-				vs[i] = ev(row.Values)
+				if j := from[i]; j >= 0 {
+					vs[i] = row.Values[j]
+				} else {
+					vs[i] = ev(row.Values)
+				}
 			}
 			emit(types.Row{Kind: row.Kind, Values: vs})
 		}, b.uid("calc")), nil
@@ -780,7 +835,9 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 	}
 	// one Calc: the lower filter, this one, then the lower projection
 	if inner != nil {
+		deps := mergeDeps(*inner, cond)
 		cond = logic("AND", *inner, cond)
+		cond.deps = deps
 	}
 	pr := &projection{names: from.sc.schema().Names()}
 	for i := range from.sc.cols {

@@ -357,6 +357,9 @@ func windowAggRel(w *windowSpec, keys []cexpr, layout *aggLayout, out *scope, op
 			return nil, err
 		}
 		nk := len(keyEvals)
+		if nk == 1 && keys[0].t.IsInteger() && w.kind != "CUMULATE" {
+			return intKeyWindowAgg(b, s, w, keyEvals[0], layout, keyEvals), nil
+		}
 		ks := weir.KeyBy(s, func(row types.Row) string {
 			if nk == 0 {
 				return ""

@@ -110,6 +110,26 @@ type Source struct {
 	// Options are to be given to weir.FromSource with the planner's own
 	// (the bad-record policy, a parallelism limit).
 	Options []weir.Option
+	// Project, when set, makes a source that reads only the given columns
+	// and nested fields (Flink's SupportsProjectionPushDown with nested
+	// fields): row value i is paths[i]. The planner calls it with what a
+	// plan reads, so that a connector of wide nested rows (nexmark) fills a
+	// few flat values instead of every ROW. Source stays the full read.
+	// fill, when not nil, is called on each row's values once the paths
+	// are set, before the row leaves Read: the planner computes the values
+	// of Col -1 paths (computed columns) there. The rows of a projected
+	// source may share values that its reader's next Read overwrites: the
+	// planner reads them only in a Calc chained to the source (same task,
+	// before the next Read), which copies what it keeps.
+	Project func(paths []Path, fill func(row []types.Value)) (weir.Source[types.Row], error)
+}
+
+// Path names what a projected source puts in one value of its rows: column
+// Col of the table's schema, or, when Field >= 0, field Field of that
+// column's ROW (NULL when the ROW is NULL). Col -1 is a value the source
+// leaves to fill.
+type Path struct {
+	Col, Field int
 }
 
 // Sink is what a sink factory makes of a table.

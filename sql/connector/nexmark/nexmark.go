@@ -19,7 +19,9 @@
 // default 10,000,000), 'person.proportion', 'auction.proportion',
 // 'bid.proportion' (default 1, 3, 46), and 'rate.limited' = 'true' to
 // also emit at that rate in wall-clock time. The source has one split per
-// unit of the job's parallelism and is restorable.
+// unit of the job's parallelism and is restorable. It projects
+// (connector.Source.Project): the planner asks for the columns and ROW
+// fields a plan reads, and gets flat rows of those alone.
 package nexmark
 
 import (
@@ -67,7 +69,7 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	cfg.PersonProportion = int(o.Int("person.proportion", 1))
 	cfg.AuctionProportion = int(o.Int("auction.proportion", 3))
 	cfg.BidProportion = int(o.Int("bid.proportion", 46))
-	conv, nested, err := compile(t.Schema)
+	conv, nested, widths, err := compile(t.Schema)
 	if err != nil {
 		o.Errorf("%v", err)
 	}
@@ -78,8 +80,17 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("table '%s': %w", t.Name, err)
 	}
-	src := &source{events: gen.Source(cfg), conv: conv, nested: nested}
-	return &connector.Source{Source: src, Bounded: bounded, Changelog: types.InsertOnly}, nil
+	events := gen.Source(cfg)
+	src := &source{events: events, conv: conv, nested: nested}
+	schema := t.Schema
+	proj := func(paths []connector.Path, fill func([]types.Value)) (weir.Source[types.Row], error) {
+		gets, err := project(schema, conv, widths, paths)
+		if err != nil {
+			return nil, fmt.Errorf("table '%s': %w", t.Name, err)
+		}
+		return &projSource{events: events, gets: gets, fill: fill}, nil
+	}
+	return &connector.Source{Source: src, Bounded: bounded, Changelog: types.InsertOnly, Project: proj}, nil
 }
 
 // setter writes a column of an event's row; a nested ROW takes its values
@@ -146,22 +157,23 @@ func checkKind(path, kind string, t types.Type) error {
 	return nil
 }
 
-// compile returns the setters and, per event type, how many values the
-// nested ROWs of a row take.
-func compile(schema types.Schema) ([]setter, [3]int, error) {
+// compile returns the setters, per event type how many values the nested
+// ROWs of a row take, and per column how many its nested ROW takes.
+func compile(schema types.Schema) ([]setter, [3]int, []int, error) {
 	var out []setter
 	var nested [3]int
+	widths := make([]int, len(schema))
 	for _, col := range schema {
 		name := strings.ToLower(col.Name)
 		switch {
 		case name == "event_type":
 			if !col.Type.IsInteger() {
-				return nil, nested, fmt.Errorf("column '%s' has type %s; the nexmark connector gives INT", col.Name, col.Type)
+				return nil, nested, nil, fmt.Errorf("column '%s' has type %s; the nexmark connector gives INT", col.Name, col.Type)
 			}
 			out = append(out, func(e *gen.Event, v *types.Value, _ []types.Value) int { *v = types.Value{I: int64(e.Type)}; return 0 })
 		case name == "datetime":
 			if err := checkKind(col.Name, "time", col.Type); err != nil {
-				return nil, nested, err
+				return nil, nested, nil, err
 			}
 			out = append(out, func(e *gen.Event, v *types.Value, _ []types.Value) int {
 				*v = types.Value{I: e.DateTime() * 1000}
@@ -170,10 +182,10 @@ func compile(schema types.Schema) ([]setter, [3]int, error) {
 		default:
 			part, ok := parts[name]
 			if !ok {
-				return nil, nested, fmt.Errorf("column '%s' is not one of the nexmark table's (event_type, person, auction, bid)", col.Name)
+				return nil, nested, nil, fmt.Errorf("column '%s' is not one of the nexmark table's (event_type, person, auction, bid)", col.Name)
 			}
 			if col.Type.Kind != types.Structured {
-				return nil, nested, fmt.Errorf("column '%s' has type %s; the nexmark connector gives a ROW", col.Name, col.Type)
+				return nil, nested, nil, fmt.Errorf("column '%s' has type %s; the nexmark connector gives a ROW", col.Name, col.Type)
 			}
 			var gets []func(*gen.Event, *types.Value)
 			for _, nf := range col.Type.Fields {
@@ -184,10 +196,10 @@ func compile(schema types.Schema) ([]setter, [3]int, error) {
 					}
 				}
 				if fd == nil {
-					return nil, nested, fmt.Errorf("column '%s.%s' is not a field of a nexmark %s", col.Name, nf.Name, name)
+					return nil, nested, nil, fmt.Errorf("column '%s.%s' is not a field of a nexmark %s", col.Name, nf.Name, name)
 				}
 				if err := checkKind(col.Name+"."+nf.Name, fd.kind, nf.Type); err != nil {
-					return nil, nested, err
+					return nil, nested, nil, err
 				}
 				get := fd.get
 				if fd.kind == "time" {
@@ -198,6 +210,7 @@ func compile(schema types.Schema) ([]setter, [3]int, error) {
 			}
 			typ := part.typ
 			nested[typ] += len(gets)
+			widths[len(out)] = len(gets)
 			out = append(out, func(e *gen.Event, v *types.Value, spare []types.Value) int {
 				if e.Type != typ {
 					*v = types.NullValue
@@ -212,7 +225,7 @@ func compile(schema types.Schema) ([]setter, [3]int, error) {
 			})
 		}
 	}
-	return out, nested, nil
+	return out, nested, widths, nil
 }
 
 type source struct {
