@@ -675,6 +675,7 @@ func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
 }
 
 func (p *planner) planSelect(s *parser.Select) (*rel, error) {
+	s = pushWhereIntoJoins(s)
 	var from *rel
 	var err error
 	if s.From == nil {
