@@ -146,8 +146,7 @@ func sinkColumns(t *testing.T, name string) []string {
 // connector (events == "") or over the JSON-lines file events, and returns
 // the changelog's final rows as canonical JSON. The columns are named as
 // the sink table of the file names them (Flink's INSERT maps by position:
-// q4's category is the sink's id), or as the SELECT does for a file that
-// is a SELECT alone.
+// q4's category is the sink's id).
 func sqlRows(t *testing.T, name string, par int, events, side string) []string {
 	t.Helper()
 	s := sql.NewSession(sql.Parallelism(par), sql.Define("TPS", fmt.Sprint(moreRate)),
@@ -172,7 +171,11 @@ func sqlRows(t *testing.T, name string, par int, events, side string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sink := sinkColumns(t, name); len(sink) == len(schema) {
+	// q7's SELECT puts price before bidder and its sink bidder before
+	// price: Flink writes the price into the sink's bidder column. The Go
+	// query and batchref name each value as the SELECT does (batchref's
+	// doc), and so does this comparison.
+	if sink := sinkColumns(t, name); len(sink) == len(schema) && name != "q7" {
 		schema = slices.Clone(schema)
 		for i := range schema {
 			schema[i].Name = sink[i]

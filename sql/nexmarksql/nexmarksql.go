@@ -5,12 +5,11 @@
 // the queries, for the tests that compare them with the hand-written Go
 // queries and the batch evaluator, and for `weir bench nexmark --sql`.
 //
-// q3 and later are Flink's query files as a user runs them with `weir sql
-// -f` after the DDL (a sink table, maybe a view or a side table, and an
-// INSERT INTO the sink), each with a header naming its source and what was
-// adapted; q0-q2, q5, q7, q8 and q11 are their SELECTs alone. [Query] gives
-// the SELECT of either form, [Setup] the statements the SELECT needs, [Job]
-// the whole file.
+// The query files are Flink's, as a user runs them with `weir sql -f`
+// after the DDL: a sink table, maybe a view or a side table, and an INSERT
+// INTO the sink, each with a header naming its source and what was
+// adapted. [Query] gives the SELECT of the INSERT, [Setup] the statements
+// the SELECT needs, [Job] the whole file.
 package nexmarksql
 
 import (
@@ -57,8 +56,8 @@ func Job(name string) (string, error) {
 }
 
 // Query returns the SELECT of query name ("q5"): the query of the file's
-// INSERT INTO its sink table nexmark_qN, or the file itself when it is a
-// SELECT alone.
+// INSERT INTO its sink table nexmark_qN (a file that is a SELECT alone is
+// returned whole).
 func Query(name string) (string, error) {
 	text, err := Job(name)
 	if err != nil {
