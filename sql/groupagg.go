@@ -156,6 +156,9 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		ts.TimeAttr, ts.NotNull = 0, true
 		wt := ts
 		wt.TimeAttr = types.RowtimeAttr
+		if win.proctime {
+			wt.TimeAttr = types.ProctimeAttr // as Flink: a processing-time window's time stays processing time
+		}
 		out.cols = append(out.cols, column{name: "window_start", t: ts}, column{name: "window_end", t: ts}, column{name: "window_time", t: wt})
 		agg = windowAggRel(win, keyExprs, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))

@@ -197,6 +197,9 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 	ts.TimeAttr, ts.NotNull = 0, true
 	wt := w.timeType
 	wt.TimeAttr, wt.NotNull = types.RowtimeAttr, true
+	if w.proctime {
+		wt.TimeAttr = types.ProctimeAttr
+	}
 	qual := tf.Alias
 	for i := range sc.cols {
 		if qual != "" {
