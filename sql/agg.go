@@ -384,7 +384,10 @@ func pairs(v types.Value) [][2]types.Value {
 }
 
 // multisetAdd adds n (negative: removes) copies of x; first reports
-// whether x appeared (0 -> n) or disappeared (-> 0).
+// whether x appeared (0 -> n) or disappeared (-> 0). It changes the list
+// in place, as the accumulator row holding it is changed in place (state
+// snapshots encode it; a copy per change made COUNT(DISTINCT) of a group
+// with many values allocate its whole list per row: Nexmark q15, q16).
 func multisetAdd(set types.Value, x types.Value, n int64, cmp func(a, b types.Value) int) (types.Value, bool) {
 	l := set.List()
 	k := len(l) / 2
@@ -392,21 +395,18 @@ func multisetAdd(set types.Value, x types.Value, n int64, cmp func(a, b types.Va
 	if i < k && cmp(l[2*i], x) == 0 {
 		c := l[2*i+1].I + n
 		if c <= 0 {
-			out := make([]types.Value, 0, len(l)-2)
-			out = append(out, l[:2*i]...)
-			out = append(out, l[2*i+2:]...)
-			return types.ListValue(out), true
+			copy(l[2*i:], l[2*i+2:])
+			l[len(l)-2], l[len(l)-1] = types.Value{}, types.Value{}
+			return types.ListValue(l[:len(l)-2]), true
 		}
-		out := append([]types.Value(nil), l...)
-		out[2*i+1] = types.IntValue(c)
-		return types.ListValue(out), false
+		l[2*i+1] = types.IntValue(c)
+		return types.ListValue(l), false
 	}
 	if n <= 0 {
 		return set, false // retracting a value that is not there
 	}
-	out := make([]types.Value, 0, len(l)+2)
-	out = append(out, l[:2*i]...)
-	out = append(out, x, types.IntValue(n))
-	out = append(out, l[2*i:]...)
-	return types.ListValue(out), true
+	l = append(l, types.Value{}, types.Value{})
+	copy(l[2*i+2:], l[2*i:len(l)-2])
+	l[2*i], l[2*i+1] = x, types.IntValue(n)
+	return types.ListValue(l), true
 }
