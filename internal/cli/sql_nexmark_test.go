@@ -62,3 +62,16 @@ func TestSQLFileNexmarkQueries(t *testing.T) {
 		t.Fatalf("q10 wrote %d rows, want 920 (the bids)", lines)
 	}
 }
+
+// weir bench nexmark --sql runs a query file's setup too: q13's SQL reads
+// the side input written for the run (before, its side table had no file).
+func TestBenchNexmarkSQLSideInput(t *testing.T) {
+	out, errText, code := run(t, "bench", "nexmark", "--sql", "--json", "--queries", "q13", "--events", "2000",
+		"--parallelism", "1", "--latency-duration", "0", "--checkpoint-interval", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errText)
+	}
+	if !strings.Contains(out, `"query":"q13","plan":"sql"`) || !strings.Contains(out, `"rows":1840`) {
+		t.Fatalf("no q13 SQL line with its 1840 rows (one per bid):\n%s", out)
+	}
+}
