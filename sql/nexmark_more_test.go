@@ -31,10 +31,11 @@ import (
 // Updating queries are compared by their final view: the changelog
 // applied.
 
-// moreEvents at moreRate are 12 s of event time (5 s under the race
-// detector): 10 s windows that close (q7, q8, q12), several hopping
-// windows (q5), sessions (q11), auctions with bids (q4, q9, q20).
-var moreEvents = map[bool]int64{false: 12000, true: 5000}[raceEnabled]
+// moreEvents at moreRate are 12 s of event time (3 s under the race
+// detector, where the whole package must stay within go test's timeout on
+// a loaded machine): 10 s windows that close (q7, q8, q12), several
+// hopping windows (q5), sessions (q11), auctions with bids (q4, q9, q20).
+var moreEvents = map[bool]int64{false: 12000, true: 3000}[raceEnabled]
 
 const moreRate = 1000
 
@@ -312,6 +313,9 @@ func TestNexmarkSQLConformance(t *testing.T) {
 					continue
 				}
 				sameRows(t, fmt.Sprintf("p%d, generator, against batchref", par), gen, want)
+				if raceEnabled && par == 2 {
+					continue // under -race the file is read at parallelism 1 only
+				}
 				sameRows(t, fmt.Sprintf("p%d, JSON-lines file, against batchref", par), sqlRows(t, q, par, events, side), want)
 			}
 		})
