@@ -172,16 +172,7 @@ func sqlRows(t *testing.T, name string, par int, events, side string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// q7's SELECT puts price before bidder and its sink bidder before
-	// price: Flink writes the price into the sink's bidder column. The Go
-	// query and batchref name each value as the SELECT does (batchref's
-	// doc), and so does this comparison.
-	if sink := sinkColumns(t, name); len(sink) == len(schema) && name != "q7" {
-		schema = slices.Clone(schema)
-		for i := range schema {
-			schema[i].Name = sink[i]
-		}
-	}
+	schema = sinkNames(t, name, schema)
 	var mu sync.Mutex
 	count := map[string]int{}
 	st.Subscribe(func(rows []types.Row) error {
@@ -216,6 +207,21 @@ func sqlRows(t *testing.T, name string, par int, events, side string) []string {
 		}
 	}
 	return totals(t, name, out)
+}
+
+// sinkNames names the columns of query name's SELECT as its sink table
+// does. q7's SELECT puts price before bidder and its sink bidder before
+// price: Flink writes the price into the sink's bidder column. The Go
+// query and batchref name each value as the SELECT does (batchref's doc),
+// and so does the comparison.
+func sinkNames(t *testing.T, name string, schema types.Schema) types.Schema {
+	if sink := sinkColumns(t, name); len(sink) == len(schema) && name != "q7" {
+		schema = slices.Clone(schema)
+		for i := range schema {
+			schema[i].Name = sink[i]
+		}
+	}
+	return schema
 }
 
 // totals turns q12's rows, bids per bidder per processing-time window, into
