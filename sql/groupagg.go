@@ -156,6 +156,9 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		ts.TimeAttr, ts.NotNull = 0, true
 		wt := ts
 		wt.TimeAttr = types.RowtimeAttr
+		if win.proctime {
+			wt.TimeAttr = types.ProctimeAttr // as Flink: a processing-time window's time stays processing time
+		}
 		out.cols = append(out.cols, column{name: "window_start", t: ts, win: winStartCol}, column{name: "window_end", t: ts, win: winEndCol}, column{name: "window_time", t: wt})
 		var selects []parser.Expr
 		for _, it := range s.Items {

@@ -31,6 +31,9 @@ func (p *planner) planTemporalJoin(j *parser.Join, ref *parser.TableRef) (*rel, 
 	if left.mode != types.InsertOnly {
 		return nil, parser.Errorf(j.Pos, "the probe side of a temporal join must be insert-only, but it updates (%s)", left.updater)
 	}
+	if asOfProctime(ref.AsOf, left.sc) {
+		return p.planProctimeTemporalJoin(j, ref, left, right)
+	}
 	if len(right.pk) == 0 {
 		return nil, parser.Errorf(ref.Pos, "the versioned table '%s' of a temporal join needs a PRIMARY KEY", ref.Name)
 	}
@@ -41,7 +44,7 @@ func (p *planner) planTemporalJoin(j *parser.Join, ref *parser.TableRef) (*rel, 
 		}
 	}
 	if !hasRowtime {
-		return nil, parser.Errorf(ref.Pos, "the versioned table '%s' needs an event-time attribute (a WATERMARK); processing-time temporal joins are not supported yet", ref.Name)
+		return nil, parser.Errorf(ref.Pos, "the versioned table '%s' needs an event-time attribute (a WATERMARK), or, if it is bounded, a join FOR SYSTEM_TIME AS OF a PROCTIME() attribute", ref.Name)
 	}
 	if _, err := timeAttr(ref.AsOf, left.sc, "FOR SYSTEM_TIME AS OF"); err != nil {
 		return nil, err

@@ -108,6 +108,7 @@ func sqlQuery(t *testing.T, q string, par int) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	schema = sinkNames(t, q, schema) // q8's stime is the sink's name
 	var mu sync.Mutex
 	count := map[string]int{}
 	st.Subscribe(func(rows []types.Row) error {

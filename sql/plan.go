@@ -741,6 +741,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 	if len(s.OrderBy) > 0 || s.Limit != nil {
 		return p.planOrderBy(s)
 	}
+	s = pushWhereIntoJoins(s)
 	var from *rel
 	var err error
 	if s.From == nil {

@@ -21,6 +21,8 @@ type windowSpec struct {
 	startCol, endCol int // window_start/window_end/window_time in the TVF's output
 	timeCol          int
 	ninput           int
+	// proctime: the windows are over processing time (window_proctime.go)
+	proctime bool
 }
 
 func (w *windowSpec) String() string {
@@ -152,7 +154,7 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 		return nil, parser.Errorf(tf.Pos, "%s needs its TIMECOL argument", tf.Name)
 	}
 	w := &windowSpec{kind: tf.Name, input: in, ninput: len(in.sc.cols)}
-	if w.tsCol, err = timeAttr(args["TIMECOL"], in.sc, tf.Name); err != nil {
+	if w.tsCol, w.proctime, err = windowTimeAttr(args["TIMECOL"], in.sc, tf.Name); err != nil {
 		return nil, err
 	}
 	w.timeType = in.sc.cols[w.tsCol].t
@@ -195,6 +197,9 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 	ts.TimeAttr, ts.NotNull = 0, true
 	wt := w.timeType
 	wt.TimeAttr, wt.NotNull = types.RowtimeAttr, true
+	if w.proctime {
+		wt.TimeAttr = types.ProctimeAttr
+	}
 	qual := tf.Alias
 	for i := range sc.cols {
 		if qual != "" {
@@ -276,7 +281,7 @@ func legacyWindow(c *parser.Call, ec *exprCompiler) (*windowSpec, error) {
 	}
 	w := &windowSpec{kind: c.Name, ninput: len(ec.sc.cols)}
 	var err error
-	if w.tsCol, err = timeAttr(c.Args[0], ec.sc, c.Name); err != nil {
+	if w.tsCol, w.proctime, err = windowTimeAttr(c.Args[0], ec.sc, c.Name); err != nil {
 		return nil, err
 	}
 	w.timeType = ec.sc.cols[w.tsCol].t
@@ -373,6 +378,11 @@ func windowAggRel(w *windowSpec, keys []cexpr, layout *aggLayout, out *scope, op
 		})
 		agg := rowAgg{layout: layout, keys: keyEvals}
 		base := nk + len(layout.calls)
+		if w.proctime {
+			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+				return &procWindowFn{w: w, agg: agg, base: base}
+			}, b.uid("proctime-window-agg")), nil
+		}
 		if w.kind == "CUMULATE" {
 			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 				return &cumulateFn{w: w, agg: agg, base: base}

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/weirstream/weir/nexmark"
 	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/nexmarksql"
 	"github.com/weirstream/weir/sql/types"
@@ -48,8 +51,21 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 		defer os.RemoveAll(dir)
 		opts = append(opts, sql.Checkpointing(o.ckInterval, dir))
 	}
+	setup, err := nexmarksql.Setup(q)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(setup, "${SIDE_INPUT}") {
+		// q13's side table: the suite's side_input.txt, written for the run
+		side, err := writeSideInput()
+		if err != nil {
+			return err
+		}
+		defer os.Remove(side)
+		opts = append(opts, sql.Define("SIDE_INPUT", side))
+	}
 	s := sql.NewSession(opts...)
-	if _, err := s.Exec(nexmarksql.DDL()); err != nil {
+	if _, err := s.Exec(nexmarksql.DDL() + "\n" + setup); err != nil {
 		return err
 	}
 	_, st, err := s.Query(query)
@@ -83,4 +99,27 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 	fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %10s %10s %12d   %.0f%% of the hand-written query per core\n", q+"/sql",
 		res.EventsPerSec/1e3, res.EventsPerSecPerCore/1e3, "", "", res.Rows, 100*res.PerCoreOfGo)
 	return nil
+}
+
+// writeSideInput writes the side input that the Nexmark suite generates
+// (side_input.txt: key,value lines) to a temporary file.
+func writeSideInput() (string, error) {
+	f, err := os.CreateTemp("", "weir-nexmark-side-input-*.csv")
+	if err != nil {
+		return "", err
+	}
+	w := bufio.NewWriter(f)
+	for _, r := range nexmark.SideInput(nexmark.SideInputRows) {
+		fmt.Fprintf(w, "%d,%s\n", r.Key, r.Value)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
 }

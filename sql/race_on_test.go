@@ -1,0 +1,5 @@
+//go:build race
+
+package sql_test
+
+const raceEnabled = true
