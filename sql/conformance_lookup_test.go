@@ -49,3 +49,18 @@ func (c *valuesLookup) Lookup(_ context.Context, key []types.Value) ([]types.Row
 }
 
 func (c *valuesLookup) Close() error { return nil }
+
+// scanValues is the 'values' connector without lookups ('values-scan'):
+// the processing-time temporal join against a bounded table
+// (join_proctime.go) is planned only for tables whose connector cannot look
+// up, so its conformance cases (testdata/conformance/nexmark_features) need
+// a table that only scans.
+type scanValues struct{}
+
+func (scanValues) Identifier() string { return "values-scan" }
+
+func (scanValues) CreateSource(t *connector.Table) (*connector.Source, error) {
+	return valuesFactory{}.CreateSource(t)
+}
+
+func init() { connector.Register(scanValues{}) }

@@ -362,7 +362,10 @@ func windowAggRel(w *windowSpec, keys []cexpr, layout *aggLayout, out *scope, op
 			return nil, err
 		}
 		nk := len(keyEvals)
-		if nk == 1 && keys[0].t.IsInteger() && w.kind != "CUMULATE" {
+		// the integer-key path is weir's event-time window operator: a
+		// processing-time window (procWindowFn) and CUMULATE take the
+		// keyed process functions below
+		if nk == 1 && keys[0].t.IsInteger() && w.kind != "CUMULATE" && !w.proctime {
 			return intKeyWindowAgg(b, s, w, keyEvals[0], layout, keyEvals), nil
 		}
 		ks := weir.KeyBy(s, func(row types.Row) string {
