@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -168,44 +167,7 @@ func sqlRows(t *testing.T, name string, par int, events, side string) []string {
 	if _, err := s.Exec(ddl + "\n" + setup); err != nil {
 		t.Fatal(err)
 	}
-	schema, st, err := s.Query(query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema = sinkNames(t, name, schema)
-	var mu sync.Mutex
-	count := map[string]int{}
-	st.Subscribe(func(rows []types.Row) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range rows {
-			k := rowJSON(r, schema)
-			if r.Kind.IsRetraction() {
-				count[k]--
-			} else {
-				count[k]++
-			}
-		}
-		return nil
-	})
-	job, err := s.Job([]*sql.Statement{st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for k, n := range count {
-		if n < 0 {
-			t.Fatalf("%s retracted more often than added", k)
-		}
-		for range n {
-			out = append(out, canonical(t, []byte(k)))
-		}
-	}
+	out := runMultiset(t, s, name, query)
 	return totals(t, name, out)
 }
 

@@ -104,44 +104,7 @@ func sqlQuery(t *testing.T, q string, par int) []string {
 	if _, err := s.Exec(string(ddl)); err != nil {
 		t.Fatal(err)
 	}
-	schema, st, err := s.Query(string(query))
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema = sinkNames(t, q, schema) // q8's stime is the sink's name
-	var mu sync.Mutex
-	count := map[string]int{}
-	st.Subscribe(func(rows []types.Row) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range rows {
-			k := rowJSON(r, schema)
-			if r.Kind.IsRetraction() {
-				count[k]--
-			} else {
-				count[k]++
-			}
-		}
-		return nil
-	})
-	job, err := s.Job([]*sql.Statement{st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for k, n := range count {
-		if n < 0 {
-			t.Fatalf("%s retracted more often than added", k)
-		}
-		for range n {
-			out = append(out, canonical(t, []byte(k)))
-		}
-	}
+	out := runMultiset(t, s, q, string(query))
 	sort.Strings(out)
 	return out
 }
@@ -201,4 +164,51 @@ func TestNexmarkSQLMatchesGo(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runMultiset runs query (the SELECT of Nexmark query name) in s and
+// returns its result as a multiset of canonical JSON rows, named as the
+// query's sink names them, with the changelog applied (a retraction
+// removes one copy of its row; more retractions than additions fail).
+func runMultiset(t *testing.T, s *sql.Session, name, query string) []string {
+	t.Helper()
+	schema, st, err := s.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema = sinkNames(t, name, schema)
+	var mu sync.Mutex
+	count := map[string]int{}
+	st.Subscribe(func(rows []types.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rows {
+			k := rowJSON(r, schema)
+			if r.Kind.IsRetraction() {
+				count[k]--
+			} else {
+				count[k]++
+			}
+		}
+		return nil
+	})
+	job, err := s.Job([]*sql.Statement{st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for k, n := range count {
+		if n < 0 {
+			t.Fatalf("%s retracted more often than added", k)
+		}
+		for range n {
+			out = append(out, canonical(t, []byte(k)))
+		}
+	}
+	return out
 }
