@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/coordinator"
+	"github.com/weirstream/weir/internal/poll"
 )
 
 // gateSource is one split of event times that the test hands to the
@@ -58,16 +59,10 @@ func (r *gateReader) Read(ctx context.Context, dst []int64) (int, error) {
 func (r *gateReader) Position() ([]byte, error) { return binary.AppendUvarint(nil, r.read), nil }
 func (r *gateReader) Close() error              { return nil }
 
-// waitUntil polls cond until it holds, failing the test after a minute.
+// waitUntil waits for cond, failing the test after a minute.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.WaitFor(t, what, time.Minute, cond)
 }
 
 // TestMicrobatchWatermarkHeldWithinEpoch drives the epochs of a
