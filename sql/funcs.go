@@ -796,31 +796,15 @@ func javaLayout(p string) string {
 				b.WriteString("January")
 			}
 		case 'd':
-			if n == 1 {
-				b.WriteString("2")
-			} else {
-				b.WriteString("02")
-			}
+			b.WriteString(padded(n, "2", "02"))
 		case 'H':
 			b.WriteString("15")
 		case 'h':
-			if n == 1 {
-				b.WriteString("3")
-			} else {
-				b.WriteString("03")
-			}
+			b.WriteString(padded(n, "3", "03"))
 		case 'm':
-			if n == 1 {
-				b.WriteString("4")
-			} else {
-				b.WriteString("04")
-			}
+			b.WriteString(padded(n, "4", "04"))
 		case 's':
-			if n == 1 {
-				b.WriteString("5")
-			} else {
-				b.WriteString("05")
-			}
+			b.WriteString(padded(n, "5", "05"))
 		case 'S':
 			b.WriteString(strings.Repeat("0", n))
 		case 'a':
@@ -847,4 +831,13 @@ func javaLayout(p string) string {
 	}
 	// Go needs a dot before fractional seconds: "ss.SSS" gives "05.000"
 	return b.String()
+}
+
+// padded is a Go layout element for a Java pattern letter repeated n times:
+// one letter is the unpadded form, more the zero-padded one.
+func padded(n int, unpadded, zeroPadded string) string {
+	if n == 1 {
+		return unpadded
+	}
+	return zeroPadded
 }
