@@ -66,6 +66,7 @@ func (j *Job) runGroup(ctx context.Context) error {
 		}
 	}
 	g.RunLocal = j.runLocal
+	g.Status = j.newGroupStatus()
 	return hooks.GroupRun(ctx, g)
 }
 

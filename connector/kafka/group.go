@@ -244,6 +244,7 @@ func (r *groupRunner) loop(ctx context.Context) error {
 		default:
 		}
 		parts := r.assignment()
+		r.noteAssignment(parts)
 		if len(parts) == 0 {
 			if r.bounded {
 				done, err := r.groupDone(ctx)
@@ -436,6 +437,7 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 		r.log.Info("group: transaction aborted by a rebalance")
 		return false, nil
 	}
+	r.noteCommit(lr, marks)
 	if final {
 		return true, nil // the next run begins its own
 	}

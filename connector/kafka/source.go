@@ -393,6 +393,10 @@ type partState struct {
 	buf    []*kgo.Record // fetched, not yet taken by the reader
 	paused bool
 	err    error // a fetch error of this partition
+	// end is the partition's end (last stable offset under read
+	// committed, else the high watermark) as the last fetch saw it.
+	end      int64
+	endKnown bool
 }
 
 // pauseAt is how many buffered records pause a partition's fetching.
@@ -467,6 +471,9 @@ func (c *consumer) poll(ctx context.Context, wait time.Duration) error {
 				}
 				if ps == nil {
 					continue // removed meanwhile
+				}
+				if e := fetchEnd(p); e >= 0 {
+					ps.end, ps.endKnown = e, true
 				}
 				for _, r := range p.Records {
 					// Records before the position were handed out before

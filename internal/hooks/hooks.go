@@ -57,6 +57,8 @@ type GroupJob struct {
 	// a Kafka transaction, per interval.
 	Interval time.Duration
 	Logger   *slog.Logger
+	// Status, if set, is told what the process owns (group_status.go).
+	Status GroupStatus
 	// RunLocal runs the job once in this process, from empty state (the
 	// runner puts in ctx what its sources and sinks read), taking a
 	// checkpoint every Interval into a temporary directory. It returns

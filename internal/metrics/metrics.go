@@ -70,7 +70,9 @@ type Registry struct {
 	// Now is the processing-time clock for the watermark lag (default
 	// time.Now).
 	Now func() time.Time
-	mu  struct {
+	// Group is what the process owns in group mode (group.go).
+	Group Group
+	mu    struct {
 		sync.Mutex
 		ops map[opKey]*Operator
 	}
@@ -156,10 +158,12 @@ func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
 		descCkDone, descCkFailed, descCkAbort, descCkLast, descCkDur, descCkSize, descCkAlign, descRestarts} {
 		ch <- d
 	}
+	describeGroup(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (r *Registry) Collect(ch chan<- prometheus.Metric) {
+	r.collectGroup(ch)
 	c := &r.Checkpoints
 	for _, x := range []struct {
 		d *prometheus.Desc

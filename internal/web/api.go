@@ -25,6 +25,8 @@ type JobJSON struct {
 	Parallelism int            `json:"parallelism"`
 	Operators   []OperatorJSON `json:"operators"`
 	Edges       []EdgeJSON     `json:"edges"`
+	// Group: in group mode only (group.go).
+	Group *GroupJSON `json:"group,omitempty"`
 }
 
 // OperatorJSON is one operator, its counters summed over its subtasks.
@@ -166,6 +168,7 @@ func (s *Server) job() *JobJSON {
 	for i, e := range j.Edges {
 		out.Edges[i] = EdgeJSON{From: e.From, To: e.To, Kind: e.Kind, Chained: e.Chained}
 	}
+	out.Group = s.group()
 	return out
 }
 

@@ -303,7 +303,10 @@ func (s *Server) mux() http.Handler {
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	j := s.cfg.Job()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	pages.ExecuteTemplate(w, "index.html", j)
+	pages.ExecuteTemplate(w, "index.html", struct {
+		Job
+		Group *metrics.GroupSnapshot
+	}{j, groupOf(s.cfg.Registry)})
 }
 
 // headers sets what every answer carries: no caching (job data behind a

@@ -188,6 +188,25 @@
       });
     }
     replaceRows($("watermarks").tBodies[0], wm);
+    drawGroup(job.group);
+  }
+
+  // drawGroup shows what this process owns in group mode (--app-id); the
+  // panel stays hidden for other jobs.
+  function drawGroup(g) {
+    const panel = $("group");
+    if (!g) {
+      panel.hidden = true;
+      return;
+    }
+    panel.hidden = false;
+    const b = el("b", {}, g.app_id);
+    $("group-info").replaceChildren(document.createTextNode("App id "), b,
+      document.createTextNode(` · member ${g.member_id || "(joining)"} · generation ${g.generation} · ${g.rebalances} rebalances · ${g.partitions.length} partitions`));
+    const opt = (n) => (n === null || n === undefined ? "–" : String(n));
+    replaceRows($("group-partitions").tBodies[0], g.partitions.map((p) => row([
+      p.topic, String(p.partition), time(p.assigned_time), opt(p.committed), opt(p.end), opt(p.lag),
+    ], ["name", "", "", "", "", p.lag > 100000 ? "warn" : ""])));
   }
 
   function drawCheckpoints(ck) {

@@ -1,0 +1,27 @@
+package hooks
+
+// GroupPartition is one input partition a process of a group-mode job
+// owns, as the group runner reports it.
+type GroupPartition struct {
+	Topic     string
+	Partition int32
+	// Committed is the offset this process committed with its last
+	// transaction; End the partition's end (last stable offset) as its
+	// last fetch saw it. -1: not known (yet).
+	Committed, End int64
+}
+
+// GroupStatus receives the group runner's view of this process's
+// membership, for the job's metrics and dashboard (what tasks a process
+// owns: issue 15). The root package hands one in GroupJob.Status; the
+// runner calls it from the group's callbacks and its commit loop, so its
+// methods must be quick and safe from any goroutine.
+type GroupStatus interface {
+	// Assigned reports the partitions the process owns after a rebalance
+	// changed them (the whole set, possibly empty), with the member id and
+	// generation the group gave it.
+	Assigned(member string, generation int32, parts []GroupPartition)
+	// Committed reports the partitions whose offsets a transaction just
+	// committed (Committed and End set).
+	Committed(parts []GroupPartition)
+}
