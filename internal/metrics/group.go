@@ -74,9 +74,10 @@ func (g *Group) Start(appID string) {
 	}
 }
 
-// Assign sets the owned partitions (the whole set) as the group runner
-// sees them, which it reports again and again: a partition kept keeps
-// its assignment time and offsets, a new one is stamped now, and a report
+// Assign sets the owned partitions (the whole set; their offsets are
+// Commit's) as the group runner sees them, which it reports again and
+// again: a partition kept keeps its assignment time and offsets, a new
+// one is stamped now, with offsets unknown, and a report
 // that changes the generation or the set counts as a rebalance.
 func (g *Group) Assign(member string, generation int32, parts []GroupPartition, now time.Time) {
 	g.mu.Lock()
@@ -91,9 +92,7 @@ func (g *Group) Assign(member string, generation int32, parts []GroupPartition, 
 			continue
 		}
 		changed = true
-		np := p
-		np.Assigned = now
-		next[k] = &np
+		next[k] = &GroupPartition{Topic: p.Topic, Partition: p.Partition, Assigned: now, Committed: -1, End: -1}
 	}
 	if changed && generation >= 0 {
 		g.rebalances++
