@@ -5,9 +5,9 @@ package hooks
 type GroupPartition struct {
 	Topic     string
 	Partition int32
-	// Committed is the offset this process committed with its last
-	// transaction; End the partition's end (last stable offset) as its
-	// last fetch saw it. -1: not known (yet).
+	// Committed is the partition's committed offset as of this process's
+	// last transaction; End its end (last stable offset) as the last
+	// fetch saw it. -1: not known (yet).
 	Committed, End int64
 }
 
@@ -21,7 +21,9 @@ type GroupStatus interface {
 	// changed them (the whole set, possibly empty), with the member id and
 	// generation the group gave it.
 	Assigned(member string, generation int32, parts []GroupPartition)
-	// Committed reports the partitions whose offsets a transaction just
-	// committed (Committed and End set).
+	// Committed reports, after a transaction committed, every partition
+	// of the local run: Committed is the offset committed as of it (the
+	// run's start for a partition that has not moved), End as last
+	// fetched (-1: not yet).
 	Committed(parts []GroupPartition)
 }
