@@ -17,6 +17,7 @@ import (
 func newBenchGroup() *cobra.Command {
 	var (
 		procs, records, parts int
+		runs                  int
 		asJSON                bool
 		worker                bool
 		brokers, appID        string
@@ -48,7 +49,7 @@ processes, its competition with them.`,
 				return fmt.Errorf("bench group: the path of this binary: %w", err)
 			}
 			w := cmd.ErrOrStderr()
-			res, err := groupbench.Run(cmd.Context(), groupbench.Config{Processes: procs, Records: records, Partitions: parts,
+			res, err := groupbench.Run(cmd.Context(), groupbench.Config{Processes: procs, Records: records, Partitions: parts, Runs: runs,
 				CommitInterval: commit, Exe: exe, WorkerArgs: []string{"bench", "group", "--worker"},
 				Log: func(format string, args ...any) { fmt.Fprintf(w, "bench group: "+format+"\n", args...) }})
 			if err != nil {
@@ -59,13 +60,13 @@ processes, its competition with them.`,
 				return json.NewEncoder(o).Encode(res)
 			}
 			fmt.Fprintf(o, "job:        %s\n", res.Job)
-			fmt.Fprintf(o, "input:      %d records over %d partitions\n", res.Records, res.Partitions)
+			fmt.Fprintf(o, "input:      %d records over %d partitions; %d run(s) of each, alternating, medians shown\n", res.Records, res.Partitions, res.Runs)
 			fmt.Fprintf(o, "commits:    one transaction per process every %s\n", res.CommitInterval)
 			fmt.Fprintf(o, "pinning:    %s\n", res.Pinning)
 			fmt.Fprintf(o, "broker:     %s\n", res.Broker)
 			for _, r := range []groupbench.RunResult{res.One, res.Many} {
-				fmt.Fprintf(o, "%d process(es) (cores %s): %.0f records/s (%.2f s from the first record read; %.0f records/s, %.2f s from starting the processes); %d records out; CPU: workers %.2f s, broker %.2f s\n",
-					r.Processes, strings.Join(r.Cores, ","), r.RecordsPerSec, r.Seconds, r.WallRecordsPerSec, r.WallSeconds, r.Output, r.WorkerCPUSeconds, r.BrokerCPUSeconds)
+				fmt.Fprintf(o, "%d process(es) (cores %s): %.0f records/s (%.2f s from the first record read; %.0f records/s, %.2f s from starting the processes); %d records out; CPU: workers %.2f s, broker %.2f s; every run: %v records/s\n",
+					r.Processes, strings.Join(r.Cores, ","), r.RecordsPerSec, r.Seconds, r.WallRecordsPerSec, r.WallSeconds, r.Output, r.WorkerCPUSeconds, r.BrokerCPUSeconds, r.AllRecordsPerSec)
 			}
 			fmt.Fprintf(o, "ratio:      %.2fx (%d processes against 1, from the first record; %.2fx from starting the processes; target >= 1.7x with 2)\n",
 				res.Ratio, res.Many.Processes, res.WallRatio)
@@ -77,6 +78,7 @@ processes, its competition with them.`,
 	f.IntVar(&procs, "processes", 2, "processes of the second run")
 	f.IntVar(&records, "records", 1_000_000, "records in the input topic")
 	f.IntVar(&parts, "partitions", 8, "partitions of the input topic")
+	f.IntVar(&runs, "runs", 1, "runs of each kind, alternating; the figures are the medians")
 	f.DurationVar(&commit, "commit-interval", 0, "the workers' commit interval (0: group mode's default, 100ms)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&worker, "worker", false, "run as one worker process of a run (started by the benchmark)")

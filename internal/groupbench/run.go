@@ -1,15 +1,18 @@
 package groupbench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +36,8 @@ type Config struct {
 	// Records in the input topic, over Partitions partitions.
 	Records    int
 	Partitions int
+	// Runs of each kind (at least 1); the result is each kind's median.
+	Runs int
 	// CommitInterval is the workers' commit interval (0: group mode's
 	// default, 100ms).
 	CommitInterval time.Duration
@@ -62,6 +67,9 @@ type RunResult struct {
 	// during the run: what the run cost, whatever else the machine ran.
 	WorkerCPUSeconds float64 `json:"worker_cpu_seconds"`
 	BrokerCPUSeconds float64 `json:"broker_cpu_seconds"`
+	// AllRecordsPerSec is every run's RecordsPerSec, in the order they
+	// ran; the fields above are the median run's (by RecordsPerSec).
+	AllRecordsPerSec []float64 `json:"all_records_per_sec"`
 }
 
 // Result is what `weir bench group` prints.
@@ -69,6 +77,7 @@ type Result struct {
 	Job        string `json:"job"`
 	Records    int    `json:"records"`
 	Partitions int    `json:"partitions"`
+	Runs       int    `json:"runs"`
 	// CommitInterval is the workers' commit interval.
 	CommitInterval string    `json:"commit_interval"`
 	Pinning        string    `json:"pinning"`
@@ -96,14 +105,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		logf = func(string, ...any) {}
 	}
 	const in = "bench-in"
+	if cfg.Runs < 1 {
+		cfg.Runs = 1
+	}
+	outs := make([]string, 2*cfg.Runs)
+	for k := range outs {
+		outs[k] = fmt.Sprintf("bench-out-%d", k)
+	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), in),
-		kfake.SeedTopics(int32(cfg.Partitions), "bench-out-1", "bench-out-n"))
+		kfake.SeedTopics(int32(cfg.Partitions), outs...))
 	if err != nil {
 		return nil, fmt.Errorf("groupbench: kfake: %w", err)
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
-	res := &Result{Job: JobName, Records: cfg.Records, Partitions: cfg.Partitions, CPUs: runtime.NumCPU(), CommitInterval: "100ms",
+	res := &Result{Job: JobName, Records: cfg.Records, Partitions: cfg.Partitions, Runs: cfg.Runs, CPUs: runtime.NumCPU(), CommitInterval: "100ms",
 		Broker: fmt.Sprintf("kfake (1 broker, %s) in the bench process, not pinned: it shares the machine's cores with the workers, so every figure includes the broker's own work", strings.Join(brokers, ","))}
 	if cfg.CommitInterval > 0 {
 		res.CommitInterval = cfg.CommitInterval.String()
@@ -126,27 +142,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var suffix [4]byte
 	rand.Read(suffix[:])
 	tag := hex.EncodeToString(suffix[:])
-	for i, run := range []struct {
-		procs int
-		out   string
-		into  *RunResult
-	}{{1, "bench-out-1", &res.One}, {cfg.Processes, "bench-out-n", &res.Many}} {
-		appID := fmt.Sprintf("bench-%dp-%s", run.procs, tag)
-		logf("run %d: %d process(es), app id %s", i+1, run.procs, appID)
-		r, err := runOnce(ctx, cfg, brokers, appID, in, run.out, run.procs, taskset, cores)
+	// Runs alternate (1, N, 1, N, ...) so that a change in the machine's
+	// load hits both; each run has its own app id and output topic.
+	var ones, manys []*RunResult
+	for k := 0; k < 2*cfg.Runs; k++ {
+		procs := 1
+		if k%2 == 1 {
+			procs = cfg.Processes
+		}
+		out := fmt.Sprintf("bench-out-%d", k)
+		appID := fmt.Sprintf("bench-run%d-%dp-%s", k+1, procs, tag)
+		logf("run %d of %d: %d process(es), app id %s", k+1, 2*cfg.Runs, procs, appID)
+		r, err := runOnce(ctx, cfg, brokers, appID, in, out, procs, taskset, cores)
 		if err != nil {
 			return nil, err
 		}
-		if r.Output, err = countCommitted(ctx, brokers, run.out); err != nil {
+		if r.Output, err = countCommitted(ctx, brokers, out); err != nil {
 			return nil, err
 		}
 		if r.Output != want {
-			return nil, fmt.Errorf("groupbench: run with %d process(es) wrote %d records to %s, want %d", run.procs, r.Output, run.out, want)
+			return nil, fmt.Errorf("groupbench: run with %d process(es) wrote %d records to %s, want %d", procs, r.Output, out, want)
 		}
 		r.RecordsPerSec = float64(cfg.Records) / r.Seconds
 		r.WallRecordsPerSec = float64(cfg.Records) / r.WallSeconds
-		*run.into = *r
+		if procs == 1 && k%2 == 0 {
+			ones = append(ones, r)
+		} else {
+			manys = append(manys, r)
+		}
 	}
+	res.One, res.Many = median(ones), median(manys)
 	res.LoadAfter = loadavg()
 	res.Ratio = res.Many.RecordsPerSec / res.One.RecordsPerSec
 	res.WallRatio = res.Many.WallRecordsPerSec / res.One.WallRecordsPerSec
@@ -172,7 +197,7 @@ func runOnce(ctx context.Context, cfg Config, brokers []string, appID, in, out s
 		c.Env = append(os.Environ(), "GOMAXPROCS=1", fmt.Sprintf("WEIR_INSTANCE_ID=%s-%d", appID, i))
 		c.Stderr, c.Stdout = &errs[i], &outs[i]
 		if os.Getenv(VerboseEnv) != "" {
-			c.Stderr = io.MultiWriter(&errs[i], os.Stderr)
+			c.Stderr, c.Stdout = io.MultiWriter(&errs[i], os.Stderr), io.MultiWriter(&outs[i], os.Stderr)
 		}
 		cmds[i] = c
 	}
@@ -353,4 +378,17 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// median is the run with the median records/s (the lower middle one of
+// an even count), with every run's figure.
+func median(rs []*RunResult) RunResult {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b *RunResult) int { return cmp.Compare(a.RecordsPerSec, b.RecordsPerSec) })
+	m := *sorted[(len(sorted)-1)/2]
+	m.AllRecordsPerSec = nil
+	for _, r := range rs {
+		m.AllRecordsPerSec = append(m.AllRecordsPerSec, math.Round(r.RecordsPerSec))
+	}
+	return m
 }
