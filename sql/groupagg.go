@@ -74,6 +74,13 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		}
 		win = from.win
 	}
+	// GROUP BY the window_start and window_end of a window operator's
+	// output (through projections): a window aggregation too
+	// (window_attached.go)
+	var attached *attachedWindow
+	if win == nil {
+		attached = attachedWindowKeys(keys, ec, from)
+	}
 	// for a window aggregation, the group keys and aggregate arguments are
 	// compiled against the window's input (the TVF's own columns are
 	// computed by the window operator)
@@ -159,13 +166,17 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		if win.proctime {
 			wt.TimeAttr = types.ProctimeAttr // as Flink: a processing-time window's time stays processing time
 		}
-		out.cols = append(out.cols, column{name: "window_start", t: ts, win: winStartCol}, column{name: "window_end", t: ts, win: winEndCol}, column{name: "window_time", t: wt})
+		ms, me := winMarks(win.proctime)
+		out.cols = append(out.cols, column{name: "window_start", t: ts, win: ms}, column{name: "window_end", t: ts, win: me}, column{name: "window_time", t: wt})
 		var selects []parser.Expr
 		for _, it := range s.Items {
 			selects = append(selects, it.Expr)
 		}
 		agg = windowAggRel(pruneWindowInput(win, keys, append(selects, s.Having), kec), keyExprs, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))
+	} else if attached != nil {
+		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
+			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))
 	} else {
 		agg = groupAggRel(from, keyExprs, layout, out,
 			fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keyText, ", "), strings.Join(callText, ", ")))

@@ -41,6 +41,18 @@ type rel struct {
 	// push is set on the raw scan of a projecting source: its rows hold
 	// only what the Calcs over it read (pushdown.go).
 	push *pushLayout
+	// same is set on a copy of a rel that differs only in its column names
+	// (an alias requalifying a view's columns): the copy is the same
+	// stream, built once (reuse.go).
+	same *rel
+}
+
+// canonical is the rel whose stream r is.
+func (r *rel) canonical() *rel {
+	for r.same != nil {
+		r = r.same
+	}
+	return r
 }
 
 // calcSpec is a Calc's filter and projection over its input.
@@ -72,6 +84,7 @@ type builder struct {
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {
+	r = r.canonical()
 	if s, ok := b.built[r]; ok {
 		return s, nil
 	}
@@ -261,7 +274,7 @@ func castRel(r *rel, sc *scope) (*rel, error) {
 		same = false
 	}
 	if same {
-		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, win: r.win}, nil
+		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, win: r.win, same: r.canonical()}, nil
 	}
 	return &rel{op: "Calc(cast)", sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded,
 		build: func(b *builder) (*weir.Stream[types.Row], error) {
@@ -293,6 +306,7 @@ func requalify(r *rel, alias string) *rel {
 	}
 	out := *r
 	out.sc = sc
+	out.same = r.canonical()
 	return &out
 }
 
@@ -363,6 +377,7 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 			}
 			out := *r
 			out.sc = sc
+			out.same = r.canonical()
 			r = &out
 		}
 		return r, nil

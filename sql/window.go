@@ -207,7 +207,8 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 		}
 	}
 	w.startCol, w.endCol, w.timeCol = len(sc.cols), len(sc.cols)+1, len(sc.cols)+2
-	sc.cols = append(sc.cols, column{qual: qual, name: "window_start", t: ts, win: winStartCol}, column{qual: qual, name: "window_end", t: ts, win: winEndCol},
+	ms, me := winMarks(w.proctime)
+	sc.cols = append(sc.cols, column{qual: qual, name: "window_start", t: ts, win: ms}, column{qual: qual, name: "window_end", t: ts, win: me},
 		column{qual: qual, name: "window_time", t: wt})
 	return p.windowTVFRel(w, sc), nil
 }
