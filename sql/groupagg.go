@@ -172,8 +172,10 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		for _, it := range s.Items {
 			selects = append(selects, it.Expr)
 		}
-		agg = windowAggRel(pruneWindowInput(win, keys, append(selects, s.Having), kec), keyExprs, layout, out,
-			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))
+		op := fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", "))
+		agg = windowAggRel(pruneWindowInput(win, keys, append(selects, s.Having), kec), keyExprs, layout, out, op)
+		// the same aggregation of the same input is planned once (reuse.go)
+		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s", op, win.input.canonical(), win.offset, win.proctime, scopeDigest(aggScope.sc)), agg)
 	} else if attached != nil {
 		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))

@@ -130,6 +130,11 @@ type planner struct {
 	viewDepth int
 	// ctes are the WITH queries in scope, by lower-case name.
 	ctes map[string]*parser.CreateView
+	// views are the views planned so far, by normalized name: a view
+	// referenced twice is planned once and shared (reuse.go).
+	views map[string]*rel
+	// reused are the rels planned so far that reuseRel shares, by digest.
+	reused map[string]*rel
 }
 
 func (p *planner) planQuery(q parser.Query) (*rel, error) {
@@ -357,6 +362,13 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	if cte := p.ctes[strings.ToLower(name)]; cte != nil {
 		v = &viewDef{ddl: cte}
 	}
+	if v != nil && len(p.ctes) == 0 {
+		// a view's plan does not depend on where it is referenced (with no
+		// WITH queries in scope to shadow the names it reads)
+		if r, ok := p.views[n]; ok {
+			return r, nil
+		}
+	}
 	if v != nil {
 		if p.viewDepth > 32 {
 			return nil, parser.Errorf(pos, "view '%s' refers to itself", name)
@@ -379,6 +391,12 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 			out.sc = sc
 			out.same = r.canonical()
 			r = &out
+		}
+		if len(p.ctes) == 0 {
+			if p.views == nil {
+				p.views = map[string]*rel{}
+			}
+			p.views[n] = r
 		}
 		return r, nil
 	}
