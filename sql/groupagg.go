@@ -85,11 +85,18 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	// compiled against the window's input (the TVF's own columns are
 	// computed by the window operator)
 	aggScope := from
+	fullWin := win
 	if win != nil {
-		aggScope = win.input
-		if aggScope.mode != types.InsertOnly {
-			return nil, parser.Errorf(s.Pos, "window aggregation over an updating input (%s) is not supported yet", aggScope.updater)
+		if win.input.mode != types.InsertOnly {
+			return nil, parser.Errorf(s.Pos, "window aggregation over an updating input (%s) is not supported yet", win.input.updater)
 		}
+		// an input row of the columns the aggregation reads (prune.go)
+		selects := []parser.Expr{s.Having}
+		for _, it := range s.Items {
+			selects = append(selects, it.Expr)
+		}
+		win = narrowWindowInput(win, keys, selects)
+		aggScope = win.input
 	}
 	kec := &exprCompiler{sc: aggScope.sc, what: "GROUP BY"}
 	keyExprs := make([]cexpr, len(keys))
@@ -168,14 +175,10 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		}
 		ms, me := winMarks(win.proctime)
 		out.cols = append(out.cols, column{name: "window_start", t: ts, win: ms}, column{name: "window_end", t: ts, win: me}, column{name: "window_time", t: wt})
-		var selects []parser.Expr
-		for _, it := range s.Items {
-			selects = append(selects, it.Expr)
-		}
 		op := fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", "))
-		agg = windowAggRel(pruneWindowInput(win, keys, append(selects, s.Having), kec), keyExprs, layout, out, op)
+		agg = windowAggRel(win, keyExprs, layout, out, op)
 		// the same aggregation of the same input is planned once (reuse.go)
-		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s", op, win.input.canonical(), win.offset, win.proctime, scopeDigest(aggScope.sc)), agg)
+		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s", op, fullWin.input.canonical(), win.offset, win.proctime, scopeDigest(fullWin.input.sc)), agg)
 	} else if attached != nil {
 		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))
@@ -232,7 +235,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 					if k.col >= 0 && win == nil && k.col == idx {
 						return colRef(i, out.cols[i].t), true, nil
 					}
-					if k.col >= 0 && win != nil && aggScope.sc.cols[k.col].name == from.sc.cols[idx].name && from.win.inputCol(idx) == k.col {
+					if k.col >= 0 && win != nil && aggScope.sc.cols[k.col].name == from.sc.cols[idx].name && win.narrowCol(inputIdx(from, idx)) == k.col {
 						return colRef(i, out.cols[i].t), true, nil
 					}
 				}

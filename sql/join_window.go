@@ -168,17 +168,23 @@ func (f *windowJoinFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], _ time
 	f.side[0].Clear()
 	f.side[1].Clear()
 	rmatched := make([]bool, len(rs))
+	// the residual condition reads a scratch row: only matches allocate
+	var scratch []types.Value
 	for _, l := range ls {
 		matched := false
 		for j, r := range rs {
-			vs := f.concat(l.Values, r.Values)
 			if f.residual != nil {
-				if v := f.residual(vs); v.Null || !v.Bool() {
+				if scratch == nil {
+					scratch = make([]types.Value, f.nl+f.nr)
+				}
+				copy(scratch, l.Values[:f.nl])
+				copy(scratch[f.nl:], r.Values[:f.nr])
+				if v := f.residual(scratch); v.Null || !v.Bool() {
 					continue
 				}
 			}
 			matched, rmatched[j] = true, true
-			ctx.Emit(types.Row{Values: vs})
+			ctx.Emit(types.Row{Values: f.concat(l.Values, r.Values)})
 		}
 		if !matched && f.outer[0] {
 			ctx.Emit(types.Row{Values: f.concat(l.Values, nil)})

@@ -23,6 +23,10 @@ type windowSpec struct {
 	ninput           int
 	// proctime: the windows are over processing time (window_proctime.go)
 	proctime bool
+	// narrow maps the columns of the window's input, as the query sees
+	// them, to the narrower input row of an aggregation (prune.go); nil
+	// when the input is not narrowed.
+	narrow []int
 }
 
 func (w *windowSpec) String() string {
@@ -45,6 +49,25 @@ func (w *windowSpec) inputCol(idx int) int {
 		return idx
 	}
 	return -1
+}
+
+// inputIdx maps column idx of an aggregation's FROM to the window's
+// input: through the window table function's columns, or itself (a legacy
+// group window's input is the FROM).
+func inputIdx(from *rel, idx int) int {
+	if from.win == nil {
+		return idx
+	}
+	return from.win.inputCol(idx)
+}
+
+// narrowCol maps a column of the window's input (as the query sees it) to
+// the aggregation's input row (prune.go); -1 stays -1.
+func (w *windowSpec) narrowCol(idx int) int {
+	if idx < 0 || w.narrow == nil {
+		return idx
+	}
+	return w.narrow[idx]
 }
 
 func (w *windowSpec) windows() weir.Windows {
