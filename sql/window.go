@@ -390,6 +390,9 @@ func windowAggRel(w *windowSpec, keys []cexpr, layout *aggLayout, out *scope, op
 		// processing-time window (procWindowFn) and CUMULATE take the
 		// keyed process functions below
 		if nk == 1 && keys[0].t.IsInteger() && w.kind != "CUMULATE" && !w.proctime {
+			if compactCalls(layout) {
+				return compactIntKeyWindowAgg(b, s, w, keyEvals[0], layout), nil
+			}
 			return intKeyWindowAgg(b, s, w, keyEvals[0], layout, keyEvals), nil
 		}
 		ks := weir.KeyBy(s, func(row types.Row) string {
