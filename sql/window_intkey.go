@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"time"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -127,34 +129,76 @@ func (a intAgg) Merge(x, y intAcc) intAcc {
 
 func (a intAgg) Result(acc intAcc) intAcc { return acc }
 
-// compactIntKeyWindowAgg is intKeyWindowAgg over intAcc; the output row
-// is the same (key, aggregates, window_start, window_end, window_time).
+// intAcc1 is intAcc for one aggregate: a smaller hash table entry (the
+// window operator's tables grow by copying their entries).
+type intAcc1 struct {
+	v   int64
+	set bool
+}
+
+// intAgg1 is intAgg for one call.
+type intAgg1 struct{ a intAgg }
+
+func (a intAgg1) Create() intAcc1 { return intAcc1{} }
+
+func (a intAgg1) Add(acc intAcc1, in types.Row) intAcc1 {
+	x := a.a.Add(intAcc{v: [maxCompactCalls]int64{acc.v}, set: b2u(acc.set)}, in)
+	return intAcc1{v: x.v[0], set: x.set != 0}
+}
+
+func (a intAgg1) Merge(x, y intAcc1) intAcc1 {
+	m := a.a.Merge(intAcc{v: [maxCompactCalls]int64{x.v}, set: b2u(x.set)}, intAcc{v: [maxCompactCalls]int64{y.v}, set: b2u(y.set)})
+	return intAcc1{v: m.v[0], set: m.set != 0}
+}
+
+func (a intAgg1) Result(acc intAcc1) intAcc1 { return acc }
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compactIntKeyWindowAgg is intKeyWindowAgg over intAcc (intAcc1 for one
+// aggregate); the output row is the same (key, aggregates, window_start,
+// window_end, window_time).
 func compactIntKeyWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec, key evalFn, layout *aggLayout) *weir.Stream[types.Row] {
 	ks := weir.KeyBy(s, func(row types.Row) intKey {
 		v := key(row.Values)
 		return intKey{V: v.I, Null: v.Null}
 	})
 	calls := layout.calls
-	res := weir.Aggregate(weir.Window(ks, w.windows(), b.uid("window")), weir.AggregateFunction[types.Row, intAcc, intAcc](intAgg{calls: calls}), b.uid("window-agg"))
-	base := 1 + len(calls)
+	win := weir.Window(ks, w.windows(), b.uid("window"))
+	if len(calls) == 1 {
+		res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc1, intAcc1](intAgg1{intAgg{calls: calls}}), b.uid("window-agg"))
+		return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc1]) types.Row {
+			return compactRow(calls, wr.Key, intAcc{v: [maxCompactCalls]int64{wr.Value.v}, set: b2u(wr.Value.set)}, wr.Start, wr.End)
+		}, b.uid("window-result"))
+	}
+	res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc, intAcc](intAgg{calls: calls}), b.uid("window-agg"))
 	return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc]) types.Row {
-		vs := make([]types.Value, base+3)
-		if wr.Key.Null {
-			vs[0] = types.NullValue
-		} else {
-			vs[0] = types.IntValue(wr.Key.V)
-		}
-		acc := wr.Value
-		for i, c := range calls {
-			switch {
-			case (c.kind == aggMin || c.kind == aggMax) && acc.set&(1<<i) == 0:
-				vs[1+i] = types.NullValue
-			default:
-				vs[1+i] = types.IntValue(acc.v[i])
-			}
-		}
-		start, end := wr.Start.UnixMicro(), wr.End.UnixMicro()
-		vs[base], vs[base+1], vs[base+2] = types.IntValue(start), types.IntValue(end), types.IntValue(end-1000)
-		return types.Row{Values: vs}
+		return compactRow(calls, wr.Key, wr.Value, wr.Start, wr.End)
 	}, b.uid("window-result"))
+}
+
+// compactRow is the output row of a window of a compact aggregation.
+func compactRow(calls []*aggCall, key intKey, acc intAcc, startT, endT time.Time) types.Row {
+	base := 1 + len(calls)
+	vs := make([]types.Value, base+3)
+	if key.Null {
+		vs[0] = types.NullValue
+	} else {
+		vs[0] = types.IntValue(key.V)
+	}
+	for i, c := range calls {
+		if (c.kind == aggMin || c.kind == aggMax) && acc.set&(1<<i) == 0 {
+			vs[1+i] = types.NullValue
+		} else {
+			vs[1+i] = types.IntValue(acc.v[i])
+		}
+	}
+	start, end := startT.UnixMicro(), endT.UnixMicro()
+	vs[base], vs[base+1], vs[base+2] = types.IntValue(start), types.IntValue(end), types.IntValue(end-1000)
+	return types.Row{Values: vs}
 }
