@@ -404,7 +404,18 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	if td == nil {
 		return nil, parser.Errorf(pos, "table or view '%s' not found (known: %s)", name, strings.Join(p.s.cat.names(), ", "))
 	}
-	return p.s.sourceRel(td, pos)
+	// a table read twice by a query is read once (Flink's source reuse)
+	if r, ok := p.views["\x00table "+n]; ok {
+		return r, nil
+	}
+	r, err := p.s.sourceRel(td, pos)
+	if err == nil {
+		if p.views == nil {
+			p.views = map[string]*rel{}
+		}
+		p.views["\x00table "+n] = r
+	}
+	return r, err
 }
 
 // sourceRel plans a read of a table: the connector's source, the
