@@ -74,15 +74,29 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		}
 		win = from.win
 	}
+	// GROUP BY the window_start and window_end of a window operator's
+	// output (through projections): a window aggregation too
+	// (window_attached.go)
+	var attached *attachedWindow
+	if win == nil {
+		attached = attachedWindowKeys(keys, ec, from)
+	}
 	// for a window aggregation, the group keys and aggregate arguments are
 	// compiled against the window's input (the TVF's own columns are
 	// computed by the window operator)
 	aggScope := from
+	fullWin := win
 	if win != nil {
-		aggScope = win.input
-		if aggScope.mode != types.InsertOnly {
-			return nil, parser.Errorf(s.Pos, "window aggregation over an updating input (%s) is not supported yet", aggScope.updater)
+		if win.input.mode != types.InsertOnly {
+			return nil, parser.Errorf(s.Pos, "window aggregation over an updating input (%s) is not supported yet", win.input.updater)
 		}
+		// an input row of the columns the aggregation reads (prune.go)
+		selects := []parser.Expr{s.Having}
+		for _, it := range s.Items {
+			selects = append(selects, it.Expr)
+		}
+		win = narrowWindowInput(win, keys, selects)
+		aggScope = win.input
 	}
 	kec := &exprCompiler{sc: aggScope.sc, what: "GROUP BY"}
 	keyExprs := make([]cexpr, len(keys))
@@ -159,13 +173,15 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		if win.proctime {
 			wt.TimeAttr = types.ProctimeAttr // as Flink: a processing-time window's time stays processing time
 		}
-		out.cols = append(out.cols, column{name: "window_start", t: ts, win: winStartCol}, column{name: "window_end", t: ts, win: winEndCol}, column{name: "window_time", t: wt})
-		var selects []parser.Expr
-		for _, it := range s.Items {
-			selects = append(selects, it.Expr)
-		}
-		agg = windowAggRel(pruneWindowInput(win, keys, append(selects, s.Having), kec), keyExprs, layout, out,
-			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", ")))
+		ms, me := winMarks(win.proctime)
+		out.cols = append(out.cols, column{name: "window_start", t: ts, win: ms}, column{name: "window_end", t: ts, win: me}, column{name: "window_time", t: wt})
+		op := fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", "))
+		agg = windowAggRel(win, keyExprs, layout, out, op)
+		// the same aggregation of the same input is planned once (reuse.go)
+		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s", op, fullWin.input.canonical(), win.offset, win.proctime, scopeDigest(fullWin.input.sc)), agg)
+	} else if attached != nil {
+		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
+			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))
 	} else {
 		agg = groupAggRel(from, keyExprs, layout, out,
 			fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keyText, ", "), strings.Join(callText, ", ")))
@@ -219,7 +235,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 					if k.col >= 0 && win == nil && k.col == idx {
 						return colRef(i, out.cols[i].t), true, nil
 					}
-					if k.col >= 0 && win != nil && aggScope.sc.cols[k.col].name == from.sc.cols[idx].name && from.win.inputCol(idx) == k.col {
+					if k.col >= 0 && win != nil && aggScope.sc.cols[k.col].name == from.sc.cols[idx].name && win.narrowCol(inputIdx(from, idx)) == k.col {
 						return colRef(i, out.cols[i].t), true, nil
 					}
 				}

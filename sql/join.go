@@ -169,8 +169,11 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 			if err != nil {
 				return nil, err
 			}
-			return windowJoinRel(kind, left, right, sc, lkeys, rkeys, endKey, res, strings.Join(append(keyText, text...), " AND ")), nil
+			return windowJoinRel(kind, left, right, windowJoinScope(sc, nl, kind), lkeys, rkeys, endKey, res, strings.Join(append(keyText, text...), " AND ")), nil
 		}
+		// other joins' rows are not ordered by the watermark: their window
+		// columns are no longer window attributes (as in Flink)
+		sc = withoutWindowMarks(sc, 0, len(sc.cols))
 		// an interval join: state bounded by the watermark, insert-only
 		if lower, upper, rest, ok := intervalBounds(residual, ec, left, right); ok && (kind == parser.InnerJoin || len(rest) == 0) {
 			res, text, err := compileResidual(rest)
@@ -181,6 +184,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 				intervalOp(kind, lower, upper, strings.Join(append(keyText, text...), " AND "))), nil
 		}
 	}
+	sc = withoutWindowMarks(sc, 0, len(sc.cols))
 	var res *cexpr
 	var resText []string
 	for _, c := range residual {

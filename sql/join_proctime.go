@@ -59,6 +59,8 @@ func (p *planner) planProctimeTemporalJoin(j *parser.Join, ref *parser.TableRef,
 	}
 	nl := len(left.sc.cols)
 	sc := &scope{cols: append(append([]column(nil), left.sc.cols...), right.sc.cols...)}
+	// probe rows can wait for the table's end: no window attributes
+	sc = withoutWindowMarks(sc, 0, len(sc.cols))
 	for i := nl; i < len(sc.cols); i++ {
 		sc.cols[i].t = sc.cols[i].t.Nullable()
 		sc.cols[i].t.TimeAttr = types.NoTimeAttr

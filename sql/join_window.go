@@ -21,7 +21,20 @@ import (
 const (
 	winStartCol = 1
 	winEndCol   = 2
+	// winProctime is or-ed into the mark of a processing-time window's
+	// columns: their rows are not ordered by the watermark, so no event-time
+	// window operator downstream may use them (window aggregations over
+	// window aggregations, window_attached.go).
+	winProctime = 4
 )
+
+// winMarks returns the start and end marks of a window's columns.
+func winMarks(proctime bool) (start, end uint8) {
+	if proctime {
+		return winStartCol | winProctime, winEndCol | winProctime
+	}
+	return winStartCol, winEndCol
+}
 
 // windowJoinBounds reports whether the equi-keys of a join equate the
 // window_start and the window_end columns of both inputs, and returns the
@@ -34,7 +47,7 @@ func windowJoinBounds(left, right *rel, keyCols [][2]int) (endKey int, ok bool) 
 		if lc < 0 || rc < 0 || lc >= len(left.sc.cols) || rc >= len(right.sc.cols) {
 			continue
 		}
-		lw, rw := left.sc.cols[lc].win, right.sc.cols[rc].win
+		lw, rw := left.sc.cols[lc].win&^winProctime, right.sc.cols[rc].win&^winProctime
 		switch {
 		case lw == winStartCol && rw == winStartCol:
 			start = true
@@ -43,6 +56,38 @@ func windowJoinBounds(left, right *rel, keyCols [][2]int) (endKey int, ok bool) 
 		}
 	}
 	return endKey, start && end
+}
+
+// withoutWindowMarks returns sc with the window marks of columns [from,
+// to) cleared (sc itself when there are none).
+func withoutWindowMarks(sc *scope, from, to int) *scope {
+	var out *scope
+	for i := from; i < to; i++ {
+		if sc.cols[i].win != 0 {
+			if out == nil {
+				out = &scope{cols: append([]column(nil), sc.cols...)}
+			}
+			out.cols[i].win = 0
+		}
+	}
+	if out == nil {
+		return sc
+	}
+	return out
+}
+
+// windowJoinScope is a window join's output: the window columns stay
+// window attributes (a window aggregation or join over the result can use
+// them, window_attached.go) except on the side an outer join pads with
+// NULLs, as Flink's window properties of a window join.
+func windowJoinScope(sc *scope, nl int, kind parser.JoinKind) *scope {
+	if kind == parser.RightJoin || kind == parser.FullJoin {
+		sc = withoutWindowMarks(sc, 0, nl)
+	}
+	if kind == parser.LeftJoin || kind == parser.FullJoin {
+		sc = withoutWindowMarks(sc, nl, len(sc.cols))
+	}
+	return sc
 }
 
 func windowJoinRel(kind parser.JoinKind, left, right *rel, sc *scope, lkeys, rkeys []cexpr, endKey int, res *cexpr, where string) *rel {
@@ -123,17 +168,23 @@ func (f *windowJoinFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], _ time
 	f.side[0].Clear()
 	f.side[1].Clear()
 	rmatched := make([]bool, len(rs))
+	// the residual condition reads a scratch row: only matches allocate
+	var scratch []types.Value
 	for _, l := range ls {
 		matched := false
 		for j, r := range rs {
-			vs := f.concat(l.Values, r.Values)
 			if f.residual != nil {
-				if v := f.residual(vs); v.Null || !v.Bool() {
+				if scratch == nil {
+					scratch = make([]types.Value, f.nl+f.nr)
+				}
+				copy(scratch, l.Values[:f.nl])
+				copy(scratch[f.nl:], r.Values[:f.nr])
+				if v := f.residual(scratch); v.Null || !v.Bool() {
 					continue
 				}
 			}
 			matched, rmatched[j] = true, true
-			ctx.Emit(types.Row{Values: vs})
+			ctx.Emit(types.Row{Values: f.concat(l.Values, r.Values)})
 		}
 		if !matched && f.outer[0] {
 			ctx.Emit(types.Row{Values: f.concat(l.Values, nil)})

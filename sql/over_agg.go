@@ -120,7 +120,8 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 		aggs = append(aggs, a)
 	}
 	layout := newAggLayout(0, aggs)
-	out := &scope{cols: append([]column(nil), from.sc.cols...)}
+	// not a window operator: its output has no window attributes (Flink's)
+	out := withoutWindowMarks(&scope{cols: append([]column(nil), from.sc.cols...)}, 0, len(from.sc.cols))
 	n := len(out.cols)
 	for i, a := range aggs {
 		out.cols = append(out.cols, column{name: fmt.Sprintf("$over%d", i), t: a.outT})

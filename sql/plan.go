@@ -41,6 +41,18 @@ type rel struct {
 	// push is set on the raw scan of a projecting source: its rows hold
 	// only what the Calcs over it read (pushdown.go).
 	push *pushLayout
+	// same is set on a copy of a rel that differs only in its column names
+	// (an alias requalifying a view's columns): the copy is the same
+	// stream, built once (reuse.go).
+	same *rel
+}
+
+// canonical is the rel whose stream r is.
+func (r *rel) canonical() *rel {
+	for r.same != nil {
+		r = r.same
+	}
+	return r
 }
 
 // calcSpec is a Calc's filter and projection over its input.
@@ -72,6 +84,7 @@ type builder struct {
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {
+	r = r.canonical()
 	if s, ok := b.built[r]; ok {
 		return s, nil
 	}
@@ -117,6 +130,11 @@ type planner struct {
 	viewDepth int
 	// ctes are the WITH queries in scope, by lower-case name.
 	ctes map[string]*parser.CreateView
+	// views are the views planned so far, by normalized name: a view
+	// referenced twice is planned once and shared (reuse.go).
+	views map[string]*rel
+	// reused are the rels planned so far that reuseRel shares, by digest.
+	reused map[string]*rel
 }
 
 func (p *planner) planQuery(q parser.Query) (*rel, error) {
@@ -261,7 +279,7 @@ func castRel(r *rel, sc *scope) (*rel, error) {
 		same = false
 	}
 	if same {
-		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, win: r.win}, nil
+		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, win: r.win, same: r.canonical()}, nil
 	}
 	return &rel{op: "Calc(cast)", sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded,
 		build: func(b *builder) (*weir.Stream[types.Row], error) {
@@ -293,6 +311,7 @@ func requalify(r *rel, alias string) *rel {
 	}
 	out := *r
 	out.sc = sc
+	out.same = r.canonical()
 	return &out
 }
 
@@ -343,6 +362,13 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	if cte := p.ctes[strings.ToLower(name)]; cte != nil {
 		v = &viewDef{ddl: cte}
 	}
+	if v != nil && len(p.ctes) == 0 {
+		// a view's plan does not depend on where it is referenced (with no
+		// WITH queries in scope to shadow the names it reads)
+		if r, ok := p.views[n]; ok {
+			return r, nil
+		}
+	}
 	if v != nil {
 		if p.viewDepth > 32 {
 			return nil, parser.Errorf(pos, "view '%s' refers to itself", name)
@@ -363,7 +389,14 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 			}
 			out := *r
 			out.sc = sc
+			out.same = r.canonical()
 			r = &out
+		}
+		if len(p.ctes) == 0 {
+			if p.views == nil {
+				p.views = map[string]*rel{}
+			}
+			p.views[n] = r
 		}
 		return r, nil
 	}
@@ -371,7 +404,18 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	if td == nil {
 		return nil, parser.Errorf(pos, "table or view '%s' not found (known: %s)", name, strings.Join(p.s.cat.names(), ", "))
 	}
-	return p.s.sourceRel(td, pos)
+	// a table read twice by a query is read once (Flink's source reuse)
+	if r, ok := p.views["\x00table "+n]; ok {
+		return r, nil
+	}
+	r, err := p.s.sourceRel(td, pos)
+	if err == nil {
+		if p.views == nil {
+			p.views = map[string]*rel{}
+		}
+		p.views["\x00table "+n] = r
+	}
+	return r, err
 }
 
 // sourceRel plans a read of a table: the connector's source, the

@@ -1,24 +1,28 @@
 package sql
 
 import (
+	"strings"
+
 	"github.com/weirstream/weir/sql/parser"
-	"github.com/weirstream/weir/sql/types"
 )
 
-// pruneWindowInput returns the window spec with an input Calc that
+// narrowWindowInput returns the window spec with an input Calc that
 // computes only the columns the window aggregation reads (its group keys,
-// its aggregates' arguments and filters, the time column); the others stay
-// NULL in the same layout, so the aggregation's compiled expressions read
-// the same indices. Over a projecting scan this also keeps the scan from
-// generating the unread columns (q11 reads bid.bidder and dateTime of the
-// bid view's seven columns). It applies when the input is a Calc directly
-// over a rel that is not a Calc (the pruned Calc replaces it one for one);
-// else it returns w.
-func pruneWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr, ec *exprCompiler) *windowSpec {
+// its aggregates' arguments and filters, the time column), in a narrower
+// row: the aggregation's expressions are then compiled against that row
+// (the spec's input scope), so each input row allocates and copies those
+// values only (q5 reads auction and dateTime of the bid view's seven
+// columns, q11 bidder and dateTime). Over a projecting scan this also
+// keeps the scan from generating the unread columns. It applies when the
+// input is a Calc directly over a rel that is not a Calc (the narrow Calc
+// replaces it); else it returns w. The narrow spec's narrow field maps the
+// input's column indices to the narrow row's (-1: not read).
+func narrowWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr) *windowSpec {
 	in := w.input
 	if in.calc == nil || in.calc.input.calc != nil || w.kind == "CUMULATE" {
 		return w
 	}
+	ec := &exprCompiler{sc: in.sc}
 	used := make([]bool, len(in.sc.cols))
 	used[w.tsCol] = true
 	ok := true
@@ -50,22 +54,28 @@ func pruneWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr, 
 	if !ok {
 		return w
 	}
-	pr := &projection{names: in.sc.schema().Names()}
-	pruned := false
+	pr := &projection{}
+	sc := &scope{}
+	narrow := make([]int, len(in.sc.cols))
 	for i, c := range in.sc.cols {
-		if used[i] {
-			pr.exprs = append(pr.exprs, in.calc.exprs[i])
+		narrow[i] = -1
+		if !used[i] {
 			continue
 		}
-		pr.exprs = append(pr.exprs, konst(types.NullValue, c.t))
-		pruned = true
+		narrow[i] = len(sc.cols)
+		sc.cols = append(sc.cols, c)
+		pr.names = append(pr.names, c.name)
+		pr.exprs = append(pr.exprs, in.calc.exprs[i])
 	}
-	if !pruned {
+	if len(sc.cols) == len(in.sc.cols) {
 		return w
 	}
-	r := calcRel(in.calc.input, in.calc.filter, pr, in.op)
-	r.sc = in.sc
+	r := calcRel(in.calc.input, in.calc.filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])")
+	r.sc = sc
 	out := *w
 	out.input = r
+	out.tsCol = narrow[w.tsCol]
+	out.ninput = len(sc.cols)
+	out.narrow = narrow
 	return &out
 }

@@ -120,12 +120,22 @@ func (st *Statement) IsQuery() bool { return st.query }
 // indented below, each with its changelog mode.
 func (st *Statement) Explain() string {
 	var b strings.Builder
-	explain(&b, st.root, "")
+	explain(&b, st.root, "", reuseIDs(st.root))
 	return b.String()
 }
 
-func explain(b *strings.Builder, r *rel, indent string) {
-	fmt.Fprintf(b, "%s%s, changelogMode=[%s]\n", indent, r.op, modeKinds(r.mode))
+func explain(b *strings.Builder, r *rel, indent string, reuse *explainReuse) {
+	if id, ok := reuse.ids[r.canonical()]; ok {
+		// a reused sub-plan is printed once, as Flink prints it
+		if reuse.printed[id] {
+			fmt.Fprintf(b, "%sReused(reference_id=[%d])\n", indent, id)
+			return
+		}
+		reuse.printed[id] = true
+		fmt.Fprintf(b, "%s%s(reuse_id=[%d]), changelogMode=[%s]\n", indent, r.op, id, modeKinds(r.mode))
+	} else {
+		fmt.Fprintf(b, "%s%s, changelogMode=[%s]\n", indent, r.op, modeKinds(r.mode))
+	}
 	next := "   " + strings.ReplaceAll(indent, "+- ", "   ")
 	if indent == "" {
 		next = "+- "
@@ -133,7 +143,7 @@ func explain(b *strings.Builder, r *rel, indent string) {
 		next = strings.Repeat(" ", len(indent)) + "+- "
 	}
 	for _, in := range r.inputs {
-		explain(b, in, next)
+		explain(b, in, next, reuse)
 	}
 }
 
@@ -490,6 +500,11 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 	opts = append(opts, s.cfg.jobOpts...)
 	job := weir.NewJob(name, opts...)
 	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}}
+	for _, st := range stmts {
+		if err := b.prepare(st.root); err != nil {
+			return nil, err
+		}
+	}
 	for _, st := range stmts {
 		if st.sink == nil {
 			return nil, fmt.Errorf("statement %q has no sink (call Subscribe)", st.text)

@@ -130,7 +130,7 @@ func (p *planner) planSort(s *parser.Select, in *rel, orig []parser.OrderItem) (
 		for i, c := range in.sc.cols {
 			spec.items = append(spec.items, colRef(i, c.t).eval)
 		}
-		sc := &scope{cols: append([]column(nil), in.sc.cols...)}
+		sc := withoutWindowMarks(&scope{cols: append([]column(nil), in.sc.cols...)}, 0, len(in.sc.cols))
 		for i := range sc.cols {
 			sc.cols[i].t.TimeAttr = types.NoTimeAttr
 		}

@@ -23,6 +23,10 @@ type windowSpec struct {
 	ninput           int
 	// proctime: the windows are over processing time (window_proctime.go)
 	proctime bool
+	// narrow maps the columns of the window's input, as the query sees
+	// them, to the narrower input row of an aggregation (prune.go); nil
+	// when the input is not narrowed.
+	narrow []int
 }
 
 func (w *windowSpec) String() string {
@@ -45,6 +49,25 @@ func (w *windowSpec) inputCol(idx int) int {
 		return idx
 	}
 	return -1
+}
+
+// inputIdx maps column idx of an aggregation's FROM to the window's
+// input: through the window table function's columns, or itself (a legacy
+// group window's input is the FROM).
+func inputIdx(from *rel, idx int) int {
+	if from.win == nil {
+		return idx
+	}
+	return from.win.inputCol(idx)
+}
+
+// narrowCol maps a column of the window's input (as the query sees it) to
+// the aggregation's input row (prune.go); -1 stays -1.
+func (w *windowSpec) narrowCol(idx int) int {
+	if idx < 0 || w.narrow == nil {
+		return idx
+	}
+	return w.narrow[idx]
 }
 
 func (w *windowSpec) windows() weir.Windows {
@@ -207,7 +230,8 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 		}
 	}
 	w.startCol, w.endCol, w.timeCol = len(sc.cols), len(sc.cols)+1, len(sc.cols)+2
-	sc.cols = append(sc.cols, column{qual: qual, name: "window_start", t: ts, win: winStartCol}, column{qual: qual, name: "window_end", t: ts, win: winEndCol},
+	ms, me := winMarks(w.proctime)
+	sc.cols = append(sc.cols, column{qual: qual, name: "window_start", t: ts, win: ms}, column{qual: qual, name: "window_end", t: ts, win: me},
 		column{qual: qual, name: "window_time", t: wt})
 	return p.windowTVFRel(w, sc), nil
 }
@@ -366,6 +390,9 @@ func windowAggRel(w *windowSpec, keys []cexpr, layout *aggLayout, out *scope, op
 		// processing-time window (procWindowFn) and CUMULATE take the
 		// keyed process functions below
 		if nk == 1 && keys[0].t.IsInteger() && w.kind != "CUMULATE" && !w.proctime {
+			if compactCalls(layout) {
+				return compactIntKeyWindowAgg(b, s, w, keyEvals[0], layout), nil
+			}
 			return intKeyWindowAgg(b, s, w, keyEvals[0], layout, keyEvals), nil
 		}
 		ks := weir.KeyBy(s, func(row types.Row) string {
