@@ -101,26 +101,33 @@ func decArith64(op string, x, y int64, da, db, out types.Type) (types.Value, boo
 		}
 		return decResult64(r, out), true
 	case "*":
-		ux, uy := uint64(x), uint64(y)
-		if x < 0 {
-			ux = -ux
-		}
-		if y < 0 {
-			uy = -uy
-		}
-		hi, lo := bits.Mul64(ux, uy)
-		if hi != 0 || lo > math.MaxInt64 {
-			return types.Value{}, false
-		}
-		p := int64(lo)
-		if (x < 0) != (y < 0) {
-			p = -p
-		}
-		r, ok := rescale64(p, da.Scale+db.Scale, out.Scale)
-		if !ok {
-			return types.Value{}, false
-		}
-		return decResult64(r, out), true
+		return decMul64(x, y, da.Scale+db.Scale, out)
 	}
 	return types.Value{}, false
+}
+
+// decMul64 is decArith64's *: x * y, of scale scale, into out.
+func decMul64(x, y int64, scale int, out types.Type) (types.Value, bool) {
+	ux, uy := uint64(x), uint64(y)
+	if x < 0 {
+		ux = -ux
+	}
+	if y < 0 {
+		uy = -uy
+	}
+	hi, lo := bits.Mul64(ux, uy)
+	if hi != 0 || lo > math.MaxInt64 {
+		return types.Value{}, false
+	}
+	p := int64(lo)
+	if (x < 0) != (y < 0) {
+		p = -p
+	}
+	if scale != out.Scale {
+		var ok bool
+		if p, ok = rescale64(p, scale, out.Scale); !ok {
+			return types.Value{}, false
+		}
+	}
+	return decResult64(p, out), true
 }

@@ -148,6 +148,31 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 	if s := formatDecimal(e.eval(row).BigInt(), e.t.Scale); s != "-908.908" {
 		t.Fatalf("-0.908 * 1001 prints %s", s)
 	}
+	// the same through the constant's path (q1's 0.908 * price), on both
+	// sides, negative, and overflowing int64
+	for _, c := range []struct {
+		k, x int64
+		want string
+	}{{908, math.MaxInt64, "8374821809464136432.756"}, {-908, 1001, "-908.908"}, {908, -1001, "-908.908"},
+		{-908, math.MinInt64, "8374821809464136433.664"}, {908, 0, "0.000"}} {
+		for _, kl := range []bool{true, false} {
+			kx, cx := konst(types.Value{I: c.k}, types.DecimalType(3, 3)), colRef(0, bigint)
+			var e cexpr
+			var err error
+			if kl {
+				e, err = arith("*", kx, cx, nil)
+			} else {
+				e, err = arith("*", cx, kx, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := e.eval([]types.Value{{I: c.x}})
+			if s := formatDecimal(decBig(got, e.t), e.t.Scale); s != c.want || got.BigInt() == nil {
+				t.Fatalf("%d e-3 * %d = %s (%+v), want %s", c.k, c.x, s, got, c.want)
+			}
+		}
+	}
 	// DECIMAL(38, 10) * DECIMAL(38, 10) is DECIMAL(38, 6): 0.0000005 *
 	// 1 rounds HALF_UP to 0.000001, -0.0000005 * 1 to -0.000001, and
 	// 0.00000049 * 1 to 0
