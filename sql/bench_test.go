@@ -39,7 +39,7 @@ func BenchmarkNexmark(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				st.Subscribe(func([]types.Row) error { return nil })
+				st.SubscribeLent(func([]types.Row) error { return nil })
 				job, err := s.Job([]*sql.Statement{st})
 				if err != nil {
 					b.Fatal(err)

@@ -280,9 +280,21 @@ func castFn(from, to types.Type) (func(types.Value) types.Value, error) {
 					return decValue(rescale(big.NewInt(v.I), src.Scale, to.Scale), to)
 				}, nil
 			}
+			if from.Kind == types.Decimal && from.BigDecimal() && to.BigDecimal() &&
+				from.Scale == to.Scale && from.Precision <= to.Precision {
+				// a wider type of the same scale holds every value as it is
+				// (big.Ints are never changed in place)
+				return func(v types.Value) types.Value { return v }, nil
+			}
 			return func(v types.Value) types.Value {
 				if v.Null {
 					return v
+				}
+				if u, ok := decInt64(v, from); ok {
+					// the int64 fast path (decimal_fast.go)
+					if r, ok := rescale64(u, src.Scale, to.Scale); ok {
+						return decResult64(r, to)
+					}
 				}
 				return decValue(rescale(decBig(v, from), src.Scale, to.Scale), to)
 			}, nil

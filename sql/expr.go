@@ -813,72 +813,99 @@ func arith(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 	}
 	t.NotNull = nn
 	out := t
-	small := int64Layout(l.t) && int64Layout(r.t)
+	fast := op == "+" || op == "-" || op == "*"
+	if op == "*" && int64Layout(l.t) && int64Layout(r.t) && (l.konst || r.konst) && !(l.konst && r.konst) {
+		// a constant times an int64 decimal (q1's 0.908 * price): the
+		// constant's unscaled value read once
+		cv, x := l, r
+		if r.konst {
+			cv, x = r, l
+		}
+		c := cv.eval(nil)
+		if c.Null {
+			return konst(types.NullValue, t), nil
+		}
+		ci, xe := c.I, x.eval
+		da, db := decimalOf(cv.t), decimalOf(x.t)
+		return cexpr{t: t, col: -1, eval: func(row []types.Value) types.Value {
+			b := xe(row)
+			if b.Null {
+				return types.NullValue
+			}
+			if v, ok := decMul64(ci, b.I, da.Scale+db.Scale, out); ok {
+				return v
+			}
+			return decArithBig(op, c, b, cv.t, x.t, da, db, out)
+		}}, nil
+	}
 	ev := func(row []types.Value) types.Value {
 		a, b := f(row), g(row)
 		if a.Null || b.Null {
 			return types.NullValue
 		}
-		if small && !out.BigDecimal() && (op == "+" || op == "-" || op == "*") {
-			// the int64 fast path when nothing can overflow
-			if x, ok := rescale64(a.I, da.Scale, max(da.Scale, db.Scale)); ok && op != "*" {
-				if y, ok := rescale64(b.I, db.Scale, max(da.Scale, db.Scale)); ok {
-					if op == "-" {
-						y = -y
-					}
-					s := x + y
-					if (s > x) == (y > 0) || y == 0 {
-						return types.Value{I: s}
+		if fast {
+			// the int64 fast path (decimal_fast.go); big on overflow
+			if x, ok := decInt64(a, l.t); ok {
+				if y, ok := decInt64(b, r.t); ok {
+					if v, ok := decArith64(op, x, y, da, db, out); ok {
+						return v
 					}
 				}
 			}
 		}
-		x, y := decBig(a, l.t), decBig(b, r.t)
-		var res *big.Int
-		switch op {
-		case "+", "-":
-			s := max(da.Scale, db.Scale)
-			x, y = rescale(x, da.Scale, s), rescale(y, db.Scale, s)
-			if op == "+" {
-				res = x.Add(x, y)
-			} else {
-				res = x.Sub(x, y)
-			}
-			res = rescale(res, s, out.Scale)
-		case "*":
-			res = rescale(x.Mul(x, y), da.Scale+db.Scale, out.Scale)
-		case "/":
-			if y.Sign() == 0 {
-				panic(runtimeError("division by zero"))
-			}
-			// x/y with out.Scale digits: x * 10^(out.Scale + db.Scale - da.Scale) / y, HALF_UP
-			shift := out.Scale + db.Scale - da.Scale
-			if shift >= 0 {
-				x.Mul(x, bigPow10(shift))
-			} else {
-				x = rescale(x, -shift, 0)
-			}
-			q, m := new(big.Int).QuoRem(x, y, new(big.Int))
-			m.Abs(m).Lsh(m, 1)
-			if m.CmpAbs(y) >= 0 {
-				if (x.Sign() < 0) != (y.Sign() < 0) {
-					q.Sub(q, big.NewInt(1))
-				} else {
-					q.Add(q, big.NewInt(1))
-				}
-			}
-			res = q
-		case "%":
-			if y.Sign() == 0 {
-				panic(runtimeError("division by zero"))
-			}
-			s := max(da.Scale, db.Scale)
-			x, y = rescale(x, da.Scale, s), rescale(y, db.Scale, s)
-			res = rescale(x.Rem(x, y), s, out.Scale)
-		}
-		return decValue(res, out)
+		return decArithBig(op, a, b, l.t, r.t, da, db, out)
 	}
 	return cexpr{t: t, konst: k, col: -1, eval: ev}, nil
+}
+
+// decArithBig computes a op b, decimals (or integers) of types lt and rt,
+// widened to da and db, into a decimal of type out on big.Ints: the exact
+// path, which the int64 fast path (decArith64) must match.
+func decArithBig(op string, a, b types.Value, lt, rt, da, db, out types.Type) types.Value {
+	x, y := decBig(a, lt), decBig(b, rt)
+	var res *big.Int
+	switch op {
+	case "+", "-":
+		s := max(da.Scale, db.Scale)
+		x, y = rescale(x, da.Scale, s), rescale(y, db.Scale, s)
+		if op == "+" {
+			res = x.Add(x, y)
+		} else {
+			res = x.Sub(x, y)
+		}
+		res = rescale(res, s, out.Scale)
+	case "*":
+		res = rescale(x.Mul(x, y), da.Scale+db.Scale, out.Scale)
+	case "/":
+		if y.Sign() == 0 {
+			panic(runtimeError("division by zero"))
+		}
+		// x/y with out.Scale digits: x * 10^(out.Scale + db.Scale - da.Scale) / y, HALF_UP
+		shift := out.Scale + db.Scale - da.Scale
+		if shift >= 0 {
+			x.Mul(x, bigPow10(shift))
+		} else {
+			x = rescale(x, -shift, 0)
+		}
+		q, m := new(big.Int).QuoRem(x, y, new(big.Int))
+		m.Abs(m).Lsh(m, 1)
+		if m.CmpAbs(y) >= 0 {
+			if (x.Sign() < 0) != (y.Sign() < 0) {
+				q.Sub(q, big.NewInt(1))
+			} else {
+				q.Add(q, big.NewInt(1))
+			}
+		}
+		res = q
+	case "%":
+		if y.Sign() == 0 {
+			panic(runtimeError("division by zero"))
+		}
+		s := max(da.Scale, db.Scale)
+		x, y = rescale(x, da.Scale, s), rescale(y, db.Scale, s)
+		res = rescale(x.Rem(x, y), s, out.Scale)
+	}
+	return decValue(res, out)
 }
 
 // runtimeError is a failure of an expression on a record (division by

@@ -81,10 +81,18 @@ type builder struct {
 	settings connector.Settings
 	built    map[*rel]*weir.Stream[types.Row]
 	n        int
+	// reads counts the consumers of each rel's stream; lend holds the
+	// flags of operators that may lend their rows (lend.go).
+	reads map[*rel]int
+	lend  map[*rel]*bool
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {
 	r = r.canonical()
+	if b.reads == nil {
+		b.reads = map[*rel]int{}
+	}
+	b.reads[r]++
 	if s, ok := b.built[r]; ok {
 		return s, nil
 	}
@@ -684,22 +692,37 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 		for i, e := range pr.exprs {
 			from[i] = copySource(e, r.push != nil)
 		}
+		// rows lent to a sink reuse a ring (lend.go); the ring is made on
+		// the first lent row, one per subtask
+		lend := b.lendRows(out)
+		rows := ringRows(b.job)
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
-		return weir.FlatMap(in, func(row types.Row, emit func(types.Row)) {
-			if f != nil {
-				if v := f(row.Values); v.Null || !v.Bool() {
-					return
+		return weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
+			var ring *rowRing
+			return func(row types.Row, emit func(types.Row)) {
+				if f != nil {
+					if v := f(row.Values); v.Null || !v.Bool() {
+						return
+					}
 				}
-			}
-			vs := make([]types.Value, n)
-			for i, ev := range evals {
-				if j := from[i]; j >= 0 {
-					vs[i] = row.Values[j]
+				var vs []types.Value
+				if *lend {
+					if ring == nil {
+						ring = newRowRing(n, rows)
+					}
+					vs = ring.next()
 				} else {
-					vs[i] = ev(row.Values)
+					vs = make([]types.Value, n)
 				}
+				for i, ev := range evals {
+					if j := from[i]; j >= 0 {
+						vs[i] = row.Values[j]
+					} else {
+						vs[i] = ev(row.Values)
+					}
+				}
+				emit(types.Row{Kind: row.Kind, Values: vs})
 			}
-			emit(types.Row{Kind: row.Kind, Values: vs})
 		}, b.uid("calc")), nil
 	}
 	return out

@@ -110,6 +110,10 @@ type Statement struct {
 	text string
 	// query is set for a SELECT (its rows print, or go to Subscribe).
 	query bool
+	// feed, when set, is the rel whose stream the sink (or the INSERT's
+	// cast ahead of it) reads and is done with when its call returns, so
+	// that feed's operator may lend it rows (lend.go).
+	feed *rel
 }
 
 // IsQuery reports whether the statement is a SELECT, whose rows print as
@@ -314,10 +318,21 @@ func (s *Session) Query(text string) (types.Schema, *Statement, error) {
 // Subscribe sets fn as the statement's sink: it gets the result's rows
 // (changelog kinds included), from several goroutines at parallelism > 1.
 func (st *Statement) Subscribe(fn func(rows []types.Row) error) {
+	st.feed = nil
 	st.sink = func(b *builder, s *weir.Stream[types.Row]) error {
 		weir.To(s, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error { return fn(rows) }), b.uid("collect"))
 		return nil
 	}
+}
+
+// SubscribeLent is Subscribe for a function that is done with the rows
+// when it returns, as a weir.SinkWriter's Write: the rows, and their
+// Values, are only valid during the call (the plan may reuse their memory
+// for the next rows), so fn copies what it keeps. It spares the plan an
+// allocation per result row.
+func (st *Statement) SubscribeLent(fn func(rows []types.Row) error) {
+	st.Subscribe(fn)
+	st.feed = st.root
 }
 
 // Schema is the statement's result columns.
@@ -462,21 +477,39 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 		sc: &scope{cols: sinkCols}, mode: q.mode, inputs: []*rel{q}, updater: q.updater, bounded: q.bounded}
 	st := &Statement{root: root, text: parser.QueryString(ins.Query)}
 	nq := len(sinkCols)
+	if sink.Lends || !identity {
+		// the cast, or else the sink, is done with q's rows when it returns
+		st.feed = q
+	}
 	st.sink = func(b *builder, in *weir.Stream[types.Row]) error {
 		if !identity {
-			in = weir.Map(in, func(row types.Row) types.Row {
-				vs := make([]types.Value, nq)
-				for j, fn := range fns {
-					switch {
-					case from[j] < 0:
-						vs[j] = types.NullValue
-					case fn == nil:
-						vs[j] = row.Values[from[j]]
-					default:
-						vs[j] = fn(row.Values[from[j]])
-					}
+			rows := ringRows(b.job)
+			in = weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
+				var ring *rowRing
+				if sink.Lends {
+					// the sink is chained to the cast and done with its rows
+					// when Write returns: lend them (lend.go)
+					ring = newRowRing(nq, rows)
 				}
-				return types.Row{Kind: row.Kind, Values: vs}
+				return func(row types.Row, emit func(types.Row)) {
+					var vs []types.Value
+					if ring != nil {
+						vs = ring.next()
+					} else {
+						vs = make([]types.Value, nq)
+					}
+					for j, fn := range fns {
+						switch {
+						case from[j] < 0:
+							vs[j] = types.NullValue
+						case fn == nil:
+							vs[j] = row.Values[from[j]]
+						default:
+							vs[j] = fn(row.Values[from[j]])
+						}
+					}
+					emit(types.Row{Kind: row.Kind, Values: vs})
+				}
 			}, b.uid("sink-cast"))
 		}
 		opts := append([]weir.Option{b.uid("sink-" + td.ddl.Name)}, sink.Options...)
@@ -517,6 +550,13 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 			return nil, err
 		}
 	}
+	feeds := map[*rel]bool{}
+	for _, st := range stmts {
+		if st.feed != nil {
+			feeds[st.feed.canonical()] = true
+		}
+	}
+	b.settleLending(feeds)
 	return job, nil
 }
 

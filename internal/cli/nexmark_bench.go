@@ -141,7 +141,7 @@ temporary directory, as in the published figures.`,
 	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
 	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")
-	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each throughput run to DIR/QUERY.prof")
+	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each throughput run to DIR/QUERY.prof (and DIR/QUERY-sql.prof with --sql)")
 	return cmd
 }
 

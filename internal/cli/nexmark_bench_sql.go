@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -73,16 +75,30 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 		return err
 	}
 	var rows atomic.Int64
-	st.Subscribe(func(rs []types.Row) error { rows.Add(int64(len(rs))); return nil })
+	st.SubscribeLent(func(rs []types.Row) error { rows.Add(int64(len(rs))); return nil })
 	job, err := s.Job([]*sql.Statement{st})
 	if err != nil {
 		return err
 	}
 	runtime.GC()
+	stopProfile := func() {}
+	if o.cpuprofile != "" {
+		// beside the hand-written query's DIR/QUERY.prof
+		f, err := os.Create(filepath.Join(o.cpuprofile, q+"-sql.prof"))
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+	}
 	cpu0 := cpuTime()
 	start := time.Now()
 	err = job.Run(ctx)
 	el, cpu := time.Since(start), cpuTime()-cpu0
+	stopProfile()
 	if err != nil {
 		return err
 	}

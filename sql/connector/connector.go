@@ -145,6 +145,12 @@ type Sink struct {
 	ExactlyOnce bool
 	// Options are to be given to weir.To with the planner's own.
 	Options []weir.Option
+	// Lends says that the sink's writers are done with the rows, and
+	// their values, when Write returns (they encode or drop them), and
+	// that Options set no parallelism (so the sink is chained to its
+	// input): the planner may then reuse the rows' memory for the next
+	// rows instead of allocating each.
+	Lends bool
 }
 
 // Factory is a connector, known by its identifier: the value of the

@@ -61,7 +61,9 @@ func (Print) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	if par > 0 {
 		opts = append(opts, weir.Parallelism(int(par)))
 	}
-	return &connector.Sink{Sink: s, Accepts: types.All, Options: opts}, nil
+	// Write formats the rows before it returns: they may be lent, unless
+	// the sink runs at a parallelism of its own (not chained)
+	return &connector.Sink{Sink: s, Accepts: types.All, Options: opts, Lends: par == 0}, nil
 }
 
 type printSink struct {
@@ -118,5 +120,6 @@ func (Blackhole) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	return &connector.Sink{Sink: weir.SinkFunc[types.Row](func(context.Context, []types.Row) error { return nil }), Accepts: types.All}, nil
+	return &connector.Sink{Sink: weir.SinkFunc[types.Row](func(context.Context, []types.Row) error { return nil }), Accepts: types.All,
+		Lends: true}, nil
 }

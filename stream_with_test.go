@@ -1,0 +1,58 @@
+package weir_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/weirstream/weir"
+)
+
+// FlatMapWith calls its factory once per subtask, and each subtask's
+// function keeps its own state (here a counter no other subtask touches).
+func TestFlatMapWithOneFunctionPerSubtask(t *testing.T) {
+	job := weir.NewJob("flatmapwith", weir.Parallelism(2), weir.BatchSize(3))
+	in := make([]int, 100)
+	for i := range in {
+		in[i] = i
+	}
+	var made atomic.Int32
+	s := weir.FlatMapWith(weir.Rebalance(weir.FromSource(job, "in", weir.SliceSource(in), weir.NoWatermarks[int]())), func() func(int, func(int)) {
+		made.Add(1)
+		seen := 0 // this subtask's own
+		return func(v int, emit func(int)) {
+			seen++
+			if seen > 0 {
+				emit(v * 2)
+			}
+		}
+	})
+	var mu sync.Mutex
+	var got []int
+	weir.To(s, weir.SinkFunc[int](func(_ context.Context, vs []int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, vs...)
+		return nil
+	}))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := made.Load(); n != 2 {
+		t.Fatalf("factory called %d times, want once per subtask (2)", n)
+	}
+	slices.Sort(got)
+	for i, v := range got {
+		if v != 2*i {
+			t.Fatalf("got %v", got)
+		}
+	}
+	if len(got) != len(in) {
+		t.Fatalf("%d records, want %d", len(got), len(in))
+	}
+	if job.BatchSize() != 3 {
+		t.Fatalf("BatchSize() = %d, want 3", job.BatchSize())
+	}
+}
