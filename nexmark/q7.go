@@ -172,6 +172,6 @@ func (r *Q7Row) AppendJSON(dst []byte) []byte {
 func (r *Q7Row) Ready() int64 { return r.WindowEnd + ms(WatermarkDelay) }
 
 func init() {
-	register(&Query{Name: "q7", Columns: []string{"auction", "price", "bidder", "datetime", "extra"}, Windowed: true,
+	register(&Query{Name: "q7", Columns: []string{"auction", "price", "bidder", "datetime", "extra"}, Windowed: true, Extent: q7Window,
 		Build: func(ev *weir.Stream[Event], out Output) { Emit(Q7(ev), out) }})
 }
