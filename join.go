@@ -111,7 +111,10 @@ func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedS
 	fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
 	ks := connectTwo(left, right, "CoGroup")
 	ws := Window(ks, w, append([]Option{Name("CoGroup")}, opts...)...)
-	return ProcessWindow(ws, func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
+	// The function below only reads a window's events (into the lists it
+	// passes on), so its accumulators are append-only and a checkpoint
+	// defers their encoding (readOnlyCollect).
+	return processWindow(ws, func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
 		var ls []L
 		var rs []R
 		for i := range evs {
@@ -122,7 +125,7 @@ func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedS
 			}
 		}
 		return fn(key, win, ls, rs, emit)
-	})
+	}, AggregateFunction[tagged[L, R], []tagged[L, R], []tagged[L, R]](readOnlyCollect[tagged[L, R]]{}), nil)
 }
 
 // WindowJoin is the inner join of two keyed streams over windows (Flink's
