@@ -63,6 +63,7 @@ type nexmarkBenchOpts struct {
 	eventRate       float64
 	parallelism     int
 	fraction        float64
+	latencyRate     float64 // > 0: the latency run's rate, instead of fraction × the maximum
 	latencyDuration time.Duration
 	warmup          time.Duration // < 0: the query's Extent + WatermarkDelay
 	ckInterval      time.Duration
@@ -158,6 +159,7 @@ temporary directory, as in the published figures.`,
 	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism (and generator splits)")
 	f.Float64Var(&o.fraction, "latency-fraction", 0.8, "rate of the latency run, as a fraction of the measured maximum")
 	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
+	f.Float64Var(&o.latencyRate, "latency-rate", 0, "pace the latency run at this many events/s instead of --latency-fraction of the measured maximum (for comparisons at equal load)")
 	f.DurationVar(&o.warmup, "latency-warmup", 0, "added to a windowed query's latency run so that windows opened at its start close during it (default: the query's window size or session gap + the 4 s watermark delay)")
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
 	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")
@@ -221,6 +223,9 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	}
 	runtime.GC()
 	rate := o.fraction * res.EventsPerSec
+	if o.latencyRate > 0 {
+		rate = o.latencyRate
+	}
 	d := o.latencyDuration
 	if q.Windowed {
 		if o.warmup < 0 {
