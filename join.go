@@ -115,8 +115,23 @@ func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedS
 	// passes on), so its accumulators are append-only and a checkpoint
 	// defers their encoding (readOnlyCollect).
 	return processWindow(ws, func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
+		// Sized once: growing the lists by append was two thirds of the
+		// time to fire a window (Nexmark q8's profile), and firing every
+		// key of a window at once is what its rows wait for.
+		nr := 0
+		for i := range evs {
+			if evs[i].IsRight {
+				nr++
+			}
+		}
 		var ls []L
 		var rs []R
+		if nl := len(evs) - nr; nl > 0 {
+			ls = make([]L, 0, nl)
+		}
+		if nr > 0 {
+			rs = make([]R, 0, nr)
+		}
 		for i := range evs {
 			if evs[i].IsRight {
 				rs = append(rs, evs[i].Right)
