@@ -42,6 +42,59 @@ func shareable(t reflect.Type) bool {
 	return false
 }
 
+// AppendOnlyAccumulator is an optional interface of an AggregateFunction
+// whose accumulators hold slices that are only ever appended to: Add,
+// Merge and Result never change an element below a slice's length (they
+// append, or build a new slice), and nothing else changes them either
+// (results are only read downstream). Then a window operator's checkpoint
+// copies the accumulators as they are (slice headers, not elements) at the
+// barrier and encodes them off the task: what the barrier saw is the
+// prefix each header covers, and appends after it write past that prefix.
+// Without the interface, an accumulator holding a slice is encoded at the
+// barrier, which stops the task for as long as the encoding takes. Slices
+// may hold slices, with the same promise for the inner ones; maps and
+// pointers still encode at the barrier.
+type AppendOnlyAccumulator interface {
+	// AppendOnlyAccumulator marks the promise; it is never called.
+	AppendOnlyAccumulator()
+}
+
+// appendShareable is shareable, with slices allowed (of appendShareable
+// elements): the types whose values an append-only accumulator may hold.
+func appendShareable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice:
+		return appendShareable(t.Elem())
+	case reflect.Array:
+		return t.Len() == 0 || appendShareable(t.Elem())
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			if !appendShareable(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return shareable(t)
+}
+
+// deferrable reports whether a window operator of agg, keyed by K, may
+// copy its state at the barrier and encode it later: its keys,
+// accumulators and results share nothing mutable, or agg promises
+// append-only accumulators whose slices hold nothing mutable.
+// out is the type of the results kept in the state (the accumulator's for
+// an operator that keeps none).
+func deferrable(agg any, k, acc, out reflect.Type) bool {
+	if !shareable(k) {
+		return false
+	}
+	if shareable(acc) && shareable(out) {
+		return true
+	}
+	_, appendOnly := agg.(AppendOnlyAccumulator)
+	return appendOnly && appendShareable(acc) && appendShareable(out)
+}
+
 // The copies are reused from one checkpoint to the next (fewer large
 // allocations, less GC): the coordinator encodes checkpoint n's copy before
 // it triggers checkpoint n+1 (one checkpoint in flight; an aborted one's
@@ -52,13 +105,24 @@ func shareable(t reflect.Type) bool {
 // the barrier, are encoded by key group when the coordinator resolves it.
 // kg gives an entry's key group. g must be used by nothing else but such
 // deferred encodings (the coordinator runs them one at a time).
-func deferKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], entries []E, kg func(*E) int) {
+//
+// After the encoding, the entries are cleared, and release (if not nil)
+// clears what else the copy refers to: an append-only accumulator's
+// events should not stay alive until the next checkpoint.
+func deferKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], entries []E, kg func(*E) int, release func()) {
 	s.Deferred = append(s.Deferred, func() (opState, error) {
 		g.Start(int(info.maxP))
 		for i := range entries {
 			g.Add(kg(&entries[i]), &entries[i])
 		}
 		groups, err := g.Finish()
+		// Drop the copy's references (append-only accumulators' slices)
+		// so that fired windows' events do not stay alive until the next
+		// checkpoint; the next barrier fills the array again.
+		clear(entries)
+		if release != nil {
+			release()
+		}
 		if err != nil {
 			return opState{}, fmt.Errorf("weir: snapshot of %s: %w", info.name, err)
 		}
@@ -86,7 +150,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 	}
 	op.snapCopy = entries
 	maxP := op.info.maxP
-	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *alignedEntry[K, ACC]) int { return int(e.Hash % maxP) })
+	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *alignedEntry[K, ACC]) int { return int(e.Hash % maxP) }, nil)
 	return op.winOut.forwardBarrier(b, s)
 }
 
@@ -113,6 +177,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	})
 	op.snapCopy, op.snapWins = entries, wins
 	maxP := op.info.maxP
-	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) })
+	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) },
+		func() { clear(wins) })
 	return op.winOut.forwardBarrier(b, s)
 }

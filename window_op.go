@@ -91,7 +91,7 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			}
 			_, count := any(agg).(countAgg[T])
 			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
-				count: count, async: shareable(reflect.TypeFor[K]()) && shareable(reflect.TypeFor[ACC]())}
+				count: count, async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[ACC]())}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
@@ -99,7 +99,7 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			}
 			g := &genWindowOp[K, T, ACC, OUT, R]{winOut: wo, w: w, agg: agg, trig: trig, lateness: cfg.lateness,
 				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n),
-				async: shareable(reflect.TypeFor[K]()) && shareable(reflect.TypeFor[ACC]()) && shareable(reflect.TypeFor[OUT]())}
+				async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[OUT]())}
 			g.init()
 			st.timers = append(st.timers, g)
 			op = g
@@ -312,6 +312,14 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 // (a late firing calls fn again with all events so far). Prefer Aggregate
 // when an incremental aggregate will do: ProcessWindow keeps every event.
 func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+	return processWindow(ws, fn, AggregateFunction[T, []T, []T](collectAgg[T]{}), opts)
+}
+
+// processWindow is ProcessWindow with the aggregate that collects the
+// events: collectAgg, or readOnlyCollect when fn never changes the events
+// it is given.
+func processWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error,
+	agg AggregateFunction[T, []T, []T], opts []Option) *Stream[OUT] {
 	render := func(emit func(OUT), key K, w *gwin[[]T, []T], kind ChangeKind, v []T) error {
 		if kind == UpdateBefore || kind == Delete {
 			return nil // a process function's output cannot be retracted
@@ -321,7 +329,7 @@ func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(k
 	if ws.w.kind == slidingWindows {
 		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
 	}
-	return windowOperator(ws, "process-window", AggregateFunction[T, []T, []T](collectAgg[T]{}), render, false, opts)
+	return windowOperator(ws, "process-window", agg, render, false, opts)
 }
 
 type collectAgg[T any] struct{}
@@ -330,6 +338,13 @@ func (collectAgg[T]) Create() []T        { return nil }
 func (collectAgg[T]) Add(a []T, v T) []T { return append(a, v) }
 func (collectAgg[T]) Merge(a, b []T) []T { return append(append([]T(nil), a...), b...) }
 func (collectAgg[T]) Result(a []T) []T   { return a }
+
+// readOnlyCollect collects a window's events for a window function that
+// only reads them (CoGroup's): its accumulators are append-only, so a
+// checkpoint can copy their slice headers and encode them later.
+type readOnlyCollect[T any] struct{ collectAgg[T] }
+
+func (readOnlyCollect[T]) AppendOnlyAccumulator() {}
 
 // ---- snapshots ----
 

@@ -41,6 +41,6 @@ func (r *Q11Row) AppendJSON(dst []byte) []byte {
 func (r *Q11Row) Ready() int64 { return r.EndTime + ms(WatermarkDelay) }
 
 func init() {
-	register(&Query{Name: "q11", Columns: []string{"bidder", "bid_count", "starttime", "endtime"}, Windowed: true,
+	register(&Query{Name: "q11", Columns: []string{"bidder", "bid_count", "starttime", "endtime"}, Windowed: true, Extent: 10 * time.Second,
 		Build: func(ev *weir.Stream[Event], out Output) { Emit(Q11(ev), out) }})
 }

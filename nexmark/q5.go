@@ -98,6 +98,6 @@ func (r *Q5Row) AppendJSON(dst []byte) []byte {
 func (r *Q5Row) Ready() int64 { return r.End + ms(WatermarkDelay) }
 
 func init() {
-	register(&Query{Name: "q5", Columns: []string{"auction", "num"}, Windowed: true,
+	register(&Query{Name: "q5", Columns: []string{"auction", "num"}, Windowed: true, Extent: 10 * time.Second,
 		Build: func(ev *weir.Stream[Event], out Output) { Emit(Q5(ev), out) }})
 }

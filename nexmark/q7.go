@@ -89,6 +89,12 @@ func (q7MaxAgg) Merge(a, b q7Top) q7Top {
 }
 func (q7MaxAgg) Result(a q7Top) q7Top { return a }
 
+// AppendOnlyAccumulator: Add appends to Bids or starts a new slice, Merge
+// appends to a copy, and q7Pick keeps the bids it receives without
+// changing them, so a checkpoint may copy the accumulators' slice headers
+// at the barrier and encode them later (weir.AppendOnlyAccumulator).
+func (q7MaxAgg) AppendOnlyAccumulator() {}
+
 // q7Cand is a partial maximum of a window (Edge false) or a bid at its end.
 type q7Cand struct {
 	End  int64
@@ -172,6 +178,6 @@ func (r *Q7Row) AppendJSON(dst []byte) []byte {
 func (r *Q7Row) Ready() int64 { return r.WindowEnd + ms(WatermarkDelay) }
 
 func init() {
-	register(&Query{Name: "q7", Columns: []string{"auction", "price", "bidder", "datetime", "extra"}, Windowed: true,
+	register(&Query{Name: "q7", Columns: []string{"auction", "price", "bidder", "datetime", "extra"}, Windowed: true, Extent: q7Window,
 		Build: func(ev *weir.Stream[Event], out Output) { Emit(Q7(ev), out) }})
 }

@@ -56,6 +56,6 @@ func (r *Q8Row) AppendJSON(dst []byte) []byte {
 func (r *Q8Row) Ready() int64 { return r.End + ms(WatermarkDelay) }
 
 func init() {
-	register(&Query{Name: "q8", Columns: []string{"id", "name", "stime"}, Windowed: true,
+	register(&Query{Name: "q8", Columns: []string{"id", "name", "stime"}, Windowed: true, Extent: 10 * time.Second,
 		Build: func(ev *weir.Stream[Event], out Output) { Emit(Q8(ev), out) }})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/weirstream/weir"
 )
@@ -79,6 +80,12 @@ type Query struct {
 	// Windowed queries emit results when the watermark passes a window's
 	// end (their rows' Ready includes WatermarkDelay).
 	Windowed bool
+	// Extent, for a windowed query, is its windows' size (or session
+	// gap): with WatermarkDelay, the event time a window opened at a
+	// run's start needs before the watermark can pass it. The bench's
+	// latency run lasts that much longer, so that windows close by the
+	// watermark during the run and not only at its end.
+	Extent time.Duration
 	// Key, for an updating query (q4, q9, q17), are the columns of its
 	// result's unique key: Build sends a changelog of ChangeRows to the
 	// Output, and the result is its upsert view (UpsertView). Empty for an

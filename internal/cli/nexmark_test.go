@@ -132,7 +132,7 @@ func TestNexmarkRunUpsertView(t *testing.T) {
 
 func TestBenchNexmarkJSON(t *testing.T) {
 	out, stderr, code := run(t, "bench", "nexmark", "--queries", "q1,q7,q4", "--events", "30000", "--latency-duration", "500ms",
-		"--checkpoint-interval", "100ms", "--json")
+		"--latency-warmup", "0", "--checkpoint-interval", "100ms", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -153,6 +153,13 @@ func TestBenchNexmarkJSON(t *testing.T) {
 				t.Errorf("%s: %s = %v", r["query"], k, r[k])
 			}
 		}
+		if r["query"] == "q7" {
+			// Without the warm-up no 10 s window closes in the run: its
+			// rows are all end-of-input rows, and p99 rests on them.
+			if r["end_rows"] == nil || r["end_rows"] != r["latency_rows"] {
+				t.Errorf("q7: end_rows %v, latency_rows %v", r["end_rows"], r["latency_rows"])
+			}
+		}
 	}
 }
 
@@ -170,5 +177,39 @@ func TestLatencyHistogram(t *testing.T) {
 		if b := bucketOf(v); bucketLow(b) > float64(v) || bucketOf(int64(bucketLow(b))) != b {
 			t.Fatalf("bucket of %d: %d, low %v", v, b, bucketLow(b))
 		}
+	}
+}
+
+type readyRow int64
+
+func (r readyRow) AppendJSON(dst []byte) []byte { return dst }
+func (r readyRow) Ready() int64                 { return int64(r) }
+
+// TestLatencyEndOfInputApart: a row whose window closed during the run is
+// measured from its Ready, one that only the end of the input fired from
+// the last event, and each lands in its own histogram.
+func TestLatencyEndOfInputApart(t *testing.T) {
+	now := int64(0)
+	l := &latencyRecorder{base: 1000, last: 21_000, now: func() int64 { return now }}
+	w, err := l.output()(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := w.(*latencyWriter)
+	lw.started = 5_000_000 // unix µs at which event time 1000 was due
+	// A window ready at event time 15000 (14 s in), written 30 ms late.
+	now = 5_000_000 + 14_000_000 + 30_000
+	lw.Write(readyRow(15_000))
+	// Two windows ready after the last event: due at the last event (20 s
+	// in), written 700 ms after it.
+	now = 5_000_000 + 20_000_000 + 700_000
+	lw.Write(readyRow(24_000))
+	lw.Write(readyRow(31_000))
+	steady, end := l.merged()
+	if steady.count != 1 || steady.max != 30_000 {
+		t.Errorf("steady: %d rows, max %d µs; want 1 row of 30000", steady.count, steady.max)
+	}
+	if end.count != 2 || end.max != 700_000 {
+		t.Errorf("end of input: %d rows, max %d µs; want 2 rows of 700000", end.count, end.max)
 	}
 }
