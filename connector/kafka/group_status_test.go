@@ -1,7 +1,6 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,25 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/weirtest"
 )
-
-// lockedBuffer is a log a job writes from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // ownedJob is a group-mode job run in the test process with its metrics
 // endpoint and web server on free loopback ports.
@@ -53,7 +34,7 @@ var (
 
 func startOwnedJob(t *testing.T, addrs []string, appID string) *ownedJob {
 	t.Helper()
-	log := &lockedBuffer{}
+	log := &weirtest.LockedBuffer{}
 	tokenFile := filepath.Join(t.TempDir(), "web.token")
 	job := weir.NewJob("group-owned", weir.AppID(appID), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
 		weir.MetricsAddr(":0"), weir.WebAddr(":0"), weir.WebTokenFile(tokenFile),

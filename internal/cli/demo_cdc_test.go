@@ -1,34 +1,16 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/weirtest"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // weir demo cdc on a throwaway server: writers, the view kept through CDC,
 // a comparison on demand (the SIGUSR1 channel) and at the end the view
@@ -37,7 +19,7 @@ func TestDemoCDC(t *testing.T) {
 	if _, err := pgtest.BinDir(); errors.Is(err, pgtest.ErrNotFound) && os.Getenv("WEIR_REQUIRE_POSTGRES") != "1" {
 		t.Skip(err)
 	}
-	var out lockedBuffer
+	var out weirtest.LockedBuffer
 	check := make(chan os.Signal, 1)
 	check <- syscall.SIGUSR1 // answered while the writers write
 	err := runDemoCDC(context.Background(), &out, cdcOpts{orders: 2000, writers: 3, slot: "weir_demo_test", parallelism: 2, seed: 7}, check)

@@ -1,14 +1,13 @@
 package jdbc_test
 
 import (
-	"bytes"
 	"context"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/weirstream/weir/internal/weirtest"
 	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/types"
@@ -83,7 +82,7 @@ func TestLookupJoinSQL(t *testing.T) {
 	exec(t, `CREATE TABLE cust (id bigint PRIMARY KEY, name text, country text);
 		INSERT INTO cust VALUES (10, 'ann', 'DE'), (20, 'bob', 'FR')`)
 	// two SELECTs print from their own sink tasks
-	var out lockedBuffer
+	var out weirtest.LockedBuffer
 	err := sql.Run(context.Background(), `
 CREATE TABLE orders (id INT, cid BIGINT, pt AS PROCTIME()) WITH ('connector' = 'datagen', 'number-of-rows' = '4',
   'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '4',
@@ -107,21 +106,4 @@ SELECT o.id, c.name FROM orders AS o LEFT JOIN cust FOR SYSTEM_TIME AS OF o.pt A
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%q", out.String(), want)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
