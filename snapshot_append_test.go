@@ -105,13 +105,7 @@ func TestCoGroupSnapshotDeferred(t *testing.T) {
 	}
 	op, _ := newTestCollectOp(true)
 	fill(op)
-	got := &taskSnapshot{}
-	if err := op.barrier(&barrierMsg{ID: 1}, got); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.States) != 0 || len(got.Deferred) != 1 {
-		t.Fatalf("deferred snapshot: %d states, %d deferred; want 0 and 1", len(got.States), len(got.Deferred))
-	}
+	got := deferredBarrier(t, op)
 	// After the barrier: more events into the same windows (appended in
 	// place where a slice has room), the first window fired and removed,
 	// a third window.
@@ -209,13 +203,7 @@ func TestAppendOnlyAccumulatorSnapshotDeferred(t *testing.T) {
 	}
 	op := newTestMaxValsOp(true)
 	fill(op)
-	got := &taskSnapshot{}
-	if err := op.barrier(&barrierMsg{ID: 1}, got); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.States) != 0 || len(got.Deferred) != 1 {
-		t.Fatalf("deferred snapshot: %d states, %d deferred; want 0 and 1", len(got.States), len(got.Deferred))
-	}
+	got := deferredBarrier(t, op)
 	var more [][2]int64
 	for i := int64(0); i < 50; i++ {
 		more = append(more, [2]int64{i, 7}, [2]int64{i, 7})
@@ -257,4 +245,20 @@ func TestDeferrable(t *testing.T) {
 			t.Errorf("%s: deferrable = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// deferredBarrier passes op a barrier and checks that its snapshot was
+// deferred whole (one deferred state, nothing encoded at the barrier).
+func deferredBarrier(t *testing.T, op interface {
+	barrier(*barrierMsg, *taskSnapshot) error
+}) *taskSnapshot {
+	t.Helper()
+	got := &taskSnapshot{}
+	if err := op.barrier(&barrierMsg{ID: 1}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.States) != 0 || len(got.Deferred) != 1 {
+		t.Fatalf("deferred snapshot: %d states, %d deferred; want 0 and 1", len(got.States), len(got.Deferred))
+	}
+	return got
 }
