@@ -47,22 +47,39 @@ func (j *Job) runGroup(ctx context.Context) error {
 		g.Interval = defaultCommitInterval
 		j.cfg.ckInterval = g.Interval
 	}
-	for _, n := range j.nodes {
-		for _, e := range n.inputs {
-			if e.part == hashed {
-				// Not built yet: a KeyBy in group mode must exchange
-				// through a repartition topic, and keyed state must move
-				// with a changelog (docs/scale-out.md).
-				return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): group mode runs only jobs without KeyBy so far (repartition topics and changelogs are not built yet)", n.name)
+	if hooks.OpenExchange == nil {
+		for _, n := range j.nodes {
+			for _, e := range n.inputs {
+				if e.part == hashed {
+					return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): its input must cross processes through a repartition topic, and the Kafka connector linked in does not offer one", n.name)
+				}
 			}
 		}
-		if n.impl == nil {
+	}
+	xs, err := j.rewriteExchanges()
+	if err != nil {
+		return err
+	}
+	g.Exchanges = xs
+	for _, n := range j.nodes {
+		if n.impl == nil || n.exchangeOf != nil {
 			continue
 		}
 		if n.run != nil {
 			g.Sources = append(g.Sources, n.impl)
 		} else {
 			g.Sinks = append(g.Sinks, n.impl)
+		}
+	}
+	// Each local run compiles the graph again, over other splits: it
+	// starts from the parallelism the job was given, not from what the
+	// last run's splits capped it to.
+	j.groupPar = make([]int, len(j.nodes))
+	j.groupPart = map[*edge]partitioning{}
+	for i, n := range j.nodes {
+		j.groupPar[i] = n.parallelism
+		for _, e := range n.inputs {
+			j.groupPart[e] = e.part
 		}
 	}
 	g.RunLocal = j.runLocal
@@ -74,6 +91,12 @@ func (j *Job) runGroup(ctx context.Context) error {
 // points of the Kafka transactions, and progress lives in Kafka (the
 // group's committed offsets), not in the directory.
 func (j *Job) runLocal(ctx context.Context) error {
+	for i, n := range j.nodes {
+		n.parallelism = j.groupPar[i]
+		for _, e := range n.inputs {
+			e.part = j.groupPart[e]
+		}
+	}
 	dir, err := os.MkdirTemp("", "weir-group-")
 	if err != nil {
 		return fmt.Errorf("weir: group mode: %w", err)
