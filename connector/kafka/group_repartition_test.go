@@ -2,12 +2,15 @@ package kafka_test
 
 import (
 	"bytes"
-	"log/slog"
-	"sync"
 	"context"
 	"fmt"
+	"log/slog"
+	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,4 +107,191 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestGroupRepartitionKill runs a job with a KeyBy and a stateless keyed
+// process function (it appends the key and event time it sees) as real
+// processes in group mode: the KeyBy goes through a repartition topic of 3
+// partitions (RepartitionPartitions) between the processes. One process is
+// killed with SIGKILL while records flow and started again. The output,
+// read read_committed, must equal a one-process run's exactly (every
+// record once through the repartition topic: exactly once), and per key
+// and input partition be in input order.
+func TestGroupRepartitionKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const parts, phase = 6, 3000
+	evs := events(3*phase, 40)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string) *groupProc {
+		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gk", "--in", "in", "--out", "out",
+			"--keyed", "tag", "--repartition-partitions", "3", "--session-timeout", "1500ms", "--pace", "20", "-v")
+	}
+	outCount := func() int { return len(committedValues(t, addrs, "out")) }
+	produce(t, addrs, "in", parts, evs[:phase])
+	a, b := group("a"), group("b")
+	waitFor(t, "a third of the first phase's output", time.Minute, func() bool { return outCount() >= phase/3 })
+	produce(t, addrs, "in", parts, evs[phase:2*phase])
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil
+	// Started again at once with its instance id, a fences its dead
+	// predecessor's open transaction, whose repartition records would
+	// otherwise hold back every read_committed reader of the topic until
+	// the transaction timeout.
+	a = group("a")
+	waitFor(t, "past the first phase", time.Minute, func() bool { return outCount() >= phase+phase/3 })
+	produce(t, addrs, "in", parts, evs[2*phase:])
+	last := 0
+	waitFor(t, "every record", 2*time.Minute, func() bool {
+		for _, p := range []*groupProc{a, b} {
+			if p.exited() {
+				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
+			}
+		}
+		last = outCount()
+		return last >= len(evs)
+	})
+	for _, p := range []*groupProc{a, b} {
+		p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range []*groupProc{a, b} {
+		if err := <-p.done; err != nil {
+			t.Errorf("process %s: %v\n%s", p.name, err, p.stderr.String())
+		}
+		p.done <- nil
+	}
+	got := committedValues(t, addrs, "out")
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded", "--keyed", "tag").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "ref")
+	if len(want) != len(evs) {
+		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
+	}
+	sameOutput(t, "group output through the repartition topic", got, want)
+	checkKeyOrder(t, addrs, "out")
+	checkRepartitionTopic(t, addrs, "gk-tag-repartition", 3)
+}
+
+// TestGroupRepartitionWatermark: an event-time tumbling count behind a
+// KeyBy, run as two processes that share the input's four partitions; the
+// counts need the watermark, which crosses the repartition topic as
+// markers. The partitions are made far apart in event time: 0 and 1 first,
+// an hour ahead, processed through the repartition topic before 2 and 3
+// get their (earlier) events. A reader that let the watermark run ahead of
+// an upstream task (one it has not seen, or the maximum rather than the
+// minimum) would fire the early windows before 2's and 3's events and drop
+// those as late. The counts must equal a one-process run's.
+func TestGroupRepartitionWatermark(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	brokers := strings.Join(addrs, ",")
+	var procs []*groupProc
+	for _, name := range []string{"a", "b"} {
+		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gw", "--in", "in", "--out", "out",
+			"--keyed", "window", "--session-timeout", "1500ms", "-v"))
+	}
+	// Both members own input partitions before any event exists, so no
+	// rebalance moves a window's state (changelogs are not built).
+	waitFor(t, "two members owning the input", time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
+		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
+			return false
+		}
+		for _, m := range d.Members {
+			if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, "in/") }) {
+				return false
+			}
+		}
+		return true
+	})
+	// Event i of partition p at base + i*100ms (+1h for partitions 0 and
+	// 1); then a last event per partition two hours ahead, which moves
+	// every partition's watermark past the other windows.
+	var evs []event
+	byPart := map[int][]event{}
+	for p := range 4 {
+		shift := int64(0)
+		if p < 2 {
+			shift = 3_600_000
+		}
+		for i := range 500 {
+			e := event{Key: "k" + strconv.Itoa((i*7+p)%13), TS: base + shift + int64(i)*100, Seq: int64(p*1000 + i)}
+			byPart[p] = append(byPart[p], e)
+			evs = append(evs, e)
+		}
+	}
+	produceTo(t, addrs, "in", 0, byPart[0])
+	produceTo(t, addrs, "in", 1, byPart[1])
+	waitFor(t, "partitions 0 and 1 through the repartition topic", time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
+		if err != nil {
+			return false
+		}
+		done := 0
+		for _, p := range d.Partitions {
+			if p.Topic == "in" && p.Partition < 2 && p.Committed == 500 {
+				done++
+			}
+		}
+		return done == 2
+	})
+	produceTo(t, addrs, "in", 2, byPart[2])
+	produceTo(t, addrs, "in", 3, byPart[3])
+	for p := range 4 {
+		e := event{Key: "zz-flush", TS: base + 7_200_000, Seq: int64(9000 + p)}
+		evs = append(evs, e)
+		produceTo(t, addrs, "in", int32(p), []event{e})
+	}
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded", "--keyed", "window").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	var want []string
+	for _, v := range committedValues(t, addrs, "ref") {
+		if !strings.HasPrefix(v, "zz-flush,") { // its window never closes in the unbounded run
+			want = append(want, v)
+		}
+	}
+	var got []string
+	waitFor(t, "every window", 2*time.Minute, func() bool {
+		for _, p := range procs {
+			if p.exited() {
+				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
+			}
+		}
+		got = committedValues(t, addrs, "out")
+		return len(got) >= len(want)
+	})
+	sameOutput(t, "windowed counts of two processes", got, want)
+	checkRepartitionTopic(t, addrs, "gw-count-repartition", 4)
+}
+
+// produceTo writes evs to one partition of topic, in order.
+func produceTo(t *testing.T, addrs []string, topic string, partition int32, evs []event) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for _, e := range evs {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: partition, Key: []byte(e.Key), Value: encodeEvent(e), Timestamp: time.UnixMilli(e.TS)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 }
