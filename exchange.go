@@ -59,8 +59,13 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 			}
 			src := e.from
 			for src.run == nil {
-				if len(src.inputs) != 1 || src.inputs[0].part != forward {
-					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which does not read one source one-to-one: in group mode a KeyBy must follow a Kafka source through one-input operators (not built yet otherwise)", n.name, src.name)
+				switch {
+				case len(src.inputs) != 1:
+					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow one Kafka source through one-input operators)", n.name, src.name)
+				case src.inputs[0].part == hashed:
+					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows keyed operator %q: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name, src.name)
+				case src.inputs[0].part != forward:
+					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, whose input is redistributed: group mode does not run that yet (a KeyBy must follow one Kafka source through one-to-one operators)", n.name, src.name)
 				}
 				src = src.inputs[0].from
 			}

@@ -206,7 +206,6 @@ type exchangeWriter struct {
 	n       int32
 	pool    sync.Pool
 	promise func(*kgo.Record, error)
-	dbg     int
 	ended   map[string]bool // upstream tasks whose +inf was written
 }
 
@@ -262,7 +261,6 @@ func (w *exchangeWriter) Write(partition int32, value []byte, ts int64) error {
 	if partition < 0 || partition >= w.n {
 		return fmt.Errorf("kafka: repartition topic %q: partition %d of %d", w.topic, partition, w.n)
 	}
-	w.dbg++
 	return w.produce(partition, value, ts, "")
 }
 
@@ -278,7 +276,6 @@ func (w *exchangeWriter) Watermark(task string, wm int64) error {
 	w.lr.txnMu.RLock()
 	defer w.lr.txnMu.RUnlock()
 	v := binary.BigEndian.AppendUint64(nil, uint64(wm))
-	w.lr.r.log.Debug("DBG write marker", "task", task, "wm", wm, "written", w.dbg)
 	for p := range w.n {
 		if err := w.produce(p, v, math.MinInt64, task); err != nil {
 			return err

@@ -611,9 +611,7 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 			}
 			if ok {
 				r.i++
-				adv := r.wms.observe(task, wm)
-				r.lr.r.log.Debug("DBG marker", "p", rec.Partition, "off", rec.Offset, "task", task, "wm", wm, "adv", adv, "cur", r.wms.wm, "seen", len(r.wms.seen))
-				if adv {
+				if r.wms.observe(task, wm) {
 					if r.wms.wm == math.MaxInt64 {
 						// Every upstream task has ended: nothing
 						// more comes.
@@ -653,7 +651,6 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	}
 	if r.done {
 		if r.lr != nil {
-			r.lr.r.log.Debug("DBG reader done", "tp", r.ps.tp, "pos", r.position(), "end", r.end)
 			if r.wms != nil {
 				r.lr.setMeta(r.ps.tp, r.wms.encode())
 			}
