@@ -51,6 +51,11 @@ func TestGroupRepartitionInProcess(t *testing.T) {
 	if err := job.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	if ctx.Err() != nil {
+		// A bounded group ends by itself: once every input partition and
+		// every repartition partition is committed at its end.
+		t.Fatal("Run returned only when its context ended")
+	}
 	sameOutput(t, "windowed counts through the repartition topic", committedValues(t, addrs, "out"), windowCounts(evs))
 	checkRepartitionTopic(t, addrs, "rp-count-repartition", 4)
 }
