@@ -19,9 +19,19 @@ import (
 // it owns, committing its output and input offsets in one Kafka
 // transaction per commit interval (the checkpoint interval, 100ms by
 // default). The job's sources must be Kafka sources, and the Kafka
-// connector (github.com/weirstream/weir/connector/kafka) runs it; see
-// docs/scale-out.md for the model, its guarantees and what is not built
-// yet (jobs with KeyBy are refused for now).
+// connector (github.com/weirstream/weir/connector/kafka) runs it.
+//
+// A KeyBy crosses processes through the repartition topic
+// "<app id>-<keyed operator's uid>-repartition", which the connector
+// creates (kafka.RepartitionPartitions sets its partitions; key group kg
+// goes to partition kg*N/max-parallelism), written in the same
+// transactions and read read_committed, with watermarks carried as
+// markers per input partition. So far the KeyBy must follow one Kafka
+// source through one-to-one operators (joins and chains of KeyBys are
+// refused), and keyed state does not move with a rebalance: a keyed
+// operator whose partitions move loses the state of their keys
+// (changelogs are not built). See docs/scale-out.md for the model, its
+// guarantees and its limits.
 func AppID(id string) Option {
 	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}
 }
