@@ -300,3 +300,44 @@ func produceTo(t *testing.T, addrs []string, topic string, partition int32, evs 
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkGroupRepartition prints the throughput of a bounded group-mode
+// job (one member, in process, against kfake) whose records cross a KeyBy
+// through a repartition topic, against the same job without the KeyBy.
+// Both write every record to an output topic in the group's transactions.
+// kfake is in the same process: the figure is the exchange's cost relative
+// to the plain job, not a broker's throughput.
+func BenchmarkGroupRepartition(b *testing.B) {
+	const n = 100_000
+	for _, keyed := range []bool{false, true} {
+		name := "plain"
+		if keyed {
+			name = "keyby"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				_, addrs := newCluster(b, kfake.SeedTopics(4, "in"), kfake.SeedTopics(4, "out"))
+				produce(b, addrs, "in", 4, events(n, 1000))
+				job := weir.NewJob("bench", weir.AppID("bench"), weir.Parallelism(2), weir.Checkpointing(100*time.Millisecond, ""))
+				src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted()),
+					weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+				if keyed {
+					src = weir.Process(weir.KeyBy(src, func(e event) string { return e.Key }),
+						weir.ProcessFunc[string, event, event](func(ctx *weir.KeyedContext[string, event], e event) error {
+							ctx.Emit(e)
+							return nil
+						}), weir.UID("pass"))
+				}
+				weir.To(src, kafka.Sink(addrs, func(e event, r *kgo.Record) error {
+					r.Value = encodeEvent(e)
+					return nil
+				}, kafka.DefaultTopic("out")))
+				start := time.Now()
+				if err := job.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(n/time.Since(start).Seconds(), "records/s")
+			}
+		})
+	}
+}
