@@ -19,9 +19,19 @@ import (
 // it owns, committing its output and input offsets in one Kafka
 // transaction per commit interval (the checkpoint interval, 100ms by
 // default). The job's sources must be Kafka sources, and the Kafka
-// connector (github.com/weirstream/weir/connector/kafka) runs it; see
-// docs/scale-out.md for the model, its guarantees and what is not built
-// yet (jobs with KeyBy are refused for now).
+// connector (github.com/weirstream/weir/connector/kafka) runs it.
+//
+// A KeyBy crosses processes through the repartition topic
+// "<app id>-<keyed operator's uid>-repartition", which the connector
+// creates (kafka.RepartitionPartitions sets its partitions; key group kg
+// goes to partition kg*N/max-parallelism), written in the same
+// transactions and read read_committed, with watermarks carried as
+// markers per input partition. So far the KeyBy must follow one Kafka
+// source through one-to-one operators (joins and chains of KeyBys are
+// refused), and keyed state does not move with a rebalance: a keyed
+// operator whose partitions move loses the state of their keys
+// (changelogs are not built). See docs/scale-out.md for the model, its
+// guarantees and its limits.
 func AppID(id string) Option {
 	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}
 }
@@ -47,22 +57,39 @@ func (j *Job) runGroup(ctx context.Context) error {
 		g.Interval = defaultCommitInterval
 		j.cfg.ckInterval = g.Interval
 	}
-	for _, n := range j.nodes {
-		for _, e := range n.inputs {
-			if e.part == hashed {
-				// Not built yet: a KeyBy in group mode must exchange
-				// through a repartition topic, and keyed state must move
-				// with a changelog (docs/scale-out.md).
-				return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): group mode runs only jobs without KeyBy so far (repartition topics and changelogs are not built yet)", n.name)
+	if hooks.OpenExchange == nil {
+		for _, n := range j.nodes {
+			for _, e := range n.inputs {
+				if e.part == hashed {
+					return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): its input must cross processes through a repartition topic, and the Kafka connector linked in does not offer one", n.name)
+				}
 			}
 		}
-		if n.impl == nil {
+	}
+	xs, err := j.rewriteExchanges()
+	if err != nil {
+		return err
+	}
+	g.Exchanges = xs
+	for _, n := range j.nodes {
+		if n.impl == nil || n.exchangeOf != nil {
 			continue
 		}
 		if n.run != nil {
 			g.Sources = append(g.Sources, n.impl)
 		} else {
 			g.Sinks = append(g.Sinks, n.impl)
+		}
+	}
+	// Each local run compiles the graph again, over other splits: it
+	// starts from the parallelism the job was given, not from what the
+	// last run's splits capped it to.
+	j.groupPar = make([]int, len(j.nodes))
+	j.groupPart = map[*edge]partitioning{}
+	for i, n := range j.nodes {
+		j.groupPar[i] = n.parallelism
+		for _, e := range n.inputs {
+			j.groupPart[e] = e.part
 		}
 	}
 	g.RunLocal = j.runLocal
@@ -75,6 +102,12 @@ func (j *Job) runGroup(ctx context.Context) error {
 // points of the Kafka transactions, and progress lives in Kafka (the
 // group's committed offsets), not in the directory.
 func (j *Job) runLocal(ctx context.Context) error {
+	for i, n := range j.nodes {
+		n.parallelism = j.groupPar[i]
+		for _, e := range n.inputs {
+			e.part = j.groupPart[e]
+		}
+	}
 	dir, err := os.MkdirTemp("", "weir-group-")
 	if err != nil {
 		return fmt.Errorf("weir: group mode: %w", err)
