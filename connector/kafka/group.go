@@ -93,6 +93,10 @@ type groupRunner struct {
 	// ends are the end offsets of a bounded input, listed when the
 	// process started.
 	ends map[tp]int64
+	// keyed are the job's keyed operators and their changelogs
+	// (changelog.go); member is this process's name in the group.
+	keyed  []keyedOp
+	member string
 }
 
 // runGroup runs a job in group mode until ctx ends, the job fails, or (a
@@ -165,7 +169,13 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 	)
+	if len(job.Keyed) > 0 {
+		// Changelog records name their partition (the key group's);
+		// the sinks' records keep franz-go's default partitioner.
+		opts = append(opts, kgo.RecordPartitioner(changelogPartitioner{kgo.UniformBytesPartitioner(64<<10, true, true, nil)}))
+	}
 	opts = append(opts, r.client.extra...)
+	r.member = base.clientID
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: app id %q: %w", job.AppID, err)
@@ -173,6 +183,9 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	r.sess, r.cl, r.adm = sess, sess.Client(), kadm.NewClient(sess.Client())
 	defer sess.Close() // leaves the group: the others take the partitions at once
 	r.log.Info("group mode", "app-id", job.AppID, "transactional-id", txnID, "topics", r.topics)
+	if err := r.setupChangelogs(ctx); err != nil {
+		return err
+	}
 	if r.bounded {
 		if err := r.listEnds(ctx); err != nil {
 			return err
@@ -345,11 +358,22 @@ func (r *groupRunner) runOnce(ctx context.Context, parts []tp) (finished bool, e
 	r.cl.ResumeFetchPartitions(resume)
 	r.cl.SetOffsets(set)
 	lr := newLocalRun(r, parts, starts)
+	// The keyed state of the owned key groups, from the changelogs, read
+	// after the committed offsets are stable (the transaction that
+	// committed them wrote the state that goes with them).
+	cr, err := r.newChangelogRun(ctx, lr, parts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("kafka: app id %q: restore keyed state: %w", r.job.AppID, err)
+	}
+	lr.note = cr.note
 	if err := r.sess.Begin(); err != nil {
 		return false, fmt.Errorf("kafka: app id %q: begin transaction: %w", r.job.AppID, err)
 	}
 	r.log.Info("group: starting the local job", "partitions", len(parts))
-	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, runKey{}, lr))
+	lctx, cancel := context.WithCancelCause(hooks.WithGroupLocal(context.WithValue(ctx, runKey{}, lr), cr.local))
 	defer cancel(nil)
 	errc := make(chan error, 1)
 	go func() { errc <- r.job.RunLocal(lctx) }()
@@ -424,6 +448,14 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 	// processed past a barrier): the commit carries exactly the marks.
 	committed, err := r.sess.End(kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
 		onlyMarks(req, marks)
+		if lr.note != "" {
+			// The last restore of this process, for `weir group describe`.
+			for i := range req.Topics {
+				for j := range req.Topics[i].Partitions {
+					req.Topics[i].Partitions[j].Metadata = &lr.note
+				}
+			}
+		}
 		return nil
 	}), kgo.TryCommit)
 	if err != nil {
@@ -588,8 +620,11 @@ type localRun struct {
 	starts map[tp]int64
 	cons   *consumer
 
-	commitReq  chan struct{} // 1-buffered: every reader reported
-	committing atomic.Bool   // between End and the release of the readers
+	commitReq chan struct{} // 1-buffered: every reader reported
+	// note is the JSON restoreNote committed as the offsets' metadata
+	// ("" without keyed operators).
+	note       string
+	committing atomic.Bool // between End and the release of the readers
 
 	mu struct {
 		sync.Mutex

@@ -5,6 +5,11 @@
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
+//
+// With --keyed the job is keyed and stateful instead: per key a running
+// count ("count,key,seq,n": the n-th event of the key) and a count per
+// tumbling second of event time ("window,key,start,n"), so that the keyed
+// state moves with the input partition through the changelog topics.
 package main
 
 import (
@@ -56,6 +61,7 @@ func main() {
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
 		verbose = flag.Bool("v", false, "log at info level")
+		keyed   = flag.Bool("keyed", false, "a keyed job: running counts and window counts per key")
 	)
 	flag.Parse()
 	if *brokers == "" {
@@ -90,15 +96,57 @@ func main() {
 			return e
 		})
 	}
-	weir.To(evs, kafka.Sink(seeds, func(e event, rec *kgo.Record) error {
-		rec.Key = append(rec.Key, e.Key...)
-		rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d,%d", e.Key, e.TS, e.Seq, e.Partition)
-		return nil
-	}, kafka.DefaultTopic(*out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(*out)), weir.UID("sink"))
+	if *keyed {
+		keyedJob(evs, seeds, *out)
+	} else {
+		weir.To(evs, kafka.Sink(seeds, func(e event, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, e.Key...)
+			rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d,%d", e.Key, e.TS, e.Seq, e.Partition)
+			return nil
+		}, kafka.DefaultTopic(*out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(*out)), weir.UID("sink"))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := job.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "groupjob:", err)
 		os.Exit(1)
 	}
+}
+
+// counter is the running count per key, in keyed state.
+type counter struct {
+	n *weir.ValueState[string, int64]
+}
+
+func (c *counter) Open(rc *weir.RuntimeContext[string]) error {
+	c.n = weir.NewValueState[int64](rc, "n")
+	return nil
+}
+
+func (c *counter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
+	n, _ := c.n.Value()
+	n++
+	c.n.Update(n)
+	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
+	return nil
+}
+
+// keyedJob adds the keyed stages: a running count per key and a count
+// per key and tumbling second.
+func keyedJob(evs *weir.Stream[event], seeds []string, out string) {
+	ks := weir.KeyBy(evs, func(e event) string { return e.Key })
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &counter{} }, weir.UID("counts"))
+	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
+		func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("window,%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
+		})
+	sink := func() weir.Sink[string] {
+		return kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, kafka.DefaultTopic(out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(out))
+	}
+	weir.To(counts, sink(), weir.UID("count-sink"))
+	weir.To(windows, sink(), weir.UID("window-sink"))
 }
