@@ -140,13 +140,14 @@ func keyedJob(evs *weir.Stream[event], seeds []string, out string) {
 		func(r weir.WindowResult[string, int64]) string {
 			return fmt.Sprintf("window,%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
 		})
-	sink := func() weir.Sink[string] {
+	// Two sinks: each its own transactional ids outside group mode.
+	sink := func(name string) weir.Sink[string] {
 		return kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
 			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
 			rec.Value = append(rec.Value, v...)
 			return nil
-		}, kafka.DefaultTopic(out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(out))
+		}, kafka.DefaultTopic(out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(out+"-"+name))
 	}
-	weir.To(counts, sink(), weir.UID("count-sink"))
-	weir.To(windows, sink(), weir.UID("window-sink"))
+	weir.To(counts, sink("counts"), weir.UID("count-sink"))
+	weir.To(windows, sink("windows"), weir.UID("window-sink"))
 }
