@@ -342,3 +342,42 @@ func readRecords(t *testing.T, addrs []string, topic string) []rawRecord {
 		return rawRecord{key: string(r.Key), value: slices.Clone(r.Value), partition: r.Partition, offset: r.Offset}, nil
 	}, kafka.Bounded(), kafka.ReadCommitted()))
 }
+
+// TestChangelogCorruptRecord: a changelog record that is not weir's, or
+// whose checksum does not match, stops the restore with an error naming
+// the topic, partition and offset (the job does not start from state with
+// a hole in it).
+func TestChangelogCorruptRecord(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "xin"), kfake.SeedTopics(1, "xout"))
+	produce(t, addrs, "xin", 1, events(100, 5))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	// A record as weir frames it (magic, kind, CRC-32C), one byte flipped.
+	flipped := []byte{'w', 'c', 'g', 0, 0, 0, 0, 1, 2, 3}
+	for _, c := range []struct {
+		app   string
+		value []byte
+		want  string
+	}{
+		{"junk", []byte("not a snapshot"), "not a weir changelog record"},
+		{"flip", flipped, "checksum mismatch"},
+	} {
+		topic := kafka.ChangelogTopic(c.app, "counts")
+		createTopic(t, addrs, topic, 1)
+		// A good record first (a tombstone), so the bad one is at offset 1.
+		for _, v := range [][]byte{nil, c.value} {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Key: []byte("3"), Value: v}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := keyedJob(addrs, c.app, "xin", "xout", true).Run(ctx)
+		where := fmt.Sprintf("changelog topic %q partition 0 offset 1", topic)
+		if err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Run: %v; want an error naming %s: %s", c.app, err, where, c.want)
+		}
+	}
+}
