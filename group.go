@@ -72,7 +72,7 @@ func (j *Job) runGroup(ctx context.Context) error {
 			// is partitioned as the key groups (today: only when the
 			// sources upstream read one partition in all; repartition
 			// topics are not built yet) and refuses the job otherwise.
-			if j.cfg.incremental {
+			if j.cfg.incremental && j.cfg.stateBackend == "pebble" {
 				return fmt.Errorf("weir: AppID: operator %q is keyed: group mode writes keyed state to changelog topics by key group, which IncrementalCheckpoints does not produce", n.name)
 			}
 			op := hooks.KeyedOp{UID: n.uid, Name: n.name}

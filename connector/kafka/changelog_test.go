@@ -141,14 +141,14 @@ func TestGroupKeyedStateMoves(t *testing.T) {
 // keyedJob is the in-process keyed job of the changelog tests: a running
 // count per key (UID "counts": "count,key,seq,n") and a count per key and
 // second (UID "windows": "window,key@start=n"), written to topic out.
-func keyedJob(addrs []string, appID, in, out string, bounded bool) *weir.Job {
-	job := weir.NewJob("keyed-"+appID, weir.AppID(appID), weir.Parallelism(2), weir.MaxParallelism(16),
-		weir.Checkpointing(20*time.Millisecond, ""))
-	opts := []kafka.SourceOption{kafka.ReadCommitted(), kafka.ClientOptions(kgo.SessionTimeout(6 * time.Second))}
+func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.Option) *weir.Job {
+	job := weir.NewJob("keyed-"+appID, append([]weir.Option{weir.AppID(appID), weir.Parallelism(2), weir.MaxParallelism(16),
+		weir.Checkpointing(20*time.Millisecond, "")}, opts...)...)
+	srcOpts := []kafka.SourceOption{kafka.ReadCommitted(), kafka.ClientOptions(kgo.SessionTimeout(6 * time.Second))}
 	if bounded {
-		opts = append(opts, kafka.Bounded())
+		srcOpts = append(srcOpts, kafka.Bounded())
 	}
-	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{in}, decodeEvent, opts...),
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{in}, decodeEvent, srcOpts...),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("in"))
 	ks := weir.KeyBy(src, func(e event) string { return e.Key })
 	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }, weir.UID("counts"))
@@ -209,7 +209,13 @@ func keyedModel(evs []event) []string {
 // are keyed by key group (or "wm/<partition>" for the watermark); the
 // windows' key groups, empty once every window fired at the end of the
 // input, end in tombstones. Describe and the metrics show the restore.
+// The counts live on the heap, then in Pebble (windows stay on the heap).
 func TestChangelogCompactedAndKeyed(t *testing.T) {
+	t.Run("heap", func(t *testing.T) { testChangelogCompactedAndKeyed(t) })
+	t.Run("pebble", func(t *testing.T) { testChangelogCompactedAndKeyed(t, weir.PebbleState(t.TempDir(), 0)) })
+}
+
+func testChangelogCompactedAndKeyed(t *testing.T, opts ...weir.Option) {
 	_, addrs := newCluster(t, kfake.SeedTopics(1, "cin"), kfake.SeedTopics(2, "cout"))
 	// Events are 10ms apart from a whole second: the first half ends at
 	// a window's end, with that window still open (the watermark is
@@ -218,7 +224,7 @@ func TestChangelogCompactedAndKeyed(t *testing.T) {
 	produce(t, addrs, "cin", 1, evs[:1500])
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- keyedJob(addrs, "ck", "cin", "cout", false).Run(ctx) }()
+	go func() { done <- keyedJob(addrs, "ck", "cin", "cout", false, opts...).Run(ctx) }()
 	waitFor(t, "the first half committed", time.Minute, func() bool {
 		d, err := kafka.DescribeGroup(context.Background(), addrs, "ck")
 		return err == nil && len(d.Partitions) == 1 && d.Partitions[0].Committed == 1500
@@ -228,7 +234,7 @@ func TestChangelogCompactedAndKeyed(t *testing.T) {
 		t.Fatalf("first run: %v", err)
 	}
 	produce(t, addrs, "cin", 1, evs[1500:])
-	job := keyedJob(addrs, "ck", "cin", "cout", true)
+	job := keyedJob(addrs, "ck", "cin", "cout", true, opts...)
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
@@ -379,5 +385,21 @@ func TestChangelogCorruptRecord(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Run: %v; want an error naming %s: %s", c.app, err, where, c.want)
 		}
+	}
+}
+
+// TestGroupRefusesIncrementalKeyed: incremental Pebble checkpoints hold
+// keyed state as database files, not key-group snapshots, so they cannot
+// feed a changelog: a keyed group-mode job with them is refused.
+func TestGroupRefusesIncrementalKeyed(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "in"))
+	job := weir.NewJob("group-incremental", weir.AppID("inc"), weir.PebbleState(t.TempDir(), 0), weir.IncrementalCheckpoints())
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	weir.Collect(weir.ProcessWith(weir.KeyBy(src, func(e event) string { return e.Key }),
+		func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "IncrementalCheckpoints") {
+		t.Fatalf("Run: %v, want a refusal naming IncrementalCheckpoints", err)
 	}
 }
