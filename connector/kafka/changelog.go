@@ -184,13 +184,24 @@ func (r *groupRunner) createChangelog(ctx context.Context, k keyedOp) error {
 	})
 }
 
-// changelogPartitioner sends changelog records to the partition they
-// name, and everything else (the sinks' records) through franz-go's
-// default partitioner.
-type changelogPartitioner struct{ inner kgo.Partitioner }
+// changelogPartitioner sends the records of the job's changelog topics to
+// the partition they name, and everything else (the sinks' records)
+// through franz-go's default partitioner.
+type changelogPartitioner struct {
+	changelogs map[string]bool
+	inner      kgo.Partitioner
+}
+
+func newChangelogPartitioner(job hooks.GroupJob) changelogPartitioner {
+	p := changelogPartitioner{changelogs: map[string]bool{}, inner: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
+	for _, op := range job.Keyed {
+		p.changelogs[ChangelogTopic(job.AppID, op.UID)] = true
+	}
+	return p
+}
 
 func (p changelogPartitioner) ForTopic(t string) kgo.TopicPartitioner {
-	if strings.HasSuffix(t, changelogSuffix) {
+	if p.changelogs[t] {
 		return kgo.ManualPartitioner().ForTopic(t)
 	}
 	return p.inner.ForTopic(t)

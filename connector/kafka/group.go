@@ -172,7 +172,7 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	if len(job.Keyed) > 0 {
 		// Changelog records name their partition (the key group's);
 		// the sinks' records keep franz-go's default partitioner.
-		opts = append(opts, kgo.RecordPartitioner(changelogPartitioner{kgo.UniformBytesPartitioner(64<<10, true, true, nil)}))
+		opts = append(opts, kgo.RecordPartitioner(newChangelogPartitioner(job)))
 	}
 	opts = append(opts, r.client.extra...)
 	r.member = base.clientID
