@@ -1,10 +1,17 @@
 package kafka
 
 import (
+	"context"
+	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/internal/hooks"
 )
 
@@ -83,5 +90,79 @@ func BenchmarkChangelogUnchanged(b *testing.B) {
 		if err := c.persist(1, states); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestChangelogPersistWritesChanges: a commit writes the owned key groups
+// whose snapshot changed since the last, a tombstone for one that became
+// empty, the watermark when it moved, and nothing for another process's
+// key groups or when nothing changed.
+func TestChangelogPersistWritesChanges(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "app-op-changelog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: 8}}
+	// Partition 1 of 2: key groups 4..7.
+	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: 2}, owned: []int32{1},
+		groups: map[int]bool{}, last: map[int]uint64{}, wm: map[int32]int64{}}
+	for _, kg := range OwnedKeyGroups(op.owned, 2, 8) {
+		op.groups[kg] = true
+	}
+	run := &changelogRun{lr: &localRun{r: r}, ops: []*runOp{op}}
+	commit := func(wm int64, groups map[int][]byte) {
+		t.Helper()
+		if err := run.persist(1, []hooks.KeyedState{{UID: "op", Watermark: wm, Groups: groups}}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := run.lr.failed(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(10, map[int][]byte{1: []byte("not ours"), 4: []byte("a"), 5: []byte("b")})
+	commit(10, map[int][]byte{1: []byte("not ours either"), 4: []byte("a"), 5: []byte("b")}) // nothing changed
+	commit(20, map[int][]byte{4: []byte("a2")})                                              // 4 changed, 5 emptied
+
+	// What the changelog holds, in order.
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		"app-op-changelog": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got []string
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(got) < 6 && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			s := fmt.Sprintf("p%d %s=", rec.Partition, rec.Key)
+			switch {
+			case rec.Value == nil:
+				s += "tombstone"
+			case strings.HasPrefix(string(rec.Key), "wm/"):
+				_, p, _ := unframe(rec.Value)
+				s += fmt.Sprint(binary.BigEndian.Uint64(p))
+			default:
+				_, p, _ := unframe(rec.Value)
+				s += string(p)
+			}
+			got = append(got, s)
+		})
+	}
+	slices.Sort(got[:3]) // one commit's records: key group order is a map's
+	want := []string{"p1 4=a", "p1 5=b", "p1 wm/1=10", "p1 4=a2", "p1 5=tombstone", "p1 wm/1=20"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changelog records:\n got %q\nwant %q", got, want)
 	}
 }
