@@ -244,8 +244,10 @@ func TestGroupInProcessAndDescribe(t *testing.T) {
 	t.Logf("\n%s", sb.String())
 }
 
-// TestGroupRefusesKeyBy: a job with a KeyBy is refused in group mode (a
-// repartition topic is not built yet), with an error that says so.
+// TestGroupRefusesKeyBy: a job with a KeyBy over a two-partition input is
+// refused in group mode (a repartition topic is not built yet), with an
+// error that says so. (Over one partition in all it runs: the interim
+// exception, TestGroupKeyedStateMoves.)
 func TestGroupRefusesKeyBy(t *testing.T) {
 	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
 	job := weir.NewJob("group-keyby", weir.AppID("kb"))
