@@ -39,7 +39,7 @@ func TestGroupKeyedStateMoves(t *testing.T) {
 	brokers := strings.Join(addrs, ",")
 	group := func(name string) *groupProc {
 		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "kg", "--in", "kin", "--out", "kout",
-			"--keyed", "--bounded", "--session-timeout", "1500ms", "--pace", "10", "-v")
+			"--keyed", "--bounded", "--session-timeout", "1500ms", "--pace", "5", "-v")
 	}
 	procs := map[string]*groupProc{"kg-a": group("a"), "kg-b": group("b")}
 	counts := func() int {
@@ -104,9 +104,6 @@ func TestGroupKeyedStateMoves(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("process %s started again did not end", again.name)
-	}
-	if !strings.Contains(survivor.stderr.String(), "restored keyed state from the changelogs") {
-		t.Errorf("the survivor did not log a restore")
 	}
 	got := committedValues(t, addrs, "kout")
 
