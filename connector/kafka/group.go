@@ -63,6 +63,11 @@ func (s *source[T]) groupConfig() *sourceConfig { return &s.cfg }
 func (s *source[T]) groupTopics() []string      { return s.topics }
 func (s *sink[T]) groupConfig() *sinkConfig     { return &s.cfg }
 
+// groupTxnTimeout is the transaction timeout of a group's processes: the
+// coordinator aborts the open transaction of a process that died (without
+// a stable instance id to fence it) after it.
+const groupTxnTimeout = time.Minute
+
 // errReassigned ends a local run whose assignment changed.
 var errReassigned = errors.New("kafka: group assignment changed")
 
@@ -157,7 +162,7 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		kgo.ConsumeTopics(r.topics...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(time.Minute),
+		kgo.TransactionTimeout(groupTxnTimeout),
 		// Input written by transactional producers (another weir group's
 		// output) is read committed; the positions skip the markers.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -495,7 +500,12 @@ func (r *groupRunner) abort(ctx context.Context) {
 // where there is none, the source's start.
 func (r *groupRunner) committed(ctx context.Context, parts []tp) (map[tp]int64, error) {
 	out := make(map[tp]int64, len(parts))
-	err := retry(ctx, r.client.retryTimeout, "fetch the committed offsets of group "+r.job.AppID, func() error {
+	// A process killed between committing its offsets into its
+	// transaction and ending it leaves them unstable until the
+	// coordinator aborts the transaction (or a process with its instance
+	// id fences it): wait past the transaction timeout.
+	wait := max(r.client.retryTimeout, groupTxnTimeout+15*time.Second)
+	err := retry(ctx, wait, "fetch the committed offsets of group "+r.job.AppID, func() error {
 		resp, err := r.adm.FetchOffsets(kadm.RequireStable(ctx), r.job.AppID)
 		if err != nil {
 			return err
