@@ -63,6 +63,11 @@ func (s *source[T]) groupConfig() *sourceConfig { return &s.cfg }
 func (s *source[T]) groupTopics() []string      { return s.topics }
 func (s *sink[T]) groupConfig() *sinkConfig     { return &s.cfg }
 
+// groupTxnTimeout is the transaction timeout of a group's processes: the
+// coordinator aborts the open transaction of a process that died (without
+// a stable instance id to fence it) after it.
+const groupTxnTimeout = time.Minute
+
 // errReassigned ends a local run whose assignment changed.
 var errReassigned = errors.New("kafka: group assignment changed")
 
@@ -94,6 +99,10 @@ type groupRunner struct {
 	// ends are the end offsets of a bounded input, listed when the
 	// process started.
 	ends map[tp]int64
+	// keyed are the job's keyed operators and their changelogs
+	// (changelog.go); member is this process's name in the group.
+	keyed  []keyedOp
+	member string
 }
 
 // runGroup runs a job in group mode until ctx ends, the job fails, or (a
@@ -157,7 +166,7 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		kgo.ConsumeTopics(append(slices.Clone(r.topics), r.rtopics...)...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(time.Minute),
+		kgo.TransactionTimeout(groupTxnTimeout),
 		// Input written by transactional producers (another weir group's
 		// output) is read committed; the positions skip the markers.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -169,10 +178,16 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 	)
+	if len(job.Keyed) > 0 {
+		// Changelog records name their partition (the key group's);
+		// the sinks' records keep franz-go's default partitioner.
+		opts = append(opts, kgo.RecordPartitioner(newChangelogPartitioner(job)))
+	}
 	opts = append(opts, r.client.extra...)
 	if len(r.rtopics) > 0 {
 		opts = append(opts, r.partitioner())
 	}
+	r.member = base.clientID
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: app id %q: %w", job.AppID, err)
@@ -180,6 +195,9 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	r.sess, r.cl, r.adm = sess, sess.Client(), kadm.NewClient(sess.Client())
 	defer sess.Close() // leaves the group: the others take the partitions at once
 	r.log.Info("group mode", "app-id", job.AppID, "transactional-id", txnID, "topics", r.topics, "repartition-topics", r.rtopics)
+	if err := r.setupChangelogs(ctx); err != nil {
+		return err
+	}
 	if r.bounded {
 		if err := r.listEnds(ctx); err != nil {
 			return err
@@ -354,11 +372,22 @@ func (r *groupRunner) runOnce(ctx context.Context, parts []tp) (finished bool, e
 	r.cl.SetOffsets(set)
 	lr := newLocalRun(r, parts, starts)
 	lr.startMeta = meta
+	// The keyed state of the owned key groups, from the changelogs, read
+	// after the committed offsets are stable (the transaction that
+	// committed them wrote the state that goes with them).
+	cr, err := r.newChangelogRun(ctx, lr, parts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("kafka: app id %q: restore keyed state: %w", r.job.AppID, err)
+	}
+	lr.note = cr.note
 	if err := r.sess.Begin(); err != nil {
 		return false, fmt.Errorf("kafka: app id %q: begin transaction: %w", r.job.AppID, err)
 	}
 	r.log.Info("group: starting the local job", "partitions", len(parts))
-	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, runKey{}, lr))
+	lctx, cancel := context.WithCancelCause(hooks.WithGroupLocal(context.WithValue(ctx, runKey{}, lr), cr.local))
 	defer cancel(nil)
 	errc := make(chan error, 1)
 	go func() { errc <- r.job.RunLocal(lctx) }()
@@ -436,7 +465,10 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 	// UncommittedOffsets includes the "dirty" ones, fetched but not yet
 	// processed past a barrier): the commit carries exactly the marks.
 	committed, err := r.sess.End(kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
-		onlyMarks(req, marks, metas)
+		// The repartition partitions' metadata are their per-task
+		// watermarks; the others carry the last restore of this process,
+		// for `weir group describe`.
+		onlyMarks(req, marks, metas, lr.note)
 		return nil
 	}), kgo.TryCommit)
 	if err != nil {
@@ -478,7 +510,12 @@ func (r *groupRunner) abort(ctx context.Context) {
 func (r *groupRunner) committed(ctx context.Context, parts []tp) (map[tp]int64, map[tp]string, error) {
 	out := make(map[tp]int64, len(parts))
 	meta := map[tp]string{}
-	err := retry(ctx, r.client.retryTimeout, "fetch the committed offsets of group "+r.job.AppID, func() error {
+	// A process killed between committing its offsets into its
+	// transaction and ending it leaves them unstable until the
+	// coordinator aborts the transaction (or a process with its instance
+	// id fences it): wait past the transaction timeout.
+	wait := max(r.client.retryTimeout, groupTxnTimeout+15*time.Second)
+	err := retry(ctx, wait, "fetch the committed offsets of group "+r.job.AppID, func() error {
 		resp, err := r.adm.FetchOffsets(kadm.RequireStable(ctx), r.job.AppID)
 		if err != nil {
 			return err
@@ -632,9 +669,12 @@ type localRun struct {
 	// partition's per-task watermarks).
 	startMeta map[tp]string
 
-	commitReq  chan struct{} // 1-buffered: every reader reported
-	committing atomic.Bool   // between End and the release of the readers
-	txnMu      sync.RWMutex  // held by commit; markers (repartition.go) take it shared
+	commitReq chan struct{} // 1-buffered: every reader reported
+	// note is the JSON restoreNote committed as the input offsets'
+	// metadata ("" without keyed operators).
+	note       string
+	committing atomic.Bool  // between End and the release of the readers
+	txnMu      sync.RWMutex // held by commit; markers (repartition.go) take it shared
 
 	mu struct {
 		sync.Mutex
@@ -822,7 +862,7 @@ func (lr *localRun) failed() error {
 // marked offsets: a partition without a mark is left out, a marked one
 // gets its mark (never more than what was fetched: a mark is a position
 // of a reader, which only reads fetched records).
-func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.EpochOffset, metas map[tp]string) {
+func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.EpochOffset, metas map[tp]string, note string) {
 	topics := req.Topics[:0]
 	for _, t := range req.Topics {
 		ps := t.Partitions[:0]
@@ -834,6 +874,8 @@ func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.
 			p.Offset, p.LeaderEpoch = m.Offset, m.Epoch
 			if md, ok := metas[tp{t.Topic, p.Partition}]; ok {
 				p.Metadata = &md
+			} else if note != "" {
+				p.Metadata = &note
 			}
 			ps = append(ps, p)
 		}

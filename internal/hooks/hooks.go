@@ -57,16 +57,73 @@ type GroupJob struct {
 	// a Kafka transaction, per interval.
 	Interval time.Duration
 	Logger   *slog.Logger
+	// RunLocal runs the job once in this process, from empty state or
+	// from the keyed state in the run's GroupLocal (the runner puts in ctx
+	// what its sources and sinks read), taking a checkpoint every
+	// Interval into a temporary directory. It returns when the job ends,
+	// fails or ctx ends.
+	RunLocal func(ctx context.Context) error
 	// Status, if set, is told what the process owns (group_status.go).
 	Status GroupStatus
-	// RunLocal runs the job once in this process, from empty state (the
-	// runner puts in ctx what its sources and sinks read), taking a
-	// checkpoint every Interval into a temporary directory. It returns
-	// when the job ends, fails or ctx ends.
-	RunLocal func(ctx context.Context) error
 	// Exchanges are the job's hash edges, each through a repartition
 	// topic.
 	Exchanges []*Exchange
+	// Keyed are the job's keyed stateful operators (those behind a hash
+	// edge): their state moves between processes through changelog
+	// topics.
+	Keyed []KeyedOp
+	// MaxParallelism is the job's number of key groups.
+	MaxParallelism int
+}
+
+// KeyedOp is a keyed stateful operator of a group-mode job.
+type KeyedOp struct {
+	UID, Name string
+	// Sources are the indexes in GroupJob.Sources of the sources upstream
+	// of the operator's hash edge that are not exchanges (none when the
+	// edge goes through a repartition topic).
+	Sources []int
+	// Exchange is the repartition topic that feeds the operator: its
+	// partitions decide which key groups a process owns.
+	Exchange *Exchange
+}
+
+// KeyedState is the keyed state of one operator: key group -> the key
+// group's snapshot, as the job's checkpoints hold it (the Groups of a
+// state file), with the operator's watermark.
+type KeyedState struct {
+	UID       string
+	Watermark int64
+	Groups    map[int][]byte
+}
+
+// GroupLocal is what the group runner gives one local run, through the
+// run's context (WithGroupLocal).
+type GroupLocal struct {
+	// Restore is the keyed state the run starts from (read from the
+	// changelog topics); From names where it came from, for errors.
+	Restore []KeyedState
+	From    string
+	// KeyGroups and Bytes count what Restore holds, for the metrics.
+	KeyGroups, Bytes int64
+	// Persist is called with the keyed state of every completed
+	// checkpoint of the run (every operator subtask's, from the
+	// checkpoint coordinator's goroutine) before the checkpoint counts
+	// as complete: the runner writes it into the open transaction.
+	Persist func(id int64, states []KeyedState) error
+}
+
+type groupLocalKey struct{}
+
+// WithGroupLocal returns ctx carrying g.
+func WithGroupLocal(ctx context.Context, g *GroupLocal) context.Context {
+	return context.WithValue(ctx, groupLocalKey{}, g)
+}
+
+// GroupLocalFrom returns the GroupLocal of ctx, or nil.
+func GroupLocalFrom(ctx context.Context) *GroupLocal {
+	g, _ := ctx.Value(groupLocalKey{}).(*GroupLocal)
+	return g
 }
 
 // GroupRun runs a job in group mode. The Kafka connector sets it in its

@@ -6,7 +6,11 @@
 // repartition topic): "tag" passes each event through a keyed process
 // function that appends the key and event time it sees
 // ("key,ts,seq,partition,key,ts"); "window" counts events per key and
-// tumbling second ("key,window start,count").
+// tumbling second ("key,window start,count"); "state" is keyed and
+// stateful: per key a running count in a ValueState ("count,key,seq,n":
+// the n-th event of the key) and a count per tumbling second of event
+// time ("window,key,start,n"), so that the keyed state moves with the
+// repartition partitions through the changelog topics.
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
@@ -61,7 +65,7 @@ func main() {
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
 		verbose = flag.Bool("v", false, "log at info level")
-		keyed   = flag.String("keyed", "", `"tag" or "window": the events cross a KeyBy (see the package comment)`)
+		keyed   = flag.String("keyed", "", `"tag", "window" or "state": the events cross a KeyBy (see the package comment)`)
 		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
 	)
 	flag.Parse()
@@ -127,8 +131,10 @@ func main() {
 			rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
 			return nil
 		}, sinkOpts...), weir.UID("sink"))
+	case "state":
+		keyedJob(evs, seeds, *out)
 	default:
-		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag or window\n", *keyed)
+		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window or state\n", *keyed)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -137,4 +143,43 @@ func main() {
 		fmt.Fprintln(os.Stderr, "groupjob:", err)
 		os.Exit(1)
 	}
+}
+
+// counter is the running count per key, in keyed state.
+type counter struct {
+	n *weir.ValueState[string, int64]
+}
+
+func (c *counter) Open(rc *weir.RuntimeContext[string]) error {
+	c.n = weir.NewValueState[int64](rc, "n")
+	return nil
+}
+
+func (c *counter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
+	n, _ := c.n.Value()
+	n++
+	c.n.Update(n)
+	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
+	return nil
+}
+
+// keyedJob adds the keyed stages: a running count per key and a count
+// per key and tumbling second.
+func keyedJob(evs *weir.Stream[event], seeds []string, out string) {
+	ks := weir.KeyBy(evs, func(e event) string { return e.Key })
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &counter{} }, weir.UID("counts"))
+	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
+		func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("window,%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
+		})
+	// Two sinks: each its own transactional ids outside group mode.
+	sink := func(name string) weir.Sink[string] {
+		return kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, kafka.DefaultTopic(out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(out+"-"+name))
+	}
+	weir.To(counts, sink("counts"), weir.UID("count-sink"))
+	weir.To(windows, sink("windows"), weir.UID("window-sink"))
 }
