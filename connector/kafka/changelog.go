@@ -156,29 +156,6 @@ func (r *groupRunner) createChangelog(ctx context.Context, k keyedOp) error {
 	})
 }
 
-// changelogPartitioner sends the records of the job's changelog topics to
-// the partition they name, and everything else (the sinks' records)
-// through franz-go's default partitioner.
-type changelogPartitioner struct {
-	changelogs map[string]bool
-	inner      kgo.Partitioner
-}
-
-func newChangelogPartitioner(job hooks.GroupJob) changelogPartitioner {
-	p := changelogPartitioner{changelogs: map[string]bool{}, inner: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
-	for _, op := range job.Keyed {
-		p.changelogs[ChangelogTopic(job.AppID, op.UID)] = true
-	}
-	return p
-}
-
-func (p changelogPartitioner) ForTopic(t string) kgo.TopicPartitioner {
-	if p.changelogs[t] {
-		return kgo.ManualPartitioner().ForTopic(t)
-	}
-	return p.inner.ForTopic(t)
-}
-
 // restoreStats is what one local run restored from one changelog.
 type restoreStats struct {
 	Changelog string `json:"c"`

@@ -178,13 +178,12 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 	)
-	if len(job.Keyed) > 0 {
-		// Changelog records name their partition (the key group's);
-		// the sinks' records keep franz-go's default partitioner.
-		opts = append(opts, kgo.RecordPartitioner(newChangelogPartitioner(job)))
-	}
 	opts = append(opts, r.client.extra...)
-	if len(r.rtopics) > 0 {
+	if len(r.rtopics) > 0 || len(job.Keyed) > 0 {
+		// Repartition and changelog records name their partition (the
+		// key group's); the sinks' records keep franz-go's default
+		// partitioner. One option: a second RecordPartitioner would
+		// replace the first.
 		opts = append(opts, r.partitioner())
 	}
 	r.member = base.clientID

@@ -194,6 +194,9 @@ func (r *groupRunner) partitioner() kgo.Opt {
 	for _, t := range r.rtopics {
 		m[t] = true
 	}
+	for _, op := range r.job.Keyed {
+		m[ChangelogTopic(r.job.AppID, op.UID)] = true
+	}
 	// franz-go's default partitioner.
 	return kgo.RecordPartitioner(exchangePartitioner{manual: m, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)})
 }
