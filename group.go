@@ -77,13 +77,11 @@ func (j *Job) runGroup(ctx context.Context) error {
 		return err
 	}
 	g.Exchanges = xs
-	srcIndex := map[*node]int{}
 	for _, n := range j.nodes {
 		if n.impl == nil || n.exchangeOf != nil {
 			continue
 		}
 		if n.run != nil {
-			srcIndex[n] = len(g.Sources)
 			g.Sources = append(g.Sources, n.impl)
 		} else {
 			g.Sinks = append(g.Sinks, n.impl)
@@ -116,8 +114,6 @@ func (j *Job) runGroup(ctx context.Context) error {
 			for _, s := range j.upstreamSources(n) {
 				if s.exchangeOf != nil {
 					op.Exchange = s.exchangeOf
-				} else if i, ok := srcIndex[s]; ok {
-					op.Sources = append(op.Sources, i)
 				}
 			}
 			g.Keyed = append(g.Keyed, op)
@@ -130,8 +126,9 @@ func (j *Job) runGroup(ctx context.Context) error {
 	return hooks.GroupRun(ctx, g)
 }
 
-// runLocal runs one attempt of the job from empty state, checkpointing into
-// a temporary directory: in group mode the checkpoints are the commit
+// runLocal runs one attempt of the job, from empty state or from the keyed
+// state the group runner read from the changelogs, checkpointing into a
+// temporary directory: in group mode the checkpoints are the commit
 // points of the Kafka transactions, and progress lives in Kafka (the
 // group's committed offsets), not in the directory.
 func (j *Job) runLocal(ctx context.Context) error {

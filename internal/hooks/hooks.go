@@ -79,10 +79,6 @@ type GroupJob struct {
 // KeyedOp is a keyed stateful operator of a group-mode job.
 type KeyedOp struct {
 	UID, Name string
-	// Sources are the indexes in GroupJob.Sources of the sources upstream
-	// of the operator's hash edge that are not exchanges (none when the
-	// edge goes through a repartition topic).
-	Sources []int
 	// Exchange is the repartition topic that feeds the operator: its
 	// partitions decide which key groups a process owns.
 	Exchange *Exchange
