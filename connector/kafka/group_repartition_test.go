@@ -208,7 +208,8 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 			"--keyed", "window", "--session-timeout", "1500ms", "-v"))
 	}
 	// Both members own input partitions before any event exists, so no
-	// rebalance moves a window's state (changelogs are not built).
+	// rebalance moves a window's state: the test checks the watermark
+	// alone (TestGroupStatefulRepartition moves state).
 	waitFor(t, "two members owning the input", time.Minute, func() bool {
 		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
 		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
