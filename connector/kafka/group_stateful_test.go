@@ -19,7 +19,7 @@ import (
 // go through repartition topics of four partitions; each keyed operator's
 // state lives in a changelog of four partitions, a process owning the key
 // groups of the repartition partitions it is assigned. Process a is
-// SIGKILLed mid-run and started again at once, then a third process joins
+// SIGKILLed mid-run and started again at once, and a third process joins
 // while the job runs: each time the repartition partitions move, and the
 // counts and the open windows must move with them (restored from the
 // changelogs, the repartition readers continuing from the offsets and
@@ -43,7 +43,7 @@ func TestGroupStatefulRepartition(t *testing.T) {
 	brokers := strings.Join(addrs, ",")
 	group := func(name string) *groupProc {
 		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "sg", "--in", "sin", "--out", "sout",
-			"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "--pace", "2", "-v")
+			"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "-v")
 	}
 	counts := func() int {
 		c := 0
@@ -80,7 +80,8 @@ func TestGroupStatefulRepartition(t *testing.T) {
 	// Started again at once with its instance id: it fences its dead
 	// predecessor's open transaction.
 	a = group("a")
-	waitFor(t, "more counts committed after the restart", 2*time.Minute, func() bool { return counts() >= min(n*3/4, killedAt+n/8) })
+	// A third process joins while the job runs (the partitions move
+	// again, before or after a's restart has settled).
 	c := group("c")
 	if got := counts(); got >= n {
 		t.Fatalf("all counts committed before c joined: the test proves nothing")
