@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/ckstore"
+	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/metrics"
 )
 
 // AppID runs the job in group mode: every process started with the same
@@ -19,9 +22,22 @@ import (
 // it owns, committing its output and input offsets in one Kafka
 // transaction per commit interval (the checkpoint interval, 100ms by
 // default). The job's sources must be Kafka sources, and the Kafka
-// connector (github.com/weirstream/weir/connector/kafka) runs it; see
-// docs/scale-out.md for the model, its guarantees and what is not built
-// yet (jobs with KeyBy are refused for now).
+// connector (github.com/weirstream/weir/connector/kafka) runs it.
+//
+// A KeyBy crosses processes through the repartition topic
+// "<app id>-<keyed operator's uid>-repartition", which the connector
+// creates (kafka.RepartitionPartitions sets its partitions N; key group kg
+// goes to partition kg*N/max-parallelism), written in the same
+// transactions and read read_committed, with watermarks carried as
+// markers per input partition. The keyed operator's state moves with the
+// repartition partitions: each process owns the key groups of the
+// partitions it is assigned, writes their changed snapshots at every
+// commit to the compacted topic "<app id>-<uid>-changelog" (N partitions,
+// the same mapping) in the same transaction, and restores them from it
+// whenever its local job starts. So far the KeyBy must follow one Kafka
+// source through one-to-one operators (joins and chains of KeyBys are
+// refused). See docs/scale-out.md for the model, its guarantees and its
+// limits.
 func AppID(id string) Option {
 	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}
 }
@@ -47,16 +63,22 @@ func (j *Job) runGroup(ctx context.Context) error {
 		g.Interval = defaultCommitInterval
 		j.cfg.ckInterval = g.Interval
 	}
-	for _, n := range j.nodes {
-		for _, e := range n.inputs {
-			if e.part == hashed {
-				// Not built yet: a KeyBy in group mode must exchange
-				// through a repartition topic, and keyed state must move
-				// with a changelog (docs/scale-out.md).
-				return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): group mode runs only jobs without KeyBy so far (repartition topics and changelogs are not built yet)", n.name)
+	if hooks.OpenExchange == nil {
+		for _, n := range j.nodes {
+			for _, e := range n.inputs {
+				if e.part == hashed {
+					return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): its input must cross processes through a repartition topic, and the Kafka connector linked in does not offer one", n.name)
+				}
 			}
 		}
-		if n.impl == nil {
+	}
+	xs, err := j.rewriteExchanges()
+	if err != nil {
+		return err
+	}
+	g.Exchanges = xs
+	for _, n := range j.nodes {
+		if n.impl == nil || n.exchangeOf != nil {
 			continue
 		}
 		if n.run != nil {
@@ -65,16 +87,57 @@ func (j *Job) runGroup(ctx context.Context) error {
 			g.Sinks = append(g.Sinks, n.impl)
 		}
 	}
+	// Each local run compiles the graph again, over other splits: it
+	// starts from the parallelism the job was given, not from what the
+	// last run's splits capped it to.
+	j.groupPar = make([]int, len(j.nodes))
+	j.groupPart = map[*edge]partitioning{}
+	for i, n := range j.nodes {
+		j.groupPar[i] = n.parallelism
+		for _, e := range n.inputs {
+			j.groupPart[e] = e.part
+		}
+	}
+	for _, n := range j.nodes {
+		for _, e := range n.inputs {
+			if e.part != hashed {
+				continue
+			}
+			// A keyed operator: its state moves between processes through
+			// a changelog topic, partitioned as the repartition topic
+			// that feeds it (its exchange), so a process owns the key
+			// groups of the repartition partitions it is assigned.
+			if j.cfg.incremental && j.cfg.stateBackend == "pebble" {
+				return fmt.Errorf("weir: AppID: operator %q is keyed: group mode writes keyed state to changelog topics by key group, which IncrementalCheckpoints does not produce", n.name)
+			}
+			op := hooks.KeyedOp{UID: n.uid, Name: n.name}
+			for _, s := range j.upstreamSources(n) {
+				if s.exchangeOf != nil {
+					op.Exchange = s.exchangeOf
+				}
+			}
+			g.Keyed = append(g.Keyed, op)
+			break
+		}
+	}
+	g.MaxParallelism = j.cfg.maxParallelism
 	g.RunLocal = j.runLocal
 	g.Status = j.newGroupStatus()
 	return hooks.GroupRun(ctx, g)
 }
 
-// runLocal runs one attempt of the job from empty state, checkpointing into
-// a temporary directory: in group mode the checkpoints are the commit
+// runLocal runs one attempt of the job, from empty state or from the keyed
+// state the group runner read from the changelogs, checkpointing into a
+// temporary directory: in group mode the checkpoints are the commit
 // points of the Kafka transactions, and progress lives in Kafka (the
 // group's committed offsets), not in the directory.
 func (j *Job) runLocal(ctx context.Context) error {
+	for i, n := range j.nodes {
+		n.parallelism = j.groupPar[i]
+		for _, e := range n.inputs {
+			e.part = j.groupPart[e]
+		}
+	}
 	dir, err := os.MkdirTemp("", "weir-group-")
 	if err != nil {
 		return fmt.Errorf("weir: group mode: %w", err)
@@ -82,13 +145,78 @@ func (j *Job) runLocal(ctx context.Context) error {
 	defer os.RemoveAll(dir)
 	cfg := j.ckConfig()
 	cfg.Dir, cfg.RestoreFrom, cfg.StartFresh = dir, "", true
+	var restored *restoredState
+	if gl := hooks.GroupLocalFrom(ctx); gl != nil {
+		cfg.OnPersist = func(id int64, snaps []*coordinator.TaskSnapshot) error {
+			return gl.Persist(id, keyedStates(snaps))
+		}
+		restored = restoredFromChangelogs(gl)
+		if restored != nil {
+			j.cfg.logger.Info("restoring keyed state", "from", gl.From, "key-groups", gl.KeyGroups, "bytes", gl.Bytes)
+			j.metrics.Checkpoints.SetRestored(metrics.RestoreRecord{Path: gl.From, Time: time.Now()})
+		}
+		j.metrics.Checkpoints.RestoredKeyGroups.Add(gl.KeyGroups)
+		j.metrics.Checkpoints.RestoredBytes.Add(gl.Bytes)
+	}
 	store, err := ckstore.Open(cfg)
 	if err != nil {
 		return err
 	}
-	err = j.execute(ctx, store, nil)
+	err = j.execute(ctx, store, restored)
 	if p, ok := err.(permanent); ok {
 		return p.error
 	}
 	return err
+}
+
+// upstreamSources returns the source nodes upstream of n.
+func (j *Job) upstreamSources(n *node) []*node {
+	seen := map[*node]bool{}
+	var out []*node
+	var walk func(m *node)
+	walk = func(m *node) {
+		if seen[m] {
+			return
+		}
+		seen[m] = true
+		if m.run != nil {
+			out = append(out, m)
+		}
+		for _, e := range m.inputs {
+			walk(e.from)
+		}
+	}
+	walk(n)
+	return out
+}
+
+// keyedStates picks the keyed state (state files with key groups) out of
+// a checkpoint's snapshots.
+func keyedStates(snaps []*coordinator.TaskSnapshot) []hooks.KeyedState {
+	var out []hooks.KeyedState
+	for _, s := range snaps {
+		for _, st := range s.States {
+			if st.Groups != nil {
+				out = append(out, hooks.KeyedState{UID: st.UID, Watermark: st.Watermark, Groups: st.Groups})
+			}
+		}
+	}
+	return out
+}
+
+// restoredFromChangelogs turns the keyed state the group runner read from
+// the changelog topics into state files for the restore-by-key-group path
+// of checkpoints (restoreKeyed): one per operator and changelog
+// partition, with no subtask of its own (Parallelism 0), so that each
+// operator subtask takes the key groups in its range and the minimum
+// watermark of the partitions it takes groups from.
+func restoredFromChangelogs(gl *hooks.GroupLocal) *restoredState {
+	if len(gl.Restore) == 0 {
+		return nil
+	}
+	r := &restoredState{Path: gl.From, Ops: map[string][]codec.StateFile{}}
+	for _, ks := range gl.Restore {
+		r.Ops[ks.UID] = append(r.Ops[ks.UID], codec.StateFile{UID: ks.UID, Name: ks.UID, Subtask: -1, Watermark: ks.Watermark, Groups: ks.Groups})
+	}
+	return r
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/web"
 )
@@ -26,6 +27,10 @@ type Job struct {
 	errs    []error
 	metrics *metrics.Registry
 	run     runInfo // what the web server shows (web.go)
+	// groupPar is each node's parallelism as configured (group mode:
+	// every local run starts from it).
+	groupPar  []int
+	groupPart map[*edge]partitioning
 
 	mu struct {
 		sync.Mutex
@@ -110,6 +115,13 @@ type node struct {
 	// impl is the Source or Sink of a source or sink node (group mode
 	// hands them to its runner).
 	impl any
+	// splitIDs are a source's splits, as enumerated for the running
+	// attempt (group mode: a repartition writer names its upstream tasks
+	// by them).
+	splitIDs []string
+	// exchangeOf is set on the reader node of a repartition topic (group
+	// mode, exchange.go).
+	exchangeOf *hooks.Exchange
 }
 
 // edge connects two nodes.
@@ -126,6 +138,10 @@ type edge struct {
 	deliver func(in any) func(b any) error
 	// empty makes a record-less batch carrying only a watermark.
 	empty func(wm int64) any
+	// exchange rewrites a hash edge to cross processes through a
+	// repartition topic (group mode, exchange.go); src is the source
+	// whose splits are the sender's upstream tasks.
+	exchange func(x *hooks.Exchange, src *node)
 }
 
 // target is one receiving gate channel of an edge.

@@ -36,6 +36,10 @@ type CheckpointMetrics struct {
 	Alignment time.Duration
 	// Restarts counts restarts from a checkpoint after a failure.
 	Restarts int64
+	// RestoredKeyGroups and RestoredBytes add up the keyed state restored
+	// from changelog topics in group mode (weir.AppID; docs/scale-out.md).
+	RestoredKeyGroups int64
+	RestoredBytes     int64
 }
 
 // OperatorMetrics are the metrics of one operator subtask.
@@ -75,6 +79,9 @@ func (j *Job) Metrics() *Metrics {
 		LastSizeBytes: c.LastSizeBytes.Load(),
 		Alignment:     time.Duration(c.AlignmentNanos.Load()),
 		Restarts:      c.Restarts.Load(),
+
+		RestoredKeyGroups: c.RestoredKeyGroups.Load(),
+		RestoredBytes:     c.RestoredBytes.Load(),
 	}}
 	ops := r.Snapshot()
 	m.Operators = make([]OperatorMetrics, len(ops))

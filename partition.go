@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
@@ -260,6 +261,7 @@ func connect[T any](s *Stream[T], n *node, part partitioning) *edge {
 func connectKeyed[K comparable, T any](ks *KeyedStream[K, T], n *node) *edge {
 	e := ks.src.job.addEdge(ks.src.node, n, hashed)
 	connectKeyedEdge(e, ks)
+	e.exchange = func(x *hooks.Exchange, src *node) { rewriteExchange(e, ks, x, src) }
 	return e
 }
 

@@ -112,6 +112,10 @@ func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[
 		if len(splits) == 0 {
 			return 0, errors.New("source has no splits")
 		}
+		n.splitIDs = n.splitIDs[:0]
+		for _, sp := range splits {
+			n.splitIDs = append(n.splitIDs, sp.ID())
+		}
 		return len(splits), nil
 	}
 	n.run = func(st *subtask, o any) error {

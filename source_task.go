@@ -302,6 +302,16 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) {
 	} else if ws.idleness > 0 && !eof && !comb.Idle(s) && t.st.now()-t.lastRead[s] >= ws.idleness {
 		comb.SetIdle(s, true)
 	}
+	if rw, ok := t.readers[s].(readerWatermark); ok {
+		// A reader that knows its split's watermark (a repartition
+		// topic's, from its upstream tasks' markers) sets it: after the
+		// records just read, which it returned before the marker that
+		// moved it.
+		if w := rw.Watermark(); w > t.gens[s].Current() {
+			t.gens[s].Restore(t.gens[s].MaxTimestamp(), w)
+			comb.Update(s, w)
+		}
+	}
 	if eof {
 		t.done[s] = true
 		t.active--

@@ -339,7 +339,7 @@ func (p *plan) checkRestore(ctx context.Context, ckpt *ckstore.Store) error {
 		slices.Sort(missing)
 		return fmt.Errorf("weir: the restored state has operators this job does not have (UIDs %q); give the operators their old UIDs, or pass AllowNonRestoredState to drop that state", missing)
 	}
-	if ckpt != nil {
+	if ckpt != nil && p.restored.Checkpoint != nil { // nil: state from changelog topics (group mode)
 		var snap taskSnapshot
 		for uid, list := range p.restored.Commits {
 			if n := byUID[uid]; n != nil && n.committer != nil {

@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,13 +18,28 @@ import (
 // of a group-mode job (weir.AppID): the group's state, its members (one
 // per process, named "<app id>-<instance id>") with the input partitions
 // each owns, and per partition the offset committed with the last
-// transaction and the lag behind the partition's end.
+// transaction and the lag behind the partition's end; and the last
+// restore of keyed state from the changelog topics by each process that
+// committed since (docs/scale-out.md, "State that moves").
 type GroupDescription struct {
 	AppID      string
 	State      string // Empty, Stable, PreparingRebalance, ... ("Dead": no such group)
 	Balancer   string
 	Members    []GroupMember
 	Partitions []GroupPartition
+	Restores   []GroupRestore
+}
+
+// GroupRestore is what a process restored from one changelog topic when
+// its local job last started (process start or reassignment), as the
+// process recorded it in the metadata of the offsets it committed.
+type GroupRestore struct {
+	Member    string // ClientID of the process
+	Changelog string
+	KeyGroups int64
+	Bytes     int64
+	At        time.Time     // when the restore began
+	Took      time.Duration // the whole restore, every changelog
 }
 
 // GroupMember is one process of the group.
@@ -89,7 +106,18 @@ func DescribeGroup(ctx context.Context, brokers []string, appID string, opts ...
 		slices.Sort(gm.Assigned)
 		d.Members = append(d.Members, gm)
 	}
+	seen := map[string]bool{}
 	for _, ml := range l.Lag.Sorted() {
+		if md := ml.Commit.Metadata; md != "" && !seen[md] {
+			seen[md] = true
+			var n restoreNote
+			if json.Unmarshal([]byte(md), &n) == nil && n.Member != "" {
+				for _, rs := range n.Restores {
+					d.Restores = append(d.Restores, GroupRestore{Member: n.Member, Changelog: rs.Changelog, KeyGroups: rs.KeyGroups, Bytes: rs.Bytes,
+						At: time.UnixMilli(n.AtMillis), Took: time.Duration(n.TookMs) * time.Millisecond})
+				}
+			}
+		}
 		gp := GroupPartition{Topic: ml.Topic, Partition: ml.Partition, Owner: owner[tp{ml.Topic, ml.Partition}],
 			Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag}
 		if ml.Commit.At < 0 {
@@ -122,6 +150,13 @@ func (d *GroupDescription) WriteText(w io.Writer) error {
 			owner = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", p.Topic, p.Partition, owner, committed, p.End, lag)
+	}
+	if len(d.Restores) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "RESTORED BY\tCHANGELOG\tKEY GROUPS\tBYTES\tAT\tTOOK")
+		for _, r := range d.Restores {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", r.Member, r.Changelog, r.KeyGroups, r.Bytes, r.At.UTC().Format(time.RFC3339), r.Took)
+		}
 	}
 	return tw.Flush()
 }

@@ -63,6 +63,11 @@ func (s *source[T]) groupConfig() *sourceConfig { return &s.cfg }
 func (s *source[T]) groupTopics() []string      { return s.topics }
 func (s *sink[T]) groupConfig() *sinkConfig     { return &s.cfg }
 
+// groupTxnTimeout is the transaction timeout of a group's processes: the
+// coordinator aborts the open transaction of a process that died (without
+// a stable instance id to fence it) after it.
+const groupTxnTimeout = time.Minute
+
 // errReassigned ends a local run whose assignment changed.
 var errReassigned = errors.New("kafka: group assignment changed")
 
@@ -79,6 +84,7 @@ type groupRunner struct {
 	log     *slog.Logger
 	client  *clientConfig
 	topics  []string
+	rtopics []string // repartition topics (repartition.go)
 	start   StartAt
 	bounded bool
 	sess    *kgo.GroupTransactSession
@@ -93,6 +99,10 @@ type groupRunner struct {
 	// ends are the end offsets of a bounded input, listed when the
 	// process started.
 	ends map[tp]int64
+	// keyed are the job's keyed operators and their changelogs
+	// (changelog.go); member is this process's name in the group.
+	keyed  []keyedOp
+	member string
 }
 
 // runGroup runs a job in group mode until ctx ends, the job fails, or (a
@@ -134,6 +144,9 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 				job.AppID, gs.groupConfig().client.brokers, r.client.brokers)
 		}
 	}
+	if err := r.setupExchanges(ctx); err != nil {
+		return err
+	}
 	instance := os.Getenv(InstanceEnv)
 	if instance == "" {
 		host, _ := os.Hostname()
@@ -150,10 +163,10 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	}
 	opts := append(base.kgoOpts(),
 		kgo.ConsumerGroup(job.AppID),
-		kgo.ConsumeTopics(r.topics...),
+		kgo.ConsumeTopics(append(slices.Clone(r.topics), r.rtopics...)...),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(time.Minute),
+		kgo.TransactionTimeout(groupTxnTimeout),
 		// Input written by transactional producers (another weir group's
 		// output) is read committed; the positions skip the markers.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -166,13 +179,24 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { r.assign(m, false) }),
 	)
 	opts = append(opts, r.client.extra...)
+	if len(r.rtopics) > 0 || len(job.Keyed) > 0 {
+		// Repartition and changelog records name their partition (the
+		// key group's); the sinks' records keep franz-go's default
+		// partitioner. One option: a second RecordPartitioner would
+		// replace the first.
+		opts = append(opts, r.partitioner())
+	}
+	r.member = base.clientID
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: app id %q: %w", job.AppID, err)
 	}
 	r.sess, r.cl, r.adm = sess, sess.Client(), kadm.NewClient(sess.Client())
 	defer sess.Close() // leaves the group: the others take the partitions at once
-	r.log.Info("group mode", "app-id", job.AppID, "transactional-id", txnID, "topics", r.topics)
+	r.log.Info("group mode", "app-id", job.AppID, "transactional-id", txnID, "topics", r.topics, "repartition-topics", r.rtopics)
+	if err := r.setupChangelogs(ctx); err != nil {
+		return err
+	}
 	if r.bounded {
 		if err := r.listEnds(ctx); err != nil {
 			return err
@@ -328,7 +352,7 @@ var errGroupDone = errors.New("group done")
 // until the assignment changes (nil), the job fails, or a bounded job
 // ends (finished, after its last commit).
 func (r *groupRunner) runOnce(ctx context.Context, parts []tp) (finished bool, err error) {
-	starts, err := r.committed(ctx, parts)
+	starts, meta, err := r.committed(ctx, parts)
 	if err != nil {
 		return false, err
 	}
@@ -346,11 +370,23 @@ func (r *groupRunner) runOnce(ctx context.Context, parts []tp) (finished bool, e
 	r.cl.ResumeFetchPartitions(resume)
 	r.cl.SetOffsets(set)
 	lr := newLocalRun(r, parts, starts)
+	lr.startMeta = meta
+	// The keyed state of the owned key groups, from the changelogs, read
+	// after the committed offsets are stable (the transaction that
+	// committed them wrote the state that goes with them).
+	cr, err := r.newChangelogRun(ctx, lr, parts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		return false, fmt.Errorf("kafka: app id %q: restore keyed state: %w", r.job.AppID, err)
+	}
+	lr.note = cr.note
 	if err := r.sess.Begin(); err != nil {
 		return false, fmt.Errorf("kafka: app id %q: begin transaction: %w", r.job.AppID, err)
 	}
 	r.log.Info("group: starting the local job", "partitions", len(parts))
-	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, runKey{}, lr))
+	lctx, cancel := context.WithCancelCause(hooks.WithGroupLocal(context.WithValue(ctx, runKey{}, lr), cr.local))
 	defer cancel(nil)
 	errc := make(chan error, 1)
 	go func() { errc <- r.job.RunLocal(lctx) }()
@@ -414,8 +450,12 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 		// that the last commit answered.
 		return true, nil
 	}
+	// Watermark markers wait for the commit (a source subtask whose
+	// readers all ended holds no more, and still passes barriers).
+	lr.txnMu.Lock()
+	defer lr.txnMu.Unlock()
 	lr.committing.Store(true)
-	marks := lr.marks(final)
+	marks, metas := lr.marks()
 	if len(marks) > 0 {
 		r.cl.MarkCommitOffsets(marks)
 	}
@@ -424,7 +464,10 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 	// UncommittedOffsets includes the "dirty" ones, fetched but not yet
 	// processed past a barrier): the commit carries exactly the marks.
 	committed, err := r.sess.End(kgo.PreTxnCommitFnContext(ctx, func(req *kmsg.TxnOffsetCommitRequest) error {
-		onlyMarks(req, marks)
+		// The repartition partitions' metadata are their per-task
+		// watermarks; the others carry the last restore of this process,
+		// for `weir group describe`.
+		onlyMarks(req, marks, metas, lr.note)
 		return nil
 	}), kgo.TryCommit)
 	if err != nil {
@@ -463,9 +506,15 @@ func (r *groupRunner) abort(ctx context.Context) {
 // committed returns where each partition continues: its offset committed
 // to the group (waiting for pending transactional commits, KIP-447), or,
 // where there is none, the source's start.
-func (r *groupRunner) committed(ctx context.Context, parts []tp) (map[tp]int64, error) {
+func (r *groupRunner) committed(ctx context.Context, parts []tp) (map[tp]int64, map[tp]string, error) {
 	out := make(map[tp]int64, len(parts))
-	err := retry(ctx, r.client.retryTimeout, "fetch the committed offsets of group "+r.job.AppID, func() error {
+	meta := map[tp]string{}
+	// A process killed between committing its offsets into its
+	// transaction and ending it leaves them unstable until the
+	// coordinator aborts the transaction (or a process with its instance
+	// id fences it): wait past the transaction timeout.
+	wait := max(r.client.retryTimeout, groupTxnTimeout+15*time.Second)
+	err := retry(ctx, wait, "fetch the committed offsets of group "+r.job.AppID, func() error {
 		resp, err := r.adm.FetchOffsets(kadm.RequireStable(ctx), r.job.AppID)
 		if err != nil {
 			return err
@@ -478,18 +527,44 @@ func (r *groupRunner) committed(ctx context.Context, parts []tp) (map[tp]int64, 
 			}
 			if ok && o.At >= 0 {
 				out[p] = o.At
+				meta[p] = o.Metadata
 			} else {
 				missing = append(missing, p)
 			}
 		}
 		return r.resolveStarts(ctx, missing, out)
 	})
-	return out, err
+	return out, meta, err
 }
 
 // resolveStarts fills in the start offsets of partitions without a
 // committed offset, as the source's StartFrom says.
 func (r *groupRunner) resolveStarts(ctx context.Context, parts []tp, out map[tp]int64) error {
+	// A repartition topic is read from its start.
+	var rparts []tp
+	parts = slices.DeleteFunc(slices.Clone(parts), func(p tp) bool {
+		if r.rtopic(p) {
+			rparts = append(rparts, p)
+			return true
+		}
+		return false
+	})
+	if len(rparts) > 0 {
+		l, err := r.adm.ListStartOffsets(ctx, r.rtopics...)
+		if err != nil {
+			return err
+		}
+		for _, p := range rparts {
+			o, ok := l.Lookup(p.topic, p.partition)
+			if !ok {
+				return fmt.Errorf("kafka: no start offset for topic %q partition %d", p.topic, p.partition)
+			}
+			if o.Err != nil {
+				return o.Err
+			}
+			out[p] = o.Offset
+		}
+	}
 	if len(parts) == 0 {
 		return nil
 	}
@@ -581,7 +656,7 @@ func (r *groupRunner) groupDone(ctx context.Context) (bool, error) {
 			return false, nil
 		}
 	}
-	return true, nil
+	return r.exchangesDone(resp), nil
 }
 
 // localRun is one run of the local job over a fixed assignment.
@@ -589,15 +664,23 @@ type localRun struct {
 	r      *groupRunner
 	starts map[tp]int64
 	cons   *consumer
+	// startMeta is the metadata committed with the starts (a repartition
+	// partition's per-task watermarks).
+	startMeta map[tp]string
 
-	commitReq  chan struct{} // 1-buffered: every reader reported
-	committing atomic.Bool   // between End and the release of the readers
+	commitReq chan struct{} // 1-buffered: every reader reported
+	// note is the JSON restoreNote committed as the input offsets'
+	// metadata ("" without keyed operators).
+	note       string
+	committing atomic.Bool  // between End and the release of the readers
+	txnMu      sync.RWMutex // held by commit; markers (repartition.go) take it shared
 
 	mu struct {
 		sync.Mutex
 		readers  map[tp]*groupReader // open and not at their end
 		reported map[tp]int64        // position at the held barrier, per open reader
 		ended    map[tp]int64        // readers at their end: final positions
+		meta     map[tp]string       // metadata to commit with a position (repartition partitions)
 		release  chan struct{}       // closed when the held barrier's transaction committed
 		err      error               // a record failed to be produced
 	}
@@ -611,6 +694,7 @@ func newLocalRun(r *groupRunner, parts []tp, starts map[tp]int64) *localRun {
 	lr.mu.readers = map[tp]*groupReader{}
 	lr.mu.reported = map[tp]int64{}
 	lr.mu.ended = map[tp]int64{}
+	lr.mu.meta = map[tp]string{}
 	lr.mu.release = make(chan struct{})
 	cfg := &sourceConfig{client: *r.client}
 	lr.cons = &consumer{cl: r.cl, adm: r.adm, cfg: cfg, shared: true}
@@ -711,15 +795,17 @@ func (lr *localRun) maybeCommitLocked() {
 	}
 }
 
-// marks are the offsets to commit: the reported positions, and in the
-// final commit (every sink has closed) those of the readers that ended,
-// where they moved past the run's start. A reader's end is no commit
-// point before that: records it read after the last barrier may still be
-// on their way to the sinks.
-func (lr *localRun) marks(final bool) map[string]map[int32]kgo.EpochOffset {
+// marks are the offsets to commit, where they moved past the run's start:
+// the reported positions, and those of the readers that ended. A reader
+// that ended is in ended before the barrier every open reader holds at
+// (an open reader holds from its barrier until the commit, so it cannot
+// end in between): its records are before that barrier, in the
+// transaction. metas are the metadata to commit with them.
+func (lr *localRun) marks() (map[string]map[int32]kgo.EpochOffset, map[tp]string) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	out := map[string]map[int32]kgo.EpochOffset{}
+	metas := map[tp]string{}
 	add := func(p tp, pos int64) {
 		if pos <= lr.starts[p] {
 			return
@@ -728,16 +814,24 @@ func (lr *localRun) marks(final bool) map[string]map[int32]kgo.EpochOffset {
 			out[p.topic] = map[int32]kgo.EpochOffset{}
 		}
 		out[p.topic][p.partition] = kgo.EpochOffset{Epoch: -1, Offset: pos}
+		if m, ok := lr.mu.meta[p]; ok {
+			metas[p] = m
+		}
 	}
 	for p, pos := range lr.mu.reported {
 		add(p, pos)
 	}
-	if final {
-		for p, pos := range lr.mu.ended {
-			add(p, pos)
-		}
+	for p, pos := range lr.mu.ended {
+		add(p, pos)
 	}
-	return out
+	return out, metas
+}
+
+// setMeta sets the metadata to commit with partition p's next position.
+func (lr *localRun) setMeta(p tp, meta string) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.mu.meta[p] = meta
 }
 
 // release lets the held readers go on after a commit.
@@ -767,7 +861,7 @@ func (lr *localRun) failed() error {
 // marked offsets: a partition without a mark is left out, a marked one
 // gets its mark (never more than what was fetched: a mark is a position
 // of a reader, which only reads fetched records).
-func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.EpochOffset) {
+func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.EpochOffset, metas map[tp]string, note string) {
 	topics := req.Topics[:0]
 	for _, t := range req.Topics {
 		ps := t.Partitions[:0]
@@ -777,6 +871,11 @@ func onlyMarks(req *kmsg.TxnOffsetCommitRequest, marks map[string]map[int32]kgo.
 				continue
 			}
 			p.Offset, p.LeaderEpoch = m.Offset, m.Epoch
+			if md, ok := metas[tp{t.Topic, p.Partition}]; ok {
+				p.Metadata = &md
+			} else if note != "" {
+				p.Metadata = &note
+			}
 			ps = append(ps, p)
 		}
 		if len(ps) > 0 {

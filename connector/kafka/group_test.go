@@ -244,17 +244,35 @@ func TestGroupInProcessAndDescribe(t *testing.T) {
 	t.Logf("\n%s", sb.String())
 }
 
-// TestGroupRefusesKeyBy: a job with a KeyBy is refused in group mode (a
-// repartition topic is not built yet), with an error that says so.
-func TestGroupRefusesKeyBy(t *testing.T) {
+// TestGroupRefusesWhatIsNotBuilt: in group mode a KeyBy goes through a
+// repartition topic, but a keyed operator of two inputs (a join: its
+// topics would need co-partitioned assignment) and a KeyBy behind another
+// keyed operator are refused, with errors that say so.
+func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
-	job := weir.NewJob("group-keyby", weir.AppID("kb"))
-	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
-		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
-	weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[event]()))
-	err := job.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "KeyBy") || !strings.Contains(err.Error(), "not built yet") {
-		t.Fatalf("Run: %v, want a refusal naming KeyBy", err)
+	key := func(e event) string { return e.Key }
+	for _, tc := range []struct {
+		name, want string
+		build      func(src *weir.Stream[event])
+	}{
+		{"join", "several inputs", func(src *weir.Stream[event]) {
+			weir.Collect(weir.Join(weir.KeyBy(src, key), weir.KeyBy(src, key), func(k string, a, b event) (string, bool) { return k, true }))
+		}},
+		{"two KeyBys", "a chain of KeyBys", func(src *weir.Stream[event]) {
+			tagged := weir.Process(weir.KeyBy(src, key), weir.ProcessFunc[string, event, event](func(ctx *weir.KeyedContext[string, event], e event) error {
+				ctx.Emit(e)
+				return nil
+			}))
+			weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(tagged, key), weir.Tumbling(time.Second)), weir.Count[event]()))
+		}},
+	} {
+		job := weir.NewJob("group-"+tc.name, weir.AppID("kb"))
+		tc.build(weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) })))
+		err := job.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "group mode") {
+			t.Errorf("%s: Run: %v, want a refusal saying %q", tc.name, err, tc.want)
+		}
 	}
 }
 

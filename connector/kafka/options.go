@@ -214,6 +214,16 @@ func ReadCommitted() SourceOption {
 	return sourceOpt(func(c *sourceConfig) { c.readCommitted = true })
 }
 
+// RepartitionPartitions sets the number of partitions of the repartition
+// topics a group-mode job (weir.AppID) creates for the KeyBys fed by this
+// source's records (docs/scale-out.md); by default, the number of
+// partitions of the source's topics. It is fixed when the topic is
+// created: a job started again with another number fails with an error
+// naming the topic (the key groups of each partition would change).
+func RepartitionPartitions(n int) SourceOption {
+	return sourceOpt(func(c *sourceConfig) { c.repartitionPartitions = n })
+}
+
 // SkipBadRecords skips records that the decode function rejects, counting
 // them (weir_bad_records_skipped_total), instead of failing the job.
 func SkipBadRecords() SourceOption { return sourceOpt(func(c *sourceConfig) { c.skipBad = true }) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -24,6 +25,11 @@ type sourceConfig struct {
 	bounded       bool
 	readCommitted bool
 	skipBad       bool
+	// repartitionPartitions: RepartitionPartitions (group mode).
+	repartitionPartitions int
+	// exchange is set on the source of a repartition topic (group mode,
+	// repartition.go).
+	exchange *exchangeConfig
 }
 
 // DecodeError is a record the decode function rejected.
@@ -556,6 +562,17 @@ type reader[T any] struct {
 	// barrier, the channel closed when the transaction committed.
 	lr   *localRun
 	held <-chan struct{}
+	// wms is the watermark of a repartition partition (group mode).
+	wms *wmTracker
+}
+
+// Watermark is the watermark of a repartition partition's reader (the
+// minimum over its upstream tasks' markers), or none (math.MinInt64).
+func (r *reader[T]) Watermark() int64 {
+	if r.wms == nil {
+		return math.MinInt64
+	}
+	return r.wms.wm
 }
 
 // SetBadRecordHandler implements weir.BadRecordReporter: records decode
@@ -594,6 +611,29 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 			r.i++
 			continue
 		}
+		if r.wms != nil {
+			task, wm, ok, err := marker(rec)
+			if err != nil {
+				return n, &DecodeError{Topic: rec.Topic, Partition: rec.Partition, Offset: rec.Offset, Err: err}
+			}
+			if ok {
+				r.i++
+				if r.wms.observe(task, wm) {
+					if r.wms.wm == math.MaxInt64 {
+						// Every upstream task has ended: nothing
+						// more comes.
+						r.done = true
+						break
+					}
+					if n > 0 {
+						// The records returned come before the
+						// watermark moves.
+						break
+					}
+				}
+				continue
+			}
+		}
 		v, err := r.src.decode(rec)
 		if err != nil {
 			if r.onBad != nil {
@@ -618,6 +658,9 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	}
 	if r.done {
 		if r.lr != nil {
+			if r.wms != nil {
+				r.lr.setMeta(r.ps.tp, r.wms.encode())
+			}
 			r.lr.ended(r.ps.tp, r.position())
 		}
 		return n, io.EOF
@@ -693,6 +736,11 @@ func (r *reader[T]) NotifyCheckpointComplete(ctx context.Context, checkpointID i
 			return nil // released: the next barrier is the next commit point
 		default:
 		}
+		if r.wms != nil {
+			// The per-task watermarks go with the offset: what a
+			// reader that takes the partition over starts from.
+			r.lr.setMeta(r.ps.tp, r.wms.encode())
+		}
 		r.lr.report(r.ps.tp, off)
 		return nil
 	}
@@ -736,14 +784,23 @@ func (r *reader[T]) Close() error {
 // on the session's client, at the committed offset the run started from.
 func (s *source[T]) openGroup(lr *localRun, sp *split) (weir.SplitReader[T], error) {
 	if sp.partition < 0 {
-		return &noPartitionReader[T]{bounded: s.cfg.bounded}, nil
+		return &noPartitionReader[T]{bounded: s.cfg.bounded || (s.cfg.exchange != nil && s.cfg.exchange.ends)}, nil
 	}
 	ps := lr.open(sp.tp())
 	if ps == nil {
 		return nil, fmt.Errorf("kafka: topic %q partition %d is not assigned to this process", sp.topic, sp.partition)
 	}
 	r := &reader[T]{src: s, c: lr.cons, ps: ps, end: sp.end, lr: lr}
-	if sp.end >= 0 && ps.next >= sp.end {
+	if s.cfg.exchange != nil {
+		r.wms = newTracker(s.cfg.exchange.tasks, lr.startMeta[sp.tp()])
+		if r.wms.wm == math.MaxInt64 {
+			r.done = true
+			lr.ended(ps.tp, -1)
+		}
+	}
+	// Where the run starts, not ps.next: another reader's poll may have
+	// buffered this partition's records (and moved next) already.
+	if sp.end >= 0 && lr.starts[ps.tp] >= sp.end {
 		r.done = true
 		lr.ended(ps.tp, -1)
 	}

@@ -43,6 +43,11 @@ type Config struct {
 	// (restoreID 0: empty) that would replay output the sinks committed
 	// (the job's policy: weir.DuplicateOutputError).
 	CheckReplay func(store *checkpoint.Store, restoreID int64, path string) error
+	// OnPersist, if set, is called with every checkpoint's snapshots once
+	// its files are written, before it counts as complete (group mode:
+	// the keyed state goes to the changelog topics in the open
+	// transaction). An error fails the checkpoint.
+	OnPersist func(id int64, snaps []*coordinator.TaskSnapshot) error
 }
 
 // Store connects a job to its checkpoint directory.
@@ -91,6 +96,11 @@ func (s *Store) Persist(ctx context.Context, id int64, final bool, snaps []*coor
 	}
 	for _, fn := range confirms {
 		fn()
+	}
+	if s.cfg.OnPersist != nil {
+		if err := s.cfg.OnPersist(id, snaps); err != nil {
+			return err
+		}
 	}
 	s.last.id, s.last.kind, s.last.path = id, checkpoint.KindCheckpoint, c.Path()
 	s.cfg.Metrics.LastSizeBytes.Store(c.Metadata().TotalSize())

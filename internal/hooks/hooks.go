@@ -57,16 +57,125 @@ type GroupJob struct {
 	// a Kafka transaction, per interval.
 	Interval time.Duration
 	Logger   *slog.Logger
+	// RunLocal runs the job once in this process, from empty state or
+	// from the keyed state in the run's GroupLocal (the runner puts in ctx
+	// what its sources and sinks read), taking a checkpoint every
+	// Interval into a temporary directory. It returns when the job ends,
+	// fails or ctx ends.
+	RunLocal func(ctx context.Context) error
 	// Status, if set, is told what the process owns (group_status.go).
 	Status GroupStatus
-	// RunLocal runs the job once in this process, from empty state (the
-	// runner puts in ctx what its sources and sinks read), taking a
-	// checkpoint every Interval into a temporary directory. It returns
-	// when the job ends, fails or ctx ends.
-	RunLocal func(ctx context.Context) error
+	// Exchanges are the job's hash edges, each through a repartition
+	// topic.
+	Exchanges []*Exchange
+	// Keyed are the job's keyed stateful operators (those behind a hash
+	// edge): their state moves between processes through changelog
+	// topics.
+	Keyed []KeyedOp
+	// MaxParallelism is the job's number of key groups.
+	MaxParallelism int
+}
+
+// KeyedOp is a keyed stateful operator of a group-mode job.
+type KeyedOp struct {
+	UID, Name string
+	// Exchange is the repartition topic that feeds the operator: its
+	// partitions decide which key groups a process owns.
+	Exchange *Exchange
+}
+
+// KeyedState is the keyed state of one operator: key group -> the key
+// group's snapshot, as the job's checkpoints hold it (the Groups of a
+// state file), with the operator's watermark.
+type KeyedState struct {
+	UID       string
+	Watermark int64
+	Groups    map[int][]byte
+}
+
+// GroupLocal is what the group runner gives one local run, through the
+// run's context (WithGroupLocal).
+type GroupLocal struct {
+	// Restore is the keyed state the run starts from (read from the
+	// changelog topics); From names where it came from, for errors.
+	Restore []KeyedState
+	From    string
+	// KeyGroups and Bytes count what Restore holds, for the metrics.
+	KeyGroups, Bytes int64
+	// Persist is called with the keyed state of every completed
+	// checkpoint of the run (every operator subtask's, from the
+	// checkpoint coordinator's goroutine) before the checkpoint counts
+	// as complete: the runner writes it into the open transaction.
+	Persist func(id int64, states []KeyedState) error
+}
+
+type groupLocalKey struct{}
+
+// WithGroupLocal returns ctx carrying g.
+func WithGroupLocal(ctx context.Context, g *GroupLocal) context.Context {
+	return context.WithValue(ctx, groupLocalKey{}, g)
+}
+
+// GroupLocalFrom returns the GroupLocal of ctx, or nil.
+func GroupLocalFrom(ctx context.Context) *GroupLocal {
+	g, _ := ctx.Value(groupLocalKey{}).(*GroupLocal)
+	return g
 }
 
 // GroupRun runs a job in group mode. The Kafka connector sets it in its
 // init (as database/sql drivers register); it is nil when the connector is
 // not linked in.
 var GroupRun func(ctx context.Context, g GroupJob) error
+
+// Exchange is a hash edge (KeyBy) of a group-mode job that crosses
+// processes through a repartition topic (docs/scale-out.md): the root
+// package describes it and rewrites the edge into a writer of the topic and
+// a reader of it; GroupRun creates the topic and fills in the rest before
+// the first local run.
+type Exchange struct {
+	// UID is the keyed operator's uid: the topic is
+	// "<app id>-<uid>-repartition".
+	UID string
+	// Upstream is the weir.Source whose splits are the upstream tasks:
+	// each of them writes its watermark into every partition of the
+	// topic, and a reader waits for all of them.
+	Upstream any
+	// MaxParallelism is the job's number of key groups: key group kg goes
+	// to partition kg*Partitions/MaxParallelism.
+	MaxParallelism int
+
+	// Set by GroupRun.
+	Topic      string
+	Partitions int
+	// Tasks is how many upstream tasks a reader of a partition expects
+	// watermarks from (the partitions of the upstream topics).
+	Tasks int
+	// Source is a weir.RestorableSource[ExchangeRecord] reading the
+	// partitions of Topic this process owns, in the local run of ctx.
+	Source any
+}
+
+// ExchangeRecord is a record read from a repartition topic: the value as
+// the writer encoded it (the bytes belong to the Kafka client's record and
+// must be decoded before the next Read), and its event time.
+type ExchangeRecord struct {
+	Value     []byte
+	TS        int64
+	Partition int32
+	Offset    int64
+}
+
+// ExchangeWriter writes one subtask's records into a repartition topic,
+// in the open transaction of the local run it was opened in.
+type ExchangeWriter interface {
+	// Write produces one record (value is copied) with event time ts to
+	// the partition.
+	Write(partition int32, value []byte, ts int64) error
+	// Watermark writes the watermark of an upstream task (a split ID of
+	// the upstream source) into every partition of the topic.
+	Watermark(task string, wm int64) error
+}
+
+// OpenExchange returns the writer of a repartition topic for the local
+// run of ctx. Set by the Kafka connector in its init.
+var OpenExchange func(ctx context.Context, topic string) (ExchangeWriter, error)

@@ -58,6 +58,10 @@ type Checkpoints struct {
 	// aligning barriers.
 	AlignmentNanos atomic.Int64
 	Restarts       atomic.Int64
+	// RestoredKeyGroups and RestoredBytes add up the keyed state restored
+	// from changelog topics (group mode): key groups, and their bytes.
+	RestoredKeyGroups atomic.Int64
+	RestoredBytes     atomic.Int64
 
 	// history of finished checkpoints and the last restore (history.go).
 	history history
@@ -149,13 +153,15 @@ var (
 	descCkSize   = prometheus.NewDesc("weir_checkpoint_last_size_bytes", "Size of the last completed checkpoint.", ckLabels, nil)
 	descCkAlign  = prometheus.NewDesc("weir_checkpoint_alignment_seconds_total", "Time input channels were held back aligning barriers.", ckLabels, nil)
 	descRestarts = prometheus.NewDesc("weir_job_restarts_total", "Restarts of the job from a checkpoint after a failure.", ckLabels, nil)
+	descRestKG   = prometheus.NewDesc("weir_state_restored_key_groups_total", "Key groups of keyed state restored from changelog topics (group mode).", ckLabels, nil)
+	descRestB    = prometheus.NewDesc("weir_state_restored_bytes_total", "Bytes of keyed state restored from changelog topics (group mode).", ckLabels, nil)
 	descBackpres = prometheus.NewDesc("weir_backpressure_seconds_total", "Time spent blocked on a full output queue.", labels, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (r *Registry) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descLate, descSkipped, descWM, descLag, descBackpres,
-		descCkDone, descCkFailed, descCkAbort, descCkLast, descCkDur, descCkSize, descCkAlign, descRestarts} {
+		descCkDone, descCkFailed, descCkAbort, descCkLast, descCkDur, descCkSize, descCkAlign, descRestarts, descRestKG, descRestB} {
 		ch <- d
 	}
 	describeGroup(ch)
@@ -178,6 +184,8 @@ func (r *Registry) Collect(ch chan<- prometheus.Metric) {
 		{descCkSize, prometheus.GaugeValue, float64(c.LastSizeBytes.Load())},
 		{descCkAlign, prometheus.CounterValue, float64(c.AlignmentNanos.Load()) / 1e9},
 		{descRestarts, prometheus.CounterValue, float64(c.Restarts.Load())},
+		{descRestKG, prometheus.CounterValue, float64(c.RestoredKeyGroups.Load())},
+		{descRestB, prometheus.CounterValue, float64(c.RestoredBytes.Load())},
 	} {
 		ch <- prometheus.MustNewConstMetric(x.d, x.t, x.v, r.Job)
 	}

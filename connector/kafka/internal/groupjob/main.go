@@ -2,6 +2,15 @@
 // times: a job with weir.AppID that reads "key,ts,seq" events from a Kafka
 // topic and writes "key,ts,seq,partition" records (the partition it read
 // the event from) to another topic, in the process's Kafka transactions.
+// With --keyed the events cross a KeyBy first (in group mode, through a
+// repartition topic): "tag" passes each event through a keyed process
+// function that appends the key and event time it sees
+// ("key,ts,seq,partition,key,ts"); "window" counts events per key and
+// tumbling second ("key,window start,count"); "state" is keyed and
+// stateful: per key a running count in a ValueState ("count,key,seq,n":
+// the n-th event of the key) and a count per tumbling second of event
+// time ("window,key,start,n"), so that the keyed state moves with the
+// repartition partitions through the changelog topics.
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
@@ -56,6 +65,8 @@ func main() {
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
 		verbose = flag.Bool("v", false, "log at info level")
+		keyed   = flag.String("keyed", "", `"tag", "window" or "state": the events cross a KeyBy (see the package comment)`)
+		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
 	)
 	flag.Parse()
 	if *brokers == "" {
@@ -76,6 +87,9 @@ func main() {
 	if *bounded {
 		srcOpts = append(srcOpts, kafka.Bounded())
 	}
+	if *rparts > 0 {
+		srcOpts = append(srcOpts, kafka.RepartitionPartitions(*rparts))
+	}
 	if *session > 0 {
 		srcOpts = append(srcOpts, kafka.ClientOptions(kgo.SessionTimeout(*session), kgo.HeartbeatInterval(*session/5),
 			kgo.RebalanceTimeout(2**session)))
@@ -90,15 +104,82 @@ func main() {
 			return e
 		})
 	}
-	weir.To(evs, kafka.Sink(seeds, func(e event, rec *kgo.Record) error {
-		rec.Key = append(rec.Key, e.Key...)
-		rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d,%d", e.Key, e.TS, e.Seq, e.Partition)
-		return nil
-	}, kafka.DefaultTopic(*out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(*out)), weir.UID("sink"))
+	sinkOpts := []kafka.SinkOption{kafka.DefaultTopic(*out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(*out)}
+	switch *keyed {
+	case "":
+		weir.To(evs, kafka.Sink(seeds, func(e event, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, e.Key...)
+			rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d,%d", e.Key, e.TS, e.Seq, e.Partition)
+			return nil
+		}, sinkOpts...), weir.UID("sink"))
+	case "tag":
+		tagged := weir.Process(weir.KeyBy(evs, func(e event) string { return e.Key }),
+			weir.ProcessFunc[string, event, string](func(ctx *weir.KeyedContext[string, string], e event) error {
+				ctx.Emit(fmt.Sprintf("%s,%d,%d,%d,%s,%d", e.Key, e.TS, e.Seq, e.Partition, ctx.Key(), ctx.Timestamp().UnixMilli()))
+				return nil
+			}), weir.UID("tag"))
+		weir.To(tagged, kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, v[:strings.IndexByte(v, ',')]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, sinkOpts...), weir.UID("sink"))
+	case "window":
+		counts := weir.Aggregate(weir.Window(weir.KeyBy(evs, func(e event) string { return e.Key }), weir.Tumbling(time.Second)),
+			weir.Count[event](), weir.UID("count"))
+		weir.To(counts, kafka.Sink(seeds, func(r weir.WindowResult[string, int64], rec *kgo.Record) error {
+			rec.Key = append(rec.Key, r.Key...)
+			rec.Value = fmt.Appendf(rec.Value, "%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
+			return nil
+		}, sinkOpts...), weir.UID("sink"))
+	case "state":
+		keyedJob(evs, seeds, *out)
+	default:
+		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window or state\n", *keyed)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := job.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "groupjob:", err)
 		os.Exit(1)
 	}
+}
+
+// counter is the running count per key, in keyed state.
+type counter struct {
+	n *weir.ValueState[string, int64]
+}
+
+func (c *counter) Open(rc *weir.RuntimeContext[string]) error {
+	c.n = weir.NewValueState[int64](rc, "n")
+	return nil
+}
+
+func (c *counter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
+	n, _ := c.n.Value()
+	n++
+	c.n.Update(n)
+	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
+	return nil
+}
+
+// keyedJob adds the keyed stages: a running count per key and a count
+// per key and tumbling second.
+func keyedJob(evs *weir.Stream[event], seeds []string, out string) {
+	ks := weir.KeyBy(evs, func(e event) string { return e.Key })
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &counter{} }, weir.UID("counts"))
+	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
+		func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("window,%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
+		})
+	// Two sinks: each its own transactional ids outside group mode.
+	sink := func(name string) weir.Sink[string] {
+		return kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, kafka.DefaultTopic(out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(out+"-"+name))
+	}
+	weir.To(counts, sink("counts"), weir.UID("count-sink"))
+	weir.To(windows, sink("windows"), weir.UID("window-sink"))
 }

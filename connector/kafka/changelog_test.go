@@ -1,0 +1,422 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// TestGroupKeyedStateMoves runs a keyed stateful job (a running count per
+// key, and a count per key and second of event time) in group mode as two
+// real processes over a one-partition input. The process that owns the
+// partition is killed with SIGKILL mid-run; the other takes the partition
+// over and restores the counts from the changelog topics. The output,
+// read read_committed, must equal a one-process run's exactly: the counts
+// go on from where the last commit left them (with the restore disabled
+// they start again from zero, and the test fails).
+func TestGroupKeyedStateMoves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const n = 6000
+	evs := events(n, 10)
+	produce(t, addrs, "kin", 1, evs)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string) *groupProc {
+		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "kg", "--in", "kin", "--out", "kout",
+			"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "--pace", "5", "-v")
+	}
+	procs := map[string]*groupProc{"kg-a": group("a"), "kg-b": group("b")}
+	counts := func() int {
+		c := 0
+		for _, v := range committedValues(t, addrs, "kout") {
+			if strings.HasPrefix(v, "count,") {
+				c++
+			}
+		}
+		return c
+	}
+	// The owner of the partition, once it has committed some output.
+	var owner string
+	waitFor(t, "a quarter of the counts committed", time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "kg")
+		if err != nil {
+			return false // the group is not there yet
+		}
+		owner = ""
+		for _, p := range d.Partitions {
+			owner = p.Owner
+		}
+		return owner != "" && counts() >= n/4
+	})
+	victim := procs[owner]
+	if victim == nil {
+		t.Fatalf("owner %q is none of the processes", owner)
+	}
+	survivor := procs["kg-a"]
+	if victim == survivor {
+		survivor = procs["kg-b"]
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-victim.done
+	victim.done <- nil
+	if c := counts(); c >= n {
+		t.Fatalf("the owner committed all %d counts before it was killed: the test proves nothing", c)
+	}
+	// The survivor takes the partition over, restores and finishes (the
+	// input is bounded). The killed process, started again with its
+	// instance id, fences its open transaction (read_committed readers of
+	// the output would wait for the transaction timeout otherwise), finds
+	// the group done and exits.
+	select {
+	case err := <-survivor.done:
+		survivor.done <- err
+		if err != nil {
+			t.Fatalf("process %s: %v", survivor.name, err)
+		}
+	case <-time.After(2 * time.Minute): // a deadline, not a wait for a result
+		t.Fatalf("process %s did not end", survivor.name)
+	}
+	again := startGroupProc(t, bin, victim.name, "--brokers", brokers, "--app-id", "kg", "--in", "kin", "--out", "kout",
+		"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "-v")
+	select {
+	case err := <-again.done:
+		again.done <- err
+		if err != nil {
+			t.Fatalf("process %s started again: %v", again.name, err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("process %s started again did not end", again.name)
+	}
+	got := committedValues(t, addrs, "kout")
+
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "kin", "--out", "kref", "--keyed", "state", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "kref")
+	if len(want) < n {
+		t.Fatalf("reference run wrote %d records, want at least %d", len(want), n)
+	}
+	sameOutput(t, "keyed group output", got, want)
+
+	// The survivor's restore, as describe shows it.
+	d, err := kafka.DescribeGroup(context.Background(), addrs, "kg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	for _, r := range d.Restores {
+		if r.Member == "kg-"+survivor.name && r.Changelog == kafka.ChangelogTopic("kg", "counts") && r.KeyGroups > 0 && r.Bytes > 0 {
+			restored = true
+		}
+	}
+	if !restored {
+		t.Errorf("describe shows no restore of %s by kg-%s: %+v", kafka.ChangelogTopic("kg", "counts"), survivor.name, d.Restores)
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+}
+
+// keyedJob is the in-process keyed job of the changelog tests: a running
+// count per key (UID "counts": "count,key,seq,n") and a count per key and
+// second (UID "windows": "window,key@start=n"), written to topic out.
+func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.Option) *weir.Job {
+	job := weir.NewJob("keyed-"+appID, append([]weir.Option{weir.AppID(appID), weir.Parallelism(2), weir.MaxParallelism(16),
+		weir.Checkpointing(20*time.Millisecond, "")}, opts...)...)
+	srcOpts := []kafka.SourceOption{kafka.ReadCommitted(), kafka.ClientOptions(kgo.SessionTimeout(6 * time.Second))}
+	if bounded {
+		srcOpts = append(srcOpts, kafka.Bounded())
+	}
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{in}, decodeEvent, srcOpts...),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("in"))
+	ks := weir.KeyBy(src, func(e event) string { return e.Key })
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }, weir.UID("counts"))
+	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
+		func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("window,%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
+		})
+	sink := func() weir.Sink[string] {
+		return kafka.Sink(addrs, func(v string, r *kgo.Record) error {
+			r.Value = append(r.Value, v...)
+			return nil
+		}, kafka.DefaultTopic(out))
+	}
+	weir.To(counts, sink(), weir.UID("count-sink"))
+	weir.To(windows, sink(), weir.UID("window-sink"))
+	return job
+}
+
+// testCounter is a running count per key, in keyed state.
+type testCounter struct {
+	n *weir.ValueState[string, int64]
+}
+
+func (c *testCounter) Open(rc *weir.RuntimeContext[string]) error {
+	c.n = weir.NewValueState[int64](rc, "n")
+	return nil
+}
+
+func (c *testCounter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
+	n, _ := c.n.Value()
+	n++
+	c.n.Update(n)
+	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
+	return nil
+}
+
+// keyedModel is keyedJob's output for evs, sorted.
+func keyedModel(evs []event) []string {
+	n := map[string]int{}
+	var out []string
+	for _, e := range evs {
+		n[e.Key]++
+		out = append(out, fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n[e.Key]))
+	}
+	for _, w := range windowCounts(evs) {
+		out = append(out, "window,"+w)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestChangelogCompactedAndKeyed runs a keyed group-mode job in the test
+// process twice: unbounded over the first half of the input until the
+// group committed all of it, then (more input written) bounded to the
+// end. The second run restores the counts and the pending windows from
+// the changelogs: the output of both equals the model of one run. The
+// changelog topics are compacted, have the partition count of the
+// repartition topic feeding their operator (the input's: 1), and are
+// keyed by key group; the
+// windows' key groups, empty once every window fired at the end of the
+// input, end in tombstones. Describe and the metrics show the restore.
+// The counts live on the heap, then in Pebble (windows stay on the heap).
+func TestChangelogCompactedAndKeyed(t *testing.T) {
+	t.Run("heap", func(t *testing.T) { testChangelogCompactedAndKeyed(t) })
+	t.Run("pebble", func(t *testing.T) { testChangelogCompactedAndKeyed(t, weir.PebbleState(t.TempDir(), 0)) })
+}
+
+func testChangelogCompactedAndKeyed(t *testing.T, opts ...weir.Option) {
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "cin"), kfake.SeedTopics(2, "cout"))
+	// Events are 10ms apart from a whole second: the first half ends at
+	// a window's end, with that window still open (the watermark is
+	// behind its last event).
+	evs := events(3000, 10)
+	produce(t, addrs, "cin", 1, evs[:1500])
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- keyedJob(addrs, "ck", "cin", "cout", false, opts...).Run(ctx) }()
+	// The first half through the repartition topics too: its running
+	// counts are in the committed output (committed with the counts'
+	// changelog and the repartition offsets), and the input is committed.
+	waitFor(t, "the first half committed", time.Minute, func() bool {
+		counts := 0
+		for _, v := range committedValues(t, addrs, "cout") {
+			if strings.HasPrefix(v, "count,") {
+				counts++
+			}
+		}
+		if counts != 1500 {
+			return false
+		}
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "ck")
+		if err != nil {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if p.Topic == "cin" {
+				return p.Committed == 1500
+			}
+		}
+		return false
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	produce(t, addrs, "cin", 1, evs[1500:])
+	job := keyedJob(addrs, "ck", "cin", "cout", true, opts...)
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	sameOutput(t, "keyed output", committedValues(t, addrs, "cout"), keyedModel(evs))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx = context.Background()
+	for _, uid := range []string{"counts", "windows"} {
+		topic := kafka.ChangelogTopic("ck", uid)
+		rc, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rc.On(topic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := ""
+		for _, kv := range c.Configs {
+			if kv.Key == "cleanup.policy" && kv.Value != nil {
+				policy = *kv.Value
+			}
+		}
+		if policy != "compact" {
+			t.Errorf("%s: cleanup.policy %q, want compact", topic, policy)
+		}
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if np := len(td[topic].Partitions); np != 1 {
+			t.Errorf("%s: %d partitions, want 1 (as the input)", topic, np)
+		}
+		latest := map[string][]byte{}
+		for _, r := range readRecords(t, addrs, topic) {
+			if r.partition != 0 {
+				t.Fatalf("%s: a record in partition %d", topic, r.partition)
+			}
+			{
+				kg, err := strconv.Atoi(r.key)
+				if err != nil || kg < 0 || kg >= 16 {
+					t.Fatalf("%s offset %d: key %q is not a key group", topic, r.offset, r.key)
+				}
+			}
+			latest[r.key] = r.value
+		}
+		groups := 0
+		for k, v := range latest {
+			groups++
+			if uid == "windows" && v != nil {
+				t.Errorf("%s: key group %s ends with %d bytes, want a tombstone (every window fired)", topic, k, len(v))
+			}
+			if uid == "counts" && v == nil {
+				t.Errorf("%s: key group %s ends with a tombstone, want its counts", topic, k)
+			}
+		}
+		// The watermark is not in the changelog: the operator restores it
+		// from the repartition offsets' metadata (TestGroupStatefulRepartition).
+		if groups == 0 {
+			t.Errorf("%s: no key groups", topic)
+		}
+	}
+
+	m := job.Metrics().Checkpoints
+	if m.RestoredKeyGroups == 0 || m.RestoredBytes == 0 {
+		t.Errorf("metrics: restored %d key groups, %d bytes; want some", m.RestoredKeyGroups, m.RestoredBytes)
+	}
+	d, err := kafka.DescribeGroup(ctx, addrs, "ck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kgs, bytes int64
+	var changelogs []string
+	for _, r := range d.Restores {
+		kgs, bytes = kgs+r.KeyGroups, bytes+r.Bytes
+		changelogs = append(changelogs, r.Changelog)
+		if !strings.HasPrefix(r.Member, "ck-") || r.KeyGroups == 0 {
+			t.Errorf("describe: restore %+v", r)
+		}
+	}
+	slices.Sort(changelogs)
+	if kgs != m.RestoredKeyGroups || bytes != m.RestoredBytes ||
+		!slices.Equal(changelogs, []string{kafka.ChangelogTopic("ck", "counts"), kafka.ChangelogTopic("ck", "windows")}) {
+		t.Errorf("describe: restores %+v, want both changelogs' (%d key groups, %d bytes in all)", d.Restores, m.RestoredKeyGroups, m.RestoredBytes)
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	if !strings.Contains(sb.String(), "RESTORED BY") {
+		t.Errorf("describe text:\n%s", sb.String())
+	}
+	t.Logf("\n%s", sb.String())
+}
+
+type rawRecord struct {
+	key       string
+	value     []byte
+	partition int32
+	offset    int64
+}
+
+// readRecords reads every record of topic read_committed, in offset order.
+func readRecords(t *testing.T, addrs []string, topic string) []rawRecord {
+	t.Helper()
+	return readAll(t, kafka.Source(addrs, []string{topic}, func(r *kgo.Record) (rawRecord, error) {
+		return rawRecord{key: string(r.Key), value: slices.Clone(r.Value), partition: r.Partition, offset: r.Offset}, nil
+	}, kafka.Bounded(), kafka.ReadCommitted()))
+}
+
+// TestChangelogCorruptRecord: a changelog record that is not weir's, or
+// whose checksum does not match, stops the restore with an error naming
+// the topic, partition and offset (the job does not start from state with
+// a hole in it).
+func TestChangelogCorruptRecord(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "xin"), kfake.SeedTopics(1, "xout"))
+	produce(t, addrs, "xin", 1, events(100, 5))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	// A record as weir frames it (magic, kind, CRC-32C), one byte flipped.
+	flipped := []byte{'w', 'c', 'g', 0, 0, 0, 0, 1, 2, 3}
+	for _, c := range []struct {
+		app   string
+		value []byte
+		want  string
+	}{
+		{"junk", []byte("not a snapshot"), "not a weir changelog record"},
+		{"flip", flipped, "checksum mismatch"},
+	} {
+		topic := kafka.ChangelogTopic(c.app, "counts")
+		createTopic(t, addrs, topic, 1)
+		// A good record first (a tombstone), so the bad one is at offset 1.
+		for _, v := range [][]byte{nil, c.value} {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Key: []byte("3"), Value: v}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := keyedJob(addrs, c.app, "xin", "xout", true).Run(ctx)
+		where := fmt.Sprintf("changelog topic %q partition 0 offset 1", topic)
+		if err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Run: %v; want an error naming %s: %s", c.app, err, where, c.want)
+		}
+	}
+}
+
+// TestGroupRefusesIncrementalKeyed: incremental Pebble checkpoints hold
+// keyed state as database files, not key-group snapshots, so they cannot
+// feed a changelog: a keyed group-mode job with them is refused.
+func TestGroupRefusesIncrementalKeyed(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "in"))
+	job := weir.NewJob("group-incremental", weir.AppID("inc"), weir.PebbleState(t.TempDir(), 0), weir.IncrementalCheckpoints())
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	weir.Collect(weir.ProcessWith(weir.KeyBy(src, func(e event) string { return e.Key }),
+		func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "IncrementalCheckpoints") {
+		t.Fatalf("Run: %v, want a refusal naming IncrementalCheckpoints", err)
+	}
+}

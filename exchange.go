@@ -1,0 +1,338 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// Exchange through Kafka (group mode, docs/scale-out.md): a hash edge
+// from -> to is cut in two. The sender's side becomes a writer node
+// chained after from, which encodes each record (weir's value codec) and
+// produces it, through hooks.OpenExchange, into the process's open
+// transaction, to partition kg*N/maxParallelism of the repartition topic
+// (kg the record's key group, N the topic's partitions); and at every
+// checkpoint barrier, and at its end, a watermark marker per upstream task
+// (a split of the source its chain starts at) into every partition. The
+// receiver's side becomes a source node reading the partitions of the topic
+// this process owns (hooks.Exchange.Source, the Kafka connector's group
+// reader: held at barriers, positions committed with the transaction),
+// whose readers give the watermark (readerWatermark: the minimum over the
+// upstream tasks' markers), followed by the original hash edge into to, so
+// the keyed operator and its key groups work as they do in one process.
+
+// readerWatermark is a split reader that knows its split's watermark (the
+// reader of a repartition partition): the source task takes it instead of
+// generating one from event times.
+type readerWatermark interface {
+	Watermark() int64
+}
+
+// rewriteExchanges cuts every hash edge of the job into a repartition
+// topic's writer and reader, and returns the exchanges for the group
+// runner. The node order stays topological: each reader comes just before
+// the operator it feeds.
+func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
+	var xs []*hooks.Exchange
+	before := map[*node][]*node{} // reader nodes to place before a node
+	orig := slices.Clone(j.nodes)
+	for _, n := range orig {
+		for _, e := range n.inputs {
+			if e.part != hashed {
+				continue
+			}
+			if len(n.inputs) > 1 {
+				// Both inputs' topics would have to be assigned to the
+				// same process partition by partition (Kafka Streams'
+				// co-partitioning, its own assignor).
+				return nil, fmt.Errorf("weir: AppID: operator %q has %d inputs and one is keyed (KeyBy): group mode does not run keyed operators of several inputs (joins) yet", n.name, len(n.inputs))
+			}
+			if e.exchange == nil {
+				return nil, fmt.Errorf("weir: AppID: operator %q: its keyed input cannot cross processes", n.name)
+			}
+			src := e.from
+			for src.run == nil {
+				switch {
+				case len(src.inputs) != 1:
+					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow one Kafka source through one-input operators)", n.name, src.name)
+				case src.inputs[0].part == hashed:
+					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows keyed operator %q: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name, src.name)
+				case src.inputs[0].part != forward:
+					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, whose input is redistributed: group mode does not run that yet (a KeyBy must follow one Kafka source through one-to-one operators)", n.name, src.name)
+				}
+				src = src.inputs[0].from
+			}
+			if src.exchangeOf != nil {
+				return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows another keyed operator: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name)
+			}
+			x := &hooks.Exchange{UID: n.uid, Upstream: src.impl, MaxParallelism: j.cfg.maxParallelism}
+			k := len(j.nodes)
+			e.exchange(x, src)
+			before[n] = append(before[n], j.nodes[k:]...)
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) == 0 {
+		return nil, nil
+	}
+	// New nodes: the writers (after their senders; they go at the end)
+	// and the readers with their decoding map (before their receivers).
+	placed := map[*node]bool{}
+	var order []*node
+	for _, n := range orig {
+		for _, r := range before[n] {
+			if r.exchangeOf != nil || (len(r.inputs) == 1 && r.inputs[0].from.exchangeOf != nil) {
+				order = append(order, r)
+				placed[r] = true
+			}
+		}
+		order = append(order, n)
+		placed[n] = true
+	}
+	for _, n := range j.nodes {
+		if !placed[n] {
+			order = append(order, n)
+		}
+	}
+	j.nodes = order
+	for i, n := range j.nodes {
+		n.id = i
+	}
+	return xs, nil
+}
+
+// exRec is a record read from a repartition topic, with its event time.
+type exRec[T any] struct {
+	v  T
+	ts int64
+}
+
+// rewriteExchange cuts hash edge e (records of ks) into a writer of the
+// repartition topic x after e.from and a reader of it before e.to.
+func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hooks.Exchange, src *node) {
+	j := ks.src.job
+	from, to := e.from, e.to
+	// The writer, chained after the sender.
+	wcfg := config{name: to.name + " (repartition out)", uid: to.uid + "-repartition-out"}
+	w := j.addNode(wcfg.name, "repartition-out", 0, wcfg)
+	w.tee = newTee[struct{}]
+	from.outputs = slices.DeleteFunc(from.outputs, func(o *edge) bool { return o == e })
+	connect(&Stream[T]{job: j, node: from}, w, forward)
+	enc, dec := exchangeCodec[T]()
+	w.build = func(st *subtask, _ any) ([]any, error) {
+		tasks, err := upstreamTasks(st, w, src)
+		if err != nil {
+			return nil, err
+		}
+		out, err := hooks.OpenExchange(st.ctx, x.Topic)
+		if err != nil {
+			return nil, err
+		}
+		op := &exchangeOut[K, T]{key: ks.key, hash: ks.hash, maxP: uint64(x.MaxParallelism), n: uint64(x.Partitions),
+			enc: enc, w: out, tasks: tasks, wm: watermark.Min, m: st.metrics(w)}
+		return []any{consumer[T](op)}, nil
+	}
+	// The reader, and a map from what it reads to T, feeding e.
+	rs := FromSource[exRec[T]](j, to.name+" (repartition in)", &exchangeSource[T]{x: x, dec: dec},
+		WatermarkStrategy[exRec[T]]{kind: watermark.None, ts: func(r exRec[T]) time.Time { return time.UnixMilli(r.ts) }},
+		UID(to.uid+"-repartition-in"))
+	rs.node.exchangeOf = x
+	m := Map(rs, func(r exRec[T]) T { return r.v }, Name(to.name+" (repartition decode)"), UID(to.uid+"-repartition-decode"))
+	e.from = m.node
+	m.node.outputs = append(m.node.outputs, e)
+}
+
+// upstreamTasks names the upstream tasks of subtask st of writer w: the
+// splits that subtask st of its source reads (the writer is chained to the
+// source through one-to-one edges, so it sees exactly those splits'
+// records and their combined watermark).
+func upstreamTasks(st *subtask, w, src *node) ([]string, error) {
+	for n := w; n != src; n = n.inputs[0].from {
+		if n.inputs[0].part != forward {
+			return nil, permanent{fmt.Errorf("weir: AppID: repartition writer %q: operator %q has another parallelism than its input: in group mode the operators between a source and a KeyBy need the source's parallelism", w.name, n.name)}
+		}
+	}
+	var tasks []string
+	for i, id := range src.splitIDs {
+		if i%src.parallelism == st.index {
+			tasks = append(tasks, id)
+		}
+	}
+	return tasks, nil
+}
+
+// exchangeCodec returns the encoding of T on a repartition topic: weir's
+// value codec, or gob for what it cannot hold (interfaces).
+func exchangeCodec[T any]() (func([]byte, *T) ([]byte, error), func([]byte, *T) error) {
+	if c, err := codec.OfType[T](codec.Value); err == nil {
+		return func(dst []byte, v *T) ([]byte, error) { return c.Append(dst, v), nil },
+			func(src []byte, v *T) error {
+				rest, err := c.Read(src, v)
+				if err == nil && len(rest) > 0 {
+					err = fmt.Errorf("%d bytes after the value", len(rest))
+				}
+				return err
+			}
+	}
+	return func(dst []byte, v *T) ([]byte, error) {
+			b, err := codec.Marshal(v)
+			return append(dst, b...), err
+		},
+		func(src []byte, v *T) error { return codec.Unmarshal(src, v) }
+}
+
+// exchangeOut is the writer of a repartition topic for one subtask.
+type exchangeOut[K comparable, T any] struct {
+	key   func(T) K
+	hash  func(K) uint64
+	maxP  uint64
+	n     uint64
+	enc   func([]byte, *T) ([]byte, error)
+	w     hooks.ExchangeWriter
+	tasks []string
+	buf   []byte
+	wm    int64
+	m     *metrics.Operator
+}
+
+func (o *exchangeOut[K, T]) push(b *batch[T]) error {
+	for i := range b.data {
+		kg := o.hash(o.key(b.data[i])) % o.maxP
+		var err error
+		if o.buf, err = o.enc(o.buf[:0], &b.data[i]); err != nil {
+			return fmt.Errorf("encode a record for the repartition topic: %w", err)
+		}
+		if err := o.w.Write(int32(kg*o.n/o.maxP), o.buf, b.ts[i]); err != nil {
+			return err
+		}
+	}
+	o.m.RecordsIn.Add(int64(len(b.data)))
+	if b.watermark > o.wm {
+		o.wm = b.watermark
+	}
+	return nil
+}
+
+// markers writes the watermark of each upstream task of the subtask into
+// every partition.
+func (o *exchangeOut[K, T]) markers(wm int64) error {
+	for _, t := range o.tasks {
+		if err := o.w.Watermark(t, wm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// barrier writes the markers into the transaction the barrier closes: at
+// least one per commit interval.
+func (o *exchangeOut[K, T]) barrier(*barrierMsg, *taskSnapshot) error { return o.markers(o.wm) }
+
+// finish writes the end of the upstream tasks (a bounded input read to its
+// end): +inf.
+func (o *exchangeOut[K, T]) finish() error { return o.markers(watermark.Max) }
+
+// exchangeSource reads the partitions of a repartition topic this process
+// owns, decoding each record into T.
+type exchangeSource[T any] struct {
+	x   *hooks.Exchange
+	dec func([]byte, *T) error
+}
+
+func (s *exchangeSource[T]) src() (RestorableSource[hooks.ExchangeRecord], error) {
+	rs, ok := s.x.Source.(RestorableSource[hooks.ExchangeRecord])
+	if !ok {
+		return nil, fmt.Errorf("weir: repartition topic of %q: no reader (the group runner did not set one)", s.x.UID)
+	}
+	return rs, nil
+}
+
+func (s *exchangeSource[T]) Splits(ctx context.Context) ([]Split, error) {
+	rs, err := s.src()
+	if err != nil {
+		return nil, err
+	}
+	return rs.Splits(ctx)
+}
+
+func (s *exchangeSource[T]) Open(ctx context.Context, sp Split) (SplitReader[exRec[T]], error) {
+	rs, err := s.src()
+	if err != nil {
+		return nil, err
+	}
+	r, err := rs.Open(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	return &exchangeReader[T]{r: r, dec: s.dec, topic: s.x.Topic}, nil
+}
+
+func (s *exchangeSource[T]) OpenAt(ctx context.Context, sp Split, pos []byte) (SplitReader[exRec[T]], error) {
+	rs, err := s.src()
+	if err != nil {
+		return nil, err
+	}
+	r, err := rs.OpenAt(ctx, sp, pos)
+	if err != nil {
+		return nil, err
+	}
+	return &exchangeReader[T]{r: r, dec: s.dec, topic: s.x.Topic}, nil
+}
+
+// exchangeReader decodes what the connector's reader of a repartition
+// partition returns.
+type exchangeReader[T any] struct {
+	r     SplitReader[hooks.ExchangeRecord]
+	raw   []hooks.ExchangeRecord
+	dec   func([]byte, *T) error
+	topic string
+}
+
+func (r *exchangeReader[T]) Read(ctx context.Context, dst []exRec[T]) (int, error) {
+	if cap(r.raw) < len(dst) {
+		r.raw = make([]hooks.ExchangeRecord, len(dst))
+	}
+	raw := r.raw[:len(dst)]
+	n, err := r.r.Read(ctx, raw)
+	for i := range n {
+		var zero T
+		dst[i].v = zero
+		if derr := r.dec(raw[i].Value, &dst[i].v); derr != nil {
+			return 0, fmt.Errorf("weir: repartition topic %q partition %d offset %d: malformed record: %w", r.topic, raw[i].Partition, raw[i].Offset, derr)
+		}
+		dst[i].ts = raw[i].TS
+		raw[i].Value = nil
+	}
+	return n, err
+}
+
+func (r *exchangeReader[T]) Position() ([]byte, error) {
+	cr, ok := r.r.(CheckpointedReader[hooks.ExchangeRecord])
+	if !ok {
+		return nil, errors.New("weir: repartition reader without positions")
+	}
+	return cr.Position()
+}
+
+func (r *exchangeReader[T]) NotifyCheckpointComplete(ctx context.Context, id int64, pos []byte) error {
+	if l, ok := r.r.(CheckpointListener); ok {
+		return l.NotifyCheckpointComplete(ctx, id, pos)
+	}
+	return nil
+}
+
+func (r *exchangeReader[T]) Watermark() int64 {
+	if w, ok := r.r.(readerWatermark); ok {
+		return w.Watermark()
+	}
+	return watermark.Min
+}
+
+func (r *exchangeReader[T]) Close() error { return r.r.Close() }
