@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -72,7 +73,7 @@ type batchPool[T any] struct {
 }
 
 func newBatchPool[T any](size int) *batchPool[T] {
-	bp := &batchPool[T]{size: size, plain: pointerFree(reflect.TypeFor[T]())}
+	bp := &batchPool[T]{size: size, plain: hashtable.PointerFree(reflect.TypeFor[T]())}
 	bp.p.New = func() any { return newBatch[T](size) }
 	return bp
 }
@@ -132,25 +133,4 @@ func newTee[T any](outs []any) any {
 		t.outs = append(t.outs, o.(consumer[T]))
 	}
 	return consumer[T](t) // zero outputs: a tee that discards
-}
-
-// pointerFree reports whether values of t hold no pointers (the garbage
-// collector never needs to see them).
-func pointerFree(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		return true
-	case reflect.Array:
-		return t.Len() == 0 || pointerFree(t.Elem())
-	case reflect.Struct:
-		for i := 0; i < t.NumField(); i++ {
-			if !pointerFree(t.Field(i).Type) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/metrics"
 )
@@ -156,7 +157,7 @@ func TestPointerFree(t *testing.T) {
 		{"", false}, {withPtr{}, false}, {[]int{}, false}, {(*int)(nil), false}, {[2]withPtr{}, false},
 		{keyed[string, int64]{}, false}, {map[int]int{}, false},
 	} {
-		if got := pointerFree(reflectTypeOf(c.v)); got != c.want {
+		if got := hashtable.PointerFree(reflectTypeOf(c.v)); got != c.want {
 			t.Errorf("pointerFree(%T) = %v, want %v", c.v, got, c.want)
 		}
 	}

@@ -56,7 +56,7 @@ func New[K comparable, V any](n int) *Table[K, V] {
 func (t *Table[K, V]) alloc(c int) {
 	t.slots = make([]slot[K, V], c)
 	t.ctrl = make([]uint8, c)
-	t.plain = pointerFree(reflect.TypeFor[slot[K, V]]())
+	t.plain = PointerFree(reflect.TypeFor[slot[K, V]]())
 	t.mask = uint64(c - 1)
 	t.used = 0
 }
@@ -286,18 +286,19 @@ func (t *Table[K, V]) Reset() {
 	t.used = 0
 }
 
-// pointerFree reports whether values of t hold no pointers.
-func pointerFree(t reflect.Type) bool {
+// PointerFree reports whether values of t hold no pointers (the garbage
+// collector never needs to see them, and clearing them is optional).
+func PointerFree(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
 		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
 		return true
 	case reflect.Array:
-		return t.Len() == 0 || pointerFree(t.Elem())
+		return t.Len() == 0 || PointerFree(t.Elem())
 	case reflect.Struct:
 		for i := 0; i < t.NumField(); i++ {
-			if !pointerFree(t.Field(i).Type) {
+			if !PointerFree(t.Field(i).Type) {
 				return false
 			}
 		}
