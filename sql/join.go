@@ -142,30 +142,9 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		}
 		residual = append(residual, c)
 	}
-	compileResidual := func(conds []parser.Expr) (*cexpr, []string, error) {
-		var res *cexpr
-		var text []string
-		for _, c := range conds {
-			ce, err := ec.compile(c)
-			if err != nil {
-				return nil, nil, err
-			}
-			if ce.t.Kind != types.Boolean {
-				return nil, nil, errAt(c, "a join condition must be BOOLEAN, not %s", ce.t)
-			}
-			if res == nil {
-				res = &ce
-			} else {
-				x := logic("AND", *res, ce)
-				res = &x
-			}
-			text = append(text, parser.ExprString(c))
-		}
-		return res, text, nil
-	}
 	if left.mode == types.InsertOnly && right.mode == types.InsertOnly && kind != parser.CrossJoin {
 		if endKey, ok := windowJoinBounds(left, right, keyCols); ok {
-			res, text, err := compileResidual(residual)
+			res, text, err := compileConjunction(ec, residual)
 			if err != nil {
 				return nil, err
 			}
@@ -176,7 +155,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		sc = withoutWindowMarks(sc, 0, len(sc.cols))
 		// an interval join: state bounded by the watermark, insert-only
 		if lower, upper, rest, ok := intervalBounds(residual, ec, left, right); ok && (kind == parser.InnerJoin || len(rest) == 0) {
-			res, text, err := compileResidual(rest)
+			res, text, err := compileConjunction(ec, rest)
 			if err != nil {
 				return nil, err
 			}
@@ -185,23 +164,9 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		}
 	}
 	sc = withoutWindowMarks(sc, 0, len(sc.cols))
-	var res *cexpr
-	var resText []string
-	for _, c := range residual {
-		ce, err := ec.compile(c)
-		if err != nil {
-			return nil, err
-		}
-		if ce.t.Kind != types.Boolean {
-			return nil, errAt(c, "a join condition must be BOOLEAN, not %s", ce.t)
-		}
-		if res == nil {
-			res = &ce
-		} else {
-			x := logic("AND", *res, ce)
-			res = &x
-		}
-		resText = append(resText, parser.ExprString(c))
+	res, resText, err := compileConjunction(ec, residual)
+	if err != nil {
+		return nil, err
 	}
 	if cond == nil && kind != parser.CrossJoin {
 		return nil, parser.Errorf(j.Pos, "a %s JOIN needs ON", kind)
@@ -319,26 +284,10 @@ func (f *joinFn) Open(rc *weir.RuntimeContext[string]) error {
 }
 
 func (f *joinFn) joined(s int, x, y []types.Value) []types.Value {
-	vs := make([]types.Value, f.nl+f.nr)
-	l, r := x, y
 	if s == 1 {
-		l, r = y, x
+		x, y = y, x
 	}
-	if l == nil {
-		for i := 0; i < f.nl; i++ {
-			vs[i] = types.NullValue
-		}
-	} else {
-		copy(vs, l[:f.nl])
-	}
-	if r == nil {
-		for i := f.nl; i < f.nl+f.nr; i++ {
-			vs[i] = types.NullValue
-		}
-	} else {
-		copy(vs[f.nl:], r[:f.nr])
-	}
-	return vs
+	return joinedValues(f.nl, f.nr, x, y)
 }
 
 func (f *joinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
@@ -435,4 +384,49 @@ func (f *joinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 		mine.Put(xkey, types.Row{Values: vs})
 	}
 	return nil
+}
+
+// compileConjunction compiles a join's residual conditions into one AND
+// (nil when there are none), with their SQL text for EXPLAIN.
+func compileConjunction(ec *exprCompiler, conds []parser.Expr) (*cexpr, []string, error) {
+	var res *cexpr
+	var text []string
+	for _, c := range conds {
+		ce, err := ec.compile(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ce.t.Kind != types.Boolean {
+			return nil, nil, errAt(c, "a join condition must be BOOLEAN, not %s", ce.t)
+		}
+		if res == nil {
+			res = &ce
+		} else {
+			x := logic("AND", *res, ce)
+			res = &x
+		}
+		text = append(text, parser.ExprString(c))
+	}
+	return res, text, nil
+}
+
+// joinedValues is a joined row's values: nl of l, then nr of r, a nil side
+// (the unmatched side of an outer join) padded with NULLs.
+func joinedValues(nl, nr int, l, r []types.Value) []types.Value {
+	vs := make([]types.Value, nl+nr)
+	if l == nil {
+		for i := 0; i < nl; i++ {
+			vs[i] = types.NullValue
+		}
+	} else {
+		copy(vs[:nl], l)
+	}
+	if r == nil {
+		for i := nl; i < nl+nr; i++ {
+			vs[i] = types.NullValue
+		}
+	} else {
+		copy(vs[nl:], r)
+	}
+	return vs
 }

@@ -142,22 +142,7 @@ func intervalJoinRel(kind parser.JoinKind, left, right *rel, sc *scope, lkeys, r
 		lks := weir.KeyBy(ls, func(row types.Row) string { return keyOf(lk, row.Values) })
 		rks := weir.KeyBy(rs, func(row types.Row) string { return keyOf(rk, row.Values) })
 		concat := func(l, r []types.Value) types.Row {
-			vs := make([]types.Value, nl+nr)
-			if l == nil {
-				for i := 0; i < nl; i++ {
-					vs[i] = types.NullValue
-				}
-			} else {
-				copy(vs, l)
-			}
-			if r == nil {
-				for i := nl; i < nl+nr; i++ {
-					vs[i] = types.NullValue
-				}
-			} else {
-				copy(vs[nl:], r)
-			}
-			return types.Row{Values: vs}
+			return types.Row{Values: joinedValues(nl, nr, l, r)}
 		}
 		var out *weir.Stream[types.Row]
 		if kind == parser.InnerJoin {

@@ -114,23 +114,11 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 	if len(lkeys) == 0 {
 		return nil, true, parser.Errorf(j.Pos, "a lookup join needs an equality between a column of '%s' and the probe side in ON", ref.Name)
 	}
-	var res *cexpr
-	for _, c := range residual {
-		ce, err := ec.compile(c)
-		if err != nil {
-			return nil, true, err
-		}
-		if ce.t.Kind != types.Boolean {
-			return nil, true, errAt(c, "a join condition must be BOOLEAN, not %s", ce.t)
-		}
-		if res == nil {
-			res = &ce
-		} else {
-			x := logic("AND", *res, ce)
-			res = &x
-		}
-		resText = append(resText, parser.ExprString(c))
+	res, text, err := compileConjunction(ec, residual)
+	if err != nil {
+		return nil, true, err
 	}
+	resText = append(resText, text...)
 	ls, err := connector.CreateLookup(ct, keyCols)
 	if err != nil {
 		return nil, true, parser.Errorf(ref.Pos, "%v", err)
@@ -212,12 +200,7 @@ func (f *lookupJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row],
 		ctx.Emit(types.Row{Kind: in.Kind, Values: vs})
 	}
 	if !matched && f.outer {
-		vs := make([]types.Value, f.nl+f.nr)
-		copy(vs, in.Values)
-		for i := f.nl; i < f.nl+f.nr; i++ {
-			vs[i] = types.NullValue
-		}
-		ctx.Emit(types.Row{Kind: in.Kind, Values: vs})
+		ctx.Emit(types.Row{Kind: in.Kind, Values: joinedValues(f.nl, f.nr, in.Values, nil)})
 	}
 	return nil
 }

@@ -91,23 +91,11 @@ func (p *planner) planProctimeTemporalJoin(j *parser.Join, ref *parser.TableRef,
 	if j.Kind == parser.LeftJoin && len(residual) > 0 {
 		return nil, parser.Errorf(j.Pos, "a LEFT temporal join takes only key equalities in ON (for now)")
 	}
-	var res *cexpr
-	for _, c := range residual {
-		ce, err := ec.compile(c)
-		if err != nil {
-			return nil, err
-		}
-		if ce.t.Kind != types.Boolean {
-			return nil, errAt(c, "a join condition must be BOOLEAN, not %s", ce.t)
-		}
-		if res == nil {
-			res = &ce
-		} else {
-			x := logic("AND", *res, ce)
-			res = &x
-		}
-		keyText = append(keyText, parser.ExprString(c))
+	res, resText, err := compileConjunction(ec, residual)
+	if err != nil {
+		return nil, err
 	}
+	keyText = append(keyText, resText...)
 	op := fmt.Sprintf("LookupJoin(joinType=[%s], table=[%s], asOf=[%s], where=[%s])", j.Kind, ref.Name,
 		parser.ExprString(ref.AsOf), strings.Join(keyText, " AND "))
 	out := &rel{op: op, sc: sc, mode: types.InsertOnly, inputs: []*rel{left, right}, bounded: allBounded(left, right)}
@@ -254,11 +242,6 @@ func (f *boundedLookupFn) join(ctx *weir.KeyedContext[string, types.Row], probe 
 		}
 	}
 	if !matched && !f.inner {
-		vs := make([]types.Value, f.nl+f.nr)
-		copy(vs, probe.Values)
-		for i := f.nl; i < f.nl+f.nr; i++ {
-			vs[i] = types.NullValue
-		}
-		ctx.Emit(types.Row{Values: vs})
+		ctx.Emit(types.Row{Values: joinedValues(f.nl, f.nr, probe.Values, nil)})
 	}
 }

@@ -139,20 +139,11 @@ func (p *planner) planTemporalJoin(j *parser.Join, ref *parser.TableRef) (*rel, 
 			return types.Key(k)
 		})
 		joined := weir.TemporalJoin(probe, versions, func(_ string, l types.Row, r weir.Opt[types.Row]) types.Row {
-			vs := make([]types.Value, nl+nr)
-			copy(vs, l.Values)
 			v, ok := r.Get()
-			if !ok {
-				if inner {
-					return types.Row{}
-				}
-				for i := nl; i < nl+nr; i++ {
-					vs[i] = types.NullValue
-				}
-			} else {
-				copy(vs[nl:], v.Values)
+			if !ok && inner {
+				return types.Row{}
 			}
-			return types.Row{Values: vs}
+			return types.Row{Values: joinedValues(nl, nr, l.Values, v.Values)}
 		}, b.uid("temporal-join"))
 		var f evalFn
 		if res != nil {

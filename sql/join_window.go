@@ -201,20 +201,5 @@ func (f *windowJoinFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], _ time
 }
 
 func (f *windowJoinFn) concat(l, r []types.Value) []types.Value {
-	vs := make([]types.Value, f.nl+f.nr)
-	if l == nil {
-		for i := 0; i < f.nl; i++ {
-			vs[i] = types.NullValue
-		}
-	} else {
-		copy(vs, l[:f.nl])
-	}
-	if r == nil {
-		for i := f.nl; i < f.nl+f.nr; i++ {
-			vs[i] = types.NullValue
-		}
-	} else {
-		copy(vs[f.nl:], r[:f.nr])
-	}
-	return vs
+	return joinedValues(f.nl, f.nr, l, r)
 }
