@@ -64,7 +64,8 @@ func main() {
 		in      = flag.String("in", "in", "input topic")
 		out     = flag.String("out", "out", "output topic")
 		bounded = flag.Bool("bounded", false, "stop at the end of the input")
-		pace    = flag.Int64("pace", 0, "sleep 1ms every this many events (0: no pacing)")
+		pace    = flag.Int64("pace", 0, "sleep --pace-sleep every this many events (0: no pacing)")
+		paceFor = flag.Duration("pace-sleep", time.Millisecond, "how long --pace sleeps")
 		par     = flag.Int("parallelism", 2, "parallelism")
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
@@ -107,7 +108,7 @@ func main() {
 		}
 		return weir.Map(s, func(e event) event {
 			if e.Seq%*pace == 0 {
-				time.Sleep(time.Millisecond)
+				time.Sleep(*paceFor)
 			}
 			return e
 		})
