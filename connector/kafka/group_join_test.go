@@ -370,3 +370,38 @@ func abs(x int64) int64 {
 	}
 	return x
 }
+
+// TestGroupSelfJoin: a window join of a topic with itself, in group mode
+// in the test process. Both sides' writers follow the same source, so
+// their upstream tasks are the same partitions: the markers tell them
+// apart by side ("0:in/p", "1:in/p"), and a reader waits for both. (With
+// the tasks named by partition alone the reader would count half the
+// tasks it expects, never give a watermark, and the bounded job would
+// neither fire its windows nor end.)
+func TestGroupSelfJoin(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(2, "self"), kfake.SeedTopics(2, "out"))
+	evs := joinSide(1000, 10, 0, 0, 0)
+	produce(t, addrs, "self", 2, evs)
+	job := weir.NewJob("group-self-join", weir.AppID("sj"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
+	src := weir.FromSource(job, "self", kafka.Source(addrs, []string{"self"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("self"))
+	ks := weir.KeyBy(src, func(e event) string { return e.Key })
+	pairs := weir.WindowJoin(ks, ks, weir.Tumbling(time.Second), func(k string, w weir.WindowInfo, l, r event) string {
+		return fmt.Sprintf("wjoin,%s,%d,%d,%d", k, w.Start.UnixMilli(), l.Seq, r.Seq)
+	}, weir.UID("self-join"))
+	weir.To(pairs, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
+		rec.Value = append(rec.Value, v...)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+	sameOutput(t, "self-join through one repartition topic", committedValues(t, addrs, "out"), windowJoinModel(evs, evs))
+	checkRepartitionTopic(t, addrs, "sj-self-join-repartition", 2)
+}
