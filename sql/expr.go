@@ -849,17 +849,18 @@ func arith(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 		if c.Null {
 			return konst(types.NullValue, t), nil
 		}
-		ci, xe := c.I, x.eval
+		ci, xi := c.I, intOf(x) // x's value is its I (int64Layout)
 		da, db := decimalOf(cv.t), decimalOf(x.t)
+		scale := da.Scale + db.Scale
 		return cexpr{t: t, col: -1, eval: func(row []types.Value) types.Value {
-			b := xe(row)
-			if b.Null {
+			b, ok := xi(row)
+			if !ok {
 				return types.NullValue
 			}
-			if v, ok := decMul64(ci, b.I, da.Scale+db.Scale, out); ok {
+			if v, ok := decMul64(ci, b, scale, out); ok {
 				return v
 			}
-			return decArithBig(op, c, b, cv.t, x.t, da, db, out)
+			return decArithBig(op, c, types.Value{I: b}, cv.t, x.t, da, db, out)
 		}}, nil
 	}
 	ev := func(row []types.Value) types.Value {
