@@ -240,3 +240,50 @@ func TestDecimalTimesDoesNotAllocate(t *testing.T) {
 		t.Fatalf("0.908 * 123456 = %s (%+v)", s, sink)
 	}
 }
+
+// TestDecimalConstantTimesMatchesBig: the constant-times-column product
+// (q1's 0.908 * price), whose common case skips decMul64 when the product
+// cannot overflow, gives the big path's value on both sides of the
+// operator, for constants of either sign and operands around the limits,
+// into result types above and below 18 digits.
+func TestDecimalConstantTimesMatchesBig(t *testing.T) {
+	edge := []int64{0, 1, -1, 7, -7, 123456, -123456, math.MaxInt32, math.MinInt32, math.MaxInt64 / 908,
+		math.MaxInt64/908 + 1, -(math.MaxInt64 / 908), -(math.MaxInt64/908 + 1), math.MaxInt64 / 10, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for _, xt := range []types.Type{types.BigIntType, types.IntType, types.DecimalType(18, 2), types.DecimalType(10, 0)} {
+		for _, k := range []struct {
+			u int64
+			t types.Type
+		}{{908, types.DecimalType(3, 3)}, {-908, types.DecimalType(3, 3)}, {1, types.DecimalType(1, 0)},
+			{0, types.DecimalType(1, 0)}, {999999999999999999, types.DecimalType(18, 0)}, {-5, types.DecimalType(2, 1)}} {
+			for _, left := range []bool{true, false} {
+				kx, cx := konst(types.Value{I: k.u}, k.t), colRef(0, xt)
+				l, r := kx, cx
+				if !left {
+					l, r = cx, kx
+				}
+				e, err := arith("*", l, r, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				da, db := decimalOf(l.t), decimalOf(r.t)
+				for _, x := range edge {
+					if !fitsLayout(big.NewInt(x), xt) {
+						continue
+					}
+					row := []types.Value{{I: x}}
+					a, b := types.Value{I: k.u}, types.Value{I: x}
+					if !left {
+						a, b = b, a
+					}
+					want := decArithBig("*", a, b, l.t, r.t, da, db, e.t)
+					if got := e.eval(row); !sameDecimal(got, want, e.t) {
+						t.Fatalf("%d (%v) * %d (%v) into %v: %+v, big path %+v", k.u, k.t, x, xt, e.t, got, want)
+					}
+				}
+				if got := e.eval([]types.Value{types.NullValue}); !got.Null {
+					t.Fatalf("%v * NULL = %+v", k.t, got)
+				}
+			}
+		}
+	}
+}

@@ -852,10 +852,20 @@ func arith(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 		ci, xi := c.I, intOf(x) // x's value is its I (int64Layout)
 		da, db := decimalOf(cv.t), decimalOf(x.t)
 		scale := da.Scale + db.Scale
+		// |b| <= lim: ci * b cannot overflow; with no rescale and a result
+		// type above 18 digits, every such product is the result itself
+		// (decMul64 would give the same, with more tests)
+		lim := int64(-1)
+		if ci != 0 && ci != math.MinInt64 && scale == out.Scale && out.Precision > 18 {
+			lim = math.MaxInt64 / max(ci, -ci)
+		}
 		return cexpr{t: t, col: -1, eval: func(row []types.Value) types.Value {
 			b, ok := xi(row)
 			if !ok {
 				return types.NullValue
+			}
+			if b <= lim && b >= -lim {
+				return types.Value{I: ci * b}
 			}
 			if v, ok := decMul64(ci, b, scale, out); ok {
 				return v

@@ -493,13 +493,13 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				}
 			}
 		}
-		ev := rowtime.eval
+		ev := intOf(rowtime) // a TIMESTAMP: its int64 (expr_typed.go)
 		tsFn = func(r types.Row) time.Time {
-			v := ev(r.Values)
-			if v.Null {
+			us, ok := ev(r.Values)
+			if !ok {
 				return time.UnixMicro(0)
 			}
-			return time.UnixMicro(v.I)
+			return time.UnixMicro(us)
 		}
 	}
 	mode := src.Changelog
