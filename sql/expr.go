@@ -408,6 +408,11 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 			g := res.eval
 			res.eval = func(r []types.Value) types.Value { return types.BoolValue(!g(r).Bool()) }
 		}
+		if (e.What == "NULL" || e.What == "UNKNOWN") && !genericOnly {
+			// x IS [NOT] NULL as a filter: no Value for the result
+			p := isNullTyped(x, e.Not)
+			res.pred, res.filt, res.eval = p, func(r []types.Value) bool { return p(r) == triTrue }, evalOfPred(p)
+		}
 		return res, nil
 	case *parser.Index:
 		xs, err := c.compileAll(e.X, e.Index)
@@ -1058,6 +1063,10 @@ func compare(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 		p, fl := intCompare(op, l, r)
 		return cexpr{t: t, konst: l.konst && r.konst, col: -1, eval: evalOfPred(p), pred: p, filt: fl}, nil
 	}
+	if ((l.t.IsString() && r.t.IsString()) || (isBytes(l.t) && isBytes(r.t))) && !genericOnly {
+		p := stringCompare(op, l, r)
+		return cexpr{t: t, konst: l.konst && r.konst, col: -1, eval: evalOfPred(p), pred: p}, nil
+	}
 	// the common case of an integer column against an integer: no closure
 	// indirection for the comparison
 	if classOf(l.t, r.t) == numInt && l.t.IsInteger() && r.t.IsInteger() && op == "=" && r.konst && !l.konst {
@@ -1317,7 +1326,21 @@ func (c *exprCompiler) like(e *parser.Like) (cexpr, error) {
 	}
 	f := x.eval
 	not := e.Not
-	return cexpr{t: types.Type{Kind: types.Boolean, NotNull: x.t.NotNull}, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value {
+	t := types.Type{Kind: types.Boolean, NotNull: x.t.NotNull}
+	if !genericOnly {
+		p := func(r []types.Value) tri {
+			v := f(r)
+			switch {
+			case v.Null:
+				return triNull
+			case match(v.S) != not:
+				return triTrue
+			}
+			return triFalse
+		}
+		return cexpr{t: t, konst: x.konst, col: -1, eval: evalOfPred(p), pred: p}, nil
+	}
+	return cexpr{t: t, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value {
 		v := f(r)
 		if v.Null {
 			return v

@@ -1,6 +1,8 @@
 package sql
 
 import (
+	"strings"
+
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -356,4 +358,69 @@ func notTyped(x cexpr) (predFn, filterFn) {
 		}, func(row []types.Value) bool {
 			return p(row) == triFalse
 		}
+}
+
+// stringCompare is the typed form of a comparison of two strings (or two
+// byte strings), what comparator does with strings.Compare: both operands
+// evaluated, NULL wins; against a constant, the constant read once.
+func stringCompare(op string, l, r cexpr) predFn {
+	f, g := l.eval, r.eval
+	m := cmpMask(op)
+	if r.konst && !l.konst {
+		c := g(nil)
+		if c.Null {
+			return func(row []types.Value) tri { f(row); return triNull }
+		}
+		cs := c.S
+		if op == "=" || op == "<>" {
+			eq := tri(1)
+			if op == "<>" {
+				eq = 0
+			}
+			return func(row []types.Value) tri {
+				a := f(row)
+				switch {
+				case a.Null:
+					return triNull
+				case a.S == cs:
+					return eq
+				}
+				return 1 - eq
+			}
+		}
+		return func(row []types.Value) tri {
+			a := f(row)
+			if a.Null {
+				return triNull
+			}
+			return tri(m >> (strings.Compare(a.S, cs) + 1) & 1)
+		}
+	}
+	return func(row []types.Value) tri {
+		a, b := f(row), g(row)
+		if a.Null || b.Null {
+			return triNull
+		}
+		return tri(m >> (strings.Compare(a.S, b.S) + 1) & 1)
+	}
+}
+
+// isNullTyped is the typed form of x IS NULL (x IS NOT NULL when not).
+func isNullTyped(x cexpr, not bool) predFn {
+	f := x.eval
+	if x.ival != nil {
+		iv := x.ival
+		return func(r []types.Value) tri {
+			if _, ok := iv(r); ok == not {
+				return triTrue
+			}
+			return triFalse
+		}
+	}
+	return func(r []types.Value) tri {
+		if f(r).Null != not {
+			return triTrue
+		}
+		return triFalse
+	}
 }

@@ -15,6 +15,7 @@ func typedScope() *scope {
 	return &scope{cols: []column{
 		{name: "a", t: types.BigIntType}, {name: "b", t: types.IntType}, {name: "c", t: types.BooleanType},
 		{name: "d", t: types.BooleanType}, {name: "ts", t: ts}, {name: "n", t: types.Type{Kind: types.BigInt, NotNull: true}},
+		{name: "s", t: types.StringType}, {name: "u", t: types.StringType},
 	}}
 }
 
@@ -36,6 +37,9 @@ var typedExprs = []string{
 	"CASE WHEN a = 0 THEN b WHEN a = 1 THEN a ELSE 9 END", "CASE WHEN c THEN 1 WHEN a > 0 THEN 2 END",
 	"CASE WHEN a = 0 THEN ts WHEN a = 1 THEN ts END", "CASE a WHEN 1 THEN 'one' WHEN 2 THEN 'two' ELSE 'many' END",
 	"a = 1 AND 1 / b = 0", "b = 0 OR 10 / b > 1",
+	"s = 'x'", "s <> 'x'", "s < 'y'", "s >= 'x'", "s = u", "s > u", "'x' = s", "s IN ('x', 'z')",
+	"s = CAST(NULL AS STRING)", "s LIKE 'x%'", "s NOT LIKE '%z'", "s IS NULL", "s IS NOT NULL",
+	"a IS NULL", "a IS NOT NULL", "(a + 1) IS NULL", "c IS NOT NULL AND s = 'y'", "NOT (s LIKE 'y%') OR a IS NULL",
 }
 
 // TestTypedEvaluationMatchesGeneric compiles each expression twice, with
@@ -47,11 +51,13 @@ func TestTypedEvaluationMatchesGeneric(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	rows := make([][]types.Value, 3000)
 	for i := range rows {
-		r := make([]types.Value, 6)
+		r := make([]types.Value, 8)
 		for j := range r {
 			switch {
 			case j != 5 && rng.IntN(5) == 0:
 				r[j] = types.NullValue
+			case j >= 6:
+				r[j] = types.StringValue([]string{"", "x", "xy", "y", "z"}[rng.IntN(5)])
 			case j == 2 || j == 3:
 				r[j] = types.BoolValue(rng.IntN(2) == 0)
 			default:
