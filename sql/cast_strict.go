@@ -28,6 +28,7 @@ func strictCast(x cexpr, e *parser.Cast) (cexpr, error) {
 		return ce, nil
 	}
 	f := x.eval
+	ce.ival, ce.pred, ce.filt = nil, nil, nil // eval is replaced
 	ce.eval = func(r []types.Value) types.Value {
 		v := f(r)
 		out := fn(v)

@@ -40,7 +40,7 @@ func decBig(v types.Value, t types.Type) *big.Int {
 		if b := v.BigInt(); b != nil {
 			return new(big.Int).Set(b)
 		}
-		return new(big.Int)
+		// the compact form (types.Value.X): the unscaled value in I
 	}
 	return big.NewInt(v.I)
 }
@@ -51,10 +51,10 @@ func decValue(u *big.Int, t types.Type) types.Value {
 	if u.CmpAbs(maxUnscaled(t.Precision)) > 0 {
 		return types.NullValue
 	}
-	if t.BigDecimal() {
+	if t.BigDecimal() && !u.IsInt64() {
 		return types.BigDecimalValue(u)
 	}
-	return types.Value{I: u.Int64()}
+	return types.Value{I: u.Int64()} // compact when it fits (types.Value.X)
 }
 
 var maxUnscaledCache [maxPrecision + 1]*big.Int

@@ -2,7 +2,6 @@ package sql
 
 import (
 	"math"
-	"math/big"
 	"math/bits"
 
 	"github.com/weirstream/weir/sql/types"
@@ -24,7 +23,7 @@ func decInt64(v types.Value, t types.Type) (int64, bool) {
 	}
 	b := v.BigInt()
 	if b == nil {
-		return 0, true // decBig reads a missing big.Int as 0
+		return v.I, true // the compact form (types.Value.X)
 	}
 	if b.IsInt64() {
 		return b.Int64(), true
@@ -38,35 +37,7 @@ func decResult64(u int64, t types.Type) types.Value {
 	if t.Precision <= 18 && (u > pow10[t.Precision]-1 || u < 1-pow10[t.Precision]) {
 		return types.NullValue // beyond 18 digits, every int64 fits
 	}
-	if t.BigDecimal() {
-		return types.BigDecimalValue(bigInt64(u))
-	}
-	return types.Value{I: u}
-}
-
-// wordInt is a big.Int with room for one word of magnitude, so that
-// bigInt64 allocates once, not twice (the big.Int, then its words).
-type wordInt struct {
-	i big.Int
-	w [1]big.Word
-}
-
-// bigInt64 returns a new big.Int holding u, in one allocation.
-func bigInt64(u int64) *big.Int {
-	if bits.UintSize < 64 {
-		return big.NewInt(u)
-	}
-	b := new(wordInt)
-	m := uint64(u)
-	if u < 0 {
-		m = -m // two's complement: MinInt64's magnitude is 1<<63, as wanted
-	}
-	b.w[0] = big.Word(m)
-	b.i.SetBits(b.w[:])
-	if u < 0 {
-		b.i.Neg(&b.i)
-	}
-	return &b.i
+	return types.Value{I: u} // whatever t's precision: the compact form of a big decimal
 }
 
 // decArith64 computes a op b (op one of + - *) of decimals of types da and

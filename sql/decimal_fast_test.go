@@ -12,8 +12,8 @@ import (
 // decOf makes a value of decimal (or integer) type t from an unscaled
 // value, in t's layout.
 func decOf(u *big.Int, t types.Type) types.Value {
-	if int64Layout(t) {
-		return types.Value{I: u.Int64()}
+	if int64Layout(t) || u.IsInt64() {
+		return types.Value{I: u.Int64()} // the compact form of a big decimal too
 	}
 	return types.BigDecimalValue(u)
 }
@@ -92,11 +92,29 @@ func TestDecimalFastPathMatchesBig(t *testing.T) {
 						t.Fatalf("%v %s %v (%d %s %d) into %v: fast path %v, big path %v",
 							pr.l, op, pr.r, x, op, y, out, got, want)
 					}
-					if out.BigDecimal() && !got.Null && got.X == nil {
-						t.Fatalf("%v: a big decimal without its big.Int: %+v", out, got)
+					// both paths give the compact form when the number fits an
+					// int64 (types.Value.X), so that equal numbers have equal
+					// keys; the big path's input may be either form
+					if got.X != nil {
+						t.Fatalf("%v: the fast path made a big.Int: %+v", out, got)
 					}
-					if !out.BigDecimal() && got.X != nil {
-						t.Fatalf("%v: a small decimal with a big.Int: %+v", out, got)
+					if b := want.BigInt(); b != nil && b.IsInt64() {
+						t.Fatalf("%v: the big path kept a big.Int that fits an int64: %+v", out, want)
+					}
+					if types.Key([]types.Value{got}) != types.Key([]types.Value{want}) || !got.Equal(want) {
+						t.Fatalf("%v: equal numbers, different keys: %+v, %+v", out, got, want)
+					}
+					if pr.l.BigDecimal() || pr.r.BigDecimal() {
+						ab, bb := a, b
+						if pr.l.BigDecimal() {
+							ab = types.BigDecimalValue(xb)
+						}
+						if pr.r.BigDecimal() {
+							bb = types.BigDecimalValue(yb)
+						}
+						if w2 := decArithBig(op, ab, bb, pr.l, pr.r, da, db, out); !sameDecimal(w2, want, out) {
+							t.Fatalf("%v %s %v (%d %s %d): the big.Int form gives %v, the compact form %v", pr.l, op, pr.r, x, op, y, w2, want)
+						}
 					}
 				}
 			}
@@ -145,7 +163,7 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 		t.Fatalf("0.908 * MaxInt64 prints %s", s)
 	}
 	row = []types.Value{{I: -908}, {I: 1001}}
-	if s := formatDecimal(e.eval(row).BigInt(), e.t.Scale); s != "-908.908" {
+	if s := formatDecimal(decBig(e.eval(row), e.t), e.t.Scale); s != "-908.908" {
 		t.Fatalf("-0.908 * 1001 prints %s", s)
 	}
 	// the same through the constant's path (q1's 0.908 * price), on both
@@ -168,7 +186,8 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := e.eval([]types.Value{{I: c.x}})
-			if s := formatDecimal(decBig(got, e.t), e.t.Scale); s != c.want || got.BigInt() == nil {
+			overflows := c.x == math.MaxInt64 || c.x == math.MinInt64
+			if s := formatDecimal(decBig(got, e.t), e.t.Scale); s != c.want || (got.BigInt() != nil) != overflows {
 				t.Fatalf("%d e-3 * %d = %s (%+v), want %s", c.k, c.x, s, got, c.want)
 			}
 		}
@@ -203,10 +222,10 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 	}
 }
 
-// TestDecimalTimesAllocatesOnce: q1's 0.908 * price makes its DECIMAL(22,
-// 3) result in one allocation (the big.Int the type's layout holds), not
-// the five of the big path.
-func TestDecimalTimesAllocatesOnce(t *testing.T) {
+// TestDecimalTimesDoesNotAllocate: q1's 0.908 * price makes its
+// DECIMAL(22, 3) result in the compact form (the unscaled value in I), with
+// no allocation; it was one *big.Int per row.
+func TestDecimalTimesDoesNotAllocate(t *testing.T) {
 	e, err := arith("*", konst(types.Value{I: 908}, types.DecimalType(3, 3)), colRef(0, types.Type{Kind: types.BigInt}), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +233,57 @@ func TestDecimalTimesAllocatesOnce(t *testing.T) {
 	row := []types.Value{{I: 123456}}
 	var sink types.Value
 	allocs := testing.AllocsPerRun(1000, func() { sink = e.eval(row) })
-	if allocs > 1 {
-		t.Fatalf("0.908 * price: %.1f allocations per row, want at most 1", allocs)
+	if allocs > 0 {
+		t.Fatalf("0.908 * price: %.1f allocations per row, want none", allocs)
 	}
-	if s := formatDecimal(sink.BigInt(), 3); s != "112098.048" {
-		t.Fatalf("0.908 * 123456 = %s", s)
+	if s := formatDecimal(decBig(sink, e.t), 3); s != "112098.048" || sink.X != nil {
+		t.Fatalf("0.908 * 123456 = %s (%+v)", s, sink)
+	}
+}
+
+// TestDecimalConstantTimesMatchesBig: the constant-times-column product
+// (q1's 0.908 * price), whose common case skips decMul64 when the product
+// cannot overflow, gives the big path's value on both sides of the
+// operator, for constants of either sign and operands around the limits,
+// into result types above and below 18 digits.
+func TestDecimalConstantTimesMatchesBig(t *testing.T) {
+	edge := []int64{0, 1, -1, 7, -7, 123456, -123456, math.MaxInt32, math.MinInt32, math.MaxInt64 / 908,
+		math.MaxInt64/908 + 1, -(math.MaxInt64 / 908), -(math.MaxInt64/908 + 1), math.MaxInt64 / 10, math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	for _, xt := range []types.Type{types.BigIntType, types.IntType, types.DecimalType(18, 2), types.DecimalType(10, 0)} {
+		for _, k := range []struct {
+			u int64
+			t types.Type
+		}{{908, types.DecimalType(3, 3)}, {-908, types.DecimalType(3, 3)}, {1, types.DecimalType(1, 0)},
+			{0, types.DecimalType(1, 0)}, {999999999999999999, types.DecimalType(18, 0)}, {-5, types.DecimalType(2, 1)}} {
+			for _, left := range []bool{true, false} {
+				kx, cx := konst(types.Value{I: k.u}, k.t), colRef(0, xt)
+				l, r := kx, cx
+				if !left {
+					l, r = cx, kx
+				}
+				e, err := arith("*", l, r, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				da, db := decimalOf(l.t), decimalOf(r.t)
+				for _, x := range edge {
+					if !fitsLayout(big.NewInt(x), xt) {
+						continue
+					}
+					row := []types.Value{{I: x}}
+					a, b := types.Value{I: k.u}, types.Value{I: x}
+					if !left {
+						a, b = b, a
+					}
+					want := decArithBig("*", a, b, l.t, r.t, da, db, e.t)
+					if got := e.eval(row); !sameDecimal(got, want, e.t) {
+						t.Fatalf("%d (%v) * %d (%v) into %v: %+v, big path %+v", k.u, k.t, x, xt, e.t, got, want)
+					}
+				}
+				if got := e.eval([]types.Value{types.NullValue}); !got.Null {
+					t.Fatalf("%v * NULL = %+v", k.t, got)
+				}
+			}
+		}
 	}
 }

@@ -35,6 +35,13 @@ type cexpr struct {
 	// leaf is set when the expression is a plain read of a projecting
 	// scan's leaf (a Calc copies it without calling eval).
 	leaf *leafRef
+	// ival, pred and filt are typed forms of eval, when the expression
+	// has them (expr_typed.go): an integer-layout value as an int64, a
+	// BOOLEAN as a truth value, and "is TRUE". Whoever replaces eval
+	// clears them.
+	ival intFn
+	pred predFn
+	filt filterFn
 }
 
 // column is a column visible to an expression.
@@ -195,11 +202,11 @@ func fieldAccess(x cexpr, name string, at parser.Expr) (cexpr, error) {
 }
 
 func colRef(i int, t types.Type) cexpr {
-	return cexpr{t: t, col: i, eval: func(r []types.Value) types.Value { return r[i] }}
+	return withTyped(cexpr{t: t, col: i, eval: func(r []types.Value) types.Value { return r[i] }}, slotInt(i))
 }
 
 func konst(v types.Value, t types.Type) cexpr {
-	return cexpr{t: t, konst: true, col: -1, eval: func([]types.Value) types.Value { return v }}
+	return konstTyped(cexpr{t: t, konst: true, col: -1, eval: func([]types.Value) types.Value { return v }}, v)
 }
 
 // compile compiles e.
@@ -298,14 +305,7 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 			if x.t.Kind != types.Boolean && x.t.Kind != types.Null {
 				return cexpr{}, errAt(e, "NOT needs a BOOLEAN, not %s", x.t)
 			}
-			f := x.eval
-			return cexpr{t: x.t, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value {
-				v := f(r)
-				if v.Null {
-					return v
-				}
-				return types.BoolValue(!v.Bool())
-			}}, nil
+			return notExpr(x), nil
 		case "-":
 			zero := konst(types.IntValue(0), types.Type{Kind: types.Int, NotNull: true})
 			return arith("-", zero, x, e)
@@ -407,6 +407,11 @@ func (c *exprCompiler) compile1(e parser.Expr) (cexpr, error) {
 		if e.Not {
 			g := res.eval
 			res.eval = func(r []types.Value) types.Value { return types.BoolValue(!g(r).Bool()) }
+		}
+		if (e.What == "NULL" || e.What == "UNKNOWN") && !genericOnly {
+			// x IS [NOT] NULL as a filter: no Value for the result
+			p := isNullTyped(x, e.Not)
+			res.pred, res.filt, res.eval = p, func(r []types.Value) bool { return p(r) == triTrue }, evalOfPred(p)
 		}
 		return res, nil
 	case *parser.Index:
@@ -596,11 +601,21 @@ func (c *exprCompiler) binary(e *parser.Binary) (cexpr, error) {
 }
 
 func logic(op string, l, r cexpr) cexpr {
-	f, g := l.eval, r.eval
 	t := types.Type{Kind: types.Boolean, NotNull: bothNotNull(l, r)}
-	var ev evalFn
+	// three-valued: the typed form (expr_typed.go) is the evaluation;
+	// logicGeneric is what it must equal
+	if genericOnly {
+		return cexpr{t: t, eval: logicGeneric(op, l, r), konst: l.konst && r.konst, col: -1}
+	}
+	p, f := logicTyped(op, l, r)
+	return cexpr{t: t, eval: evalOfPred(p), pred: p, filt: f, konst: l.konst && r.konst, col: -1}
+}
+
+// logicGeneric is AND and OR on Values, the reference for the typed form.
+func logicGeneric(op string, l, r cexpr) evalFn {
+	f, g := l.eval, r.eval
 	if op == "AND" {
-		ev = func(row []types.Value) types.Value {
+		return func(row []types.Value) types.Value {
 			a := f(row)
 			if !a.Null && !a.Bool() {
 				return a
@@ -614,34 +629,41 @@ func logic(op string, l, r cexpr) cexpr {
 			}
 			return types.BoolValue(true)
 		}
-	} else {
-		ev = func(row []types.Value) types.Value {
-			a := f(row)
-			if !a.Null && a.Bool() {
-				return a
-			}
-			b := g(row)
-			if !b.Null && b.Bool() {
-				return b
-			}
-			if a.Null || b.Null {
-				return types.NullValue
-			}
-			return types.BoolValue(false)
-		}
 	}
-	return cexpr{t: t, eval: ev, konst: l.konst && r.konst, col: -1}
+	return func(row []types.Value) types.Value {
+		a := f(row)
+		if !a.Null && a.Bool() {
+			return a
+		}
+		b := g(row)
+		if !b.Null && b.Bool() {
+			return b
+		}
+		if a.Null || b.Null {
+			return types.NullValue
+		}
+		return types.BoolValue(false)
+	}
 }
 
 func notExpr(x cexpr) cexpr {
+	if genericOnly {
+		return cexpr{t: x.t, konst: x.konst, col: -1, eval: notGeneric(x)}
+	}
+	p, f := notTyped(x)
+	return cexpr{t: x.t, konst: x.konst, col: -1, eval: evalOfPred(p), pred: p, filt: f}
+}
+
+// notGeneric is NOT on Values, the reference for the typed form.
+func notGeneric(x cexpr) evalFn {
 	f := x.eval
-	return cexpr{t: x.t, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value {
+	return func(r []types.Value) types.Value {
 		v := f(r)
 		if v.Null {
 			return v
 		}
 		return types.BoolValue(!v.Bool())
-	}}
+	}
 }
 
 // numClass is how two numeric operands are computed together.
@@ -768,13 +790,20 @@ func arith(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 				return a % b
 			}
 		}
-		return cexpr{t: t, konst: k, col: -1, eval: func(row []types.Value) types.Value {
-			a, b := f(row), g(row)
-			if a.Null || b.Null {
-				return types.NullValue
+		// the typed form (expr_typed.go) is the evaluation; the generic
+		// one below is what it must equal (expr_typed_test.go)
+		iv := intArith(op, l, r)
+		ce := cexpr{t: t, konst: k, col: -1, eval: evalOfInt(iv), ival: iv}
+		if genericOnly {
+			ce.ival, ce.eval = nil, func(row []types.Value) types.Value {
+				a, b := f(row), g(row)
+				if a.Null || b.Null {
+					return types.NullValue
+				}
+				return types.IntValue(fn(a.I, b.I))
 			}
-			return types.IntValue(fn(a.I, b.I))
-		}}, nil
+		}
+		return ce, nil
 	case numFloat:
 		fa, fb := toFloatFn(l.t), toFloatFn(r.t)
 		var fn func(a, b float64) float64
@@ -825,17 +854,28 @@ func arith(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 		if c.Null {
 			return konst(types.NullValue, t), nil
 		}
-		ci, xe := c.I, x.eval
+		ci, xi := c.I, intOf(x) // x's value is its I (int64Layout)
 		da, db := decimalOf(cv.t), decimalOf(x.t)
+		scale := da.Scale + db.Scale
+		// |b| <= lim: ci * b cannot overflow; with no rescale and a result
+		// type above 18 digits, every such product is the result itself
+		// (decMul64 would give the same, with more tests)
+		lim := int64(-1)
+		if ci != 0 && ci != math.MinInt64 && scale == out.Scale && out.Precision > 18 {
+			lim = math.MaxInt64 / max(ci, -ci)
+		}
 		return cexpr{t: t, col: -1, eval: func(row []types.Value) types.Value {
-			b := xe(row)
-			if b.Null {
+			b, ok := xi(row)
+			if !ok {
 				return types.NullValue
 			}
-			if v, ok := decMul64(ci, b.I, da.Scale+db.Scale, out); ok {
+			if b <= lim && b >= -lim {
+				return types.Value{I: ci * b}
+			}
+			if v, ok := decMul64(ci, b, scale, out); ok {
 				return v
 			}
-			return decArithBig(op, c, b, cv.t, x.t, da, db, out)
+			return decArithBig(op, c, types.Value{I: b}, cv.t, x.t, da, db, out)
 		}}, nil
 	}
 	ev := func(row []types.Value) types.Value {
@@ -1018,6 +1058,15 @@ func compare(op string, l, r cexpr, at parser.Expr) (cexpr, error) {
 	}
 	f, g := l.eval, r.eval
 	t := types.Type{Kind: types.Boolean, NotNull: bothNotNull(l, r)}
+	if intComparable(l.t, r.t) && !genericOnly {
+		// integers, times, booleans: the typed form (expr_typed.go)
+		p, fl := intCompare(op, l, r)
+		return cexpr{t: t, konst: l.konst && r.konst, col: -1, eval: evalOfPred(p), pred: p, filt: fl}, nil
+	}
+	if ((l.t.IsString() && r.t.IsString()) || (isBytes(l.t) && isBytes(r.t))) && !genericOnly {
+		p := stringCompare(op, l, r)
+		return cexpr{t: t, konst: l.konst && r.konst, col: -1, eval: evalOfPred(p), pred: p}, nil
+	}
 	// the common case of an integer column against an integer: no closure
 	// indirection for the comparison
 	if classOf(l.t, r.t) == numInt && l.t.IsInteger() && r.t.IsInteger() && op == "=" && r.konst && !l.konst {
@@ -1172,16 +1221,48 @@ func (c *exprCompiler) caseExpr(e *parser.Case) (cexpr, error) {
 	if sw, ok := c.intSwitch(e); ok && !k {
 		// WHEN x = 0 THEN ... WHEN x = 1 THEN ...: x once, no comparisons
 		// through closures (the Nexmark ddl's dateTime is one)
-		xf, keys := sw.eval, make([]int64, len(e.Whens))
+		xf, keys := intOf(sw), make([]int64, len(e.Whens))
 		for i, w := range e.Whens {
 			keys[i] = mustInt(w.Cond.(*parser.Binary).R)
 		}
+		if genericOnly {
+			xe := sw.eval
+			xf = func(r []types.Value) (int64, bool) { v := xe(r); return v.I, !v.Null }
+		} else if reads, ok := leafReads(append(thens, els)); ok {
+			// every branch a plain read of a projecting scan's leaf (the
+			// dateTime CASE): read the slot, no closure per branch
+			return cexpr{t: t, col: -1, eval: func(r []types.Value) types.Value {
+				if x, ok := xf(r); ok {
+					for i, key := range keys {
+						if x == key {
+							return r[reads[i].idx]
+						}
+					}
+				}
+				return r[reads[len(keys)].idx]
+			}}, nil
+		}
 		return cexpr{t: t, col: -1, eval: func(r []types.Value) types.Value {
-			if v := xf(r); !v.Null {
+			if x, ok := xf(r); ok {
 				for i, key := range keys {
-					if v.I == key {
+					if x == key {
 						return tf[i](r)
 					}
+				}
+			}
+			return ef(r)
+		}}, nil
+	}
+	if !genericOnly {
+		// the conditions' typed truth (expr_typed.go)
+		ps := make([]predFn, len(conds))
+		for i := range conds {
+			ps[i] = predOf(conds[i])
+		}
+		return cexpr{t: t, konst: k, col: -1, eval: func(r []types.Value) types.Value {
+			for i, p := range ps {
+				if p(r) == triTrue {
+					return tf[i](r)
 				}
 			}
 			return ef(r)
@@ -1195,6 +1276,19 @@ func (c *exprCompiler) caseExpr(e *parser.Case) (cexpr, error) {
 		}
 		return ef(r)
 	}}, nil
+}
+
+// leafReads returns the leaves that the expressions are plain reads of,
+// when they all are.
+func leafReads(xs []cexpr) ([]*leafRef, bool) {
+	out := make([]*leafRef, len(xs))
+	for i, x := range xs {
+		if x.leaf == nil {
+			return nil, false
+		}
+		out[i] = x.leaf
+	}
+	return out, true
 }
 
 func (c *exprCompiler) like(e *parser.Like) (cexpr, error) {
@@ -1232,7 +1326,21 @@ func (c *exprCompiler) like(e *parser.Like) (cexpr, error) {
 	}
 	f := x.eval
 	not := e.Not
-	return cexpr{t: types.Type{Kind: types.Boolean, NotNull: x.t.NotNull}, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value {
+	t := types.Type{Kind: types.Boolean, NotNull: x.t.NotNull}
+	if !genericOnly {
+		p := func(r []types.Value) tri {
+			v := f(r)
+			switch {
+			case v.Null:
+				return triNull
+			case match(v.S) != not:
+				return triTrue
+			}
+			return triFalse
+		}
+		return cexpr{t: t, konst: x.konst, col: -1, eval: evalOfPred(p), pred: p}, nil
+	}
+	return cexpr{t: t, konst: x.konst, col: -1, eval: func(r []types.Value) types.Value {
 		v := f(r)
 		if v.Null {
 			return v

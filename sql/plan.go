@@ -493,13 +493,13 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				}
 			}
 		}
-		ev := rowtime.eval
+		ev := intOf(rowtime) // a TIMESTAMP: its int64 (expr_typed.go)
 		tsFn = func(r types.Row) time.Time {
-			v := ev(r.Values)
-			if v.Null {
+			us, ok := ev(r.Values)
+			if !ok {
 				return time.UnixMicro(0)
 			}
-			return time.UnixMicro(v.I)
+			return time.UnixMicro(us)
 		}
 	}
 	mode := src.Changelog
@@ -674,17 +674,14 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 		}
 		switch {
 		case filter != nil && evals == nil:
-			f := filter.eval
-			return weir.Filter(in, func(row types.Row) bool {
-				v := f(row.Values)
-				return !v.Null && v.Bool()
-			}, b.uid("filter")), nil
+			f := filterOf(*filter) // typed: no Value per test (expr_typed.go)
+			return weir.Filter(in, func(row types.Row) bool { return f(row.Values) }, b.uid("filter")), nil
 		case filter == nil && evals == nil:
 			return in, nil
 		}
-		var f evalFn
+		var f filterFn
 		if filter != nil {
-			f = filter.eval
+			f = filterOf(*filter)
 		}
 		n := len(evals)
 		// plain reads are copied, not evaluated
@@ -700,10 +697,8 @@ func calcRel(r *rel, filter *cexpr, pr *projection, desc string) *rel {
 		return weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
 			var ring *rowRing
 			return func(row types.Row, emit func(types.Row)) {
-				if f != nil {
-					if v := f(row.Values); v.Null || !v.Bool() {
-						return
-					}
+				if f != nil && !f(row.Values) {
+					return
 				}
 				var vs []types.Value
 				if *lend {

@@ -82,24 +82,24 @@ func (l *pushLayout) leaf(col, field int) *leafRef {
 // colRef is a reference to physical column col in the pushed layout.
 func (l *pushLayout) colRef(col int, t types.Type) cexpr {
 	lf := l.leaf(col, -1)
-	return cexpr{t: t, col: -1, whole: lf, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
-		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
+	return withTyped(cexpr{t: t, col: -1, whole: lf, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
+		eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf))
 }
 
 // fieldRef reads field fi of the ROW column that whole reads, as its own
 // value of the pushed row (NULL when the ROW is NULL, as fieldAccess).
 func fieldRef(whole *leafRef, fi int, t types.Type) cexpr {
 	lf := whole.l.leaf(whole.col, fi)
-	return cexpr{t: t, col: -1, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
-		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
+	return withTyped(cexpr{t: t, col: -1, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
+		eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf))
 }
 
 // computedRef is a reference to a computed column whose expression is ce.
 func (l *pushLayout) computedRef(ce cexpr) cexpr {
 	lf := &leafRef{l: l, col: -1, field: -1, idx: -1, comp: &ce}
 	l.all = append(l.all, lf)
-	return cexpr{t: ce.t, col: -1, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
-		eval: func(r []types.Value) types.Value { return r[lf.idx] }}
+	return withTyped(cexpr{t: ce.t, col: -1, leaf: lf, deps: &depSet{leaves: []*leafRef{lf}},
+		eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf))
 }
 
 // fill computes the registered computed leaves of a row.

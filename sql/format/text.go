@@ -373,11 +373,11 @@ func AppendDecimal(dst []byte, v types.Value, t types.Type) []byte {
 	var stack [48]byte
 	var ds []byte
 	if t.BigDecimal() {
-		u, _ := v.X.(*big.Int)
-		if u == nil {
-			u = new(big.Int)
+		if u, _ := v.X.(*big.Int); u != nil {
+			ds = u.Append(stack[:0], 10)
+		} else {
+			ds = strconv.AppendInt(stack[:0], v.I, 10) // the compact form (types.Value.X)
 		}
-		ds = u.Append(stack[:0], 10)
 	} else {
 		ds = strconv.AppendInt(stack[:0], v.I, 10)
 	}

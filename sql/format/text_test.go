@@ -77,3 +77,17 @@ func TestAppendFloatJava(t *testing.T) {
 		}
 	}
 }
+
+// TestBigDecimalCompactForm: a DECIMAL(22, 3) whose unscaled value fits an
+// int64 is held in I (types.Value.X); it prints as its *big.Int form does.
+func TestBigDecimalCompactForm(t *testing.T) {
+	dt := types.DecimalType(22, 3)
+	for _, c := range []struct {
+		u    int64
+		want string
+	}{{112098048, "112098.048"}, {-908, "-0.908"}, {0, "0.000"}, {5, "0.005"}} {
+		if got := string(format.AppendDecimal(nil, types.IntValue(c.u), dt)); got != c.want {
+			t.Fatalf("compact %d prints %s, want %s", c.u, got, c.want)
+		}
+	}
+}

@@ -62,7 +62,11 @@ type Value struct {
 	// S holds strings and bytes.
 	S string
 	// X holds composite values ([]Value for ARRAY, MAP, ROW, MULTISET) and
-	// big decimals (*big.Int).
+	// big decimals (*big.Int). A DECIMAL of precision above 18 is held
+	// compactly: its unscaled value in I when it fits an int64 (X nil), a
+	// *big.Int in X only when it does not, so that most of them cost no
+	// allocation. Readers take both forms (a *big.Int that fits is valid
+	// too, as older state holds); Equal and Key see them as the same number.
 	X any
 	// Null marks SQL NULL; the other members are then zero.
 	Null bool
@@ -143,6 +147,12 @@ func appendValue(b []byte, v Value) ([]byte, error) {
 			b = append(b, tagList)
 			return appendValues(b, x)
 		case *big.Int:
+			if x.IsInt64() {
+				// the compact form of a big decimal (see Value.X): one
+				// encoding per number, so that keys of equal numbers are equal
+				b = append(b, tagInt)
+				return binary.AppendVarint(b, x.Int64()), nil
+			}
 			b = append(b, tagBig)
 			raw, err := x.GobEncode()
 			if err != nil {
@@ -291,6 +301,12 @@ func valuesEqual(a, b []Value) bool {
 func (v Value) Equal(o Value) bool {
 	if v.Null || o.Null {
 		return v.Null == o.Null
+	}
+	if x, ok := v.X.(*big.Int); ok && o.X == nil {
+		return o.S == "" && x.IsInt64() && x.Int64() == o.I // a big decimal's two forms
+	}
+	if y, ok := o.X.(*big.Int); ok && v.X == nil {
+		return v.S == "" && y.IsInt64() && y.Int64() == v.I
 	}
 	if v.I != o.I || v.S != o.S {
 		return false

@@ -26,7 +26,7 @@ const (
 	BigInt                   // I
 	Float                    // I: math.Float64bits of the value (widened)
 	Double                   // I: math.Float64bits
-	Decimal                  // I: unscaled value when Precision <= 18; else X: *big.Int
+	Decimal                  // I: unscaled value when Precision <= 18; else I, or X: *big.Int (see Value)
 	Char                     // S
 	Varchar                  // S (STRING is VARCHAR(2147483647))
 	Binary                   // S: the bytes
@@ -148,8 +148,9 @@ func (t Type) IsInteger() bool {
 // IsString reports whether t is CHAR or VARCHAR.
 func (t Type) IsString() bool { return t.Kind == Char || t.Kind == Varchar }
 
-// BigDecimal reports whether a DECIMAL of this type is held as a *big.Int
-// (precision above 18 digits).
+// BigDecimal reports whether a DECIMAL of this type may hold a *big.Int
+// (precision above 18 digits): its values are in X as a *big.Int, or, when
+// X is nil, in I (an unscaled value that fits an int64; see Value).
 func (t Type) BigDecimal() bool { return t.Kind == Decimal && t.Precision > 18 }
 
 // String spells the type as Flink's SQL does ("DECIMAL(10, 2)",

@@ -84,11 +84,11 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	src := &source{events: events, conv: conv, nested: nested}
 	schema := t.Schema
 	proj := func(paths []connector.Path, fill func([]types.Value)) (weir.Source[types.Row], error) {
-		gets, err := project(schema, conv, widths, paths)
+		plans, err := project(schema, conv, widths, paths)
 		if err != nil {
 			return nil, fmt.Errorf("table '%s': %w", t.Name, err)
 		}
-		return &projSource{events: events, gets: gets, fill: fill}, nil
+		return &projSource{events: events, plans: plans, width: len(paths), fill: fill}, nil
 	}
 	return &connector.Source{Source: src, Bounded: bounded, Changelog: types.InsertOnly, Project: proj}, nil
 }
@@ -100,7 +100,9 @@ type setter func(e *gen.Event, v *types.Value, spare []types.Value) int
 type field struct {
 	name string
 	kind string // "int", "string", "time"
-	get  func(e *gen.Event) (int64, string)
+	// set writes the field of an event of the part's type: one call per
+	// value, no type switch (a TIMESTAMP(3) in microseconds)
+	set func(e *gen.Event, v *types.Value)
 }
 
 var parts = map[string]struct {
@@ -108,35 +110,35 @@ var parts = map[string]struct {
 	fields []field
 }{
 	"person": {gen.PersonEvent, []field{
-		{"id", "int", func(e *gen.Event) (int64, string) { return e.Person.ID, "" }},
-		{"name", "string", func(e *gen.Event) (int64, string) { return 0, e.Person.Name }},
-		{"emailAddress", "string", func(e *gen.Event) (int64, string) { return 0, e.Person.EmailAddress }},
-		{"creditCard", "string", func(e *gen.Event) (int64, string) { return 0, e.Person.CreditCard }},
-		{"city", "string", func(e *gen.Event) (int64, string) { return 0, e.Person.City }},
-		{"state", "string", func(e *gen.Event) (int64, string) { return 0, e.Person.State }},
-		{"dateTime", "time", func(e *gen.Event) (int64, string) { return e.Person.DateTime, "" }},
-		{"extra", "string", func(e *gen.Event) (int64, string) { return 0, e.Person.Extra }},
+		{"id", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Person.ID} }},
+		{"name", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Person.Name} }},
+		{"emailAddress", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Person.EmailAddress} }},
+		{"creditCard", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Person.CreditCard} }},
+		{"city", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Person.City} }},
+		{"state", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Person.State} }},
+		{"dateTime", "time", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Person.DateTime * 1000} }},
+		{"extra", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Person.Extra} }},
 	}},
 	"auction": {gen.AuctionEvent, []field{
-		{"id", "int", func(e *gen.Event) (int64, string) { return e.Auction.ID, "" }},
-		{"itemName", "string", func(e *gen.Event) (int64, string) { return 0, e.Auction.ItemName }},
-		{"description", "string", func(e *gen.Event) (int64, string) { return 0, e.Auction.Description }},
-		{"initialBid", "int", func(e *gen.Event) (int64, string) { return e.Auction.InitialBid, "" }},
-		{"reserve", "int", func(e *gen.Event) (int64, string) { return e.Auction.Reserve, "" }},
-		{"dateTime", "time", func(e *gen.Event) (int64, string) { return e.Auction.DateTime, "" }},
-		{"expires", "time", func(e *gen.Event) (int64, string) { return e.Auction.Expires, "" }},
-		{"seller", "int", func(e *gen.Event) (int64, string) { return e.Auction.Seller, "" }},
-		{"category", "int", func(e *gen.Event) (int64, string) { return e.Auction.Category, "" }},
-		{"extra", "string", func(e *gen.Event) (int64, string) { return 0, e.Auction.Extra }},
+		{"id", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.ID} }},
+		{"itemName", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Auction.ItemName} }},
+		{"description", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Auction.Description} }},
+		{"initialBid", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.InitialBid} }},
+		{"reserve", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.Reserve} }},
+		{"dateTime", "time", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.DateTime * 1000} }},
+		{"expires", "time", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.Expires * 1000} }},
+		{"seller", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.Seller} }},
+		{"category", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Auction.Category} }},
+		{"extra", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Auction.Extra} }},
 	}},
 	"bid": {gen.BidEvent, []field{
-		{"auction", "int", func(e *gen.Event) (int64, string) { return e.Bid.Auction, "" }},
-		{"bidder", "int", func(e *gen.Event) (int64, string) { return e.Bid.Bidder, "" }},
-		{"price", "int", func(e *gen.Event) (int64, string) { return e.Bid.Price, "" }},
-		{"channel", "string", func(e *gen.Event) (int64, string) { return 0, e.Bid.Channel }},
-		{"url", "string", func(e *gen.Event) (int64, string) { return 0, e.Bid.URL }},
-		{"dateTime", "time", func(e *gen.Event) (int64, string) { return e.Bid.DateTime, "" }},
-		{"extra", "string", func(e *gen.Event) (int64, string) { return 0, e.Bid.Extra }},
+		{"auction", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Bid.Auction} }},
+		{"bidder", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Bid.Bidder} }},
+		{"price", "int", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Bid.Price} }},
+		{"channel", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Bid.Channel} }},
+		{"url", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Bid.URL} }},
+		{"dateTime", "time", func(e *gen.Event, v *types.Value) { *v = types.Value{I: e.Bid.DateTime * 1000} }},
+		{"extra", "string", func(e *gen.Event, v *types.Value) { *v = types.Value{S: e.Bid.Extra} }},
 	}},
 }
 
@@ -201,12 +203,7 @@ func compile(schema types.Schema) ([]setter, [3]int, []int, error) {
 				if err := checkKind(col.Name+"."+nf.Name, fd.kind, nf.Type); err != nil {
 					return nil, nested, nil, err
 				}
-				get := fd.get
-				if fd.kind == "time" {
-					gets = append(gets, func(e *gen.Event, v *types.Value) { i, _ := get(e); *v = types.Value{I: i * 1000} })
-				} else {
-					gets = append(gets, func(e *gen.Event, v *types.Value) { i, s := get(e); *v = types.Value{I: i, S: s} })
-				}
+				gets = append(gets, fd.set)
 			}
 			typ := part.typ
 			nested[typ] += len(gets)

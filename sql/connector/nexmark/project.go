@@ -14,16 +14,45 @@ import (
 // getter writes one value of a projected row.
 type getter func(e *gen.Event, v *types.Value)
 
-// project compiles the getters of a projected read: value i of a row is
-// paths[i] of the table's schema. Most plans read a few scalar fields of
-// one ROW (bid.auction, bid.price), so a projected row is a handful of
-// flat values and no nested ROW is built.
-func project(schema types.Schema, conv []setter, widths []int, paths []connector.Path) ([]getter, error) {
-	out := make([]getter, len(paths))
+// slotGet is a getter and the value of the row it writes.
+type slotGet struct {
+	slot int
+	get  getter
+}
+
+// readPlan is how a projected row is made from an event of one type: the
+// getters of the values it has (its own ROW's fields, the columns every
+// event has) and the values that are NULL for it (the fields of the other
+// types' ROWs), so that no getter tests the event's type.
+type readPlan struct {
+	gets  []slotGet
+	nulls []int
+}
+
+// otherType is the plan index of an event type the table has no ROW for.
+const otherType = 3
+
+func planIndex(t gen.EventType) int {
+	if t <= gen.BidEvent {
+		return int(t)
+	}
+	return otherType
+}
+
+// project compiles the plans of a projected read, one per event type:
+// value i of a row is paths[i] of the table's schema. Most plans read a
+// few scalar fields of one ROW (bid.auction, bid.price), so a projected
+// row is a handful of flat values and no nested ROW is built.
+func project(schema types.Schema, conv []setter, widths []int, paths []connector.Path) (*[otherType + 1]readPlan, error) {
+	var plans [otherType + 1]readPlan
+	all := func(slot int, g getter) {
+		for t := range plans {
+			plans[t].gets = append(plans[t].gets, slotGet{slot, g})
+		}
+	}
 	for i, p := range paths {
 		if p.Col == -1 {
-			out[i] = func(*gen.Event, *types.Value) {} // the planner's to fill
-			continue
+			continue // the planner's to fill
 		}
 		if p.Col < 0 || p.Col >= len(schema) {
 			return nil, fmt.Errorf("projection of column %d of %d", p.Col, len(schema))
@@ -31,13 +60,13 @@ func project(schema types.Schema, conv []setter, widths []int, paths []connector
 		col := schema[p.Col]
 		if p.Field < 0 {
 			set, w := conv[p.Col], widths[p.Col]
-			out[i] = func(e *gen.Event, v *types.Value) {
+			all(i, func(e *gen.Event, v *types.Value) {
 				var spare []types.Value
 				if w > 0 {
 					spare = make([]types.Value, w)
 				}
 				set(e, v, spare)
-			}
+			})
 			continue
 		}
 		name := strings.ToLower(col.Name)
@@ -54,34 +83,22 @@ func project(schema types.Schema, conv []setter, widths []int, paths []connector
 		if fd == nil { // compile has checked the schema
 			return nil, fmt.Errorf("column '%s.%s' is not a field of a nexmark %s", col.Name, col.Type.Fields[p.Field].Name, name)
 		}
-		typ, get := part.typ, fd.get
-		if fd.kind == "time" {
-			out[i] = func(e *gen.Event, v *types.Value) {
-				if e.Type != typ {
-					*v = types.NullValue
-					return
-				}
-				ms, _ := get(e)
-				*v = types.Value{I: ms * 1000}
-			}
-		} else {
-			out[i] = func(e *gen.Event, v *types.Value) {
-				if e.Type != typ {
-					*v = types.NullValue
-					return
-				}
-				n, s := get(e)
-				*v = types.Value{I: n, S: s}
+		for t := range plans {
+			if t == int(part.typ) {
+				plans[t].gets = append(plans[t].gets, slotGet{i, fd.set})
+			} else {
+				plans[t].nulls = append(plans[t].nulls, i) // the ROW is NULL
 			}
 		}
 	}
-	return out, nil
+	return &plans, nil
 }
 
 // projSource is a source of projected rows.
 type projSource struct {
 	events *gen.EventSource
-	gets   []getter
+	plans  *[otherType + 1]readPlan
+	width  int
 	fill   func([]types.Value)
 }
 
@@ -94,7 +111,7 @@ func (s *projSource) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[
 	if err != nil {
 		return nil, err
 	}
-	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), gets: s.gets, fill: s.fill}, nil
+	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), plans: s.plans, width: s.width, fill: s.fill}, nil
 }
 
 func (s *projSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (weir.SplitReader[types.Row], error) {
@@ -102,15 +119,16 @@ func (s *projSource) OpenAt(ctx context.Context, sp weir.Split, pos []byte) (wei
 	if err != nil {
 		return nil, err
 	}
-	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), gets: s.gets, fill: s.fill}, nil
+	return &projReader{r: r.(weir.CheckpointedReader[gen.Event]), plans: s.plans, width: s.width, fill: s.fill}, nil
 }
 
 type projReader struct {
-	r    weir.CheckpointedReader[gen.Event]
-	gets []getter
-	fill func([]types.Value)
-	buf  []gen.Event
-	slab []types.Value
+	r     weir.CheckpointedReader[gen.Event]
+	plans *[otherType + 1]readPlan
+	width int
+	fill  func([]types.Value)
+	buf   []gen.Event
+	slab  []types.Value
 }
 
 // Read generates up to len(dst) events and converts them into rows that
@@ -122,15 +140,20 @@ func (r *projReader) Read(ctx context.Context, dst []types.Row) (int, error) {
 	}
 	evs := r.buf[:len(dst)]
 	n, err := r.r.Read(ctx, evs)
-	k := len(r.gets)
+	k := r.width
 	if cap(r.slab) < n*k {
 		r.slab = make([]types.Value, len(dst)*k)
 	}
 	slab := r.slab[:n*k]
 	for i := 0; i < n; i++ {
 		vals := slab[i*k : (i+1)*k : (i+1)*k]
-		for j, g := range r.gets {
-			g(&evs[i], &vals[j])
+		e := &evs[i]
+		p := &r.plans[planIndex(e.Type)]
+		for _, g := range p.gets {
+			g.get(e, &vals[g.slot])
+		}
+		for _, j := range p.nulls {
+			vals[j] = types.NullValue
 		}
 		if r.fill != nil {
 			r.fill(vals)
