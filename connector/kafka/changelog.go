@@ -243,7 +243,10 @@ func (r *groupRunner) newChangelogRun(ctx context.Context, lr *localRun, parts [
 func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]string) ([]hooks.KeyedState, restoreStats, error) {
 	st := restoreStats{Changelog: op.changelog}
 	var starts, ends kadm.ListedOffsets
-	err := retry(ctx, r.client.retryTimeout, "list the offsets of changelog "+op.changelog, func() error {
+	// Past the transaction timeout, as committed waits for the offsets.
+	wait := max(r.client.retryTimeout, groupTxnTimeout+15*time.Second)
+	logged := false
+	err := retry(ctx, wait, "list the offsets of changelog "+op.changelog, func() error {
 		var err error
 		if starts, err = r.adm.ListStartOffsets(ctx, op.changelog); err != nil {
 			return err
@@ -254,7 +257,28 @@ func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]
 		if err := starts.Error(); err != nil {
 			return err
 		}
-		return ends.Error()
+		if err := ends.Error(); err != nil {
+			return err
+		}
+		// The state must be at least what the committed offsets were
+		// written with: in Apache Kafka the commit's markers reach the
+		// changelog partitions after the offsets are stable.
+		for _, p := range op.owned {
+			want := changelogEnd(meta[tp{op.feed, p}])
+			if e, ok := ends.Lookup(op.changelog, p); ok && e.Offset < want {
+				if !logged {
+					logged = true
+					r.log.Info("group: waiting for the changelog's last commit", "topic", op.changelog, "partition", p,
+						"last-stable-offset", e.Offset, "want", want)
+				}
+				if r.onChangelogBehind != nil {
+					r.onChangelogBehind(op.changelog, p)
+				}
+				return fmt.Errorf("%w: changelog topic %q partition %d: last stable offset %d, committed with %d",
+					errChangelogBehind, op.changelog, p, e.Offset, want)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, st, fmt.Errorf("kafka: changelog topic %q: %w", op.changelog, err)
@@ -447,7 +471,7 @@ func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
 					continue
 				}
 				op.last[kg] = h
-				c.produce(ctx, &kgo.Record{Topic: op.changelog, Partition: keyGroupPartition(kg, op.n, lr.r.job.MaxParallelism),
+				c.produce(ctx, op, &kgo.Record{Topic: op.changelog, Partition: keyGroupPartition(kg, op.n, lr.r.job.MaxParallelism),
 					Key: strconv.AppendInt(nil, int64(kg), 10), Value: frame(make([]byte, 0, clHeader+len(data)), clKindGroup, data)})
 			}
 		}
@@ -457,7 +481,7 @@ func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
 		for kg := range op.last {
 			if !seen[kg] {
 				delete(op.last, kg)
-				c.produce(ctx, &kgo.Record{Topic: op.changelog, Partition: keyGroupPartition(kg, op.n, lr.r.job.MaxParallelism),
+				c.produce(ctx, op, &kgo.Record{Topic: op.changelog, Partition: keyGroupPartition(kg, op.n, lr.r.job.MaxParallelism),
 					Key: strconv.AppendInt(nil, int64(kg), 10)})
 			}
 		}
@@ -465,13 +489,83 @@ func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
 	return nil
 }
 
-func (c *changelogRun) produce(ctx context.Context, rec *kgo.Record) {
+// produce writes rec to op's changelog in the open transaction and notes
+// where it lands (see changelogEnds).
+func (c *changelogRun) produce(ctx context.Context, op *runOp, rec *kgo.Record) {
+	feed := tp{op.feed, rec.Partition} // changelog partition p holds the key groups of feed partition p
+	c.lr.wroteChangelog(feed, -1)
 	c.lr.r.cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 		if err != nil {
 			c.lr.fail(fmt.Errorf("kafka: produce to changelog topic %q partition %d: %w", r.Topic, r.Partition, err))
+			return
 		}
+		c.lr.wroteChangelog(feed, r.Offset+1)
 	})
 }
+
+// clEndSep separates a repartition partition's per-task watermarks from
+// the end of its changelog partition in the offset metadata:
+// "weir-wm1:task=wm,...;cl=<offset>".
+const clEndSep = ";cl="
+
+// wroteChangelog notes that the open transaction wrote the changelog
+// partition of feed partition p, up to end (-1: produced, offset not yet
+// known).
+func (lr *localRun) wroteChangelog(p tp, end int64) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if lr.mu.clEnd == nil {
+		lr.mu.clEnd = map[tp]int64{}
+	}
+	if old, ok := lr.mu.clEnd[p]; ok {
+		end = max(old, end)
+	}
+	lr.mu.clEnd[p] = end
+}
+
+// changelogEnds adds to the metadata of each repartition partition whose
+// changelog partition the transaction wrote the offset just past the last
+// record it wrote there. It is called when the transaction's records are
+// flushed (their offsets known), as its offsets are committed. In Apache
+// Kafka a transaction's markers reach each partition separately, after
+// the commit; a process restoring that changelog partition waits until
+// its last stable offset has passed this end (readChangelog), so it
+// never restores state older than the offsets it continues from.
+func (lr *localRun) changelogEnds(marks map[string]map[int32]kgo.EpochOffset, metas map[tp]string) map[tp]string {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	for p, end := range lr.mu.clEnd {
+		if _, ok := marks[p.topic][p.partition]; !ok || end < 0 {
+			continue
+		}
+		m, ok := metas[p]
+		if !ok {
+			m = metaPrefix
+		}
+		metas[p] = m + clEndSep + strconv.FormatInt(end, 10)
+	}
+	clear(lr.mu.clEnd)
+	return metas
+}
+
+// changelogEnd is the end of a changelog partition written with a
+// repartition partition's committed offset (0: none written).
+func changelogEnd(meta string) int64 {
+	_, v, ok := strings.Cut(meta, clEndSep)
+	if !ok {
+		return 0
+	}
+	end, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return end
+}
+
+// errChangelogBehind: a changelog partition's last stable offset has not
+// reached the end its committed offsets were written with (the commit's
+// markers are on their way). It is retried.
+var errChangelogBehind = errors.New("the changelog is behind its committed offsets")
 
 // fail fails the local run: the runner sees it at its next commit, which
 // the failure wakes (the readers hold for a commit that will not come).

@@ -103,6 +103,9 @@ type groupRunner struct {
 	// (changelog.go); member is this process's name in the group.
 	keyed  []keyedOp
 	member string
+	// onChangelogBehind, in tests, is called when a restore waits for a
+	// changelog partition's last commit.
+	onChangelogBehind func(topic string, partition int32)
 }
 
 // runGroup runs a job in group mode until ctx ends, the job fails, or (a
@@ -467,7 +470,7 @@ func (r *groupRunner) commit(ctx context.Context, lr *localRun, final bool) (ok 
 		// The repartition partitions' metadata are their per-task
 		// watermarks; the others carry the last restore of this process,
 		// for `weir group describe`.
-		onlyMarks(req, marks, metas, lr.note)
+		onlyMarks(req, marks, lr.changelogEnds(marks, metas), lr.note)
 		return nil
 	}), kgo.TryCommit)
 	if err != nil {
@@ -681,6 +684,7 @@ type localRun struct {
 		reported map[tp]int64        // position at the held barrier, per open reader
 		ended    map[tp]int64        // readers at their end: final positions
 		meta     map[tp]string       // metadata to commit with a position (repartition partitions)
+		clEnd    map[tp]int64        // changelog partitions the open transaction wrote, by feed partition (changelog.go)
 		release  chan struct{}       // closed when the held barrier's transaction committed
 		err      error               // a record failed to be produced
 	}
@@ -695,6 +699,7 @@ func newLocalRun(r *groupRunner, parts []tp, starts map[tp]int64) *localRun {
 	lr.mu.reported = map[tp]int64{}
 	lr.mu.ended = map[tp]int64{}
 	lr.mu.meta = map[tp]string{}
+	lr.mu.clEnd = map[tp]int64{}
 	lr.mu.release = make(chan struct{})
 	cfg := &sourceConfig{client: *r.client}
 	lr.cons = &consumer{cl: r.cl, adm: r.adm, cfg: cfg, shared: true}
@@ -807,7 +812,9 @@ func (lr *localRun) marks() (map[string]map[int32]kgo.EpochOffset, map[tp]string
 	out := map[string]map[int32]kgo.EpochOffset{}
 	metas := map[tp]string{}
 	add := func(p tp, pos int64) {
-		if pos <= lr.starts[p] {
+		// A partition that has not moved is committed again when its
+		// changelog partition was written: its metadata says how far.
+		if _, wrote := lr.mu.clEnd[p]; pos <= lr.starts[p] && !wrote {
 			return
 		}
 		if out[p.topic] == nil {

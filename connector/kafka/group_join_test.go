@@ -130,6 +130,7 @@ func TestGroupJoinInProcess(t *testing.T) {
 		if len(recs) == 0 {
 			t.Errorf("the changelog of %s is empty", uid)
 		}
+		checkChangelogEnds(t, addrs, "jp", uid)
 	}
 }
 

@@ -375,6 +375,7 @@ func (t *wmTracker) encode() string {
 // tool's metadata) leaves the tracker empty: it waits for the markers.
 func (t *wmTracker) restore(meta string) {
 	rest, ok := strings.CutPrefix(meta, metaPrefix)
+	rest, _, _ = strings.Cut(rest, clEndSep) // the changelog's end, not a task
 	if !ok || rest == "" {
 		return
 	}
