@@ -93,7 +93,7 @@ func (r *groupRunner) setupExchanges(ctx context.Context) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	for _, x := range r.job.Exchanges {
-		gs, ok := x.Upstream.(groupSource)
+		gs, ok := unwrap(x.Upstream).(groupSource)
 		if !ok {
 			return fmt.Errorf("kafka: app id %q: the KeyBy into %q follows source %T, not a Kafka source", r.job.AppID, x.UID, x.Upstream)
 		}
