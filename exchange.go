@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/weirstream/weir/internal/codec"
@@ -35,13 +36,33 @@ type readerWatermark interface {
 	Watermark() int64
 }
 
+// exchangeUp is one sender of a repartition topic: the node a writer is
+// chained after, the source its chain starts at (whose splits are the
+// upstream tasks), and the side that prefixes the tasks' names when the
+// topic has several senders ("" when it has one).
+type exchangeUp struct {
+	from, src *node
+	side      string
+}
+
 // rewriteExchanges cuts every hash edge of the job into a repartition
 // topic's writer and reader, and returns the exchanges for the group
 // runner. The node order stays topological: each reader comes just before
 // the operator it feeds.
+//
+// A hash edge from a Union (every two-input keyed operator: the joins key
+// the union of their tagged inputs, connectTwo) is cut on the union's
+// branches instead: a writer after each branch, all into the one topic of
+// the keyed operator, and the union goes. The records carry their side in
+// their value (the tagged union's), so the topic's partitions and their
+// assignment need nothing more; the watermark markers carry it in their
+// task ("<side>:<split>"), and a reader's watermark is the minimum over
+// every side's tasks, which is the minimum over the inputs a two-input
+// operator takes in one process.
 func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	var xs []*hooks.Exchange
 	before := map[*node][]*node{} // reader nodes to place before a node
+	dropped := map[*node]bool{}   // unions cut away
 	orig := slices.Clone(j.nodes)
 	for _, n := range orig {
 		for _, e := range n.inputs {
@@ -49,32 +70,44 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 				continue
 			}
 			if len(n.inputs) > 1 {
-				// Both inputs' topics would have to be assigned to the
-				// same process partition by partition (Kafka Streams'
-				// co-partitioning, its own assignor).
-				return nil, fmt.Errorf("weir: AppID: operator %q has %d inputs and one is keyed (KeyBy): group mode does not run keyed operators of several inputs (joins) yet", n.name, len(n.inputs))
+				// No API builds this (two-input keyed operators key one
+				// union); two topics of one uid would collide.
+				return nil, fmt.Errorf("weir: AppID: operator %q has %d inputs and one is keyed (KeyBy): group mode runs keyed operators of one keyed input (joins key the union of their inputs)", n.name, len(n.inputs))
 			}
 			if e.exchange == nil {
 				return nil, fmt.Errorf("weir: AppID: operator %q: its keyed input cannot cross processes", n.name)
 			}
-			src := e.from
-			for src.run == nil {
-				switch {
-				case len(src.inputs) != 1:
-					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow one Kafka source through one-input operators)", n.name, src.name)
-				case src.inputs[0].part == hashed:
-					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows keyed operator %q: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name, src.name)
-				case src.inputs[0].part != forward:
-					return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, whose input is redistributed: group mode does not run that yet (a KeyBy must follow one Kafka source through one-to-one operators)", n.name, src.name)
+			var ups []exchangeUp
+			if u := e.from; u.union {
+				for i, ue := range u.inputs {
+					if ue.from.union {
+						return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows a union of a union: group mode does not run that yet (one Union of streams each from one Kafka source)", n.name)
+					}
+					ups = append(ups, exchangeUp{from: ue.from, side: strconv.Itoa(i)})
 				}
-				src = src.inputs[0].from
+			} else {
+				ups = []exchangeUp{{from: e.from}}
 			}
-			if src.exchangeOf != nil {
-				return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows another keyed operator: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name)
+			x := &hooks.Exchange{UID: n.uid, MaxParallelism: j.cfg.maxParallelism}
+			for i := range ups {
+				src, err := exchangeSourceOf(n, ups[i].from)
+				if err != nil {
+					return nil, err
+				}
+				ups[i].src = src
+				x.Upstreams = append(x.Upstreams, src.impl)
 			}
-			x := &hooks.Exchange{UID: n.uid, Upstream: src.impl, MaxParallelism: j.cfg.maxParallelism}
+			x.Upstream = x.Upstreams[0]
 			k := len(j.nodes)
-			e.exchange(x, src)
+			u := e.from
+			e.exchange(x, ups)
+			if u.union && len(u.outputs) == 0 {
+				// Its branches feed the writers now.
+				for _, ue := range u.inputs {
+					ue.from.outputs = slices.DeleteFunc(ue.from.outputs, func(o *edge) bool { return o == ue })
+				}
+				dropped[u] = true
+			}
 			before[n] = append(before[n], j.nodes[k:]...)
 			xs = append(xs, x)
 		}
@@ -87,6 +120,9 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	placed := map[*node]bool{}
 	var order []*node
 	for _, n := range orig {
+		if dropped[n] {
+			continue
+		}
 		for _, r := range before[n] {
 			if r.exchangeOf != nil || (len(r.inputs) == 1 && r.inputs[0].from.exchangeOf != nil) {
 				order = append(order, r)
@@ -97,7 +133,7 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 		placed[n] = true
 	}
 	for _, n := range j.nodes {
-		if !placed[n] {
+		if !placed[n] && !dropped[n] {
 			order = append(order, n)
 		}
 	}
@@ -108,36 +144,70 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	return xs, nil
 }
 
+// exchangeSourceOf returns the source whose chain sender from (a sender
+// of the KeyBy into n) is in: the KeyBy must follow one source through
+// one-input, one-to-one operators.
+func exchangeSourceOf(n, from *node) (*node, error) {
+	src := from
+	for src.run == nil {
+		switch {
+		case len(src.inputs) != 1:
+			return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow Kafka sources through one-input operators, or one Union of such streams)", n.name, src.name)
+		case src.inputs[0].part == hashed:
+			return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows keyed operator %q: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name, src.name)
+		case src.inputs[0].part != forward:
+			return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, whose input is redistributed: group mode does not run that yet (a KeyBy must follow one Kafka source through one-to-one operators)", n.name, src.name)
+		}
+		src = src.inputs[0].from
+	}
+	if src.exchangeOf != nil {
+		return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows another keyed operator: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name)
+	}
+	return src, nil
+}
+
 // exRec is a record read from a repartition topic, with its event time.
 type exRec[T any] struct {
 	v  T
 	ts int64
 }
 
-// rewriteExchange cuts hash edge e (records of ks) into a writer of the
-// repartition topic x after e.from and a reader of it before e.to.
-func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hooks.Exchange, src *node) {
+// rewriteExchange cuts hash edge e (records of ks) into writers of the
+// repartition topic x, one after each sender of ups, and a reader of it
+// before e.to.
+func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hooks.Exchange, ups []exchangeUp) {
 	j := ks.src.job
 	from, to := e.from, e.to
-	// The writer, chained after the sender.
-	wcfg := config{name: to.name + " (repartition out)", uid: to.uid + "-repartition-out"}
-	w := j.addNode(wcfg.name, "repartition-out", 0, wcfg)
-	w.tee = newTee[struct{}]
 	from.outputs = slices.DeleteFunc(from.outputs, func(o *edge) bool { return o == e })
-	connect(&Stream[T]{job: j, node: from}, w, forward)
 	enc, dec := exchangeCodec[T]()
-	w.build = func(st *subtask, _ any) ([]any, error) {
-		tasks, err := upstreamTasks(st, w, src)
-		if err != nil {
-			return nil, err
+	for _, up := range ups {
+		// A writer, chained after the sender.
+		wcfg := config{name: to.name + " (repartition out)", uid: to.uid + "-repartition-out"}
+		if up.side != "" {
+			wcfg.name = to.name + " (repartition out " + up.side + ")"
+			wcfg.uid += "-" + up.side
 		}
-		out, err := hooks.OpenExchange(st.ctx, x.Topic)
-		if err != nil {
-			return nil, err
+		w := j.addNode(wcfg.name, "repartition-out", 0, wcfg)
+		w.tee = newTee[struct{}]
+		connect(&Stream[T]{job: j, node: up.from}, w, forward)
+		w.build = func(st *subtask, _ any) ([]any, error) {
+			tasks, err := upstreamTasks(st, w, up.src)
+			if err != nil {
+				return nil, err
+			}
+			if up.side != "" {
+				for i := range tasks {
+					tasks[i] = up.side + ":" + tasks[i]
+				}
+			}
+			out, err := hooks.OpenExchange(st.ctx, x.Topic)
+			if err != nil {
+				return nil, err
+			}
+			op := &exchangeOut[K, T]{key: ks.key, hash: ks.hash, maxP: uint64(x.MaxParallelism), n: uint64(x.Partitions),
+				enc: enc, w: out, tasks: tasks, wm: watermark.Min, m: st.metrics(w)}
+			return []any{consumer[T](op)}, nil
 		}
-		op := &exchangeOut[K, T]{key: ks.key, hash: ks.hash, maxP: uint64(x.MaxParallelism), n: uint64(x.Partitions),
-			enc: enc, w: out, tasks: tasks, wm: watermark.Min, m: st.metrics(w)}
-		return []any{consumer[T](op)}, nil
 	}
 	// The reader, and a map from what it reads to T, feeding e.
 	rs := FromSource[exRec[T]](j, to.name+" (repartition in)", &exchangeSource[T]{x: x, dec: dec},

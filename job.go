@@ -122,6 +122,9 @@ type node struct {
 	// exchangeOf is set on the reader node of a repartition topic (group
 	// mode, exchange.go).
 	exchangeOf *hooks.Exchange
+	// union marks a Union node (group mode cuts a KeyBy behind it on its
+	// branches: exchange.go).
+	union bool
 }
 
 // edge connects two nodes.
@@ -139,9 +142,10 @@ type edge struct {
 	// empty makes a record-less batch carrying only a watermark.
 	empty func(wm int64) any
 	// exchange rewrites a hash edge to cross processes through a
-	// repartition topic (group mode, exchange.go); src is the source
-	// whose splits are the sender's upstream tasks.
-	exchange func(x *hooks.Exchange, src *node)
+	// repartition topic (group mode, exchange.go): a writer after each of
+	// ups (the sender, or the branches of the union it is), whose sources'
+	// splits are the upstream tasks.
+	exchange func(x *hooks.Exchange, ups []exchangeUp)
 }
 
 // target is one receiving gate channel of an edge.

@@ -261,7 +261,7 @@ func connect[T any](s *Stream[T], n *node, part partitioning) *edge {
 func connectKeyed[K comparable, T any](ks *KeyedStream[K, T], n *node) *edge {
 	e := ks.src.job.addEdge(ks.src.node, n, hashed)
 	connectKeyedEdge(e, ks)
-	e.exchange = func(x *hooks.Exchange, src *node) { rewriteExchange(e, ks, x, src) }
+	e.exchange = func(x *hooks.Exchange, ups []exchangeUp) { rewriteExchange(e, ks, x, ups) }
 	return e
 }
 

@@ -109,6 +109,7 @@ func redistribute[T any](s *Stream[T], kind string, part partitioning, opts []Op
 // the minimum of the inputs' watermarks.
 func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 	out, n := newStream[T](s.job, "union", config{})
+	n.union = true
 	for _, in := range append([]*Stream[T]{s}, others...) {
 		if in.job != s.job {
 			s.job.fail(fmt.Errorf("weir: Union: streams of different jobs"))

@@ -36,9 +36,9 @@ import (
 // the committed offsets are stable. The operator's watermark on restore is
 // the minimum of the upstream tasks' watermarks committed as the
 // repartition offsets' metadata in the same transaction (what the reader
-// starts from too); records "wm/<partition>" with the operator's
-// watermark, which the first version wrote, are still read, and written
-// only for an operator without a repartition topic (none today).
+// starts from too). Records "wm/<partition>" with the operator's
+// watermark, which the first version wrote, are still read (checked), so
+// a topic written by it restores; nothing writes them any more.
 //
 // Value framing: 'w' 'c', a kind byte ('g': a key group's snapshot, 'w':
 // a watermark, 8 bytes big-endian), the CRC-32C of what follows (4 bytes
@@ -186,7 +186,6 @@ type runOp struct {
 	owned  []int32        // partitions of the feed this run owns
 	groups map[int]bool   // the key groups it owns
 	last   map[int]uint64 // hash of the snapshot last written (or restored), by key group
-	wm     map[int32]int64
 }
 
 // newChangelogRun restores the keyed state of the partitions in parts
@@ -201,7 +200,7 @@ func (r *groupRunner) newChangelogRun(ctx context.Context, lr *localRun, parts [
 	note := restoreNote{Member: r.member, AtMillis: start.UnixMilli()}
 	var froms []string
 	for _, k := range r.keyed {
-		op := &runOp{keyedOp: k, groups: map[int]bool{}, last: map[int]uint64{}, wm: map[int32]int64{}}
+		op := &runOp{keyedOp: k, groups: map[int]bool{}, last: map[int]uint64{}}
 		for _, p := range parts {
 			if p.topic == k.feed {
 				op.owned = append(op.owned, p.partition)
@@ -334,7 +333,6 @@ func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]
 			// transaction as the key groups read here.
 			ps.wm = newTracker(op.x.Tasks, meta[tp{op.feed, p}]).wm
 		}
-		op.wm[p] = ps.wm
 		for _, data := range ps.groups {
 			st.KeyGroups++
 			st.Bytes += int64(len(data))
@@ -410,8 +408,8 @@ func unframe(v []byte) (kind byte, payload []byte, err error) {
 
 // persist writes the keyed state of a completed checkpoint of the local
 // run into the open transaction: the owned key groups whose snapshot
-// changed since the last write, tombstones for those that became empty,
-// and the watermark of each owned partition when it moved. It is called
+// changed since the last write, and tombstones for those that became
+// empty (the watermark is the repartition offsets' metadata). It is called
 // from the checkpoint coordinator before the readers report the
 // checkpoint, so the records are in the transaction the runner commits
 // with the readers' positions.
@@ -432,7 +430,6 @@ func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
 		if len(op.owned) == 0 {
 			continue
 		}
-		wm := int64(math.MaxInt64)
 		seen := map[int]bool{}
 		found := false
 		for _, s := range states {
@@ -440,7 +437,6 @@ func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
 				continue
 			}
 			found = true
-			wm = min(wm, s.Watermark)
 			for kg, data := range s.Groups {
 				if !op.groups[kg] {
 					continue // not ours: another process's key group
@@ -464,17 +460,6 @@ func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
 				c.produce(ctx, &kgo.Record{Topic: op.changelog, Partition: keyGroupPartition(kg, op.n, lr.r.job.MaxParallelism),
 					Key: strconv.AppendInt(nil, int64(kg), 10)})
 			}
-		}
-		for _, p := range op.owned {
-			if op.x != nil {
-				break // the watermark is the repartition offsets' metadata
-			}
-			if old, ok := op.wm[p]; ok && old == wm {
-				continue
-			}
-			op.wm[p] = wm
-			c.produce(ctx, &kgo.Record{Topic: op.changelog, Partition: p,
-				Key: fmt.Appendf(nil, "%s%d", watermarkKeyPrefix, p), Value: frame(nil, clKindWatermark, binary.BigEndian.AppendUint64(nil, uint64(wm)))})
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestChangelogFrame(t *testing.T) {
 // KiB (8 MiB of state). Prints MB/s of state checked.
 func BenchmarkChangelogUnchanged(b *testing.B) {
 	groups := map[int][]byte{}
-	op := &runOp{keyedOp: keyedOp{uid: "op", n: 1}, owned: []int32{0}, groups: map[int]bool{}, last: map[int]uint64{}, wm: map[int32]int64{0: 7}}
+	op := &runOp{keyedOp: keyedOp{uid: "op", n: 1}, owned: []int32{0}, groups: map[int]bool{}, last: map[int]uint64{}}
 	var size int64
 	for kg := range 128 {
 		data := make([]byte, 64<<10)
@@ -95,8 +96,9 @@ func BenchmarkChangelogUnchanged(b *testing.B) {
 
 // TestChangelogPersistWritesChanges: a commit writes the owned key groups
 // whose snapshot changed since the last, a tombstone for one that became
-// empty, the watermark when it moved, and nothing for another process's
-// key groups or when nothing changed.
+// empty, and nothing for another process's key groups or when nothing
+// changed; no watermark records (the watermark is the repartition
+// offsets' metadata).
 func TestChangelogPersistWritesChanges(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "app-op-changelog"))
 	if err != nil {
@@ -111,7 +113,7 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: 8}}
 	// Partition 1 of 2: key groups 4..7.
 	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: 2}, owned: []int32{1},
-		groups: map[int]bool{}, last: map[int]uint64{}, wm: map[int32]int64{}}
+		groups: map[int]bool{}, last: map[int]uint64{}}
 	for _, kg := range OwnedKeyGroups(op.owned, 2, 8) {
 		op.groups[kg] = true
 	}
@@ -144,7 +146,7 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 	var got []string
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for len(got) < 6 && ctx.Err() == nil {
+	for len(got) < 4 && ctx.Err() == nil {
 		rd.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
 			s := fmt.Sprintf("p%d %s=", rec.Partition, rec.Key)
 			switch {
@@ -160,9 +162,33 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 			got = append(got, s)
 		})
 	}
-	slices.Sort(got[:3]) // one commit's records: key group order is a map's
-	want := []string{"p1 4=a", "p1 5=b", "p1 wm/1=10", "p1 4=a2", "p1 5=tombstone", "p1 wm/1=20"}
+	// (A watermark record would be among the first commit's.)
+	slices.Sort(got[:2]) // one commit's records: key group order is a map's
+	want := []string{"p1 4=a", "p1 5=b", "p1 4=a2", "p1 5=tombstone"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("changelog records:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestChangelogReadsOldWatermarkRecords: a "wm/<partition>" record, which
+// the first version wrote, is still read (a topic written by it
+// restores); one naming another partition or not framed as a watermark is
+// an error naming topic, partition and offset.
+func TestChangelogReadsOldWatermarkRecords(t *testing.T) {
+	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: 2}}
+	groups := map[int][]byte{}
+	wm := int64(math.MinInt64)
+	rec := &kgo.Record{Topic: "app-op-changelog", Partition: 1, Offset: 7, Key: []byte("wm/1"),
+		Value: frame(nil, clKindWatermark, binary.BigEndian.AppendUint64(nil, 42))}
+	if err := applyChangelogRecord(rec, op, groups, &wm, 8); err != nil || wm != 42 || len(groups) != 0 {
+		t.Fatalf("old watermark record: err %v, watermark %d, groups %v", err, wm, groups)
+	}
+	rec.Key = []byte("wm/0")
+	if err := applyChangelogRecord(rec, op, groups, &wm, 8); err == nil || !strings.Contains(err.Error(), `"app-op-changelog" partition 1 offset 7`) {
+		t.Fatalf("watermark record of another partition: %v", err)
+	}
+	rec.Key, rec.Value = []byte("wm/1"), frame(nil, clKindGroup, []byte("x"))
+	if err := applyChangelogRecord(rec, op, groups, &wm, 8); err == nil {
+		t.Fatal("a key group's frame under a watermark key: no error")
 	}
 }

@@ -213,9 +213,9 @@ func TestGroupInProcessAndDescribe(t *testing.T) {
 }
 
 // TestGroupRefusesWhatIsNotBuilt: in group mode a KeyBy goes through a
-// repartition topic, but a keyed operator of two inputs (a join: its
-// topics would need co-partitioned assignment) and a KeyBy behind another
-// keyed operator are refused, with errors that say so.
+// repartition topic (behind one Union too: joins run,
+// group_join_test.go), but a KeyBy behind another keyed operator and one
+// behind a union of a union are refused, with errors that say so.
 func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
 	key := func(e event) string { return e.Key }
@@ -223,8 +223,9 @@ func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 		name, want string
 		build      func(src *weir.Stream[event])
 	}{
-		{"join", "several inputs", func(src *weir.Stream[event]) {
-			weir.Collect(weir.Join(weir.KeyBy(src, key), weir.KeyBy(src, key), func(k string, a, b event) (string, bool) { return k, true }))
+		{"union of a union", "a union of a union", func(src *weir.Stream[event]) {
+			u := weir.Union(weir.Union(src, src), src)
+			weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(u, key), weir.Tumbling(time.Second)), weir.Count[event]()))
 		}},
 		{"two KeyBys", "a chain of KeyBys", func(src *weir.Stream[event]) {
 			tagged := weir.Process(weir.KeyBy(src, key), weir.ProcessFunc[string, event, event](func(ctx *weir.KeyedContext[string, event], e event) error {

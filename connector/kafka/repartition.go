@@ -93,36 +93,54 @@ func (r *groupRunner) setupExchanges(ctx context.Context) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	for _, x := range r.job.Exchanges {
-		gs, ok := unwrap(x.Upstream).(groupSource)
-		if !ok {
-			return fmt.Errorf("kafka: app id %q: the KeyBy into %q follows source %T, not a Kafka source", r.job.AppID, x.UID, x.Upstream)
+		ups := x.Upstreams
+		if len(ups) == 0 {
+			ups = []any{x.Upstream}
 		}
-		up := gs.groupTopics()
-		var tasks int
-		err := retry(ctx, r.client.retryTimeout, "list the partitions of "+fmt.Sprint(up), func() error {
-			d, err := adm.ListTopics(ctx, up...)
+		// The upstream tasks are the partitions of every sender's source
+		// topics (a join's two inputs: both sides'). N is
+		// RepartitionPartitions if a sender's source sets it (they must
+		// agree), by default the largest sender's partition count.
+		var tasks, n, def int
+		for _, up := range ups {
+			gs, ok := unwrap(up).(groupSource)
+			if !ok {
+				return fmt.Errorf("kafka: app id %q: the KeyBy into %q follows source %T, not a Kafka source", r.job.AppID, x.UID, up)
+			}
+			ts := gs.groupTopics()
+			var k int
+			err := retry(ctx, r.client.retryTimeout, "list the partitions of "+fmt.Sprint(ts), func() error {
+				d, err := adm.ListTopics(ctx, ts...)
+				if err != nil {
+					return err
+				}
+				k = 0
+				for _, t := range ts {
+					td, ok := d[t]
+					if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+						return fmt.Errorf("%w %q (brokers %v)", ErrUnknownTopic, t, r.client.brokers)
+					}
+					if td.Err != nil {
+						return td.Err
+					}
+					k += len(td.Partitions)
+				}
+				return nil
+			})
 			if err != nil {
-				return err
+				return fmt.Errorf("kafka: app id %q: %w", r.job.AppID, err)
 			}
-			tasks = 0
-			for _, t := range up {
-				td, ok := d[t]
-				if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-					return fmt.Errorf("%w %q (brokers %v)", ErrUnknownTopic, t, r.client.brokers)
+			tasks += k
+			def = max(def, k)
+			if rp := gs.groupConfig().repartitionPartitions; rp > 0 {
+				if n > 0 && rp != n {
+					return fmt.Errorf("kafka: app id %q: the sources into %q set RepartitionPartitions %d and %d: its repartition topic has one number of partitions", r.job.AppID, x.UID, n, rp)
 				}
-				if td.Err != nil {
-					return td.Err
-				}
-				tasks += len(td.Partitions)
+				n = rp
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("kafka: app id %q: %w", r.job.AppID, err)
 		}
-		n := gs.groupConfig().repartitionPartitions
 		if n <= 0 {
-			n = tasks
+			n = def
 		}
 		if n > x.MaxParallelism {
 			// More partitions than key groups would leave some empty.

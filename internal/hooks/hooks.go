@@ -140,6 +140,12 @@ type Exchange struct {
 	// each of them writes its watermark into every partition of the
 	// topic, and a reader waits for all of them.
 	Upstream any
+	// Upstreams are the sources of every sender (Upstream is the first).
+	// A KeyBy behind a Union (a two-input keyed operator: a join keys the
+	// union of its tagged inputs) has one sender per branch, all writing
+	// into the one topic; their upstream tasks are named
+	// "<branch>:<split>", and a reader waits for every branch's.
+	Upstreams []any
 	// MaxParallelism is the job's number of key groups: key group kg goes
 	// to partition kg*Partitions/MaxParallelism.
 	MaxParallelism int
@@ -148,7 +154,8 @@ type Exchange struct {
 	Topic      string
 	Partitions int
 	// Tasks is how many upstream tasks a reader of a partition expects
-	// watermarks from (the partitions of the upstream topics).
+	// watermarks from (the partitions of the upstream topics, summed over
+	// Upstreams).
 	Tasks int
 	// Source is a weir.RestorableSource[ExchangeRecord] reading the
 	// partitions of Topic this process owns, in the local run of ctx.

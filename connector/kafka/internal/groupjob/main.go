@@ -10,7 +10,11 @@
 // stateful: per key a running count in a ValueState ("count,key,seq,n":
 // the n-th event of the key) and a count per tumbling second of event
 // time ("window,key,start,n"), so that the keyed state moves with the
-// repartition partitions through the changelog topics.
+// repartition partitions through the changelog topics. "join" reads a
+// second topic (--in2) too and joins the two by key, through one
+// repartition topic per join: a window join over tumbling seconds
+// ("wjoin,key,start,left seq,right seq") and an interval join within
+// ±500ms of event time ("ijoin,key,left seq,right seq").
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
@@ -60,13 +64,15 @@ func main() {
 		in      = flag.String("in", "in", "input topic")
 		out     = flag.String("out", "out", "output topic")
 		bounded = flag.Bool("bounded", false, "stop at the end of the input")
-		pace    = flag.Int64("pace", 0, "sleep 1ms every this many events (0: no pacing)")
+		pace    = flag.Int64("pace", 0, "sleep --pace-sleep every this many events (0: no pacing)")
+		paceFor = flag.Duration("pace-sleep", time.Millisecond, "how long --pace sleeps")
 		par     = flag.Int("parallelism", 2, "parallelism")
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
 		verbose = flag.Bool("v", false, "log at info level")
 		keyed   = flag.String("keyed", "", `"tag", "window" or "state": the events cross a KeyBy (see the package comment)`)
 		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
+		in2     = flag.String("in2", "in2", "second input topic (--keyed join)")
 	)
 	flag.Parse()
 	if *brokers == "" {
@@ -96,14 +102,18 @@ func main() {
 	}
 	evs := weir.FromSource(job, "events", kafka.Source(seeds, []string{*in}, decode, srcOpts...),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("events"))
-	if *pace > 0 {
-		evs = weir.Map(evs, func(e event) event {
+	paced := func(s *weir.Stream[event]) *weir.Stream[event] {
+		if *pace <= 0 {
+			return s
+		}
+		return weir.Map(s, func(e event) event {
 			if e.Seq%*pace == 0 {
-				time.Sleep(time.Millisecond)
+				time.Sleep(*paceFor)
 			}
 			return e
 		})
 	}
+	evs = paced(evs)
 	sinkOpts := []kafka.SinkOption{kafka.DefaultTopic(*out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(*out)}
 	switch *keyed {
 	case "":
@@ -133,8 +143,12 @@ func main() {
 		}, sinkOpts...), weir.UID("sink"))
 	case "state":
 		keyedJob(evs, seeds, *out)
+	case "join":
+		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, decode, srcOpts...),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("right"))
+		joinJob(evs, paced(right), seeds, *out)
 	default:
-		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window or state\n", *keyed)
+		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window, state or join\n", *keyed)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -182,4 +196,26 @@ func keyedJob(evs *weir.Stream[event], seeds []string, out string) {
 	}
 	weir.To(counts, sink("counts"), weir.UID("count-sink"))
 	weir.To(windows, sink("windows"), weir.UID("window-sink"))
+}
+
+// joinJob adds the two joins of left and right by key: a window join
+// over tumbling seconds and an interval join within ±500ms.
+func joinJob(left, right *weir.Stream[event], seeds []string, out string) {
+	key := func(e event) string { return e.Key }
+	lk, rk := weir.KeyBy(left, key), weir.KeyBy(right, key)
+	wj := weir.WindowJoin(lk, rk, weir.Tumbling(time.Second), func(k string, w weir.WindowInfo, l, r event) string {
+		return fmt.Sprintf("wjoin,%s,%d,%d,%d", k, w.Start.UnixMilli(), l.Seq, r.Seq)
+	}, weir.UID("wjoin"))
+	ij := weir.IntervalJoin(lk, rk, -500*time.Millisecond, 500*time.Millisecond, func(k string, l, r event) string {
+		return fmt.Sprintf("ijoin,%s,%d,%d", k, l.Seq, r.Seq)
+	}, weir.UID("ijoin"))
+	sink := func(name string) weir.Sink[string] {
+		return kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, kafka.DefaultTopic(out), kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix(out+"-"+name))
+	}
+	weir.To(wj, sink("wjoin"), weir.UID("wjoin-sink"))
+	weir.To(ij, sink("ijoin"), weir.UID("ijoin-sink"))
 }

@@ -1,0 +1,331 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// Two-input keyed operators (joins) in group mode: both inputs' KeyBys go
+// through ONE repartition topic per join, "<app id>-<join uid>-repartition"
+// (a join keys the union of its tagged inputs, so each side's writer puts
+// its records, tagged with their side in the value, into the partition of
+// their key group), so partition p carries both sides' records of its key
+// groups and the ordinary assignment gives a process everything a key
+// needs. Watermark markers name their side ("<side>:<split>"); a reader
+// waits for both sides' tasks.
+
+// joinSide returns n events of one side of a join: event i has key
+// (7i+shift) mod keys and time base + i*10ms + offset, and goes to
+// partition i mod 4 (produce). A shift other than the other side's puts a
+// key's events in another partition on each side (the join must bring
+// them together across partitions and processes).
+func joinSide(n, keys, shift int, seq0, offset int64) []event {
+	out := make([]event, n)
+	for i := range out {
+		out[i] = event{Key: "k" + strconv.Itoa((i*7+shift)%keys), TS: base + offset + int64(i)*10, Seq: seq0 + int64(i)}
+	}
+	return out
+}
+
+// windowJoinModel is the window join of l and r over tumbling seconds, as
+// the test jobs format it.
+func windowJoinModel(l, r []event) []string {
+	type kw struct {
+		k string
+		w int64
+	}
+	right := map[kw][]event{}
+	for _, e := range r {
+		k := kw{e.Key, e.TS - e.TS%1000}
+		right[k] = append(right[k], e)
+	}
+	var out []string
+	for _, le := range l {
+		w := le.TS - le.TS%1000
+		for _, re := range right[kw{le.Key, w}] {
+			out = append(out, fmt.Sprintf("wjoin,%s,%d,%d,%d", le.Key, w, le.Seq, re.Seq))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestGroupJoinInProcess runs a bounded group-mode window join of two
+// four-partition topics inside the test (one member): the join's two
+// KeyBys go through one repartition topic named by the join's uid, with
+// the larger input's partition count, and the pairs (which need both
+// sides' watermarks to cross the topic: the windows fire on them) equal
+// the model's. The join's state has its changelog.
+func TestGroupJoinInProcess(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "l", "r"), kfake.SeedTopics(2, "out"))
+	left, right := joinSide(2000, 20, 0, 0, 0), joinSide(2000, 20, 1, 100_000, 5)
+	produce(t, addrs, "l", 4, left)
+	produce(t, addrs, "r", 4, right)
+	var logs syncBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("job log:\n%s", logs.String())
+		}
+	}()
+	job := weir.NewJob("group-join", weir.AppID("jp"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
+		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	src := func(topic string) *weir.KeyedStream[string, event] {
+		s := weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+		return weir.KeyBy(s, func(e event) string { return e.Key })
+	}
+	pairs := weir.WindowJoin(src("l"), src("r"), weir.Tumbling(time.Second), func(k string, w weir.WindowInfo, l, r event) string {
+		return fmt.Sprintf("wjoin,%s,%d,%d,%d", k, w.Start.UnixMilli(), l.Seq, r.Seq)
+	}, weir.UID("wjoin"))
+	weir.To(pairs, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
+		rec.Value = append(rec.Value, v...)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+	want := windowJoinModel(left, right)
+	if len(want) < 1000 {
+		t.Fatalf("model: %d pairs; the test wants many", len(want))
+	}
+	sameOutput(t, "window join through one repartition topic", committedValues(t, addrs, "out"), want)
+	checkRepartitionTopic(t, addrs, "jp-wjoin-repartition", 4)
+	if len(readRecords(t, addrs, kafka.ChangelogTopic("jp", "wjoin"))) == 0 {
+		t.Error("the join's changelog is empty")
+	}
+}
+
+// TestGroupJoinKill runs two joins of two four-partition topics (a window
+// join over tumbling seconds and an interval join within ±500ms; each
+// key's events are in different partitions on the two sides) as real
+// processes in group mode: two start, one is SIGKILLed mid-run and started
+// again at once, and a third joins while the job runs, so the repartition
+// partitions of the joins, and with them the key groups and the joins'
+// buffered state, move. The state moves through the joins' changelogs
+// (restored on assignment). The output, read read_committed, must equal a
+// one-process run's exactly. (With the restore disabled the test fails:
+// the pairs of events buffered before a move are lost.)
+func TestGroupJoinKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const n = 8000
+	left, right := joinSide(n, 60, 0, 0, 0), joinSide(n, 60, 1, 100_000, 5)
+	produce(t, addrs, "jl", 4, left)
+	produce(t, addrs, "jr", 4, right)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string) *groupProc {
+		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gj", "--in", "jl", "--in2", "jr", "--out", "jout",
+			"--keyed", "join", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "--pace-sleep", "3ms", "-v")
+	}
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "jl", "--in2", "jr", "--out", "jref", "--keyed", "join", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := committedValues(t, addrs, "jref")
+	wjoins := 0
+	for _, v := range want {
+		if strings.HasPrefix(v, "wjoin,") {
+			wjoins++
+		}
+	}
+	if model := windowJoinModel(left, right); wjoins != len(model) || len(want) == wjoins {
+		t.Fatalf("reference run: %d window join pairs (model %d), %d interval join pairs", wjoins, len(model), len(want)-wjoins)
+	}
+	a, b := group("a"), group("b")
+	outCount := func() int { return len(committedValues(t, addrs, "jout")) }
+	// Progress from the committed input offsets (cheap to ask for, unlike
+	// reading the output).
+	waitFor(t, "a quarter of the input committed, both processes owning a partition of the window join's repartition topic", 2*time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
+		if err != nil {
+			return false
+		}
+		owners := map[string]bool{}
+		var read int64
+		for _, p := range d.Partitions {
+			switch p.Topic {
+			case kafka.RepartitionTopic("gj", "wjoin"):
+				owners[p.Owner] = true
+			case "jl", "jr":
+				read += max(0, p.Committed)
+			}
+		}
+		return owners["gj-a"] && owners["gj-b"] && read >= n/2
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil
+	if killedAt := outCount(); killedAt >= len(want)*3/4 {
+		t.Fatalf("%d of %d pairs committed before the kill: too late for the test to prove much", killedAt, len(want))
+	}
+	a = group("a")
+	c := group("c")
+	if got := outCount(); got >= len(want) {
+		t.Fatalf("all pairs committed before c joined: the test proves nothing")
+	}
+	for _, p := range []*groupProc{a, b, c} {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if err != nil {
+				t.Fatalf("process %s: %v", p.name, err)
+			}
+		case <-time.After(3 * time.Minute): // a deadline, not a wait for a result
+			t.Fatalf("process %s did not end", p.name)
+		}
+	}
+	sameOutput(t, "joins of two topics over three processes", committedValues(t, addrs, "jout"), want)
+	for _, uid := range []string{"wjoin", "ijoin"} {
+		checkRepartitionTopic(t, addrs, kafka.RepartitionTopic("gj", uid), 4)
+		byPart := map[int32]int{}
+		for _, r := range readRecords(t, addrs, kafka.ChangelogTopic("gj", uid)) {
+			byPart[r.partition]++
+		}
+		if len(byPart) != 4 {
+			t.Errorf("changelog of %s: records in partitions %v, want all 4", uid, byPart)
+		}
+	}
+	d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+}
+
+// TestGroupJoinWatermark: the two sides of the joins an hour apart. Two
+// processes share the two four-partition inputs, no kills. The left side
+// gets all its events first (an hour of event time: its second half an
+// hour after its first) and they go through the repartition topics before
+// the right side has any: a reader whose watermark followed the left
+// side's tasks alone (or any task it has seen rather than both sides')
+// would fire the first hour's windows, and pass the interval join's
+// bounds, without the right side's events, then drop those as late. The
+// pairs must equal a one-process run's whichever process owns which
+// partition.
+func TestGroupJoinWatermark(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "wl", "wr"), kfake.SeedTopics(2, "wref", "wout"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	brokers := strings.Join(addrs, ",")
+	var procs []*groupProc
+	for _, name := range []string{"a", "b"} {
+		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gjw", "--in", "wl", "--in2", "wr", "--out", "wout",
+			"--keyed", "join", "--session-timeout", "1500ms", "-v"))
+	}
+	// Both members own input partitions of both sides before any event
+	// exists, so no rebalance moves state: the test checks the watermark.
+	waitFor(t, "two members owning both inputs", time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "gjw")
+		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
+			return false
+		}
+		for _, m := range d.Members {
+			for _, topic := range []string{"wl/", "wr/"} {
+				if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, topic) }) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	const hour = 3_600_000
+	// Each side: 800 events in the first hour's first 8 seconds, 800 in
+	// the second hour's; then one event per partition two hours ahead,
+	// which moves every partition's watermark past the other windows.
+	side := func(shift int, seq0 int64) []event {
+		evs := append(joinSide(800, 20, shift, seq0, 0), joinSide(800, 20, shift, seq0+1000, hour)...)
+		// Per partition (i mod 4) the times must increase: the second
+		// hour's events follow the first's in each partition.
+		var ordered []event
+		for p := range 4 {
+			for i := p; i < len(evs); i += 4 {
+				ordered = append(ordered, evs[i])
+			}
+		}
+		return ordered
+	}
+	produceSide := func(topic string, evs []event) {
+		for p := range 4 {
+			produceTo(t, addrs, topic, int32(p), evs[p*len(evs)/4:(p+1)*len(evs)/4])
+		}
+	}
+	left, right := side(0, 0), side(1, 100_000)
+	produceSide("wl", left)
+	waitFor(t, "the left side through the repartition topics", time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "gjw")
+		if err != nil {
+			return false
+		}
+		done := 0
+		for _, p := range d.Partitions {
+			if p.Topic == "wl" && p.Committed == int64(len(left)/4) {
+				done++
+			}
+		}
+		return done == 4
+	})
+	produceSide("wr", right)
+	for p := range 4 {
+		for _, topic := range []string{"wl", "wr"} {
+			e := event{Key: "zz-flush", TS: base + 2*hour, Seq: int64(900_000 + p)}
+			produceTo(t, addrs, topic, int32(p), []event{e})
+		}
+	}
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "wl", "--in2", "wr", "--out", "wref", "--keyed", "join", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	var want []string
+	for _, v := range committedValues(t, addrs, "wref") {
+		if !strings.Contains(v, ",zz-flush,") { // the flush events' pairs wait for a later watermark in the unbounded run
+			want = append(want, v)
+		}
+	}
+	if model := windowJoinModel(left, right); len(model) == 0 || len(want) <= len(model) {
+		t.Fatalf("reference run: %d pairs, window join model %d: the test needs both joins' pairs", len(want), len(model))
+	}
+	var got []string
+	waitFor(t, "every pair", 2*time.Minute, func() bool {
+		for _, p := range procs {
+			if p.exited() {
+				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
+			}
+		}
+		got = nil
+		for _, v := range committedValues(t, addrs, "wout") {
+			if !strings.Contains(v, ",zz-flush,") {
+				got = append(got, v)
+			}
+		}
+		return len(got) >= len(want)
+	})
+	sameOutput(t, "joins of two sides an hour apart over two processes", got, want)
+}
