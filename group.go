@@ -34,10 +34,12 @@ import (
 // partitions it is assigned, writes their changed snapshots at every
 // commit to the compacted topic "<app id>-<uid>-changelog" (N partitions,
 // the same mapping) in the same transaction, and restores them from it
-// whenever its local job starts. So far the KeyBy must follow one Kafka
-// source through one-to-one operators (joins and chains of KeyBys are
-// refused). See docs/scale-out.md for the model, its guarantees and its
-// limits.
+// whenever its local job starts. The KeyBy must follow Kafka sources
+// through one-to-one operators, or one Union of such streams: a join
+// (every two-input keyed operator keys the union of its tagged inputs)
+// gets one repartition topic, named by the join's uid, into which both
+// sides write. Chains of KeyBys are refused. See docs/scale-out.md for
+// the model, its guarantees and its limits.
 func AppID(id string) Option {
 	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}
 }

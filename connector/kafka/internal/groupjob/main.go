@@ -73,6 +73,7 @@ func main() {
 		keyed   = flag.String("keyed", "", `"tag", "window" or "state": the events cross a KeyBy (see the package comment)`)
 		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
 		in2     = flag.String("in2", "in2", "second input topic (--keyed join)")
+		batch   = flag.Int("batch-size", 0, "the job's batch size (0: weir's default); small batches with --pace let barriers, and so commits with open state, come often")
 	)
 	flag.Parse()
 	if *brokers == "" {
@@ -86,6 +87,9 @@ func main() {
 	opts := []weir.Option{weir.Parallelism(*par), weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
 	if *appID != "" {
 		opts = append(opts, weir.AppID(*appID), weir.Checkpointing(*commit, ""))
+	}
+	if *batch > 0 {
+		opts = append(opts, weir.BatchSize(*batch))
 	}
 	job := weir.NewJob("groupjob", opts...)
 	seeds := strings.Split(*brokers, ",")
