@@ -257,8 +257,9 @@ func sinkRows(t *testing.T, addrs []string, topic string) []string {
 // (windowed aggregations and sessions over a Kafka table, into
 // exactly-once Kafka tables) runs as three `weir sql -f FILE --app-id ID`
 // processes over a four-partition input written before they start. One
-// is SIGKILLed once it has committed part of its input (and the sinks
-// have committed output), and started again with the same instance id.
+// is SIGKILLed once it has committed part of a partition it owns (and the
+// sinks have committed output), and started again with the same instance
+// id.
 // When all three have ended by themselves (bounded input), every sink
 // topic, read read_committed, must hold exactly the rows of a batch
 // evaluation of its query over the input, computed here in plain Go: no
@@ -325,33 +326,38 @@ func TestGroupSQLKill(t *testing.T) {
 	}
 	tumbles := func() int { return len(kafkatest.Committed(t, addrs, "tumble_out")) }
 	began := time.Now()
-	a, b, c := start("a"), start("b"), start("c")
-	// The kill lands after a has committed a transaction of its own (an
-	// input partition it owns committed past its start, not at its end)
-	// and the sinks hold committed output, but before the job is done.
-	weirtest.WaitFor(t, "process a has committed part of an input partition, and output is committed", 3*time.Minute, func() bool {
-		if a.Exited() {
-			t.Fatalf("process a ended before the kill (the input is too small for this machine?):\n%s", a.Stderr.String())
+	procs := map[string]*kafkatest.Proc{"a": start("a"), "b": start("b"), "c": start("c")}
+	// The kill lands on a process that has committed a transaction of its
+	// own (a partition it owns, of the input or of a repartition topic,
+	// committed past its start but not to its end) once the sinks hold
+	// committed output, and before the job is done.
+	var victim string
+	weirtest.WaitFor(t, "a process has committed part of a partition it owns, and output is committed", 3*time.Minute, func() bool {
+		for name, p := range procs {
+			if p.Exited() {
+				t.Fatalf("process %s ended before the kill (the input is too small for this machine?):\n%s", name, p.Stderr.String())
+			}
 		}
 		d, err := kafka.DescribeGroup(context.Background(), addrs, "sqlg")
 		if err != nil {
 			return false
 		}
 		for _, p := range d.Partitions {
-			if p.Topic == "ev" && p.Owner == "sqlg-a" && p.Committed > 0 && p.Committed < perPart {
+			if name, ok := strings.CutPrefix(p.Owner, "sqlg-"); ok && procs[name] != nil && p.Committed > 0 && p.Committed < p.End {
+				victim = name
 				return tumbles() > 0
 			}
 		}
 		return false
 	})
-	a.Kill(t)
+	procs[victim].Kill(t)
 	killedAt := tumbles()
-	t.Logf("%v: a killed", time.Since(began))
+	t.Logf("%v: %s killed", time.Since(began), victim)
 	if killedAt >= len(want["tumble_out"]) {
 		t.Fatalf("all %d tumbling windows committed before the kill: the test proves nothing", killedAt)
 	}
-	a = start("a")
-	for _, p := range []*kafkatest.Proc{a, b, c} {
+	procs[victim] = start(victim) // with its instance id: it fences its open transaction
+	for _, p := range procs {
 		p.Wait(t, 3*time.Minute)
 	}
 	t.Logf("%v: all processes ended", time.Since(began))
@@ -361,7 +367,7 @@ func TestGroupSQLKill(t *testing.T) {
 			t.Logf("%s: %d rows, as the batch evaluation", topic, len(got))
 		}
 	}
-	t.Logf("%d input rows over %d partitions; %d tumbling windows committed when a was killed", len(all), sqlParts, killedAt)
+	t.Logf("%d input rows over %d partitions; %d tumbling windows committed when %s was killed", len(all), sqlParts, killedAt, victim)
 }
 
 // sameRows marks the test failed if got and want (sorted) are not the same
