@@ -236,7 +236,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 	return r, nil
 }
 
-const rightTag types.RowKind = 0x40
+const rightTag types.RowKind = 0x40 // one of types.KindFlags: the rows' binary encoding keeps it
 
 func evals(cs []cexpr) []evalFn {
 	out := make([]evalFn, len(cs))

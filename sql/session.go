@@ -71,6 +71,12 @@ type Session struct {
 	cfg  config
 	cat  *catalog
 	sets map[string]string
+	// set plans the INSERT INTO and SELECT statements that one Exec
+	// returns, which run as one job (a statement set): as Flink's planner
+	// optimizes a statement set as a whole, a table or view they all read
+	// is read once (source and sub-plan reuse, reuse.go). Any other
+	// statement (DDL, SET) starts a new one, so a later plan sees it.
+	set *planner
 }
 
 // NewSession returns an empty session.
@@ -174,7 +180,14 @@ func (s *Session) Exec(text string) ([]*Statement, error) {
 		return nil, err
 	}
 	var out []*Statement
+	s.set = nil
+	defer func() { s.set = nil }()
 	for _, st := range stmts {
+		switch st.(type) {
+		case *parser.Insert, *parser.StatementSet, *parser.QueryStmt:
+		default:
+			s.set = nil
+		}
 		planned, err := s.exec(st)
 		if err != nil {
 			return nil, err
@@ -182,6 +195,15 @@ func (s *Session) Exec(text string) ([]*Statement, error) {
 		out = append(out, planned...)
 	}
 	return out, nil
+}
+
+// setPlanner is the planner shared by the statements of the job being
+// planned (Session.set), or a planner of its own outside Exec.
+func (s *Session) setPlanner() *planner {
+	if s.set == nil {
+		s.set = &planner{s: s}
+	}
+	return s.set
 }
 
 func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
@@ -235,6 +257,7 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 		return nil, nil
 	case *parser.Explain:
 		planned, err := s.exec(st.Stmt)
+		s.set = nil // the explained statements do not run
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +282,7 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 		}
 		return out, nil
 	case *parser.QueryStmt:
-		r, err := (&planner{s: s}).planQuery(st.Query)
+		r, err := s.setPlanner().planQuery(st.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -398,7 +421,7 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 		}
 		return nil, parser.Errorf(ins.TablePos, "table '%s' not found (known: %s)", ins.Table, strings.Join(s.cat.names(), ", "))
 	}
-	q, err := (&planner{s: s}).planQuery(ins.Query)
+	q, err := s.setPlanner().planQuery(ins.Query)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,28 @@ type groupSink interface {
 	groupConfig() *sinkConfig
 }
 
+// Unwrapper is a source or sink that works through another one, given by
+// Unwrap: a Kafka source or sink of this package wrapped to decode its
+// records into something else (the SQL connector's rows). Group mode
+// looks through it to the Kafka source or sink underneath; the wrapper
+// must pass contexts, splits, readers' positions and checkpoint
+// notifications through unchanged.
+type Unwrapper interface {
+	Unwrap() any
+}
+
+// unwrap follows Unwrapper to the innermost source or sink.
+func unwrap(s any) any {
+	for range 8 { // a bound, not a depth anyone needs
+		u, ok := s.(Unwrapper)
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return s
+}
+
 func (s *source[T]) groupConfig() *sourceConfig { return &s.cfg }
 func (s *source[T]) groupTopics() []string      { return s.topics }
 func (s *sink[T]) groupConfig() *sinkConfig     { return &s.cfg }
@@ -115,7 +137,7 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	r.mu.assigned = map[tp]bool{}
 	var readCommitted []bool
 	for _, s := range job.Sources {
-		gs, ok := s.(groupSource)
+		gs, ok := unwrap(s).(groupSource)
 		if !ok {
 			return fmt.Errorf("kafka: app id %q: source %T is not a Kafka source: group mode shares only Kafka input between processes", job.AppID, s)
 		}
@@ -142,7 +164,7 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 		return fmt.Errorf("kafka: app id %q: the job has no Kafka source", job.AppID)
 	}
 	for _, s := range job.Sinks {
-		if gs, ok := s.(groupSink); ok && !slices.Equal(gs.groupConfig().client.brokers, r.client.brokers) {
+		if gs, ok := unwrap(s).(groupSink); ok && !slices.Equal(gs.groupConfig().client.brokers, r.client.brokers) {
 			return fmt.Errorf("kafka: app id %q: a sink writes to another cluster (%v) than the sources read (%v): it cannot join their transactions",
 				job.AppID, gs.groupConfig().client.brokers, r.client.brokers)
 		}

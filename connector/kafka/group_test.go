@@ -1,11 +1,8 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,60 +14,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
-// groupProc is one process of a group-mode job.
+// groupProc is one process of a group-mode job (kafkatest.Proc, under
+// the names these tests use).
 type groupProc struct {
+	*kafkatest.Proc
 	name   string
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr *kafkatest.Buffer
 	done   chan error
 }
 
 func startGroupProc(t *testing.T, bin, name string, args ...string) *groupProc {
 	t.Helper()
-	p := &groupProc{name: name, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), "WEIR_INSTANCE_ID="+name)
-	p.cmd.Stderr = &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			var lines []string
-			for _, l := range strings.Split(p.stderr.String(), "\n") {
-				if !strings.Contains(l, `msg="checkpoint complete"`) {
-					lines = append(lines, l)
-				}
-			}
-			t.Logf("process %s stderr:\n%s", name, strings.Join(lines, "\n"))
-		}
-	})
-	return p
+	p := kafkatest.Start(t, bin, name, nil, args...)
+	return &groupProc{Proc: p, name: p.Name, cmd: p.Cmd, stderr: p.Stderr, done: p.Done}
 }
 
-func (p *groupProc) exited() bool {
-	select {
-	case err := <-p.done:
-		p.done <- err
-		return true
-	default:
-		return false
-	}
-}
+func (p *groupProc) exited() bool { return p.Exited() }
 
 // groupJobBin builds connector/kafka/internal/groupjob.
 func groupJobBin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "groupjob")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/groupjob").CombinedOutput(); err != nil {
-		t.Fatalf("build groupjob: %v\n%s", err, out)
-	}
-	return bin
+	return kafkatest.Build(t, "./internal/groupjob")
 }
 
 // TestGroupKillAndAdd runs a job in group mode (weir.AppID) as real

@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/weirtest"
 )
 
@@ -26,12 +27,7 @@ import (
 // on 127.0.0.1) with the given topics, closed at the end of the test.
 func newCluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c, c.ListenAddrs()
+	return kafkatest.Cluster(t, opts...)
 }
 
 // freePort returns a loopback port nobody listens on (right now).

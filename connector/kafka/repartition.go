@@ -103,7 +103,7 @@ func (r *groupRunner) setupExchanges(ctx context.Context) error {
 		// agree), by default the largest sender's partition count.
 		var tasks, n, def int
 		for _, up := range ups {
-			gs, ok := up.(groupSource)
+			gs, ok := unwrap(up).(groupSource)
 			if !ok {
 				return fmt.Errorf("kafka: app id %q: the KeyBy into %q follows source %T, not a Kafka source", r.job.AppID, x.UID, up)
 			}

@@ -18,6 +18,12 @@ const (
 	Delete                      // -D
 )
 
+// KindFlags are the bits of a RowKind above the four kinds: the planner
+// marks rows in flight with them (the side of a join's or a set
+// operation's input, on the union it keys). The binary encoding keeps
+// them, so such a row crosses a repartition topic (group mode) as it is.
+const KindFlags RowKind = 0xF0
+
 // String returns Flink's short form: "+I", "-U", "+U", "-D".
 func (k RowKind) String() string {
 	switch k {
@@ -185,7 +191,7 @@ func (r *Row) UnmarshalBinary(data []byte) error {
 	if len(data) < 1 {
 		return errShort
 	}
-	if data[0] > byte(Delete) {
+	if data[0]&^byte(KindFlags) > byte(Delete) {
 		return fmt.Errorf("types: bad row kind %d", data[0])
 	}
 	r.Kind = RowKind(data[0])

@@ -17,7 +17,12 @@
 // checkpoints; needs 'sink.transactional-id-prefix'), 'sink.parallelism'.
 // Of the Kafka client properties, 'properties.client.id',
 // 'properties.isolation.level' (read_committed / read_uncommitted) and
-// 'properties.transaction.timeout.ms' are understood; others are errors.
+// 'properties.transaction.timeout.ms' are understood, and for the consumer
+// group of a job run in group mode (weir sql --app-id, docs/scale-out.md)
+// 'properties.session.timeout.ms', 'properties.heartbeat.interval.ms'
+// (default: a third of the session timeout, at most 3s) and
+// 'properties.max.poll.interval.ms' (the rebalance timeout, as in Kafka's
+// Java consumer); others are errors.
 //
 // 'upsert-kafka' has the same options except the startup mode (it reads
 // from the earliest offsets, as Flink) and 'key.fields': its key is the
@@ -80,7 +85,7 @@ func client(o *connector.Options) ([]string, []kafka.ClientOption, map[string]st
 // unknownProps records the client properties nothing understood.
 func unknownProps(o *connector.Options, props map[string]string) {
 	for k := range props {
-		o.Errorf("option 'properties.%s': the Kafka client property is not supported (supported: bootstrap.servers, group.id, client.id, isolation.level, transaction.timeout.ms)", k)
+		o.Errorf("option 'properties.%s': the Kafka client property is not supported (supported: bootstrap.servers, group.id, client.id, isolation.level, transaction.timeout.ms, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms)", k)
 	}
 }
 
@@ -110,6 +115,7 @@ func (f Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 		}
 	}
 	delete(props, "transaction.timeout.ms")
+	opts = append(opts, groupTimeouts(o, props)...)
 	unknownProps(o, props)
 	if !f.upsert {
 		def := "earliest-offset"
@@ -149,6 +155,43 @@ func (f Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 		return kv.Decode(key, r.Value)
 	}, opts...)
 	return &connector.Source{Source: rowbuf.Flatten(src), Bounded: bounded, Changelog: kv.Mode, Options: t.Settings.SourceOptions()}, nil
+}
+
+// groupTimeouts reads the consumer group's timeouts (they matter in group
+// mode, where the job's processes form a group: a killed process's
+// partitions move once its session times out).
+func groupTimeouts(o *connector.Options, props map[string]string) []kafka.SourceOption {
+	ms := func(key string) time.Duration {
+		v, ok := props[key]
+		if !ok {
+			return 0
+		}
+		delete(props, key)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			o.Errorf("option 'properties.%s' = '%s': not a positive integer", key, v)
+			return 0
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	session, heartbeat, poll := ms("session.timeout.ms"), ms("heartbeat.interval.ms"), ms("max.poll.interval.ms")
+	var kopts []kgo.Opt
+	if session > 0 {
+		kopts = append(kopts, kgo.SessionTimeout(session))
+		if heartbeat == 0 {
+			heartbeat = min(session/3, 3*time.Second)
+		}
+	}
+	if heartbeat > 0 {
+		kopts = append(kopts, kgo.HeartbeatInterval(heartbeat))
+	}
+	if poll > 0 {
+		kopts = append(kopts, kgo.RebalanceTimeout(poll))
+	}
+	if len(kopts) == 0 {
+		return nil
+	}
+	return []kafka.SourceOption{kafka.ClientOptions(kopts...)}
 }
 
 func splitTopics(s string) []string {

@@ -248,6 +248,9 @@ func TestOptionErrors(t *testing.T) {
 		{tab("kafka", "x:1", "t", nil, "format", "json", "scan.startup.mode", "specific-offsets"), false, "must be one of 'earliest-offset', 'latest-offset', 'group-offsets', 'timestamp'"},
 		{tab("kafka", "x:1", "t", nil, "format", "json", "scan.bounded.mode", "group-offsets"), false, "'scan.bounded.mode' = 'group-offsets': must be one of 'unbounded', 'latest-offset'"},
 		{tab("kafka", "x:1", "a;b", nil, "format", "json"), true, "a sink writes one topic"},
+		{tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "soon"), false, "option 'properties.session.timeout.ms' = 'soon': not a positive integer"},
+		{tab("kafka", "x:1", "t", nil, "format", "json", "properties.max.poll.interval.ms", "-1"), false, "option 'properties.max.poll.interval.ms' = '-1': not a positive integer"},
+		{tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "1500"), true, "option 'properties.session.timeout.ms': the Kafka client property is not supported"},
 		{&connector.Table{Name: "t", Schema: schema, Options: map[string]string{"connector": "kafka", "topic": "t", "format": "json"}}, false, "missing required option 'properties.bootstrap.servers'"},
 	} {
 		var err error
@@ -259,5 +262,10 @@ func TestOptionErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.tb.Options, err, c.want)
 		}
+	}
+	// The group's timeouts are a source's properties.
+	if _, err := connector.CreateSource(tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "1500",
+		"properties.heartbeat.interval.ms", "500", "properties.max.poll.interval.ms", "3000")); err != nil {
+		t.Errorf("group timeouts: %v", err)
 	}
 }

@@ -17,6 +17,10 @@ type dropUB struct {
 	s weir.CommittingSink[types.Row]
 }
 
+// Unwrap gives the sink underneath (kafka.Unwrapper: group mode looks
+// through d to the Kafka sink).
+func (d *dropUB) Unwrap() any { return d.s }
+
 func (d *dropUB) Committer() weir.Committer { return d.s.Committer() }
 
 func (d *dropUB) OpenWriter(ctx context.Context, subtask, parallelism int) (weir.SinkWriter[types.Row], error) {

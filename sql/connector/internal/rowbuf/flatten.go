@@ -51,6 +51,10 @@ type flat struct {
 	src weir.RestorableSource[Decoded]
 }
 
+// Unwrap gives the source of records underneath (kafka.Unwrapper: group
+// mode looks through f to the Kafka source).
+func (f *flat) Unwrap() any { return f.src }
+
 func (f *flat) Splits(ctx context.Context) ([]weir.Split, error) { return f.src.Splits(ctx) }
 
 func (f *flat) Open(ctx context.Context, sp weir.Split) (weir.SplitReader[types.Row], error) {
