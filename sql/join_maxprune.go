@@ -308,8 +308,6 @@ type maxPrune struct {
 	d           int64 // the BETWEEN's interval, µs
 	// wins are the tracked windows by end (ms), ascending.
 	wins []pruneWin
-	// dropped counts the rows dropped (tests).
-	dropped int64
 }
 
 type pruneWin struct{ end, max int64 }
@@ -344,9 +342,6 @@ func (f *maxPrune) keep(row types.Row, ts, wm int64) bool {
 	// counted it
 	if end := floorDiv(ts, f.size)*f.size + f.size; end-1 > wm {
 		f.raise(end, p)
-	}
-	if !keep {
-		f.dropped++
 	}
 	return keep
 }
