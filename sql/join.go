@@ -184,6 +184,10 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		mode = types.All
 	}
 	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, right}, updater: updater, bounded: allBounded(left, right)}
+	var prune func(*builder, *weir.Stream[types.Row]) *weir.Stream[types.Row]
+	if spec, ok := p.matchMaxPrune(j); ok && right.mode == types.InsertOnly {
+		prune = maxPruneFilter(spec, left)
+	}
 	leftOuter := kind == parser.LeftJoin || kind == parser.FullJoin
 	rightOuter := kind == parser.RightJoin || kind == parser.FullJoin
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
@@ -203,6 +207,9 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		nr := len(right.sc.cols)
 		if left.mode == types.InsertOnly && right.mode == types.InsertOnly && !leftOuter && !rightOuter {
 			// both sides append-only: weir's regular join operator
+			if prune != nil {
+				ls = prune(b, ls)
+			}
 			lks := weir.KeyBy(ls, func(row types.Row) string { return keyOf(lk, row.Values) })
 			rks := weir.KeyBy(rs, func(row types.Row) string { return keyOf(rk, row.Values) })
 			return weir.Join(lks, rks, func(_ string, l, r types.Row) (types.Row, bool) {

@@ -110,40 +110,76 @@ func windowJoinRel(kind parser.JoinKind, left, right *rel, sc *scope, lkeys, rke
 			row.Kind |= rightTag
 			return row
 		}, b.uid("window-join-tag"))
+		var resEval evalFn
+		if res != nil {
+			resEval = res.eval
+		}
+		if startKey, ok := boundsOnlyKeys(lkeys, rkeys, endKey); ok {
+			// keyed by the window's bounds as integers: no key encoding
+			// per row (Nexmark q5's join of the counts with their maximum)
+			ls0, ls1 := lkeys[startKey].eval, lkeys[endKey].eval
+			rs0, rs1 := rkeys[startKey].eval, rkeys[endKey].eval
+			ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) winBounds {
+				if row.Kind&rightTag != 0 {
+					return winBounds{rs0(row.Values).I, rs1(row.Values).I}
+				}
+				return winBounds{ls0(row.Values).I, ls1(row.Values).I}
+			})
+			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[winBounds, types.Row, types.Row] {
+				return &windowJoinFn[winBounds]{nl: nl, nr: nr, outer: outer, residual: resEval, end: [2]evalFn{lend, rend}}
+			}, b.uid("window-join")), nil
+		}
 		ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
 			if row.Kind&rightTag != 0 {
 				return keyOf(rk, row.Values)
 			}
 			return keyOf(lk, row.Values)
 		})
-		var resEval evalFn
-		if res != nil {
-			resEval = res.eval
-		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &windowJoinFn{nl: nl, nr: nr, outer: outer, residual: resEval, end: [2]evalFn{lend, rend}}
+			return &windowJoinFn[string]{nl: nl, nr: nr, outer: outer, residual: resEval, end: [2]evalFn{lend, rend}}
 		}, b.uid("window-join")), nil
 	}
 	return r
 }
 
+// winBounds is the key of a window join whose only equi-keys are the
+// windows' bounds, both NOT NULL: window_start and window_end in µs.
+type winBounds struct{ Start, End int64 }
+
+// boundsOnlyKeys reports whether a window join's keys are window_start
+// and window_end alone, of NOT NULL timestamps on both sides (the window
+// TVFs' columns), and returns the index of the start key.
+func boundsOnlyKeys(lkeys, rkeys []cexpr, endKey int) (startKey int, ok bool) {
+	if len(lkeys) != 2 || len(rkeys) != 2 {
+		return 0, false
+	}
+	for i := range lkeys {
+		for _, t := range []types.Type{lkeys[i].t, rkeys[i].t} {
+			if !t.NotNull || (t.Kind != types.Timestamp && t.Kind != types.TimestampLTZ) {
+				return 0, false
+			}
+		}
+	}
+	return 1 - endKey, true
+}
+
 // windowJoinFn buffers both sides of one key (the window's bounds are part
 // of the key) until the watermark passes the window's end.
-type windowJoinFn struct {
+type windowJoinFn[K comparable] struct {
 	nl, nr   int
 	outer    [2]bool
 	residual evalFn
 	end      [2]evalFn
-	side     [2]*weir.ListState[string, types.Row]
+	side     [2]*weir.ListState[K, types.Row]
 }
 
-func (f *windowJoinFn) Open(rc *weir.RuntimeContext[string]) error {
+func (f *windowJoinFn[K]) Open(rc *weir.RuntimeContext[K]) error {
 	f.side[0] = weir.NewListState[types.Row](rc, "left")
 	f.side[1] = weir.NewListState[types.Row](rc, "right")
 	return nil
 }
 
-func (f *windowJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+func (f *windowJoinFn[K]) ProcessElement(ctx *weir.KeyedContext[K, types.Row], in types.Row) error {
 	s := 0
 	if in.Kind&rightTag != 0 {
 		s = 1
@@ -163,7 +199,7 @@ func (f *windowJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row],
 	return nil
 }
 
-func (f *windowJoinFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], _ time.Time) error {
+func (f *windowJoinFn[K]) OnTimer(ctx *weir.KeyedContext[K, types.Row], _ time.Time) error {
 	ls, rs := f.side[0].Get(), f.side[1].Get()
 	f.side[0].Clear()
 	f.side[1].Clear()
@@ -200,6 +236,6 @@ func (f *windowJoinFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], _ time
 	return nil
 }
 
-func (f *windowJoinFn) concat(l, r []types.Value) []types.Value {
+func (f *windowJoinFn[K]) concat(l, r []types.Value) []types.Value {
 	return joinedValues(f.nl, f.nr, l, r)
 }

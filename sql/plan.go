@@ -143,6 +143,8 @@ type planner struct {
 	views map[string]*rel
 	// reused are the rels planned so far that reuseRel shares, by digest.
 	reused map[string]*rel
+	// joinWhere is the WHERE over each join planned so far (join_maxprune.go).
+	joinWhere map[*parser.Join]parser.Expr
 }
 
 func (p *planner) planQuery(q parser.Query) (*rel, error) {
@@ -804,6 +806,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 		return p.planOrderBy(s)
 	}
 	s = pushWhereIntoJoins(s)
+	p.noteJoinWhere(s)
 	var from *rel
 	var err error
 	if s.From == nil {

@@ -41,8 +41,9 @@ func intKeyWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec, key e
 // key and window, and no pointers for the collector to scan (Nexmark q5's
 // COUNT(*), q7's MAX(price), q11's COUNT(*) per key and window).
 type intAcc struct {
-	v   [maxCompactCalls]int64
-	set uint8 // MIN/MAX i has a value
+	// exported for the checkpoint codec (gob), as window state
+	V   [maxCompactCalls]int64
+	Set uint8 // MIN/MAX i has a value
 }
 
 const maxCompactCalls = 4
@@ -84,7 +85,7 @@ func (a intAgg) Add(acc intAcc, in types.Row) intAcc {
 			}
 		}
 		if c.kind == aggCountStar {
-			acc.v[i]++
+			acc.V[i]++
 			continue
 		}
 		v := c.arg(in.Values)
@@ -93,17 +94,17 @@ func (a intAgg) Add(acc intAcc, in types.Row) intAcc {
 		}
 		switch c.kind {
 		case aggCount:
-			acc.v[i]++
+			acc.V[i]++
 		case aggMin:
-			if acc.set&(1<<i) == 0 || v.I < acc.v[i] {
-				acc.v[i] = v.I
+			if acc.Set&(1<<i) == 0 || v.I < acc.V[i] {
+				acc.V[i] = v.I
 			}
-			acc.set |= 1 << i
+			acc.Set |= 1 << i
 		case aggMax:
-			if acc.set&(1<<i) == 0 || v.I > acc.v[i] {
-				acc.v[i] = v.I
+			if acc.Set&(1<<i) == 0 || v.I > acc.V[i] {
+				acc.V[i] = v.I
 			}
-			acc.set |= 1 << i
+			acc.Set |= 1 << i
 		}
 	}
 	return acc
@@ -113,15 +114,15 @@ func (a intAgg) Merge(x, y intAcc) intAcc {
 	for i, c := range a.calls {
 		switch c.kind {
 		case aggCountStar, aggCount:
-			x.v[i] += y.v[i]
+			x.V[i] += y.V[i]
 		case aggMin, aggMax:
-			if y.set&(1<<i) == 0 {
+			if y.Set&(1<<i) == 0 {
 				continue
 			}
-			if x.set&(1<<i) == 0 || (c.kind == aggMin && y.v[i] < x.v[i]) || (c.kind == aggMax && y.v[i] > x.v[i]) {
-				x.v[i] = y.v[i]
+			if x.Set&(1<<i) == 0 || (c.kind == aggMin && y.V[i] < x.V[i]) || (c.kind == aggMax && y.V[i] > x.V[i]) {
+				x.V[i] = y.V[i]
 			}
-			x.set |= 1 << i
+			x.Set |= 1 << i
 		}
 	}
 	return x
@@ -132,8 +133,8 @@ func (a intAgg) Result(acc intAcc) intAcc { return acc }
 // intAcc1 is intAcc for one aggregate: a smaller hash table entry (the
 // window operator's tables grow by copying their entries).
 type intAcc1 struct {
-	v   int64
-	set bool
+	V   int64
+	Set bool
 }
 
 // intAgg1 is intAgg for one call.
@@ -142,13 +143,13 @@ type intAgg1 struct{ a intAgg }
 func (a intAgg1) Create() intAcc1 { return intAcc1{} }
 
 func (a intAgg1) Add(acc intAcc1, in types.Row) intAcc1 {
-	x := a.a.Add(intAcc{v: [maxCompactCalls]int64{acc.v}, set: b2u(acc.set)}, in)
-	return intAcc1{v: x.v[0], set: x.set != 0}
+	x := a.a.Add(intAcc{V: [maxCompactCalls]int64{acc.V}, Set: b2u(acc.Set)}, in)
+	return intAcc1{V: x.V[0], Set: x.Set != 0}
 }
 
 func (a intAgg1) Merge(x, y intAcc1) intAcc1 {
-	m := a.a.Merge(intAcc{v: [maxCompactCalls]int64{x.v}, set: b2u(x.set)}, intAcc{v: [maxCompactCalls]int64{y.v}, set: b2u(y.set)})
-	return intAcc1{v: m.v[0], set: m.set != 0}
+	m := a.a.Merge(intAcc{V: [maxCompactCalls]int64{x.V}, Set: b2u(x.Set)}, intAcc{V: [maxCompactCalls]int64{y.V}, Set: b2u(y.Set)})
+	return intAcc1{V: m.V[0], Set: m.Set != 0}
 }
 
 func (a intAgg1) Result(acc intAcc1) intAcc1 { return acc }
@@ -173,7 +174,7 @@ func compactIntKeyWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec
 	if len(calls) == 1 {
 		res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc1, intAcc1](intAgg1{intAgg{calls: calls}}), b.uid("window-agg"))
 		return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc1]) types.Row {
-			return compactRow(calls, wr.Key, intAcc{v: [maxCompactCalls]int64{wr.Value.v}, set: b2u(wr.Value.set)}, wr.Start, wr.End)
+			return compactRow(calls, wr.Key, intAcc{V: [maxCompactCalls]int64{wr.Value.V}, Set: b2u(wr.Value.Set)}, wr.Start, wr.End)
 		}, b.uid("window-result"))
 	}
 	res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc, intAcc](intAgg{calls: calls}), b.uid("window-agg"))
@@ -192,10 +193,10 @@ func compactRow(calls []*aggCall, key intKey, acc intAcc, startT, endT time.Time
 		vs[0] = types.IntValue(key.V)
 	}
 	for i, c := range calls {
-		if (c.kind == aggMin || c.kind == aggMax) && acc.set&(1<<i) == 0 {
+		if (c.kind == aggMin || c.kind == aggMax) && acc.Set&(1<<i) == 0 {
 			vs[1+i] = types.NullValue
 		} else {
-			vs[1+i] = types.IntValue(acc.v[i])
+			vs[1+i] = types.IntValue(acc.V[i])
 		}
 	}
 	start, end := startT.UnixMicro(), endT.UnixMicro()
