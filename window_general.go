@@ -1,6 +1,9 @@
 package weir
 
 import (
+	"context"
+	"runtime/trace"
+
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/pq"
@@ -36,6 +39,10 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 
 	keys    *hashtable.Table[K, *gkey[K, ACC, OUT]]
 	etimers pq.Heap[ktimer[K, ACC, OUT]]
+	// Tumbling and hopping windows: event-time timers in FIFO queues
+	// instead of etimers (window_fixed_timers.go).
+	isFixed bool
+	fixed   fixedTimers[K, ACC, OUT]
 	ptimers pq.Heap[gtimer[K]]
 	seq     uint64
 
@@ -75,6 +82,7 @@ type gwin[ACC, OUT any] struct {
 	procTimer  bool   // a processing-time firing timer is pending
 	seq        uint64 // orders the window's event-time timers (not stored)
 	fireDone   bool   // the event-time fire timer ran (not stored)
+	gone       bool   // removed from its key (its queued timers are void)
 }
 
 type timerKind uint8
@@ -133,6 +141,7 @@ func (a gtimer[K]) Less(b gtimer[K]) bool {
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
 	op.keys = hashtable.New[K, *gkey[K, ACC, OUT]](64)
+	op.isFixed = op.w.kind == tumblingWindows || op.w.kind == hoppingWindows
 	op.wm, op.emitWM, op.sentWM = watermark.Min, watermark.Min, watermark.Min
 	op.emitFn = func(r R) {
 		if err := op.add(r, op.outTS, op.emitWM); err != nil && op.err == nil {
@@ -280,6 +289,10 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) addWin(ks *gkey[K, ACC, OUT], w *gwin[
 	op.seq++
 	w.seq = op.seq
 	if t, ok := op.winTimer(w); ok {
+		if op.isFixed {
+			op.fixed.add(ks, w, t)
+			return
+		}
 		op.schedule(ks, t)
 	}
 }
@@ -402,6 +415,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
+	w.gone = true
 	for i, x := range ks.wins {
 		if x == w {
 			ks.wins = append(ks.wins[:i], ks.wins[i+1:]...)
@@ -417,6 +431,12 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[
 func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 	op.emitWM = op.wm
 	op.wm = wm
+	if trace.IsEnabled() && (op.etimers.Len() > 0 && op.etimers.Peek().at <= wm || op.fixed.due(wm)) {
+		defer trace.StartRegion(context.Background(), "window-fire").End()
+	}
+	if err := op.advanceFixed(wm); err != nil {
+		return err
+	}
 	for op.etimers.Len() > 0 && op.etimers.Peek().at <= wm {
 		t := op.etimers.Pop()
 		ks := t.ks

@@ -1,8 +1,10 @@
 package weir
 
 import (
+	"context"
 	"fmt"
 	"reflect"
+	"runtime/trace"
 	"time"
 	"unsafe"
 
@@ -271,6 +273,9 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) advance(w int64) error {
 	op.wm = w
 	if w < op.nextFire {
 		return nil
+	}
+	if trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "window-fire").End()
 	}
 	n := 0
 	for _, bk := range op.buckets {

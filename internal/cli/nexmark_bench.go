@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,7 @@ type nexmarkBenchOpts struct {
 	warmup          time.Duration // < 0: the query's Extent + WatermarkDelay
 	ckInterval      time.Duration
 	cpuprofile      string
+	latencyProfile  string // DIR: CPU profile and runtime/trace of each latency run
 	microbatch      time.Duration
 }
 
@@ -164,6 +166,7 @@ temporary directory, as in the published figures.`,
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
 	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each throughput run to DIR/QUERY.prof (and DIR/QUERY-sql.prof with --sql)")
+	f.StringVar(&o.latencyProfile, "latency-profile", "", "write a CPU profile and an execution trace (go tool trace) of each latency run to DIR/QUERY-latency.prof and DIR/QUERY-latency.trace")
 	return cmd
 }
 
@@ -238,7 +241,15 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	lsrc := nexmark.Source(nexmark.GeneratorConfig{Events: n, Seed: 2, EventRate: rate, RateLimit: rate, Splits: o.parallelism})
 	g := lsrc.Generator()
 	lat := &latencyRecorder{src: lsrc, base: g.Config().BaseTime, last: g.Timestamp(n - 1)}
-	if _, err := runBenchJob(ctx, q, lsrc, lat.output(), o); err != nil {
+	stop := func() {}
+	if o.latencyProfile != "" {
+		if stop, err = startLatencyProfile(o.latencyProfile, name); err != nil {
+			return res, err
+		}
+	}
+	_, err = runBenchJob(ctx, q, lsrc, lat.output(), o)
+	stop()
+	if err != nil {
 		return res, err
 	}
 	h, end := lat.merged()
@@ -494,4 +505,40 @@ func statusField(r io.Reader, key string) (int64, bool) {
 		return v, true
 	}
 	return 0, false
+}
+
+// startLatencyProfile starts a CPU profile and an execution trace of a
+// latency run, written to dir/QUERY-latency.prof and .trace; the trace
+// shows, goroutine by goroutine, where a window's firing and the records
+// behind it spend their wall time.
+func startLatencyProfile(dir, name string) (stop func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	pf, err := os.Create(filepath.Join(dir, name+"-latency.prof"))
+	if err != nil {
+		return nil, err
+	}
+	tf, err := os.Create(filepath.Join(dir, name+"-latency.trace"))
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(pf); err != nil {
+		pf.Close()
+		tf.Close()
+		return nil, err
+	}
+	if err := trace.Start(tf); err != nil {
+		pprof.StopCPUProfile()
+		pf.Close()
+		tf.Close()
+		return nil, err
+	}
+	return func() {
+		trace.Stop()
+		pprof.StopCPUProfile()
+		tf.Close()
+		pf.Close()
+	}, nil
 }
