@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +45,10 @@ func runMaxPruneNexmark(t *testing.T, p int, prune, below bool) (out []string, r
 	if err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex // the sink's subtasks call it concurrently
 	st.Subscribe(func(rs []types.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, r := range rs {
 			out = append(out, FormatRow(types.Row{Values: r.Values}, schema))
 		}
