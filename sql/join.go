@@ -184,14 +184,22 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		mode = types.All
 	}
 	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, right}, updater: updater, bounded: allBounded(left, right)}
-	var prune func(*builder, *weir.Stream[types.Row]) *weir.Stream[types.Row]
-	if spec, ok := p.matchMaxPrune(j); ok && right.mode == types.InsertOnly {
-		prune = maxPruneFilter(spec, left)
-	}
 	leftOuter := kind == parser.LeftJoin || kind == parser.FullJoin
 	rightOuter := kind == parser.RightJoin || kind == parser.FullJoin
+	appendOnly := left.mode == types.InsertOnly && right.mode == types.InsertOnly && !leftOuter && !rightOuter
+	// the window-maximum prune (join_maxprune.go): below the left Calc
+	// when it can be (prunedLeft), else after it (prune)
+	var prune func(*builder, *weir.Stream[types.Row]) *weir.Stream[types.Row]
+	leftIn := left
+	if spec, ok := p.matchMaxPrune(j); ok && appendOnly {
+		if pl := maxPruneBelowCalc(spec, left); pl != nil {
+			leftIn = pl
+		} else {
+			prune = maxPruneFilter(spec, left)
+		}
+	}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		ls, err := b.stream(left)
+		ls, err := b.stream(leftIn)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +213,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 			resEval = res.eval
 		}
 		nr := len(right.sc.cols)
-		if left.mode == types.InsertOnly && right.mode == types.InsertOnly && !leftOuter && !rightOuter {
+		if appendOnly {
 			// both sides append-only: weir's regular join operator
 			if prune != nil {
 				ls = prune(b, ls)

@@ -261,41 +261,124 @@ func overScan(r *rel) bool {
 	return strings.HasPrefix(r.op, "TableSourceScan(") && strings.Contains(r.op, "watermark=[") && len(r.inputs) == 0
 }
 
-// maxPruneFilter resolves spec's columns on the join's left input and
-// returns the filter to put before the join (nil if the columns are not an
-// integer and the left input's event-time attribute).
-func maxPruneFilter(spec *maxPruneSpec, left *rel) func(b *builder, s *weir.Stream[types.Row]) *weir.Stream[types.Row] {
+// maxPruneCols resolves spec's columns on the join's left input: the
+// price column (an integer) and the time column (the left input's
+// event-time attribute), with the windows' geometry checked; ok is false
+// when the filter does not apply.
+func maxPruneCols(spec *maxPruneSpec, left *rel) (pc, tc int, ok bool) {
 	if spec == nil || left.mode != types.InsertOnly || !overScan(left) {
-		return nil
+		return 0, 0, false
 	}
-	pc, tc := -1, -1
+	pc, tc = -1, -1
 	for i, c := range left.sc.cols {
 		if strings.EqualFold(c.name, spec.priceCol) {
 			if pc >= 0 {
-				return nil
+				return 0, 0, false
 			}
 			pc = i
 		}
 		if strings.EqualFold(c.name, spec.timeCol) {
 			if tc >= 0 {
-				return nil
+				return 0, 0, false
 			}
 			tc = i
 		}
 	}
 	if pc < 0 || tc < 0 || !left.sc.cols[pc].t.IsInteger() || left.sc.cols[tc].t.TimeAttr != types.RowtimeAttr {
-		return nil
+		return 0, 0, false
 	}
 	size, d := spec.size.Milliseconds(), spec.d.Microseconds()
 	if size <= 0 || d/1000/size > maxPruneWindows {
+		return 0, 0, false
+	}
+	return pc, tc, true
+}
+
+// maxPruneFilter returns the filter to put after the join's left input
+// (nil if maxPruneCols does not apply). maxPruneBelowCalc is preferred: it
+// runs the same test before the left Calc builds its rows.
+func maxPruneFilter(spec *maxPruneSpec, left *rel) func(b *builder, s *weir.Stream[types.Row]) *weir.Stream[types.Row] {
+	pc, tc, ok := maxPruneCols(spec, left)
+	if !ok {
 		return nil
 	}
+	size, d := spec.size.Milliseconds(), spec.d.Microseconds()
 	return func(b *builder, s *weir.Stream[types.Row]) *weir.Stream[types.Row] {
 		return weir.FilterWatermarkWith(s, func() func(types.Row, int64, int64) bool {
-			f := &maxPrune{price: pc, time: tc, size: size, d: d}
-			return f.keep
+			f := &maxPrune{size: size, d: d}
+			return func(row types.Row, ts, wm int64) bool {
+				return f.keep(row.Values[pc], row.Values[tc], ts, wm)
+			}
 		}, b.uid("join-max-prune"), weir.Name("MaxPrune"))
 	}
+}
+
+// disableMaxPruneBelowCalc makes planJoin put the filter after the left
+// Calc (maxPruneFilter) even where it could go below it (tests compare).
+var disableMaxPruneBelowCalc bool
+
+// maxPruneBelowCalc returns a replacement for the join's left input, when
+// that is one Calc over a projecting scan (q7's bid view over the Nexmark
+// source): the same Calc over the filter over the scan. The filter reads
+// the price and time with the Calc's own expressions on the scan's row, and
+// drops first what the Calc's WHERE drops (so those rows never raise a
+// window's maximum, as they are not in the aggregation either); the Calc
+// then builds a row only for the few bids that pass, instead of a row per
+// bid that the filter drops (99.7% in q7). The filter stays chained to the
+// scan (no exchange between them), and it sees the watermarks and rows the
+// scan emits in the order it emits them, as after the Calc (a Calc emits
+// no watermark of its own), so the argument above holds unchanged. nil:
+// not that shape (maxPruneFilter then applies after the Calc).
+func maxPruneBelowCalc(spec *maxPruneSpec, left *rel) *rel {
+	pc, tc, ok := maxPruneCols(spec, left)
+	if !ok || disableMaxPruneBelowCalc {
+		return nil
+	}
+	lc := left.canonical()
+	c := lc.calc
+	if c == nil || len(c.exprs) != len(left.sc.cols) || len(lc.sc.cols) != len(left.sc.cols) {
+		return nil
+	}
+	scan := c.input.canonical()
+	if scan.push == nil || scan.calc != nil || len(scan.inputs) != 0 {
+		return nil
+	}
+	pe, te, filter := c.exprs[pc], c.exprs[tc], c.filter
+	if !pe.t.IsInteger() || pe.deps == nil || pe.deps.unknown || te.deps == nil || te.deps.unknown {
+		return nil
+	}
+	size, d := spec.size.Milliseconds(), spec.d.Microseconds()
+	pruned := &rel{op: "MaxPrune", sc: scan.sc, mode: scan.mode, inputs: []*rel{scan},
+		push: scan.push, bounded: scan.bounded, updater: scan.updater}
+	pruned.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		// the Calc over pruned registered the leaves of its filter and
+		// expressions (pe and te among them) before building its input
+		in, err := b.stream(scan)
+		if err != nil {
+			return nil, err
+		}
+		var where filterFn
+		if filter != nil {
+			where = filterOf(*filter)
+		}
+		price, tm := pe.eval, te.eval
+		return weir.FilterWatermarkWith(in, func() func(types.Row, int64, int64) bool {
+			f := &maxPrune{size: size, d: d}
+			return func(row types.Row, ts, wm int64) bool {
+				if where != nil && !where(row.Values) {
+					return false // the Calc drops it too
+				}
+				return f.keep(price(row.Values), tm(row.Values), ts, wm)
+			}
+		}, b.uid("join-max-prune"), weir.Name("MaxPrune")), nil
+	}
+	names := make([]string, len(lc.sc.cols))
+	for i, col := range lc.sc.cols {
+		names[i] = col.name
+	}
+	out := calcRel(pruned, filter, &projection{names: names, exprs: c.exprs}, lc.op)
+	out.sc = left.sc
+	return out
 }
 
 // maxPruneWindows bounds the windows a row is checked against.
@@ -303,19 +386,17 @@ const maxPruneWindows = 8
 
 // maxPrune is the filter of one subtask.
 type maxPrune struct {
-	price, time int
-	size        int64 // the window size, ms
-	d           int64 // the BETWEEN's interval, µs
+	size int64 // the window size, ms
+	d    int64 // the BETWEEN's interval, µs
 	// wins are the tracked windows by end (ms), ascending.
 	wins []pruneWin
 }
 
 type pruneWin struct{ end, max int64 }
 
-// keep is the filter: ts is the row's event time and wm the watermark
-// before it, in ms.
-func (f *maxPrune) keep(row types.Row, ts, wm int64) bool {
-	pv, tv := row.Values[f.price], row.Values[f.time]
+// keep is the filter of a row with price pv and time tv: ts is the row's
+// event time and wm the watermark before it, in ms.
+func (f *maxPrune) keep(pv, tv types.Value, ts, wm int64) bool {
 	if pv.Null || tv.Null || tv.I%1000 != 0 {
 		return true
 	}

@@ -19,7 +19,7 @@ func pruneRow(price, tsMs int64) types.Row {
 // e - 10 s AND e) through rows on time, ties, window boundaries and late
 // rows.
 func TestMaxPruneKeep(t *testing.T) {
-	f := &maxPrune{price: 0, time: 1, size: 10_000, d: 10_000_000}
+	f := &maxPrune{size: 10_000, d: 10_000_000}
 	steps := []struct {
 		price, ts, wm int64
 		keep          bool
@@ -42,12 +42,13 @@ func TestMaxPruneKeep(t *testing.T) {
 		{math.MinInt64 + 1, 29_000, 20_000, false, "far below"},
 	}
 	for i, s := range steps {
-		if got := f.keep(pruneRow(s.price, s.ts), s.ts, s.wm); got != s.keep {
+		r := pruneRow(s.price, s.ts)
+		if got := f.keep(r.Values[0], r.Values[1], s.ts, s.wm); got != s.keep {
 			t.Errorf("step %d (price %d at %d ms, watermark %d): keep = %v, want %v: %s", i, s.price, s.ts, s.wm, got, s.keep, s.why)
 		}
 	}
 	nulls := types.Row{Values: []types.Value{types.NullValue, types.IntValue(0)}}
-	if !f.keep(nulls, 0, 20_000) {
+	if !f.keep(nulls.Values[0], nulls.Values[1], 0, 20_000) {
 		t.Error("a NULL price must pass (the filter proves nothing about it)")
 	}
 }
