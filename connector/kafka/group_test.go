@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // groupProc is one process of a group-mode job (kafkatest.Proc, under
@@ -23,7 +24,7 @@ type groupProc struct {
 	*kafkatest.Proc
 	name   string
 	cmd    *exec.Cmd
-	stderr *kafkatest.Buffer
+	stderr *weirtest.LockedBuffer
 	done   chan error
 }
 

@@ -5,19 +5,18 @@
 package kafkatest
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // InstanceEnv is the environment variable of a group member's stable
@@ -48,31 +47,12 @@ func Build(t testing.TB, pkg string) string {
 	return bin
 }
 
-// Buffer is a bytes.Buffer safe for a process writing it while the test
-// reads it.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // Proc is one process of a group: Done gets its exit (once; whoever takes
 // it and wants others to see it puts it back).
 type Proc struct {
 	Name   string
 	Cmd    *exec.Cmd
-	Stderr *Buffer
+	Stderr *weirtest.LockedBuffer
 	Done   chan error
 }
 
@@ -82,7 +62,7 @@ type Proc struct {
 // (without the per-checkpoint lines).
 func Start(t testing.TB, bin, name string, env []string, args ...string) *Proc {
 	t.Helper()
-	p := &Proc{Name: name, Stderr: &Buffer{}, Done: make(chan error, 1)}
+	p := &Proc{Name: name, Stderr: &weirtest.LockedBuffer{}, Done: make(chan error, 1)}
 	p.Cmd = exec.Command(bin, args...)
 	p.Cmd.Env = append(append(os.Environ(), InstanceEnv+"="+name), env...)
 	p.Cmd.Stderr = p.Stderr
