@@ -219,15 +219,19 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	r.sess, r.cl, r.adm = sess, sess.Client(), kadm.NewClient(sess.Client())
 	defer sess.Close() // leaves the group: the others take the partitions at once
 	r.log.Info("group mode", "app-id", job.AppID, "transactional-id", txnID, "topics", r.topics, "repartition-topics", r.rtopics)
-	if err := r.setupChangelogs(ctx); err != nil {
-		return err
+	err = r.setupChangelogs(ctx)
+	if err == nil && r.bounded {
+		err = r.listEnds(ctx)
 	}
-	if r.bounded {
-		if err := r.listEnds(ctx); err != nil {
-			return err
-		}
+	if err == nil {
+		err = r.loop(ctx)
 	}
-	return r.loop(ctx)
+	if ctx.Err() != nil {
+		// Asked to stop (SIGTERM in the CLI): a clean stop, whether it
+		// came while joining the group, waiting for partitions or running.
+		return nil
+	}
+	return err
 }
 
 func resetOffset(s StartAt) kgo.Offset {
