@@ -312,10 +312,7 @@ func (r *groupRunner) loop(ctx context.Context) error {
 		}
 		finished, err := r.runOnce(ctx, parts)
 		if err != nil || ctx.Err() != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+			return err // a stop (ctx ended) is made clean by runGroup
 		}
 		if finished {
 			// A bounded local job read its partitions to their ends
@@ -326,7 +323,7 @@ func (r *groupRunner) loop(ctx context.Context) error {
 				return err
 			}
 			if err := r.waitChange(ctx); err != nil {
-				if errors.Is(err, errGroupDone) || ctx.Err() != nil {
+				if errors.Is(err, errGroupDone) {
 					return nil
 				}
 				return err
@@ -710,7 +707,7 @@ type localRun struct {
 		reported map[tp]int64        // position at the held barrier, per open reader
 		ended    map[tp]int64        // readers at their end: final positions
 		meta     map[tp]string       // metadata to commit with a position (repartition partitions)
-		clEnd    map[tp]int64        // changelog partitions the open transaction wrote, by feed partition (changelog.go)
+		clEnd    map[tp]int64        // changelog partitions the open transaction wrote, by feed partition (changelog.go; made by wroteChangelog)
 		release  chan struct{}       // closed when the held barrier's transaction committed
 		err      error               // a record failed to be produced
 	}
@@ -725,7 +722,6 @@ func newLocalRun(r *groupRunner, parts []tp, starts map[tp]int64) *localRun {
 	lr.mu.reported = map[tp]int64{}
 	lr.mu.ended = map[tp]int64{}
 	lr.mu.meta = map[tp]string{}
-	lr.mu.clEnd = map[tp]int64{}
 	lr.mu.release = make(chan struct{})
 	cfg := &sourceConfig{client: *r.client}
 	lr.cons = &consumer{cl: r.cl, adm: r.adm, cfg: cfg, shared: true}
