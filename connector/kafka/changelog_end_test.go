@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
 )
 
@@ -19,12 +18,7 @@ import (
 // offset is at or past it. At least one partition must carry one.
 func checkChangelogEnds(t *testing.T, addrs []string, appID, uid string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	offs, err := adm.FetchOffsets(ctx, appID)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
@@ -258,12 +257,7 @@ func testChangelogCompactedAndKeyed(t *testing.T, opts ...weir.Option) {
 	}
 	sameOutput(t, "keyed output", committedValues(t, addrs, "cout"), keyedModel(evs))
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(t, addrs)
 	ctx = context.Background()
 	for _, uid := range []string{"counts", "windows"} {
 		topic := kafka.ChangelogTopic("ck", uid)

@@ -64,12 +64,7 @@ func TestGroupRepartitionInProcess(t *testing.T) {
 // has records (the exchange went through it).
 func checkRepartitionTopic(t *testing.T, addrs []string, topic string, n int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d, err := adm.ListTopics(ctx, topic)

@@ -187,16 +187,23 @@ func sameOutput(t testing.TB, what string, got, want []string) {
 		what, len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
 }
 
-func createTopic(t testing.TB, addrs []string, topic string, parts int32) {
+// newAdmin is an admin client of the cluster at addrs, closed when the
+// test ends.
+func newAdmin(t testing.TB, addrs []string) *kadm.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+func createTopic(t testing.TB, addrs []string, topic string, parts int32) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, parts, 1, nil, topic)
+	resp, err := newAdmin(t, addrs).CreateTopic(ctx, parts, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
