@@ -30,6 +30,7 @@ type aggCall struct {
 	name     string // as written, for EXPLAIN
 	arg      evalFn
 	argT     types.Type
+	argCol   int // the input column when arg is a bare column read, else -1
 	outT     types.Type
 	distinct bool
 	filter   evalFn
@@ -65,7 +66,7 @@ func (a *aggCall) sumSlot() int {
 
 // compileAgg compiles an aggregate call's argument and result type.
 func compileAgg(c *parser.Call, ec *exprCompiler, retract bool) (*aggCall, error) {
-	a := &aggCall{name: parser.ExprString(c), distinct: c.Distinct, retract: retract}
+	a := &aggCall{name: parser.ExprString(c), distinct: c.Distinct, retract: retract, argCol: -1}
 	if c.Filter != nil {
 		f, err := ec.compile(c.Filter)
 		if err != nil {
@@ -101,7 +102,7 @@ func compileAgg(c *parser.Call, ec *exprCompiler, retract bool) (*aggCall, error
 	if err != nil {
 		return nil, err
 	}
-	a.arg, a.argT = arg.eval, arg.t
+	a.arg, a.argT, a.argCol = arg.eval, arg.t, arg.col
 	switch c.Name {
 	case "COUNT":
 		a.kind = aggCount

@@ -148,6 +148,11 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 			if err != nil {
 				return nil, err
 			}
+			if startKey, ok := boundsOnlyKeys(lkeys, rkeys, endKey); ok {
+				if spec, ok := matchWindowMax(kind, left, right, keyCols, startKey, endKey, residual, ec, nl); ok {
+					return windowMaxJoinRel(left, windowJoinScope(sc, nl, kind), spec, len(right.sc.cols), strings.Join(append(keyText, text...), " AND ")), nil
+				}
+			}
 			return windowJoinRel(kind, left, right, windowJoinScope(sc, nl, kind), lkeys, rkeys, endKey, res, strings.Join(append(keyText, text...), " AND ")), nil
 		}
 		// other joins' rows are not ordered by the watermark: their window

@@ -41,6 +41,13 @@ type rel struct {
 	// push is set on the raw scan of a projecting source: its rows hold
 	// only what the Calcs over it read (pushdown.go).
 	push *pushLayout
+	// winAgg is set on an event-time window aggregation (windowAggRel):
+	// its rows are emitted when the watermark passes their window's end,
+	// before that watermark, so no operator after it sees one late.
+	winAgg bool
+	// attachedAgg is set on a window aggregation over window attributes
+	// (window_attached.go).
+	attachedAgg *attachedAggInfo
 	// same is set on a copy of a rel that differs only in its column names
 	// (an alias requalifying a view's columns): the copy is the same
 	// stream, built once (reuse.go).

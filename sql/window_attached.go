@@ -85,7 +85,8 @@ func attachedWindowAggRel(in *rel, keys []cexpr, aw *attachedWindow, layout *agg
 	out.cols[aw.startKey].win = winStartCol
 	out.cols[aw.endKey].win = winEndCol
 	keyEvals := evals(keys)
-	r := &rel{op: op, sc: out, mode: types.InsertOnly, inputs: []*rel{in}, bounded: in.bounded}
+	r := &rel{op: op, sc: out, mode: types.InsertOnly, inputs: []*rel{in}, bounded: in.bounded,
+		attachedAgg: &attachedAggInfo{in: in, keys: keys, aw: aw, layout: layout}}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		s, err := b.stream(in)
 		if err != nil {
@@ -105,6 +106,16 @@ func attachedWindowAggRel(in *rel, keys []cexpr, aw *attachedWindow, layout *agg
 		}, b.uid("window-agg-attached")), nil
 	}
 	return r
+}
+
+// attachedAggInfo is what a window aggregation over window attributes
+// aggregates: its input, group keys (compiled over the input), window keys
+// and calls (for the window-maximum join, join_windowmax.go).
+type attachedAggInfo struct {
+	in     *rel
+	keys   []cexpr
+	aw     *attachedWindow
+	layout *aggLayout
 }
 
 type attachedWindowFn struct {

@@ -171,6 +171,15 @@ func compactIntKeyWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec
 	})
 	calls := layout.calls
 	win := weir.Window(ks, w.windows(), b.uid("window"))
+	if countStarOnly(calls) {
+		// weir's own Count: an int64 per key and window (a smaller hash
+		// table entry than intAcc1), and an aligned window's input edge
+		// then ships keys only, not the rows (weir's keys-only edge)
+		res := weir.Aggregate(win, weir.Count[types.Row](), b.uid("window-agg"))
+		return weir.Map(res, func(wr weir.WindowResult[intKey, int64]) types.Row {
+			return compactRow(calls, wr.Key, intAcc{V: [maxCompactCalls]int64{wr.Value}}, wr.Start, wr.End)
+		}, b.uid("window-result"))
+	}
 	if len(calls) == 1 {
 		res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc1, intAcc1](intAgg1{intAgg{calls: calls}}), b.uid("window-agg"))
 		return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc1]) types.Row {
@@ -181,6 +190,12 @@ func compactIntKeyWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec
 	return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc]) types.Row {
 		return compactRow(calls, wr.Key, wr.Value, wr.Start, wr.End)
 	}, b.uid("window-result"))
+}
+
+// countStarOnly reports whether calls are one COUNT(*) without FILTER:
+// weir.Count computes it.
+func countStarOnly(calls []*aggCall) bool {
+	return len(calls) == 1 && calls[0].kind == aggCountStar && calls[0].filter == nil
 }
 
 // compactRow is the output row of a window of a compact aggregation.
