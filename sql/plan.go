@@ -916,5 +916,11 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 	for i := range from.sc.cols {
 		pr.exprs = append(pr.exprs, ec.column(i))
 	}
-	return calcRel(input, &cond, pr, desc), nil
+	out := calcRel(input, &cond, pr, desc)
+	// the columns keep their qualifiers: FROM (...) C WHERE ... GROUP BY
+	// C.x reads them (calcRel names the columns only)
+	for i := range out.sc.cols {
+		out.sc.cols[i].qual = from.sc.cols[i].qual
+	}
+	return out, nil
 }
