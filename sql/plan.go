@@ -92,6 +92,10 @@ type builder struct {
 	// flags of operators that may lend their rows (lend.go).
 	reads map[*rel]int
 	lend  map[*rel]*bool
+	// keysOnly holds the rels whose stream feeds a counting window's
+	// keys-only edge, which reads each row's key and keeps nothing: they may
+	// lend their rows as to a lending sink (lend.go).
+	keysOnly map[*rel]bool
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {

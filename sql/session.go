@@ -579,6 +579,9 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 			feeds[st.feed.canonical()] = true
 		}
 	}
+	for r := range b.keysOnly {
+		feeds[r.canonical()] = true
+	}
 	b.settleLending(feeds)
 	return job, nil
 }

@@ -391,6 +391,14 @@ func windowAggRel(w *windowSpec, keys []cexpr, layout *aggLayout, out *scope, op
 		// keyed process functions below
 		if nk == 1 && keys[0].t.IsInteger() && w.kind != "CUMULATE" && !w.proctime {
 			if compactCalls(layout) {
+				if countStarOnly(layout.calls) && (w.kind == "TUMBLE" || w.kind == "HOP") {
+					// an aligned window counting: its edge ships keys only
+					// (weir.Count), so the input's rows may be lent
+					if b.keysOnly == nil {
+						b.keysOnly = map[*rel]bool{}
+					}
+					b.keysOnly[in.canonical()] = true
+				}
 				return compactIntKeyWindowAgg(b, s, w, keyEvals[0], layout), nil
 			}
 			return intKeyWindowAgg(b, s, w, keyEvals[0], layout, keyEvals), nil
