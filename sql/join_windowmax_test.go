@@ -171,6 +171,7 @@ func TestWindowMaxJoinNexmark(t *testing.T) {
 			t.Fatalf("q5 does not plan the window-maximum join:\n%s", st.Explain())
 		}
 		windowMaxJoin = false
+		t.Cleanup(func() { windowMaxJoin = true })
 		want, plainSt := runNexmark(t, q, par)
 		windowMaxJoin = true
 		if strings.Contains(plainSt.Explain(), "WindowMaxJoin") {
