@@ -59,12 +59,15 @@ type nexmarkBenchResult struct {
 
 	// The maximum the latency run is paced against (latency_rate =
 	// --latency-fraction × pacing_max_events_per_sec) and the run it comes
-	// from: "throughput" (the run above; a query without windows) or
-	// "windows" (a windowed query: a run of its own whose event time spans
-	// two window extents + the watermark delay, so that windows fire
-	// during it; see pacingRun). Absent with --latency-rate.
+	// from: "throughput" (the run above) or "windows" (a windowed query's
+	// run of its own whose event time spans two window extents + the
+	// watermark delay, so that windows fire during it; see pacingRun). A
+	// windowed query runs both, and the maximum is the lower of the two
+	// (pacing_run_events_per_sec is the windows run's). Absent with
+	// --latency-rate.
 	PacingMaxEventsPerSec float64 `json:"pacing_max_events_per_sec,omitempty"`
 	PacingFrom            string  `json:"pacing_from,omitempty"`
+	PacingRunEventsPerSec float64 `json:"pacing_run_events_per_sec,omitempty"`
 	PacingEvents          int64   `json:"pacing_events,omitempty"`
 	PacingEventRate       float64 `json:"pacing_event_rate,omitempty"`
 	PacingEventTimeSecs   float64 `json:"pacing_event_time_seconds,omitempty"`

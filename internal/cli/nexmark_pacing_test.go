@@ -74,7 +74,11 @@ func TestBenchNexmarkPacingFiresWindows(t *testing.T) {
 	if q2.PacingFrom != "throughput" || q2.PacingMaxEventsPerSec != q2.EventsPerSec || q2.LatencyRate != 0.5*q2.EventsPerSec {
 		t.Errorf("q2: pacing from %q at %v, throughput %v, latency rate %v", q2.PacingFrom, q2.PacingMaxEventsPerSec, q2.EventsPerSec, q2.LatencyRate)
 	}
-	if q7.PacingFrom != "windows" || q7.PacingEvents != 40000 || q7.PacingEventTimeSecs < 24 {
+	if want := min(q7.EventsPerSec, q7.PacingRunEventsPerSec); q7.PacingMaxEventsPerSec != want ||
+		q7.PacingFrom != map[bool]string{true: "windows", false: "throughput"}[want < q7.EventsPerSec] {
+		t.Errorf("q7: pacing max %v from %q; throughput %v, windows run %v", q7.PacingMaxEventsPerSec, q7.PacingFrom, q7.EventsPerSec, q7.PacingRunEventsPerSec)
+	}
+	if q7.PacingEvents != 40000 || q7.PacingEventTimeSecs < 24 {
 		t.Errorf("q7: pacing from %q, %d events spanning %v s", q7.PacingFrom, q7.PacingEvents, q7.PacingEventTimeSecs)
 	}
 	if q7.PacingWindowRows < 1 || q7.PacingRows <= q7.PacingWindowRows {
