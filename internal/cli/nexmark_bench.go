@@ -428,8 +428,17 @@ func (w *latencyWriter) Write(r nexmark.Row) error {
 		now = w.l.now()
 	}
 	h.add(max(now-due, 0))
+	if now-due >= slowRowMicros && trace.IsEnabled() {
+		// With --latency-profile: the trace marks each slow row at its
+		// sink time (its due time is that minus the latency), to line it
+		// up with the window firings and checkpoints before it.
+		trace.Log(context.Background(), "slow-row", strconv.FormatInt(now-due, 10)+" µs, ready "+strconv.FormatInt(r.Ready(), 10))
+	}
 	return nil
 }
+
+// slowRowMicros is the latency from which a traced latency run logs a row.
+const slowRowMicros = 20_000
 
 func (w *latencyWriter) Close() error { return nil }
 
