@@ -1,7 +1,9 @@
 package weir
 
 import (
+	"context"
 	"fmt"
+	"runtime/trace"
 
 	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/state"
@@ -14,6 +16,9 @@ import (
 // Output of earlier records went downstream before the barrier: push and
 // onProcessingTime leave no record in the output batch.
 func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "process-barrier").End()
+	}
 	if len(op.ob.data) > 0 {
 		if err := op.emit(op.wm); err != nil {
 			return err

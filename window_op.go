@@ -172,8 +172,11 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	// increment, with no call through the AggregateFunction interface.
 	count bool
 	async bool // keys and accumulators are shareable: barrierDeferred
-	// snapCopy is barrierDeferred's copy of the entries, reused.
-	snapCopy []alignedEntry[K, ACC]
+	// snapTabs are barrierDeferred's copies of the buckets' tables, reused
+	// from one checkpoint to the next; snapBuckets, the buckets of the
+	// copies.
+	snapTabs    []*hashtable.Table[K, ACC]
+	snapBuckets []bucket[K, ACC]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
@@ -361,6 +364,9 @@ type alignedEntry[K comparable, ACC any] struct {
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "window-barrier").End()
+	}
 	if op.async {
 		return op.barrierDeferred(b, s)
 	}

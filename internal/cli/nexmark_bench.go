@@ -56,6 +56,27 @@ type nexmarkBenchResult struct {
 	EndP99LatencyMs float64 `json:"end_p99_latency_ms,omitempty"`
 	EndMaxLatencyMs float64 `json:"end_max_latency_ms,omitempty"`
 	Microbatch      string  `json:"microbatch,omitempty"` // --microbatch; "" is continuous
+
+	// The maximum the latency run is paced against (latency_rate =
+	// --latency-fraction × pacing_max_events_per_sec) and the run it comes
+	// from: "throughput" (the run above) or "windows" (a windowed query's
+	// run of its own whose event time spans two window extents + the
+	// watermark delay, so that windows fire during it; see pacingRun). A
+	// windowed query runs both, and the maximum is the lower of the two
+	// (pacing_run_events_per_sec is the windows run's). Absent with
+	// --latency-rate.
+	PacingMaxEventsPerSec float64 `json:"pacing_max_events_per_sec,omitempty"`
+	PacingFrom            string  `json:"pacing_from,omitempty"`
+	PacingRunEventsPerSec float64 `json:"pacing_run_events_per_sec,omitempty"`
+	PacingEvents          int64   `json:"pacing_events,omitempty"`
+	PacingEventRate       float64 `json:"pacing_event_rate,omitempty"`
+	PacingEventTimeSecs   float64 `json:"pacing_event_time_seconds,omitempty"`
+	PacingSeconds         float64 `json:"pacing_seconds,omitempty"`
+	PacingCPUSeconds      float64 `json:"pacing_cpu_seconds,omitempty"`
+	PacingRows            int64   `json:"pacing_rows,omitempty"`
+	// PacingWindowRows are the pacing run's rows fired by the watermark
+	// before the end of its input (its windows that closed during it).
+	PacingWindowRows int64 `json:"pacing_window_rows,omitempty"`
 }
 
 type nexmarkBenchOpts struct {
@@ -65,6 +86,7 @@ type nexmarkBenchOpts struct {
 	parallelism     int
 	fraction        float64
 	latencyRate     float64 // > 0: the latency run's rate, instead of fraction × the maximum
+	pacingEvents    int64   // cap on a windowed query's pacing run; 0: 5 × events
 	latencyDuration time.Duration
 	warmup          time.Duration // < 0: the query's Extent + WatermarkDelay
 	ckInterval      time.Duration
@@ -90,8 +112,13 @@ func newBenchNexmark() *cobra.Command {
    is events over wall time, events/s per core is events over the process's
    CPU time (getrusage: generator, job and sink included); peak memory is
    the process's peak RSS during the run (VmHWM, reset before it).
-2. latency: the generator paced at --latency-fraction of the rate just
-   measured, its event time moving with the wall clock, for
+2. latency: the generator paced at --latency-fraction of the maximum
+   (pacing_max_events_per_sec): for a query without windows the rate just
+   measured; for a windowed query the events/s of a run of its own, as fast
+   as it goes, whose event time spans two window extents + the 4 s
+   watermark delay (generated at --latency-fraction of the rate just
+   measured, at most --pacing-events events), so that the maximum includes
+   firing windows. Its event time moves with the wall clock, for
    --latency-duration. A row's latency is its sink time minus the moment it
    could be emitted: the scheduled generation time of its input event, or,
    for a window, of the first event that moves the watermark past it
@@ -162,6 +189,7 @@ temporary directory, as in the published figures.`,
 	f.Float64Var(&o.fraction, "latency-fraction", 0.8, "rate of the latency run, as a fraction of the measured maximum")
 	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
 	f.Float64Var(&o.latencyRate, "latency-rate", 0, "pace the latency run at this many events/s instead of --latency-fraction of the measured maximum (for comparisons at equal load)")
+	f.Int64Var(&o.pacingEvents, "pacing-events", 0, "at most this many events in a windowed query's pacing run (the run its latency rate comes from; its event rate is lowered so that its event time still spans two windows + the watermark delay); 0: 5 × --events")
 	f.DurationVar(&o.warmup, "latency-warmup", 0, "added to a windowed query's latency run so that windows opened at its start close during it (default: the query's window size or session gap + the 4 s watermark delay)")
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
 	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")
@@ -225,9 +253,12 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 		return res, nil
 	}
 	runtime.GC()
-	rate := o.fraction * res.EventsPerSec
-	if o.latencyRate > 0 {
-		rate = o.latencyRate
+	rate := o.latencyRate
+	if rate <= 0 {
+		if err := pacingMax(ctx, q, o, &res); err != nil {
+			return res, err
+		}
+		rate = o.fraction * res.PacingMaxEventsPerSec
 	}
 	d := o.latencyDuration
 	if q.Windowed {
@@ -397,8 +428,17 @@ func (w *latencyWriter) Write(r nexmark.Row) error {
 		now = w.l.now()
 	}
 	h.add(max(now-due, 0))
+	if now-due >= slowRowMicros && trace.IsEnabled() {
+		// With --latency-profile: the trace marks each slow row at its
+		// sink time (its due time is that minus the latency), to line it
+		// up with the window firings and checkpoints before it.
+		trace.Log(context.Background(), "slow-row", strconv.FormatInt(now-due, 10)+" µs, ready "+strconv.FormatInt(r.Ready(), 10))
+	}
 	return nil
 }
+
+// slowRowMicros is the latency from which a traced latency run logs a row.
+const slowRowMicros = 20_000
 
 func (w *latencyWriter) Close() error { return nil }
 
