@@ -77,6 +77,7 @@ func main() {
 		keyed   = flag.String("keyed", "", `"tag", "window", "state", "join" or "chain": the events cross a KeyBy (see the package comment)`)
 		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
 		in2     = flag.String("in2", "in2", "second input topic (--keyed join)")
+		lag     = flag.Duration("lag", 0, `--keyed chain: sleep this long per first-stage result (this process's first stage lags behind the others')`)
 		batch   = flag.Int("batch-size", 0, "the job's batch size (0: weir's default); small batches with --pace let barriers, and so commits with open state, come often")
 	)
 	flag.Parse()
@@ -152,7 +153,7 @@ func main() {
 	case "state":
 		keyedJob(evs, seeds, *out)
 	case "chain":
-		chainJob(evs, kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+		chainJob(evs, *lag, kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
 			rec.Key = append(rec.Key, v[:strings.IndexByte(v, '=')]...)
 			rec.Value = append(rec.Value, v...)
 			return nil
@@ -242,9 +243,15 @@ type chainAcc struct {
 
 // chainJob adds a chain of two KeyBys: counts per key and hopping window,
 // then per 5 s bucket of the windows' ends their sum and the largest.
-func chainJob(evs *weir.Stream[event], sink weir.Sink[string]) {
+func chainJob(evs *weir.Stream[event], lag time.Duration, sink weir.Sink[string]) {
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(evs, func(e event) string { return e.Key }), weir.Hopping(2*time.Second, time.Second)),
 		weir.Count[event](), weir.UID("hop"))
+	if lag > 0 {
+		counts = weir.Map(counts, func(r weir.WindowResult[string, int64]) weir.WindowResult[string, int64] {
+			time.Sleep(lag)
+			return r
+		})
+	}
 	bucket := func(r weir.WindowResult[string, int64]) int64 { e := r.End.UnixMilli() - 1; return e - e%5000 }
 	agg := weir.AggregateFuncs[weir.WindowResult[string, int64], chainAcc, string]{
 		CreateFn: func() chainAcc { return chainAcc{} },
