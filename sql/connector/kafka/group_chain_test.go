@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
@@ -173,4 +174,27 @@ func TestGroupSQLChain(t *testing.T) {
 		}
 	}
 	t.Logf("%d input rows; %d of %d max rows committed when %s was killed", len(all), killedAt, len(maxRows), victim)
+	// The plan is a chain: besides the window aggregations' repartition
+	// topics, the aggregations over them (keyed by window) and the join
+	// have their own, each with a changelog.
+	acl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acl.Close()
+	topics, err := kadm.NewClient(acl).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rtopics []string
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, "sqlc-") && strings.HasSuffix(name, "-repartition") {
+			rtopics = append(rtopics, name)
+		}
+	}
+	slices.Sort(rtopics)
+	t.Logf("repartition topics: %v", rtopics)
+	if len(rtopics) < 3 {
+		t.Errorf("%d repartition topics, want at least 3 (a window aggregation, an aggregation over it, a join)", len(rtopics))
+	}
 }
