@@ -243,3 +243,62 @@ func TestGroupChainWatermark(t *testing.T) {
 	}
 	sameOutput(t, "chain with a lagging first stage", committedValues(t, addrs, "wout"), chainModel(evs))
 }
+
+// TestGroupChainOverJoinInProcess: an aggregation over a join (a chain
+// whose first stage is a two-input keyed operator): a window join of two
+// topics over tumbling seconds, then its pairs keyed by window start and
+// counted per tumbling second, bounded, in the test process. The second
+// topic's upstream tasks are the join topic's partitions; the counts
+// equal the model's.
+func TestGroupChainOverJoinInProcess(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "l", "r"), kfake.SeedTopics(2, "out"))
+	left, right := joinSide(1500, 20, 0, 0, 0), joinSide(1500, 20, 1, 100_000, 5)
+	produce(t, addrs, "l", 4, left)
+	produce(t, addrs, "r", 4, right)
+	var logs syncBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("job log:\n%s", logs.String())
+		}
+	}()
+	job := weir.NewJob("group-chain-join", weir.AppID("cj"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
+		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	src := func(topic string) *weir.KeyedStream[string, event] {
+		s := weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+		return weir.KeyBy(s, func(e event) string { return e.Key })
+	}
+	type pair struct{ Start int64 }
+	pairs := weir.WindowJoin(src("l"), src("r"), weir.Tumbling(time.Second), func(k string, w weir.WindowInfo, l, r event) pair {
+		return pair{w.Start.UnixMilli()}
+	}, weir.UID("wjoin"))
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(pairs, func(p pair) int64 { return p.Start }), weir.Tumbling(time.Second)),
+		weir.Count[pair](), weir.UID("per-second"))
+	weir.To(counts, kafka.Sink(addrs, func(r weir.WindowResult[int64, int64], rec *kgo.Record) error {
+		rec.Value = fmt.Appendf(rec.Value, "%d=%d", r.Key, r.Value)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+	perSecond := map[string]int{}
+	for _, p := range windowJoinModel(left, right) {
+		perSecond[strings.Split(p, ",")[2]]++ // wjoin,key,start,...
+	}
+	var want []string
+	for s, n := range perSecond {
+		want = append(want, fmt.Sprintf("%s=%d", s, n))
+	}
+	slices.Sort(want)
+	if len(want) < 10 {
+		t.Fatalf("model: %d seconds with pairs; the test wants more", len(want))
+	}
+	sameOutput(t, "pairs per second over a window join", committedValues(t, addrs, "out"), want)
+	checkRepartitionTopic(t, addrs, "cj-per-second-repartition", 4)
+}
