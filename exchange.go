@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir/internal/codec"
@@ -43,6 +45,11 @@ type readerWatermark interface {
 type exchangeUp struct {
 	from, src *node
 	side      string
+	// keyed: from is behind a keyed operator (a chain of KeyBys), and src
+	// is the reader of that operator's repartition topic: the upstream
+	// tasks are the partitions of that topic (the first stage's tasks),
+	// whichever process owns them.
+	keyed bool
 }
 
 // rewriteExchanges cuts every hash edge of the job into a repartition
@@ -90,12 +97,19 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 			}
 			x := &hooks.Exchange{UID: n.uid, MaxParallelism: j.cfg.maxParallelism}
 			for i := range ups {
-				src, err := exchangeSourceOf(n, ups[i].from)
+				src, keyed, err := exchangeSourceOf(n, ups[i].from)
 				if err != nil {
 					return nil, err
 				}
-				ups[i].src = src
-				x.Upstreams = append(x.Upstreams, src.impl)
+				ups[i].src, ups[i].keyed = src, keyed
+				if keyed {
+					// The first stage's exchange: its partitions are the
+					// upstream tasks (GroupRun sets it up first: the
+					// exchanges are in topological order).
+					x.Upstreams = append(x.Upstreams, src.exchangeOf)
+				} else {
+					x.Upstreams = append(x.Upstreams, src.impl)
+				}
 			}
 			x.Upstream = x.Upstreams[0]
 			k := len(j.nodes)
@@ -144,26 +158,35 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	return xs, nil
 }
 
-// exchangeSourceOf returns the source whose chain sender from (a sender
-// of the KeyBy into n) is in: the KeyBy must follow one source through
-// one-input, one-to-one operators.
-func exchangeSourceOf(n, from *node) (*node, error) {
-	src := from
+// exchangeSourceOf returns the node whose splits are the upstream tasks of
+// from (a sender of the KeyBy into n): the source its chain starts at, the
+// KeyBy following it through one-input, one-to-one operators; or, when the
+// chain starts at a keyed operator whose own KeyBy was cut already (a
+// chain of KeyBys: rewriteExchanges goes in topological order), the reader
+// of that operator's repartition topic, with keyed true.
+func exchangeSourceOf(n, from *node) (src *node, keyed bool, err error) {
+	src = from
 	for src.run == nil {
 		switch {
 		case len(src.inputs) != 1:
-			return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow Kafka sources through one-input operators, or one Union of such streams)", n.name, src.name)
+			return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow Kafka sources or a keyed operator through one-input operators, or one Union of such streams)", n.name, src.name)
 		case src.inputs[0].part == hashed:
-			return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows keyed operator %q: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name, src.name)
+			// A keyed operator: its input is the decoding map of its
+			// repartition topic's reader.
+			in := src.inputs[0].from
+			if len(in.inputs) != 1 || in.inputs[0].from.exchangeOf == nil {
+				return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows keyed operator %q, whose own KeyBy does not cross processes: group mode does not run that", n.name, src.name)
+			}
+			return in.inputs[0].from, true, nil
 		case src.inputs[0].part != forward:
-			return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, whose input is redistributed: group mode does not run that yet (a KeyBy must follow one Kafka source through one-to-one operators)", n.name, src.name)
+			return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, whose input is redistributed: group mode does not run that yet (a KeyBy must follow a Kafka source or a keyed operator through one-to-one operators)", n.name, src.name)
 		}
 		src = src.inputs[0].from
 	}
 	if src.exchangeOf != nil {
-		return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows another keyed operator: group mode runs one exchange between a source and a keyed operator so far (not built yet: a chain of KeyBys)", n.name)
+		return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows the reader of a repartition topic without its keyed operator: group mode does not run that", n.name)
 	}
-	return src, nil
+	return src, false, nil
 }
 
 // exRec is a record read from a repartition topic, with its event time.
@@ -190,8 +213,9 @@ func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hoo
 		w := j.addNode(wcfg.name, "repartition-out", 0, wcfg)
 		w.tee = newTee[struct{}]
 		connect(&Stream[T]{job: j, node: up.from}, w, forward)
+		var shared sharedMin
 		w.build = func(st *subtask, _ any) ([]any, error) {
-			tasks, err := upstreamTasks(st, w, up.src)
+			tasks, err := upstreamTasks(st, w, up)
 			if err != nil {
 				return nil, err
 			}
@@ -206,6 +230,9 @@ func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hoo
 			}
 			op := &exchangeOut[K, T]{key: ks.key, hash: ks.hash, maxP: uint64(x.MaxParallelism), n: uint64(x.Partitions),
 				enc: enc, w: out, tasks: tasks, wm: watermark.Min, m: st.metrics(w)}
+			if up.keyed {
+				op.min, op.slot = shared.slots(st.plan, w.parallelism), st.index
+			}
 			return []any{consumer[T](op)}, nil
 		}
 	}
@@ -222,20 +249,52 @@ func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hoo
 // upstreamTasks names the upstream tasks of subtask st of writer w: the
 // splits that subtask st of its source reads (the writer is chained to the
 // source through one-to-one edges, so it sees exactly those splits'
-// records and their combined watermark).
-func upstreamTasks(st *subtask, w, src *node) ([]string, error) {
-	for n := w; n != src; n = n.inputs[0].from {
+// records and their combined watermark). Behind a keyed operator (up.keyed)
+// every subtask of the writer may see records of every split of the
+// first stage's reader (the hash edge mixes them): each names all of them,
+// and writes the minimum watermark of the run's writer subtasks
+// (sharedMin), which no subtask's later records go below.
+func upstreamTasks(st *subtask, w *node, up exchangeUp) ([]string, error) {
+	for n := w; n != up.src; n = n.inputs[0].from {
+		if up.keyed && n.inputs[0].part == hashed {
+			break // the keyed operator of the first stage
+		}
 		if n.inputs[0].part != forward {
-			return nil, permanent{fmt.Errorf("weir: AppID: repartition writer %q: operator %q has another parallelism than its input: in group mode the operators between a source and a KeyBy need the source's parallelism", w.name, n.name)}
+			return nil, permanent{fmt.Errorf("weir: AppID: repartition writer %q: operator %q has another parallelism than its input: in group mode the operators between a source or a keyed operator and a KeyBy need its parallelism", w.name, n.name)}
 		}
 	}
 	var tasks []string
-	for i, id := range src.splitIDs {
-		if i%src.parallelism == st.index {
+	for i, id := range up.src.splitIDs {
+		if up.keyed || i%up.src.parallelism == st.index {
 			tasks = append(tasks, id)
 		}
 	}
 	return tasks, nil
+}
+
+// sharedMin is the watermark of each subtask of one writer node in one
+// local run (the plan), for writers behind a keyed operator: their
+// markers carry the minimum. Two subtasks name the same first-stage tasks,
+// and a marker of one must not pass a watermark the other has not: its
+// records would come after the marker, late.
+type sharedMin struct {
+	mu   sync.Mutex
+	plan *plan
+	wms  *[]atomic.Int64
+}
+
+// slots returns the run's watermarks, one per subtask, starting at Min.
+func (s *sharedMin) slots(p *plan, n int) *[]atomic.Int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.plan != p {
+		wms := make([]atomic.Int64, n)
+		for i := range wms {
+			wms[i].Store(watermark.Min)
+		}
+		s.plan, s.wms = p, &wms
+	}
+	return s.wms
 }
 
 // exchangeCodec returns the encoding of T on a repartition topic: weir's
@@ -270,6 +329,9 @@ type exchangeOut[K comparable, T any] struct {
 	buf   []byte
 	wm    int64
 	m     *metrics.Operator
+	// min, behind a keyed operator: every subtask's wm, slot this one's.
+	min  *[]atomic.Int64
+	slot int
 }
 
 func (o *exchangeOut[K, T]) push(b *batch[T]) error {
@@ -286,6 +348,9 @@ func (o *exchangeOut[K, T]) push(b *batch[T]) error {
 	o.m.RecordsIn.Add(int64(len(b.data)))
 	if b.watermark > o.wm {
 		o.wm = b.watermark
+		if o.min != nil {
+			(*o.min)[o.slot].Store(o.wm)
+		}
 	}
 	return nil
 }
@@ -293,6 +358,12 @@ func (o *exchangeOut[K, T]) push(b *batch[T]) error {
 // markers writes the watermark of each upstream task of the subtask into
 // every partition.
 func (o *exchangeOut[K, T]) markers(wm int64) error {
+	if o.min != nil {
+		(*o.min)[o.slot].Store(wm)
+		for i := range *o.min {
+			wm = min(wm, (*o.min)[i].Load())
+		}
+	}
 	for _, t := range o.tasks {
 		if err := o.w.Watermark(t, wm); err != nil {
 			return err

@@ -38,8 +38,10 @@ import (
 // through one-to-one operators, or one Union of such streams: a join
 // (every two-input keyed operator keys the union of its tagged inputs)
 // gets one repartition topic, named by the join's uid, into which both
-// sides write. Chains of KeyBys are refused. See docs/scale-out.md for
-// the model, its guarantees and its limits.
+// sides write. A KeyBy may also follow a keyed operator (a chain of
+// KeyBys): its own repartition topic, whose upstream tasks are the
+// partitions of the first stage's topic. See docs/scale-out.md for the
+// model, its guarantees and its limits.
 func AppID(id string) Option {
 	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}
 }

@@ -103,6 +103,17 @@ func (r *groupRunner) setupExchanges(ctx context.Context) error {
 		// agree), by default the largest sender's partition count.
 		var tasks, n, def int
 		for _, up := range ups {
+			if ux, ok := up.(*hooks.Exchange); ok {
+				// A chain of KeyBys: the sender is behind the keyed
+				// operator of ux, whose tasks are its topic's partitions
+				// (the exchanges come in topological order: ux is set up).
+				if ux.Topic == "" || ux.Partitions <= 0 {
+					return fmt.Errorf("kafka: app id %q: the KeyBy into %q follows keyed operator %q, whose repartition topic is not set up", r.job.AppID, x.UID, ux.UID)
+				}
+				tasks += ux.Partitions
+				def = max(def, ux.Partitions)
+				continue
+			}
 			gs, ok := unwrap(up).(groupSource)
 			if !ok {
 				return fmt.Errorf("kafka: app id %q: the KeyBy into %q follows source %T, not a Kafka source", r.job.AppID, x.UID, up)

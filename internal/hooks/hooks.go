@@ -144,7 +144,10 @@ type Exchange struct {
 	// A KeyBy behind a Union (a two-input keyed operator: a join keys the
 	// union of its tagged inputs) has one sender per branch, all writing
 	// into the one topic; their upstream tasks are named
-	// "<branch>:<split>", and a reader waits for every branch's.
+	// "<branch>:<split>", and a reader waits for every branch's. An
+	// upstream that is an *Exchange (a KeyBy behind a keyed operator: a
+	// chain of KeyBys) has that exchange's partitions as its tasks, named
+	// "<its topic>/<partition>"; it comes earlier in GroupJob.Exchanges.
 	Upstreams []any
 	// MaxParallelism is the job's number of key groups: key group kg goes
 	// to partition kg*Partitions/MaxParallelism.

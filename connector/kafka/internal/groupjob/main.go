@@ -14,7 +14,11 @@
 // second topic (--in2) too and joins the two by key, through one
 // repartition topic per join: a window join over tumbling seconds
 // ("wjoin,key,start,left seq,right seq") and an interval join within
-// ±500ms of event time ("ijoin,key,left seq,right seq").
+// ±500ms of event time ("ijoin,key,left seq,right seq"). "chain" is a
+// chain of KeyBys (two repartition topics, the second fed by the first
+// stage's keyed operator): counts per key and hopping window (2s, sliding
+// 1s), then per 5 s bucket of the windows' ends the sum of the counts and
+// the largest count ("bucket=sum count key"; as chainJob of the tests).
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
@@ -70,9 +74,10 @@ func main() {
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
 		verbose = flag.Bool("v", false, "log at info level")
-		keyed   = flag.String("keyed", "", `"tag", "window" or "state": the events cross a KeyBy (see the package comment)`)
+		keyed   = flag.String("keyed", "", `"tag", "window", "state", "join" or "chain": the events cross a KeyBy (see the package comment)`)
 		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
 		in2     = flag.String("in2", "in2", "second input topic (--keyed join)")
+		lag     = flag.Duration("lag", 0, `--keyed chain: sleep this long per first-stage result (this process's first stage lags behind the others')`)
 		batch   = flag.Int("batch-size", 0, "the job's batch size (0: weir's default); small batches with --pace let barriers, and so commits with open state, come often")
 	)
 	flag.Parse()
@@ -147,12 +152,18 @@ func main() {
 		}, sinkOpts...), weir.UID("sink"))
 	case "state":
 		keyedJob(evs, seeds, *out)
+	case "chain":
+		chainJob(evs, *lag, kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, v[:strings.IndexByte(v, '=')]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, sinkOpts...))
 	case "join":
 		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, decode, srcOpts...),
 			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("right"))
 		joinJob(evs, paced(right), seeds, *out)
 	default:
-		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window, state or join\n", *keyed)
+		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window, state, join or chain\n", *keyed)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -222,4 +233,36 @@ func joinJob(left, right *weir.Stream[event], seeds []string, out string) {
 	}
 	weir.To(wj, sink("wjoin"), weir.UID("wjoin-sink"))
 	weir.To(ij, sink("ijoin"), weir.UID("ijoin-sink"))
+}
+
+// chainAcc is the accumulator of chainJob's second stage.
+type chainAcc struct {
+	Sum  int64
+	Best string
+}
+
+// chainJob adds a chain of two KeyBys: counts per key and hopping window,
+// then per 5 s bucket of the windows' ends their sum and the largest.
+func chainJob(evs *weir.Stream[event], lag time.Duration, sink weir.Sink[string]) {
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(evs, func(e event) string { return e.Key }), weir.Hopping(2*time.Second, time.Second)),
+		weir.Count[event](), weir.UID("hop"))
+	if lag > 0 {
+		counts = weir.Map(counts, func(r weir.WindowResult[string, int64]) weir.WindowResult[string, int64] {
+			time.Sleep(lag)
+			return r
+		})
+	}
+	bucket := func(r weir.WindowResult[string, int64]) int64 { e := r.End.UnixMilli() - 1; return e - e%5000 }
+	agg := weir.AggregateFuncs[weir.WindowResult[string, int64], chainAcc, string]{
+		CreateFn: func() chainAcc { return chainAcc{} },
+		AddFn: func(a chainAcc, r weir.WindowResult[string, int64]) chainAcc {
+			a.Sum += r.Value
+			a.Best = max(a.Best, fmt.Sprintf("%06d %s", r.Value, r.Key))
+			return a
+		},
+		MergeFn:  func(a, b chainAcc) chainAcc { return chainAcc{a.Sum + b.Sum, max(a.Best, b.Best)} },
+		ResultFn: func(a chainAcc) string { return fmt.Sprintf("%d %s", a.Sum, a.Best) },
+	}
+	best := weir.Aggregate(weir.Window(weir.KeyBy(counts, bucket), weir.Tumbling(5*time.Second)), agg, weir.UID("best"))
+	weir.To(weir.Map(best, func(r weir.WindowResult[int64, string]) string { return fmt.Sprintf("%d=%s", r.Key, r.Value) }), sink, weir.UID("sink"))
 }

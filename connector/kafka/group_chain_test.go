@@ -1,0 +1,304 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+)
+
+// chainJob is the chain of KeyBys of the group tests, of Nexmark q5's
+// shape: events counted per key and hopping window (2s, sliding 1s), then
+// the counts keyed by the 5 s bucket of their window's end and, per
+// bucket (a tumbling 5 s window), the sum of the counts and the largest
+// count (ties: the largest key), as "bucket=sum count key". The second
+// KeyBy follows a keyed operator: in group mode it crosses processes
+// through its own repartition topic, whose upstream tasks are the first
+// topic's partitions. (The wider second window keeps state in the second
+// stage across commits, so its changelog and restore matter; the sum
+// would show a lost part.) internal/groupjob's "chain" is the same job.
+func chainJob(src *weir.Stream[event], sink weir.Sink[string]) {
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Hopping(2*time.Second, time.Second)),
+		weir.Count[event](), weir.UID("hop"))
+	bucket := func(r weir.WindowResult[string, int64]) int64 { e := r.End.UnixMilli() - 1; return e - e%5000 }
+	best := weir.Aggregate(weir.Window(weir.KeyBy(counts, bucket), weir.Tumbling(5*time.Second)), chainAgg(), weir.UID("best"))
+	weir.To(weir.Map(best, func(r weir.WindowResult[int64, string]) string { return fmt.Sprintf("%d=%s", r.Key, r.Value) }), sink)
+}
+
+// chainAcc is the second stage's accumulator.
+type chainAcc struct {
+	Sum  int64
+	Best string
+}
+
+func chainAgg() weir.AggregateFunction[weir.WindowResult[string, int64], chainAcc, string] {
+	return weir.AggregateFuncs[weir.WindowResult[string, int64], chainAcc, string]{
+		CreateFn: func() chainAcc { return chainAcc{} },
+		AddFn: func(a chainAcc, r weir.WindowResult[string, int64]) chainAcc {
+			a.Sum += r.Value
+			a.Best = max(a.Best, fmt.Sprintf("%06d %s", r.Value, r.Key))
+			return a
+		},
+		MergeFn:  func(a, b chainAcc) chainAcc { return chainAcc{a.Sum + b.Sum, max(a.Best, b.Best)} },
+		ResultFn: func(a chainAcc) string { return fmt.Sprintf("%d %s", a.Sum, a.Best) },
+	}
+}
+
+// chainModel is chainJob's output computed in plain Go, sorted.
+func chainModel(evs []event) []string {
+	type kw struct {
+		k   string
+		end int64
+	}
+	counts := map[kw]int{}
+	for _, e := range evs {
+		s := e.TS - e.TS%1000
+		counts[kw{e.Key, s + 1000}]++
+		counts[kw{e.Key, s + 2000}]++
+	}
+	sum, best := map[int64]int{}, map[int64]string{}
+	for k, n := range counts {
+		b := (k.end - 1) - (k.end-1)%5000
+		sum[b] += n
+		best[b] = max(best[b], fmt.Sprintf("%06d %s", n, k.k))
+	}
+	var out []string
+	for b, v := range best {
+		out = append(out, fmt.Sprintf("%d=%d %s", b, sum[b], v))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestGroupChainInProcess: a bounded chain of KeyBys (chainJob) in group
+// mode in the test process ends by itself with the model's output; each
+// KeyBy has its own repartition topic (the second one with the first
+// one's partition count).
+func TestGroupChainInProcess(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	evs := events(3000, 10)
+	produce(t, addrs, "in", 4, evs)
+	var logs syncBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("job log:\n%s", logs.String())
+		}
+	}()
+	job := weir.NewJob("group-chain", weir.AppID("ch"), weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
+	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	chainJob(src, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
+		rec.Value = append(rec.Value, v...)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+	sameOutput(t, "chain of KeyBys", committedValues(t, addrs, "out"), chainModel(evs))
+	checkRepartitionTopic(t, addrs, "ch-hop-repartition", 4)
+	checkRepartitionTopic(t, addrs, "ch-best-repartition", 4)
+}
+
+// TestGroupChainKill runs the chain of KeyBys (internal/groupjob's
+// "chain", chainJob) as real processes over a four-partition input: two
+// start; once both own a partition of the second stage's repartition
+// topic and part of the output is committed, one is SIGKILLed and started
+// again at once, and a third joins. Both stages' partitions, key groups
+// and open windows move each time: the second stage's from its own
+// changelog, its readers continuing from the per-task watermarks (one per
+// first-stage partition) committed with their offsets. The output read
+// read_committed equals a one-process run's, and the model's, exactly.
+func TestGroupChainKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const n, parts = 16000, 4
+	evs := events(n, 12)
+	produce(t, addrs, "cin", parts, evs)
+	want := chainModel(evs)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string) *groupProc {
+		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "cg", "--in", "cin", "--out", "cout",
+			"--keyed", "chain", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "--batch-size", "16", "-v")
+	}
+	out := func() int { return len(committedValues(t, addrs, "cout")) }
+	stage2 := kafka.RepartitionTopic("cg", "best")
+	a, b := group("a"), group("b")
+	waitFor(t, "a quarter of the output committed, both processes owning a partition of the second stage", 2*time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "cg")
+		if err != nil {
+			return false
+		}
+		owners := map[string]bool{}
+		for _, p := range d.Partitions {
+			if p.Topic == stage2 {
+				owners[p.Owner] = true
+			}
+		}
+		return owners["cg-a"] && owners["cg-b"] && out() >= len(want)/4
+	})
+	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil
+	killedAt := out()
+	if killedAt >= len(want)*3/4 {
+		t.Fatalf("%d of %d rows committed before the kill: too late for the test to prove much", killedAt, len(want))
+	}
+	a = group("a")
+	c := group("c")
+	if got := out(); got >= len(want) {
+		t.Fatalf("all rows committed before c joined: the test proves nothing")
+	}
+	for _, p := range []*groupProc{a, b, c} {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if err != nil {
+				t.Fatalf("process %s: %v", p.name, err)
+			}
+		case <-time.After(3 * time.Minute): // a deadline, not a wait for a result
+			t.Fatalf("process %s did not end", p.name)
+		}
+	}
+	got := committedValues(t, addrs, "cout")
+	t.Logf("killed with %d of %d rows committed; %d rows in the end", killedAt, len(want), len(got))
+	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "cin", "--out", "cref", "--keyed", "chain", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	ref := committedValues(t, addrs, "cref")
+	sameOutput(t, "one-process run against the model", ref, want)
+	sameOutput(t, "chain group output", got, ref)
+	checkRepartitionTopic(t, addrs, stage2, parts)
+	d, err := kafka.DescribeGroup(context.Background(), addrs, "cg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+}
+
+// TestGroupChainWatermark: the second stage's watermark is the minimum
+// over every first-stage task (each partition of the first repartition
+// topic), whichever process runs it. Two processes run the chain, no
+// kills; process b's first stage lags (--lag: a sleep per first-stage
+// result, between the hop counts and the second KeyBy), so a's markers
+// for its first-stage tasks run seconds of event time ahead of b's
+// results. The output must equal the model's: a second-stage reader whose
+// watermark followed a's tasks without waiting for b's would fire the
+// buckets before b's counts arrive, and drop them as late.
+func TestGroupChainWatermark(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := groupJobBin(t)
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "win"), kfake.SeedTopics(2, "wout"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	evs := events(4000, 12)
+	produce(t, addrs, "win", 4, evs)
+	brokers := strings.Join(addrs, ",")
+	group := func(name string, extra ...string) *groupProc {
+		return startGroupProc(t, bin, name, append([]string{"--brokers", brokers, "--app-id", "cw", "--in", "win", "--out", "wout",
+			"--keyed", "chain", "--bounded", "--session-timeout", "1500ms", "-v"}, extra...)...)
+	}
+	procs := []*groupProc{group("a"), group("b", "--lag", "20ms")}
+	for _, p := range procs {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			if err != nil {
+				t.Fatalf("process %s: %v", p.name, err)
+			}
+		case <-time.After(3 * time.Minute): // a deadline, not a wait for a result
+			t.Fatalf("process %s did not end", p.name)
+		}
+	}
+	// The lagging process ran first-stage tasks (its local runs name the
+	// first stage's changelog partitions they own), or the test proves
+	// nothing.
+	if !strings.Contains(procs[1].stderr.String(), "cw-hop-changelog [") {
+		t.Fatalf("process b never owned a partition of the first stage")
+	}
+	sameOutput(t, "chain with a lagging first stage", committedValues(t, addrs, "wout"), chainModel(evs))
+}
+
+// TestGroupChainOverJoinInProcess: an aggregation over a join (a chain
+// whose first stage is a two-input keyed operator): a window join of two
+// topics over tumbling seconds, then its pairs keyed by window start and
+// counted per tumbling second, bounded, in the test process. The second
+// topic's upstream tasks are the join topic's partitions; the counts
+// equal the model's.
+func TestGroupChainOverJoinInProcess(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "l", "r"), kfake.SeedTopics(2, "out"))
+	left, right := joinSide(1500, 20, 0, 0, 0), joinSide(1500, 20, 1, 100_000, 5)
+	produce(t, addrs, "l", 4, left)
+	produce(t, addrs, "r", 4, right)
+	var logs syncBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("job log:\n%s", logs.String())
+		}
+	}()
+	job := weir.NewJob("group-chain-join", weir.AppID("cj"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
+		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	src := func(topic string) *weir.KeyedStream[string, event] {
+		s := weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+		return weir.KeyBy(s, func(e event) string { return e.Key })
+	}
+	type pair struct{ Start int64 }
+	pairs := weir.WindowJoin(src("l"), src("r"), weir.Tumbling(time.Second), func(k string, w weir.WindowInfo, l, r event) pair {
+		return pair{w.Start.UnixMilli()}
+	}, weir.UID("wjoin"))
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(pairs, func(p pair) int64 { return p.Start }), weir.Tumbling(time.Second)),
+		weir.Count[pair](), weir.UID("per-second"))
+	weir.To(counts, kafka.Sink(addrs, func(r weir.WindowResult[int64, int64], rec *kgo.Record) error {
+		rec.Value = fmt.Appendf(rec.Value, "%d=%d", r.Key, r.Value)
+		return nil
+	}, kafka.DefaultTopic("out")))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+	perSecond := map[string]int{}
+	for _, p := range windowJoinModel(left, right) {
+		perSecond[strings.Split(p, ",")[2]]++ // wjoin,key,start,...
+	}
+	var want []string
+	for s, n := range perSecond {
+		want = append(want, fmt.Sprintf("%s=%d", s, n))
+	}
+	slices.Sort(want)
+	if len(want) < 10 {
+		t.Fatalf("model: %d seconds with pairs; the test wants more", len(want))
+	}
+	sameOutput(t, "pairs per second over a window join", committedValues(t, addrs, "out"), want)
+	checkRepartitionTopic(t, addrs, "cj-per-second-repartition", 4)
+}

@@ -1,0 +1,200 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/weirtest"
+)
+
+// chainSQL is the statement set TestGroupSQLChain runs: aggregations over
+// a window aggregation, so chains of KeyBys (each aggregation keys its
+// input again, behind the keyed window aggregation). max_out: per hopping
+// window the largest count of a key and the sum of the counts (a window
+// aggregation keyed by window, over one keyed by key and window). top_out:
+// Nexmark q5's shape, the keys with the largest count per hopping window
+// (the per-key counts joined back with the maximum by window).
+const chainSQL = `
+CREATE TABLE ev (k STRING, v BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '2' SECOND) WITH (
+  'connector' = 'kafka', 'topic' = 'cev', 'properties.bootstrap.servers' = '${BROKERS}',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json',
+  'properties.session.timeout.ms' = '1500', 'properties.max.poll.interval.ms' = '3000');
+CREATE TABLE max_out (ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, total BIGINT) WITH (
+  'connector' = 'kafka', 'topic' = 'max_out', 'properties.bootstrap.servers' = '${BROKERS}', 'format' = 'json',
+  'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'max');
+CREATE TABLE top_out (k STRING, ws TIMESTAMP(3), we TIMESTAMP(3), n BIGINT, total BIGINT) WITH (
+  'connector' = 'kafka', 'topic' = 'top_out', 'properties.bootstrap.servers' = '${BROKERS}', 'format' = 'json',
+  'sink.delivery-guarantee' = 'exactly-once', 'sink.transactional-id-prefix' = 'top');
+
+INSERT INTO max_out SELECT window_start, window_end, MAX(n), SUM(n) FROM (
+  SELECT k, window_start, window_end, COUNT(*) AS n
+    FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end
+) GROUP BY window_start, window_end;
+INSERT INTO top_out SELECT A.k, A.ws, A.we, A.n, B.maxn FROM (
+  SELECT k, window_start AS ws, window_end AS we, COUNT(*) AS n
+    FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end
+) AS A JOIN (
+  SELECT MAX(C.n) AS maxn, C.ws, C.we FROM (
+    SELECT COUNT(*) AS n, window_start AS ws, window_end AS we
+      FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '5' SECOND, INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end
+  ) AS C GROUP BY C.ws, C.we
+) AS B ON A.ws = B.ws AND A.we = B.we AND A.n >= B.maxn;
+`
+
+// batchChain is the batch evaluation of chainSQL's two queries.
+func batchChain(evs []sqlEvent) (maxRows, topRows []string) {
+	type kw struct {
+		k      string
+		ws, we int64
+	}
+	counts := map[kw]int64{}
+	for _, e := range evs {
+		for _, w := range hop(5_000, 10_000)(e.ts) {
+			counts[kw{e.k, w[0], w[1]}]++
+		}
+	}
+	type win struct{ ws, we int64 }
+	mx, sum := map[win]int64{}, map[win]int64{}
+	for c, n := range counts {
+		w := win{c.ws, c.we}
+		mx[w] = max(mx[w], n)
+		sum[w] += n
+	}
+	for w, m := range mx {
+		maxRows = append(maxRows, sqlRow("", w.ws, w.we, m, sum[w]))
+	}
+	for c, n := range counts {
+		if m := mx[win{c.ws, c.we}]; n >= m {
+			topRows = append(topRows, sqlRow(c.k, c.ws, c.we, n, m))
+		}
+	}
+	slices.Sort(maxRows)
+	slices.Sort(topRows)
+	return maxRows, topRows
+}
+
+// TestGroupSQLChain: chainSQL (aggregations over a window aggregation:
+// chains of KeyBys) runs as three `weir sql -f FILE --app-id ID`
+// processes over a four-partition input; one is SIGKILLed once it has
+// committed part of a partition it owns and output is committed, and
+// started again. When all have ended, both sinks read read_committed hold
+// exactly the rows of the batch evaluation.
+func TestGroupSQLChain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := kafkatest.Build(t, "github.com/weirstream/weir/cmd/weir")
+	sinks := []string{"max_out", "top_out"}
+	_, addrs := kafkatest.Cluster(t, kfake.SeedTopics(sqlParts, "cev"), kfake.SeedTopics(2, sinks...),
+		kfake.GroupMinSessionTimeout(time.Second))
+	// 20,000 rows per partition, one per 30ms of event time (10 minutes).
+	evs := sqlEvents(20_000, 30, 5, 0)
+	var all []sqlEvent
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for p, es := range evs {
+		for _, e := range es {
+			all = append(all, e)
+			v := fmt.Appendf(nil, `{"k":%q,"v":%d,"ts":%q}`, e.k, e.v, time.UnixMilli(e.ts).UTC().Format("2006-01-02 15:04:05.000"))
+			cl.Produce(ctx, &kgo.Record{Topic: "cev", Partition: int32(p), Value: v}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	if t.Failed() {
+		t.FailNow()
+	}
+	maxRows, topRows := batchChain(all)
+	want := map[string][]string{"max_out": maxRows, "top_out": topRows}
+	file := filepath.Join(t.TempDir(), "chain.sql")
+	if err := os.WriteFile(file, []byte(chainSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string) *kafkatest.Proc {
+		return kafkatest.Start(t, bin, name, nil, "sql", "-f", file, "--app-id", "sqlc", "--define", "BROKERS="+strings.Join(addrs, ","))
+	}
+	maxes := func() int { return len(kafkatest.Committed(t, addrs, "max_out")) }
+	began := time.Now()
+	procs := map[string]*kafkatest.Proc{"a": start("a"), "b": start("b"), "c": start("c")}
+	var victim string
+	weirtest.WaitFor(t, "a process has committed part of a partition it owns, and output is committed", 3*time.Minute, func() bool {
+		for name, p := range procs {
+			if p.Exited() {
+				t.Fatalf("process %s ended before the kill:\n%s", name, p.Stderr.String())
+			}
+		}
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "sqlc")
+		if err != nil {
+			return false
+		}
+		for _, p := range d.Partitions {
+			if name, ok := strings.CutPrefix(p.Owner, "sqlc-"); ok && procs[name] != nil && p.Committed > 0 && p.Committed < p.End {
+				victim = name
+				return maxes() > 0
+			}
+		}
+		return false
+	})
+	procs[victim].Kill(t)
+	killedAt := maxes()
+	t.Logf("%v: %s killed", time.Since(began), victim)
+	if killedAt >= len(maxRows) {
+		t.Fatalf("all %d max rows committed before the kill: the test proves nothing", killedAt)
+	}
+	procs[victim] = start(victim)
+	for _, p := range procs {
+		p.Wait(t, 3*time.Minute)
+	}
+	t.Logf("%v: all processes ended", time.Since(began))
+	for _, topic := range sinks {
+		got := sinkRows(t, addrs, topic)
+		if sameRows(t, topic, got, want[topic]) {
+			t.Logf("%s: %d rows, as the batch evaluation", topic, len(got))
+		}
+	}
+	t.Logf("%d input rows; %d of %d max rows committed when %s was killed", len(all), killedAt, len(maxRows), victim)
+	// The plan is a chain: besides the window aggregations' repartition
+	// topics, the aggregations over them (keyed by window) and the join
+	// have their own, each with a changelog.
+	acl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acl.Close()
+	topics, err := kadm.NewClient(acl).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rtopics []string
+	for _, name := range topics.Names() {
+		if strings.HasPrefix(name, "sqlc-") && strings.HasSuffix(name, "-repartition") {
+			rtopics = append(rtopics, name)
+		}
+	}
+	slices.Sort(rtopics)
+	t.Logf("repartition topics: %v", rtopics)
+	if len(rtopics) < 3 {
+		t.Errorf("%d repartition topics, want at least 3 (a window aggregation, an aggregation over it, a join)", len(rtopics))
+	}
+}
