@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/trace"
-	"slices"
 
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
@@ -193,14 +192,22 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 // triggers, lateness) whose keys, accumulators and results are shareable:
 // it copies every key's windows into one array and defers their encoding.
 func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
-	nkeys, nwins := 0, 0
-	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
-		nkeys++
-		nwins += len((*p).wins)
-		return true
-	})
-	entries := slices.Grow(op.snapCopy[:0], nkeys)
-	wins := slices.Grow(op.snapWins[:0], nwins)
+	// One walk over the keys (a counting walk first cost as much again:
+	// the walk is bound by reading each key's state). The arrays are
+	// reused; when they are too small they are replaced with headroom, not
+	// grown by slices.Grow, which would copy the old array whole (q11's
+	// trace showed that copy in the barrier while its sessions grew). A
+	// key has one window or more, so wins may still grow by append: the
+	// entries taken before then keep pointing into the old array, which
+	// the clear of the entries after encoding lets go.
+	nkeys := op.keys.Len()
+	entries, wins := op.snapCopy[:0], op.snapWins[:0]
+	if cap(entries) < nkeys {
+		entries = make([]genEntry[K, ACC, OUT], 0, nkeys+nkeys/4)
+	}
+	if cap(wins) < nkeys {
+		wins = make([]genWinEntry[ACC, OUT], 0, nkeys+nkeys/4)
+	}
 	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
 		ks := *p
 		from := len(wins)

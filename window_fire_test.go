@@ -111,6 +111,8 @@ func TestFixedTimersMatchHeap(t *testing.T) {
 		CountTrigger(3),
 		CountTrigger(2).Purging(),
 		ProcessingTimeTrigger(),
+		// Removes a window at its processing-time firing.
+		ProcessingTimeTrigger().Purging(),
 	}
 	windows := []Windows{Tumbling(100 * time.Millisecond), Hopping(100*time.Millisecond, 30*time.Millisecond)}
 	for seed := uint64(1); seed <= 6; seed++ {

@@ -60,6 +60,13 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 }
 
 // gkey is one key's open windows.
+//
+// Its first window and the array of its first two window pointers live in
+// the gkey itself (newGKey, newWin): walking the keys (a barrier's copy,
+// firing) then reads one object per key instead of three scattered ones.
+// The barrier's copy of Nexmark q8's state (CoGroup, tumbling windows, most
+// keys in one window) was bound by those cache misses: 20–300 ms of the
+// task's time per checkpoint in a trace at 300 K events/s.
 type gkey[K comparable, ACC, OUT any] struct {
 	key  K
 	hash uint64
@@ -67,6 +74,28 @@ type gkey[K comparable, ACC, OUT any] struct {
 	// The key's entry in the event-time heap, if hasTimer.
 	timer    tkey
 	hasTimer bool
+	// firstUsed: first has held a window. It is never reused for another
+	// (a timer queue may still point to it after its window went).
+	firstUsed bool
+	winsArr   [2]*gwin[ACC, OUT]
+	first     gwin[ACC, OUT]
+}
+
+// newGKey returns a key's state with no windows.
+func newGKey[K comparable, ACC, OUT any](key K, hash uint64) *gkey[K, ACC, OUT] {
+	ks := &gkey[K, ACC, OUT]{key: key, hash: hash}
+	ks.wins = ks.winsArr[:0]
+	return ks
+}
+
+// newWin returns storage for a new window of ks: its inline window the
+// first time, else a new one.
+func (ks *gkey[K, ACC, OUT]) newWin() *gwin[ACC, OUT] {
+	if !ks.firstUsed {
+		ks.firstUsed = true
+		return &ks.first
+	}
+	return new(gwin[ACC, OUT])
 }
 
 // gwin is one window of one key.
@@ -217,7 +246,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 			continue
 		}
 		if ks == nil {
-			ks = &gkey[K, ACC, OUT]{key: r.key, hash: r.hash}
+			ks = newGKey[K, ACC, OUT](r.key, r.hash)
 			p, _ := op.keys.Upsert(r.hash, r.key)
 			*p = ks
 		}
@@ -253,7 +282,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 			}
 		}
 	}
-	nw := &gwin[ACC, OUT]{start: start, end: end, acc: op.agg.Create()}
+	nw := ks.newWin()
+	*nw = gwin[ACC, OUT]{start: start, end: end, acc: op.agg.Create()}
 	if len(merged) > 0 {
 		keep := ks.wins[:0]
 		for _, w := range ks.wins {
@@ -556,6 +586,10 @@ type genWinEntry[ACC, OUT any] struct {
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if trace.IsEnabled() {
+		// The task stops for this region: what a checkpoint costs its input.
+		defer trace.StartRegion(context.Background(), "window-barrier").End()
+	}
 	if op.async {
 		return op.barrierDeferred(b, s)
 	}
@@ -585,11 +619,12 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) err
 	op.wm, op.emitWM, op.sentWM = wm, wm, wm
 	now := op.now()
 	return codec.EachEntry(groups, func(e genEntry[K, ACC, OUT]) {
-		ks := &gkey[K, ACC, OUT]{key: e.Key, hash: e.Hash}
+		ks := newGKey[K, ACC, OUT](e.Key, e.Hash)
 		p, _ := op.keys.Upsert(e.Hash, e.Key)
 		*p = ks
 		for _, we := range e.Wins {
-			w := &gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
+			w := ks.newWin()
+			*w = gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
 				dirty: we.Dirty, last: we.Last, early: we.Early, lateTimer: we.LateTimer, procTimer: we.ProcTimer}
 			ks.wins = append(ks.wins, w)
 			op.addWin(ks, w)

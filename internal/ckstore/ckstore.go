@@ -176,15 +176,12 @@ func writeSnapshot(cfg Config, p *checkpoint.Pending, final bool, snaps []*coord
 				}
 			}
 			name := fmt.Sprintf("op%03d-%s-%d.state", index[st.UID], checkpoint.SafeName(st.UID), st.Subtask)
-			data, err := codec.Marshal(st)
-			if err != nil {
-				return nil, nil, err
-			}
 			w, err := p.Create(name)
 			if err != nil {
 				return nil, nil, err
 			}
-			if _, err := w.Write(data); err != nil {
+			// Streamed: no buffer the size of the state (codec.WriteStateFile).
+			if err := codec.WriteStateFile(w, &st); err != nil {
 				w.Close()
 				return nil, nil, err
 			}

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"slices"
 )
 
@@ -70,6 +71,79 @@ func AppendStateFile(dst []byte, st *StateFile) []byte {
 		}
 	}
 	return b
+}
+
+// WriteStateFile writes the bytes AppendStateFile would append to an empty
+// buffer, without building that buffer: the header, then each key group's
+// and meta value's bytes passed to w as they are. A window operator's state
+// file is its whole state (hundreds of MB for Nexmark q8 at an idle
+// machine's rate): a buffer of that size, fresh at every checkpoint, cost
+// the coordinator more CPU zeroing and faulting in its pages (a fifth of
+// q8's process CPU in a latency run) than encoding the state did, and
+// the garbage collector a cycle, competing with the tasks for the cores.
+func WriteStateFile(w io.Writer, st *StateFile) error {
+	var hdr []byte
+	flush := func(data []byte) error {
+		if len(hdr) > 0 {
+			if _, err := w.Write(hdr); err != nil {
+				return err
+			}
+			hdr = hdr[:0]
+		}
+		if len(data) > 0 {
+			if _, err := w.Write(data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	hdr = append(hdr, MagicStateFile, Version)
+	hdr = AppendBytes(hdr, []byte(st.UID))
+	hdr = AppendBytes(hdr, []byte(st.Name))
+	hdr = binary.AppendVarint(hdr, int64(st.Subtask))
+	hdr = binary.AppendVarint(hdr, int64(st.Parallelism))
+	hdr = binary.AppendVarint(hdr, st.Watermark)
+	if st.Groups == nil {
+		hdr = append(hdr, 0)
+	} else {
+		hdr = binary.AppendUvarint(hdr, uint64(len(st.Groups))+1)
+		kgs := make([]int, 0, len(st.Groups))
+		for kg := range st.Groups {
+			kgs = append(kgs, kg)
+		}
+		slices.Sort(kgs)
+		for _, kg := range kgs {
+			v := st.Groups[kg]
+			hdr = binary.AppendVarint(hdr, int64(kg))
+			hdr = binary.AppendUvarint(hdr, uint64(len(v)))
+			if len(v) < 4096 {
+				hdr = append(hdr, v...) // small: one write with its neighbours
+			} else if err := flush(v); err != nil {
+				return err
+			}
+		}
+	}
+	if st.Meta == nil {
+		hdr = append(hdr, 0)
+	} else {
+		hdr = binary.AppendUvarint(hdr, uint64(len(st.Meta))+1)
+		keys := make([]string, 0, len(st.Meta))
+		for k := range st.Meta {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			hdr = AppendBytes(hdr, []byte(k))
+			v := st.Meta[k]
+			hdr = binary.AppendUvarint(hdr, uint64(len(v)))
+			if len(v) < 4096 {
+				hdr = append(hdr, v...)
+			} else if err := flush(v); err != nil {
+				return err
+			}
+		}
+	}
+	return flush(nil)
 }
 
 // DecodeStateFile reads a state file written by AppendStateFile; data
