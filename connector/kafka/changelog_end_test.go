@@ -15,7 +15,7 @@ import (
 // repartition topic of the keyed operator uid: the offsets of partitions
 // whose changelog partition a commit wrote carry its end (";cl=N" after the
 // watermarks), which a restore waits for; the changelog's last stable
-// offset is at or past it. At least one partition must carry one.
+// offset is at or past it.
 func checkChangelogEnds(t *testing.T, addrs []string, appID, uid string) {
 	t.Helper()
 	adm := newAdmin(t, addrs)
@@ -49,7 +49,11 @@ func checkChangelogEnds(t *testing.T, addrs []string, appID, uid string) {
 			t.Errorf("changelog %s partition %d: last stable offset %v below the committed end %d", changelog, o.Partition, l.Offset, end)
 		}
 	})
-	if found == 0 {
-		t.Errorf("no committed offset of %s's repartition topic carries its changelog's end", uid)
-	}
+	// Only the partitions whose changelog partition the LAST commit wrote
+	// carry an end (a later commit that writes nothing there commits its
+	// offset without one, which is safe: the transaction that wrote the
+	// changelog ended before it). Which partitions those are depends on
+	// when the commits fell, so none may carry one; that the restore waits
+	// for the end is TestChangelogRestoreWaitsForTheCommit's.
+	t.Logf("%d committed offsets of %s's repartition topic carry its changelog's end", found, uid)
 }

@@ -68,8 +68,8 @@ func windowJoinModel(l, r []event) []string {
 // each join's two KeyBys go through one repartition topic named by the
 // join's uid, with the larger input's partition count, and the pairs
 // (the window join's need both sides' watermarks to cross the topic: the
-// windows fire on them) equal the model's. Each join's state has its
-// changelog.
+// windows fire on them) equal the model's. The regular join's state has
+// its changelog, and the committed offsets carry the changelog's end.
 func TestGroupJoinInProcess(t *testing.T) {
 	_, addrs := newCluster(t, kfake.SeedTopics(4, "l", "r"), kfake.SeedTopics(2, "out"))
 	left, right := joinSide(2000, 20, 0, 0, 0), joinSide(2000, 20, 1, 100_000, 5)
@@ -126,10 +126,18 @@ func TestGroupJoinInProcess(t *testing.T) {
 	sameOutput(t, "joins through one repartition topic each", committedValues(t, addrs, "out"), want)
 	for _, uid := range []string{"wjoin", "join"} {
 		checkRepartitionTopic(t, addrs, "jp-"+uid+"-repartition", 4)
-		recs := readRecords(t, addrs, kafka.ChangelogTopic("jp", uid))
-		if len(recs) == 0 {
-			t.Errorf("the changelog of %s is empty", uid)
-		}
+	}
+	// The regular join keeps its state for ever, so some commit always
+	// writes it and its changelog holds state. The window join's state is
+	// gone once its windows fire; a commit catches it only if one falls
+	// while windows are open, which depends on the machine's speed (a
+	// bounded run can read and fire everything before its first commit:
+	// this test failed so on a loaded machine). TestGroupJoinKill covers
+	// the window join's changelog (it fails with the restore disabled).
+	if recs := readRecords(t, addrs, kafka.ChangelogTopic("jp", "join")); len(recs) == 0 {
+		t.Errorf("the changelog of join is empty")
+	}
+	for _, uid := range []string{"wjoin", "join"} {
 		checkChangelogEnds(t, addrs, "jp", uid)
 	}
 }
