@@ -91,6 +91,12 @@ func newFlatReader(r weir.SplitReader[Decoded]) (*flatReader, error) {
 	return &flatReader{r: cr}, nil
 }
 
+// maxRowsPerRecord is the most rows a format decodes from one record:
+// debezium-json gives two for an update (-U and +U), the others one. A
+// format giving more would still be correct in one process (Position keeps
+// the rows over) but not across a commit in group mode.
+const maxRowsPerRecord = 2
+
 type flatReader struct {
 	r       weir.CheckpointedReader[Decoded]
 	recs    []Decoded
@@ -128,8 +134,16 @@ func (r *flatReader) Read(ctx context.Context, dst []types.Row) (int, error) {
 		if r.eof {
 			return n, io.EOF
 		}
-		// Most records give one row, some two: read what is likely to fit.
-		m := max(1, (len(dst)-n)/2)
+		// A record gives at most maxRowsPerRecord rows. Read only the
+		// records whose rows fit whole, so that a Read leaves no row of a
+		// record over whenever dst has room for a whole record: group mode
+		// (docs/scale-out.md) commits the Kafka offset after the records
+		// read, not this reader's Position, and a row left over at that
+		// commit would be lost if the process died before the next one.
+		if n > 0 && len(dst)-n < maxRowsPerRecord {
+			return n, nil
+		}
+		m := max(1, (len(dst)-n)/maxRowsPerRecord)
 		if cap(r.recs) < m {
 			r.recs = make([]Decoded, m)
 		}
