@@ -86,10 +86,19 @@ func batchChain(evs []sqlEvent) (maxRows, topRows []string) {
 
 // TestGroupSQLChain: chainSQL (aggregations over a window aggregation:
 // chains of KeyBys) runs as three `weir sql -f FILE --app-id ID`
-// processes over a four-partition input; one is SIGKILLed once it has
-// committed part of a partition it owns and output is committed, and
-// started again. When all have ended, both sinks read read_committed hold
-// exactly the rows of the batch evaluation.
+// processes over a four-partition input; one is SIGKILLed while output is
+// committed in part, and started again. Both sinks, read read_committed,
+// then hold exactly the rows of the batch evaluation.
+//
+// The kill must come mid-run whatever the machine's speed: the source
+// table is unbounded (the file without 'scan.bounded.mode'), the first
+// half of the input is written before the processes start, the kill comes
+// once some output is committed, and the second half (with one event per
+// partition a minute later, which moves the watermark past every window of
+// the input and is in no window that fires) only after the restart. (A
+// bounded run finished before the test could see a partition half
+// committed on an idle machine.) The processes are stopped once the
+// output is complete.
 func TestGroupSQLChain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -101,15 +110,23 @@ func TestGroupSQLChain(t *testing.T) {
 	// 20,000 rows per partition, one per 30ms of event time (10 minutes).
 	evs := sqlEvents(20_000, 30, 5, 0)
 	var all []sqlEvent
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for p, es := range evs {
+	var last int64
+	for _, es := range evs {
+		all = append(all, es...)
 		for _, e := range es {
-			all = append(all, e)
+			last = max(last, e.ts)
+		}
+	}
+	produce := func(from, to int, flush bool) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		send := func(p int, e sqlEvent) {
 			v := fmt.Appendf(nil, `{"k":%q,"v":%d,"ts":%q}`, e.k, e.v, time.UnixMilli(e.ts).UTC().Format("2006-01-02 15:04:05.000"))
 			cl.Produce(ctx, &kgo.Record{Topic: "cev", Partition: int32(p), Value: v}, func(_ *kgo.Record, err error) {
 				if err != nil {
@@ -117,18 +134,31 @@ func TestGroupSQLChain(t *testing.T) {
 				}
 			})
 		}
+		for p, es := range evs {
+			for _, e := range es[from:to] {
+				send(p, e)
+			}
+			if flush {
+				send(p, sqlEvent{k: "flush", ts: last + 60_000})
+			}
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
 	}
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cl.Close()
-	if t.Failed() {
-		t.FailNow()
-	}
+	half := len(evs[0]) / 2
+	produce(0, half, false)
 	maxRows, topRows := batchChain(all)
 	want := map[string][]string{"max_out": maxRows, "top_out": topRows}
 	file := filepath.Join(t.TempDir(), "chain.sql")
-	if err := os.WriteFile(file, []byte(chainSQL), 0o644); err != nil {
+	unbounded := strings.Replace(chainSQL, "'scan.bounded.mode' = 'latest-offset', ", "", 1)
+	if unbounded == chainSQL {
+		t.Fatal("chainSQL has no 'scan.bounded.mode' to remove")
+	}
+	if err := os.WriteFile(file, []byte(unbounded), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := func(name string) *kafkatest.Proc {
@@ -137,19 +167,22 @@ func TestGroupSQLChain(t *testing.T) {
 	maxes := func() int { return len(kafkatest.Committed(t, addrs, "max_out")) }
 	began := time.Now()
 	procs := map[string]*kafkatest.Proc{"a": start("a"), "b": start("b"), "c": start("c")}
-	var victim string
-	weirtest.WaitFor(t, "a process has committed part of a partition it owns, and output is committed", 3*time.Minute, func() bool {
+	running := func() {
 		for name, p := range procs {
 			if p.Exited() {
-				t.Fatalf("process %s ended before the kill:\n%s", name, p.Stderr.String())
+				t.Fatalf("process %s ended:\n%s", name, p.Stderr.String())
 			}
 		}
+	}
+	var victim string
+	weirtest.WaitFor(t, "a process owns a partition of the input, and output is committed", 3*time.Minute, func() bool {
+		running()
 		d, err := kafka.DescribeGroup(context.Background(), addrs, "sqlc")
 		if err != nil {
 			return false
 		}
 		for _, p := range d.Partitions {
-			if name, ok := strings.CutPrefix(p.Owner, "sqlc-"); ok && procs[name] != nil && p.Committed > 0 && p.Committed < p.End {
+			if name, ok := strings.CutPrefix(p.Owner, "sqlc-"); ok && p.Topic == "cev" && procs[name] != nil && p.Committed > 0 {
 				victim = name
 				return maxes() > 0
 			}
@@ -160,13 +193,23 @@ func TestGroupSQLChain(t *testing.T) {
 	killedAt := maxes()
 	t.Logf("%v: %s killed", time.Since(began), victim)
 	if killedAt >= len(maxRows) {
-		t.Fatalf("all %d max rows committed before the kill: the test proves nothing", killedAt)
+		t.Fatalf("all %d max rows committed before the kill, with half the input written", killedAt)
 	}
 	procs[victim] = start(victim)
+	produce(half, len(evs[0]), true)
+	weirtest.WaitFor(t, "every row of both sinks committed", 3*time.Minute, func() bool {
+		running()
+		for _, topic := range sinks {
+			if len(kafkatest.Committed(t, addrs, topic)) < len(want[topic]) {
+				return false
+			}
+		}
+		return true
+	})
 	for _, p := range procs {
-		p.Wait(t, 3*time.Minute)
+		p.Kill(t)
 	}
-	t.Logf("%v: all processes ended", time.Since(began))
+	t.Logf("%v: output complete, processes stopped", time.Since(began))
 	for _, topic := range sinks {
 		got := sinkRows(t, addrs, topic)
 		if sameRows(t, topic, got, want[topic]) {

@@ -343,7 +343,7 @@ func TestGroupSQLKill(t *testing.T) {
 			return false
 		}
 		for _, p := range d.Partitions {
-			if name, ok := strings.CutPrefix(p.Owner, "sqlg-"); ok && procs[name] != nil && p.Committed > 0 && p.Committed < p.End {
+			if name, ok := strings.CutPrefix(p.Owner, "sqlg-"); ok && p.Topic == "ev" && procs[name] != nil && p.Committed > 0 && p.Committed < p.End {
 				victim = name
 				return tumbles() > 0
 			}
