@@ -35,42 +35,18 @@ func AppendStateFile(dst []byte, st *StateFile) []byte {
 	for k, v := range st.Meta {
 		size += 2*binary.MaxVarintLen64 + len(k) + len(v)
 	}
-	b := slices.Grow(dst, size)
-	b = append(b, MagicStateFile, Version)
-	b = AppendBytes(b, []byte(st.UID))
-	b = AppendBytes(b, []byte(st.Name))
-	b = binary.AppendVarint(b, int64(st.Subtask))
-	b = binary.AppendVarint(b, int64(st.Parallelism))
-	b = binary.AppendVarint(b, st.Watermark)
-	if st.Groups == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(st.Groups))+1)
-		kgs := make([]int, 0, len(st.Groups))
-		for kg := range st.Groups {
-			kgs = append(kgs, kg)
-		}
-		slices.Sort(kgs)
-		for _, kg := range kgs {
-			b = binary.AppendVarint(b, int64(kg))
-			b = AppendBytes(b, st.Groups[kg])
-		}
-	}
-	if st.Meta == nil {
-		b = append(b, 0)
-	} else {
-		b = binary.AppendUvarint(b, uint64(len(st.Meta))+1)
-		keys := make([]string, 0, len(st.Meta))
-		for k := range st.Meta {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			b = AppendBytes(b, []byte(k))
-			b = AppendBytes(b, st.Meta[k])
-		}
-	}
-	return b
+	w := appendWriter(slices.Grow(dst, size))
+	_ = WriteStateFile(&w, st) // appending to a slice does not fail
+	return w
+}
+
+// appendWriter is an io.Writer that appends to a byte slice: AppendStateFile
+// is WriteStateFile into memory, so the two cannot drift apart.
+type appendWriter []byte
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	*w = append(*w, p...)
+	return len(p), nil
 }
 
 // WriteStateFile writes the bytes AppendStateFile would append to an empty

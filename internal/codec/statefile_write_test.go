@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// WriteStateFile streams exactly the bytes AppendStateFile builds, for
-// groups and meta values small (copied into the header) and large
-// (written as they are), and DecodeStateFile reads them back.
+// WriteStateFile streams exactly the bytes AppendStateFile builds (which is
+// WriteStateFile into memory: the format itself is pinned by the golden
+// files), for groups and meta values small (copied into the header) and
+// large (written as they are), and DecodeStateFile reads every value back.
 func TestWriteStateFileMatchesAppend(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	blob := func() []byte {
@@ -49,6 +50,16 @@ func TestWriteStateFileMatchesAppend(t *testing.T) {
 		}
 		if back.Watermark != st.Watermark || len(back.Groups) != len(st.Groups) || len(back.Meta) != len(st.Meta) {
 			t.Fatalf("case %d: decoded %+v", i, back)
+		}
+		for kg, v := range st.Groups {
+			if !bytes.Equal(back.Groups[kg], v) {
+				t.Fatalf("case %d: key group %d decoded as %d bytes, want %d", i, kg, len(back.Groups[kg]), len(v))
+			}
+		}
+		for k, v := range st.Meta {
+			if !bytes.Equal(back.Meta[k], v) {
+				t.Fatalf("case %d: meta %q decoded as %d bytes, want %d", i, k, len(back.Meta[k]), len(v))
+			}
 		}
 	}
 }
