@@ -280,11 +280,11 @@ func upstreamTasks(st *subtask, w *node, up exchangeUp) ([]string, error) {
 type sharedMin struct {
 	mu   sync.Mutex
 	plan *plan
-	wms  *[]atomic.Int64
+	wms  []atomic.Int64
 }
 
 // slots returns the run's watermarks, one per subtask, starting at Min.
-func (s *sharedMin) slots(p *plan, n int) *[]atomic.Int64 {
+func (s *sharedMin) slots(p *plan, n int) []atomic.Int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.plan != p {
@@ -292,7 +292,7 @@ func (s *sharedMin) slots(p *plan, n int) *[]atomic.Int64 {
 		for i := range wms {
 			wms[i].Store(watermark.Min)
 		}
-		s.plan, s.wms = p, &wms
+		s.plan, s.wms = p, wms
 	}
 	return s.wms
 }
@@ -330,7 +330,7 @@ type exchangeOut[K comparable, T any] struct {
 	wm    int64
 	m     *metrics.Operator
 	// min, behind a keyed operator: every subtask's wm, slot this one's.
-	min  *[]atomic.Int64
+	min  []atomic.Int64
 	slot int
 }
 
@@ -349,7 +349,7 @@ func (o *exchangeOut[K, T]) push(b *batch[T]) error {
 	if b.watermark > o.wm {
 		o.wm = b.watermark
 		if o.min != nil {
-			(*o.min)[o.slot].Store(o.wm)
+			o.min[o.slot].Store(o.wm)
 		}
 	}
 	return nil
@@ -359,9 +359,9 @@ func (o *exchangeOut[K, T]) push(b *batch[T]) error {
 // every partition.
 func (o *exchangeOut[K, T]) markers(wm int64) error {
 	if o.min != nil {
-		(*o.min)[o.slot].Store(wm)
-		for i := range *o.min {
-			wm = min(wm, (*o.min)[i].Load())
+		o.min[o.slot].Store(wm)
+		for i := range o.min {
+			wm = min(wm, o.min[i].Load())
 		}
 	}
 	for _, t := range o.tasks {

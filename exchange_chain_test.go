@@ -79,7 +79,7 @@ func TestChainWritersShareTheMinimum(t *testing.T) {
 		t.Fatalf("both ended: last marker %s, want +inf", got)
 	}
 	// A new local run (another plan) starts from nothing.
-	if w := (*shared.slots(&plan{}, 2))[0].Load(); w != watermark.Min {
+	if w := shared.slots(&plan{}, 2)[0].Load(); w != watermark.Min {
 		t.Fatalf("a new run's slot starts at %d", w)
 	}
 }

@@ -112,19 +112,33 @@ func deferrable(agg any, k, acc, out reflect.Type) bool {
 // clears what else the copy refers to: an append-only accumulator's
 // events should not stay alive until the next checkpoint.
 func deferKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], entries []E, kg func(*E) int, release func()) {
+	deferEncode(s, info, wm, g, func(add func(int, *E)) {
+		for i := range entries {
+			add(kg(&entries[i]), &entries[i])
+		}
+	}, func() {
+		// Drop the copy's references (append-only accumulators' slices)
+		// so that fired windows' events do not stay alive until the next
+		// checkpoint; the next barrier fills the array again.
+		clear(entries)
+		if release != nil {
+			release()
+		}
+	})
+}
+
+// deferEncode adds a deferred state file to s: walk, run when the
+// coordinator resolves it, passes every entry of the barrier's copy to add
+// with its key group; release (if not nil) then drops the copy's
+// references, whether or not the encoding failed.
+func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], walk func(add func(int, *E)), release func()) {
 	s.Deferred = append(s.Deferred, func() (opState, error) {
 		if trace.IsEnabled() {
 			defer trace.StartRegion(context.Background(), "deferred-encode").End()
 		}
 		g.Start(int(info.maxP))
-		for i := range entries {
-			g.Add(kg(&entries[i]), &entries[i])
-		}
+		walk(g.Add)
 		groups, err := g.Finish()
-		// Drop the copy's references (append-only accumulators' slices)
-		// so that fired windows' events do not stay alive until the next
-		// checkpoint; the next barrier fills the array again.
-		clear(entries)
 		if release != nil {
 			release()
 		}
@@ -158,32 +172,24 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 		bks = append(bks, bucket[K, ACC]{start: bk.start, end: bk.end, tab: t})
 	}
 	op.snapBuckets = bks
-	info, wm, g := op.info, op.wm, &op.snap
-	s.Deferred = append(s.Deferred, func() (opState, error) {
-		if trace.IsEnabled() {
-			defer trace.StartRegion(context.Background(), "deferred-encode").End()
-		}
-		g.Start(int(info.maxP))
+	maxP := op.info.maxP
+	deferEncode(s, op.info, op.wm, &op.snap, func(add func(int, *alignedEntry[K, ACC])) {
 		var e alignedEntry[K, ACC]
 		for _, bk := range bks {
 			e.Start, e.End = bk.start, bk.end
 			bk.tab.All(func(h uint64, k K, acc *ACC) bool {
 				e.Hash, e.Key, e.Acc = h, k, *acc
-				g.Add(int(h%info.maxP), &e)
+				add(int(h%maxP), &e)
 				return true
 			})
-			// Drop the copy's references (an append-only accumulator's
-			// slices) so that fired windows' events do not stay alive
-			// until the next checkpoint; the next barrier copies again.
+		}
+	}, func() {
+		// Drop the copies' references (an append-only accumulator's
+		// slices) so that fired windows' events do not stay alive until
+		// the next checkpoint; the next barrier copies again.
+		for _, bk := range bks {
 			bk.tab.Reset()
 		}
-		groups, err := g.Finish()
-		if err != nil {
-			return opState{}, fmt.Errorf("weir: snapshot of %s: %w", info.name, err)
-		}
-		st := info.state(wm)
-		st.Groups = groups
-		return st, nil
 	})
 	return op.winOut.forwardBarrier(b, s)
 }
