@@ -705,7 +705,7 @@ type localRun struct {
 		sync.Mutex
 		readers  map[tp]*groupReader // open and not at their end
 		reported map[tp]int64        // position at the held barrier, per open reader
-		ended    map[tp]int64        // readers at their end: final positions
+		ended    map[tp]int64        // readers whose end position was committed: that position
 		meta     map[tp]string       // metadata to commit with a position (repartition partitions)
 		clEnd    map[tp]int64        // changelog partitions the open transaction wrote, by feed partition (changelog.go; made by wroteChangelog)
 		release  chan struct{}       // closed when the held barrier's transaction committed
@@ -788,7 +788,12 @@ func (lr *localRun) report(p tp, pos int64) {
 	lr.maybeCommitLocked()
 }
 
-// ended is a reader that reached its end (or closed) at pos.
+// ended is a reader that closed (pos -1), or whose end position pos was
+// committed: a reader at its end reports that position at a completed
+// checkpoint like any other, and ends after the commit (reader.endGroup),
+// never before its last records passed a barrier. The commits no longer
+// wait for it; later ones carry pos again, with the metadata of the
+// changelog partitions they wrote for it.
 func (lr *localRun) ended(p tp, pos int64) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
@@ -823,11 +828,10 @@ func (lr *localRun) maybeCommitLocked() {
 }
 
 // marks are the offsets to commit, where they moved past the run's start:
-// the reported positions, and those of the readers that ended. A reader
-// that ended is in ended before the barrier every open reader holds at
-// (an open reader holds from its barrier until the commit, so it cannot
-// end in between): its records are before that barrier, in the
-// transaction. metas are the metadata to commit with them.
+// the reported positions (each at a barrier of a completed checkpoint:
+// the records before it are in the transaction), and those of the readers
+// whose end an earlier commit carried. metas are the metadata to commit
+// with them.
 func (lr *localRun) marks() (map[string]map[int32]kgo.EpochOffset, map[tp]string) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()

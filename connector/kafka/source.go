@@ -562,6 +562,11 @@ type reader[T any] struct {
 	// barrier, the channel closed when the transaction committed.
 	lr   *localRun
 	held <-chan struct{}
+	// atEnd: (group mode) the reader returned its last records; it ends
+	// (io.EOF) once a transaction carrying its end position committed.
+	// endReported: that position was reported at a completed checkpoint
+	// after the last records (the transaction is held's).
+	atEnd, endReported bool
 	// wms is the watermark of a repartition partition (group mode).
 	wms *wmTracker
 }
@@ -594,6 +599,9 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	}
 	if r.held != nil && !r.waitRelease(ctx) {
 		return 0, nil
+	}
+	if r.atEnd {
+		return r.endGroup(ctx)
 	}
 	if r.i == len(r.work) {
 		if err := r.refill(ctx); err != nil {
@@ -656,16 +664,40 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	if r.end >= 0 && r.position() >= r.end {
 		r.done = true
 	}
+	if r.done && r.lr != nil {
+		// Group mode: the records just read have not gone down the job
+		// yet, so the end position cannot be committed now (a commit the
+		// other readers are ready for would carry it without them, and
+		// they would go into the next transaction, lost for good if the
+		// process died before that one committed). It commits like any
+		// other position: reported at a checkpoint completed after these
+		// records; the reader ends after that commit.
+		r.done, r.atEnd = false, true
+		return n, nil
+	}
 	if r.done {
-		if r.lr != nil {
-			if r.wms != nil {
-				r.lr.setMeta(r.ps.tp, r.wms.encode())
-			}
-			r.lr.ended(r.ps.tp, r.position())
-		}
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// endGroup is Read of a group-mode reader that returned its last records:
+// io.EOF once its end position was committed (reported, then released),
+// until then nothing, waiting a little so the source task can pass the
+// barrier that commits it.
+func (r *reader[T]) endGroup(ctx context.Context) (int, error) {
+	if r.endReported {
+		r.done = true
+		r.lr.ended(r.ps.tp, r.position())
+		return 0, io.EOF
+	}
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return 0, nil
 }
 
 // refill takes the partition's buffered records, polling first if there
@@ -742,6 +774,9 @@ func (r *reader[T]) NotifyCheckpointComplete(ctx context.Context, checkpointID i
 			r.lr.setMeta(r.ps.tp, r.wms.encode())
 		}
 		r.lr.report(r.ps.tp, off)
+		if r.atEnd {
+			r.endReported = true
+		}
 		return nil
 	}
 	if r.src.cfg.group == "" {
