@@ -301,4 +301,15 @@ func TestGroupUnionKill(t *testing.T) {
 	var sb strings.Builder
 	d.WriteText(&sb)
 	t.Logf("\n%s", sb.String())
+	// The windows open at the kill were restored from the changelogs by
+	// whichever process took their key groups.
+	restored := false
+	for _, r := range d.Restores {
+		if strings.HasPrefix(r.Changelog, "uk-nested-") || strings.HasPrefix(r.Changelog, "uk-mapped-") {
+			restored = restored || r.KeyGroups > 0
+		}
+	}
+	if !restored {
+		t.Errorf("no process restored key groups of the union shapes' changelogs: %+v", d.Restores)
+	}
 }
