@@ -57,19 +57,22 @@ type exchangeUp struct {
 // runner. The node order stays topological: each reader comes just before
 // the operator it feeds.
 //
-// A hash edge from a Union (every two-input keyed operator: the joins key
-// the union of their tagged inputs, connectTwo) is cut on the union's
-// branches instead: a writer after each branch, all into the one topic of
-// the keyed operator, and the union goes. The records carry their side in
-// their value (the tagged union's), so the topic's partitions and their
-// assignment need nothing more; the watermark markers carry it in their
-// task ("<side>:<split>"), and a reader's watermark is the minimum over
-// every side's tasks, which is the minimum over the inputs a two-input
-// operator takes in one process.
+// A hash edge behind a Union (every two-input keyed operator: the joins key
+// the union of their tagged inputs, connectTwo; or a Union in the job) is
+// cut on the union's branches instead: a writer after each branch, all into
+// the one topic of the keyed operator (exchangeBranches). The records carry
+// what a keyed operator needs to tell the branches apart in their value
+// (the tagged union's), so the topic's partitions and their assignment
+// need nothing more; the watermark markers carry the branch in their task
+// ("<side>:<split>"), and a reader's watermark is the minimum over every
+// branch's tasks, which is the minimum over its inputs a union gives in one
+// process. Nested unions are flattened into their branches; one-input
+// operators between a union and the KeyBy are copied onto every branch.
+// The unions and operators no one reads any more go.
 func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	var xs []*hooks.Exchange
 	before := map[*node][]*node{} // reader nodes to place before a node
-	dropped := map[*node]bool{}   // unions cut away
+	dropped := map[*node]bool{}   // unions and operators cut away
 	orig := slices.Clone(j.nodes)
 	for _, n := range orig {
 		for _, e := range n.inputs {
@@ -84,17 +87,9 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 			if e.exchange == nil {
 				return nil, fmt.Errorf("weir: AppID: operator %q: its keyed input cannot cross processes", n.name)
 			}
-			var ups []exchangeUp
-			if u := e.from; u.union {
-				for i, ue := range u.inputs {
-					if ue.from.union {
-						return nil, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows a union of a union: group mode does not run that yet (one Union of streams each from one Kafka source)", n.name)
-					}
-					ups = append(ups, exchangeUp{from: ue.from, side: strconv.Itoa(i)})
-				}
-			} else {
-				ups = []exchangeUp{{from: e.from}}
-			}
+			k := len(j.nodes)
+			from := e.from
+			ups, cut := j.exchangeBranches(n, from)
 			x := &hooks.Exchange{UID: n.uid, MaxParallelism: j.cfg.maxParallelism}
 			for i := range ups {
 				src, keyed, err := exchangeSourceOf(n, ups[i].from)
@@ -112,16 +107,11 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 				}
 			}
 			x.Upstream = x.Upstreams[0]
-			k := len(j.nodes)
-			u := e.from
 			e.exchange(x, ups)
-			if u.union && len(u.outputs) == 0 {
-				// Its branches feed the writers now.
-				for _, ue := range u.inputs {
-					ue.from.outputs = slices.DeleteFunc(ue.from.outputs, func(o *edge) bool { return o == ue })
-				}
-				dropped[u] = true
-			}
+			// The branches feed the writers now: what was cut from them
+			// (the unions, the operators copied onto the branches) goes
+			// unless something else still reads it.
+			pruneCut(from, cut, dropped)
 			before[n] = append(before[n], j.nodes[k:]...)
 			xs = append(xs, x)
 		}
@@ -129,8 +119,9 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	if len(xs) == 0 {
 		return nil, nil
 	}
-	// New nodes: the writers (after their senders; they go at the end)
-	// and the readers with their decoding map (before their receivers).
+	// New nodes: the copies of operators and the writers (after their
+	// senders; they go at the end, in the order they were made) and the
+	// readers with their decoding map (before their receivers).
 	placed := map[*node]bool{}
 	var order []*node
 	for _, n := range orig {
@@ -158,18 +149,101 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 	return xs, nil
 }
 
+// exchangeBranches returns the senders of the KeyBy into n, whose input
+// comes from node from. Without a Union behind from (through one-input,
+// one-to-one operators) that is from itself. With one, the KeyBy is cut
+// on the union's branches: nested unions are flattened into their
+// branches, and the one-input operators between a union and the KeyBy
+// (Map, Filter, FlatMap: a chain) are copied onto each branch, after
+// which its writer goes. Each branch is then what group mode runs behind
+// a KeyBy anyway: a Kafka source or a keyed operator through one-to-one
+// operators, whose writer knows exactly which upstream tasks its records
+// come from and their watermark (a writer after the union would know only
+// the union's combined watermark, which a process owning none of one
+// input's partitions holds at its minimum for good). The branches are
+// numbered in the order of the unions' inputs, depth first: the side that
+// names their tasks. cut holds the unions and the operators copied.
+//
+// The copies compute what the operator computes after the union, since
+// each record goes through the union unchanged: a copy sees one branch's
+// records and that branch's watermark (a higher one than the union's, as
+// a group-mode process's operators see the watermark of the partitions it
+// owns rather than of all of them). Copies share the operator's name (and
+// so its metrics); their uids are the operator's with the keyed
+// operator's uid and the side.
+func (j *Job) exchangeBranches(n, from *node) (ups []exchangeUp, cut map[*node]bool) {
+	if !unionBehind(from) {
+		return []exchangeUp{{from: from}}, nil
+	}
+	cut = map[*node]bool{}
+	var expand func(m *node, chain []*node)
+	expand = func(m *node, chain []*node) {
+		switch {
+		case m.union:
+			cut[m] = true
+			for _, ie := range m.inputs {
+				expand(ie.from, chain)
+			}
+		case unionBehind(m):
+			cut[m] = true
+			expand(m.inputs[0].from, append([]*node{m}, chain...))
+		default:
+			side := strconv.Itoa(len(ups))
+			last := m
+			for _, op := range chain {
+				c := j.addNode(op.name, "", op.parallelism, config{name: op.name, uid: op.uid + "-" + n.uid + "-" + side})
+				c.build, c.tee = op.build, op.tee
+				op.inputs[0].again(last, c)
+				last = c
+			}
+			ups = append(ups, exchangeUp{from: last, side: side})
+		}
+	}
+	expand(from, nil)
+	return ups, cut
+}
+
+// unionBehind says whether a Union is reached from m going up through
+// one-input, one-to-one operators.
+func unionBehind(m *node) bool {
+	for !m.union {
+		if m.run != nil || m.build == nil || len(m.inputs) != 1 || m.inputs[0].part != forward || m.inputs[0].again == nil {
+			return false
+		}
+		m = m.inputs[0].from
+	}
+	return true
+}
+
+// pruneCut drops m, if it was cut (cut[m]: a union or an operator copied
+// onto the branches) and nothing reads it any more, and then what was
+// cut before it.
+func pruneCut(m *node, cut, dropped map[*node]bool) {
+	if !cut[m] || dropped[m] || len(m.outputs) > 0 {
+		return
+	}
+	dropped[m] = true
+	for _, ie := range m.inputs {
+		ie.from.outputs = slices.DeleteFunc(ie.from.outputs, func(o *edge) bool { return o == ie })
+		pruneCut(ie.from, cut, dropped)
+	}
+}
+
 // exchangeSourceOf returns the node whose splits are the upstream tasks of
 // from (a sender of the KeyBy into n): the source its chain starts at, the
 // KeyBy following it through one-input, one-to-one operators; or, when the
 // chain starts at a keyed operator whose own KeyBy was cut already (a
 // chain of KeyBys: rewriteExchanges goes in topological order), the reader
-// of that operator's repartition topic, with keyed true.
+// of that operator's repartition topic, with keyed true. (Unions were cut
+// away by exchangeBranches: none is behind from.)
 func exchangeSourceOf(n, from *node) (src *node, keyed bool, err error) {
 	src = from
 	for src.run == nil {
 		switch {
+		case len(src.inputs) == 0:
+			return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, a side output (late events, bad records): group mode does not run that yet (a KeyBy must follow Kafka sources or keyed operators through one-input operators and unions)", n.name, src.name)
 		case len(src.inputs) != 1:
-			return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has several inputs (a union or a join): group mode does not run that yet (a KeyBy must follow Kafka sources or a keyed operator through one-input operators, or one Union of such streams)", n.name, src.name)
+			return nil, false, fmt.Errorf("weir: AppID: the KeyBy into operator %q follows operator %q, which has %d inputs and is no union: group mode does not run that", n.name, src.name, len(src.inputs))
 		case src.inputs[0].part == hashed:
 			// A keyed operator: its input is the decoding map of its
 			// repartition topic's reader.

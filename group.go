@@ -35,12 +35,16 @@ import (
 // commit to the compacted topic "<app id>-<uid>-changelog" (N partitions,
 // the same mapping) in the same transaction, and restores them from it
 // whenever its local job starts. The KeyBy must follow Kafka sources
-// through one-to-one operators, or one Union of such streams: a join
-// (every two-input keyed operator keys the union of its tagged inputs)
-// gets one repartition topic, named by the join's uid, into which both
-// sides write. A KeyBy may also follow a keyed operator (a chain of
-// KeyBys): its own repartition topic, whose upstream tasks are the
-// partitions of the first stage's topic. See docs/scale-out.md for the
+// through one-to-one operators and unions: behind unions (nested, with
+// one-input operators between them and the KeyBy) it is cut on the
+// unions' branches, each writing into the one topic, the operators after
+// a union copied onto each branch; so a join (every two-input keyed
+// operator keys the union of its tagged inputs) gets one repartition
+// topic, named by the join's uid, into which both sides write. A KeyBy
+// may also follow a keyed operator (a chain of KeyBys): its own
+// repartition topic, whose upstream tasks are the partitions of the
+// first stage's topic. Rebalance, Broadcast and LateEvents before a
+// KeyBy are refused. See docs/scale-out.md for the
 // model, its guarantees and its limits.
 func AppID(id string) Option {
 	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}

@@ -122,8 +122,8 @@ type node struct {
 	// exchangeOf is set on the reader node of a repartition topic (group
 	// mode, exchange.go).
 	exchangeOf *hooks.Exchange
-	// union marks a Union node (group mode cuts a KeyBy behind it on its
-	// branches: exchange.go).
+	// union marks a Union node (group mode cuts a KeyBy behind it, or
+	// behind one-input operators after it, on its branches: exchange.go).
 	union bool
 }
 
@@ -146,6 +146,11 @@ type edge struct {
 	// ups (the sender, or the branches of the union it is), whose sources'
 	// splits are the upstream tasks.
 	exchange func(x *hooks.Exchange, ups []exchangeUp)
+	// again adds an edge like this one (its element type and
+	// partitioning) from another node to another: group mode copies the
+	// one-input operators between a Union and a KeyBy onto each branch of
+	// the union (exchange.go). Nil on hash edges.
+	again func(from, to *node) *edge
 }
 
 // target is one receiving gate channel of an edge.

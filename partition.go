@@ -254,6 +254,7 @@ func connect[T any](s *Stream[T], n *node, part partitioning) *edge {
 		return consumer[T](&plainWriter[T]{out: newOutBuffers(st, targets, pool, st.metrics(e.from)), part: e.part})
 	}
 	e.deliver, e.empty = deliverer(pool)
+	e.again = func(from, to *node) *edge { return connect(&Stream[T]{job: s.job, node: from}, to, part) }
 	return e
 }
 

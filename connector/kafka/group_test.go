@@ -214,10 +214,12 @@ func TestGroupInProcessAndDescribe(t *testing.T) {
 }
 
 // TestGroupRefusesWhatIsNotBuilt: in group mode a KeyBy goes through a
-// repartition topic (behind one Union too: joins run,
-// group_join_test.go; behind another keyed operator: chains run,
-// group_chain_test.go), but one behind a union of a union is refused,
-// with an error that says so.
+// repartition topic (behind a Union too: joins run, group_join_test.go;
+// behind unions of unions and operators after a union,
+// group_union_test.go; behind another keyed operator: chains run,
+// group_chain_test.go), but one behind a redistributed stream
+// (Rebalance) or behind a window's late events is refused, with an error
+// that says so.
 func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
 	key := func(e event) string { return e.Key }
@@ -225,9 +227,15 @@ func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 		name, want string
 		build      func(src *weir.Stream[event])
 	}{
-		{"union of a union", "a union of a union", func(src *weir.Stream[event]) {
-			u := weir.Union(weir.Union(src, src), src)
-			weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(u, key), weir.Tumbling(time.Second)), weir.Count[event]()))
+		{"rebalance", `"spread", whose input is redistributed`, func(src *weir.Stream[event]) {
+			r := weir.Rebalance(weir.Union(src, src), weir.Name("spread"))
+			weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(r, key), weir.Tumbling(time.Second)), weir.Count[event]()))
+		}},
+		{"late events", "a side output", func(src *weir.Stream[event]) {
+			counts := weir.Aggregate(weir.Window(weir.KeyBy(src, key), weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("counts"))
+			late := weir.LateEvents[event](counts)
+			weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(late, func(l weir.LateEvent[string, event]) string { return l.Key }),
+				weir.Tumbling(time.Second)), weir.Count[weir.LateEvent[string, event]](), weir.UID("late-counts")))
 		}},
 	} {
 		job := weir.NewJob("group-"+tc.name, weir.AppID("kb"))

@@ -142,7 +142,8 @@ type Exchange struct {
 	Upstream any
 	// Upstreams are the sources of every sender (Upstream is the first).
 	// A KeyBy behind a Union (a two-input keyed operator: a join keys the
-	// union of its tagged inputs) has one sender per branch, all writing
+	// union of its tagged inputs; nested unions are flattened into their
+	// branches) has one sender per branch, all writing
 	// into the one topic; their upstream tasks are named
 	// "<branch>:<split>", and a reader waits for every branch's. An
 	// upstream that is an *Exchange (a KeyBy behind a keyed operator: a

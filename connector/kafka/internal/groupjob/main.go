@@ -19,6 +19,12 @@
 // stage's keyed operator): counts per key and hopping window (2s, sliding
 // 1s), then per 5 s bucket of the windows' ends the sum of the counts and
 // the largest count ("bucket=sum count key"; as chainJob of the tests).
+// "union" reads --in2 too and keys two shapes of unions into counts per
+// key and tumbling second ("tag,key,start,count"): a union of a union
+// (tag n: the two inputs and the first again with its keys prefixed "x")
+// and a Map and a Filter after a union (tag m: the two inputs' events
+// regrouped by seq mod 3, every fifth dropped); as unionShapesJob of the
+// tests.
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
@@ -74,7 +80,7 @@ func main() {
 		session = flag.Duration("session-timeout", 0, "the group's session timeout (0: franz-go's default)")
 		commit  = flag.Duration("commit-interval", 50*time.Millisecond, "commit interval")
 		verbose = flag.Bool("v", false, "log at info level")
-		keyed   = flag.String("keyed", "", `"tag", "window", "state", "join" or "chain": the events cross a KeyBy (see the package comment)`)
+		keyed   = flag.String("keyed", "", `"tag", "window", "state", "join", "chain" or "union": the events cross a KeyBy (see the package comment)`)
 		rparts  = flag.Int("repartition-partitions", 0, "partitions of the repartition topic (0: the input's)")
 		in2     = flag.String("in2", "in2", "second input topic (--keyed join)")
 		lag     = flag.Duration("lag", 0, `--keyed chain: sleep this long per first-stage result (this process's first stage lags behind the others')`)
@@ -162,8 +168,16 @@ func main() {
 		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, decode, srcOpts...),
 			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("right"))
 		joinJob(evs, paced(right), seeds, *out)
+	case "union":
+		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, decode, srcOpts...),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("right"))
+		unionJob(evs, paced(right), kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
+			rec.Value = append(rec.Value, v...)
+			return nil
+		}, sinkOpts...))
 	default:
-		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window, state, join or chain\n", *keyed)
+		fmt.Fprintf(os.Stderr, "groupjob: --keyed %q: want tag, window, state, join, chain or union\n", *keyed)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -265,4 +279,23 @@ func chainJob(evs *weir.Stream[event], lag time.Duration, sink weir.Sink[string]
 	}
 	best := weir.Aggregate(weir.Window(weir.KeyBy(counts, bucket), weir.Tumbling(5*time.Second)), agg, weir.UID("best"))
 	weir.To(weir.Map(best, func(r weir.WindowResult[int64, string]) string { return fmt.Sprintf("%d=%s", r.Key, r.Value) }), sink, weir.UID("sink"))
+}
+
+// unionJob adds the two shapes of a KeyBy behind unions, each into a
+// count per key and tumbling second: a union of a union (uid "nested"),
+// and a Map and a Filter after a union (uid "mapped").
+func unionJob(left, right *weir.Stream[event], sink weir.Sink[string]) {
+	key := func(e event) string { return e.Key }
+	count := func(s *weir.Stream[event], uid, tag string) *weir.Stream[string] {
+		c := weir.Aggregate(weir.Window(weir.KeyBy(s, key), weir.Tumbling(time.Second)), weir.Count[event](), weir.UID(uid))
+		return weir.Map(c, func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("%s,%s,%d,%d", tag, r.Key, r.Start.UnixMilli(), r.Value)
+		})
+	}
+	relabel := weir.Map(left, func(e event) event { e.Key = "x" + e.Key; return e }, weir.Name("relabel"), weir.UID("relabel"))
+	nested := weir.Union(weir.Union(left, right), relabel)
+	regroup := weir.Map(weir.Union(left, right), func(e event) event { e.Key = "g" + strconv.FormatInt(e.Seq%3, 10); return e },
+		weir.Name("regroup"), weir.UID("regroup"))
+	thin := weir.Filter(regroup, func(e event) bool { return e.Seq%5 != 0 }, weir.Name("thin"), weir.UID("thin"))
+	weir.To(weir.Union(count(nested, "nested", "n"), count(thin, "mapped", "m")), sink, weir.UID("sink"))
 }

@@ -1,0 +1,315 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/weirtest"
+)
+
+// Group mode behind unions (docs/scale-out.md, root exchange.go): a KeyBy
+// behind a union of a union, and one behind one-input operators after a
+// union, are cut on the unions' branches: a writer after each branch (the
+// operators copied onto it), all into the keyed operator's one
+// repartition topic, whose readers wait for the tasks of every branch.
+
+// unionShapesJob keys both shapes into a count per key and tumbling
+// second, as "tag,key,start,count": tag n, a union of a union (left, right,
+// and left again with its keys prefixed "x"); tag m, a Map and a Filter
+// after a union (left and right regrouped by seq mod 3, every fifth seq
+// dropped). internal/groupjob's "union" is the same job.
+func unionShapesJob(left, right *weir.Stream[event], sink weir.Sink[string]) {
+	key := func(e event) string { return e.Key }
+	count := func(s *weir.Stream[event], uid, tag string) *weir.Stream[string] {
+		c := weir.Aggregate(weir.Window(weir.KeyBy(s, key), weir.Tumbling(time.Second)), weir.Count[event](), weir.UID(uid))
+		return weir.Map(c, func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("%s,%s,%d,%d", tag, r.Key, r.Start.UnixMilli(), r.Value)
+		})
+	}
+	relabel := weir.Map(left, func(e event) event { e.Key = "x" + e.Key; return e }, weir.Name("relabel"), weir.UID("relabel"))
+	nested := weir.Union(weir.Union(left, right), relabel)
+	regroup := weir.Map(weir.Union(left, right), func(e event) event { e.Key = "g" + strconv.FormatInt(e.Seq%3, 10); return e },
+		weir.Name("regroup"), weir.UID("regroup"))
+	thin := weir.Filter(regroup, func(e event) bool { return e.Seq%5 != 0 }, weir.Name("thin"), weir.UID("thin"))
+	weir.To(weir.Union(count(nested, "nested", "n"), count(thin, "mapped", "m")), sink, weir.UID("sink"))
+}
+
+// unionModel is unionShapesJob's output computed in plain Go, sorted.
+func unionModel(left, right []event) []string {
+	counts := map[string]int{}
+	add := func(tag, key string, ts int64) { counts[fmt.Sprintf("%s,%s,%d", tag, key, ts-ts%1000)]++ }
+	for _, e := range left {
+		add("n", e.Key, e.TS)
+		add("n", "x"+e.Key, e.TS)
+	}
+	for _, e := range right {
+		add("n", e.Key, e.TS)
+	}
+	for _, e := range append(slices.Clone(left), right...) {
+		if e.Seq%5 != 0 {
+			add("m", "g"+strconv.FormatInt(e.Seq%3, 10), e.TS)
+		}
+	}
+	var out []string
+	for k, n := range counts {
+		out = append(out, fmt.Sprintf("%s,%d", k, n))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unionRight are n events of the right input: every 20 ms from base (half
+// the left's rate, over the same time), keys r0..r6, seqs from 1,000,000.
+func unionRight(n int) []event {
+	out := make([]event, n)
+	for i := range out {
+		out[i] = event{Key: "r" + strconv.Itoa((i*3)%7), TS: base + int64(i)*20, Seq: 1_000_000 + int64(i)}
+	}
+	return out
+}
+
+// unionStringSink writes strings to topic, keyed by their second field.
+func unionStringSink(addrs []string, topic string) weir.Sink[string] {
+	return kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
+		rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
+		rec.Value = append(rec.Value, v...)
+		return nil
+	}, kafka.DefaultTopic(topic))
+}
+
+// unionPartitions is the number of partitions of topic (0: no such topic).
+func unionPartitions(t *testing.T, addrs []string, topic string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := newAdmin(t, addrs).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, ok := d[topic]
+	if !ok || td.Err != nil {
+		return 0
+	}
+	return len(td.Partitions)
+}
+
+// TestGroupUnionInProcess: both shapes, bounded, in group mode in the test
+// process: the job ends by itself with the model's counts; each keyed
+// operator has one repartition topic (the larger input's four partitions)
+// whose readers wait for every branch's tasks (left 4 + right 2 + left
+// again 4; left 4 + right 2).
+func TestGroupUnionInProcess(t *testing.T) {
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "ul"), kfake.SeedTopics(2, "ur", "uout"))
+	left, right := events(2000, 12), unionRight(1000)
+	produce(t, addrs, "ul", 4, left)
+	produce(t, addrs, "ur", 2, right)
+	var logs weirtest.LockedBuffer
+	defer func() {
+		if t.Failed() {
+			t.Logf("job log:\n%s", logs.String())
+		}
+	}()
+	job := weir.NewJob("group-union", weir.AppID("ui"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
+		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	src := func(topic string) *weir.Stream[event] {
+		return weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+	}
+	unionShapesJob(src("ul"), src("ur"), unionStringSink(addrs, "uout"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+	sameOutput(t, "both union shapes", committedValues(t, addrs, "uout"), unionModel(left, right))
+	for _, x := range []struct {
+		uid   string
+		tasks int
+	}{{"nested", 10}, {"mapped", 6}} {
+		topic := kafka.RepartitionTopic("ui", x.uid)
+		if n := unionPartitions(t, addrs, topic); n != 4 {
+			t.Errorf("%s: %d partitions, want 4", topic, n)
+		}
+		if want := fmt.Sprintf("topic=%s partitions=4 upstream-tasks=%d", topic, x.tasks); !strings.Contains(logs.String(), want) {
+			t.Errorf("the log does not say %q", want)
+		}
+	}
+}
+
+// TestGroupUnionKill runs both shapes (internal/groupjob's "union",
+// unionShapesJob) as real processes over two unbounded inputs of four
+// and two partitions, fed in phases so that each step happens mid-run
+// whatever the machine's speed: phase 1 goes in, two processes start and
+// read it (both owning partitions of the left input; the windows of the
+// phase's last second stay open, in keyed state); phase 2 goes in and the
+// owner of the left input's partition 0 is SIGKILLed at once and started
+// again (its open transaction aborted, its repartition partitions and
+// their open windows moved and restored from the changelogs); once
+// phase 2 is read, phase 3 goes in, with one event per partition an hour
+// later that moves every watermark past the data. The counts read
+// read_committed equal the model's and a one-process run's exactly.
+func TestGroupUnionKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	bin := kafkatest.Build(t, "./internal/groupjob")
+	_, addrs := newCluster(t, kfake.SeedTopics(4, "kl"), kfake.SeedTopics(2, "kr", "kref", "kout"),
+		kfake.GroupMinSessionTimeout(time.Second))
+	const phase = 1200 // left events; the right has half as many over the same time
+	left, right := events(3*phase, 12), unionRight(3*phase/2)
+	flushTS := base + int64(time.Hour/time.Millisecond)
+	var flushL, flushR []event
+	for i := range 4 {
+		flushL = append(flushL, event{Key: "k0", TS: flushTS, Seq: 2_000_000 + int64(i)})
+	}
+	for i := range 2 {
+		flushR = append(flushR, event{Key: "r0", TS: flushTS, Seq: 3_000_000 + int64(i)})
+	}
+	want := unionModel(left, right)
+	brokers := strings.Join(addrs, ",")
+	start := func(name string) *kafkatest.Proc {
+		return kafkatest.Start(t, bin, name, nil, "--brokers", brokers, "--app-id", "uk", "--in", "kl", "--in2", "kr", "--out", "kout",
+			"--keyed", "union", "--session-timeout", "1500ms", "--batch-size", "16", "-v")
+	}
+	out := func() int { return len(committedValues(t, addrs, "kout")) }
+	// inputRead: every partition of both inputs committed at the ends
+	// produced so far (the input's committed offsets, not the repartition
+	// topics': theirs stay below the end by the transaction marker).
+	describe := func() *kafka.GroupDescription {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, "uk")
+		if err != nil {
+			return nil
+		}
+		return d
+	}
+	inputRead := func(d *kafka.GroupDescription, ends map[string]int64) bool {
+		n := 0
+		for _, p := range d.Partitions {
+			if e, ok := ends[p.Topic]; ok {
+				if p.Committed != e {
+					return false
+				}
+				n++
+			}
+		}
+		return n == 6
+	}
+	feed := func(k int) map[string]int64 {
+		produce(t, addrs, "kl", 4, left[k*phase:(k+1)*phase])
+		produce(t, addrs, "kr", 2, right[k*phase/2:(k+1)*phase/2])
+		return map[string]int64{"kl": int64((k + 1) * phase / 4), "kr": int64((k + 1) * phase / 4)}
+	}
+	t0 := time.Now()
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), what) }
+	procs := map[string]*kafkatest.Proc{}
+	ends := feed(0)
+	procs["a"], procs["b"] = start("a"), start("b")
+	var victim string
+	waitFor(t, "phase 1 read, both processes owning partitions of the left input, part of its output committed", 2*time.Minute, func() bool {
+		d := describe()
+		if d == nil || !inputRead(d, ends) {
+			return false
+		}
+		owners := map[string]bool{}
+		for _, p := range d.Partitions {
+			if p.Topic == "kl" {
+				owners[p.Owner] = true
+				if p.Partition == 0 {
+					victim = strings.TrimPrefix(p.Owner, "uk-")
+				}
+			}
+		}
+		return owners["uk-a"] && owners["uk-b"] && out() >= len(unionModel(left[:phase], right[:phase/2]))/2
+	})
+	step("phase 1 read")
+	ends = feed(1)
+	procs[victim].Kill(t)
+	killedAt := out()
+	procs[victim] = start(victim)
+	waitFor(t, "phase 2 read", 2*time.Minute, func() bool {
+		for name, p := range procs {
+			if p.Exited() {
+				t.Fatalf("process %s exited", name)
+			}
+		}
+		d := describe()
+		return d != nil && inputRead(d, ends)
+	})
+	step("phase 2 read")
+	feed(2)
+	produce(t, addrs, "kl", 4, flushL)
+	produce(t, addrs, "kr", 2, flushR)
+	last := 0
+	if !weirtest.Poll(2*time.Minute, func() bool {
+		for name, p := range procs {
+			if p.Exited() {
+				t.Fatalf("process %s exited", name)
+			}
+		}
+		last = out()
+		return last >= len(want)
+	}) {
+		sameOutput(t, fmt.Sprintf("output when the deadline passed (%d rows)", last), committedValues(t, addrs, "kout"), want)
+	}
+	step("every row committed")
+	for _, p := range procs {
+		p.Cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range procs {
+		p.Wait(t, time.Minute)
+	}
+	step("processes ended")
+	got := committedValues(t, addrs, "kout")
+	t.Logf("killed %s with %d of %d rows committed; %d rows in the end", victim, killedAt, len(want), len(got))
+	sameOutput(t, "union shapes in group mode against the model", got, want)
+
+	// The one-process run over the same input (no app id, bounded): its
+	// end fires the flush events' windows too, which the group never
+	// fires (its input does not end).
+	if o, err := exec.Command(bin, "--brokers", brokers, "--in", "kl", "--in2", "kr", "--out", "kref", "--keyed", "union", "--bounded").CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, o)
+	}
+	step("reference run")
+	var ref []string
+	for _, r := range committedValues(t, addrs, "kref") {
+		if s, _ := strconv.ParseInt(strings.Split(r, ",")[2], 10, 64); s < flushTS {
+			ref = append(ref, r)
+		}
+	}
+	sameOutput(t, "union shapes in group mode against a one-process run", got, ref)
+	d := describe()
+	if d == nil {
+		t.Fatal("describe failed")
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+	// The windows open at the kill were restored from the changelogs by
+	// whichever process took their key groups.
+	restored := false
+	for _, r := range d.Restores {
+		if strings.HasPrefix(r.Changelog, "uk-nested-") || strings.HasPrefix(r.Changelog, "uk-mapped-") {
+			restored = restored || r.KeyGroups > 0
+		}
+	}
+	if !restored {
+		t.Errorf("no process restored key groups of the union shapes' changelogs: %+v", d.Restores)
+	}
+}
