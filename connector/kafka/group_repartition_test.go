@@ -5,12 +5,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestGroupRepartitionInProcess runs a bounded group-mode job with a KeyBy
@@ -121,57 +120,29 @@ func TestGroupRepartitionKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	bin := groupJobBin(t)
 	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
 		kfake.GroupMinSessionTimeout(time.Second))
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string) *groupProc {
-		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gk", "--in", "in", "--out", "out",
-			"--keyed", "tag", "--repartition-partitions", "3", "--session-timeout", "1500ms", "--pace", "20", "-v")
-	}
-	outCount := func() int { return len(committedValues(t, addrs, "out")) }
+	g := jobGroup(t, addrs, "gk", "--in", "in", "--out", "out", "--keyed", "tag", "--repartition-partitions", "3", "--pace", "20")
+	out := outputCount(t, addrs, "out", "")
 	produce(t, addrs, "in", parts, evs[:phase])
-	a, b := group("a"), group("b")
-	waitFor(t, "a third of the first phase's output", time.Minute, func() bool { return outCount() >= phase/3 })
-	produce(t, addrs, "in", parts, evs[phase:2*phase])
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	a.done <- nil
-	// Started again at once with its instance id, a fences its dead
-	// predecessor's open transaction, whose repartition records would
-	// otherwise hold back every read_committed reader of the topic until
-	// the transaction timeout.
-	a = group("a")
-	waitFor(t, "past the first phase", time.Minute, func() bool { return outCount() >= phase+phase/3 })
-	produce(t, addrs, "in", parts, evs[2*phase:])
-	last := 0
-	waitFor(t, "every record", 2*time.Minute, func() bool {
-		for _, p := range []*groupProc{a, b} {
-			if p.exited() {
-				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
-			}
-		}
-		last = outCount()
-		return last >= len(evs)
+	g.Start("a", "b")
+	g.KillMidRun(kafkatest.KillMidRun{
+		When: "a third of the first phase's output", Committed: out,
+		Victim: func() string { return victimIf(out() >= phase/3, "a") },
+		Before: func() { produce(t, addrs, "in", parts, evs[phase:2*phase]) },
+		// Started again at once with its instance id, a fences its dead
+		// predecessor's open transaction, whose repartition records would
+		// otherwise hold back every read_committed reader of the topic
+		// until the transaction timeout.
+		Restart: true,
 	})
-	for _, p := range []*groupProc{a, b} {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range []*groupProc{a, b} {
-		if err := <-p.done; err != nil {
-			t.Errorf("process %s: %v\n%s", p.name, err, p.stderr.String())
-		}
-		p.done <- nil
-	}
+	g.WaitFor("past the first phase", time.Minute, func() bool { return out() >= phase+phase/3 })
+	produce(t, addrs, "in", parts, evs[2*phase:])
+	finishUnbounded(t, g, out, len(evs))
 	got := committedValues(t, addrs, "out")
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded", "--keyed", "tag").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	want := committedValues(t, addrs, "ref")
+	want := reference(t, addrs, "ref", "--in", "in", "--keyed", "tag")
 	if len(want) != len(evs) {
 		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
 	}
@@ -193,19 +164,14 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	bin := groupJobBin(t)
 	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
 		kfake.GroupMinSessionTimeout(time.Second))
-	brokers := strings.Join(addrs, ",")
-	var procs []*groupProc
-	for _, name := range []string{"a", "b"} {
-		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gw", "--in", "in", "--out", "out",
-			"--keyed", "window", "--session-timeout", "1500ms", "-v"))
-	}
+	g := jobGroup(t, addrs, "gw", "--in", "in", "--out", "out", "--keyed", "window")
+	g.Start("a", "b")
 	// Both members own input partitions before any event exists, so no
 	// rebalance moves a window's state: the test checks the watermark
 	// alone (TestGroupStatefulRepartition moves state).
-	waitFor(t, "two members owning the input", time.Minute, func() bool {
+	g.WaitFor("two members owning the input", time.Minute, func() bool {
 		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
 		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
 			return false
@@ -235,7 +201,7 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 	}
 	produceTo(t, addrs, "in", 0, byPart[0])
 	produceTo(t, addrs, "in", 1, byPart[1])
-	waitFor(t, "partitions 0 and 1 through the repartition topic", time.Minute, func() bool {
+	g.WaitFor("partitions 0 and 1 through the repartition topic", time.Minute, func() bool {
 		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
 		if err != nil {
 			return false
@@ -255,22 +221,14 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 		evs = append(evs, e)
 		produceTo(t, addrs, "in", int32(p), []event{e})
 	}
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded", "--keyed", "window").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
 	var want []string
-	for _, v := range committedValues(t, addrs, "ref") {
+	for _, v := range reference(t, addrs, "ref", "--in", "in", "--keyed", "window") {
 		if !strings.HasPrefix(v, "zz-flush,") { // its window never closes in the unbounded run
 			want = append(want, v)
 		}
 	}
 	var got []string
-	waitFor(t, "every window", 2*time.Minute, func() bool {
-		for _, p := range procs {
-			if p.exited() {
-				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
-			}
-		}
+	g.WaitFor("every window", 2*time.Minute, func() bool {
 		got = committedValues(t, addrs, "out")
 		return len(got) >= len(want)
 	})

@@ -6,10 +6,13 @@ package kafkatest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,15 +39,80 @@ func Cluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
 	return c, c.ListenAddrs()
 }
 
+// builds are the programs Build made for the package's tests: one build
+// per program, shared by every test (linking one takes seconds, longer on a
+// busy machine, and every group test needs the same binary). dir is set by
+// Main, which removes it when the tests end.
+var builds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]*build
+}
+
+type build struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// Main runs a package's tests (call it from TestMain: os.Exit(Main(m)))
+// with one build of each program Build is asked for, removed at the end.
+func Main(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "kafkatest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kafkatest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	builds.Lock()
+	builds.dir, builds.bins = dir, map[string]*build{}
+	builds.Unlock()
+	return m.Run()
+}
+
 // Build builds the main package pkg (an import path or a directory
-// relative to the test's package) into the test's temporary directory.
+// relative to the test's package): once for all the package's tests under
+// Main, else into the test's temporary directory.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	builds.Lock()
+	if builds.dir == "" {
+		builds.Unlock()
+		return buildTo(t, t.TempDir(), pkg)
+	}
+	b := builds.bins[pkg]
+	if b == nil {
+		b = &build{}
+		builds.bins[pkg] = b
+	}
+	dir := filepath.Join(builds.dir, strconv.Itoa(len(builds.bins)))
+	builds.Unlock()
+	b.once.Do(func() {
+		if b.err = os.Mkdir(dir, 0o755); b.err == nil {
+			b.bin = filepath.Join(dir, filepath.Base(pkg))
+			b.err = goBuild(b.bin, pkg)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("build %s: %v", pkg, b.err)
+	}
+	return b.bin
+}
+
+func buildTo(t testing.TB, dir, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	if err := goBuild(bin, pkg); err != nil {
+		t.Fatalf("build %s: %v", pkg, err)
 	}
 	return bin
+}
+
+func goBuild(bin, pkg string) error {
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, out)
+	}
+	return nil
 }
 
 // Proc is one process of a group: Done gets its exit (once; whoever takes

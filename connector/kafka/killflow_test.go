@@ -1,0 +1,107 @@
+package kafka_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
+)
+
+// TestMain builds each program the tests start (internal/groupjob,
+// internal/crashjob) once for all of them (kafkatest.Build).
+func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+
+// jobGroup is a group of internal/groupjob processes (kafkatest.Group)
+// with app id app on the cluster at addrs: each member is started with
+// args after the flags every group test gives (a session timeout of
+// 1.5 s, so that a killed member's partitions move soon, and -v, whose
+// log a failing test shows).
+func jobGroup(t *testing.T, addrs []string, app string, args ...string) *kafkatest.Group {
+	t.Helper()
+	return jobGroupOf(t, addrs, app, func(string) []string { return args })
+}
+
+// jobGroupOf is jobGroup with arguments that depend on the member.
+func jobGroupOf(t *testing.T, addrs []string, app string, args func(name string) []string) *kafkatest.Group {
+	t.Helper()
+	bin := groupJobBin(t)
+	return kafkatest.NewGroup(t, bin, nil, func(name string) []string {
+		return append([]string{"--brokers", strings.Join(addrs, ","), "--app-id", app, "--session-timeout", "1500ms", "-v"}, args(name)...)
+	})
+}
+
+// reference runs internal/groupjob as one process (no app id), bounded,
+// with args (its --in, --out, --keyed), and returns its committed output,
+// sorted: what a group's output must equal.
+func reference(t *testing.T, addrs []string, out string, args ...string) []string {
+	t.Helper()
+	kafkatest.Run(t, groupJobBin(t), append([]string{"--brokers", strings.Join(addrs, ","), "--out", out, "--bounded"}, args...)...)
+	return committedValues(t, addrs, out)
+}
+
+// outputCount counts the committed records of topic whose value starts
+// with prefix.
+func outputCount(t *testing.T, addrs []string, topic, prefix string) func() int {
+	return func() int {
+		n := 0
+		for _, v := range committedValues(t, addrs, topic) {
+			if strings.HasPrefix(v, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+}
+
+// ownersOf are the members (client ids) that own a partition of topic in
+// group app, nil if the group cannot be described yet.
+func ownersOf(addrs []string, app, topic string) map[string]bool {
+	d, err := kafka.DescribeGroup(context.Background(), addrs, app)
+	if err != nil {
+		return nil
+	}
+	owners := map[string]bool{}
+	for _, p := range d.Partitions {
+		if p.Topic == topic && p.Owner != "" {
+			owners[p.Owner] = true
+		}
+	}
+	return owners
+}
+
+// describeGroup describes group app and logs it.
+func describeGroup(t *testing.T, addrs []string, app string) *kafka.GroupDescription {
+	t.Helper()
+	d, err := kafka.DescribeGroup(context.Background(), addrs, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	d.WriteText(&sb)
+	t.Logf("\n%s", sb.String())
+	return d
+}
+
+// restoredSome reports whether describe shows a restore of key groups
+// from a changelog of app (which one depends on when the input was read
+// to its end: the note rides on the input offsets).
+func restoredSome(d *kafka.GroupDescription, app string) bool {
+	for _, r := range d.Restores {
+		if strings.HasPrefix(r.Changelog, app+"-") && r.KeyGroups > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// victimIf is name if the moment of the kill has come, else "" (a
+// kafkatest.KillMidRun's Victim).
+func victimIf(now bool, name string) string {
+	if now {
+		return name
+	}
+	return ""
+}
