@@ -52,10 +52,13 @@ func TestGroupKeyedStateMoves(t *testing.T) {
 		t.Fatalf("owner %q is none of the processes", victim)
 	}
 	// The survivor takes the partition over, restores and finishes (the
-	// input is bounded). The killed process, started again with its
-	// instance id, fences its open transaction (read_committed readers of
-	// the output would wait for the transaction timeout otherwise), finds
-	// the group done and exits.
+	// input is bounded). It restores once the victim's open transaction,
+	// which wrote to the changelogs and repartition topics it reads, is
+	// aborted: the test fences it as the victim would when started again
+	// (else the survivor waits for the transaction timeout, a minute). The
+	// killed process, started again with its instance id once the
+	// survivor is done, finds the group done and exits.
+	kafkatest.Fence(t, addrs, "kg-"+victim)
 	g.Proc(survivor).Wait(t, 2*time.Minute)
 	g.Start(victim)
 	g.Wait(2 * time.Minute)

@@ -70,8 +70,12 @@ func TestGroupKillAndAdd(t *testing.T) {
 		// mid-transaction).
 		Before: func() { produce(t, addrs, "in", parts, evs[phase:2*phase]) },
 	})
-	// b takes a's partitions over after the session timeout; a, started
-	// again with its instance id, fences a's open transaction and joins.
+	// b takes a's partitions over after the session timeout. Its output
+	// is read_committed behind a's open transaction (the kill came while
+	// a wrote) until that is aborted: the test fences it, as a does when
+	// it starts again with its instance id, rather than wait for the
+	// transaction timeout (a minute). a, started again, joins.
+	kafkatest.Fence(t, addrs, "g-a")
 	g.WaitFor("b alone past the first phase", time.Minute, func() bool { return out() >= phase+phase/3 })
 	g.Start("a")
 	g.WaitFor("most of the second phase", time.Minute, func() bool { return out() >= 2*phase-phase/3 })

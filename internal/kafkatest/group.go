@@ -1,11 +1,17 @@
 package kafkatest
 
 import (
+	"context"
 	"os/exec"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // Group is the processes of one group-mode job that a test starts, kills
@@ -18,13 +24,16 @@ type Group struct {
 	args  func(name string) []string
 	env   []string
 	procs map[string]*Proc
-	began time.Time
+	// killed are the members killed and not started again: they are not
+	// expected to run.
+	killed map[string]bool
+	began  time.Time
 }
 
 // NewGroup returns the group of bin's processes whose command line is
 // args(name), with env added to their environment; none runs yet.
 func NewGroup(t testing.TB, bin string, env []string, args func(name string) []string) *Group {
-	return &Group{t: t, bin: bin, args: args, env: env, procs: map[string]*Proc{}, began: time.Now()}
+	return &Group{t: t, bin: bin, args: args, env: env, procs: map[string]*Proc{}, killed: map[string]bool{}, began: time.Now()}
 }
 
 // Start starts the named members (again, if they ran before and ended).
@@ -35,6 +44,7 @@ func (g *Group) Start(names ...string) {
 			g.t.Fatalf("process %s started again while it runs", name)
 		}
 		g.procs[name] = Start(g.t, g.bin, name, g.env, g.args(name)...)
+		delete(g.killed, name)
 	}
 }
 
@@ -51,11 +61,12 @@ func (g *Group) Names() []string {
 	return out
 }
 
-// Running fails the test if a member's process has ended.
+// Running fails the test if a member's process has ended (but for one
+// the test killed).
 func (g *Group) Running() {
 	g.t.Helper()
 	for _, name := range g.Names() {
-		if p := g.procs[name]; p.Exited() {
+		if p := g.procs[name]; !g.killed[name] && p.Exited() {
 			g.t.Fatalf("process %s ended:\n%s", name, p.Stderr.String())
 		}
 	}
@@ -94,6 +105,7 @@ func (g *Group) Kill(name string) {
 		g.t.Fatalf("no process %s to kill", name)
 	}
 	p.Kill(g.t)
+	g.killed[name] = true
 	g.Logf("%s killed", name)
 }
 
@@ -187,5 +199,41 @@ func Run(t testing.TB, bin string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", bin, args, err, out)
+	}
+}
+
+// Fence aborts the open transaction of transactional id txnID (a killed
+// group member's: "<app id>-<instance id>") as the member does when it is
+// started again with its instance id: by initialising a producer with
+// the id. Until then, or until the transaction timeout (a minute in group
+// mode), read_committed readers of every partition the dead transaction
+// wrote, the group's own readers of its repartition topics and changelogs
+// among them, wait. A test that must not start the member again before
+// another one has taken its partitions over fences it this way.
+func Fence(t testing.TB, addrs []string, txnID string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var last error
+	ok := weirtest.Poll(time.Minute, func() bool {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &txnID
+		req.TransactionTimeoutMillis = int32(time.Minute.Milliseconds())
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		last = err
+		// CONCURRENT_TRANSACTIONS: the abort is under way; ask again.
+		return err == nil
+	})
+	if !ok {
+		t.Fatalf("fence transactional id %s: %v", txnID, last)
 	}
 }
