@@ -25,11 +25,7 @@ import (
 // go on from where the last commit left them (with the restore disabled
 // they start again from zero, and the test fails).
 func TestGroupKeyedStateMoves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"))
 	const n = 6000
 	evs := events(n, 10)
 	produce(t, addrs, "kin", 1, evs)

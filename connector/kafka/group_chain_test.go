@@ -125,11 +125,7 @@ func TestGroupChainInProcess(t *testing.T) {
 // first-stage partition) committed with their offsets. The output read
 // read_committed equals a one-process run's, and the model's, exactly.
 func TestGroupChainKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"))
 	const n, parts = 16000, 4
 	evs := events(n, 12)
 	produce(t, addrs, "cin", parts, evs)
@@ -167,11 +163,7 @@ func TestGroupChainKill(t *testing.T) {
 // watermark followed a's tasks without waiting for b's would fire the
 // buckets before b's counts arrive, and drop them as late.
 func TestGroupChainWatermark(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "win"), kfake.SeedTopics(2, "wout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "win"), kfake.SeedTopics(2, "wout"))
 	evs := events(4000, 12)
 	produce(t, addrs, "win", 4, evs)
 	g := jobGroupOf(t, addrs, "cw", func(name string) []string {

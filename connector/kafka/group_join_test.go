@@ -156,11 +156,7 @@ func TestGroupJoinInProcess(t *testing.T) {
 // at a commit is nearly empty. (With the restore disabled the test fails:
 // the pairs of events buffered before a move are lost.)
 func TestGroupJoinKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"))
 	const n = 8000
 	left, right := joinSide(n, 60, 0, 0, 0), joinSide(n, 60, 1, 100_000, 5)
 	produce(t, addrs, "jl", 4, left)
@@ -231,29 +227,12 @@ func TestGroupJoinKill(t *testing.T) {
 // pairs must equal a one-process run's whichever process owns which
 // partition.
 func TestGroupJoinWatermark(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "wl", "wr"), kfake.SeedTopics(2, "wref", "wout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "wl", "wr"), kfake.SeedTopics(2, "wref", "wout"))
 	g := jobGroup(t, addrs, "gjw", "--in", "wl", "--in2", "wr", "--out", "wout", "--keyed", "join")
 	g.Start("a", "b")
 	// Both members own input partitions of both sides before any event
 	// exists, so no rebalance moves state: the test checks the watermark.
-	g.WaitFor("two members owning both inputs", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gjw")
-		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
-			return false
-		}
-		for _, m := range d.Members {
-			for _, topic := range []string{"wl/", "wr/"} {
-				if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, topic) }) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	waitEveryMemberOwns(g, addrs, "gjw", 2, "wl", "wr")
 	const hour = 3_600_000
 	// Each side: 800 events in the first hour's first 8 seconds, 800 in
 	// the second hour's; then one event per partition two hours ahead,

@@ -117,11 +117,7 @@ func (b *syncBuffer) String() string {
 // record once through the repartition topic: exactly once), and per key
 // and input partition be in input order.
 func TestGroupRepartitionKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"))
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
 	g := jobGroup(t, addrs, "gk", "--in", "in", "--out", "out", "--keyed", "tag", "--repartition-partitions", "3", "--pace", "20")
@@ -161,28 +157,13 @@ func TestGroupRepartitionKill(t *testing.T) {
 // minimum) would fire the early windows before 2's and 3's events and drop
 // those as late. The counts must equal a one-process run's.
 func TestGroupRepartitionWatermark(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"))
 	g := jobGroup(t, addrs, "gw", "--in", "in", "--out", "out", "--keyed", "window")
 	g.Start("a", "b")
 	// Both members own input partitions before any event exists, so no
 	// rebalance moves a window's state: the test checks the watermark
 	// alone (TestGroupStatefulRepartition moves state).
-	g.WaitFor("two members owning the input", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
-		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
-			return false
-		}
-		for _, m := range d.Members {
-			if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, "in/") }) {
-				return false
-			}
-		}
-		return true
-	})
+	waitEveryMemberOwns(g, addrs, "gw", 2, "in")
 	// Event i of partition p at base + i*100ms (+1h for partitions 0 and
 	// 1); then a last event per partition two hours ahead, which moves
 	// every partition's watermark past the other windows.

@@ -52,11 +52,7 @@ func groupJobBin(t *testing.T) string {
 // twice by it or by the process that took its partitions over), and per
 // key in input order.
 func TestGroupKillAndAdd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"))
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
 	g := jobGroup(t, addrs, "g", "--in", "in", "--out", "out", "--pace", "20")
@@ -231,11 +227,7 @@ func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 // input and both exit once the group has committed every partition to
 // its end; the output equals a one-process run's.
 func TestGroupBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"))
 	evs := events(4000, 20)
 	produce(t, addrs, "in", 4, evs)
 	g := jobGroup(t, addrs, "gb", "--in", "in", "--out", "out", "--pace", "50", "--bounded")

@@ -2,9 +2,14 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
@@ -104,4 +109,36 @@ func victimIf(now bool, name string) string {
 		return name
 	}
 	return ""
+}
+
+// processCluster skips the test in -short mode (it starts processes), and
+// starts the cluster of a multi-process group test with opts (its
+// topics): members ask for a session timeout of 1.5 s (jobGroup), which
+// kfake allows with a floor of 1 s.
+func processCluster(t *testing.T, opts ...kfake.Opt) []string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	_, addrs := newCluster(t, append(opts, kfake.GroupMinSessionTimeout(time.Second))...)
+	return addrs
+}
+
+// waitEveryMemberOwns waits for group app to be stable with n members,
+// each owning a partition of every one of topics.
+func waitEveryMemberOwns(g *kafkatest.Group, addrs []string, app string, n int, topics ...string) {
+	g.WaitFor(fmt.Sprintf("%d members owning a partition of each of %v", n, topics), time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, app)
+		if err != nil || d.State != "Stable" || len(d.Members) != n {
+			return false
+		}
+		for _, m := range d.Members {
+			for _, topic := range topics {
+				if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, topic+"/") }) {
+					return false
+				}
+			}
+		}
+		return true
+	})
 }
