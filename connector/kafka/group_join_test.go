@@ -256,19 +256,7 @@ func TestGroupJoinWatermark(t *testing.T) {
 	}
 	left, right := side(0, 0), side(1, 100_000)
 	produceSide("wl", left)
-	g.WaitFor("the left side through the repartition topics", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gjw")
-		if err != nil {
-			return false
-		}
-		done := 0
-		for _, p := range d.Partitions {
-			if p.Topic == "wl" && p.Committed == int64(len(left)/4) {
-				done++
-			}
-		}
-		return done == 4
-	})
+	waitCommittedTo(g, addrs, "gjw", "the left side through the repartition topics", int64(len(left)/4), "wl", 0, 1, 2, 3)
 	produceSide("wr", right)
 	for p := range 4 {
 		for _, topic := range []string{"wl", "wr"} {

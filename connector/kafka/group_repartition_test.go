@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestGroupRepartitionInProcess runs a bounded group-mode job with a KeyBy
@@ -122,18 +121,11 @@ func TestGroupRepartitionKill(t *testing.T) {
 	evs := events(3*phase, 40)
 	g := jobGroup(t, addrs, "gk", "--in", "in", "--out", "out", "--keyed", "tag", "--repartition-partitions", "3", "--pace", "20")
 	out := outputCount(t, addrs, "out", "")
-	produce(t, addrs, "in", parts, evs[:phase])
-	g.Start("a", "b")
-	g.KillMidRun(kafkatest.KillMidRun{
-		When: "a third of the first phase's output", Committed: out,
-		Victim: func() string { return victimIf(out() >= phase/3, "a") },
-		Before: func() { produce(t, addrs, "in", parts, evs[phase:2*phase]) },
-		// Started again at once with its instance id, a fences its dead
-		// predecessor's open transaction, whose repartition records would
-		// otherwise hold back every read_committed reader of the topic
-		// until the transaction timeout.
-		Restart: true,
-	})
+	// Started again at once with its instance id, a fences its dead
+	// predecessor's open transaction, whose repartition records would
+	// otherwise hold back every read_committed reader of the topic until
+	// the transaction timeout.
+	killInSecondPhase(t, g, addrs, out, evs, parts, phase, true)
 	g.WaitFor("past the first phase", time.Minute, func() bool { return out() >= phase+phase/3 })
 	produce(t, addrs, "in", parts, evs[2*phase:])
 	finishUnbounded(t, g, out, len(evs))
@@ -182,19 +174,7 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 	}
 	produceTo(t, addrs, "in", 0, byPart[0])
 	produceTo(t, addrs, "in", 1, byPart[1])
-	g.WaitFor("partitions 0 and 1 through the repartition topic", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
-		if err != nil {
-			return false
-		}
-		done := 0
-		for _, p := range d.Partitions {
-			if p.Topic == "in" && p.Partition < 2 && p.Committed == 500 {
-				done++
-			}
-		}
-		return done == 2
-	})
+	waitCommittedTo(g, addrs, "gw", "partitions 0 and 1 through the repartition topic", 500, "in", 0, 1)
 	produceTo(t, addrs, "in", 2, byPart[2])
 	produceTo(t, addrs, "in", 3, byPart[3])
 	for p := range 4 {

@@ -57,15 +57,7 @@ func TestGroupKillAndAdd(t *testing.T) {
 	evs := events(3*phase, 40)
 	g := jobGroup(t, addrs, "g", "--in", "in", "--out", "out", "--pace", "20")
 	out := outputCount(t, addrs, "out", "")
-	produce(t, addrs, "in", parts, evs[:phase])
-	g.Start("a", "b")
-	g.KillMidRun(kafkatest.KillMidRun{
-		When: "a third of the first phase's output", Committed: out,
-		Victim: func() string { return victimIf(out() >= phase/3, "a") },
-		// The kill comes while records flow (they are paced: a is
-		// mid-transaction).
-		Before: func() { produce(t, addrs, "in", parts, evs[phase:2*phase]) },
-	})
+	killInSecondPhase(t, g, addrs, out, evs, parts, phase, false)
 	// b takes a's partitions over after the session timeout. Its output
 	// is read_committed behind a's open transaction (the kill came while
 	// a wrote) until that is aborted: the test fences it, as a does when
@@ -85,6 +77,25 @@ func TestGroupKillAndAdd(t *testing.T) {
 	}
 	sameOutput(t, "group output", got, want)
 	checkKeyOrder(t, addrs, "out")
+}
+
+// killInSecondPhase is the kill of the tests whose input comes in
+// phases of phase events (written round robin to parts partitions):
+// the first phase is written and members a and b start; once a third of
+// it is output, the second phase is written and a is killed at once, so
+// that it dies while records flow (they are paced: it is
+// mid-transaction), whatever the machine's speed. With restart, a is
+// started again at once.
+func killInSecondPhase(t *testing.T, g *kafkatest.Group, addrs []string, out func() int, evs []event, parts, phase int, restart bool) {
+	t.Helper()
+	produce(t, addrs, "in", parts, evs[:phase])
+	g.Start("a", "b")
+	g.KillMidRun(kafkatest.KillMidRun{
+		When: "a third of the first phase's output", Committed: out,
+		Victim:  func() string { return victimIf(out() >= phase/3, "a") },
+		Before:  func() { produce(t, addrs, "in", parts, evs[phase:2*phase]) },
+		Restart: restart,
+	})
 }
 
 // finishUnbounded waits for the committed output of an unbounded group

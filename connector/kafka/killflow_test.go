@@ -142,3 +142,22 @@ func waitEveryMemberOwns(g *kafkatest.Group, addrs []string, app string, n int, 
 		return true
 	})
 }
+
+// waitCommittedTo waits for group app to have committed the offsets of
+// the given partitions of topic at n (read through: what the test
+// wrote there before).
+func waitCommittedTo(g *kafkatest.Group, addrs []string, app, what string, n int64, topic string, partitions ...int32) {
+	g.WaitFor(what, time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), addrs, app)
+		if err != nil {
+			return false
+		}
+		done := 0
+		for _, p := range d.Partitions {
+			if p.Topic == topic && slices.Contains(partitions, p.Partition) && p.Committed == n {
+				done++
+			}
+		}
+		return done == len(partitions)
+	})
+}
