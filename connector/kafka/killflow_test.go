@@ -16,8 +16,11 @@ import (
 )
 
 // TestMain builds each program the tests start (internal/groupjob,
-// internal/crashjob) once for all of them (kafkatest.Build).
-func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+// internal/crashjob) once for all of them (kafkatest.Build), from the
+// start when the whole package runs.
+func TestMain(m *testing.M) {
+	os.Exit(kafkatest.Main(m, "./internal/groupjob", "./internal/crashjob"))
+}
 
 // jobGroup is a group of internal/groupjob processes (kafkatest.Group)
 // with app id app on the cluster at addrs: each member is started with

@@ -6,6 +6,7 @@ package kafkatest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -47,17 +48,25 @@ var builds struct {
 	sync.Mutex
 	dir  string
 	bins map[string]*build
+	wg   sync.WaitGroup
 }
 
 type build struct {
 	once sync.Once
+	done chan struct{} // closed when the build has ended
+	dir  string
 	bin  string
 	err  error
 }
 
 // Main runs a package's tests (call it from TestMain: os.Exit(Main(m)))
 // with one build of each program Build is asked for, removed at the end.
-func Main(m *testing.M) int {
+// When the whole package runs (no -run, no -short) it starts building
+// prebuild's programs at once, in the background, so that the builds
+// overlap the tests that come before the first one needing them (mostly
+// waiting on brokers and commits, not on the CPU).
+func Main(m *testing.M, prebuild ...string) int {
+	flag.Parse()
 	dir, err := os.MkdirTemp("", "kafkatest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kafkatest:", err)
@@ -67,7 +76,40 @@ func Main(m *testing.M) int {
 	builds.Lock()
 	builds.dir, builds.bins = dir, map[string]*build{}
 	builds.Unlock()
+	if run := flag.Lookup("test.run"); !testing.Short() && (run == nil || run.Value.String() == "") {
+		for _, pkg := range prebuild {
+			buildOf(pkg).start(pkg)
+		}
+	}
+	defer builds.wg.Wait() // before the directory is removed
 	return m.Run()
+}
+
+// buildOf is the (shared) build of pkg under Main.
+func buildOf(pkg string) *build {
+	builds.Lock()
+	defer builds.Unlock()
+	b := builds.bins[pkg]
+	if b == nil {
+		b = &build{done: make(chan struct{}), dir: filepath.Join(builds.dir, strconv.Itoa(len(builds.bins)))}
+		builds.bins[pkg] = b
+	}
+	return b
+}
+
+// start starts the build, once.
+func (b *build) start(pkg string) {
+	b.once.Do(func() {
+		builds.wg.Add(1)
+		go func() {
+			defer builds.wg.Done()
+			defer close(b.done)
+			if b.err = os.Mkdir(b.dir, 0o755); b.err == nil {
+				b.bin = filepath.Join(b.dir, filepath.Base(pkg))
+				b.err = goBuild(b.bin, pkg)
+			}
+		}()
+	})
 }
 
 // Build builds the main package pkg (an import path or a directory
@@ -76,23 +118,14 @@ func Main(m *testing.M) int {
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
 	builds.Lock()
-	if builds.dir == "" {
-		builds.Unlock()
+	under := builds.dir != ""
+	builds.Unlock()
+	if !under {
 		return buildTo(t, t.TempDir(), pkg)
 	}
-	b := builds.bins[pkg]
-	if b == nil {
-		b = &build{}
-		builds.bins[pkg] = b
-	}
-	dir := filepath.Join(builds.dir, strconv.Itoa(len(builds.bins)))
-	builds.Unlock()
-	b.once.Do(func() {
-		if b.err = os.Mkdir(dir, 0o755); b.err == nil {
-			b.bin = filepath.Join(dir, filepath.Base(pkg))
-			b.err = goBuild(b.bin, pkg)
-		}
-	})
+	b := buildOf(pkg)
+	b.start(pkg)
+	<-b.done
 	if b.err != nil {
 		t.Fatalf("build %s: %v", pkg, b.err)
 	}

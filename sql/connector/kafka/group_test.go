@@ -378,8 +378,11 @@ func inputOwner(addrs []string, app, topic string, ok func(kafka.GroupPartition)
 	return ""
 }
 
-// TestMain builds cmd/weir once for the tests that start it.
-func TestMain(m *testing.M) { os.Exit(kafkatest.Main(m)) }
+// TestMain builds cmd/weir once for the tests that start it, from the
+// start when the whole package runs.
+func TestMain(m *testing.M) {
+	os.Exit(kafkatest.Main(m, "github.com/weirstream/weir/cmd/weir"))
+}
 
 // sameRows marks the test failed if got and want (sorted) are not the same
 // multiset, naming a few of the differences.
