@@ -173,11 +173,16 @@ func TestGroupJoinKill(t *testing.T) {
 	}
 	g := jobGroup(t, addrs, "gj", "--in", "jl", "--in2", "jr", "--out", "jout", "--keyed", "join", "--bounded",
 		"--pace", "1", "--pace-sleep", "2ms", "--batch-size", "16")
+	out := outputCount(t, addrs, "jout", "")
 	g.Start("a", "b")
 	g.KillMidRun(kafkatest.KillMidRun{
-		When: "a quarter of the input committed, both processes owning a partition of the window join's repartition topic",
+		When: "a quarter of the input committed, both processes owning a partition of the window join's repartition topic, output committed",
 		// Progress from the committed input offsets (cheap to ask for,
-		// unlike reading the output).
+		// unlike reading the output); then some output committed, so that
+		// the joins have committed state (changelogs) for the kill to
+		// move. (Without it the kill once came with the input a quarter
+		// read and no output yet, every restore found empty changelogs,
+		// and the restore check below failed.)
 		Victim: func() string {
 			d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
 			if err != nil {
@@ -193,10 +198,10 @@ func TestGroupJoinKill(t *testing.T) {
 					read += max(0, p.Committed)
 				}
 			}
-			return victimIf(owners["gj-a"] && owners["gj-b"] && read >= n/2, "a")
+			return victimIf(owners["gj-a"] && owners["gj-b"] && read >= n/2 && out() > 0, "a")
 		},
 		Restart: true, Join: []string{"c"},
-		Committed: outputCount(t, addrs, "jout", ""), TooLate: len(want) * 3 / 4, Want: len(want),
+		Committed: out, TooLate: len(want) * 3 / 4, Want: len(want),
 	})
 	g.Wait(3 * time.Minute)
 	sameOutput(t, "joins of two topics over three processes", committedValues(t, addrs, "jout"), want)
