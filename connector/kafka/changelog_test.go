@@ -3,11 +3,9 @@ package kafka_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestGroupKeyedStateMoves runs a keyed stateful job (a running count per
@@ -26,112 +25,57 @@ import (
 // go on from where the last commit left them (with the restore disabled
 // they start again from zero, and the test fails).
 func TestGroupKeyedStateMoves(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"))
 	const n = 6000
 	evs := events(n, 10)
 	produce(t, addrs, "kin", 1, evs)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string) *groupProc {
-		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "kg", "--in", "kin", "--out", "kout",
-			"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "--pace", "5", "-v")
-	}
-	procs := map[string]*groupProc{"kg-a": group("a"), "kg-b": group("b")}
-	counts := func() int {
-		c := 0
-		for _, v := range committedValues(t, addrs, "kout") {
-			if strings.HasPrefix(v, "count,") {
-				c++
-			}
-		}
-		return c
-	}
+	g := jobGroup(t, addrs, "kg", "--in", "kin", "--out", "kout", "--keyed", "state", "--bounded", "--pace", "5")
+	g.Start("a", "b")
+	counts := outputCount(t, addrs, "kout", "count,")
 	// The owner of the partition, once it has committed some output.
-	var owner string
-	waitFor(t, "a quarter of the counts committed", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "kg")
-		if err != nil {
-			return false // the group is not there yet
-		}
-		owner = ""
-		for _, p := range d.Partitions {
-			owner = p.Owner
-		}
-		return owner != "" && counts() >= n/4
+	victim, _ := g.KillMidRun(kafkatest.KillMidRun{
+		When: "a quarter of the counts committed",
+		Victim: func() string {
+			for owner := range ownersOf(addrs, "kg", "kin") {
+				return victimIf(counts() >= n/4, strings.TrimPrefix(owner, "kg-"))
+			}
+			return ""
+		},
+		Committed: counts, TooLate: n,
 	})
-	victim := procs[owner]
-	if victim == nil {
-		t.Fatalf("owner %q is none of the processes", owner)
-	}
-	survivor := procs["kg-a"]
-	if victim == survivor {
-		survivor = procs["kg-b"]
-	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-victim.done
-	victim.done <- nil
-	if c := counts(); c >= n {
-		t.Fatalf("the owner committed all %d counts before it was killed: the test proves nothing", c)
+	survivor := map[string]string{"a": "b", "b": "a"}[victim]
+	if survivor == "" {
+		t.Fatalf("owner %q is none of the processes", victim)
 	}
 	// The survivor takes the partition over, restores and finishes (the
-	// input is bounded). The killed process, started again with its
-	// instance id, fences its open transaction (read_committed readers of
-	// the output would wait for the transaction timeout otherwise), finds
-	// the group done and exits.
-	select {
-	case err := <-survivor.done:
-		survivor.done <- err
-		if err != nil {
-			t.Fatalf("process %s: %v", survivor.name, err)
-		}
-	case <-time.After(2 * time.Minute): // a deadline, not a wait for a result
-		t.Fatalf("process %s did not end", survivor.name)
-	}
-	again := startGroupProc(t, bin, victim.name, "--brokers", brokers, "--app-id", "kg", "--in", "kin", "--out", "kout",
-		"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "-v")
-	select {
-	case err := <-again.done:
-		again.done <- err
-		if err != nil {
-			t.Fatalf("process %s started again: %v", again.name, err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("process %s started again did not end", again.name)
-	}
+	// input is bounded). It restores once the victim's open transaction,
+	// which wrote to the changelogs and repartition topics it reads, is
+	// aborted: the test fences it as the victim would when started again
+	// (else the survivor waits for the transaction timeout, a minute). The
+	// killed process, started again with its instance id once the
+	// survivor is done, finds the group done and exits.
+	kafkatest.Fence(t, addrs, "kg-"+victim)
+	g.Proc(survivor).Wait(t, 2*time.Minute)
+	g.Start(victim)
+	g.Wait(2 * time.Minute)
 	got := committedValues(t, addrs, "kout")
-
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "kin", "--out", "kref", "--keyed", "state", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	want := committedValues(t, addrs, "kref")
+	want := reference(t, addrs, "kref", "--in", "kin", "--keyed", "state")
 	if len(want) < n {
 		t.Fatalf("reference run wrote %d records, want at least %d", len(want), n)
 	}
 	sameOutput(t, "keyed group output", got, want)
 
 	// The survivor's restore, as describe shows it.
-	d, err := kafka.DescribeGroup(context.Background(), addrs, "kg")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := describeGroup(t, addrs, "kg")
 	restored := false
 	for _, r := range d.Restores {
-		if r.Member == "kg-"+survivor.name && r.Changelog == kafka.ChangelogTopic("kg", "counts") && r.KeyGroups > 0 && r.Bytes > 0 {
+		if r.Member == "kg-"+survivor && r.Changelog == kafka.ChangelogTopic("kg", "counts") && r.KeyGroups > 0 && r.Bytes > 0 {
 			restored = true
 		}
 	}
 	if !restored {
-		t.Errorf("describe shows no restore of %s by kg-%s: %+v", kafka.ChangelogTopic("kg", "counts"), survivor.name, d.Restores)
+		t.Errorf("describe shows no restore of %s by kg-%s: %+v", kafka.ChangelogTopic("kg", "counts"), survivor, d.Restores)
 	}
-	var sb strings.Builder
-	d.WriteText(&sb)
-	t.Logf("\n%s", sb.String())
 }
 
 // keyedJob is the in-process keyed job of the changelog tests: a running

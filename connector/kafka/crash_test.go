@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 func crashKills() int { return crashtest.Kills(20) }
@@ -27,10 +28,7 @@ func TestKafkaKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	bin := filepath.Join(t.TempDir(), "crashjob")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/crashjob").CombinedOutput(); err != nil {
-		t.Fatalf("build crashjob: %v\n%s", err, out)
-	}
+	bin := kafkatest.Build(t, "./internal/crashjob")
 	_, addrs := newCluster(t, kfake.SeedTopics(3, "ref"))
 	evs := events(30000, 40)
 	// The input is a topic of the embedded log, as in the issue's

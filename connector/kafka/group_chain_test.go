@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // chainJob is the chain of KeyBys of the group tests, of Nexmark q5's
@@ -126,78 +125,32 @@ func TestGroupChainInProcess(t *testing.T) {
 // first-stage partition) committed with their offsets. The output read
 // read_committed equals a one-process run's, and the model's, exactly.
 func TestGroupChainKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"))
 	const n, parts = 16000, 4
 	evs := events(n, 12)
 	produce(t, addrs, "cin", parts, evs)
 	want := chainModel(evs)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string) *groupProc {
-		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "cg", "--in", "cin", "--out", "cout",
-			"--keyed", "chain", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "--batch-size", "16", "-v")
-	}
-	out := func() int { return len(committedValues(t, addrs, "cout")) }
+	g := jobGroup(t, addrs, "cg", "--in", "cin", "--out", "cout", "--keyed", "chain", "--bounded", "--pace", "1", "--batch-size", "16")
+	out := outputCount(t, addrs, "cout", "")
 	stage2 := kafka.RepartitionTopic("cg", "best")
-	a, b := group("a"), group("b")
-	waitFor(t, "a quarter of the output committed, both processes owning a partition of the second stage", 2*time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "cg")
-		if err != nil {
-			return false
-		}
-		owners := map[string]bool{}
-		for _, p := range d.Partitions {
-			if p.Topic == stage2 {
-				owners[p.Owner] = true
-			}
-		}
-		return owners["cg-a"] && owners["cg-b"] && out() >= len(want)/4
+	g.Start("a", "b")
+	_, killedAt := g.KillMidRun(kafkatest.KillMidRun{
+		When: "a quarter of the output committed, both processes owning a partition of the second stage",
+		Victim: func() string {
+			owners := ownersOf(addrs, "cg", stage2)
+			return victimIf(owners["cg-a"] && owners["cg-b"] && out() >= len(want)/4, "a")
+		},
+		Restart: true, Join: []string{"c"},
+		Committed: out, TooLate: len(want) * 3 / 4, Want: len(want),
 	})
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	a.done <- nil
-	killedAt := out()
-	if killedAt >= len(want)*3/4 {
-		t.Fatalf("%d of %d rows committed before the kill: too late for the test to prove much", killedAt, len(want))
-	}
-	a = group("a")
-	c := group("c")
-	if got := out(); got >= len(want) {
-		t.Fatalf("all rows committed before c joined: the test proves nothing")
-	}
-	for _, p := range []*groupProc{a, b, c} {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			if err != nil {
-				t.Fatalf("process %s: %v", p.name, err)
-			}
-		case <-time.After(3 * time.Minute): // a deadline, not a wait for a result
-			t.Fatalf("process %s did not end", p.name)
-		}
-	}
+	g.Wait(3 * time.Minute)
 	got := committedValues(t, addrs, "cout")
 	t.Logf("killed with %d of %d rows committed; %d rows in the end", killedAt, len(want), len(got))
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "cin", "--out", "cref", "--keyed", "chain", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	ref := committedValues(t, addrs, "cref")
+	ref := reference(t, addrs, "cref", "--in", "cin", "--keyed", "chain")
 	sameOutput(t, "one-process run against the model", ref, want)
 	sameOutput(t, "chain group output", got, ref)
 	checkRepartitionTopic(t, addrs, stage2, parts)
-	d, err := kafka.DescribeGroup(context.Background(), addrs, "cg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sb strings.Builder
-	d.WriteText(&sb)
-	t.Logf("\n%s", sb.String())
+	describeGroup(t, addrs, "cg")
 }
 
 // TestGroupChainWatermark: the second stage's watermark is the minimum
@@ -210,35 +163,22 @@ func TestGroupChainKill(t *testing.T) {
 // watermark followed a's tasks without waiting for b's would fire the
 // buckets before b's counts arrive, and drop them as late.
 func TestGroupChainWatermark(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "win"), kfake.SeedTopics(2, "wout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "win"), kfake.SeedTopics(2, "wout"))
 	evs := events(4000, 12)
 	produce(t, addrs, "win", 4, evs)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string, extra ...string) *groupProc {
-		return startGroupProc(t, bin, name, append([]string{"--brokers", brokers, "--app-id", "cw", "--in", "win", "--out", "wout",
-			"--keyed", "chain", "--bounded", "--session-timeout", "1500ms", "-v"}, extra...)...)
-	}
-	procs := []*groupProc{group("a"), group("b", "--lag", "20ms")}
-	for _, p := range procs {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			if err != nil {
-				t.Fatalf("process %s: %v", p.name, err)
-			}
-		case <-time.After(3 * time.Minute): // a deadline, not a wait for a result
-			t.Fatalf("process %s did not end", p.name)
+	g := jobGroupOf(t, addrs, "cw", func(name string) []string {
+		args := []string{"--in", "win", "--out", "wout", "--keyed", "chain", "--bounded"}
+		if name == "b" {
+			args = append(args, "--lag", "20ms")
 		}
-	}
+		return args
+	})
+	g.Start("a", "b")
+	g.Wait(3 * time.Minute)
 	// The lagging process ran first-stage tasks (its local runs name the
 	// first stage's changelog partitions they own), or the test proves
 	// nothing.
-	if !strings.Contains(procs[1].stderr.String(), "cw-hop-changelog [") {
+	if !strings.Contains(g.Proc("b").Stderr.String(), "cw-hop-changelog [") {
 		t.Fatalf("process b never owned a partition of the first stage")
 	}
 	sameOutput(t, "chain with a lagging first stage", committedValues(t, addrs, "wout"), chainModel(evs))

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // Two-input keyed operators (joins) in group mode: both inputs' KeyBys go
@@ -157,25 +156,12 @@ func TestGroupJoinInProcess(t *testing.T) {
 // at a commit is nearly empty. (With the restore disabled the test fails:
 // the pairs of events buffered before a move are lost.)
 func TestGroupJoinKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"))
 	const n = 8000
 	left, right := joinSide(n, 60, 0, 0, 0), joinSide(n, 60, 1, 100_000, 5)
 	produce(t, addrs, "jl", 4, left)
 	produce(t, addrs, "jr", 4, right)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string) *groupProc {
-		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gj", "--in", "jl", "--in2", "jr", "--out", "jout",
-			"--keyed", "join", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "--pace-sleep", "2ms", "--batch-size", "16", "-v")
-	}
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "jl", "--in2", "jr", "--out", "jref", "--keyed", "join", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	want := committedValues(t, addrs, "jref")
+	want := reference(t, addrs, "jref", "--in", "jl", "--in2", "jr", "--keyed", "join")
 	wjoins := 0
 	for _, v := range want {
 		if strings.HasPrefix(v, "wjoin,") {
@@ -185,51 +171,39 @@ func TestGroupJoinKill(t *testing.T) {
 	if model := windowJoinModel(left, right); wjoins != len(model) || len(want) == wjoins {
 		t.Fatalf("reference run: %d window join pairs (model %d), %d interval join pairs", wjoins, len(model), len(want)-wjoins)
 	}
-	a, b := group("a"), group("b")
-	outCount := func() int { return len(committedValues(t, addrs, "jout")) }
-	// Progress from the committed input offsets (cheap to ask for, unlike
-	// reading the output).
-	waitFor(t, "a quarter of the input committed, both processes owning a partition of the window join's repartition topic", 2*time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
-		if err != nil {
-			return false
-		}
-		owners := map[string]bool{}
-		var read int64
-		for _, p := range d.Partitions {
-			switch p.Topic {
-			case kafka.RepartitionTopic("gj", "wjoin"):
-				owners[p.Owner] = true
-			case "jl", "jr":
-				read += max(0, p.Committed)
-			}
-		}
-		return owners["gj-a"] && owners["gj-b"] && read >= n/2
-	})
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	a.done <- nil
-	if killedAt := outCount(); killedAt >= len(want)*3/4 {
-		t.Fatalf("%d of %d pairs committed before the kill: too late for the test to prove much", killedAt, len(want))
-	}
-	a = group("a")
-	c := group("c")
-	if got := outCount(); got >= len(want) {
-		t.Fatalf("all pairs committed before c joined: the test proves nothing")
-	}
-	for _, p := range []*groupProc{a, b, c} {
-		select {
-		case err := <-p.done:
-			p.done <- err
+	g := jobGroup(t, addrs, "gj", "--in", "jl", "--in2", "jr", "--out", "jout", "--keyed", "join", "--bounded",
+		"--pace", "1", "--pace-sleep", "2ms", "--batch-size", "16")
+	out := outputCount(t, addrs, "jout", "")
+	g.Start("a", "b")
+	g.KillMidRun(kafkatest.KillMidRun{
+		When: "a quarter of the input committed, both processes owning a partition of the window join's repartition topic, output committed",
+		// Progress from the committed input offsets (cheap to ask for,
+		// unlike reading the output); then some output committed, so that
+		// the joins have committed state (changelogs) for the kill to
+		// move. (Without it the kill once came with the input a quarter
+		// read and no output yet, every restore found empty changelogs,
+		// and the restore check below failed.)
+		Victim: func() string {
+			d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
 			if err != nil {
-				t.Fatalf("process %s: %v", p.name, err)
+				return ""
 			}
-		case <-time.After(3 * time.Minute): // a deadline, not a wait for a result
-			t.Fatalf("process %s did not end", p.name)
-		}
-	}
+			owners := map[string]bool{}
+			var read int64
+			for _, p := range d.Partitions {
+				switch p.Topic {
+				case kafka.RepartitionTopic("gj", "wjoin"):
+					owners[p.Owner] = true
+				case "jl", "jr":
+					read += max(0, p.Committed)
+				}
+			}
+			return victimIf(owners["gj-a"] && owners["gj-b"] && read >= n/2 && out() > 0, "a")
+		},
+		Restart: true, Join: []string{"c"},
+		Committed: out, TooLate: len(want) * 3 / 4, Want: len(want),
+	})
+	g.Wait(3 * time.Minute)
 	sameOutput(t, "joins of two topics over three processes", committedValues(t, addrs, "jout"), want)
 	for _, uid := range []string{"wjoin", "ijoin"} {
 		checkRepartitionTopic(t, addrs, kafka.RepartitionTopic("gj", uid), 4)
@@ -241,24 +215,10 @@ func TestGroupJoinKill(t *testing.T) {
 			t.Errorf("changelog of %s: records in partitions %v, want all 4", uid, byPart)
 		}
 	}
-	d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Some local run restored the joins' buffered state (which one
-	// describe shows depends on when the input was read to its end).
-	restored := false
-	for _, r := range d.Restores {
-		if strings.HasPrefix(r.Changelog, "gj-") && r.KeyGroups > 0 {
-			restored = true
-		}
-	}
-	if !restored {
+	// Some local run restored the joins' buffered state.
+	if d := describeGroup(t, addrs, "gj"); !restoredSome(d, "gj") {
 		t.Errorf("describe shows no restore of key groups: %+v", d.Restores)
 	}
-	var sb strings.Builder
-	d.WriteText(&sb)
-	t.Logf("\n%s", sb.String())
 }
 
 // TestGroupJoinWatermark: the two sides of the joins an hour apart. Two
@@ -272,34 +232,12 @@ func TestGroupJoinKill(t *testing.T) {
 // pairs must equal a one-process run's whichever process owns which
 // partition.
 func TestGroupJoinWatermark(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "wl", "wr"), kfake.SeedTopics(2, "wref", "wout"),
-		kfake.GroupMinSessionTimeout(time.Second))
-	brokers := strings.Join(addrs, ",")
-	var procs []*groupProc
-	for _, name := range []string{"a", "b"} {
-		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gjw", "--in", "wl", "--in2", "wr", "--out", "wout",
-			"--keyed", "join", "--session-timeout", "1500ms", "-v"))
-	}
+	addrs := processCluster(t, kfake.SeedTopics(4, "wl", "wr"), kfake.SeedTopics(2, "wref", "wout"))
+	g := jobGroup(t, addrs, "gjw", "--in", "wl", "--in2", "wr", "--out", "wout", "--keyed", "join")
+	g.Start("a", "b")
 	// Both members own input partitions of both sides before any event
 	// exists, so no rebalance moves state: the test checks the watermark.
-	waitFor(t, "two members owning both inputs", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gjw")
-		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
-			return false
-		}
-		for _, m := range d.Members {
-			for _, topic := range []string{"wl/", "wr/"} {
-				if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, topic) }) {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	waitEveryMemberOwns(g, addrs, "gjw", 2, "wl", "wr")
 	const hour = 3_600_000
 	// Each side: 800 events in the first hour's first 8 seconds, 800 in
 	// the second hour's; then one event per partition two hours ahead,
@@ -323,19 +261,7 @@ func TestGroupJoinWatermark(t *testing.T) {
 	}
 	left, right := side(0, 0), side(1, 100_000)
 	produceSide("wl", left)
-	waitFor(t, "the left side through the repartition topics", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gjw")
-		if err != nil {
-			return false
-		}
-		done := 0
-		for _, p := range d.Partitions {
-			if p.Topic == "wl" && p.Committed == int64(len(left)/4) {
-				done++
-			}
-		}
-		return done == 4
-	})
+	waitCommittedTo(g, addrs, "gjw", "the left side through the repartition topics", int64(len(left)/4), "wl", 0, 1, 2, 3)
 	produceSide("wr", right)
 	for p := range 4 {
 		for _, topic := range []string{"wl", "wr"} {
@@ -343,11 +269,8 @@ func TestGroupJoinWatermark(t *testing.T) {
 			produceTo(t, addrs, topic, int32(p), []event{e})
 		}
 	}
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "wl", "--in2", "wr", "--out", "wref", "--keyed", "join", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
 	var want []string
-	for _, v := range committedValues(t, addrs, "wref") {
+	for _, v := range reference(t, addrs, "wref", "--in", "wl", "--in2", "wr", "--keyed", "join") {
 		if !strings.Contains(v, ",zz-flush,") { // the flush events' pairs wait for a later watermark in the unbounded run
 			want = append(want, v)
 		}
@@ -356,12 +279,7 @@ func TestGroupJoinWatermark(t *testing.T) {
 		t.Fatalf("reference run: %d pairs, window join model %d: the test needs both joins' pairs", len(want), len(model))
 	}
 	var got []string
-	waitFor(t, "every pair", 2*time.Minute, func() bool {
-		for _, p := range procs {
-			if p.exited() {
-				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
-			}
-		}
+	g.WaitFor("every pair", 2*time.Minute, func() bool {
 		got = nil
 		for _, v := range committedValues(t, addrs, "wout") {
 			if !strings.Contains(v, ",zz-flush,") {

@@ -5,12 +5,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -118,60 +116,21 @@ func (b *syncBuffer) String() string {
 // record once through the repartition topic: exactly once), and per key
 // and input partition be in input order.
 func TestGroupRepartitionKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"))
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string) *groupProc {
-		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gk", "--in", "in", "--out", "out",
-			"--keyed", "tag", "--repartition-partitions", "3", "--session-timeout", "1500ms", "--pace", "20", "-v")
-	}
-	outCount := func() int { return len(committedValues(t, addrs, "out")) }
-	produce(t, addrs, "in", parts, evs[:phase])
-	a, b := group("a"), group("b")
-	waitFor(t, "a third of the first phase's output", time.Minute, func() bool { return outCount() >= phase/3 })
-	produce(t, addrs, "in", parts, evs[phase:2*phase])
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	a.done <- nil
+	g := jobGroup(t, addrs, "gk", "--in", "in", "--out", "out", "--keyed", "tag", "--repartition-partitions", "3", "--pace", "20")
+	out := outputCount(t, addrs, "out", "")
 	// Started again at once with its instance id, a fences its dead
 	// predecessor's open transaction, whose repartition records would
 	// otherwise hold back every read_committed reader of the topic until
 	// the transaction timeout.
-	a = group("a")
-	waitFor(t, "past the first phase", time.Minute, func() bool { return outCount() >= phase+phase/3 })
+	killInSecondPhase(t, g, addrs, out, evs, parts, phase, true)
+	g.WaitFor("past the first phase", time.Minute, func() bool { return out() >= phase+phase/3 })
 	produce(t, addrs, "in", parts, evs[2*phase:])
-	last := 0
-	waitFor(t, "every record", 2*time.Minute, func() bool {
-		for _, p := range []*groupProc{a, b} {
-			if p.exited() {
-				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
-			}
-		}
-		last = outCount()
-		return last >= len(evs)
-	})
-	for _, p := range []*groupProc{a, b} {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range []*groupProc{a, b} {
-		if err := <-p.done; err != nil {
-			t.Errorf("process %s: %v\n%s", p.name, err, p.stderr.String())
-		}
-		p.done <- nil
-	}
+	finishUnbounded(t, g, out, len(evs))
 	got := committedValues(t, addrs, "out")
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded", "--keyed", "tag").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	want := committedValues(t, addrs, "ref")
+	want := reference(t, addrs, "ref", "--in", "in", "--keyed", "tag")
 	if len(want) != len(evs) {
 		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
 	}
@@ -190,33 +149,13 @@ func TestGroupRepartitionKill(t *testing.T) {
 // minimum) would fire the early windows before 2's and 3's events and drop
 // those as late. The counts must equal a one-process run's.
 func TestGroupRepartitionWatermark(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
-	brokers := strings.Join(addrs, ",")
-	var procs []*groupProc
-	for _, name := range []string{"a", "b"} {
-		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gw", "--in", "in", "--out", "out",
-			"--keyed", "window", "--session-timeout", "1500ms", "-v"))
-	}
+	addrs := processCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"))
+	g := jobGroup(t, addrs, "gw", "--in", "in", "--out", "out", "--keyed", "window")
+	g.Start("a", "b")
 	// Both members own input partitions before any event exists, so no
 	// rebalance moves a window's state: the test checks the watermark
 	// alone (TestGroupStatefulRepartition moves state).
-	waitFor(t, "two members owning the input", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
-		if err != nil || d.State != "Stable" || len(d.Members) != 2 {
-			return false
-		}
-		for _, m := range d.Members {
-			if !slices.ContainsFunc(m.Assigned, func(p string) bool { return strings.HasPrefix(p, "in/") }) {
-				return false
-			}
-		}
-		return true
-	})
+	waitEveryMemberOwns(g, addrs, "gw", 2, "in")
 	// Event i of partition p at base + i*100ms (+1h for partitions 0 and
 	// 1); then a last event per partition two hours ahead, which moves
 	// every partition's watermark past the other windows.
@@ -235,19 +174,7 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 	}
 	produceTo(t, addrs, "in", 0, byPart[0])
 	produceTo(t, addrs, "in", 1, byPart[1])
-	waitFor(t, "partitions 0 and 1 through the repartition topic", time.Minute, func() bool {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "gw")
-		if err != nil {
-			return false
-		}
-		done := 0
-		for _, p := range d.Partitions {
-			if p.Topic == "in" && p.Partition < 2 && p.Committed == 500 {
-				done++
-			}
-		}
-		return done == 2
-	})
+	waitCommittedTo(g, addrs, "gw", "partitions 0 and 1 through the repartition topic", 500, "in", 0, 1)
 	produceTo(t, addrs, "in", 2, byPart[2])
 	produceTo(t, addrs, "in", 3, byPart[3])
 	for p := range 4 {
@@ -255,22 +182,14 @@ func TestGroupRepartitionWatermark(t *testing.T) {
 		evs = append(evs, e)
 		produceTo(t, addrs, "in", int32(p), []event{e})
 	}
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded", "--keyed", "window").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
 	var want []string
-	for _, v := range committedValues(t, addrs, "ref") {
+	for _, v := range reference(t, addrs, "ref", "--in", "in", "--keyed", "window") {
 		if !strings.HasPrefix(v, "zz-flush,") { // its window never closes in the unbounded run
 			want = append(want, v)
 		}
 	}
 	var got []string
-	waitFor(t, "every window", 2*time.Minute, func() bool {
-		for _, p := range procs {
-			if p.exited() {
-				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
-			}
-		}
+	g.WaitFor("every window", 2*time.Minute, func() bool {
 		got = committedValues(t, addrs, "out")
 		return len(got) >= len(want)
 	})

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +18,8 @@ import (
 )
 
 // groupProc is one process of a group-mode job (kafkatest.Proc, under
-// the names these tests use).
+// the names group_stateful_test.go uses; the other group tests use
+// kafkatest.Group, through jobGroup).
 type groupProc struct {
 	*kafkatest.Proc
 	name   string
@@ -36,7 +36,8 @@ func startGroupProc(t *testing.T, bin, name string, args ...string) *groupProc {
 
 func (p *groupProc) exited() bool { return p.Exited() }
 
-// groupJobBin builds connector/kafka/internal/groupjob.
+// groupJobBin builds connector/kafka/internal/groupjob, once for all the
+// tests (TestMain).
 func groupJobBin(t *testing.T) string {
 	t.Helper()
 	return kafkatest.Build(t, "./internal/groupjob")
@@ -51,74 +52,67 @@ func groupJobBin(t *testing.T) string {
 // twice by it or by the process that took its partitions over), and per
 // key in input order.
 func TestGroupKillAndAdd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"))
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
-	brokers := strings.Join(addrs, ",")
-	group := func(name string) *groupProc {
-		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "g", "--in", "in", "--out", "out",
-			"--session-timeout", "1500ms", "--pace", "20", "-v")
-	}
-	outCount := func() int { return len(committedValues(t, addrs, "out")) }
-	produce(t, addrs, "in", parts, evs[:phase])
-	a, b := group("a"), group("b")
-	waitFor(t, "a third of the first phase's output", time.Minute, func() bool { return outCount() >= phase/3 })
-	// Kill a while records flow (it is paced: it is mid-transaction).
-	produce(t, addrs, "in", parts, evs[phase:2*phase])
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-a.done
-	a.done <- nil
-	// b takes a's partitions over after the session timeout; a, started
-	// again with its instance id, fences a's open transaction and joins.
-	waitFor(t, "b alone past the first phase", time.Minute, func() bool { return outCount() >= phase+phase/3 })
-	a = group("a")
-	waitFor(t, "most of the second phase", time.Minute, func() bool { return outCount() >= 2*phase-phase/3 })
-	c := group("c") // joins while the job runs
-	last := 0
-	defer func() {
-		if t.Failed() {
-			t.Logf("output: %d records of %d", last, len(evs))
-		}
-	}()
+	g := jobGroup(t, addrs, "g", "--in", "in", "--out", "out", "--pace", "20")
+	out := outputCount(t, addrs, "out", "")
+	killInSecondPhase(t, g, addrs, out, evs, parts, phase, false)
+	// b takes a's partitions over after the session timeout. Its output
+	// is read_committed behind a's open transaction (the kill came while
+	// a wrote) until that is aborted: the test fences it, as a does when
+	// it starts again with its instance id, rather than wait for the
+	// transaction timeout (a minute). a, started again, joins.
+	kafkatest.Fence(t, addrs, "g-a")
+	g.WaitFor("b alone past the first phase", time.Minute, func() bool { return out() >= phase+phase/3 })
+	g.Start("a")
+	g.WaitFor("most of the second phase", time.Minute, func() bool { return out() >= 2*phase-phase/3 })
+	g.Start("c") // joins while the job runs
 	produce(t, addrs, "in", parts, evs[2*phase:])
-	waitFor(t, "every record", 2*time.Minute, func() bool {
-		for _, p := range []*groupProc{a, b, c} {
-			if p.exited() {
-				t.Fatalf("process %s exited: %s", p.name, p.stderr.String())
-			}
-		}
-		n := outCount()
-		last = n
-		return n >= len(evs)
-	})
-	for _, p := range []*groupProc{a, b, c} {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range []*groupProc{a, b, c} {
-		if err := <-p.done; err != nil {
-			t.Errorf("process %s: %v\n%s", p.name, err, p.stderr.String())
-		}
-		p.done <- nil
-	}
+	finishUnbounded(t, g, out, len(evs))
 	got := committedValues(t, addrs, "out")
-
-	// The one-process run over the same input (no app id, bounded).
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	want := committedValues(t, addrs, "ref")
+	want := reference(t, addrs, "ref", "--in", "in")
 	if len(want) != len(evs) {
 		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
 	}
 	sameOutput(t, "group output", got, want)
 	checkKeyOrder(t, addrs, "out")
+}
+
+// killInSecondPhase is the kill of the tests whose input comes in
+// phases of phase events (written round robin to parts partitions):
+// the first phase is written and members a and b start; once a third of
+// it is output, the second phase is written and a is killed at once, so
+// that it dies while records flow (they are paced: it is
+// mid-transaction), whatever the machine's speed. With restart, a is
+// started again at once.
+func killInSecondPhase(t *testing.T, g *kafkatest.Group, addrs []string, out func() int, evs []event, parts, phase int, restart bool) {
+	t.Helper()
+	produce(t, addrs, "in", parts, evs[:phase])
+	g.Start("a", "b")
+	g.KillMidRun(kafkatest.KillMidRun{
+		When: "a third of the first phase's output", Committed: out,
+		Victim:  func() string { return victimIf(out() >= phase/3, "a") },
+		Before:  func() { produce(t, addrs, "in", parts, evs[phase:2*phase]) },
+		Restart: restart,
+	})
+}
+
+// finishUnbounded waits for the committed output of an unbounded group
+// to reach n records, and stops its processes (each must end cleanly).
+func finishUnbounded(t *testing.T, g *kafkatest.Group, out func() int, n int) {
+	t.Helper()
+	last := 0
+	defer func() {
+		if t.Failed() {
+			t.Logf("output: %d records of %d", last, n)
+		}
+	}()
+	g.WaitFor("every record", 2*time.Minute, func() bool {
+		last = out()
+		return last >= n
+	})
+	g.Stop(time.Minute)
 }
 
 // checkKeyOrder checks that the records of each key and input partition
@@ -252,35 +246,13 @@ func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 // input and both exit once the group has committed every partition to
 // its end; the output equals a one-process run's.
 func TestGroupBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"))
 	evs := events(4000, 20)
 	produce(t, addrs, "in", 4, evs)
-	brokers := strings.Join(addrs, ",")
-	var procs []*groupProc
-	for _, name := range []string{"a", "b"} {
-		procs = append(procs, startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "gb", "--in", "in", "--out", "out",
-			"--session-timeout", "1500ms", "--pace", "50", "--bounded", "-v"))
-	}
-	for _, p := range procs {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			if err != nil {
-				t.Fatalf("process %s: %v", p.name, err)
-			}
-		case <-time.After(2 * time.Minute): // a deadline, not a wait for a result
-			t.Fatalf("process %s did not end", p.name)
-		}
-	}
-	if out, err := exec.Command(bin, "--brokers", brokers, "--in", "in", "--out", "ref", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
-	want := committedValues(t, addrs, "ref")
+	g := jobGroup(t, addrs, "gb", "--in", "in", "--out", "out", "--pace", "50", "--bounded")
+	g.Start("a", "b")
+	g.Wait(2 * time.Minute)
+	want := reference(t, addrs, "ref", "--in", "in")
 	if len(want) != len(evs) {
 		t.Fatalf("reference run wrote %d records, want %d", len(want), len(evs))
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // chainSQL is the statement set TestGroupSQLChain runs: aggregations over
@@ -161,44 +160,25 @@ func TestGroupSQLChain(t *testing.T) {
 	if err := os.WriteFile(file, []byte(unbounded), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := func(name string) *kafkatest.Proc {
-		return kafkatest.Start(t, bin, name, nil, "sql", "-f", file, "--app-id", "sqlc", "--define", "BROKERS="+strings.Join(addrs, ","))
-	}
+	g := weirGroup(t, bin, addrs, "sqlc", file)
 	maxes := func() int { return len(kafkatest.Committed(t, addrs, "max_out")) }
-	began := time.Now()
-	procs := map[string]*kafkatest.Proc{"a": start("a"), "b": start("b"), "c": start("c")}
-	running := func() {
-		for name, p := range procs {
-			if p.Exited() {
-				t.Fatalf("process %s ended:\n%s", name, p.Stderr.String())
+	g.Start("a", "b", "c")
+	victim, killedAt := g.KillMidRun(kafkatest.KillMidRun{
+		When:     "a process owns a partition of the input, and output is committed",
+		Deadline: 3 * time.Minute,
+		Victim: func() string {
+			name := inputOwner(addrs, "sqlc", "cev", func(p kafka.GroupPartition) bool { return p.Committed > 0 })
+			if name != "" && maxes() > 0 {
+				return name
 			}
-		}
-	}
-	var victim string
-	weirtest.WaitFor(t, "a process owns a partition of the input, and output is committed", 3*time.Minute, func() bool {
-		running()
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "sqlc")
-		if err != nil {
-			return false
-		}
-		for _, p := range d.Partitions {
-			if name, ok := strings.CutPrefix(p.Owner, "sqlc-"); ok && p.Topic == "cev" && procs[name] != nil && p.Committed > 0 {
-				victim = name
-				return maxes() > 0
-			}
-		}
-		return false
+			return ""
+		},
+		// Not all the max rows: half the input is written.
+		Committed: maxes, TooLate: len(maxRows),
+		Restart: true,
+		Then:    func() { produce(half, len(evs[0]), true) },
 	})
-	procs[victim].Kill(t)
-	killedAt := maxes()
-	t.Logf("%v: %s killed", time.Since(began), victim)
-	if killedAt >= len(maxRows) {
-		t.Fatalf("all %d max rows committed before the kill, with half the input written", killedAt)
-	}
-	procs[victim] = start(victim)
-	produce(half, len(evs[0]), true)
-	weirtest.WaitFor(t, "every row of both sinks committed", 3*time.Minute, func() bool {
-		running()
+	g.WaitFor("every row of both sinks committed", 3*time.Minute, func() bool {
 		for _, topic := range sinks {
 			if len(kafkatest.Committed(t, addrs, topic)) < len(want[topic]) {
 				return false
@@ -206,10 +186,9 @@ func TestGroupSQLChain(t *testing.T) {
 		}
 		return true
 	})
-	for _, p := range procs {
-		p.Kill(t)
+	for _, name := range g.Names() {
+		g.Kill(name)
 	}
-	t.Logf("%v: output complete, processes stopped", time.Since(began))
 	for _, topic := range sinks {
 		got := sinkRows(t, addrs, topic)
 		if sameRows(t, topic, got, want[topic]) {

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // groupSQL is the statement set TestGroupSQLKill runs: a Kafka source
@@ -321,46 +320,29 @@ func TestGroupSQLKill(t *testing.T) {
 	if err := os.WriteFile(file, []byte(groupSQL), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := func(name string) *kafkatest.Proc {
-		return kafkatest.Start(t, bin, name, nil, "sql", "-f", file, "--app-id", "sqlg", "--define", "BROKERS="+strings.Join(addrs, ","))
-	}
+	g := weirGroup(t, bin, addrs, "sqlg", file)
 	tumbles := func() int { return len(kafkatest.Committed(t, addrs, "tumble_out")) }
-	began := time.Now()
-	procs := map[string]*kafkatest.Proc{"a": start("a"), "b": start("b"), "c": start("c")}
+	g.Start("a", "b", "c")
 	// The kill lands on a process that has committed a transaction of its
 	// own (a partition it owns, of the input or of a repartition topic,
 	// committed past its start but not to its end) once the sinks hold
-	// committed output, and before the job is done.
-	var victim string
-	weirtest.WaitFor(t, "a process has committed part of a partition it owns, and output is committed", 3*time.Minute, func() bool {
-		for name, p := range procs {
-			if p.Exited() {
-				t.Fatalf("process %s ended before the kill (the input is too small for this machine?):\n%s", name, p.Stderr.String())
+	// committed output, and before the job is done. (A process that ends
+	// before the kill fails the test: the input is too small for this
+	// machine?)
+	victim, killedAt := g.KillMidRun(kafkatest.KillMidRun{
+		When:     "a process has committed part of a partition it owns, and output is committed",
+		Deadline: 3 * time.Minute,
+		Victim: func() string {
+			name := inputOwner(addrs, "sqlg", "ev", func(p kafka.GroupPartition) bool { return p.Committed > 0 && p.Committed < p.End })
+			if name != "" && tumbles() > 0 {
+				return name
 			}
-		}
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "sqlg")
-		if err != nil {
-			return false
-		}
-		for _, p := range d.Partitions {
-			if name, ok := strings.CutPrefix(p.Owner, "sqlg-"); ok && p.Topic == "ev" && procs[name] != nil && p.Committed > 0 && p.Committed < p.End {
-				victim = name
-				return tumbles() > 0
-			}
-		}
-		return false
+			return ""
+		},
+		Committed: tumbles, TooLate: len(want["tumble_out"]),
+		Restart: true, // with its instance id: it fences its open transaction
 	})
-	procs[victim].Kill(t)
-	killedAt := tumbles()
-	t.Logf("%v: %s killed", time.Since(began), victim)
-	if killedAt >= len(want["tumble_out"]) {
-		t.Fatalf("all %d tumbling windows committed before the kill: the test proves nothing", killedAt)
-	}
-	procs[victim] = start(victim) // with its instance id: it fences its open transaction
-	for _, p := range procs {
-		p.Wait(t, 3*time.Minute)
-	}
-	t.Logf("%v: all processes ended", time.Since(began))
+	g.Wait(3 * time.Minute)
 	for _, topic := range sinks {
 		got := sinkRows(t, addrs, topic)
 		if sameRows(t, topic, got, want[topic]) {
@@ -368,6 +350,38 @@ func TestGroupSQLKill(t *testing.T) {
 		}
 	}
 	t.Logf("%d input rows over %d partitions; %d tumbling windows committed when %s was killed", len(all), sqlParts, killedAt, victim)
+}
+
+// weirGroup is the group of `weir sql -f file --app-id app` processes on
+// the cluster at addrs (its brokers given as the file's ${BROKERS}).
+func weirGroup(t *testing.T, bin string, addrs []string, app, file string) *kafkatest.Group {
+	return kafkatest.NewGroup(t, bin, nil, func(string) []string {
+		return []string{"sql", "-f", file, "--app-id", app, "--define", "BROKERS=" + strings.Join(addrs, ",")}
+	})
+}
+
+// inputOwner is the member (its instance id) owning a partition of topic
+// in group app for which ok holds, "" if none does (or the group cannot
+// be described yet). Kill victims are picked on the input topic: a
+// repartition partition's committed offset stays below its end by the
+// last transaction's marker.
+func inputOwner(addrs []string, app, topic string, ok func(kafka.GroupPartition) bool) string {
+	d, err := kafka.DescribeGroup(context.Background(), addrs, app)
+	if err != nil {
+		return ""
+	}
+	for _, p := range d.Partitions {
+		if name, found := strings.CutPrefix(p.Owner, app+"-"); found && p.Topic == topic && ok(p) {
+			return name
+		}
+	}
+	return ""
+}
+
+// TestMain builds cmd/weir once for the tests that start it, from the
+// start when the whole package runs.
+func TestMain(m *testing.M) {
+	os.Exit(kafkatest.Main(m, "github.com/weirstream/weir/cmd/weir"))
 }
 
 // sameRows marks the test failed if got and want (sorted) are not the same
