@@ -1,0 +1,96 @@
+package weir
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// encPerson and encAuction have the shape of Nexmark's Person and Auction
+// (strings padded to about 200 and 500 bytes), for a CoGroup state like q8's.
+type encPerson struct {
+	ID                                       int64
+	Name, EmailAddress, CreditCard, City, St string
+	DateTime                                 int64
+	Extra                                    string
+}
+
+type encAuction struct {
+	ID                                             int64
+	ItemName, Description                          string
+	InitialBid, Reserve, DateTime, Expires, Seller int64
+	Category                                       int64
+	Extra                                          string
+}
+
+type encEvent = tagged[encPerson, encAuction]
+
+type encOp = genWindowOp[int64, encEvent, []encEvent, []encEvent, string]
+
+// newEncOp is q8's co-group operator over keys keys, events per key
+// events (one person, the rest auctions), all in one tumbling window.
+func newEncOp(b *testing.B, keys, events int) *encOp {
+	op := &encOp{
+		winOut: winOut[int64, encEvent, string]{out: &collectSink[string]{}, ob: newBatch[string](8), batchSize: 8, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Tumbling(10 * time.Second), agg: readOnlyCollect[encEvent]{}, trig: EventTimeTrigger(),
+		render: func(func(string), int64, *gwin[[]encEvent, []encEvent], ChangeKind, []encEvent) error { return nil },
+		now:    func() int64 { return 0 }, info: opInfo{uid: "q8", name: "q8", maxP: 128}, async: true,
+	}
+	op.init()
+	pad := strings.Repeat("x", 150)
+	in := newBatch[keyed[int64, encEvent]](1024)
+	flush := func() {
+		if err := op.push(in); err != nil {
+			b.Fatal(err)
+		}
+		in.reset()
+	}
+	for e := 0; e < events; e++ {
+		for k := int64(0); k < int64(keys); k++ {
+			ev := encEvent{IsRight: e > 0}
+			if e == 0 {
+				ev.Left = encPerson{ID: k, Name: "name", EmailAddress: "someone@example.com", CreditCard: "1234 5678 9012 3456", City: "Boise", St: "ID", DateTime: 1000, Extra: pad}
+			} else {
+				ev.Right = encAuction{ID: k*10 + int64(e), ItemName: "item", Description: "a description", Seller: k, DateTime: 1000, Extra: pad + pad + pad}
+			}
+			in.add(keyed[int64, encEvent]{hash: uint64(k) * 0x9E3779B97F4A7C15, key: k, val: ev}, 1000+k%5000, 0)
+			if len(in.data) == cap(in.data) {
+				flush()
+			}
+		}
+	}
+	flush()
+	return op
+}
+
+// BenchmarkGenWindowEncode is the deferred encoding of the general window
+// operator's state at a checkpoint (q8's, on the checkpoint coordinator's
+// goroutine): 20 K keys of 5 events each (about 1.8 KB a key), encoded
+// again at every checkpoint while the window stays open.
+func BenchmarkGenWindowEncode(b *testing.B) {
+	const keys, events = 20_000, 5
+	op := newEncOp(b, keys, events)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var bytes int64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := &taskSnapshot{}
+		if err := op.barrier(&barrierMsg{ID: int64(i + 1)}, s); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := s.Resolve(); err != nil {
+			b.Fatal(err)
+		}
+		bytes = 0
+		for _, g := range s.States[0].Groups {
+			bytes += int64(len(g))
+		}
+	}
+	b.SetBytes(bytes)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*events), "ns/event")
+}
