@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -28,6 +29,10 @@ const (
 	// Version is the version of the group and state-file formats.
 	Version = 1
 )
+
+// groupSlack is the room a large key group's buffer has before each entry
+// is encoded into it: entries larger than it still grow it by append.
+const groupSlack = 16 << 10
 
 // GroupWriter encodes a snapshot's entries by key group: with the Compact
 // codec of E straight into each group's buffer, or, when E is not plain
@@ -96,6 +101,14 @@ func (g *GroupWriter[E]) Add(kg int, e *E) {
 			b = make([]byte, 0, max(g.hint[kg]+g.hint[kg]/8, len(g.header)+256))
 		}
 		b = append(b, g.header...)
+	}
+	if len(b) >= groupSlack && cap(b)-len(b) < groupSlack {
+		// Double ahead of the entry: append grows a large slice by about
+		// 1.25×, so a large key group filled from a small buffer was
+		// copied some four times over (growslice was most of q8's
+		// deferred encoding in the profile of its latency run); doubling
+		// copies it once at most. Small buffers double by append anyway.
+		b = slices.Grow(b, len(b))
 	}
 	g.bufs[kg] = g.c.enc(b, unsafe.Pointer(e))
 }
