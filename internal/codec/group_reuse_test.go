@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -69,6 +70,35 @@ func TestGroupWriterReuse(t *testing.T) {
 		}
 		if g.spare[3] != nil {
 			t.Fatal("key group 3, empty in the second snapshot, kept its buffer")
+		}
+	}
+}
+
+// A key group larger than groupSlack grows ahead of its entries (doubling)
+// and still holds every entry, in order.
+func TestGroupWriterLargeGroup(t *testing.T) {
+	var g GroupWriter[reuseEntry]
+	g.Reuse = true
+	var want []reuseEntry
+	for i := range 5000 {
+		want = append(want, reuseEntry{int64(i), strings.Repeat("s", i%97)})
+	}
+	for round := 0; round < 2; round++ {
+		out := encodeGroups(t, &g, map[int][]reuseEntry{1: want})
+		if len(out[1]) < 4*groupSlack {
+			t.Fatalf("key group of %d bytes: not large enough to test the growth", len(out[1]))
+		}
+		var got []reuseEntry
+		if err := EachEntry([][]byte{out[1]}, func(e reuseEntry) { got = append(got, e) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: %d entries, want %d", round, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("round %d: entry %d is %v, want %v", round, i, got[i], want[i])
+			}
 		}
 	}
 }
