@@ -106,7 +106,9 @@ func connectTwo[K comparable, L, R any](left *KeyedStream[K, L], right *KeyedStr
 // the window gets an empty slice, so outer joins are built with CoGroup.
 // Options are those of Window (AllowedLateness, Trigger) and of any
 // operator (Name, UID, Parallelism); events late for every window they
-// belong to are dropped and counted, as in a windowed aggregate.
+// belong to are dropped and counted, as in a windowed aggregate. fn may
+// keep the slices it is given and append to them; a kept slice may keep
+// alive memory that other calls' slices were cut from (up to 16 KiB).
 func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows,
 	fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
 	ks := connectTwo(left, right, "CoGroup")
@@ -114,31 +116,9 @@ func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedS
 	// The function below only reads a window's events (into the lists it
 	// passes on), so its accumulators are append-only and a checkpoint
 	// defers their encoding (readOnlyCollect).
+	var slabs coSlabPool[L, R]
 	return processWindow(ws, func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
-		// Sized once: growing the lists by append was two thirds of the
-		// time to fire a window (Nexmark q8's profile), and firing every
-		// key of a window at once is what its rows wait for.
-		nr := 0
-		for i := range evs {
-			if evs[i].IsRight {
-				nr++
-			}
-		}
-		var ls []L
-		var rs []R
-		if nl := len(evs) - nr; nl > 0 {
-			ls = make([]L, 0, nl)
-		}
-		if nr > 0 {
-			rs = make([]R, 0, nr)
-		}
-		for i := range evs {
-			if evs[i].IsRight {
-				rs = append(rs, evs[i].Right)
-			} else {
-				ls = append(ls, evs[i].Left)
-			}
-		}
+		ls, rs := slabs.split(evs)
 		return fn(key, win, ls, rs, emit)
 	}, AggregateFunction[tagged[L, R], []tagged[L, R], []tagged[L, R]](readOnlyCollect[tagged[L, R]]{}), nil)
 }

@@ -136,6 +136,13 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 		if trace.IsEnabled() {
 			defer trace.StartRegion(context.Background(), "deferred-encode").End()
 		}
+		// The key groups' buffers are written again by the next
+		// checkpoint's encoding: it runs on the same goroutine after this
+		// checkpoint was written (the state file streams them to disk;
+		// group mode's changelog hashes them and copies them into its
+		// records before Persist returns), so nothing reads them by then.
+		// Fresh buffers were zeroed and faulted in at every checkpoint.
+		g.Reuse = true
 		g.Start(int(info.maxP))
 		walk(g.Add)
 		groups, err := g.Finish()

@@ -170,6 +170,60 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 	}
 }
 
+// TestChangelogPersistCopiesGroups: persist is done with the key groups'
+// bytes when it returns (it hashes them and copies them into its records):
+// the window operators' deferred snapshots write the next checkpoint into
+// the same buffers (codec.GroupWriter.Reuse), so a record produced from
+// the buffer itself would be changed under the client before it is sent.
+func TestChangelogPersistCopiesGroups(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "app-op-changelog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: 4}}
+	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: 1}, owned: []int32{0},
+		groups: map[int]bool{}, last: map[int]uint64{}}
+	for _, kg := range OwnedKeyGroups(op.owned, 1, 4) {
+		op.groups[kg] = true
+	}
+	run := &changelogRun{lr: &localRun{r: r}, ops: []*runOp{op}}
+	buf := []byte("checkpoint 1")
+	if err := run.persist(1, []hooks.KeyedState{{UID: "op", Groups: map[int][]byte{2: buf}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXXXXXXXXX") // the next checkpoint's encoding, before the client sent the record
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		"app-op-changelog": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var got []string
+	for len(got) < 1 && ctx.Err() == nil {
+		rd.PollFetches(ctx).EachRecord(func(rec *kgo.Record) {
+			_, p, err := unframe(rec.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, string(rec.Key)+"="+string(p))
+		})
+	}
+	if !slices.Equal(got, []string{"2=checkpoint 1"}) {
+		t.Fatalf("changelog records %q, want the bytes persist was given", got)
+	}
+}
+
 // TestChangelogReadsOldWatermarkRecords: a "wm/<partition>" record, which
 // the first version wrote, is still read (a topic written by it
 // restores); one naming another partition or not framed as a watermark is

@@ -6,6 +6,7 @@ import (
 	"encoding/gob"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -29,10 +30,15 @@ const (
 	Version = 1
 )
 
+// groupSlack is the room a large key group's buffer has before each entry
+// is encoded into it: entries larger than it still grow it by append.
+const groupSlack = 16 << 10
+
 // GroupWriter encodes a snapshot's entries by key group: with the Compact
 // codec of E straight into each group's buffer, or, when E is not plain
 // data, by gob. Buffers are handed to the snapshot; the next snapshot
-// presizes them from their sizes this time. The zero value is ready.
+// presizes them from their sizes this time, or, with Reuse, writes into
+// them again. The zero value is ready.
 type GroupWriter[E any] struct {
 	c      *Codec // nil: gob
 	header []byte
@@ -40,6 +46,12 @@ type GroupWriter[E any] struct {
 	bufs   [][]byte
 	hint   []int
 	gob    map[int][]E
+	// Reuse: Finish's buffers are written again by the next snapshot
+	// (Start), instead of new ones being allocated. Set by an owner that
+	// knows every reader of the bytes Finish returned is done with them
+	// before it calls Start again.
+	Reuse bool
+	spare [][]byte // Reuse: last snapshot's buffers, emptied
 }
 
 // Start begins a snapshot of maxP key groups.
@@ -59,6 +71,10 @@ func (g *GroupWriter[E]) Start(maxP int) {
 	if len(g.bufs) != maxP {
 		g.bufs = make([][]byte, maxP)
 		g.hint = make([]int, maxP)
+		g.spare = nil
+	}
+	if g.Reuse && g.spare == nil {
+		g.spare = make([][]byte, maxP)
 	}
 }
 
@@ -77,8 +93,22 @@ func (g *GroupWriter[E]) Add(kg int, e *E) {
 	}
 	b := g.bufs[kg]
 	if b == nil {
-		b = make([]byte, 0, max(g.hint[kg]+g.hint[kg]/8, len(g.header)+256))
+		if g.spare != nil && g.spare[kg] != nil {
+			// The last snapshot's buffer: its pages are faulted in
+			// already, and it is not garbage for the collector to find.
+			b, g.spare[kg] = g.spare[kg], nil
+		} else {
+			b = make([]byte, 0, max(g.hint[kg]+g.hint[kg]/8, len(g.header)+256))
+		}
 		b = append(b, g.header...)
+	}
+	if len(b) >= groupSlack && cap(b)-len(b) < groupSlack {
+		// Double ahead of the entry: append grows a large slice by about
+		// 1.25×, so a large key group filled from a small buffer was
+		// copied some four times over (growslice was most of q8's
+		// deferred encoding in the profile of its latency run); doubling
+		// copies it once at most. Small buffers double by append anyway.
+		b = slices.Grow(b, len(b))
 	}
 	g.bufs[kg] = g.c.enc(b, unsafe.Pointer(e))
 }
@@ -99,6 +129,14 @@ func (g *GroupWriter[E]) Finish() (map[int][]byte, error) {
 	}
 	for kg, b := range g.bufs {
 		g.hint[kg] = len(b)
+		if g.spare != nil {
+			// A key group left empty this time gives its buffer up: what
+			// stays allocated is the size of the last snapshot.
+			g.spare[kg] = nil
+			if g.Reuse && b != nil {
+				g.spare[kg] = b[:0]
+			}
+		}
 		if b != nil {
 			out[kg] = b
 			g.bufs[kg] = nil
