@@ -33,6 +33,10 @@ import (
 // reaches the operator, no snapshot reads the tables any more, and the
 // barrier folds what is left before it shares the tables again.
 
+// deltaCopyMin is the smallest delta that copyShared replaces (a variable
+// so that tests reach the copy with small states).
+var deltaCopyMin = 1024
+
 // alignedCOW is the copy-on-write bookkeeping of an alignedWindowOp.
 type alignedCOW[K comparable, ACC any] struct {
 	// sharing: some bucket is shared, or a fired table is held, by the
@@ -92,10 +96,16 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) upsert(bk *bucket[K, ACC], hash uint6
 
 // deltaSlot is Upsert for a shared bucket: the accumulator of key in its
 // delta, which starts as the shared table's (inserted false) if the key
-// is there.
+// is there. A delta that outgrows an eighth of its table (a bucket that
+// takes many new keys while the coordinator encodes, as every bucket does
+// while the windows fill) is cheaper as a copy: the bucket then takes a
+// copy of its table with the delta folded in, and stops sharing.
 func (op *alignedWindowOp[K, T, ACC, OUT]) deltaSlot(bk *bucket[K, ACC], hash uint64, key K) (*ACC, bool) {
 	if bk.delta == nil {
 		bk.delta = op.freeTable()
+	} else if n := bk.delta.Len(); n >= deltaCopyMin && n > bk.tab.Len()/8 {
+		op.copyShared(bk)
+		return bk.tab.Upsert(hash, key)
 	}
 	p, ins := bk.delta.Upsert(hash, key)
 	if ins {
@@ -108,29 +118,49 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) deltaSlot(bk *bucket[K, ACC], hash ui
 	return p, ins
 }
 
+// copyShared gives a shared bucket a table of its own: a copy of the
+// shared one (which the snapshot keeps, held until it is encoded) with
+// the delta folded in.
+func (op *alignedWindowOp[K, T, ACC, OUT]) copyShared(bk *bucket[K, ACC]) {
+	t := op.freeTable()
+	bk.tab.CopyTo(t)
+	op.cow.held = append(op.cow.held, bk.tab)
+	bk.tab = t
+	op.fold(bk)
+	bk.shared = false
+}
+
+// fold moves a bucket's delta into its table (no longer shared): the
+// changed accumulators in place, then the new keys in the order they came.
+func (op *alignedWindowOp[K, T, ACC, OUT]) fold(bk *bucket[K, ACC]) {
+	d := bk.delta
+	if d == nil {
+		return
+	}
+	tab := bk.tab
+	d.All(func(h uint64, k K, v *ACC) bool {
+		if i := tab.Find(h, k); i >= 0 {
+			*tab.At(i) = *v
+		}
+		return true
+	})
+	for _, a := range bk.added {
+		p, _ := tab.Upsert(a.hash, a.key)
+		*p = *d.Get(a.hash, a.key)
+	}
+	clear(bk.added)
+	bk.added = bk.added[:0]
+	d.Reset()
+	op.free = append(op.free, d)
+	bk.delta = nil
+}
+
 // unshare ends the sharing of the last snapshot, whose encoding is over:
 // each delta is folded into its bucket's table and the held tables are
 // freed.
 func (op *alignedWindowOp[K, T, ACC, OUT]) unshare() {
 	for _, bk := range op.buckets {
-		if d := bk.delta; d != nil {
-			tab := bk.tab
-			d.All(func(h uint64, k K, v *ACC) bool {
-				if i := tab.Find(h, k); i >= 0 {
-					*tab.At(i) = *v
-				}
-				return true
-			})
-			for _, a := range bk.added {
-				p, _ := tab.Upsert(a.hash, a.key)
-				*p = *d.Get(a.hash, a.key)
-			}
-			clear(bk.added)
-			bk.added = bk.added[:0]
-			d.Reset()
-			op.free = append(op.free, d)
-			bk.delta = nil
-		}
+		op.fold(bk)
 		bk.shared = false
 	}
 	for i, t := range op.cow.held {

@@ -63,9 +63,17 @@ func groupEntries(t *testing.T, data []byte) []alignedEntry[int64, int64] {
 // checkpoint). Under -race, a write of the task to a table the
 // coordinator reads is also reported as a race.
 func TestAlignedWindowCopyOnWrite(t *testing.T) {
+	defer func(m int) { deltaCopyMin = m }(deltaCopyMin)
+	for _, copyMin := range []int{1 << 30, 4} { // deltas only; deltas replaced by copies
+		deltaCopyMin = copyMin
+		testAlignedWindowCopyOnWrite(t, copyMin)
+	}
+}
+
+func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int) {
 	for _, w := range []Windows{Hopping(10*time.Second, 2*time.Second), Tumbling(4 * time.Second)} {
 		for seed := int64(1); seed <= 4; seed++ {
-			t.Run(fmt.Sprintf("%v/%d", w, seed), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/%d/copy%d", w, seed, copyMin), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(seed))
 				ref, refOut := newCOWTestOp(w, false)
 				sync, _ := newCOWTestOp(w, false)
