@@ -26,7 +26,9 @@ import (
 // held tables. The cost moves from a copy of the whole state per checkpoint
 // to the keys written while the coordinator encodes (a lookup in the
 // shared table on the first write of each, one upsert each to fold), off
-// the path of the firing that follows the barrier.
+// the path of the firing that follows the barrier; a bucket that takes
+// many new keys meanwhile is copied after all (deltaSlot), so the cost
+// stays about the old copy's at most.
 //
 // The coordinator encodes checkpoint n before it triggers n+1, and an
 // aborted checkpoint's encoding never runs: so when the next barrier
