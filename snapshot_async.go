@@ -7,7 +7,6 @@ import (
 	"runtime/trace"
 
 	"github.com/weirstream/weir/internal/codec"
-	"github.com/weirstream/weir/internal/hashtable"
 )
 
 // Asynchronous snapshots of heap state. A barrier stops the operator's task
@@ -156,49 +155,6 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 		st.Groups = groups
 		return st, nil
 	})
-}
-
-// barrierDeferred is the barrier of an aligned window operator whose keys
-// and accumulators are shareable: it copies each bucket's table whole (two
-// memmoves a bucket, into tables reused from one checkpoint to the next,
-// so no per-entry work and, once their capacity is reached, no allocation)
-// and defers the encoding, which walks the copies as the synchronous
-// barrier walks the buckets (the same bytes). The first version copied
-// entry by entry into a flat array grown on demand: in a trace of q5's
-// latency run that copy stopped the task for 50–970 ms at each checkpoint
-// while the windows filled (growing the array: fresh memory, page faults),
-// and it came right before each window's firing.
-func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
-	bks := op.snapBuckets[:0]
-	for i, bk := range op.buckets {
-		if i == len(op.snapTabs) {
-			op.snapTabs = append(op.snapTabs, &hashtable.Table[K, ACC]{})
-		}
-		t := op.snapTabs[i]
-		bk.tab.CopyTo(t)
-		bks = append(bks, bucket[K, ACC]{start: bk.start, end: bk.end, tab: t})
-	}
-	op.snapBuckets = bks
-	maxP := op.info.maxP
-	deferEncode(s, op.info, op.wm, &op.snap, func(add func(int, *alignedEntry[K, ACC])) {
-		var e alignedEntry[K, ACC]
-		for _, bk := range bks {
-			e.Start, e.End = bk.start, bk.end
-			bk.tab.All(func(h uint64, k K, acc *ACC) bool {
-				e.Hash, e.Key, e.Acc = h, k, *acc
-				add(int(h%maxP), &e)
-				return true
-			})
-		}
-	}, func() {
-		// Drop the copies' references (an append-only accumulator's
-		// slices) so that fired windows' events do not stay alive until
-		// the next checkpoint; the next barrier copies again.
-		for _, bk := range bks {
-			bk.tab.Reset()
-		}
-	})
-	return op.winOut.forwardBarrier(b, s)
 }
 
 // barrierDeferred is the barrier of a general window operator (sessions,

@@ -149,6 +149,22 @@ func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]])
 type bucket[K comparable, ACC any] struct {
 	start, end int64
 	tab        *hashtable.Table[K, ACC]
+	// shared: tab is also the state of a deferred snapshot that the
+	// checkpoint coordinator may be reading (barrierDeferred), so the task
+	// must not change it: writes go to delta (the changed keys'
+	// accumulators, read over tab's) until the snapshot is encoded.
+	shared bool
+	delta  *hashtable.Table[K, ACC]
+	// added are delta's keys that tab lacks, in the order they came: the
+	// fold inserts them in that order, so tab ends as it would have
+	// without the snapshot (same slots, same iteration order, same bytes
+	// in the next snapshot).
+	added []hashedKey[K]
+}
+
+type hashedKey[K comparable] struct {
+	hash uint64
+	key  K
 }
 
 // alignedWindowOp aggregates tumbling and hopping windows. Because these
@@ -172,15 +188,14 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	// increment, with no call through the AggregateFunction interface.
 	count bool
 	async bool // keys and accumulators are shareable: barrierDeferred
-	// snapTabs are barrierDeferred's copies of the buckets' tables, reused
-	// from one checkpoint to the next; snapBuckets, the buckets of the
-	// copies.
-	snapTabs    []*hashtable.Table[K, ACC]
-	snapBuckets []bucket[K, ACC]
+	cow   alignedCOW[K, ACC]
 }
 
 func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
+	if op.cow.sharing && op.cow.encoded() {
+		op.unshare()
+	}
 	agg, count := op.agg, op.count
 	for i := range b.data {
 		if w := b.wm[i]; w > op.wm {
@@ -193,7 +208,13 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		// Fast path: same window as the previous record. A bucket exists
 		// only while its window is not late, so no lateness check is needed.
 		if c := op.cache; c != nil && ts >= c.start && ts < c.end {
-			p, ins := c.tab.Upsert(r.hash, r.key)
+			var p *ACC
+			var ins bool
+			if c.shared {
+				p, ins = op.deltaSlot(c, r.hash, r.key)
+			} else {
+				p, ins = c.tab.Upsert(r.hash, r.key)
+			}
 			if count {
 				*(*int64)(unsafe.Pointer(p))++ // Create is 0, Add is +1
 				continue
@@ -225,7 +246,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) assign(r *keyed[K, T], ts int64) {
 			break // this window fired, and every earlier one too
 		}
 		bk := op.bucket(s, end)
-		p, ins := bk.tab.Upsert(r.hash, r.key)
+		p, ins := op.upsert(bk, r.hash, r.key)
 		if ins {
 			*p = op.agg.Add(op.agg.Create(), r.val)
 		} else {
@@ -251,14 +272,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end int64) *bucket[K, ACC] 
 		}
 		i--
 	}
-	var tab *hashtable.Table[K, ACC]
-	if n := len(op.free); n > 0 {
-		tab = op.free[n-1]
-		op.free = op.free[:n-1]
-	} else {
-		tab = hashtable.New[K, ACC](64)
-	}
-	bk := &bucket[K, ACC]{start: s, end: end, tab: tab}
+	bk := &bucket[K, ACC]{start: s, end: end, tab: op.freeTable()}
 	op.buckets = append(op.buckets, nil)
 	copy(op.buckets[i+1:], op.buckets[i:])
 	op.buckets[i] = bk
@@ -291,8 +305,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) advance(w int64) error {
 		if op.cache == bk {
 			op.cache = nil
 		}
-		bk.tab.Reset()
-		op.free = append(op.free, bk.tab)
+		op.release(bk)
 		n++
 	}
 	op.buckets = append(op.buckets[:0], op.buckets[n:]...)
@@ -307,6 +320,28 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	start, end := time.UnixMilli(bk.start).UTC(), time.UnixMilli(bk.end).UTC()
 	ts := bk.end - 1
 	var err error
+	if d := bk.delta; d != nil {
+		// Shared with a snapshot and changed since: delta's accumulators
+		// stand for tab's, and its new keys come after tab's.
+		tab := bk.tab
+		tab.All(func(h uint64, k K, acc *ACC) bool {
+			if v := d.Get(h, k); v != nil {
+				acc = v
+			}
+			err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
+			return err == nil
+		})
+		if err == nil {
+			d.All(func(h uint64, k K, acc *ACC) bool {
+				if tab.Find(h, k) >= 0 {
+					return true
+				}
+				err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
+				return err == nil
+			})
+		}
+		return err
+	}
 	bk.tab.All(func(_ uint64, k K, acc *ACC) bool {
 		err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
 		return err == nil
