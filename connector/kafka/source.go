@@ -691,13 +691,7 @@ func (r *reader[T]) endGroup(ctx context.Context) (int, error) {
 		r.lr.ended(r.ps.tp, r.position())
 		return 0, io.EOF
 	}
-	t := time.NewTimer(10 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return 0, nil
+	return pause(ctx)
 }
 
 // refill takes the partition's buffered records, polling first if there
@@ -859,6 +853,19 @@ func (r *reader[T]) waitRelease(ctx context.Context) bool {
 	return false
 }
 
+// pause is a Read that has nothing yet: it waits a little (~10ms, or
+// until ctx ends) so the source task does not spin, and can still pass
+// barriers and notice cancellation between reads.
+func pause(ctx context.Context) (int, error) {
+	t := time.NewTimer(10 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return 0, nil
+}
+
 // noPartitionReader stands for a source of which this process owns no
 // partition in group mode: it never has records.
 type noPartitionReader[T any] struct{ bounded bool }
@@ -867,13 +874,7 @@ func (r *noPartitionReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 	if r.bounded {
 		return 0, io.EOF
 	}
-	t := time.NewTimer(10 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return 0, nil
+	return pause(ctx)
 }
 
 func (r *noPartitionReader[T]) Position() ([]byte, error) { return make([]byte, 8), nil }
