@@ -322,7 +322,8 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	var err error
 	if d := bk.delta; d != nil {
 		// Shared with a snapshot and changed since: delta's accumulators
-		// stand for tab's, and its new keys come after tab's.
+		// stand for tab's, and its new keys (added, in the order they
+		// came) come after tab's.
 		tab := bk.tab
 		tab.All(func(h uint64, k K, acc *ACC) bool {
 			if v := d.Get(h, k); v != nil {
@@ -331,14 +332,11 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 			err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
 			return err == nil
 		})
-		if err == nil {
-			d.All(func(h uint64, k K, acc *ACC) bool {
-				if tab.Find(h, k) >= 0 {
-					return true
-				}
-				err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
-				return err == nil
-			})
+		for _, a := range bk.added {
+			if err != nil {
+				break
+			}
+			err = op.add(WindowResult[K, OUT]{Key: a.key, Start: start, End: end, Value: op.agg.Result(*d.Get(a.hash, a.key))}, ts, wm)
 		}
 		return err
 	}
