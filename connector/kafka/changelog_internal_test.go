@@ -99,25 +99,34 @@ func BenchmarkChangelogUnchanged(b *testing.B) {
 // empty, and nothing for another process's key groups or when nothing
 // changed; no watermark records (the watermark is the repartition
 // offsets' metadata).
-func TestChangelogPersistWritesChanges(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "app-op-changelog"))
+// persistRun is a changelog run of operator "op" whose changelog
+// "app-op-changelog" has n partitions on a fresh kfake cluster, owning
+// partition owned of them (max parallelism maxP); with the producing
+// client and the cluster's addresses.
+func persistRun(t *testing.T, n, maxP int, owned int32) (*changelogRun, *kgo.Client, []string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(n), "app-op-changelog"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: 8}}
-	// Partition 1 of 2: key groups 4..7.
-	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: 2}, owned: []int32{1},
+	t.Cleanup(cl.Close)
+	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: maxP}}
+	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: n}, owned: []int32{owned},
 		groups: map[int]bool{}, last: map[int]uint64{}}
-	for _, kg := range OwnedKeyGroups(op.owned, 2, 8) {
+	for _, kg := range OwnedKeyGroups(op.owned, n, maxP) {
 		op.groups[kg] = true
 	}
-	run := &changelogRun{lr: &localRun{r: r}, ops: []*runOp{op}}
+	return &changelogRun{lr: &localRun{r: r}, ops: []*runOp{op}}, cl, c.ListenAddrs()
+}
+
+func TestChangelogPersistWritesChanges(t *testing.T) {
+	// Partition 1 of 2: key groups 4..7.
+	run, cl, addrs := persistRun(t, 2, 8, 1)
 	commit := func(wm int64, groups map[int][]byte) {
 		t.Helper()
 		if err := run.persist(1, []hooks.KeyedState{{UID: "op", Watermark: wm, Groups: groups}}); err != nil {
@@ -137,7 +146,7 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 	commit(20, map[int][]byte{4: []byte("a2")})                                              // 4 changed, 5 emptied
 
 	// What the changelog holds, in order.
-	rd, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+	rd, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		"app-op-changelog": {0: kgo.NewOffset().AtStart(), 1: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
@@ -176,23 +185,7 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 // the same buffers (codec.GroupWriter.Reuse), so a record produced from
 // the buffer itself would be changed under the client before it is sent.
 func TestChangelogPersistCopiesGroups(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "app-op-changelog"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: 4}}
-	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: 1}, owned: []int32{0},
-		groups: map[int]bool{}, last: map[int]uint64{}}
-	for _, kg := range OwnedKeyGroups(op.owned, 1, 4) {
-		op.groups[kg] = true
-	}
-	run := &changelogRun{lr: &localRun{r: r}, ops: []*runOp{op}}
+	run, cl, addrs := persistRun(t, 1, 4, 0)
 	buf := []byte("checkpoint 1")
 	if err := run.persist(1, []hooks.KeyedState{{UID: "op", Groups: map[int][]byte{2: buf}}}); err != nil {
 		t.Fatal(err)
@@ -203,7 +196,7 @@ func TestChangelogPersistCopiesGroups(t *testing.T) {
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+	rd, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
 		"app-op-changelog": {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)
