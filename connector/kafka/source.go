@@ -608,11 +608,11 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 			return 0, err
 		}
 	}
-	n := 0
+	n, end := 0, false
 	for n < len(dst) && r.i < len(r.work) {
 		rec := r.work[r.i]
 		if r.end >= 0 && rec.Offset >= r.end {
-			r.done = true
+			end = true
 			break
 		}
 		if rec.Attrs.IsControl() {
@@ -630,7 +630,7 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 					if r.wms.wm == math.MaxInt64 {
 						// Every upstream task has ended: nothing
 						// more comes.
-						r.done = true
+						end = true
 						break
 					}
 					if n > 0 {
@@ -661,24 +661,23 @@ func (r *reader[T]) Read(ctx context.Context, dst []T) (int, error) {
 		r.work[r.i] = nil
 		r.i++
 	}
-	if r.end >= 0 && r.position() >= r.end {
-		r.done = true
-	}
-	if r.done && r.lr != nil {
+	switch {
+	case !end && (r.end < 0 || r.position() < r.end):
+		return n, nil
+	case r.lr != nil:
 		// Group mode: the records just read have not gone down the job
 		// yet, so the end position cannot be committed now (a commit the
 		// other readers are ready for would carry it without them, and
 		// they would go into the next transaction, lost for good if the
 		// process died before that one committed). It commits like any
 		// other position: reported at a checkpoint completed after these
-		// records; the reader ends after that commit.
-		r.done, r.atEnd = false, true
+		// records; the reader ends after that commit (endGroup).
+		r.atEnd = true
 		return n, nil
-	}
-	if r.done {
+	default:
+		r.done = true
 		return n, io.EOF
 	}
-	return n, nil
 }
 
 // endGroup is Read of a group-mode reader that returned its last records:
