@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
@@ -91,7 +92,7 @@ func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{in}, decodeEvent, srcOpts...),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("in"))
 	ks := weir.KeyBy(src, func(e event) string { return e.Key })
-	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }, weir.UID("counts"))
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &jobshapes.Counter{} }, weir.UID("counts"))
 	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
 		func(r weir.WindowResult[string, int64]) string {
 			return fmt.Sprintf("window,%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
@@ -105,24 +106,6 @@ func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.
 	weir.To(counts, sink(), weir.UID("count-sink"))
 	weir.To(windows, sink(), weir.UID("window-sink"))
 	return job
-}
-
-// testCounter is a running count per key, in keyed state.
-type testCounter struct {
-	n *weir.ValueState[string, int64]
-}
-
-func (c *testCounter) Open(rc *weir.RuntimeContext[string]) error {
-	c.n = weir.NewValueState[int64](rc, "n")
-	return nil
-}
-
-func (c *testCounter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
-	n, _ := c.n.Value()
-	n++
-	c.n.Update(n)
-	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
-	return nil
 }
 
 // keyedModel is keyedJob's output for evs, sorted.
@@ -352,7 +335,7 @@ func TestGroupRefusesIncrementalKeyed(t *testing.T) {
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
 	weir.Collect(weir.ProcessWith(weir.KeyBy(src, func(e event) string { return e.Key }),
-		func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }))
+		func() weir.KeyedProcessFunction[string, event, string] { return &jobshapes.Counter{} }))
 	err := job.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "IncrementalCheckpoints") {
 		t.Fatalf("Run: %v, want a refusal naming IncrementalCheckpoints", err)

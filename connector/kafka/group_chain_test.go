@@ -13,47 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
-// chainJob is the chain of KeyBys of the group tests, of Nexmark q5's
-// shape: events counted per key and hopping window (2s, sliding 1s), then
-// the counts keyed by the 5 s bucket of their window's end and, per
-// bucket (a tumbling 5 s window), the sum of the counts and the largest
-// count (ties: the largest key), as "bucket=sum count key". The second
-// KeyBy follows a keyed operator: in group mode it crosses processes
-// through its own repartition topic, whose upstream tasks are the first
-// topic's partitions. (The wider second window keeps state in the second
-// stage across commits, so its changelog and restore matter; the sum
-// would show a lost part.) internal/groupjob's "chain" is the same job.
-func chainJob(src *weir.Stream[event], sink weir.Sink[string]) {
-	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Hopping(2*time.Second, time.Second)),
-		weir.Count[event](), weir.UID("hop"))
-	bucket := func(r weir.WindowResult[string, int64]) int64 { e := r.End.UnixMilli() - 1; return e - e%5000 }
-	best := weir.Aggregate(weir.Window(weir.KeyBy(counts, bucket), weir.Tumbling(5*time.Second)), chainAgg(), weir.UID("best"))
-	weir.To(weir.Map(best, func(r weir.WindowResult[int64, string]) string { return fmt.Sprintf("%d=%s", r.Key, r.Value) }), sink)
-}
-
-// chainAcc is the second stage's accumulator.
-type chainAcc struct {
-	Sum  int64
-	Best string
-}
-
-func chainAgg() weir.AggregateFunction[weir.WindowResult[string, int64], chainAcc, string] {
-	return weir.AggregateFuncs[weir.WindowResult[string, int64], chainAcc, string]{
-		CreateFn: func() chainAcc { return chainAcc{} },
-		AddFn: func(a chainAcc, r weir.WindowResult[string, int64]) chainAcc {
-			a.Sum += r.Value
-			a.Best = max(a.Best, fmt.Sprintf("%06d %s", r.Value, r.Key))
-			return a
-		},
-		MergeFn:  func(a, b chainAcc) chainAcc { return chainAcc{a.Sum + b.Sum, max(a.Best, b.Best)} },
-		ResultFn: func(a chainAcc) string { return fmt.Sprintf("%d %s", a.Sum, a.Best) },
-	}
-}
-
-// chainModel is chainJob's output computed in plain Go, sorted.
+// chainModel is jobshapes.Chain's output computed in plain Go, sorted.
 func chainModel(evs []event) []string {
 	type kw struct {
 		k   string
@@ -79,7 +43,7 @@ func chainModel(evs []event) []string {
 	return out
 }
 
-// TestGroupChainInProcess: a bounded chain of KeyBys (chainJob) in group
+// TestGroupChainInProcess: a bounded chain of KeyBys (jobshapes.Chain) in group
 // mode in the test process ends by itself with the model's output; each
 // KeyBy has its own repartition topic (the second one with the first
 // one's partition count).
@@ -98,7 +62,7 @@ func TestGroupChainInProcess(t *testing.T) {
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
 		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
-	chainJob(src, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
+	jobshapes.Chain(src, 0, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
 		rec.Value = append(rec.Value, v...)
 		return nil
 	}, kafka.DefaultTopic("out")))
@@ -116,7 +80,7 @@ func TestGroupChainInProcess(t *testing.T) {
 }
 
 // TestGroupChainKill runs the chain of KeyBys (internal/groupjob's
-// "chain", chainJob) as real processes over a four-partition input: two
+// "chain", jobshapes.Chain) as real processes over a four-partition input: two
 // start; once both own a partition of the second stage's repartition
 // topic and part of the output is committed, one is SIGKILLed and started
 // again at once, and a third joins. Both stages' partitions, key groups

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/weirtest"
 )
@@ -26,28 +27,7 @@ import (
 // operators copied onto it), all into the keyed operator's one
 // repartition topic, whose readers wait for the tasks of every branch.
 
-// unionShapesJob keys both shapes into a count per key and tumbling
-// second, as "tag,key,start,count": tag n, a union of a union (left, right,
-// and left again with its keys prefixed "x"); tag m, a Map and a Filter
-// after a union (left and right regrouped by seq mod 3, every fifth seq
-// dropped). internal/groupjob's "union" is the same job.
-func unionShapesJob(left, right *weir.Stream[event], sink weir.Sink[string]) {
-	key := func(e event) string { return e.Key }
-	count := func(s *weir.Stream[event], uid, tag string) *weir.Stream[string] {
-		c := weir.Aggregate(weir.Window(weir.KeyBy(s, key), weir.Tumbling(time.Second)), weir.Count[event](), weir.UID(uid))
-		return weir.Map(c, func(r weir.WindowResult[string, int64]) string {
-			return fmt.Sprintf("%s,%s,%d,%d", tag, r.Key, r.Start.UnixMilli(), r.Value)
-		})
-	}
-	relabel := weir.Map(left, func(e event) event { e.Key = "x" + e.Key; return e }, weir.Name("relabel"), weir.UID("relabel"))
-	nested := weir.Union(weir.Union(left, right), relabel)
-	regroup := weir.Map(weir.Union(left, right), func(e event) event { e.Key = "g" + strconv.FormatInt(e.Seq%3, 10); return e },
-		weir.Name("regroup"), weir.UID("regroup"))
-	thin := weir.Filter(regroup, func(e event) bool { return e.Seq%5 != 0 }, weir.Name("thin"), weir.UID("thin"))
-	weir.To(weir.Union(count(nested, "nested", "n"), count(thin, "mapped", "m")), sink, weir.UID("sink"))
-}
-
-// unionModel is unionShapesJob's output computed in plain Go, sorted.
+// unionModel is jobshapes.Union's output computed in plain Go, sorted.
 func unionModel(left, right []event) []string {
 	counts := map[string]int{}
 	add := func(tag, key string, ts int64) { counts[fmt.Sprintf("%s,%s,%d", tag, key, ts-ts%1000)]++ }
@@ -129,7 +109,7 @@ func TestGroupUnionInProcess(t *testing.T) {
 			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
 			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
 	}
-	unionShapesJob(src("ul"), src("ur"), unionStringSink(addrs, "uout"))
+	jobshapes.Union(src("ul"), src("ur"), unionStringSink(addrs, "uout"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := job.Run(ctx); err != nil {
@@ -154,7 +134,7 @@ func TestGroupUnionInProcess(t *testing.T) {
 }
 
 // TestGroupUnionKill runs both shapes (internal/groupjob's "union",
-// unionShapesJob) as real processes over two unbounded inputs of four
+// jobshapes.Union) as real processes over two unbounded inputs of four
 // and two partitions, fed in phases so that each step happens mid-run
 // whatever the machine's speed: phase 1 goes in, two processes start and
 // read it (both owning partitions of the left input; the windows of the
