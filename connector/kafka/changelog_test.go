@@ -77,8 +77,7 @@ func TestGroupKeyedStateMoves(t *testing.T) {
 	g.Start(victim)
 	in.feed(3)
 	in.flush()
-	finishUnbounded(t, g, out, len(want)+1) // and the flush event's count
-	got := withoutFlush(committedValues(t, addrs, "kout"))
+	got := finishPhased(t, g, addrs, "kout", want, 1) // and the flush event's count
 	t.Logf("killed %s with %d of %d records committed; %d records in the end", victim, killedAt, len(want), len(got))
 	sameOutput(t, "keyed group output against the model", got, want)
 	sameOutput(t, "keyed group output against a one-process run",

@@ -132,8 +132,7 @@ func TestGroupChainKill(t *testing.T) {
 	})
 	in.feed(2)
 	in.flush()
-	finishUnbounded(t, g, out, len(want))
-	got := committedValues(t, addrs, "cout")
+	got := finishPhased(t, g, addrs, "cout", want, 0)
 	t.Logf("killed %s with %d of %d rows committed; %d rows in the end", victim, killedAt, len(want), len(got))
 	sameOutput(t, "chain group output against the model", got, want)
 	// The one-process run (bounded) also fires the flush events' bucket.

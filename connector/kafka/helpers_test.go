@@ -166,9 +166,14 @@ func sameOutput(t testing.TB, what string, got, want []string) {
 	if slices.Equal(got, want) {
 		return
 	}
+	t.Fatalf("%s: %s", what, outputDiff(got, want))
+}
+
+// outputDiff says how got differs from want.
+func outputDiff(got, want []string) string {
 	missing, extra := crashtest.Minus(want, got), crashtest.Minus(got, want)
-	t.Fatalf("%s: %d records, want %d; missing %d (first %q), unexpected %d (first %q)",
-		what, len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
+	return fmt.Sprintf("%d records, want %d; missing %d (first %q), unexpected %d (first %q)",
+		len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
 }
 
 // newAdmin is an admin client of the cluster at addrs, closed when the

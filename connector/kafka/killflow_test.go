@@ -311,3 +311,20 @@ func withoutFlush(rows []string) []string {
 	}
 	return out
 }
+
+// finishPhased waits for the committed output of a phased kill test's
+// group (topic) to reach want's rows and extra more (the flush events'),
+// stops the group's processes (each must end cleanly) and returns the
+// rows but the flush events'. If the wait fails it shows how the output
+// differs from want (a lost state shows as rows missing, and the count
+// never reached).
+func finishPhased(t *testing.T, g *kafkatest.Group, addrs []string, topic string, want []string, extra int) []string {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			t.Logf("when the wait ended: %s", outputDiff(withoutFlush(committedValues(t, addrs, topic)), want))
+		}
+	}()
+	finishUnbounded(t, g, outputCount(t, addrs, topic, ""), len(want)+extra)
+	return withoutFlush(committedValues(t, addrs, topic))
+}
