@@ -21,9 +21,9 @@ import (
 // "state": a running count per key, and a count per key and second of
 // event time) in group mode as two real processes over an unbounded
 // one-partition input fed in phases (phasedInput), so that the kill lands
-// mid-run whatever the machine's speed: phase 1 goes in and is read, the
-// counts and the open window at the phase's end committed to the
-// changelogs; phase 2 goes in and the owner of the counts' one
+// mid-run whatever the machine's speed: phase 1 goes in and is read and
+// counted, the counts and the open window at the phase's end committed to
+// the changelogs; phase 2 goes in and the owner of the counts' one
 // repartition partition (their state) is SIGKILLed at once. The other
 // takes the partitions over, restores the counts from the changelog
 // topics and reads phase 2; phase 3 goes in, and once the survivor has
@@ -47,10 +47,14 @@ func TestGroupKeyedStateMoves(t *testing.T) {
 	// The victim owns the running counts' one repartition partition, and
 	// so their state (the input's partition may be the other's).
 	countsTopic := kafka.RepartitionTopic("kg", "counts")
+	// Phase 1's counts committed: the input's committed offsets alone do
+	// not say the keyed operators have read the repartition topics
+	// (read_committed, after that commit) and committed their state.
+	counted := outputCount(t, addrs, "kout", "count,")
 	var victim string
-	in.waitRead(g, "kg", "phase 1 read", ends, func(d *kafka.GroupDescription) bool {
+	in.waitRead(g, "kg", "phase 1 read and counted", ends, func(d *kafka.GroupDescription) bool {
 		victim = strings.TrimPrefix(ownerOf(d, countsTopic, 0), "kg-")
-		return victim != ""
+		return victim != "" && counted() >= phase
 	})
 	killedAt := out()
 	survivor := map[string]string{"a": "b", "b": "a"}[victim]

@@ -164,9 +164,9 @@ func intervalJoinModel(l, r []event) []string {
 // key's events are in different partitions on the two sides) as real
 // processes in group mode, over unbounded inputs fed in phases
 // (phasedInput), so that the kill lands mid-run whatever the machine's
-// speed: phase 1 goes in and two processes read it, both owning a
-// partition of the window join's repartition topic, the joins' state at
-// the phase's end (the open windows, the events the interval join keeps)
+// speed: phase 1 goes in and two processes read and join it (its pairs
+// committed but the last window's), both owning a partition of the window
+// join's repartition topic, the joins' state at the phase's end (the open windows, the events the interval join keeps)
 // committed to their changelogs; phase 2 goes in and process a is
 // SIGKILLed at once, started again, and a third process joins, so the
 // joins' repartition partitions, key groups and buffered state move
@@ -186,12 +186,24 @@ func TestGroupJoinKill(t *testing.T) {
 	g := jobGroup(t, addrs, "gj", "--in", "jl", "--in2", "jr", "--out", "jout", "--keyed", "join", "--batch-size", "16")
 	out := outputCount(t, addrs, "jout", "")
 	wjoin := kafka.RepartitionTopic("gj", "wjoin")
+	// Phase 1 joined: every interval join pair of its events (emitted as
+	// the second event arrives) and every window but the last (the
+	// watermark is in it) committed, and with them both joins' state at
+	// the phase's end. (The input's committed offsets alone do not say
+	// the joins have read the repartition topics, read_committed after
+	// that commit.)
+	before := func(evs []event, ms int64) []event {
+		return slices.DeleteFunc(slices.Clone(evs), func(e event) bool { return e.TS >= base+ms })
+	}
+	ijoins, wjoins := outputCount(t, addrs, "jout", "ijoin,"), outputCount(t, addrs, "jout", "wjoin,")
+	ijoined := len(intervalJoinModel(left[:phase], right[:phase]))
+	wjoined := len(windowJoinModel(before(left, phase*10-1000), before(right, phase*10-1000)))
 	ends := in.feed(0)
 	g.Start("a", "b")
-	in.waitRead(g, "gj", "phase 1 read, both processes owning a partition of the window join's repartition topic", ends,
+	in.waitRead(g, "gj", "phase 1 read and joined, both processes owning a partition of the window join's repartition topic", ends,
 		func(d *kafka.GroupDescription) bool {
 			owners := ownersIn(d, wjoin)
-			return owners["gj-a"] && owners["gj-b"]
+			return owners["gj-a"] && owners["gj-b"] && ijoins() >= ijoined && wjoins() >= wjoined
 		})
 	killedAt := out()
 	ends = in.feed(1)
