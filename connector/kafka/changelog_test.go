@@ -13,69 +13,99 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
-// TestGroupKeyedStateMoves runs a keyed stateful job (a running count per
-// key, and a count per key and second of event time) in group mode as two
-// real processes over a one-partition input. The process that owns the
-// partition is killed with SIGKILL mid-run; the other takes the partition
-// over and restores the counts from the changelog topics. The output,
-// read read_committed, must equal a one-process run's exactly: the counts
-// go on from where the last commit left them (with the restore disabled
-// they start again from zero, and the test fails).
+// TestGroupKeyedStateMoves runs a keyed stateful job (internal/groupjob's
+// "state": a running count per key, and a count per key and second of
+// event time) in group mode as two real processes over an unbounded
+// one-partition input fed in phases (phasedInput), so that the kill lands
+// mid-run whatever the machine's speed: phase 1 goes in and is read and
+// counted, the counts and the open window at the phase's end committed to
+// the changelogs; phase 2 goes in and the owner of the counts' one
+// repartition partition (their state) is SIGKILLed at once. The other
+// takes the partitions over, restores the counts from the changelog
+// topics and reads phase 2; phase 3 goes in, and once the survivor has
+// read it, describe shows its restore (the note rides on the input's
+// committed offsets). The killed process is started again (the
+// partitions may move once more) and phase 4 goes in with a flush event.
+// The output, read read_committed, must equal the model's and a
+// one-process run's exactly: the counts go on from where the last commit
+// left them (with the restore disabled they start again from zero, and
+// the test fails).
 func TestGroupKeyedStateMoves(t *testing.T) {
 	addrs := processCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"))
-	const n = 6000
-	evs := events(n, 10)
-	produce(t, addrs, "kin", 1, evs)
-	g := jobGroup(t, addrs, "kg", "--in", "kin", "--out", "kout", "--keyed", "state", "--bounded", "--pace", "5")
+	const phase = 1500 // 15 s of event time
+	evs := events(4*phase, 10)
+	want := groupStateModel(evs)
+	in := phasedInput{t: t, addrs: addrs, phases: 4, topics: []phasedTopic{{"kin", 1, evs}}}
+	g := jobGroup(t, addrs, "kg", "--in", "kin", "--out", "kout", "--keyed", "state")
+	out := outputCount(t, addrs, "kout", "")
+	ends := in.feed(0)
 	g.Start("a", "b")
-	counts := outputCount(t, addrs, "kout", "count,")
-	// The owner of the partition, once it has committed some output.
-	victim, _ := g.KillMidRun(kafkatest.KillMidRun{
-		When: "a quarter of the counts committed",
-		Victim: func() string {
-			for owner := range ownersOf(addrs, "kg", "kin") {
-				return victimIf(counts() >= n/4, strings.TrimPrefix(owner, "kg-"))
-			}
-			return ""
-		},
-		Committed: counts, TooLate: n,
+	// The victim owns the running counts' one repartition partition, and
+	// so their state (the input's partition may be the other's).
+	countsTopic := kafka.RepartitionTopic("kg", "counts")
+	// Phase 1's counts committed: the input's committed offsets alone do
+	// not say the keyed operators have read the repartition topics
+	// (read_committed, after that commit) and committed their state.
+	counted := outputCount(t, addrs, "kout", "count,")
+	var victim string
+	in.waitRead(g, "kg", "phase 1 read and counted", ends, func(d *kafka.GroupDescription) bool {
+		victim = strings.TrimPrefix(ownerOf(d, countsTopic, 0), "kg-")
+		return victim != "" && counted() >= phase
 	})
+	killedAt := out()
 	survivor := map[string]string{"a": "b", "b": "a"}[victim]
 	if survivor == "" {
 		t.Fatalf("owner %q is none of the processes", victim)
 	}
-	// The survivor takes the partition over, restores and finishes (the
-	// input is bounded). It restores once the victim's open transaction,
-	// which wrote to the changelogs and repartition topics it reads, is
+	ends = in.feed(1)
+	g.Kill(victim)
+	// The survivor restores once the victim's open transaction, which
+	// wrote to the changelogs and repartition topics it reads, is
 	// aborted: the test fences it as the victim would when started again
-	// (else the survivor waits for the transaction timeout, a minute). The
-	// killed process, started again with its instance id once the
-	// survivor is done, finds the group done and exits.
+	// (else the survivor waits for the transaction timeout, a minute).
 	kafkatest.Fence(t, addrs, "kg-"+victim)
-	g.Proc(survivor).Wait(t, 2*time.Minute)
+	in.waitRead(g, "kg", "phase 2 read, the survivor owning the counts", ends, func(d *kafka.GroupDescription) bool {
+		return ownerOf(d, countsTopic, 0) == "kg-"+survivor
+	})
+	ends = in.feed(2)
+	counts := kafka.ChangelogTopic("kg", "counts")
+	in.waitRead(g, "kg", "phase 3 read, the survivor's restore described", ends, func(d *kafka.GroupDescription) bool {
+		return slices.ContainsFunc(d.Restores, func(r kafka.GroupRestore) bool {
+			return r.Member == "kg-"+survivor && r.Changelog == counts && r.KeyGroups > 0 && r.Bytes > 0
+		})
+	})
 	g.Start(victim)
-	g.Wait(2 * time.Minute)
-	got := committedValues(t, addrs, "kout")
-	want := reference(t, addrs, "kref", "--in", "kin", "--keyed", "state")
-	if len(want) < n {
-		t.Fatalf("reference run wrote %d records, want at least %d", len(want), n)
-	}
-	sameOutput(t, "keyed group output", got, want)
+	in.feed(3)
+	in.flush()
+	got := finishPhased(t, g, addrs, "kout", want, 1) // and the flush event's count
+	t.Logf("killed %s with %d of %d records committed; %d records in the end", victim, killedAt, len(want), len(got))
+	sameOutput(t, "keyed group output against the model", got, want)
+	sameOutput(t, "keyed group output against a one-process run",
+		got, withoutFlush(reference(t, addrs, "kref", "--in", "kin", "--keyed", "state")))
+	describeGroup(t, addrs, "kg")
+}
 
-	// The survivor's restore, as describe shows it.
-	d := describeGroup(t, addrs, "kg")
-	restored := false
-	for _, r := range d.Restores {
-		if r.Member == "kg-"+survivor && r.Changelog == kafka.ChangelogTopic("kg", "counts") && r.KeyGroups > 0 && r.Bytes > 0 {
-			restored = true
-		}
+// groupStateModel is internal/groupjob's "state" output for evs, sorted:
+// the running counts ("count,key,seq,n") and the counts per key and
+// second ("window,key,start,n").
+func groupStateModel(evs []event) []string {
+	n := map[string]int{}
+	windows := map[string]int{}
+	var out []string
+	for _, e := range evs {
+		n[e.Key]++
+		out = append(out, fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n[e.Key]))
+		windows[fmt.Sprintf("window,%s,%d", e.Key, e.TS-e.TS%1000)]++
 	}
-	if !restored {
-		t.Errorf("describe shows no restore of %s by kg-%s: %+v", kafka.ChangelogTopic("kg", "counts"), survivor, d.Restores)
+	for w, c := range windows {
+		out = append(out, fmt.Sprintf("%s,%d", w, c))
 	}
+	slices.Sort(out)
+	return out
 }
 
 // keyedJob is the in-process keyed job of the changelog tests: a running
@@ -91,7 +121,7 @@ func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{in}, decodeEvent, srcOpts...),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("in"))
 	ks := weir.KeyBy(src, func(e event) string { return e.Key })
-	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }, weir.UID("counts"))
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &jobshapes.Counter{} }, weir.UID("counts"))
 	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
 		func(r weir.WindowResult[string, int64]) string {
 			return fmt.Sprintf("window,%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
@@ -105,24 +135,6 @@ func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.
 	weir.To(counts, sink(), weir.UID("count-sink"))
 	weir.To(windows, sink(), weir.UID("window-sink"))
 	return job
-}
-
-// testCounter is a running count per key, in keyed state.
-type testCounter struct {
-	n *weir.ValueState[string, int64]
-}
-
-func (c *testCounter) Open(rc *weir.RuntimeContext[string]) error {
-	c.n = weir.NewValueState[int64](rc, "n")
-	return nil
-}
-
-func (c *testCounter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
-	n, _ := c.n.Value()
-	n++
-	c.n.Update(n)
-	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
-	return nil
 }
 
 // keyedModel is keyedJob's output for evs, sorted.
@@ -352,7 +364,7 @@ func TestGroupRefusesIncrementalKeyed(t *testing.T) {
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
 	weir.Collect(weir.ProcessWith(weir.KeyBy(src, func(e event) string { return e.Key }),
-		func() weir.KeyedProcessFunction[string, event, string] { return &testCounter{} }))
+		func() weir.KeyedProcessFunction[string, event, string] { return &jobshapes.Counter{} }))
 	err := job.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "IncrementalCheckpoints") {
 		t.Fatalf("Run: %v, want a refusal naming IncrementalCheckpoints", err)

@@ -13,47 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 )
 
-// chainJob is the chain of KeyBys of the group tests, of Nexmark q5's
-// shape: events counted per key and hopping window (2s, sliding 1s), then
-// the counts keyed by the 5 s bucket of their window's end and, per
-// bucket (a tumbling 5 s window), the sum of the counts and the largest
-// count (ties: the largest key), as "bucket=sum count key". The second
-// KeyBy follows a keyed operator: in group mode it crosses processes
-// through its own repartition topic, whose upstream tasks are the first
-// topic's partitions. (The wider second window keeps state in the second
-// stage across commits, so its changelog and restore matter; the sum
-// would show a lost part.) internal/groupjob's "chain" is the same job.
-func chainJob(src *weir.Stream[event], sink weir.Sink[string]) {
-	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Hopping(2*time.Second, time.Second)),
-		weir.Count[event](), weir.UID("hop"))
-	bucket := func(r weir.WindowResult[string, int64]) int64 { e := r.End.UnixMilli() - 1; return e - e%5000 }
-	best := weir.Aggregate(weir.Window(weir.KeyBy(counts, bucket), weir.Tumbling(5*time.Second)), chainAgg(), weir.UID("best"))
-	weir.To(weir.Map(best, func(r weir.WindowResult[int64, string]) string { return fmt.Sprintf("%d=%s", r.Key, r.Value) }), sink)
-}
-
-// chainAcc is the second stage's accumulator.
-type chainAcc struct {
-	Sum  int64
-	Best string
-}
-
-func chainAgg() weir.AggregateFunction[weir.WindowResult[string, int64], chainAcc, string] {
-	return weir.AggregateFuncs[weir.WindowResult[string, int64], chainAcc, string]{
-		CreateFn: func() chainAcc { return chainAcc{} },
-		AddFn: func(a chainAcc, r weir.WindowResult[string, int64]) chainAcc {
-			a.Sum += r.Value
-			a.Best = max(a.Best, fmt.Sprintf("%06d %s", r.Value, r.Key))
-			return a
-		},
-		MergeFn:  func(a, b chainAcc) chainAcc { return chainAcc{a.Sum + b.Sum, max(a.Best, b.Best)} },
-		ResultFn: func(a chainAcc) string { return fmt.Sprintf("%d %s", a.Sum, a.Best) },
-	}
-}
-
-// chainModel is chainJob's output computed in plain Go, sorted.
+// chainModel is jobshapes.Chain's output computed in plain Go, sorted.
 func chainModel(evs []event) []string {
 	type kw struct {
 		k   string
@@ -79,7 +42,7 @@ func chainModel(evs []event) []string {
 	return out
 }
 
-// TestGroupChainInProcess: a bounded chain of KeyBys (chainJob) in group
+// TestGroupChainInProcess: a bounded chain of KeyBys (jobshapes.Chain) in group
 // mode in the test process ends by itself with the model's output; each
 // KeyBy has its own repartition topic (the second one with the first
 // one's partition count).
@@ -98,7 +61,7 @@ func TestGroupChainInProcess(t *testing.T) {
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
 		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
-	chainJob(src, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
+	jobshapes.Chain(src, 0, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
 		rec.Value = append(rec.Value, v...)
 		return nil
 	}, kafka.DefaultTopic("out")))
@@ -116,41 +79,69 @@ func TestGroupChainInProcess(t *testing.T) {
 }
 
 // TestGroupChainKill runs the chain of KeyBys (internal/groupjob's
-// "chain", chainJob) as real processes over a four-partition input: two
-// start; once both own a partition of the second stage's repartition
-// topic and part of the output is committed, one is SIGKILLed and started
-// again at once, and a third joins. Both stages' partitions, key groups
-// and open windows move each time: the second stage's from its own
-// changelog, its readers continuing from the per-task watermarks (one per
-// first-stage partition) committed with their offsets. The output read
-// read_committed equals a one-process run's, and the model's, exactly.
+// "chain", jobshapes.Chain) as real processes over an unbounded
+// four-partition input fed in phases (phasedInput), so that the kill
+// lands mid-run whatever the machine's speed: phase 1 goes in and two
+// processes read it, both owning a partition of the second stage's
+// repartition topic, and output every bucket of the phase but the last: a
+// phase ends at 38 s of event time, mid-bucket, so the second stage holds
+// that bucket open (the first stage its last windows) in its committed
+// state. Phase 2 goes in, and the process owning that
+// open bucket's partition is SIGKILLed at once and started again, and a
+// third joins: both stages' partitions, key groups and open windows move,
+// the second stage's from its own changelog, its readers continuing from
+// the per-task watermarks (one per first-stage partition) committed with
+// their offsets. Once phase 2 is read, with the third process owning a
+// second-stage partition, phase 3 goes in with the flush events. The
+// output read read_committed equals the model's and a one-process run's
+// exactly.
 func TestGroupChainKill(t *testing.T) {
 	addrs := processCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"))
-	const n, parts = 16000, 4
-	evs := events(n, 12)
-	produce(t, addrs, "cin", parts, evs)
+	const phase, parts = 3800, 4 // 38 s of event time a phase
+	evs := events(3*phase, 12)
 	want := chainModel(evs)
-	g := jobGroup(t, addrs, "cg", "--in", "cin", "--out", "cout", "--keyed", "chain", "--bounded", "--pace", "1", "--batch-size", "16")
+	in := phasedInput{t: t, addrs: addrs, phases: 3, topics: []phasedTopic{{"cin", parts, evs}}}
+	g := jobGroup(t, addrs, "cg", "--in", "cin", "--out", "cout", "--keyed", "chain", "--batch-size", "16")
 	out := outputCount(t, addrs, "cout", "")
 	stage2 := kafka.RepartitionTopic("cg", "best")
+	ends := in.feed(0)
 	g.Start("a", "b")
-	_, killedAt := g.KillMidRun(kafkatest.KillMidRun{
-		When: "a quarter of the output committed, both processes owning a partition of the second stage",
-		Victim: func() string {
-			owners := ownersOf(addrs, "cg", stage2)
-			return victimIf(owners["cg-a"] && owners["cg-b"] && out() >= len(want)/4, "a")
-		},
-		Restart: true, Join: []string{"c"},
-		Committed: out, TooLate: len(want) * 3 / 4, Want: len(want),
+	// Every bucket of phase 1 but the open one: the second stage has
+	// caught up with the first.
+	fired := len(chainModel(evs[:phase])) - 1
+	var victim string
+	in.waitRead(g, "cg", "phase 1 read and its buckets output, both processes owning a second-stage partition, one of them the open bucket's", ends,
+		func(d *kafka.GroupDescription) bool {
+			owners := ownersIn(d, stage2)
+			if !owners["cg-a"] || !owners["cg-b"] || out() < fired {
+				return false
+			}
+			live := liveStatePartitions(t, addrs, kafka.ChangelogTopic("cg", "best"))
+			if len(live) == 0 {
+				return false
+			}
+			victim = strings.TrimPrefix(ownerOf(d, stage2, live[0]), "cg-")
+			return victim != ""
+		})
+	killedAt := out()
+	ends = in.feed(1)
+	g.Kill(victim)
+	g.Start(victim, "c")
+	in.waitRead(g, "cg", "phase 2 read, c owning a second-stage partition", ends, func(d *kafka.GroupDescription) bool {
+		return ownersIn(d, stage2)["cg-c"]
 	})
-	g.Wait(3 * time.Minute)
-	got := committedValues(t, addrs, "cout")
-	t.Logf("killed with %d of %d rows committed; %d rows in the end", killedAt, len(want), len(got))
-	ref := reference(t, addrs, "cref", "--in", "cin", "--keyed", "chain")
-	sameOutput(t, "one-process run against the model", ref, want)
-	sameOutput(t, "chain group output", got, ref)
+	in.feed(2)
+	in.flush()
+	got := finishPhased(t, g, addrs, "cout", want, 0)
+	t.Logf("killed %s with %d of %d rows committed; %d rows in the end", victim, killedAt, len(want), len(got))
+	sameOutput(t, "chain group output against the model", got, want)
+	// The one-process run (bounded) also fires the flush events' bucket.
+	ref := withoutFlush(reference(t, addrs, "cref", "--in", "cin", "--keyed", "chain"))
+	sameOutput(t, "chain group output against a one-process run", got, ref)
 	checkRepartitionTopic(t, addrs, stage2, parts)
-	describeGroup(t, addrs, "cg")
+	if d := describeGroup(t, addrs, "cg"); !restoredSome(d, "cg") {
+		t.Errorf("describe shows no restore of key groups: %+v", d.Restores)
+	}
 }
 
 // TestGroupChainWatermark: the second stage's watermark is the minimum

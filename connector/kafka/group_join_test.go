@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // Two-input keyed operators (joins) in group mode: both inputs' KeyBys go
@@ -141,70 +140,86 @@ func TestGroupJoinInProcess(t *testing.T) {
 	}
 }
 
+// intervalJoinModel is the interval join of l and r within ±500ms of
+// event time, bounds included, as internal/groupjob's "join" formats it.
+func intervalJoinModel(l, r []event) []string {
+	right := map[string][]event{}
+	for _, e := range r {
+		right[e.Key] = append(right[e.Key], e)
+	}
+	var out []string
+	for _, le := range l {
+		for _, re := range right[le.Key] {
+			if abs(le.TS-re.TS) <= 500 {
+				out = append(out, fmt.Sprintf("ijoin,%s,%d,%d", le.Key, le.Seq, re.Seq))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // TestGroupJoinKill runs two joins of two four-partition topics (a window
 // join over tumbling seconds and an interval join within ±500ms; each
 // key's events are in different partitions on the two sides) as real
-// processes in group mode: two start, one is SIGKILLed mid-run and started
-// again at once, and a third joins while the job runs, so the repartition
-// partitions of the joins, and with them the key groups and the joins'
-// buffered state, move. The state moves through the joins' changelogs
-// (restored on assignment). The output, read read_committed, must equal a
-// one-process run's exactly. Small batches (--batch-size 16) with the
-// pacing let barriers, and so commits, come while windows are open and
-// events are buffered: with weir's default batches a barrier waits for a
-// paced batch of 1024 records, commits come seconds apart, and the state
-// at a commit is nearly empty. (With the restore disabled the test fails:
-// the pairs of events buffered before a move are lost.)
+// processes in group mode, over unbounded inputs fed in phases
+// (phasedInput), so that the kill lands mid-run whatever the machine's
+// speed: phase 1 goes in and two processes read and join it (its pairs
+// committed but the last window's), both owning a partition of the window
+// join's repartition topic, the joins' state at the phase's end (the open windows, the events the interval join keeps)
+// committed to their changelogs; phase 2 goes in and process a is
+// SIGKILLed at once, started again, and a third process joins, so the
+// joins' repartition partitions, key groups and buffered state move
+// (restored from the changelogs on assignment). Once phase 2 is read,
+// with the third process owning a partition of the window join's topic,
+// phase 3 goes in with the flush events. The output, read read_committed,
+// equals the model's and a one-process run's exactly. (With the restore
+// disabled the test fails: the pairs of events buffered before a move are
+// lost.)
 func TestGroupJoinKill(t *testing.T) {
 	addrs := processCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"))
-	const n = 8000
-	left, right := joinSide(n, 60, 0, 0, 0), joinSide(n, 60, 1, 100_000, 5)
-	produce(t, addrs, "jl", 4, left)
-	produce(t, addrs, "jr", 4, right)
-	want := reference(t, addrs, "jref", "--in", "jl", "--in2", "jr", "--keyed", "join")
-	wjoins := 0
-	for _, v := range want {
-		if strings.HasPrefix(v, "wjoin,") {
-			wjoins++
-		}
-	}
-	if model := windowJoinModel(left, right); wjoins != len(model) || len(want) == wjoins {
-		t.Fatalf("reference run: %d window join pairs (model %d), %d interval join pairs", wjoins, len(model), len(want)-wjoins)
-	}
-	g := jobGroup(t, addrs, "gj", "--in", "jl", "--in2", "jr", "--out", "jout", "--keyed", "join", "--bounded",
-		"--pace", "1", "--pace-sleep", "2ms", "--batch-size", "16")
+	const phase = 2400 // events a side: 24 s of event time
+	left, right := joinSide(3*phase, 60, 0, 0, 0), joinSide(3*phase, 60, 1, 100_000, 5)
+	want := append(windowJoinModel(left, right), intervalJoinModel(left, right)...)
+	slices.Sort(want)
+	in := phasedInput{t: t, addrs: addrs, phases: 3, topics: []phasedTopic{{"jl", 4, left}, {"jr", 4, right}}}
+	g := jobGroup(t, addrs, "gj", "--in", "jl", "--in2", "jr", "--out", "jout", "--keyed", "join", "--batch-size", "16")
 	out := outputCount(t, addrs, "jout", "")
+	wjoin := kafka.RepartitionTopic("gj", "wjoin")
+	// Phase 1 joined: every interval join pair of its events (emitted as
+	// the second event arrives) and every window but the last (the
+	// watermark is in it) committed, and with them both joins' state at
+	// the phase's end. (The input's committed offsets alone do not say
+	// the joins have read the repartition topics, read_committed after
+	// that commit.)
+	before := func(evs []event, ms int64) []event {
+		return slices.DeleteFunc(slices.Clone(evs), func(e event) bool { return e.TS >= base+ms })
+	}
+	ijoins, wjoins := outputCount(t, addrs, "jout", "ijoin,"), outputCount(t, addrs, "jout", "wjoin,")
+	ijoined := len(intervalJoinModel(left[:phase], right[:phase]))
+	wjoined := len(windowJoinModel(before(left, phase*10-1000), before(right, phase*10-1000)))
+	ends := in.feed(0)
 	g.Start("a", "b")
-	g.KillMidRun(kafkatest.KillMidRun{
-		When: "a quarter of the input committed, both processes owning a partition of the window join's repartition topic, output committed",
-		// Progress from the committed input offsets (cheap to ask for,
-		// unlike reading the output); then some output committed, so that
-		// the joins have committed state (changelogs) for the kill to
-		// move. (Without it the kill once came with the input a quarter
-		// read and no output yet, every restore found empty changelogs,
-		// and the restore check below failed.)
-		Victim: func() string {
-			d, err := kafka.DescribeGroup(context.Background(), addrs, "gj")
-			if err != nil {
-				return ""
-			}
-			owners := map[string]bool{}
-			var read int64
-			for _, p := range d.Partitions {
-				switch p.Topic {
-				case kafka.RepartitionTopic("gj", "wjoin"):
-					owners[p.Owner] = true
-				case "jl", "jr":
-					read += max(0, p.Committed)
-				}
-			}
-			return victimIf(owners["gj-a"] && owners["gj-b"] && read >= n/2 && out() > 0, "a")
-		},
-		Restart: true, Join: []string{"c"},
-		Committed: out, TooLate: len(want) * 3 / 4, Want: len(want),
-	})
-	g.Wait(3 * time.Minute)
-	sameOutput(t, "joins of two topics over three processes", committedValues(t, addrs, "jout"), want)
+	in.waitRead(g, "gj", "phase 1 read and joined, both processes owning a partition of the window join's repartition topic", ends,
+		func(d *kafka.GroupDescription) bool {
+			owners := ownersIn(d, wjoin)
+			return owners["gj-a"] && owners["gj-b"] && ijoins() >= ijoined && wjoins() >= wjoined
+		})
+	killedAt := out()
+	ends = in.feed(1)
+	g.Kill("a")
+	g.Start("a", "c")
+	in.waitRead(g, "gj", "phase 2 read, c owning a partition of the window join's repartition topic", ends,
+		func(d *kafka.GroupDescription) bool { return ownersIn(d, wjoin)["gj-c"] })
+	in.feed(2)
+	in.flush()
+	got := finishPhased(t, g, addrs, "jout", want, 0)
+	t.Logf("killed a with %d of %d pairs committed; %d pairs in the end", killedAt, len(want), len(got))
+	sameOutput(t, "joins of two topics over three processes against the model", got, want)
+	// The flush events' keys differ on the two sides: they pair with
+	// nothing, in the one-process run too.
+	sameOutput(t, "joins of two topics over three processes against a one-process run",
+		got, reference(t, addrs, "jref", "--in", "jl", "--in2", "jr", "--keyed", "join"))
 	for _, uid := range []string{"wjoin", "ijoin"} {
 		checkRepartitionTopic(t, addrs, kafka.RepartitionTopic("gj", uid), 4)
 		byPart := map[int32]int{}

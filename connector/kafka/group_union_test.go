@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	"github.com/weirstream/weir/internal/weirtest"
 )
 
@@ -26,28 +24,7 @@ import (
 // operators copied onto it), all into the keyed operator's one
 // repartition topic, whose readers wait for the tasks of every branch.
 
-// unionShapesJob keys both shapes into a count per key and tumbling
-// second, as "tag,key,start,count": tag n, a union of a union (left, right,
-// and left again with its keys prefixed "x"); tag m, a Map and a Filter
-// after a union (left and right regrouped by seq mod 3, every fifth seq
-// dropped). internal/groupjob's "union" is the same job.
-func unionShapesJob(left, right *weir.Stream[event], sink weir.Sink[string]) {
-	key := func(e event) string { return e.Key }
-	count := func(s *weir.Stream[event], uid, tag string) *weir.Stream[string] {
-		c := weir.Aggregate(weir.Window(weir.KeyBy(s, key), weir.Tumbling(time.Second)), weir.Count[event](), weir.UID(uid))
-		return weir.Map(c, func(r weir.WindowResult[string, int64]) string {
-			return fmt.Sprintf("%s,%s,%d,%d", tag, r.Key, r.Start.UnixMilli(), r.Value)
-		})
-	}
-	relabel := weir.Map(left, func(e event) event { e.Key = "x" + e.Key; return e }, weir.Name("relabel"), weir.UID("relabel"))
-	nested := weir.Union(weir.Union(left, right), relabel)
-	regroup := weir.Map(weir.Union(left, right), func(e event) event { e.Key = "g" + strconv.FormatInt(e.Seq%3, 10); return e },
-		weir.Name("regroup"), weir.UID("regroup"))
-	thin := weir.Filter(regroup, func(e event) bool { return e.Seq%5 != 0 }, weir.Name("thin"), weir.UID("thin"))
-	weir.To(weir.Union(count(nested, "nested", "n"), count(thin, "mapped", "m")), sink, weir.UID("sink"))
-}
-
-// unionModel is unionShapesJob's output computed in plain Go, sorted.
+// unionModel is jobshapes.Union's output computed in plain Go, sorted.
 func unionModel(left, right []event) []string {
 	counts := map[string]int{}
 	add := func(tag, key string, ts int64) { counts[fmt.Sprintf("%s,%s,%d", tag, key, ts-ts%1000)]++ }
@@ -129,7 +106,7 @@ func TestGroupUnionInProcess(t *testing.T) {
 			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
 			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
 	}
-	unionShapesJob(src("ul"), src("ur"), unionStringSink(addrs, "uout"))
+	jobshapes.Union(src("ul"), src("ur"), unionStringSink(addrs, "uout"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := job.Run(ctx); err != nil {
@@ -154,153 +131,57 @@ func TestGroupUnionInProcess(t *testing.T) {
 }
 
 // TestGroupUnionKill runs both shapes (internal/groupjob's "union",
-// unionShapesJob) as real processes over two unbounded inputs of four
-// and two partitions, fed in phases so that each step happens mid-run
-// whatever the machine's speed: phase 1 goes in, two processes start and
-// read it (both owning partitions of the left input; the windows of the
-// phase's last second stay open, in keyed state); phase 2 goes in and the
-// owner of the left input's partition 0 is SIGKILLed at once and started
-// again (its open transaction aborted, its repartition partitions and
-// their open windows moved and restored from the changelogs); once
-// phase 2 is read, phase 3 goes in, with one event per partition an hour
-// later that moves every watermark past the data. The counts read
-// read_committed equal the model's and a one-process run's exactly.
+// jobshapes.Union) as real processes over two unbounded inputs of four
+// and two partitions, fed in phases (phasedInput) so that each step
+// happens mid-run whatever the machine's speed: phase 1 goes in, two
+// processes start and read it (both owning partitions of the left input;
+// the windows of the phase's last second stay open, in keyed state);
+// phase 2 goes in and the owner of the left input's partition 0 is
+// SIGKILLed at once and started again (its open transaction aborted, its
+// repartition partitions and their open windows moved and restored from
+// the changelogs); once phase 2 is read, phase 3 goes in, with one event
+// per partition an hour later that moves every watermark past the data.
+// The counts read read_committed equal the model's and a one-process
+// run's exactly.
 func TestGroupUnionKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	bin := kafkatest.Build(t, "./internal/groupjob")
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "kl"), kfake.SeedTopics(2, "kr", "kref", "kout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	addrs := processCluster(t, kfake.SeedTopics(4, "kl"), kfake.SeedTopics(2, "kr", "kref", "kout"))
 	const phase = 1200 // left events; the right has half as many over the same time
 	left, right := events(3*phase, 12), unionRight(3*phase/2)
-	flushTS := base + int64(time.Hour/time.Millisecond)
-	var flushL, flushR []event
-	for i := range 4 {
-		flushL = append(flushL, event{Key: "k0", TS: flushTS, Seq: 2_000_000 + int64(i)})
-	}
-	for i := range 2 {
-		flushR = append(flushR, event{Key: "r0", TS: flushTS, Seq: 3_000_000 + int64(i)})
-	}
 	want := unionModel(left, right)
-	brokers := strings.Join(addrs, ",")
-	start := func(name string) *kafkatest.Proc {
-		return kafkatest.Start(t, bin, name, nil, "--brokers", brokers, "--app-id", "uk", "--in", "kl", "--in2", "kr", "--out", "kout",
-			"--keyed", "union", "--session-timeout", "1500ms", "--batch-size", "16", "-v")
-	}
-	out := func() int { return len(committedValues(t, addrs, "kout")) }
-	// inputRead: every partition of both inputs committed at the ends
-	// produced so far (the input's committed offsets, not the repartition
-	// topics': theirs stay below the end by the transaction marker).
-	describe := func() *kafka.GroupDescription {
-		d, err := kafka.DescribeGroup(context.Background(), addrs, "uk")
-		if err != nil {
-			return nil
-		}
-		return d
-	}
-	inputRead := func(d *kafka.GroupDescription, ends map[string]int64) bool {
-		n := 0
-		for _, p := range d.Partitions {
-			if e, ok := ends[p.Topic]; ok {
-				if p.Committed != e {
-					return false
-				}
-				n++
-			}
-		}
-		return n == 6
-	}
-	feed := func(k int) map[string]int64 {
-		produce(t, addrs, "kl", 4, left[k*phase:(k+1)*phase])
-		produce(t, addrs, "kr", 2, right[k*phase/2:(k+1)*phase/2])
-		return map[string]int64{"kl": int64((k + 1) * phase / 4), "kr": int64((k + 1) * phase / 4)}
-	}
-	t0 := time.Now()
-	step := func(what string) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), what) }
-	procs := map[string]*kafkatest.Proc{}
-	ends := feed(0)
-	procs["a"], procs["b"] = start("a"), start("b")
+	in := phasedInput{t: t, addrs: addrs, phases: 3, topics: []phasedTopic{{"kl", 4, left}, {"kr", 2, right}}}
+	g := jobGroup(t, addrs, "uk", "--in", "kl", "--in2", "kr", "--out", "kout", "--keyed", "union", "--batch-size", "16")
+	out := outputCount(t, addrs, "kout", "")
+	ends := in.feed(0)
+	g.Start("a", "b")
 	var victim string
-	waitFor(t, "phase 1 read, both processes owning partitions of the left input, part of its output committed", 2*time.Minute, func() bool {
-		d := describe()
-		if d == nil || !inputRead(d, ends) {
-			return false
-		}
-		owners := map[string]bool{}
-		for _, p := range d.Partitions {
-			if p.Topic == "kl" {
-				owners[p.Owner] = true
-				if p.Partition == 0 {
-					victim = strings.TrimPrefix(p.Owner, "uk-")
-				}
-			}
-		}
-		return owners["uk-a"] && owners["uk-b"] && out() >= len(unionModel(left[:phase], right[:phase/2]))/2
-	})
-	step("phase 1 read")
-	ends = feed(1)
-	procs[victim].Kill(t)
+	in.waitRead(g, "uk", "phase 1 read, both processes owning partitions of the left input, part of its output committed", ends,
+		func(d *kafka.GroupDescription) bool {
+			owners := ownersIn(d, "kl")
+			victim = strings.TrimPrefix(ownerOf(d, "kl", 0), "uk-")
+			return owners["uk-a"] && owners["uk-b"] && out() >= len(unionModel(left[:phase], right[:phase/2]))/2
+		})
 	killedAt := out()
-	procs[victim] = start(victim)
-	waitFor(t, "phase 2 read", 2*time.Minute, func() bool {
-		for name, p := range procs {
-			if p.Exited() {
-				t.Fatalf("process %s exited", name)
-			}
-		}
-		d := describe()
-		return d != nil && inputRead(d, ends)
-	})
-	step("phase 2 read")
-	feed(2)
-	produce(t, addrs, "kl", 4, flushL)
-	produce(t, addrs, "kr", 2, flushR)
-	last := 0
-	if !weirtest.Poll(2*time.Minute, func() bool {
-		for name, p := range procs {
-			if p.Exited() {
-				t.Fatalf("process %s exited", name)
-			}
-		}
-		last = out()
-		return last >= len(want)
-	}) {
-		sameOutput(t, fmt.Sprintf("output when the deadline passed (%d rows)", last), committedValues(t, addrs, "kout"), want)
-	}
-	step("every row committed")
-	for _, p := range procs {
-		p.Cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range procs {
-		p.Wait(t, time.Minute)
-	}
-	step("processes ended")
-	got := committedValues(t, addrs, "kout")
+	ends = in.feed(1)
+	g.Kill(victim)
+	g.Start(victim)
+	in.waitRead(g, "uk", "phase 2 read", ends, nil)
+	in.feed(2)
+	in.flush()
+	got := finishPhased(t, g, addrs, "kout", want, 0)
 	t.Logf("killed %s with %d of %d rows committed; %d rows in the end", victim, killedAt, len(want), len(got))
 	sameOutput(t, "union shapes in group mode against the model", got, want)
 
 	// The one-process run over the same input (no app id, bounded): its
 	// end fires the flush events' windows too, which the group never
 	// fires (its input does not end).
-	if o, err := exec.Command(bin, "--brokers", brokers, "--in", "kl", "--in2", "kr", "--out", "kref", "--keyed", "union", "--bounded").CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, o)
-	}
-	step("reference run")
 	var ref []string
-	for _, r := range committedValues(t, addrs, "kref") {
+	for _, r := range reference(t, addrs, "kref", "--in", "kl", "--in2", "kr", "--keyed", "union") {
 		if s, _ := strconv.ParseInt(strings.Split(r, ",")[2], 10, 64); s < flushTS {
 			ref = append(ref, r)
 		}
 	}
 	sameOutput(t, "union shapes in group mode against a one-process run", got, ref)
-	d := describe()
-	if d == nil {
-		t.Fatal("describe failed")
-	}
-	var sb strings.Builder
-	d.WriteText(&sb)
-	t.Logf("\n%s", sb.String())
+	d := describeGroup(t, addrs, "uk")
 	// The windows open at the kill were restored from the changelogs by
 	// whichever process took their key groups.
 	restored := false

@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/weirtest"
@@ -41,12 +41,9 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// event is the input of the job tests: key k, event time ts (ms), seq.
-type event struct {
-	Key string
-	TS  int64
-	Seq int64
-}
+// event is the input of the job tests: key k, event time ts (ms), seq
+// (and, decoded, the partition it was read from).
+type event = jobshapes.Event
 
 const base = int64(1_700_000_000_000)
 
@@ -66,21 +63,8 @@ func encodeEvent(e event) []byte {
 	return fmt.Appendf(nil, "%s,%d,%d", e.Key, e.TS, e.Seq)
 }
 
-func decodeEvent(r *kgo.Record) (event, error) {
-	var e event
-	f := strings.Split(string(r.Value), ",")
-	if len(f) != 3 {
-		return e, fmt.Errorf("malformed event %q", r.Value)
-	}
-	e.Key = f[0]
-	var err1, err2 error
-	e.TS, err1 = strconv.ParseInt(f[1], 10, 64)
-	e.Seq, err2 = strconv.ParseInt(f[2], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return e, fmt.Errorf("malformed event %q: %w", r.Value, err)
-	}
-	return e, nil
-}
+// decodeEvent decodes a "key,ts,seq" record (jobshapes.Decode).
+func decodeEvent(r *kgo.Record) (event, error) { return jobshapes.Decode(r) }
 
 // produce writes evs to topic, event i to partition i % parts, and waits
 // for the acknowledgements.
@@ -182,9 +166,14 @@ func sameOutput(t testing.TB, what string, got, want []string) {
 	if slices.Equal(got, want) {
 		return
 	}
+	t.Fatalf("%s: %s", what, outputDiff(got, want))
+}
+
+// outputDiff says how got differs from want.
+func outputDiff(got, want []string) string {
 	missing, extra := crashtest.Minus(want, got), crashtest.Minus(got, want)
-	t.Fatalf("%s: %d records, want %d; missing %d (first %q), unexpected %d (first %q)",
-		what, len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
+	return fmt.Sprintf("%d records, want %d; missing %d (first %q), unexpected %d (first %q)",
+		len(got), len(want), len(missing), missing[:min(5, len(missing))], len(extra), extra[:min(5, len(extra))])
 }
 
 // newAdmin is an admin client of the cluster at addrs, closed when the

@@ -71,13 +71,7 @@ func ownersOf(addrs []string, app, topic string) map[string]bool {
 	if err != nil {
 		return nil
 	}
-	owners := map[string]bool{}
-	for _, p := range d.Partitions {
-		if p.Topic == topic && p.Owner != "" {
-			owners[p.Owner] = true
-		}
-	}
-	return owners
+	return ownersIn(d, topic)
 }
 
 // describeGroup describes group app and logs it.
@@ -163,4 +157,174 @@ func waitCommittedTo(g *kafkatest.Group, addrs []string, app, what string, n int
 		}
 		return done == len(partitions)
 	})
+}
+
+// flushTS is the time of the flush events of the phased kill tests
+// (phasedInput.flush): an hour after the data, so that every watermark
+// passes the data's windows while the flush events' own windows stay open.
+const flushTS = base + int64(time.Hour/time.Millisecond)
+
+// phasedTopic is an input topic of a phased kill test: its events, written
+// round robin to its parts partitions, an equal share per phase.
+type phasedTopic struct {
+	name  string
+	parts int
+	evs   []event
+}
+
+// phasedInput feeds the unbounded inputs of a kill test in phases, so that
+// the test's steps happen mid-run whatever the machine's speed: the test
+// waits until the group has read a phase (its committed offsets at the
+// phase's end: the state of the phase committed with them), then feeds
+// the next one and kills at once, while the next phase is unread and the
+// windows at the previous one's end are open in keyed state; once every
+// phase is in, flush moves every watermark past the data. A paced test
+// instead kills when the output reaches a share, which a slow or fast
+// machine reaches at another point of the run.
+type phasedInput struct {
+	t      *testing.T
+	addrs  []string
+	phases int
+	topics []phasedTopic
+}
+
+// feed writes phase k (from 0) of every topic and returns the offset at
+// which the topic's partitions end now.
+func (in phasedInput) feed(k int) map[string]int64 {
+	in.t.Helper()
+	ends := map[string]int64{}
+	for _, tp := range in.topics {
+		size := len(tp.evs) / in.phases
+		if len(tp.evs)%in.phases != 0 || size%tp.parts != 0 {
+			in.t.Fatalf("%s: %d events do not split into %d phases of whole rounds over %d partitions", tp.name, len(tp.evs), in.phases, tp.parts)
+		}
+		produce(in.t, in.addrs, tp.name, tp.parts, tp.evs[k*size:(k+1)*size])
+		ends[tp.name] = int64((k + 1) * size / tp.parts)
+	}
+	return ends
+}
+
+// flush writes one event per partition of every topic at flushTS, with
+// the key "zz-flush-<topic>" (two inputs' flush events never pair in a
+// join).
+func (in phasedInput) flush() {
+	in.t.Helper()
+	for i, tp := range in.topics {
+		for p := range tp.parts {
+			e := event{Key: "zz-flush-" + tp.name, TS: flushTS, Seq: int64(9_000_000 + 100*i + p)}
+			produceTo(in.t, in.addrs, tp.name, int32(p), []event{e})
+		}
+	}
+}
+
+// waitRead waits for group app to have committed every partition of the
+// inputs at ends (feed's), and for cond (nil: none) on the group's
+// description.
+func (in phasedInput) waitRead(g *kafkatest.Group, app, what string, ends map[string]int64, cond func(*kafka.GroupDescription) bool) {
+	in.t.Helper()
+	want := 0
+	for _, tp := range in.topics {
+		want += tp.parts
+	}
+	var last *kafka.GroupDescription
+	defer func() {
+		if in.t.Failed() && last != nil {
+			var sb strings.Builder
+			last.WriteText(&sb)
+			in.t.Logf("the group when the wait ended:\n%s", sb.String())
+		}
+	}()
+	g.WaitFor(what, 2*time.Minute, func() bool {
+		d, err := kafka.DescribeGroup(context.Background(), in.addrs, app)
+		if err != nil {
+			return false
+		}
+		last = d
+		n := 0
+		for _, p := range d.Partitions {
+			if e, ok := ends[p.Topic]; ok {
+				if p.Committed != e {
+					return false
+				}
+				n++
+			}
+		}
+		return n == want && (cond == nil || cond(d))
+	})
+	g.Logf("%s", what)
+}
+
+// ownersIn are the members (client ids) that own a partition of topic in
+// d.
+func ownersIn(d *kafka.GroupDescription, topic string) map[string]bool {
+	owners := map[string]bool{}
+	for _, p := range d.Partitions {
+		if p.Topic == topic && p.Owner != "" {
+			owners[p.Owner] = true
+		}
+	}
+	return owners
+}
+
+// ownerOf is the member (client id) that owns partition of topic in d,
+// "" if none.
+func ownerOf(d *kafka.GroupDescription, topic string, partition int32) string {
+	for _, p := range d.Partitions {
+		if p.Topic == topic && p.Partition == partition {
+			return p.Owner
+		}
+	}
+	return ""
+}
+
+// liveStatePartitions are the partitions of changelog topic whose
+// committed records hold a key group's state (its last record is no
+// tombstone): where a keyed operator's open state is.
+func liveStatePartitions(t *testing.T, addrs []string, topic string) []int32 {
+	t.Helper()
+	type pk struct {
+		p int32
+		k string
+	}
+	live := map[pk]bool{}
+	for _, r := range readRecords(t, addrs, topic) {
+		live[pk{r.partition, r.key}] = len(r.value) > 0
+	}
+	var out []int32
+	for k, ok := range live {
+		if ok && !slices.Contains(out, k.p) {
+			out = append(out, k.p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// withoutFlush are the rows that do not name a flush event's key
+// (phasedInput.flush).
+func withoutFlush(rows []string) []string {
+	var out []string
+	for _, r := range rows {
+		if !strings.Contains(r, "zz-flush") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// finishPhased waits for the committed output of a phased kill test's
+// group (topic) to reach want's rows and extra more (the flush events'),
+// stops the group's processes (each must end cleanly) and returns the
+// rows but the flush events'. If the wait fails it shows how the output
+// differs from want (a lost state shows as rows missing, and the count
+// never reached).
+func finishPhased(t *testing.T, g *kafkatest.Group, addrs []string, topic string, want []string, extra int) []string {
+	t.Helper()
+	defer func() {
+		if t.Failed() {
+			t.Logf("when the wait ended: %s", outputDiff(withoutFlush(committedValues(t, addrs, topic)), want))
+		}
+	}()
+	finishUnbounded(t, g, outputCount(t, addrs, topic, ""), len(want)+extra)
+	return withoutFlush(committedValues(t, addrs, topic))
 }

@@ -12,34 +12,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 	wlog "github.com/weirstream/weir/connector/log"
 )
 
-type event struct {
-	Key string
-	TS  int64
-	Seq int64
-}
-
-func decode(r *kgo.Record) (event, error) {
-	f := strings.Split(string(r.Value), ",")
-	if len(f) != 3 {
-		return event{}, fmt.Errorf("malformed event %q", r.Value)
-	}
-	ts, err1 := strconv.ParseInt(f[1], 10, 64)
-	seq, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return event{}, fmt.Errorf("malformed event %q", r.Value)
-	}
-	return event{Key: f[0], TS: ts, Seq: seq}, nil
-}
+// event is the job's input (jobshapes.Event).
+type event = jobshapes.Event
 
 func main() {
 	var (
@@ -61,9 +45,9 @@ func main() {
 	job := weir.NewJob("kafka-crashjob", weir.Parallelism(*par), weir.Checkpointing(*interval, *ckDir),
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	seeds := strings.Split(*brokers, ",")
-	var input weir.Source[event] = kafka.Source(seeds, []string{*in}, decode, kafka.Bounded())
+	var input weir.Source[event] = kafka.Source(seeds, []string{*in}, jobshapes.Decode, kafka.Bounded())
 	if *logDir != "" {
-		input = wlog.Source(*logDir, *in, func(r wlog.Record) (event, error) { return decode(&kgo.Record{Value: r.Value}) })
+		input = wlog.Source(*logDir, *in, func(r wlog.Record) (event, error) { return jobshapes.Decode(&kgo.Record{Value: r.Value}) })
 	}
 	src := weir.FromSource(job, "events", input,
 		weir.BoundedOutOfOrderness(100*time.Millisecond, func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("events"))

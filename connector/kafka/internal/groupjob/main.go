@@ -18,13 +18,12 @@
 // chain of KeyBys (two repartition topics, the second fed by the first
 // stage's keyed operator): counts per key and hopping window (2s, sliding
 // 1s), then per 5 s bucket of the windows' ends the sum of the counts and
-// the largest count ("bucket=sum count key"; as chainJob of the tests).
+// the largest count ("bucket=sum count key"; jobshapes.Chain).
 // "union" reads --in2 too and keys two shapes of unions into counts per
 // key and tumbling second ("tag,key,start,count"): a union of a union
 // (tag n: the two inputs and the first again with its keys prefixed "x")
 // and a Map and a Filter after a union (tag m: the two inputs' events
-// regrouped by seq mod 3, every fifth dropped); as unionShapesJob of the
-// tests.
+// regrouped by seq mod 3, every fifth dropped); jobshapes.Union.
 // The processes of one --app-id share the input's partitions; each runs
 // until it is killed or its context ends (SIGTERM, SIGINT), or, with
 // --bounded, until the group has read the whole input.
@@ -37,7 +36,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -45,27 +43,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
 )
 
-type event struct {
-	Key       string
-	TS        int64
-	Seq       int64
-	Partition int32
-}
-
-func decode(r *kgo.Record) (event, error) {
-	f := strings.Split(string(r.Value), ",")
-	if len(f) != 3 {
-		return event{}, fmt.Errorf("malformed event %q", r.Value)
-	}
-	ts, err1 := strconv.ParseInt(f[1], 10, 64)
-	seq, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
-		return event{}, fmt.Errorf("malformed event %q", r.Value)
-	}
-	return event{Key: f[0], TS: ts, Seq: seq, Partition: r.Partition}, nil
-}
+// event is the jobs' input (jobshapes.Event: key, ts, seq and the
+// partition it was read from).
+type event = jobshapes.Event
 
 func main() {
 	var (
@@ -115,8 +98,8 @@ func main() {
 		srcOpts = append(srcOpts, kafka.ClientOptions(kgo.SessionTimeout(*session), kgo.HeartbeatInterval(*session/5),
 			kgo.RebalanceTimeout(2**session)))
 	}
-	evs := weir.FromSource(job, "events", kafka.Source(seeds, []string{*in}, decode, srcOpts...),
-		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("events"))
+	evs := weir.FromSource(job, "events", kafka.Source(seeds, []string{*in}, jobshapes.Decode, srcOpts...),
+		weir.MonotonousTimestamps(jobshapes.EventTime), weir.UID("events"))
 	paced := func(s *weir.Stream[event]) *weir.Stream[event] {
 		if *pace <= 0 {
 			return s
@@ -159,19 +142,19 @@ func main() {
 	case "state":
 		keyedJob(evs, seeds, *out)
 	case "chain":
-		chainJob(evs, *lag, kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+		jobshapes.Chain(evs, *lag, kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
 			rec.Key = append(rec.Key, v[:strings.IndexByte(v, '=')]...)
 			rec.Value = append(rec.Value, v...)
 			return nil
 		}, sinkOpts...))
 	case "join":
-		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, decode, srcOpts...),
-			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("right"))
+		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, jobshapes.Decode, srcOpts...),
+			weir.MonotonousTimestamps(jobshapes.EventTime), weir.UID("right"))
 		joinJob(evs, paced(right), seeds, *out)
 	case "union":
-		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, decode, srcOpts...),
-			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("right"))
-		unionJob(evs, paced(right), kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
+		right := weir.FromSource(job, "right", kafka.Source(seeds, []string{*in2}, jobshapes.Decode, srcOpts...),
+			weir.MonotonousTimestamps(jobshapes.EventTime), weir.UID("right"))
+		jobshapes.Union(evs, paced(right), kafka.Sink(seeds, func(v string, rec *kgo.Record) error {
 			rec.Key = append(rec.Key, strings.Split(v, ",")[1]...)
 			rec.Value = append(rec.Value, v...)
 			return nil
@@ -188,29 +171,11 @@ func main() {
 	}
 }
 
-// counter is the running count per key, in keyed state.
-type counter struct {
-	n *weir.ValueState[string, int64]
-}
-
-func (c *counter) Open(rc *weir.RuntimeContext[string]) error {
-	c.n = weir.NewValueState[int64](rc, "n")
-	return nil
-}
-
-func (c *counter) ProcessElement(ctx *weir.KeyedContext[string, string], e event) error {
-	n, _ := c.n.Value()
-	n++
-	c.n.Update(n)
-	ctx.Emit(fmt.Sprintf("count,%s,%d,%d", e.Key, e.Seq, n))
-	return nil
-}
-
 // keyedJob adds the keyed stages: a running count per key and a count
 // per key and tumbling second.
 func keyedJob(evs *weir.Stream[event], seeds []string, out string) {
 	ks := weir.KeyBy(evs, func(e event) string { return e.Key })
-	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &counter{} }, weir.UID("counts"))
+	counts := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, event, string] { return &jobshapes.Counter{} }, weir.UID("counts"))
 	windows := weir.Map(weir.Aggregate(weir.Window(ks, weir.Tumbling(time.Second)), weir.Count[event](), weir.UID("windows")),
 		func(r weir.WindowResult[string, int64]) string {
 			return fmt.Sprintf("window,%s,%d,%d", r.Key, r.Start.UnixMilli(), r.Value)
@@ -247,55 +212,4 @@ func joinJob(left, right *weir.Stream[event], seeds []string, out string) {
 	}
 	weir.To(wj, sink("wjoin"), weir.UID("wjoin-sink"))
 	weir.To(ij, sink("ijoin"), weir.UID("ijoin-sink"))
-}
-
-// chainAcc is the accumulator of chainJob's second stage.
-type chainAcc struct {
-	Sum  int64
-	Best string
-}
-
-// chainJob adds a chain of two KeyBys: counts per key and hopping window,
-// then per 5 s bucket of the windows' ends their sum and the largest.
-func chainJob(evs *weir.Stream[event], lag time.Duration, sink weir.Sink[string]) {
-	counts := weir.Aggregate(weir.Window(weir.KeyBy(evs, func(e event) string { return e.Key }), weir.Hopping(2*time.Second, time.Second)),
-		weir.Count[event](), weir.UID("hop"))
-	if lag > 0 {
-		counts = weir.Map(counts, func(r weir.WindowResult[string, int64]) weir.WindowResult[string, int64] {
-			time.Sleep(lag)
-			return r
-		})
-	}
-	bucket := func(r weir.WindowResult[string, int64]) int64 { e := r.End.UnixMilli() - 1; return e - e%5000 }
-	agg := weir.AggregateFuncs[weir.WindowResult[string, int64], chainAcc, string]{
-		CreateFn: func() chainAcc { return chainAcc{} },
-		AddFn: func(a chainAcc, r weir.WindowResult[string, int64]) chainAcc {
-			a.Sum += r.Value
-			a.Best = max(a.Best, fmt.Sprintf("%06d %s", r.Value, r.Key))
-			return a
-		},
-		MergeFn:  func(a, b chainAcc) chainAcc { return chainAcc{a.Sum + b.Sum, max(a.Best, b.Best)} },
-		ResultFn: func(a chainAcc) string { return fmt.Sprintf("%d %s", a.Sum, a.Best) },
-	}
-	best := weir.Aggregate(weir.Window(weir.KeyBy(counts, bucket), weir.Tumbling(5*time.Second)), agg, weir.UID("best"))
-	weir.To(weir.Map(best, func(r weir.WindowResult[int64, string]) string { return fmt.Sprintf("%d=%s", r.Key, r.Value) }), sink, weir.UID("sink"))
-}
-
-// unionJob adds the two shapes of a KeyBy behind unions, each into a
-// count per key and tumbling second: a union of a union (uid "nested"),
-// and a Map and a Filter after a union (uid "mapped").
-func unionJob(left, right *weir.Stream[event], sink weir.Sink[string]) {
-	key := func(e event) string { return e.Key }
-	count := func(s *weir.Stream[event], uid, tag string) *weir.Stream[string] {
-		c := weir.Aggregate(weir.Window(weir.KeyBy(s, key), weir.Tumbling(time.Second)), weir.Count[event](), weir.UID(uid))
-		return weir.Map(c, func(r weir.WindowResult[string, int64]) string {
-			return fmt.Sprintf("%s,%s,%d,%d", tag, r.Key, r.Start.UnixMilli(), r.Value)
-		})
-	}
-	relabel := weir.Map(left, func(e event) event { e.Key = "x" + e.Key; return e }, weir.Name("relabel"), weir.UID("relabel"))
-	nested := weir.Union(weir.Union(left, right), relabel)
-	regroup := weir.Map(weir.Union(left, right), func(e event) event { e.Key = "g" + strconv.FormatInt(e.Seq%3, 10); return e },
-		weir.Name("regroup"), weir.UID("regroup"))
-	thin := weir.Filter(regroup, func(e event) bool { return e.Seq%5 != 0 }, weir.Name("thin"), weir.UID("thin"))
-	weir.To(weir.Union(count(nested, "nested", "n"), count(thin, "mapped", "m")), sink, weir.UID("sink"))
 }
