@@ -148,12 +148,23 @@ func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]])
 // bucket is the state of one aligned window: an accumulator per key.
 type bucket[K comparable, ACC any] struct {
 	start, end int64
-	tab        *hashtable.Chunked[K, ACC]
+	tab        *hashtable.Table[K, ACC]
 	// shared: tab is also the state of a deferred snapshot that the
-	// checkpoint coordinator may be reading (barrierDeferred): tab copies
-	// a chunk the snapshot holds before it writes it, and a fired bucket's
-	// table is held until the snapshot is encoded.
+	// checkpoint coordinator may be reading (barrierDeferred), so the task
+	// must not change it: writes go to delta (the changed keys'
+	// accumulators, read over tab's) until the snapshot is encoded.
 	shared bool
+	delta  *hashtable.Table[K, ACC]
+	// added are delta's keys that tab lacks, in the order they came: the
+	// fold inserts them in that order, so tab ends as it would have
+	// without the snapshot (same slots, same iteration order, same bytes
+	// in the next snapshot).
+	added []hashedKey[K]
+}
+
+type hashedKey[K comparable] struct {
+	hash uint64
+	key  K
 }
 
 // alignedWindowOp aggregates tumbling and hopping windows. Because these
@@ -170,8 +181,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 
 	buckets []*bucket[K, ACC] // sorted by start (hence by end)
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
-	free    []*hashtable.Chunked[K, ACC]
-	pool    *hashtable.ChunkPool[K, ACC] // the chunks of the tables
+	free    []*hashtable.Table[K, ACC]
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
 	// count: agg is Count, so ACC is int64 and adding a record is an
@@ -198,7 +208,13 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		// Fast path: same window as the previous record. A bucket exists
 		// only while its window is not late, so no lateness check is needed.
 		if c := op.cache; c != nil && ts >= c.start && ts < c.end {
-			p, ins := c.tab.Upsert(r.hash, r.key)
+			var p *ACC
+			var ins bool
+			if c.shared {
+				p, ins = op.deltaSlot(c, r.hash, r.key)
+			} else {
+				p, ins = c.tab.Upsert(r.hash, r.key)
+			}
 			if count {
 				*(*int64)(unsafe.Pointer(p))++ // Create is 0, Add is +1
 				continue
@@ -304,6 +320,26 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	start, end := time.UnixMilli(bk.start).UTC(), time.UnixMilli(bk.end).UTC()
 	ts := bk.end - 1
 	var err error
+	if d := bk.delta; d != nil {
+		// Shared with a snapshot and changed since: delta's accumulators
+		// stand for tab's, and its new keys (added, in the order they
+		// came) come after tab's.
+		tab := bk.tab
+		tab.All(func(h uint64, k K, acc *ACC) bool {
+			if v := d.Get(h, k); v != nil {
+				acc = v
+			}
+			err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
+			return err == nil
+		})
+		for _, a := range bk.added {
+			if err != nil {
+				break
+			}
+			err = op.add(WindowResult[K, OUT]{Key: a.key, Start: start, End: end, Value: op.agg.Result(*d.Get(a.hash, a.key))}, ts, wm)
+		}
+		return err
+	}
 	bk.tab.All(func(_ uint64, k K, acc *ACC) bool {
 		err = op.add(WindowResult[K, OUT]{Key: k, Start: start, End: end, Value: op.agg.Result(*acc)}, ts, wm)
 		return err == nil

@@ -10,36 +10,34 @@ import (
 //
 // A deferred snapshot (snapshot_async.go) needs the state as it was at the
 // barrier while the task goes on changing it. The operator first copied
-// every bucket's table at the barrier; then (sixth pass) the barrier shared
-// the tables and the task wrote to a delta table per bucket until the
-// coordinator had encoded them, falling back to a copy of the whole table
-// when a delta grew past an eighth of it, which is what happened at every
-// checkpoint while windows fill (q5's throughput run): the copy was back,
-// and the delta's lookups and fold came on top of it.
-//
-// Now the buckets' tables are chunked (hashtable.Chunked): the barrier
-// shares each table's chunks with the snapshot (a View: a copy of the
-// table's chunk pointers, no entries), and the task writes in place except
-// that its first write to a chunk the View still holds copies that chunk
-// (once). The cost of a checkpoint is the chunks written while the
-// coordinator encodes, not the state; firing reads the table as it is; and
-// the chunks come from a pool the operator's tables share, so growing a
-// table, the copies and the fired buckets' tables reuse one another's
-// memory instead of faulting in fresh pages. When the task sees that the
-// encoding is done (an atomic the snapshot's release sets, read once per
-// input batch), it unshares the tables: the chunks only the View held go
-// back to the pool, and the tables of buckets fired meanwhile (held, since
-// the View may still read them) are freed.
+// every bucket's table at the barrier (entry by entry, then two memmoves a
+// table): in q5 that copy stopped the task for 10–25 ms of CPU at every
+// checkpoint, right before a window fired (checkpoints and the hop's slide
+// are both every 2 s), and it was 12% of the throughput run's CPU (the
+// copies of growing tables were fresh memory each time). Now the barrier
+// copies nothing: the snapshot reads the live tables, which the task no
+// longer changes until the coordinator has encoded them. Meanwhile a write
+// to a bucket goes to the bucket's delta table (its first write of a key
+// starts from the shared table's accumulator, which the task may read: the
+// coordinator only reads too), firing reads the delta over the table, and
+// a fired bucket's table is held instead of reused. When the task sees
+// that the encoding is done (an atomic the snapshot's release sets, read
+// once per input batch), it folds each delta into its table and frees the
+// held tables. The cost moves from a copy of the whole state per checkpoint
+// to the keys written while the coordinator encodes (a lookup in the
+// shared table on the first write of each, one upsert each to fold), off
+// the path of the firing that follows the barrier; a bucket that takes
+// many new keys meanwhile is copied after all (deltaSlot), so the cost
+// stays about the old copy's at most.
 //
 // The coordinator encodes checkpoint n before it triggers n+1, and an
 // aborted checkpoint's encoding never runs: so when the next barrier
 // reaches the operator, no snapshot reads the tables any more, and the
-// barrier unshares what is left before it shares the tables again.
+// barrier folds what is left before it shares the tables again.
 
-// alignedChunkSlots is the slots of a full chunk of the buckets' tables
-// (24 bytes each for int64 keys and counts: 96 KiB); a variable so that
-// tests get many chunks with small states.
-var alignedChunkSlots = 4096
+// deltaCopyMin is the smallest delta that copyShared replaces (a variable
+// so that tests reach the copy with small states).
+var deltaCopyMin = 1024
 
 // alignedCOW is the copy-on-write bookkeeping of an alignedWindowOp.
 type alignedCOW[K comparable, ACC any] struct {
@@ -51,38 +49,36 @@ type alignedCOW[K comparable, ACC any] struct {
 	// the coordinator's goroutine.
 	done atomic.Int64
 	// held are the tables of buckets fired while shared.
-	held []*hashtable.Chunked[K, ACC]
+	held []*hashtable.Table[K, ACC]
 	// buckets are the snapshot's view of the buckets (reused from one
-	// checkpoint to the next, like the views' chunk lists).
-	buckets []sharedBucket[K, ACC]
-}
-
-// sharedBucket is a bucket as a snapshot sees it.
-type sharedBucket[K comparable, ACC any] struct {
-	start, end int64
-	view       hashtable.View[K, ACC]
+	// checkpoint to the next, like the tables it points to).
+	buckets []bucket[K, ACC]
 }
 
 // encoded reports whether the coordinator is done with the tables shared
 // at the last barrier.
 func (c *alignedCOW[K, ACC]) encoded() bool { return c.done.Load() == c.seq }
 
-// freeTable returns an empty table for a new bucket.
-func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable() *hashtable.Chunked[K, ACC] {
+// freeTable returns an empty table for a new bucket or a delta.
+func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable() *hashtable.Table[K, ACC] {
 	if n := len(op.free); n > 0 {
 		t := op.free[n-1]
 		op.free = op.free[:n-1]
 		return t
 	}
-	if op.pool == nil {
-		op.pool = hashtable.NewChunkPool[K, ACC](alignedChunkSlots)
-	}
-	return hashtable.NewChunked[K, ACC](64, op.pool)
+	return hashtable.New[K, ACC](64)
 }
 
-// release frees a fired bucket's table, or holds it while a snapshot may
-// read it.
+// release frees a fired bucket's tables, or holds the table while a
+// snapshot may read it.
 func (op *alignedWindowOp[K, T, ACC, OUT]) release(bk *bucket[K, ACC]) {
+	if d := bk.delta; d != nil {
+		d.Reset()
+		op.free = append(op.free, d)
+		bk.delta = nil
+		clear(bk.added)
+		bk.added = bk.added[:0]
+	}
 	if bk.shared {
 		op.cow.held = append(op.cow.held, bk.tab)
 		bk.shared = false
@@ -92,30 +88,90 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) release(bk *bucket[K, ACC]) {
 	op.free = append(op.free, bk.tab)
 }
 
-// upsert is Upsert on bk's table (which copies a chunk the snapshot holds
-// before it writes it).
+// upsert is Upsert on bk's state: its table, or its delta while shared.
 func (op *alignedWindowOp[K, T, ACC, OUT]) upsert(bk *bucket[K, ACC], hash uint64, key K) (*ACC, bool) {
+	if bk.shared {
+		return op.deltaSlot(bk, hash, key)
+	}
 	return bk.tab.Upsert(hash, key)
 }
 
+// deltaSlot is Upsert for a shared bucket: the accumulator of key in its
+// delta, which starts as the shared table's (inserted false) if the key
+// is there. A delta that outgrows an eighth of its table (a bucket that
+// takes many new keys while the coordinator encodes, as every bucket does
+// while the windows fill) is cheaper as a copy: the bucket then takes a
+// copy of its table with the delta folded in, and stops sharing.
+func (op *alignedWindowOp[K, T, ACC, OUT]) deltaSlot(bk *bucket[K, ACC], hash uint64, key K) (*ACC, bool) {
+	if bk.delta == nil {
+		bk.delta = op.freeTable()
+	} else if n := bk.delta.Len(); n >= deltaCopyMin && n > bk.tab.Len()/8 {
+		op.copyShared(bk)
+		return bk.tab.Upsert(hash, key)
+	}
+	p, ins := bk.delta.Upsert(hash, key)
+	if ins {
+		if v := bk.tab.Get(hash, key); v != nil {
+			*p = *v
+			return p, false
+		}
+		bk.added = append(bk.added, hashedKey[K]{hash, key})
+	}
+	return p, ins
+}
+
+// copyShared gives a shared bucket a table of its own: a copy of the
+// shared one (which the snapshot keeps, held until it is encoded) with
+// the delta folded in.
+func (op *alignedWindowOp[K, T, ACC, OUT]) copyShared(bk *bucket[K, ACC]) {
+	t := op.freeTable()
+	bk.tab.CopyTo(t)
+	op.cow.held = append(op.cow.held, bk.tab)
+	bk.tab = t
+	op.fold(bk)
+	bk.shared = false
+}
+
+// fold moves a bucket's delta into its table (no longer shared): the
+// changed accumulators in place, then the new keys in the order they came.
+func (op *alignedWindowOp[K, T, ACC, OUT]) fold(bk *bucket[K, ACC]) {
+	d := bk.delta
+	if d == nil {
+		return
+	}
+	tab := bk.tab
+	d.All(func(h uint64, k K, v *ACC) bool {
+		if i := tab.Find(h, k); i >= 0 {
+			*tab.At(i) = *v
+		}
+		return true
+	})
+	for _, a := range bk.added {
+		p, _ := tab.Upsert(a.hash, a.key)
+		*p = *d.Get(a.hash, a.key)
+	}
+	clear(bk.added)
+	bk.added = bk.added[:0]
+	d.Reset()
+	op.free = append(op.free, d)
+	bk.delta = nil
+}
+
 // unshare ends the sharing of the last snapshot, whose encoding is over:
-// the tables give the chunks only the snapshot held back to the pool, and
-// the held tables are freed.
+// each delta is folded into its bucket's table and the held tables are
+// freed.
 func (op *alignedWindowOp[K, T, ACC, OUT]) unshare() {
 	for _, bk := range op.buckets {
-		bk.tab.Unshare()
+		op.fold(bk)
 		bk.shared = false
 	}
 	for i, t := range op.cow.held {
-		t.Unshare()
 		t.Reset()
 		op.free = append(op.free, t)
 		op.cow.held[i] = nil
 	}
 	op.cow.held = op.cow.held[:0]
-	for i := range op.cow.buckets {
-		op.cow.buckets[i].view.Release() // the snapshot's references to the chunks
-	}
+	clear(op.cow.buckets) // the snapshot's references to the tables
 	op.cow.sharing = false
 }
 
@@ -130,25 +186,19 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 	}
 	c.seq++
 	seq := c.seq
-	if cap(c.buckets) < len(op.buckets) {
-		c.buckets = append(c.buckets[:cap(c.buckets)], make([]sharedBucket[K, ACC], len(op.buckets)-cap(c.buckets))...)
-	}
-	bks := c.buckets[:len(op.buckets)]
-	for i, bk := range op.buckets {
+	bks := c.buckets[:0]
+	for _, bk := range op.buckets {
 		bk.shared = true
-		sb := &bks[i]
-		sb.start, sb.end = bk.start, bk.end
-		bk.tab.Share(&sb.view)
+		bks = append(bks, bucket[K, ACC]{start: bk.start, end: bk.end, tab: bk.tab})
 	}
 	c.buckets = bks
 	c.sharing = len(bks) > 0
 	maxP := op.info.maxP
 	deferEncode(s, op.info, op.wm, &op.snap, func(add func(int, *alignedEntry[K, ACC])) {
 		var e alignedEntry[K, ACC]
-		for i := range bks {
-			bk := &bks[i]
+		for _, bk := range bks {
 			e.Start, e.End = bk.start, bk.end
-			bk.view.All(func(h uint64, k K, acc *ACC) bool {
+			bk.tab.All(func(h uint64, k K, acc *ACC) bool {
 				e.Hash, e.Key, e.Acc = h, k, *acc
 				add(int(h%maxP), &e)
 				return true

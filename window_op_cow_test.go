@@ -63,28 +63,25 @@ func groupEntries(t *testing.T, data []byte) []alignedEntry[int64, int64] {
 // checkpoint). Under -race, a write of the task to a table the
 // coordinator reads is also reported as a race.
 //
-// The tables copy a chunk the snapshot holds before the task writes it
-// (hashtable.Chunked): with chunks of 16 slots every table has many, and
-// with 4,096 the small tables have one. The encoding runs either on another
-// goroutine right after the barrier, or only when the test checks it, after
-// the task has written more batches to the shared tables: then a write that
-// reaches a chunk the snapshot holds (a chunk not copied, or copied wrong)
-// changes the snapshot every time, not only when it races ahead of the
-// encoding, and a copy that loses entries changes the results.
+// The encoding runs either on another goroutine right after the barrier,
+// or only when the test checks it, after the task has written more batches
+// to the shared tables: then a write that reaches a shared table (or a
+// copy that shares memory with it) changes the snapshot every time, not
+// only when it races ahead of the encoding.
 func TestAlignedWindowCopyOnWrite(t *testing.T) {
-	defer func(n int) { alignedChunkSlots = n }(alignedChunkSlots)
-	for _, chunk := range []int{16, 4096} {
-		alignedChunkSlots = chunk
+	defer func(m int) { deltaCopyMin = m }(deltaCopyMin)
+	for _, copyMin := range []int{1 << 30, 4} { // deltas only; deltas replaced by copies
+		deltaCopyMin = copyMin
 		for _, late := range []bool{false, true} {
-			testAlignedWindowCopyOnWrite(t, chunk, late)
+			testAlignedWindowCopyOnWrite(t, copyMin, late)
 		}
 	}
 }
 
-func testAlignedWindowCopyOnWrite(t *testing.T, chunk int, late bool) {
+func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int, late bool) {
 	for _, w := range []Windows{Hopping(10*time.Second, 2*time.Second), Tumbling(4 * time.Second)} {
 		for seed := int64(1); seed <= 4; seed++ {
-			t.Run(fmt.Sprintf("%v/%d/chunk%d/late=%v", w, seed, chunk, late), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/%d/copy%d/late=%v", w, seed, copyMin, late), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(seed))
 				ref, refOut := newCOWTestOp(w, false)
 				sync, _ := newCOWTestOp(w, false)
@@ -136,7 +133,7 @@ func testAlignedWindowCopyOnWrite(t *testing.T, chunk int, late bool) {
 					}
 					switch {
 					case pending != nil && rng.Intn(4) == 0:
-						check() // the coordinator is done: the next batch unshares
+						check() // the coordinator is done: the next batch folds
 					case pending == nil && rng.Intn(8) == 0:
 						id := int64(step)
 						want, got = &taskSnapshot{}, &taskSnapshot{}
