@@ -62,18 +62,26 @@ func groupEntries(t *testing.T, data []byte) []alignedEntry[int64, int64] {
 // never snapshots; some snapshots are never encoded (an aborted
 // checkpoint). Under -race, a write of the task to a table the
 // coordinator reads is also reported as a race.
+//
+// The encoding runs either on another goroutine right after the barrier,
+// or only when the test checks it, after the task has written more batches
+// to the shared tables: then a write that reaches a shared table (or a
+// copy that shares memory with it) changes the snapshot every time, not
+// only when it races ahead of the encoding.
 func TestAlignedWindowCopyOnWrite(t *testing.T) {
 	defer func(m int) { deltaCopyMin = m }(deltaCopyMin)
 	for _, copyMin := range []int{1 << 30, 4} { // deltas only; deltas replaced by copies
 		deltaCopyMin = copyMin
-		testAlignedWindowCopyOnWrite(t, copyMin)
+		for _, late := range []bool{false, true} {
+			testAlignedWindowCopyOnWrite(t, copyMin, late)
+		}
 	}
 }
 
-func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int) {
+func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int, late bool) {
 	for _, w := range []Windows{Hopping(10*time.Second, 2*time.Second), Tumbling(4 * time.Second)} {
 		for seed := int64(1); seed <= 4; seed++ {
-			t.Run(fmt.Sprintf("%v/%d/copy%d", w, seed, copyMin), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/%d/copy%d/late=%v", w, seed, copyMin, late), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(seed))
 				ref, refOut := newCOWTestOp(w, false)
 				sync, _ := newCOWTestOp(w, false)
@@ -82,6 +90,9 @@ func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int) {
 				var want *taskSnapshot
 				var got *taskSnapshot
 				check := func() {
+					if late {
+						pending <- got.Resolve()
+					}
 					if err := <-pending; err != nil {
 						t.Fatal(err)
 					}
@@ -139,7 +150,9 @@ func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int) {
 							continue // aborted: never encoded; the next barrier takes the tables back
 						}
 						pending = make(chan error, 1)
-						go func(s *taskSnapshot, done chan<- error) { done <- s.Resolve() }(got, pending)
+						if !late {
+							go func(s *taskSnapshot, done chan<- error) { done <- s.Resolve() }(got, pending)
+						}
 					}
 				}
 				if pending != nil {
