@@ -1,5 +1,10 @@
 package weir
 
+import (
+	"context"
+	"runtime/trace"
+)
+
 // Event-time timers of the general window operator for windows that never
 // move (tumbling and hopping): a FIFO queue per (time, kind) instead of the
 // per-key heap.
@@ -77,6 +82,13 @@ func (f *fixedTimers[K, ACC, OUT]) pop() {
 	f.free = append(f.free, q)
 }
 
+// removeFired removes the windows a queue fired.
+func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) {
+	for _, r := range ws {
+		op.remove(r.ks, r.w)
+	}
+}
+
 // advanceFixed runs the event-time timers at or before wm, in (time, kind,
 // seq) order, as advance does with the heap.
 func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
@@ -124,8 +136,13 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 				op.remove(ks, w)
 			}
 		}
-		for _, r := range q.wins[:done] {
-			op.remove(r.ks, r.w)
+		if done > 0 && trace.IsEnabled() {
+			// Inside window-fire: the part of a firing no result waits for.
+			r := trace.StartRegion(context.Background(), "window-remove")
+			op.removeFired(q.wins[:done])
+			r.End()
+		} else {
+			op.removeFired(q.wins[:done])
 		}
 		f.pop()
 	}
