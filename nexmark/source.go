@@ -133,7 +133,7 @@ func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 		if r.next >= due && r.next < end {
 			// Nothing is due: wait until a batch is, or paceGrain
 			// after the next event is (see paceGrain), or the end.
-			last := min(r.next+step*int64(len(dst)-1), end-1)
+			last := max(min(r.next+step*int64(len(dst)-1), end-1), r.next)
 			lastDue := dueAt(last, cfg.RateLimit)
 			nextDue := dueAt(r.next, cfg.RateLimit)
 			wait := min(lastDue, nextDue+int64(paceGrain)) - elapsed
