@@ -1,5 +1,10 @@
 package weir
 
+import (
+	"context"
+	"runtime/trace"
+)
+
 // Event-time timers of the general window operator for windows that never
 // move (tumbling and hopping): a FIFO queue per (time, kind) instead of the
 // per-key heap.
@@ -77,6 +82,13 @@ func (f *fixedTimers[K, ACC, OUT]) pop() {
 	f.free = append(f.free, q)
 }
 
+// removeFired removes the windows a queue fired.
+func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) {
+	for _, r := range ws {
+		op.remove(r.ks, r.w)
+	}
+}
+
 // advanceFixed runs the event-time timers at or before wm, in (time, kind,
 // seq) order, as advance does with the heap.
 func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
@@ -86,6 +98,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 		// Running a timer queues only timers after q (a fire queues the
 		// window's cleanup, at the same time or later and of a later kind),
 		// so q stays first and its slice is not appended to meanwhile.
+		done := 0 // q.wins[:done]: fired windows to remove after the queue
 		for i := range q.wins {
 			ks, w := q.wins[i].ks, q.wins[i].w
 			if w.gone {
@@ -101,9 +114,16 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 				if ok && t.at == q.at && !w.dirty {
 					// Cleanup at the firing's time (no allowed lateness):
 					// it would only remove the window, after the other
-					// windows' firings at this time, which nothing it
-					// does could change.
-					op.remove(ks, w)
+					// windows' firings at this time (as the heap's
+					// cleanup timers do), which nothing it does could
+					// change. So it is removed after the whole queue
+					// has fired: the results of a large window go
+					// downstream as their batches fill, without waiting
+					// for the removal of every key fired before them
+					// (a hash table delete each, a cache miss: about
+					// half of the CPU of firing Nexmark q8's window).
+					q.wins[done] = q.wins[i]
+					done++
 				} else if ok {
 					f.add(ks, w, t)
 				}
@@ -115,6 +135,14 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 				}
 				op.remove(ks, w)
 			}
+		}
+		if done > 0 && trace.IsEnabled() {
+			// Inside window-fire: the part of a firing no result waits for.
+			r := trace.StartRegion(context.Background(), "window-remove")
+			op.removeFired(q.wins[:done])
+			r.End()
+		} else {
+			op.removeFired(q.wins[:done])
 		}
 		f.pop()
 	}

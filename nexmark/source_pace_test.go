@@ -1,0 +1,90 @@
+package nexmark
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+)
+
+// pacedRun reads split 0 of a paced source of events events at rate
+// events/s to its end on a fake clock that the reader's sleeps advance, and
+// returns the size of each non-empty read and, for each event, how long
+// after it was due it was read (its due time is start + (n+1)/rate, as the
+// reader computes it).
+func pacedRun(t *testing.T, rate float64, events int64, batch int) (sizes []int, held []time.Duration) {
+	t.Helper()
+	src := Source(GeneratorConfig{Events: events, Seed: 1, RateLimit: rate, Splits: 1})
+	clock := int64(1e9)
+	src.now = func() int64 { return clock }
+	src.sleep = func(_ context.Context, _ *time.Timer, d time.Duration) error {
+		if d <= 0 {
+			t.Fatalf("sleep of %v", d)
+		}
+		clock += int64(d)
+		return nil
+	}
+	r, err := src.Open(context.Background(), genSplit(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rd := r.(*reader)
+	start := src.start.Load()
+	dst := make([]Event, batch)
+	for reads := 0; ; reads++ {
+		if reads > 10*int(events)+100 {
+			t.Fatal("the reader does not end")
+		}
+		first := rd.next
+		k, err := r.Read(context.Background(), dst)
+		for n := first; n < first+int64(k); n++ {
+			due := start + int64(float64(n+1)/rate*1e9)
+			if clock+1 < due { // 1 ns: float rounding
+				t.Fatalf("event %d read at %d ns, before it is due at %d ns", n, clock-start, due-start)
+			}
+			held = append(held, time.Duration(max(clock-due, 0)))
+		}
+		if k > 0 {
+			sizes = append(sizes, k)
+		}
+		if err == io.EOF {
+			return sizes, held
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A paced reader waits for a batch's worth of its events to be due (at
+// most paceGrain after the next one is), not for the next event alone: at
+// a high rate it reads full batches; at a low one no event is held back
+// more than paceGrain; and none is read before its scheduled time.
+func TestPacedReaderReadsBatches(t *testing.T) {
+	// 1 M events/s: a batch of 64 is due every 64 µs, well within
+	// paceGrain, so every read but the last is a full batch. Waiting for
+	// the next event only (the old reader) read one event at a time.
+	sizes, held := pacedRun(t, 1e6, 6400, 64)
+	for i, k := range sizes[:len(sizes)-1] {
+		if k != 64 {
+			t.Fatalf("read %d of %d at 1 M events/s: %d events, want full batches of 64 (sizes %v)", i, len(sizes), k, sizes[:min(len(sizes), 20)])
+		}
+	}
+	for n, h := range held {
+		if h > 64*time.Microsecond {
+			t.Fatalf("event %d held %v after its due time, more than a batch's span", n, h)
+		}
+	}
+	// 10 K events/s: a batch of 64 would take 6.4 ms; the reader reads
+	// what is due paceGrain after the next event, about 10 events.
+	sizes, held = pacedRun(t, 1e4, 500, 64)
+	if len(sizes) > 500/8 {
+		t.Fatalf("%d reads for 500 events at 10 K/s, want about 50 (sizes %v)", len(sizes), sizes[:min(len(sizes), 20)])
+	}
+	for n, h := range held {
+		if h > paceGrain+time.Microsecond { // µs: rounding
+			t.Fatalf("event %d held %v after its due time, more than paceGrain", n, h)
+		}
+	}
+}
