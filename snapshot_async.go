@@ -18,6 +18,9 @@ import (
 // leaves the encoding to the checkpoint coordinator's goroutine
 // (coordinator.TaskSnapshot.Deferred), as Flink's heap backend does its
 // synchronous copy-on-write part and its asynchronous write.
+// The general window operator does not even copy at the barrier: the
+// coordinator copies its keys as it encodes, the task copying first a key
+// it changes meanwhile (window_general_cow.go).
 
 // shareable reports whether a copy of a value of type t shares nothing
 // mutable with the original: t holds no pointers, or only strings (which
