@@ -18,9 +18,6 @@ import (
 // leaves the encoding to the checkpoint coordinator's goroutine
 // (coordinator.TaskSnapshot.Deferred), as Flink's heap backend does its
 // synchronous copy-on-write part and its asynchronous write.
-// The general window operator does not even copy at the barrier: the
-// coordinator copies its keys as it encodes, the task copying first a key
-// it changes meanwhile (window_general_cow.go).
 
 // shareable reports whether a copy of a value of type t shares nothing
 // mutable with the original: t holds no pointers, or only strings (which
@@ -158,4 +155,40 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 		st.Groups = groups
 		return st, nil
 	})
+}
+
+// barrierDeferred is the barrier of a general window operator (sessions,
+// triggers, lateness) whose keys, accumulators and results are shareable:
+// it copies every key's windows into one array and defers their encoding.
+func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
+	// One walk over the keys (a counting walk first cost as much again:
+	// the walk is bound by reading each key's state). The arrays are
+	// reused; when they are too small they are replaced with headroom, not
+	// grown by slices.Grow, which would copy the old array whole (q11's
+	// trace showed that copy in the barrier while its sessions grew). A
+	// key has one window or more, so wins may still grow by append: the
+	// entries taken before then keep pointing into the old array, which
+	// the clear of the entries after encoding lets go.
+	nkeys := op.keys.Len()
+	entries, wins := op.snapCopy[:0], op.snapWins[:0]
+	if cap(entries) < nkeys {
+		entries = make([]genEntry[K, ACC, OUT], 0, nkeys+nkeys/4)
+	}
+	if cap(wins) < nkeys {
+		wins = make([]genWinEntry[ACC, OUT], 0, nkeys+nkeys/4)
+	}
+	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+		ks := *p
+		from := len(wins)
+		for _, w := range ks.wins {
+			wins = append(wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+		}
+		entries = append(entries, genEntry[K, ACC, OUT]{Hash: ks.hash, Key: ks.key, Wins: wins[from:len(wins):len(wins)]})
+		return true
+	})
+	op.snapCopy, op.snapWins = entries, wins
+	maxP := op.info.maxP
+	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) },
+		func() { clear(wins) })
+	return op.winOut.forwardBarrier(b, s)
 }

@@ -6,9 +6,8 @@ import (
 
 // BenchmarkGenWindowBarrier is the task's stop at a checkpoint barrier of
 // the general window operator with deferred encoding (CoGroup's state, as
-// in Nexmark q8), 200 K keys: listing the keys (window_general_cow.go;
-// before, copying every key's windows: ~65 ms). The copy and the
-// encoding, on the coordinator's goroutine, are not timed.
+// in Nexmark q8): copying 200 K keys' windows. The encoding, on the
+// coordinator's goroutine, is not timed.
 func BenchmarkGenWindowBarrier(b *testing.B) {
 	const keys = 200_000
 	op, _ := newTestCollectOp(true)

@@ -54,8 +54,9 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	err    error
 	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
 	async  bool // keys, accumulators and results are shareable: barrierDeferred
-	// barrierDeferred's copy-on-write snapshots (window_general_cow.go).
-	cow genCOW[K, ACC, OUT]
+	// barrierDeferred's copy of the keys and their windows, reused.
+	snapCopy []genEntry[K, ACC, OUT]
+	snapWins []genWinEntry[ACC, OUT]
 }
 
 // gkey is one key's open windows.
@@ -76,10 +77,8 @@ type gkey[K comparable, ACC, OUT any] struct {
 	// firstUsed: first has held a window. It is never reused for another
 	// (a timer queue may still point to it after its window went).
 	firstUsed bool
-	// cow: for which snapshot the key was copied (window_general_cow.go).
-	cow     cowWord
-	winsArr [2]*gwin[ACC, OUT]
-	first   gwin[ACC, OUT]
+	winsArr   [2]*gwin[ACC, OUT]
+	first     gwin[ACC, OUT]
 }
 
 // newGKey returns a key's state with no windows.
@@ -182,7 +181,6 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) push(b *batch[keyed[K, T]]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
-	op.cowPoll()
 	for i := range b.data {
 		if w := b.wm[i]; w > op.wm {
 			if err := op.advance(w); err != nil {
@@ -249,11 +247,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 		}
 		if ks == nil {
 			ks = newGKey[K, ACC, OUT](r.key, r.hash)
-			op.cowNew(ks)
 			p, _ := op.keys.Upsert(r.hash, r.key)
 			*p = ks
 		}
-		op.cowTouch(ks) // before the snapshot's state of ks changes
 		w := op.findWin(ks, start, end, merged)
 		w.acc = op.agg.Add(w.acc, r.val)
 		w.dirty = true
@@ -406,7 +402,6 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) fire(ks *gkey[K, ACC, OUT], w *gwin[AC
 	if !w.dirty {
 		return nil
 	}
-	op.cowTouch(ks)
 	v := op.agg.Result(w.acc)
 	op.outTS = w.end - 1 // Flink stamps window results with window.maxTimestamp()
 	if !w.fired {
@@ -450,7 +445,6 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
-	op.cowTouch(ks)
 	w.gone = true
 	for i, x := range ks.wins {
 		if x == w {
@@ -546,7 +540,6 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) onProcessingTime(now int64) error {
 		if w == nil {
 			continue
 		}
-		op.cowTouch(ks) // the timer flags are stored
 		switch t.kind {
 		case tProcFire:
 			w.procTimer = false
