@@ -4,6 +4,19 @@
 # with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A full disk shows up far from its cause ("no space left on device" in a
+# build or a checkpoint test): say first how much room there is. The whole
+# command needs about need_mib MiB (the race build cache, test binaries, the
+# tests' checkpoints and logs, PostgreSQL and Chromium).
+need_mib=4096
+for d in "${TMPDIR:-/tmp}" "$(go env GOCACHE)"; do
+  mkdir -p "$d"
+  free_mib=$(( $(df -Pk "$d" | awk 'NR==2 {print $4}') / 1024 ))
+  echo "test.sh: ${free_mib} MiB free for $d"
+  if [ "$free_mib" -lt "$need_mib" ]; then
+    echo "test.sh: warning: less than ${need_mib} MiB free for $d; tests may fail with 'no space left on device'" >&2
+  fi
+done
 go vet ./...
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
