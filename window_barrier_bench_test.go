@@ -11,20 +11,7 @@ import (
 func BenchmarkGenWindowBarrier(b *testing.B) {
 	const keys = 200_000
 	op, _ := newTestCollectOp(true)
-	in := newBatch[keyed[int64, int64]](1024)
-	for k := int64(0); k < keys; k++ {
-		key := (k * 7919) % keys
-		in.add(keyed[int64, int64]{hash: uint64(key) * 0x9E3779B97F4A7C15, key: key, val: k}, 1000+k%5000, 0)
-		if len(in.data) == cap(in.data) {
-			if err := op.push(in); err != nil {
-				b.Fatal(err)
-			}
-			in.reset()
-		}
-	}
-	if err := op.push(in); err != nil {
-		b.Fatal(err)
-	}
+	pushScattered(b, op.push, keys)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		s := &taskSnapshot{}

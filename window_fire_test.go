@@ -26,40 +26,55 @@ func (s *discardSink[T]) barrier(*barrierMsg, *taskSnapshot) error { return nil 
 func BenchmarkGenWindowFire(b *testing.B) {
 	const keys = 100_000
 	sink := &discardSink[int64]{}
-	render := func(emit func(int64), key int64, w *gwin[[]int64, []int64], kind ChangeKind, v []int64) error {
-		emit(key + int64(len(v)))
-		return nil
-	}
-	in := newBatch[keyed[int64, int64]](1024)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		op := &genWindowOp[int64, int64, []int64, []int64, int64]{
-			winOut: winOut[int64, int64, int64]{out: sink, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-			w:      Tumbling(10 * time.Second), agg: readOnlyCollect[int64]{}, trig: EventTimeTrigger(), render: render,
-			now: func() int64 { return 0 }, info: opInfo{uid: "c", name: "c", maxP: 128},
-		}
-		op.init()
-		for k := int64(0); k < keys; k++ {
-			key := (k * 7919) % keys // arrival order unlike hash order
-			in.add(keyed[int64, int64]{hash: uint64(key) * 0x9E3779B97F4A7C15, key: key, val: k}, 1000+k%5000, 0)
-			if len(in.data) == cap(in.data) {
-				if err := op.push(in); err != nil {
-					b.Fatal(err)
-				}
-				in.reset()
-			}
-		}
-		if err := op.push(in); err != nil {
-			b.Fatal(err)
-		}
-		in.reset()
+		op := newFireBenchOp(sink)
+		pushScattered(b, op.push, keys)
 		b.StartTimer()
 		if err := op.advance(10_000); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
+}
+
+// newFireBenchOp is the general window operator of the firing benchmarks:
+// Tumbling(10 s) collecting each key's values (CoGroup's state), one result
+// per key to out.
+func newFireBenchOp(out consumer[int64]) *genWindowOp[int64, int64, []int64, []int64, int64] {
+	render := func(emit func(int64), key int64, w *gwin[[]int64, []int64], kind ChangeKind, v []int64) error {
+		emit(key + int64(len(v)))
+		return nil
+	}
+	op := &genWindowOp[int64, int64, []int64, []int64, int64]{
+		winOut: winOut[int64, int64, int64]{out: out, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Tumbling(10 * time.Second), agg: readOnlyCollect[int64]{}, trig: EventTimeTrigger(), render: render,
+		now: func() int64 { return 0 }, info: opInfo{uid: "c", name: "c", maxP: 128},
+	}
+	op.init()
+	return op
+}
+
+// pushScattered pushes one record for each of keys keys to push, in
+// batches of 1,024, in an arrival order unlike the keys' hash order, with
+// event times in [1 s, 6 s): all in the window [0, 10 s).
+func pushScattered(tb testing.TB, push func(*batch[keyed[int64, int64]]) error, keys int64) {
+	tb.Helper()
+	in := newBatch[keyed[int64, int64]](1024)
+	for k := int64(0); k < keys; k++ {
+		key := (k * 7919) % keys // arrival order unlike hash order
+		in.add(keyed[int64, int64]{hash: uint64(key) * 0x9E3779B97F4A7C15, key: key, val: k}, 1000+k%5000, 0)
+		if len(in.data) == cap(in.data) {
+			if err := push(in); err != nil {
+				tb.Fatal(err)
+			}
+			in.reset()
+		}
+	}
+	if err := push(in); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // fireLog records every record and batch pushed to it, with timestamps and

@@ -82,8 +82,13 @@ func (f *fixedTimers[K, ACC, OUT]) pop() {
 	f.free = append(f.free, q)
 }
 
-// removeFired removes the windows a queue fired.
+// removeFired removes the windows a queue fired; in a trace, a
+// window-remove region inside window-fire: the part of a firing no result
+// waits for.
 func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) {
+	if len(ws) > 0 && trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "window-remove").End()
+	}
 	for _, r := range ws {
 		op.remove(r.ks, r.w)
 	}
@@ -136,14 +141,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 				op.remove(ks, w)
 			}
 		}
-		if done > 0 && trace.IsEnabled() {
-			// Inside window-fire: the part of a firing no result waits for.
-			r := trace.StartRegion(context.Background(), "window-remove")
-			op.removeFired(q.wins[:done])
-			r.End()
-		} else {
-			op.removeFired(q.wins[:done])
-		}
+		op.removeFired(q.wins[:done])
 		f.pop()
 	}
 	return nil
