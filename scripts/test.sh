@@ -17,7 +17,12 @@ for d in "${TMPDIR:-/tmp}" "$(go env GOCACHE)"; do
     echo "test.sh: warning: less than ${need_mib} MiB free for $d; tests may fail with 'no space left on device'" >&2
   fi
 done
-go vet ./...
+# vet with -race: its builds of the dependencies are the very ones the race
+# tests below need, so they are compiled once (measured from an empty cache:
+# the test build took 536 s after 'go vet -race' against 1,206 s alone, and
+# 'go vet -race' after the test build compiled nothing). Files built only
+# without the race detector (race_off_test.go) are then not vetted.
+go vet -race ./...
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change: $unformatted" >&2
