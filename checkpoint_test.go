@@ -215,7 +215,7 @@ func TestCheckpointTimeoutAbortsAndLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &slowSink{memSink: newMemSink()}
-	job := weir.NewJob("slow", weir.Checkpointing(time.Hour, t.TempDir()), weir.CheckpointTimeout(100*time.Millisecond))
+	job := weir.NewJob("slow", weir.Checkpointing(time.Hour, t.TempDir()), weirtest.FirstCheckpointAfter(time.Hour), weir.CheckpointTimeout(100*time.Millisecond))
 	sink.aborted = func() bool { return job.Metrics().Checkpoints.Aborted > 0 }
 	// A checkpoint after every 2000 events: several happen, the third is slow.
 	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.SliceSource(evs).(weir.RestorableSource[ev]), 2000)

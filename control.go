@@ -3,6 +3,7 @@ package weir
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/weirstream/weir/internal/control"
 	"github.com/weirstream/weir/internal/hooks"
@@ -36,6 +37,11 @@ func SavepointDir(dir string) Option {
 func init() {
 	hooks.CheckpointHook = func(fn func(hooks.Stage, int64)) any {
 		return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
+	}
+	hooks.FirstCheckpointAfter = func(d time.Duration) any {
+		return option{fmt.Sprintf("FirstCheckpointAfter(%v)", d), scopeJob, func(c *config) {
+			c.ckFirst = func(time.Duration) time.Duration { return d }
+		}}
 	}
 	hooks.DescribeOperatorState = describeOperatorState
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // gatedSource holds the job in its start (Splits is called while the job
@@ -53,7 +54,7 @@ func TestSavepointRightAfterStartWaitsForTheJob(t *testing.T) {
 	ck := t.TempDir()
 	waiting := &lineSignal{want: []byte("request waits for the job to run"), ch: make(chan struct{})}
 	log := slog.New(slog.NewTextHandler(waiting, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	job := weir.NewJob("start", weir.Checkpointing(time.Hour, ck), weir.ControlAddr("127.0.0.1:0"), weir.Logger(log))
+	job := weir.NewJob("start", weir.Checkpointing(time.Hour, ck), weirtest.FirstCheckpointAfter(time.Hour), weir.ControlAddr("127.0.0.1:0"), weir.Logger(log))
 	gen := weir.GeneratorSource(weir.GeneratorConfig{Count: -1, Seed: 3, Rate: 10_000}, genEvents).(weir.RestorableSource[ev])
 	src := gatedSource{gen, make(chan struct{})}
 	weir.To(weir.FromSource(job, "gen", weir.Source[ev](src), weir.NoWatermarks[ev]()), weir.SinkFunc[ev](func(context.Context, []ev) error { return nil }))
@@ -100,7 +101,7 @@ func TestSavepointRightAfterStartWaitsForTheJob(t *testing.T) {
 
 // Savepoint and Checkpoint of a job whose Run returned fail at once.
 func TestSavepointAfterRunFails(t *testing.T) {
-	job := weir.NewJob("ended", weir.Checkpointing(time.Hour, t.TempDir()))
+	job := weir.NewJob("ended", weir.Checkpointing(time.Hour, t.TempDir()), weirtest.FirstCheckpointAfter(time.Hour))
 	weir.To(weir.FromSource(job, "src", weir.SliceSource([]int{1}), weir.NoWatermarks[int]()), weir.SinkFunc[int](func(context.Context, []int) error { return nil }))
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)

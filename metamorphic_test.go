@@ -123,7 +123,8 @@ func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
 	t.Helper()
 	ckDir := t.TempDir()
 	opts := []weir.Option{weir.Parallelism(c.p), weir.BatchSize(c.batch), weir.BufferTimeout(c.buffer),
-		weir.Checkpointing(time.Hour, ckDir), // checkpoints at c.ckEvery, and the final one
+		// Checkpoints at c.ckEvery, and the final one; none periodic.
+		weir.Checkpointing(time.Hour, ckDir), weirtest.FirstCheckpointAfter(time.Hour),
 		weir.Clock(func() time.Time { return time.UnixMilli(1_000_000) }),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 10, Interval: time.Hour})}
 	if c.pebble {

@@ -71,9 +71,10 @@ type config struct {
 	startFresh   bool
 	allowDup     bool
 	restart      RestartPolicy
-	appID        string                   // group mode (group.go)
-	ckHook       func(hooks.Stage, int64) // set through internal/hooks, for crash tests
-	ckTime       coordinator.Time         // the coordinator's clock: the wall clock's unless a test sets it
+	appID        string                            // group mode (group.go)
+	ckHook       func(hooks.Stage, int64)          // set through internal/hooks, for crash tests
+	ckTime       coordinator.Time                  // the coordinator's clock: the wall clock's unless a test sets it
+	ckFirst      func(time.Duration) time.Duration // when the first periodic checkpoint is due (nil: random, coordinator.RandomFirstDelay); set through internal/hooks
 
 	// keyed state backend: "heap" (default) or "pebble" in stateDir
 	stateBackend string
@@ -245,7 +246,9 @@ func Retracting() Option {
 }
 
 // Checkpointing takes a checkpoint every interval into dir (one
-// subdirectory per checkpoint) and makes the job fault tolerant: after a
+// subdirectory per checkpoint; the first after a random delay in [0,
+// interval], as Flink does, so that checkpoints do not keep one phase
+// against the job's windows) and makes the job fault tolerant: after a
 // failure it restarts from the latest complete checkpoint (see
 // RestartPolicy), and a process started again with the same dir resumes
 // from it. Every source must implement RestorableSource.

@@ -44,7 +44,7 @@ func (openReader) Close() error              { return nil }
 // the final checkpoint, it no longer runs its buffer timeout: they do not
 // wait for the next checkpoint barrier (an hour away here).
 func TestEndedSourceFlushesBeforeTheFinalCheckpoint(t *testing.T) {
-	job := weir.NewJob("side-flush", weir.Checkpointing(time.Hour, t.TempDir()))
+	job := weir.NewJob("side-flush", weir.Checkpointing(time.Hour, t.TempDir()), weirtest.FirstCheckpointAfter(time.Hour))
 	side := weir.FromSource(job, "side", weir.SliceSource([]int{1, 2, 3}), weir.NoWatermarks[int]())
 	open := weir.FromSource(job, "open", openSource{}, weir.NoWatermarks[int]())
 	var seen atomic.Int64

@@ -280,7 +280,7 @@ func (j *Job) execute(parent context.Context, ckpt *ckstore.Store, restored *res
 		// Ids keep growing past every checkpoint in the directory, even
 		// unusable ones and those newer than the one restored.
 		cc := coordinator.Config{
-			Interval: j.cfg.ckInterval, Epoch: j.cfg.microbatch, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
+			Interval: j.cfg.ckInterval, FirstDelay: j.cfg.ckFirst, Epoch: j.cfg.microbatch, Timeout: j.cfg.ckTimeout, Log: j.cfg.logger, Metrics: &j.metrics.Checkpoints,
 			Sources: sources, Tasks: ntasks, LastID: last, Time: j.cfg.ckTime,
 		}
 		if ckpt != nil {

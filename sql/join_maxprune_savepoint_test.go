@@ -77,7 +77,7 @@ func TestQ7MaxPruneSavepoint(t *testing.T) {
 
 	dir := t.TempDir()
 	got := newChangelog()
-	job := planQ7(t, true, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck")))
+	job := planQ7(t, true, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck")), sql.JobOptions(weirtest.FirstCheckpointAfter(time.Hour)))
 	errc := make(chan error, 1)
 	go func() { errc <- job.Run(ctx) }()
 	weirtest.WaitFor(t, "bids before the savepoint", time.Minute, func() bool { in, _ := pruneCounts(job); return in > 2000 })
@@ -88,7 +88,7 @@ func TestQ7MaxPruneSavepoint(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	job2 := planQ7(t, false, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck2")),
+	job2 := planQ7(t, false, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck2")), sql.JobOptions(weirtest.FirstCheckpointAfter(time.Hour)),
 		sql.JobOptions(weir.RestoreFrom(sp)))
 	if err := job2.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func TestQ5WindowJoinSavepoint(t *testing.T) {
 	}
 	dir := t.TempDir()
 	got := newChangelog()
-	job := planNexmarkQuery(t, "q5", true, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck")))
+	job := planNexmarkQuery(t, "q5", true, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck")), sql.JobOptions(weirtest.FirstCheckpointAfter(time.Hour)))
 	errc := make(chan error, 1)
 	go func() { errc <- job.Run(ctx) }()
 	weirtest.WaitFor(t, "rows before the savepoint", time.Minute, func() bool { return got.rows() >= 2 })
@@ -132,7 +132,7 @@ func TestQ5WindowJoinSavepoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := got.rows()
-	job2 := planNexmarkQuery(t, "q5", false, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck2")),
+	job2 := planNexmarkQuery(t, "q5", false, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck2")), sql.JobOptions(weirtest.FirstCheckpointAfter(time.Hour)),
 		sql.JobOptions(weir.RestoreFrom(sp)))
 	if err := job2.Run(ctx); err != nil {
 		t.Fatal(err)

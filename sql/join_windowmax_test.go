@@ -215,7 +215,7 @@ func TestWindowMaxFnRestore(t *testing.T) {
 		"[501 900 10000000 20000000 10000000 20000000 900]",
 	}
 	var failed atomic.Bool
-	job := weir.NewJob("window-max", weir.Parallelism(2), weir.Checkpointing(time.Hour, t.TempDir()),
+	job := weir.NewJob("window-max", weir.Parallelism(2), weir.Checkpointing(time.Hour, t.TempDir()), weirtest.FirstCheckpointAfter(time.Hour),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 3, Interval: time.Hour}))
 	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.SliceSource(rows).(weir.RestorableSource[types.Row]), 100)
 	src := weir.FromSource(job, "rows", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())

@@ -113,7 +113,7 @@ func TestSQLJobSavepoint(t *testing.T) {
 
 	dir := t.TempDir()
 	got := newChangelog()
-	job := planNexmark(t, 2, true, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck")))
+	job := planNexmark(t, 2, true, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck")), sql.JobOptions(weirtest.FirstCheckpointAfter(time.Hour)))
 	errc := make(chan error, 1)
 	go func() { errc <- job.Run(ctx) }()
 	weirtest.WaitFor(t, "rows before the savepoint", time.Minute, func() bool { return got.rows() > 100 })
@@ -125,7 +125,7 @@ func TestSQLJobSavepoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := got.rows()
-	job2 := planNexmark(t, 2, false, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck2")),
+	job2 := planNexmark(t, 2, false, got, sql.Checkpointing(time.Hour, filepath.Join(dir, "ck2")), sql.JobOptions(weirtest.FirstCheckpointAfter(time.Hour)),
 		sql.JobOptions(weir.RestoreFrom(sp)))
 	if err := job2.Run(ctx); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package coordinator is the checkpoint coordinator of one execution
 // attempt of a job: it triggers checkpoints at the sources (periodically,
-// or asked for: savepoints, stop-with-savepoint, Job.Checkpoint),
+// the first after a random delay as Flink's coordinator does; or asked
+// for: savepoints, stop-with-savepoint, Job.Checkpoint),
 // collects every task's acknowledgement, has the checkpoint written and
 // then its sinks' output committed. It also holds what travels between the
 // coordinator and the tasks: the barrier and a task's part of a checkpoint.
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,9 @@ import (
 // attempt; at most one checkpoint is in flight.
 type Coordinator struct {
 	interval time.Duration
+	// firstDelay picks when the first periodic checkpoint is due after
+	// Run starts (see Config.FirstDelay).
+	firstDelay func(interval time.Duration) time.Duration
 	// epoch > 0 is microbatch execution: the next checkpoint (the end of
 	// the next epoch) is due epoch after the previous one settled, not on a
 	// fixed period, because the sources read nothing between an epoch's end
@@ -69,8 +74,11 @@ type Coordinator struct {
 // Time is the coordinator's source of time. A nil field means the wall
 // clock's.
 type Time struct {
-	// Ticks start periodic checkpoints.
+	// Ticks start periodic checkpoints (and, in microbatch mode, each
+	// epoch's clock).
 	Ticks func(interval time.Duration) (<-chan time.Time, func())
+	// After fires once after d: the first periodic checkpoint is due.
+	After func(d time.Duration) (<-chan time.Time, func())
 	// Timeout fires once when a checkpoint has run for d.
 	Timeout func(d time.Duration) (<-chan time.Time, func())
 	// Now measures checkpoint durations (metrics and logs only).
@@ -86,6 +94,12 @@ func (t *Time) fill() {
 	}
 	if t.Timeout == nil {
 		t.Timeout = func(d time.Duration) (<-chan time.Time, func()) {
+			tm := time.NewTimer(d)
+			return tm.C, func() { tm.Stop() }
+		}
+	}
+	if t.After == nil {
+		t.After = func(d time.Duration) (<-chan time.Time, func()) {
 			tm := time.NewTimer(d)
 			return tm.C, func() { tm.Stop() }
 		}
@@ -181,12 +195,26 @@ type inflight struct {
 // when ctx ends.
 func (c *Coordinator) Run(ctx context.Context) error {
 	c.time.fill()
-	period := c.interval
+	// Periodic checkpoints start after a random delay in [0, interval] and
+	// then follow the interval, as Flink's CheckpointCoordinator schedules
+	// them (its delay is drawn between the minimum pause, which weir does
+	// not have, and the interval). Started on the job's first moment, they
+	// kept one phase against everything else that starts there: event-time
+	// windows of a source whose first event is due at the start fire in
+	// that phase, and a barrier's copy and the deferred encoding of the
+	// window's state then coincided with every firing (Nexmark q5 and q8,
+	// docs/performance.md). A random phase makes that an accident of one
+	// run instead of a rule of every run. Microbatch epochs are the unit of
+	// recovery and keep their grid: the first ends one epoch after the
+	// start.
+	var ticks, first <-chan time.Time
+	stopTicks, stopFirst := func() {}, func() {}
 	if c.epoch > 0 {
-		period = c.epoch
+		ticks, stopTicks = c.time.Ticks(c.epoch)
+	} else {
+		first, stopFirst = c.time.After(c.pickFirstDelay())
 	}
-	ticks, stopTicks := c.time.Ticks(period)
-	defer func() { stopTicks() }()
+	defer func() { stopTicks(); stopFirst() }()
 	// settle records that checkpoint id ended (committed, failed or
 	// aborted) and, in microbatch mode, starts the next epoch's clock: its
 	// end is due one epoch from now.
@@ -252,6 +280,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
+		case <-first:
+			// From here on, every interval (a fixed rate, as Flink's timer).
+			first, stopFirst = nil, func() {}
+			ticks, stopTicks = c.time.Ticks(c.interval)
+			if cur == nil && !wantFinal {
+				trigger(false)
+			}
 		case <-ticks:
 			if cur == nil && !wantFinal {
 				trigger(false)
@@ -387,6 +422,25 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
+// pickFirstDelay is how long after the start the first periodic checkpoint
+// is due: Config.FirstDelay's choice, clamped to [0, interval].
+func (c *Coordinator) pickFirstDelay() time.Duration {
+	pick := c.firstDelay
+	if pick == nil {
+		pick = RandomFirstDelay
+	}
+	return min(max(pick(c.interval), 0), c.interval)
+}
+
+// RandomFirstDelay is the default Config.FirstDelay: uniform in [0,
+// interval].
+func RandomFirstDelay(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	return rand.N(interval + 1)
+}
+
 // completeSavepoint writes a savepoint, commits the sinks' output it covers
 // (like a checkpoint), and answers the request. Failing to write it is not
 // fatal to the job unless it was a stop.
@@ -420,6 +474,13 @@ func (c *Coordinator) completeSavepoint(ctx context.Context, done *inflight) err
 type Config struct {
 	// Interval between periodic checkpoints; Timeout aborts one.
 	Interval, Timeout time.Duration
+	// FirstDelay picks how long after the start of Run the first periodic
+	// checkpoint is due, given Interval; the others follow every Interval
+	// from it. Nil is RandomFirstDelay, uniform in [0, Interval], as
+	// Flink's coordinator draws it; tests and callers who want a fixed
+	// phase set their own (the result is clamped to [0, Interval]).
+	// Microbatch epochs do not use it.
+	FirstDelay func(interval time.Duration) time.Duration
 	// Epoch > 0 is microbatch execution: a checkpoint ends each epoch,
 	// due Epoch after the previous one settled (Interval is not used).
 	Epoch   time.Duration
@@ -450,7 +511,7 @@ func New(cfg Config) *Coordinator {
 		nsources += p
 	}
 	c := &Coordinator{
-		interval: cfg.Interval, epoch: cfg.Epoch, timeout: cfg.Timeout, log: cfg.Log, metrics: cfg.Metrics,
+		interval: cfg.Interval, firstDelay: cfg.FirstDelay, epoch: cfg.Epoch, timeout: cfg.Timeout, log: cfg.Log, metrics: cfg.Metrics,
 		triggers: map[int][]chan *Barrier{}, nsources: nsources, ntasks: cfg.Tasks,
 		acks: make(chan *TaskSnapshot, cfg.Tasks), finished: make(chan struct{}, nsources),
 		persist: cfg.Persist, persistSP: cfg.PersistSavepoint, commit: cfg.Commit,

@@ -61,6 +61,12 @@ func newCoordEnv(sources, tasks int, nextID int64, epoch time.Duration) *coordEn
 			}
 			return e.ticks, func() {}
 		},
+		// The first periodic checkpoint comes with the first "tick" too:
+		// the env's ticks are "the next trigger time has come", wherever
+		// it falls (TestFirstCheckpointDelay times them).
+		After: func(time.Duration) (<-chan time.Time, func()) {
+			return e.ticks, func() {}
+		},
 		Timeout: func(d time.Duration) (<-chan time.Time, func()) {
 			ch := make(chan time.Time)
 			e.timeout = ch

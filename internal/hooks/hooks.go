@@ -38,6 +38,14 @@ const (
 // between pre-commit and commit); fn must be quick.
 var CheckpointHook func(fn func(stage Stage, id int64)) any
 
+// FirstCheckpointAfter returns a weir.Option (assert it) that makes the
+// first periodic checkpoint of each execution attempt due d after its
+// start (at most one interval), instead of at a random time in [0,
+// interval] (coordinator.RandomFirstDelay). It exists for tests that must
+// see no periodic checkpoint (an interval of an hour, checkpoints asked
+// for through Job.Checkpoint) or a fixed phase.
+var FirstCheckpointAfter func(d time.Duration) any
+
 // DescribeOperatorState describes the non-keyed part of one state file of
 // a checkpoint, for `weir checkpoints inspect`: for a source, each split's
 // position and watermark. It returns nil for data it cannot read.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/hooks"
 )
 
 // CheckpointEvery wraps a restorable source: after every n records a
@@ -159,3 +160,13 @@ func (r *heldReader[T]) Read(ctx context.Context, dst []T) (int, error) {
 
 func (r *heldReader[T]) Position() ([]byte, error) { return r.r.Position() }
 func (r *heldReader[T]) Close() error              { return r.r.Close() }
+
+// FirstCheckpointAfter makes the first periodic checkpoint of each
+// execution attempt due d after its start (at most one interval), where
+// it is otherwise a random time in [0, interval]. A test that checkpoints
+// only when it asks (Checkpointing(time.Hour, ...) with CheckpointEvery
+// or Job.Checkpoint) passes time.Hour, so that no periodic checkpoint
+// falls inside it, whatever the draw.
+func FirstCheckpointAfter(d time.Duration) weir.Option {
+	return hooks.FirstCheckpointAfter(d).(weir.Option)
+}
