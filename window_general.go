@@ -23,7 +23,9 @@ import (
 // push again (its timers only move later); an entry that no longer
 // matches its key's schedule is skipped when popped, one that became early
 // is pushed again at the key's next timer. Timers pop in the same order as
-// with a timer per window. Processing-time timers are per window and lazy:
+// with a timer per window. A session merged with an event's window reuses
+// the memory of a window it absorbs, so growing sessions allocate nothing
+// (findWin). Processing-time timers are per window and lazy:
 // a popped timer whose window no longer exists is ignored.
 //
 // R is the output record type; render turns a firing into records.
@@ -282,32 +284,54 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 			}
 		}
 	}
-	nw := ks.newWin()
-	*nw = gwin[ACC, OUT]{start: start, end: end, acc: op.agg.Create()}
-	if len(merged) > 0 {
-		keep := ks.wins[:0]
-		for _, w := range ks.wins {
-			isMerged := false
-			for _, m := range merged {
-				if m == w {
-					isMerged = true
-				}
-			}
-			if !isMerged {
-				keep = append(keep, w)
-			}
-		}
-		ks.wins = keep
+	if len(merged) == 0 {
+		nw := ks.newWin()
+		*nw = gwin[ACC, OUT]{start: start, end: end, acc: op.agg.Create()}
+		ks.wins = append(ks.wins, nw)
+		op.addWin(ks, nw)
+		return nw
+	}
+	keep := ks.wins[:0]
+	for _, w := range ks.wins {
+		isMerged := false
 		for _, m := range merged {
-			nw.acc = op.agg.Merge(nw.acc, m.acc)
-			nw.count += m.count
-			if m.fired {
-				// The merged session replaces a result already emitted.
-				op.outTS = m.end - 1
-				op.renderKind(ks.key, m, Delete, m.last)
+			if m == w {
+				isMerged = true
 			}
-			nw.dirty = nw.dirty || m.dirty || m.fired
 		}
+		if !isMerged {
+			keep = append(keep, w)
+		}
+	}
+	ks.wins = keep
+	// The merged session takes the memory of the first window it absorbs
+	// instead of a new allocation: a session that grows by an event is a
+	// merge, so allocating here was the largest share of Nexmark q11's
+	// allocation and so of its GC cycles (docs/performance.md, "Eighth
+	// pass"). Nothing
+	// else points to a session window: its event-time timers are the
+	// key's (etimers), processing-time timers find windows by bounds, and
+	// only tumbling and hopping windows, which never merge, are queued by
+	// pointer (window_fixed_timers.go). The first window's fields are
+	// merged before its memory is overwritten, in the same order of
+	// Create, Merge and retraction as with a fresh window.
+	nw, m0 := merged[0], merged[0]
+	acc := op.agg.Merge(op.agg.Create(), m0.acc)
+	count, dirty := m0.count, m0.dirty || m0.fired
+	if m0.fired {
+		// The merged session replaces a result already emitted.
+		op.outTS = m0.end - 1
+		op.renderKind(ks.key, m0, Delete, m0.last)
+	}
+	*nw = gwin[ACC, OUT]{start: start, end: end, acc: acc, count: count, dirty: dirty}
+	for _, m := range merged[1:] {
+		nw.acc = op.agg.Merge(nw.acc, m.acc)
+		nw.count += m.count
+		if m.fired {
+			op.outTS = m.end - 1
+			op.renderKind(ks.key, m, Delete, m.last)
+		}
+		nw.dirty = nw.dirty || m.dirty || m.fired
 	}
 	ks.wins = append(ks.wins, nw)
 	op.addWin(ks, nw)

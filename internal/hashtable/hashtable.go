@@ -16,9 +16,20 @@
 // survives deletion of the entry it visits, and entries are addressable by
 // slot position (Find, At, DeleteAt) for a resumable incremental cleanup
 // (Sweep).
+//
+// A table grows by doubling and moving every entry at once, on the caller's
+// goroutine: the slowest Upsert of a fill pays for the whole move
+// (BenchmarkFill reports it). While an execution trace runs, each doubling
+// of a large table is a "table-grow" region, so a trace shows whether one
+// falls where latency climbs.
 package hashtable
 
-import "reflect"
+import (
+	"context"
+	"reflect"
+	"runtime/trace"
+	"strconv"
+)
 
 // Table maps keys of type K to values of type V. The zero value is an empty
 // table.
@@ -177,7 +188,17 @@ func (t *Table[K, V]) DeleteAt(at int) {
 	t.used--
 }
 
+// traceGrowSlots is the size from which a grow is marked in an execution
+// trace: smaller ones are too many and too short to matter.
+const traceGrowSlots = 1 << 16
+
 func (t *Table[K, V]) grow() {
+	if trace.IsEnabled() && len(t.slots) >= traceGrowSlots {
+		// A traced run shows when the large doublings happen and how
+		// long each stops its caller (docs/performance.md, "Eighth pass").
+		trace.Log(context.Background(), "table-grow", strconv.Itoa(len(t.slots)))
+		defer trace.StartRegion(context.Background(), "table-grow").End()
+	}
 	old, oldCtrl := t.slots, t.ctrl
 	t.alloc(max(16, len(old)*2))
 	for i, c := range oldCtrl {
