@@ -158,14 +158,18 @@ type Proc struct {
 }
 
 // Start starts bin with args as the group member named name (its
-// InstanceEnv), with env added to the test's environment. The process is
-// killed at the end of the test; if the test failed its stderr is logged
-// (without the per-checkpoint lines).
+// InstanceEnv), with env added to the test's environment and TMPDIR in the
+// test's temporary directory. The process is killed at the end of the
+// test; if the test failed its stderr is logged (without the
+// per-checkpoint lines).
 func Start(t testing.TB, bin, name string, env []string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{Name: name, Stderr: &weirtest.LockedBuffer{}, Done: make(chan error, 1)}
 	p.Cmd = exec.Command(bin, args...)
-	p.Cmd.Env = append(append(os.Environ(), InstanceEnv+"="+name), env...)
+	// The process's temporary files (group mode's checkpoint directory)
+	// go under the test's: a killed process cannot remove its own, and
+	// the test's temporary directory is removed after the kill below.
+	p.Cmd.Env = append(append(os.Environ(), InstanceEnv+"="+name, "TMPDIR="+t.TempDir()), env...)
 	p.Cmd.Stderr = p.Stderr
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatal(err)
