@@ -2,6 +2,6 @@
 
 package weir
 
-// raceDetector: the race detector's instrumentation allocates, so
+// raceEnabled: the race detector's instrumentation allocates, so
 // allocation counts are only checked without it.
-const raceDetector = true
+const raceEnabled = true

@@ -304,35 +304,28 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 		}
 	}
 	ks.wins = keep
-	// The merged session takes the memory of the first window it absorbs
-	// instead of a new allocation: a session that grows by an event is a
-	// merge, so allocating here was the largest share of Nexmark q11's
-	// allocation and so of its GC cycles (docs/performance.md, "Eighth
-	// pass"). Nothing
-	// else points to a session window: its event-time timers are the
-	// key's (etimers), processing-time timers find windows by bounds, and
-	// only tumbling and hopping windows, which never merge, are queued by
-	// pointer (window_fixed_timers.go). The first window's fields are
-	// merged before its memory is overwritten, in the same order of
-	// Create, Merge and retraction as with a fresh window.
-	nw, m0 := merged[0], merged[0]
-	acc := op.agg.Merge(op.agg.Create(), m0.acc)
-	count, dirty := m0.count, m0.dirty || m0.fired
-	if m0.fired {
-		// The merged session replaces a result already emitted.
-		op.outTS = m0.end - 1
-		op.renderKind(ks.key, m0, Delete, m0.last)
-	}
-	*nw = gwin[ACC, OUT]{start: start, end: end, acc: acc, count: count, dirty: dirty}
-	for _, m := range merged[1:] {
-		nw.acc = op.agg.Merge(nw.acc, m.acc)
-		nw.count += m.count
+	acc, count, dirty := op.agg.Create(), int64(0), false
+	for _, m := range merged {
+		acc = op.agg.Merge(acc, m.acc)
+		count += m.count
 		if m.fired {
+			// The merged session replaces a result already emitted.
 			op.outTS = m.end - 1
 			op.renderKind(ks.key, m, Delete, m.last)
 		}
-		nw.dirty = nw.dirty || m.dirty || m.fired
+		dirty = dirty || m.dirty || m.fired
 	}
+	// The merged session takes the memory of the first window it absorbs,
+	// once every merged window has been read, instead of a new allocation:
+	// a session that grows by an event is a merge, so allocating here was
+	// the largest share of Nexmark q11's allocation and so of its GC cycles
+	// (docs/performance.md, "Eighth pass"). Nothing else points to a
+	// session window: its event-time timers are the key's (etimers),
+	// processing-time timers find windows by bounds, and only tumbling and
+	// hopping windows, which never merge, are queued by pointer
+	// (window_fixed_timers.go).
+	nw := merged[0]
+	*nw = gwin[ACC, OUT]{start: start, end: end, acc: acc, count: count, dirty: dirty}
 	ks.wins = append(ks.wins, nw)
 	op.addWin(ks, nw)
 	return nw

@@ -41,7 +41,7 @@ func TestSessionGrowDoesNotAllocate(t *testing.T) {
 	}
 	pushAll() // opens a session per key
 	const runs = 50
-	if a := testing.AllocsPerRun(runs, pushAll); a != 0 && !raceDetector {
+	if a := testing.AllocsPerRun(runs, pushAll); a != 0 && !raceEnabled {
 		t.Errorf("growing %d open sessions by one event each: %.0f allocations, want 0", keys, a)
 	}
 	// The final watermark fires one session per key holding every event.
