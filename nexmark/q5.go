@@ -1,6 +1,10 @@
 package nexmark
 
 import (
+	"context"
+	"math"
+	"runtime/trace"
+	"strconv"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -20,10 +24,22 @@ type Q5Row struct {
 //
 //  1. bids keyed by auction, Hopping(10s, 2s), Count: one count per auction
 //     and window, emitted when the watermark passes the window;
-//  2. the counts keyed by window end, a Process keeping the window's
+//  2. on each subtask of the count, before any exchange, a local maximum
+//     (q5LocalMax): a count below one already passed for the same window
+//     cannot be the window's maximum nor tied at it, so it is dropped;
+//  3. the counts left keyed by window end, a Process keeping the window's
 //     maximum and the auctions at it, emitted by an event-time timer at
 //     end-1, which fires once every count of the window has arrived
 //     (window results travel with the watermark from before their firing).
+//
+// Step 2 is the local phase of a two-phase maximum (Flink's planner splits
+// MAX into a local and a global aggregation the same way). Without it,
+// every count of a window (one per auction with a bid: hundreds of
+// thousands at an idle machine's rate) crossed the exchange to the one
+// subtask of q5-max that has the window, which looked each up in its
+// state while the counts' subtasks were still firing: traced, q5-max ran
+// as long as each firing subtask did, a third goroutine on the critical
+// path of every slide (docs/performance.md, "Ninth pass").
 //
 // Every auction tied at the maximum is a row, as the join gives. A window
 // with no bid has no row (the SQL's windows come from the bids).
@@ -32,10 +48,36 @@ func Q5(events *weir.Stream[Event]) *weir.Stream[Q5Row] {
 	counts := weir.Aggregate(
 		weir.Window(weir.KeyBy(bids, func(b Bid) int64 { return b.Auction }), weir.Hopping(10*time.Second, 2*time.Second)),
 		weir.Count[Bid](), weir.Name("q5-count"))
-	perWindow := weir.KeyBy(counts, func(r weir.WindowResult[int64, int64]) int64 { return r.End.UnixMilli() })
+	local := weir.FilterWatermarkWith(counts, q5LocalMax, weir.Name("q5-local-max"))
+	perWindow := weir.KeyBy(local, func(r weir.WindowResult[int64, int64]) int64 { return r.End.UnixMilli() })
 	return weir.ProcessWith(perWindow, func() weir.KeyedProcessFunction[int64, weir.WindowResult[int64, int64], Q5Row] {
 		return &q5Max{}
 	}, weir.Name("q5-max"))
+}
+
+// q5LocalMax returns the local maximum of one subtask: a filter that
+// passes a count unless a larger count of the same window passed before
+// it. Counts tied at the largest so far pass, so every auction tied at the
+// window's maximum reaches q5-max, which keeps the maximum as before; the
+// result is the same whatever the filter drops. A window's counts leave a
+// subtask together (its firing), so the filter keeps the maximum of the
+// last window it saw only; a count of another window starts over. In
+// hash order the counts that pass are the running maxima: a few dozen a
+// window instead of one per auction. The filter keeps no state across a
+// restore (FilterWatermarkWith's contract): it starts over, passing more.
+func q5LocalMax() func(r weir.WindowResult[int64, int64], _, _ int64) bool {
+	end, top := int64(math.MinInt64), int64(0)
+	return func(r weir.WindowResult[int64, int64], _, _ int64) bool {
+		if e := r.End.UnixMilli(); e != end {
+			end, top = e, r.Value
+			return true
+		}
+		if r.Value < top {
+			return false
+		}
+		top = r.Value
+		return true
+	}
 }
 
 // q5Top is the state of one window: its start, the largest count and the
@@ -45,6 +87,10 @@ type q5Top struct {
 	Auctions   []int64
 }
 
+// q5Max is the global phase. While a runtime/trace runs (weir bench
+// nexmark --latency-profile), it logs "q5-first" when a window's first
+// count arrives and "q5-timer" when its timer fires, with the window end:
+// with the counts' window-fire regions they place a slide's critical path.
 type q5Max struct {
 	top *weir.ValueState[int64, q5Top]
 }
@@ -59,6 +105,9 @@ func (f *q5Max) ProcessElement(ctx *weir.KeyedContext[int64, Q5Row], r weir.Wind
 	if !ok {
 		t = q5Top{Start: r.Start.UnixMilli(), Num: -1}
 		ctx.RegisterEventTimeTimer(r.End.Add(-time.Millisecond))
+		if trace.IsEnabled() {
+			trace.Log(context.Background(), "q5-first", strconv.FormatInt(ctx.Key(), 10))
+		}
 	}
 	switch {
 	case r.Value > t.Num:
@@ -76,6 +125,9 @@ func (f *q5Max) ProcessElement(ctx *weir.KeyedContext[int64, Q5Row], r weir.Wind
 }
 
 func (f *q5Max) OnTimer(ctx *weir.KeyedContext[int64, Q5Row], _ time.Time) error {
+	if trace.IsEnabled() {
+		trace.Log(context.Background(), "q5-timer", strconv.FormatInt(ctx.Key(), 10))
+	}
 	t, ok := f.top.Value()
 	if !ok {
 		return nil
