@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"bufio"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -9,17 +10,60 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 func build(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crashjob")
-	cmd := exec.Command("go", "build", "-o", bin, "./crashjob")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build crashjob: %v\n%s", err, out)
+	return buildOnce(t, "./crashjob")
+}
+
+// built holds the programs the package's tests start: each is built once
+// and shared by every test that starts it (a link of cmd/weir with -race
+// takes about 13 CPU seconds, and three tests start crashjob, two weir).
+// dir is set by TestMain, which removes it when the tests end.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string // package -> its program
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "crashtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest:", err)
+		return 1
 	}
+	defer os.RemoveAll(dir)
+	built.dir, built.bins = dir, map[string]string{}
+	return m.Run()
+}
+
+// buildOnce builds the main package pkg (GoBuild) the first time a test
+// asks for it; later calls return the same program. A failed build fails
+// the test and is tried again by the next one.
+func buildOnce(t *testing.T, pkg string) string {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	bin := filepath.Join(built.dir, strconv.Itoa(len(built.bins)), filepath.Base(pkg))
+	if err := os.Mkdir(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := GoBuild(bin, pkg); err != nil {
+		os.RemoveAll(filepath.Dir(bin))
+		t.Fatalf("build %s: %v", pkg, err)
+	}
+	built.bins[pkg] = bin
 	return bin
 }
 
@@ -95,6 +139,7 @@ func TestKillAndRestart(t *testing.T) {
 	for total < n {
 		rounds++
 		root := t.TempDir()
+		pace := pacer{out: filepath.Join(root, "out")}
 		for a := 0; ; a++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
@@ -106,8 +151,9 @@ func TestKillAndRestart(t *testing.T) {
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
 			// The moment of the kill (not a wait for a result).
-			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), time.Duration(40+rng.IntN(300))*time.Millisecond)
+			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), pace.window(time.Duration(40+rng.IntN(300))*time.Millisecond))
 			if sigkilled {
+				pace.killed()
 				total++
 				if !ourKill {
 					failpoints++ // it killed itself inside the checkpoint protocol
@@ -123,6 +169,42 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	t.Logf("%d kills (%d at failpoints) over %d rounds in %v; each round's output equals the failure-free run's %d records",
 		total, failpoints, rounds, time.Since(start).Round(time.Millisecond), len(want))
+}
+
+// pacer paces the kills of a round's restarts by the job's progress: the
+// kill window doubles after each kill after which no more part files were
+// committed than before it (up to 16 times), and halves again after each
+// that saw new ones. A restarted process that needs longer than the window
+// to commit anything (a loaded machine, or the race detector in the
+// process: a race-built crashjob takes about twice as long to start, and
+// the test command builds it with -race, GoBuild) would otherwise be
+// killed over and over without progress (with a race-built crashjob and
+// without the pacer: 2,017 kills in one round, 6 min 49 s, load 6-8); so
+// the window settles where about every other
+// restart commits something, and the kills still fall at random moments
+// of the restarts, the same number of them.
+type pacer struct {
+	out   string // the round's output directory
+	parts int    // part files committed after the last kill that saw new ones
+	shift int    // the window is the drawn one << shift
+}
+
+func (p *pacer) window(d time.Duration) time.Duration { return d << p.shift }
+
+// killed records a kill of the round's job.
+func (p *pacer) killed() {
+	n := 0
+	entries, _ := os.ReadDir(p.out) // not there yet: nothing committed
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "part-") {
+			n++
+		}
+	}
+	if n > p.parts {
+		p.parts, p.shift = n, max(p.shift-1, 0)
+	} else {
+		p.shift = min(p.shift+1, 4)
+	}
 }
 
 // attempt is Attempt of bin with args, failing the test if it cannot start.
