@@ -139,7 +139,7 @@ func TestKillAndRestart(t *testing.T) {
 	for total < n {
 		rounds++
 		root := t.TempDir()
-		pace := pacer{out: filepath.Join(root, "out")}
+		pace := Pacer{Progress: func() int64 { return PartFiles(filepath.Join(root, "out")) }}
 		for a := 0; ; a++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
@@ -151,9 +151,9 @@ func TestKillAndRestart(t *testing.T) {
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
 			// The moment of the kill (not a wait for a result).
-			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), pace.window(time.Duration(40+rng.IntN(300))*time.Millisecond))
+			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), pace.Window(time.Duration(40+rng.IntN(300))*time.Millisecond))
 			if sigkilled {
-				pace.killed()
+				pace.Killed()
 				total++
 				if !ourKill {
 					failpoints++ // it killed itself inside the checkpoint protocol
@@ -169,42 +169,6 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	t.Logf("%d kills (%d at failpoints) over %d rounds in %v; each round's output equals the failure-free run's %d records",
 		total, failpoints, rounds, time.Since(start).Round(time.Millisecond), len(want))
-}
-
-// pacer paces the kills of a round's restarts by the job's progress: the
-// kill window doubles after each kill after which no more part files were
-// committed than before it (up to 16 times), and halves again after each
-// that saw new ones. A restarted process that needs longer than the window
-// to commit anything (a loaded machine, or the race detector in the
-// process: a race-built crashjob takes about twice as long to start, and
-// the test command builds it with -race, GoBuild) would otherwise be
-// killed over and over without progress (with a race-built crashjob and
-// without the pacer: 2,017 kills in one round, 6 min 49 s, load 6-8); so
-// the window settles where about every other
-// restart commits something, and the kills still fall at random moments
-// of the restarts, the same number of them.
-type pacer struct {
-	out   string // the round's output directory
-	parts int    // part files committed after the last kill that saw new ones
-	shift int    // the window is the drawn one << shift
-}
-
-func (p *pacer) window(d time.Duration) time.Duration { return d << p.shift }
-
-// killed records a kill of the round's job.
-func (p *pacer) killed() {
-	n := 0
-	entries, _ := os.ReadDir(p.out) // not there yet: nothing committed
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "part-") {
-			n++
-		}
-	}
-	if n > p.parts {
-		p.parts, p.shift = n, max(p.shift-1, 0)
-	} else {
-		p.shift = min(p.shift+1, 4)
-	}
 }
 
 // attempt is Attempt of bin with args, failing the test if it cannot start.

@@ -105,7 +105,7 @@ func TestKillDemoOnTheLog(t *testing.T) {
 	for total < want {
 		rounds++
 		root := t.TempDir()
-		pace := pacer{out: filepath.Join(root, "out")}
+		pace := Pacer{Progress: func() int64 { return PartFiles(filepath.Join(root, "out")) }}
 		for try := 0; ; try++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
@@ -116,9 +116,9 @@ func TestKillDemoOnTheLog(t *testing.T) {
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(4)))
 			}
 			// The moment of the kill (not a wait for a result).
-			killed, ourKill, stderr, err := attempt(t, bin, demoArgs(root, extra...), pace.window(time.Duration(60+rng.IntN(400))*time.Millisecond))
+			killed, ourKill, stderr, err := attempt(t, bin, demoArgs(root, extra...), pace.Window(time.Duration(60+rng.IntN(400))*time.Millisecond))
 			if killed {
-				pace.killed()
+				pace.Killed()
 				total++
 				if !ourKill {
 					failpoints++
