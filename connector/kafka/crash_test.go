@@ -54,13 +54,15 @@ func TestKafkaKillAndRestart(t *testing.T) {
 		rounds++
 		root, topic := t.TempDir(), "out"+strconv.Itoa(rounds)
 		createTopic(t, addrs, topic, 3)
+		pace := crashtest.Pacer{Progress: func() int64 { return crashtest.CommittedCheckpoint(filepath.Join(root, "ck")) }}
 		for attempt := 0; ; attempt++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", kills)
 			}
 			// The moment of the kill (not a wait for a result).
-			killed, _, stderr, err := crashtest.Attempt(exec.Command(bin, args(root, topic)...), time.Duration(100+rng.IntN(500))*time.Millisecond)
+			killed, _, stderr, err := crashtest.Attempt(exec.Command(bin, args(root, topic)...), pace.Window(time.Duration(100+rng.IntN(500))*time.Millisecond))
 			if killed {
+				pace.Killed()
 				kills++
 				continue
 			}

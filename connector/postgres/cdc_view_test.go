@@ -125,8 +125,8 @@ func TestCDCViewKillAndRestart(t *testing.T) {
 	c := viewConfig(t, "crash")
 	ctx := context.Background()
 	bin := filepath.Join(t.TempDir(), "cdcjob")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/cdcjob").CombinedOutput(); err != nil {
-		t.Fatalf("build cdcjob: %v\n%s", err, out)
+	if err := crashtest.GoBuild(bin, "./internal/cdcjob"); err != nil {
+		t.Fatalf("build cdcjob: %v", err)
 	}
 	ck := t.TempDir()
 	args := []string{"--dsn", c.DSN, "--slot", c.Slot, "--source", c.Source, "--view", c.View, "--checkpoint-dir", ck}

@@ -67,8 +67,8 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	d := dsn(t)
 	bin := filepath.Join(t.TempDir(), "crashjob")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/crashjob").CombinedOutput(); err != nil {
-		t.Fatalf("build crashjob: %v\n%s", err, out)
+	if err := crashtest.GoBuild(bin, "./internal/crashjob"); err != nil {
+		t.Fatalf("build crashjob: %v", err)
 	}
 	for _, mode := range []string{"upsert", "tx"} {
 		t.Run(mode, func(t *testing.T) {

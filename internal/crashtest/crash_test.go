@@ -2,6 +2,7 @@ package crashtest
 
 import (
 	"bufio"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -9,17 +10,60 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 func build(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crashjob")
-	cmd := exec.Command("go", "build", "-o", bin, "./crashjob")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build crashjob: %v\n%s", err, out)
+	return buildOnce(t, "./crashjob")
+}
+
+// built holds the programs the package's tests start: each is built once
+// and shared by every test that starts it (a link of cmd/weir with -race
+// takes about 13 CPU seconds, and three tests start crashjob, two weir).
+// dir is set by TestMain, which removes it when the tests end.
+var built struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string // package -> its program
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "crashtest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crashtest:", err)
+		return 1
 	}
+	defer os.RemoveAll(dir)
+	built.dir, built.bins = dir, map[string]string{}
+	return m.Run()
+}
+
+// buildOnce builds the main package pkg (GoBuild) the first time a test
+// asks for it; later calls return the same program. A failed build fails
+// the test and is tried again by the next one.
+func buildOnce(t *testing.T, pkg string) string {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	bin := filepath.Join(built.dir, strconv.Itoa(len(built.bins)), filepath.Base(pkg))
+	if err := os.Mkdir(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := GoBuild(bin, pkg); err != nil {
+		os.RemoveAll(filepath.Dir(bin))
+		t.Fatalf("build %s: %v", pkg, err)
+	}
+	built.bins[pkg] = bin
 	return bin
 }
 
@@ -95,6 +139,7 @@ func TestKillAndRestart(t *testing.T) {
 	for total < n {
 		rounds++
 		root := t.TempDir()
+		pace := Pacer{Progress: func() int64 { return PartFiles(filepath.Join(root, "out")) }}
 		for a := 0; ; a++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
@@ -106,8 +151,9 @@ func TestKillAndRestart(t *testing.T) {
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(3)))
 			}
 			// The moment of the kill (not a wait for a result).
-			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), time.Duration(40+rng.IntN(300))*time.Millisecond)
+			sigkilled, ourKill, stderr, err := attempt(t, bin, args(root, extra...), pace.Window(time.Duration(40+rng.IntN(300))*time.Millisecond))
 			if sigkilled {
+				pace.Killed()
 				total++
 				if !ourKill {
 					failpoints++ // it killed itself inside the checkpoint protocol

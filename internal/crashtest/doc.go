@@ -11,6 +11,11 @@
 //	WEIR_CRASH_KILLS=2000 go test -timeout 2h ./internal/crashtest/   # 2000 and 800
 //	WEIR_CRASH_SEED=N go test -run TestX ./internal/crashtest/   # replay the seed a run logged
 //
+// The programs the tests start are built with GoBuild: with -race when the
+// test binary has it, as under the test command (scripts/test.sh), so that
+// they reuse the race build's packages instead of compiling the module a
+// second time without the race detector.
+//
 // Every randomized crash test (here and in connector/kafka, connector/postgres)
 // takes its seed from Seed, which logs it.
 package crashtest

@@ -23,11 +23,7 @@ func buildWeir(t *testing.T) string {
 	if bin := os.Getenv("WEIR_CRASH_WEIR"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "weir")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/weir").CombinedOutput(); err != nil {
-		t.Fatalf("build weir: %v\n%s", err, out)
-	}
-	return bin
+	return buildOnce(t, "../../cmd/weir")
 }
 
 func demoArgs(root string, extra ...string) []string {
@@ -109,6 +105,7 @@ func TestKillDemoOnTheLog(t *testing.T) {
 	for total < want {
 		rounds++
 		root := t.TempDir()
+		pace := Pacer{Progress: func() int64 { return PartFiles(filepath.Join(root, "out")) }}
 		for try := 0; ; try++ {
 			if time.Now().After(deadline) {
 				t.Fatalf("out of time after %d kills", total)
@@ -119,8 +116,9 @@ func TestKillDemoOnTheLog(t *testing.T) {
 				extra = append(extra, "--failpoint", stage, "--failpoint-checkpoint", strconv.Itoa(1+rng.IntN(4)))
 			}
 			// The moment of the kill (not a wait for a result).
-			killed, ourKill, stderr, err := attempt(t, bin, demoArgs(root, extra...), time.Duration(60+rng.IntN(400))*time.Millisecond)
+			killed, ourKill, stderr, err := attempt(t, bin, demoArgs(root, extra...), pace.Window(time.Duration(60+rng.IntN(400))*time.Millisecond))
 			if killed {
+				pace.Killed()
 				total++
 				if !ourKill {
 					failpoints++

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/weirtest"
 )
 
@@ -141,12 +142,9 @@ func buildTo(t testing.TB, dir, pkg string) string {
 	return bin
 }
 
-func goBuild(bin, pkg string) error {
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		return fmt.Errorf("%v\n%s", err, out)
-	}
-	return nil
-}
+// goBuild builds pkg the way the test binary was built (with -race under
+// the test command), so that it reuses the test build's packages.
+func goBuild(bin, pkg string) error { return crashtest.GoBuild(bin, pkg) }
 
 // Proc is one process of a group: Done gets its exit (once; whoever takes
 // it and wants others to see it puts it back).

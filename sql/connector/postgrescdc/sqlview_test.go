@@ -82,8 +82,8 @@ func newSQLView(t *testing.T, name string) *sqlView {
 			t.Fatal(err)
 		}
 	}
-	if out, err := osexec.Command("go", "build", "-o", v.bin, "github.com/weirstream/weir/cmd/weir").CombinedOutput(); err != nil {
-		t.Fatalf("build weir: %v\n%s", err, out)
+	if err := crashtest.GoBuild(v.bin, "github.com/weirstream/weir/cmd/weir"); err != nil {
+		t.Fatalf("build weir: %v", err)
 	}
 	return v
 }
