@@ -3,6 +3,7 @@ package weir
 import (
 	"context"
 	"runtime/trace"
+	"unsafe"
 )
 
 // Event-time timers of the general window operator for windows that never
@@ -26,6 +27,10 @@ import (
 type fixedTimers[K comparable, ACC, OUT any] struct {
 	qs   []*timerQueue[K, ACC, OUT]
 	free []*timerQueue[K, ACC, OUT]
+	// noPrefetch fires without asking for the next keys' memory ahead
+	// (prefetchFire): set only by the benchmarks that measure what the
+	// prefetching is worth.
+	noPrefetch bool
 }
 
 // timerQueue is the windows with an event-time timer at (at, kind), in
@@ -89,8 +94,60 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) 
 	if len(ws) > 0 && trace.IsEnabled() {
 		defer trace.StartRegion(context.Background(), "window-remove").End()
 	}
-	for _, r := range ws {
+	pf := !op.fixed.noPrefetch
+	for i, r := range ws {
+		if pf {
+			// The key's state, then where its hash table lookup starts
+			// (which needs the key's hash: asked for pfKeys keys before).
+			if j := i + pfKeys; j < len(ws) {
+				prefetch2(uintptr(unsafe.Pointer(ws[j].ks)), uintptr(unsafe.Pointer(ws[j].w)))
+			}
+			if j := i + pfEvents; j < len(ws) {
+				prefetch2(op.keys.Home(ws[j].ks.hash))
+			}
+		}
 		op.remove(r.ks, r.w)
+	}
+}
+
+// How far ahead a firing asks for memory (prefetchFire): a key's state
+// pfKeys keys ahead, its events pfEvents keys ahead (reading where they
+// are needs the state, which has arrived by then), at most pfEventLines
+// cache lines of them.
+const (
+	pfKeys       = 8
+	pfEvents     = 4
+	pfEventLines = 4
+)
+
+// prefetchFire asks for the memory that firing ws[i+pfKeys] and
+// ws[i+pfEvents] will read: the key's state (its gkey and window, the
+// window inline in it for most keys) and, when the accumulator is a slice
+// (CoGroup's and ProcessWindow's collected events), the first lines of
+// its elements. A window of Nexmark q8 at 4 M events/s has 350-400 K keys
+// per subtask. Their states were allocated in the order the queue holds
+// them, so walking them is nearly sequential, but each key's events grew
+// by append among the other keys' and lie anywhere on the heap: without
+// this, firing each key waited for that cache miss (and removing it for
+// its hash table slot's), and every row of the window waits for the keys
+// fired before it (docs/performance.md, "Ninth pass"). Prefetching only
+// passes addresses; nothing is read before the loop reaches it.
+func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchFire(ws []winRef[K, ACC, OUT], i int) {
+	if j := i + pfKeys; j < len(ws) {
+		r := &ws[j]
+		prefetch(uintptr(unsafe.Pointer(r.ks)))
+		prefetchLines(uintptr(unsafe.Pointer(r.w)), 128)
+	}
+	if op.accElem == 0 {
+		return
+	}
+	if j := i + pfEvents; j < len(ws) {
+		// ACC is a slice (init checked): its data pointer and length.
+		acc := (*struct {
+			data uintptr
+			n    int
+		})(unsafe.Pointer(&ws[j].w.acc))
+		prefetchLines(acc.data, min(uintptr(acc.n)*op.accElem, pfEventLines*64))
 	}
 }
 
@@ -104,7 +161,11 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 		// window's cleanup, at the same time or later and of a later kind),
 		// so q stays first and its slice is not appended to meanwhile.
 		done := 0 // q.wins[:done]: fired windows to remove after the queue
+		pf := q.kind == tFire && !f.noPrefetch
 		for i := range q.wins {
+			if pf {
+				op.prefetchFire(q.wins, i)
+			}
 			ks, w := q.wins[i].ks, q.wins[i].w
 			if w.gone {
 				continue // removed before its timer (purged)

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"reflect"
 	"runtime/trace"
 
 	"github.com/weirstream/weir/internal/codec"
@@ -45,6 +46,10 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	// instead of etimers (window_fixed_timers.go).
 	isFixed bool
 	fixed   fixedTimers[K, ACC, OUT]
+	// accElem is the size of an accumulator's elements when ACC is a
+	// slice (the collected events of CoGroup and ProcessWindow), else 0:
+	// a firing prefetches them (prefetchFire).
+	accElem uintptr
 	ptimers pq.Heap[gtimer[K]]
 	seq     uint64
 
@@ -173,6 +178,9 @@ func (a gtimer[K]) Less(b gtimer[K]) bool {
 func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
 	op.keys = hashtable.New[K, *gkey[K, ACC, OUT]](64)
 	op.isFixed = op.w.kind == tumblingWindows || op.w.kind == hoppingWindows
+	if t := reflect.TypeFor[ACC](); t.Kind() == reflect.Slice {
+		op.accElem = t.Elem().Size()
+	}
 	op.wm, op.emitWM, op.sentWM = watermark.Min, watermark.Min, watermark.Min
 	op.emitFn = func(r R) {
 		if err := op.add(r, op.outTS, op.emitWM); err != nil && op.err == nil {

@@ -1,0 +1,29 @@
+#include "textflag.h"
+
+// func prefetch(addr uintptr)
+TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
+	MOVQ	addr+0(FP), AX
+	PREFETCHT0	(AX)
+	RET
+
+// func prefetch2(a, b uintptr)
+TEXT ·prefetch2(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ	a+0(FP), AX
+	MOVQ	b+8(FP), BX
+	PREFETCHT0	(AX)
+	PREFETCHT0	(BX)
+	RET
+
+// func prefetchLines(addr, n uintptr)
+TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-16
+	MOVQ	addr+0(FP), AX
+	MOVQ	n+8(FP), CX
+	ADDQ	AX, CX
+loop:
+	CMPQ	AX, CX
+	JAE	done
+	PREFETCHT0	(AX)
+	ADDQ	$64, AX
+	JMP	loop
+done:
+	RET

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package weir
+
+import "time"
+
+// threadCPU is not measured on this system (threadcpu_linux_test.go).
+func threadCPU() time.Duration { return 0 }
