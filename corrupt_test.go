@@ -12,13 +12,23 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // checkpointsOf runs a bounded checkpointed job into dir and returns its
-// retained checkpoint directories, oldest first.
+// retained checkpoint directories, oldest first. The source's reader asks
+// for a checkpoint after every 3,000 of its 20,000 records (weirtest), so
+// six complete however slow the machine; periodic checkpoints,
+// which a loaded machine could leave at two before the input ends
+// ("want 3 retained checkpoints, have 2" at load 14), are off.
 func checkpointsOf(t *testing.T, dir string, sink *memSink) []string {
 	t.Helper()
-	if err := windowJob(20000, 50_000, 2, dir, sink).Run(context.Background()); err != nil {
+	var job *weir.Job
+	gen := weir.GeneratorSource(weir.GeneratorConfig{Count: 20000, Seed: 3}, genEvents)
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, gen.(weir.RestorableSource[ev]), 3000)
+	job = windowJobFrom(weir.Tumbling(time.Second), paced, 2, dir, sink,
+		weir.Checkpointing(time.Hour, dir), weirtest.FirstCheckpointAfter(time.Hour))
+	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := filepath.Glob(filepath.Join(dir, "chk-*"))

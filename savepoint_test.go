@@ -31,11 +31,17 @@ func windowJobOf(w weir.Windows, count int64, rate float64, p int, dir string, s
 // windowJobHeld is windowJobOf whose source readers each stop after hold
 // records (0: never), see weirtest.HoldAfter.
 func windowJobHeld(w weir.Windows, count int64, rate float64, hold, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
 	gen := weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents)
 	if hold > 0 {
 		gen = weirtest.HoldAfter(gen.(weir.RestorableSource[ev]), hold)
 	}
+	return windowJobFrom(w, gen, p, dir, sink, opts...)
+}
+
+// windowJobFrom is windowJobOf reading src: the generator's events, or a
+// source wrapping them.
+func windowJobFrom(w weir.Windows, gen weir.Source[ev], p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
 	src := weir.FromSource(job, "gen", gen,
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w), weir.Count[ev](), weir.UID("counts"))
