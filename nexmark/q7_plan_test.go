@@ -14,26 +14,9 @@ import (
 // partial maximum keyed by auction, 200,000 events at 10,000/s (20 s of
 // event time, ~12,000 auctions) gave q7-pick thousands per window.
 func TestQ7PartialsPerWindowBounded(t *testing.T) {
-	job := weir.NewJob("q7-partials", weir.Parallelism(2))
-	src := nexmark.Source(nexmark.GeneratorConfig{Events: 200_000, Seed: 5, EventRate: 10_000, Splits: 2})
-	var perSubtask [2]int64 // a writer per sink subtask: no counter shared between goroutines
-	out := func(i int) (nexmark.RowWriter, error) { return countRows{&perSubtask[i]}, nil }
-	nexmark.Emit(nexmark.Q7(nexmark.Events(job, src)), out)
-	if err := job.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	n := perSubtask[0] + perSubtask[1]
+	n, sum := runPlan(t, "q7-partials", func(ev *weir.Stream[nexmark.Event], out nexmark.Output) { nexmark.Emit(nexmark.Q7(ev), out) })
 	if n < 2 {
 		t.Fatalf("%d rows, want one or more per window", n)
-	}
-	met := job.Metrics()
-	sum := func(name string, f func(*weir.OperatorMetrics) int64) int64 {
-		return met.Sum(func(o *weir.OperatorMetrics) int64 {
-			if o.Name == name {
-				return f(o)
-			}
-			return 0
-		})
 	}
 	partials := sum("q7-partial-max", func(o *weir.OperatorMetrics) int64 { return o.RecordsOut })
 	picked := sum("q7-pick", func(o *weir.OperatorMetrics) int64 { return o.RecordsIn })
@@ -43,6 +26,29 @@ func TestQ7PartialsPerWindowBounded(t *testing.T) {
 	}
 	if picked < partials || picked > partials+1000 {
 		t.Errorf("q7-pick received %d records, %d partials + the boundary bids", picked, partials)
+	}
+}
+
+// runPlan runs a query built by build over 200,000 events at 10,000/s
+// (20 s of event time) at parallelism 2, and returns the number of rows
+// and a sum over the operators named name of a metric f.
+func runPlan(t *testing.T, job string, build func(*weir.Stream[nexmark.Event], nexmark.Output)) (rows int64, sum func(name string, f func(*weir.OperatorMetrics) int64) int64) {
+	t.Helper()
+	j := weir.NewJob(job, weir.Parallelism(2))
+	src := nexmark.Source(nexmark.GeneratorConfig{Events: 200_000, Seed: 5, EventRate: 10_000, Splits: 2})
+	var perSubtask [2]int64 // a writer per sink subtask: no counter shared between goroutines
+	build(nexmark.Events(j, src), func(i int) (nexmark.RowWriter, error) { return countRows{&perSubtask[i]}, nil })
+	if err := j.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	met := j.Metrics()
+	return perSubtask[0] + perSubtask[1], func(name string, f func(*weir.OperatorMetrics) int64) int64 {
+		return met.Sum(func(o *weir.OperatorMetrics) int64 {
+			if o.Name == name {
+				return f(o)
+			}
+			return 0
+		})
 	}
 }
 
