@@ -30,17 +30,19 @@ done
 # (race_off_test.go, internal/crashtest/norace.go: one constant) are not
 # vetted.
 #
-# Time on 2 cores from an empty build cache (Go 1.26, 53 packages; the
-# machine shared, so wall times depend on the load beside them): before the
-# -race job builds 23 min 28 s idle (CI: 1,350-1,410 s with the apt
-# installs); after, 2,482 s wall at load 5-15 (other work beside it), and
-# 1,830 s user + 511 s sys of CPU: at least 19.5 minutes on 2 idle cores,
-# so the 20-minute budget is not met with a margin yet. connector/kafka
-# took 269 s (512 s before, its plain job builds included), the root
-# package 320 s, internal/crashtest 219 s, sql 181 s (all at load ~10).
-# The root package's slowest tests (TestAlignedWindowCopyOnWrite,
-# TestPebbleStateLargerThanMemory, TestFixedTimersMatchHeap,
-# TestMetamorphic) are the next long pole. The build cache ends at 1.7 GB.
+# Time on 2 cores from an empty build cache (Go 1.26, 53 packages): before
+# the -race job builds 23 min 28 s idle (CI: 1,350-1,410 s with the apt
+# installs); after, on the idle machine with PostgreSQL and Chromium
+# already installed (2026-12-02), 1,204 s wall, 1,706 s user + 477 s sys:
+# at the 20-minute budget, with no margin. go vet -race (the cold compile)
+# took about 7.5 minutes of it; the slowest packages were connector/kafka
+# 174 s (512 s before, its plain job builds included), internal/crashtest
+# 169 s, the root package 156 s, internal/state/pebblestate 155 s and sql
+# 143 s. With a warm build cache: 825 s. The next long poles are the
+# statetest conformance suite's TimersDense (about 55 s of pebblestate
+# under -race) and the root package's TestAlignedWindowCopyOnWrite,
+# TestFixedTimersMatchHeap and TestMetamorphic. The build cache ends at
+# 1.7 GB.
 go vet -race ./...
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
