@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 func crashKills() int { return crashtest.Kills(20) }
@@ -28,7 +27,7 @@ func TestKafkaKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	bin := kafkatest.Build(t, "./internal/crashjob")
+	bin := crashtest.Build(t, "./internal/crashjob")
 	_, addrs := newCluster(t, kfake.SeedTopics(3, "ref"))
 	evs := events(30000, 40)
 	// The input is a topic of the embedded log, as in the issue's

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 	"github.com/weirstream/weir/internal/weirtest"
 )
@@ -40,7 +41,7 @@ func (p *groupProc) exited() bool { return p.Exited() }
 // tests (TestMain).
 func groupJobBin(t *testing.T) string {
 	t.Helper()
-	return kafkatest.Build(t, "./internal/groupjob")
+	return crashtest.Build(t, "./internal/groupjob")
 }
 
 // TestGroupKillAndAdd runs a job in group mode (weir.AppID) as real

@@ -12,14 +12,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
 // TestMain builds each program the tests start (internal/groupjob,
-// internal/crashjob) once for all of them (kafkatest.Build), from the
+// internal/crashjob) once for all of them (crashtest.Build), from the
 // start when the whole package runs.
 func TestMain(m *testing.M) {
-	os.Exit(kafkatest.Main(m, "./internal/groupjob", "./internal/crashjob"))
+	os.Exit(crashtest.Main(m, "./internal/groupjob", "./internal/crashjob"))
 }
 
 // jobGroup is a group of internal/groupjob processes (kafkatest.Group)

@@ -2,7 +2,6 @@ package crashtest
 
 import (
 	"bufio"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -10,62 +9,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
 func build(t *testing.T) string {
 	t.Helper()
-	return buildOnce(t, "./crashjob")
+	return Build(t, "./crashjob")
 }
 
-// built holds the programs the package's tests start: each is built once
-// and shared by every test that starts it (a link of cmd/weir with -race
-// takes about 13 CPU seconds, and three tests start crashjob, two weir).
-// dir is set by TestMain, which removes it when the tests end.
-var built struct {
-	sync.Mutex
-	dir  string
-	bins map[string]string // package -> its program
-}
-
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "crashtest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "crashtest:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	built.dir, built.bins = dir, map[string]string{}
-	return m.Run()
-}
-
-// buildOnce builds the main package pkg (GoBuild) the first time a test
-// asks for it; later calls return the same program. A failed build fails
-// the test and is tried again by the next one.
-func buildOnce(t *testing.T, pkg string) string {
-	t.Helper()
-	built.Lock()
-	defer built.Unlock()
-	if bin, ok := built.bins[pkg]; ok {
-		return bin
-	}
-	bin := filepath.Join(built.dir, strconv.Itoa(len(built.bins)), filepath.Base(pkg))
-	if err := os.Mkdir(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := GoBuild(bin, pkg); err != nil {
-		os.RemoveAll(filepath.Dir(bin))
-		t.Fatalf("build %s: %v", pkg, err)
-	}
-	built.bins[pkg] = bin
-	return bin
-}
+// TestMain builds each program the tests start once for all of them
+// (Build), removed at the end.
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
 // output reads the committed output: every line of every part-* file,
 // sorted (subtasks interleave differently from run to run). Hidden files

@@ -23,7 +23,7 @@ func buildWeir(t *testing.T) string {
 	if bin := os.Getenv("WEIR_CRASH_WEIR"); bin != "" {
 		return bin
 	}
-	return buildOnce(t, "../../cmd/weir")
+	return Build(t, "../../cmd/weir")
 }
 
 func demoArgs(root string, extra ...string) []string {

@@ -1,26 +1,20 @@
 // Package kafkatest holds what the multi-process tests of group mode
-// (docs/scale-out.md) share: a kfake cluster on loopback TCP, building a
-// program, starting it as a real process of a group and killing it, and
-// reading a topic read_committed. Tests only.
+// (docs/scale-out.md) share: a kfake cluster on loopback TCP (programs are
+// built by internal/crashtest.Build), starting one as a real process of a
+// group and killing it, and reading a topic read_committed. Tests only.
 package kafkatest
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/weirtest"
 )
 
@@ -40,111 +34,6 @@ func Cluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
 	t.Cleanup(c.Close)
 	return c, c.ListenAddrs()
 }
-
-// builds are the programs Build made for the package's tests: one build
-// per program, shared by every test (linking one takes seconds, longer on a
-// busy machine, and every group test needs the same binary). dir is set by
-// Main, which removes it when the tests end.
-var builds struct {
-	sync.Mutex
-	dir  string
-	bins map[string]*build
-	wg   sync.WaitGroup
-}
-
-type build struct {
-	once sync.Once
-	done chan struct{} // closed when the build has ended
-	dir  string
-	bin  string
-	err  error
-}
-
-// Main runs a package's tests (call it from TestMain: os.Exit(Main(m)))
-// with one build of each program Build is asked for, removed at the end.
-// When the whole package runs (no -run, no -short) it starts building
-// prebuild's programs at once, in the background, so that the builds
-// overlap the tests that come before the first one needing them (mostly
-// waiting on brokers and commits, not on the CPU).
-func Main(m *testing.M, prebuild ...string) int {
-	flag.Parse()
-	dir, err := os.MkdirTemp("", "kafkatest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kafkatest:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	builds.Lock()
-	builds.dir, builds.bins = dir, map[string]*build{}
-	builds.Unlock()
-	if run := flag.Lookup("test.run"); !testing.Short() && (run == nil || run.Value.String() == "") {
-		for _, pkg := range prebuild {
-			buildOf(pkg).start(pkg)
-		}
-	}
-	defer builds.wg.Wait() // before the directory is removed
-	return m.Run()
-}
-
-// buildOf is the (shared) build of pkg under Main.
-func buildOf(pkg string) *build {
-	builds.Lock()
-	defer builds.Unlock()
-	b := builds.bins[pkg]
-	if b == nil {
-		b = &build{done: make(chan struct{}), dir: filepath.Join(builds.dir, strconv.Itoa(len(builds.bins)))}
-		builds.bins[pkg] = b
-	}
-	return b
-}
-
-// start starts the build, once.
-func (b *build) start(pkg string) {
-	b.once.Do(func() {
-		builds.wg.Add(1)
-		go func() {
-			defer builds.wg.Done()
-			defer close(b.done)
-			if b.err = os.Mkdir(b.dir, 0o755); b.err == nil {
-				b.bin = filepath.Join(b.dir, filepath.Base(pkg))
-				b.err = goBuild(b.bin, pkg)
-			}
-		}()
-	})
-}
-
-// Build builds the main package pkg (an import path or a directory
-// relative to the test's package): once for all the package's tests under
-// Main, else into the test's temporary directory.
-func Build(t testing.TB, pkg string) string {
-	t.Helper()
-	builds.Lock()
-	under := builds.dir != ""
-	builds.Unlock()
-	if !under {
-		return buildTo(t, t.TempDir(), pkg)
-	}
-	b := buildOf(pkg)
-	b.start(pkg)
-	<-b.done
-	if b.err != nil {
-		t.Fatalf("build %s: %v", pkg, b.err)
-	}
-	return b.bin
-}
-
-func buildTo(t testing.TB, dir, pkg string) string {
-	t.Helper()
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	if err := goBuild(bin, pkg); err != nil {
-		t.Fatalf("build %s: %v", pkg, err)
-	}
-	return bin
-}
-
-// goBuild builds pkg the way the test binary was built (with -race under
-// the test command), so that it reuses the test build's packages.
-func goBuild(bin, pkg string) error { return crashtest.GoBuild(bin, pkg) }
 
 // Proc is one process of a group: Done gets its exit (once; whoever takes
 // it and wants others to see it puts it back).

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
@@ -102,7 +103,7 @@ func TestGroupSQLChain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	bin := kafkatest.Build(t, "github.com/weirstream/weir/cmd/weir")
+	bin := crashtest.Build(t, "github.com/weirstream/weir/cmd/weir")
 	sinks := []string{"max_out", "top_out"}
 	_, addrs := kafkatest.Cluster(t, kfake.SeedTopics(sqlParts, "cev"), kfake.SeedTopics(2, sinks...),
 		kfake.GroupMinSessionTimeout(time.Second))

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/kafkatest"
 )
 
@@ -269,7 +270,7 @@ func TestGroupSQLKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	bin := kafkatest.Build(t, "github.com/weirstream/weir/cmd/weir")
+	bin := crashtest.Build(t, "github.com/weirstream/weir/cmd/weir")
 	sinks := []string{"tumble_out", "hop_out", "cumulate_out", "session_out", "join_out"}
 	_, addrs := kafkatest.Cluster(t, kfake.SeedTopics(sqlParts, "ev", "ev2"), kfake.SeedTopics(2, sinks...),
 		kfake.GroupMinSessionTimeout(time.Second))
@@ -381,7 +382,7 @@ func inputOwner(addrs []string, app, topic string, ok func(kafka.GroupPartition)
 // TestMain builds cmd/weir once for the tests that start it, from the
 // start when the whole package runs.
 func TestMain(m *testing.M) {
-	os.Exit(kafkatest.Main(m, "github.com/weirstream/weir/cmd/weir"))
+	os.Exit(crashtest.Main(m, "github.com/weirstream/weir/cmd/weir"))
 }
 
 // sameRows marks the test failed if got and want (sorted) are not the same
