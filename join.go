@@ -116,11 +116,18 @@ func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedS
 	// The function below only reads a window's events (into the lists it
 	// passes on), so its accumulators are append-only and a checkpoint
 	// defers their encoding (readOnlyCollect).
+	return processWindow(ws, coGroupFn(fn),
+		AggregateFunction[tagged[L, R], []tagged[L, R], []tagged[L, R]](readOnlyCollect[tagged[L, R]]{}), nil)
+}
+
+// coGroupFn is CoGroup's window function: it splits a window's tagged
+// events into the two sides' lists and calls fn.
+func coGroupFn[K comparable, L, R, OUT any](fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error) func(K, WindowInfo, []tagged[L, R], func(OUT)) error {
 	var slabs coSlabPool[L, R]
-	return processWindow(ws, func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
+	return func(key K, win WindowInfo, evs []tagged[L, R], emit func(OUT)) error {
 		ls, rs := slabs.split(evs)
 		return fn(key, win, ls, rs, emit)
-	}, AggregateFunction[tagged[L, R], []tagged[L, R], []tagged[L, R]](readOnlyCollect[tagged[L, R]]{}), nil)
+	}
 }
 
 // WindowJoin is the inner join of two keyed streams over windows (Flink's

@@ -4,9 +4,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/weirstream/weir/internal/metrics"
-	"github.com/weirstream/weir/internal/watermark"
 )
 
 // coPerson and coRow are Nexmark q8's person and row (nexmark.Q8Person,
@@ -44,10 +41,10 @@ func (s *coRowSink) barrier(*barrierMsg, *taskSnapshot) error { return nil }
 
 // newCoGroupFireOp is the operator CoGroup builds for Nexmark q8: the
 // general window operator over Tumbling(10 s) collecting tagged events,
-// rendered as processWindow does, through CoGroup's lists, into q8's
-// function (one row per distinct name of a key with persons and sellers).
+// rendered by processWindow's and CoGroup's own code (processRender,
+// coGroupFn) into q8's function (one row per distinct name of a key with
+// persons and sellers).
 func newCoGroupFireOp(out consumer[coRow]) *genWindowOp[int64, coEvent, []coEvent, []coEvent, coRow] {
-	var slabs coSlabPool[coPerson, int64]
 	q8 := func(id int64, w WindowInfo, ps []coPerson, sellers []int64, emit func(coRow)) error {
 		if len(sellers) == 0 {
 			return nil
@@ -63,20 +60,7 @@ func newCoGroupFireOp(out consumer[coRow]) *genWindowOp[int64, coEvent, []coEven
 		}
 		return nil
 	}
-	render := func(emit func(coRow), key int64, w *gwin[[]coEvent, []coEvent], kind ChangeKind, v []coEvent) error {
-		if kind == UpdateBefore || kind == Delete {
-			return nil
-		}
-		ls, rs := slabs.split(v)
-		return q8(key, WindowInfo{time.UnixMilli(w.start).UTC(), time.UnixMilli(w.end).UTC()}, ls, rs, emit)
-	}
-	op := &genWindowOp[int64, coEvent, []coEvent, []coEvent, coRow]{
-		winOut: winOut[int64, coEvent, coRow]{out: out, ob: newBatch[coRow](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      Tumbling(10 * time.Second), agg: readOnlyCollect[coEvent]{}, trig: EventTimeTrigger(), render: render,
-		now: func() int64 { return 0 }, info: opInfo{uid: "c", name: "c", maxP: 128},
-	}
-	op.init()
-	return op
+	return newCollectBenchOp(out, processRender(coGroupFn(q8)))
 }
 
 // pushQ8Shaped pushes q8's shape of a window to push: keys keys, five in

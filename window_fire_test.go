@@ -43,13 +43,19 @@ func BenchmarkGenWindowFire(b *testing.B) {
 // Tumbling(10 s) collecting each key's values (CoGroup's state), one result
 // per key to out.
 func newFireBenchOp(out consumer[int64]) *genWindowOp[int64, int64, []int64, []int64, int64] {
-	render := func(emit func(int64), key int64, w *gwin[[]int64, []int64], kind ChangeKind, v []int64) error {
+	return newCollectBenchOp(out, func(emit func(int64), key int64, w *gwin[[]int64, []int64], kind ChangeKind, v []int64) error {
 		emit(key + int64(len(v)))
 		return nil
-	}
-	op := &genWindowOp[int64, int64, []int64, []int64, int64]{
-		winOut: winOut[int64, int64, int64]{out: out, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      Tumbling(10 * time.Second), agg: readOnlyCollect[int64]{}, trig: EventTimeTrigger(), render: render,
+	})
+}
+
+// newCollectBenchOp is the general window operator over Tumbling(10 s)
+// collecting each key's events (CoGroup's and ProcessWindow's state),
+// rendered by render to out in batches of 1,024.
+func newCollectBenchOp[T, R any](out consumer[R], render func(emit func(R), key int64, w *gwin[[]T, []T], kind ChangeKind, v []T) error) *genWindowOp[int64, T, []T, []T, R] {
+	op := &genWindowOp[int64, T, []T, []T, R]{
+		winOut: winOut[int64, T, R]{out: out, ob: newBatch[R](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Tumbling(10 * time.Second), agg: readOnlyCollect[T]{}, trig: EventTimeTrigger(), render: render,
 		now: func() int64 { return 0 }, info: opInfo{uid: "c", name: "c", maxP: 128},
 	}
 	op.init()

@@ -113,7 +113,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) 
 // How far ahead a firing asks for memory (prefetchFire): a key's state
 // pfKeys keys ahead, its events pfEvents keys ahead (reading where they
 // are needs the state, which has arrived by then), at most pfEventLines
-// cache lines of them.
+// cache lines of them. The removal after the firing (removeFired) uses
+// the same distances for a key's state and its hash table slot (whose
+// address needs the key's hash, in the state).
 const (
 	pfKeys       = 8
 	pfEvents     = 4

@@ -361,16 +361,21 @@ func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(k
 // it is given.
 func processWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error,
 	agg AggregateFunction[T, []T, []T], opts []Option) *Stream[OUT] {
-	render := func(emit func(OUT), key K, w *gwin[[]T, []T], kind ChangeKind, v []T) error {
+	if ws.w.kind == slidingWindows {
+		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
+	}
+	return windowOperator(ws, "process-window", agg, processRender(fn), false, opts)
+}
+
+// processRender renders a window's collected events through fn, the
+// window function of ProcessWindow (and CoGroup).
+func processRender[K comparable, T, OUT any](fn func(key K, w WindowInfo, events []T, emit func(OUT)) error) func(emit func(OUT), key K, w *gwin[[]T, []T], kind ChangeKind, v []T) error {
+	return func(emit func(OUT), key K, w *gwin[[]T, []T], kind ChangeKind, v []T) error {
 		if kind == UpdateBefore || kind == Delete {
 			return nil // a process function's output cannot be retracted
 		}
 		return fn(key, WindowInfo{time.UnixMilli(w.start).UTC(), time.UnixMilli(w.end).UTC()}, v, emit)
 	}
-	if ws.w.kind == slidingWindows {
-		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
-	}
-	return windowOperator(ws, "process-window", agg, render, false, opts)
 }
 
 type collectAgg[T any] struct{}
