@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// coPerson and coRow are Nexmark q8's person and row (nexmark.Q8Person,
-// nexmark.Q8Row), which this package cannot import.
+// coPerson and coRow are the person and row of Nexmark q8's plan as a
+// CoGroup (before its tenth pass, docs/performance.md), a CoGroup with
+// hundreds of thousands of keys a window; nexmark.Q8Row is the row, which
+// this package cannot import.
 type (
 	coPerson struct {
 		ID   int64
