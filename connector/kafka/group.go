@@ -219,6 +219,18 @@ func runGroup(ctx context.Context, job hooks.GroupJob) error {
 	r.sess, r.cl, r.adm = sess, sess.Client(), kadm.NewClient(sess.Client())
 	defer sess.Close() // leaves the group: the others take the partitions at once
 	r.log.Info("group mode", "app-id", job.AppID, "transactional-id", txnID, "topics", r.topics, "repartition-topics", r.rtopics)
+	// Fence first: initialising the producer id aborts the open
+	// transaction a dead predecessor with this instance id left. franz-go
+	// does it lazily, at the first produce, which comes after the stable
+	// fetch of the committed offsets in runOnce: a transaction that had
+	// committed offsets when its process died would hold that fetch (every
+	// member's) until the transaction timeout.
+	if _, _, err := r.cl.ProducerID(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("kafka: app id %q: initialise transactional id %q: %w", job.AppID, txnID, err)
+	}
 	err = r.setupChangelogs(ctx)
 	if err == nil && r.bounded {
 		err = r.listEnds(ctx)
