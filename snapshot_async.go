@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/trace"
+	"time"
+	"unsafe"
 
 	"github.com/weirstream/weir/internal/codec"
 )
@@ -102,6 +104,23 @@ func deferrable(agg any, k, acc, out reflect.Type) bool {
 // copy is never encoded), and barrier n+1 reaches the operator only after
 // that, through channels, so the copy is free again by then.
 
+// A deferred encoding rests after every restEvery entries for encodeRest
+// times as long as they took: it takes at most a third of a core while it
+// runs, and three times as long. It runs beside the tasks, on the same
+// cores; at full speed the two window subtasks' encodings of Nexmark q11
+// (~400 K keys each at 2.9 M events/s) held one of the two cores for
+// ~115 ms after every barrier, which left the pipeline no spare capacity
+// to work off the records queued behind the barrier (at 50% of the
+// maximum rate, one core is all of its need): a trace put the run's
+// slowest rows at the end of the encoding, not of the barrier
+// (docs/performance.md, "Tenth pass"). A checkpoint completes later by as
+// much (about 0.35 s instead of 0.12 s there); the throughput run, which
+// has no spare core either way, does the same work.
+const (
+	restEvery  = 4096
+	encodeRest = 2
+)
+
 // deferKeyedState adds a deferred state file to s: the entries, copied at
 // the barrier, are encoded by key group when the coordinator resolves it.
 // kg gives an entry's key group. g must be used by nothing else but such
@@ -143,7 +162,16 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 		// Fresh buffers were zeroed and faulted in at every checkpoint.
 		g.Reuse = true
 		g.Start(int(info.maxP))
-		walk(g.Add)
+		n, start := 0, time.Now()
+		walk(func(kg int, e *E) {
+			if n++; n == restEvery {
+				// Rest for encodeRest times as long as the last
+				// restEvery entries took.
+				time.Sleep(time.Since(start) * encodeRest)
+				n, start = 0, time.Now()
+			}
+			g.Add(kg, e)
+		})
 		groups, err := g.Finish()
 		if release != nil {
 			release()
@@ -160,17 +188,28 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 // barrierDeferred is the barrier of a general window operator (sessions,
 // triggers, lateness) whose keys, accumulators and results are shareable:
 // it copies every key's windows into one array and defers their encoding.
+//
+// The copy is on the task, and every record queued behind the barrier
+// waits for it: Nexmark q11 at 2.9 M events/s holds ~400 K keys a subtask,
+// and a trace put each barrier's copy at 70–134 ms, right before every
+// ramp of the run's slow rows (docs/performance.md, "Tenth pass"). It was
+// bound by cache misses: a key's state and its windows lie anywhere on the
+// heap. So it walks in two passes: the table's slots first (sequential
+// memory: the key objects' pointers, no object read), then the objects in
+// that order, asking for key i+pfKeys's object and key i+pfEvents's
+// windows ahead of reading them (prefetchKeyCopy), as a firing does.
 func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
-	// One walk over the keys (a counting walk first cost as much again:
-	// the walk is bound by reading each key's state). The arrays are
-	// reused; when they are too small they are replaced with headroom, not
-	// grown by slices.Grow, which would copy the old array whole (q11's
-	// trace showed that copy in the barrier while its sessions grew). A
-	// key has one window or more, so wins may still grow by append: the
-	// entries taken before then keep pointing into the old array, which
-	// the clear of the entries after encoding lets go.
+	// The arrays are reused; when they are too small they are replaced
+	// with headroom, not grown by slices.Grow, which would copy the old
+	// array whole (q11's trace showed that copy in the barrier while its
+	// sessions grew). A key has one window or more, so wins may still
+	// grow by append: the entries taken before then keep pointing into the
+	// old array, which the clear of the entries after encoding lets go.
 	nkeys := op.keys.Len()
-	entries, wins := op.snapCopy[:0], op.snapWins[:0]
+	keys, entries, wins := op.snapKeys[:0], op.snapCopy[:0], op.snapWins[:0]
+	if cap(keys) < nkeys {
+		keys = make([]*gkey[K, ACC, OUT], 0, nkeys+nkeys/4)
+	}
 	if cap(entries) < nkeys {
 		entries = make([]genEntry[K, ACC, OUT], 0, nkeys+nkeys/4)
 	}
@@ -178,17 +217,44 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 		wins = make([]genWinEntry[ACC, OUT], 0, nkeys+nkeys/4)
 	}
 	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
-		ks := *p
+		keys = append(keys, *p)
+		return true
+	})
+	pf := !op.fixed.noPrefetch
+	for i, ks := range keys {
+		if pf {
+			prefetchKeyCopy(keys, i)
+		}
 		from := len(wins)
 		for _, w := range ks.wins {
 			wins = append(wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
 		}
 		entries = append(entries, genEntry[K, ACC, OUT]{Hash: ks.hash, Key: ks.key, Wins: wins[from:len(wins):len(wins)]})
-		return true
-	})
-	op.snapCopy, op.snapWins = entries, wins
+	}
+	clear(keys) // the list is not kept: a deleted key's state may go
+	op.snapKeys, op.snapCopy, op.snapWins = keys, entries, wins
 	maxP := op.info.maxP
 	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) },
 		func() { clear(wins) })
 	return op.winOut.forwardBarrier(b, s)
+}
+
+// prefetchKeyCopy asks for the memory the barrier's copy of keys[i+pfKeys]
+// and keys[i+pfEvents] will read: the first key's object (its first window
+// inline in it), and the second's windows where they are not inline (a
+// key's second and later windows: hopping windows, a session opened beside
+// another); the second's object arrived by then, so reading its window
+// pointers does not wait.
+func prefetchKeyCopy[K comparable, ACC, OUT any](keys []*gkey[K, ACC, OUT], i int) {
+	if j := i + pfKeys; j < len(keys) {
+		prefetchLines(uintptr(unsafe.Pointer(keys[j])), unsafe.Sizeof(gkey[K, ACC, OUT]{}))
+	}
+	if j := i + pfEvents; j < len(keys) {
+		ks := keys[j]
+		for _, w := range ks.wins {
+			if w != &ks.first {
+				prefetchLines(uintptr(unsafe.Pointer(w)), unsafe.Sizeof(gwin[ACC, OUT]{}))
+			}
+		}
+	}
 }

@@ -3,6 +3,7 @@ package weir
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -149,15 +150,23 @@ func pushKeys(t *testing.T, op consumer[keyed[int64, int64]], keys []int64, ts, 
 }
 
 // The general window operator (here sessions) defers its snapshot the same
-// way when keys, accumulators and results are shareable.
+// way when keys, accumulators and results are shareable: with few keys,
+// and with enough that the barrier's copy prefetches keys with a second
+// session ahead and the encoding rests (restEvery) on the way.
 func TestSessionWindowSnapshotDeferred(t *testing.T) {
-	keys := make([]int64, 200)
+	for _, distinct := range []int{70, 2*restEvery + 100} {
+		t.Run(strconv.Itoa(distinct), func(t *testing.T) { testSessionWindowSnapshotDeferred(t, distinct) })
+	}
+}
+
+func testSessionWindowSnapshotDeferred(t *testing.T, distinct int) {
+	keys := make([]int64, 3*distinct)
 	for i := range keys {
-		keys[i] = int64(i % 70)
+		keys[i] = int64(i % distinct)
 	}
 	fill := func(op consumer[keyed[int64, int64]]) {
 		pushKeys(t, op, keys, 1000, 0)
-		pushKeys(t, op, keys[:50], 30000, 0) // a second session for some keys
+		pushKeys(t, op, keys[:distinct*3/4], 30000, 0) // a second session for some keys
 	}
 	syncOp := newTestSessionOp(false)
 	fill(syncOp)

@@ -5,26 +5,55 @@ import (
 )
 
 // BenchmarkGenWindowBarrier is the task's stop at a checkpoint barrier of
-// the general window operator with deferred encoding (CoGroup's state, as
-// in Nexmark q8): copying 200 K keys' windows. The encoding, on the
-// coordinator's goroutine, is not timed.
+// the general window operator with deferred encoding: copying 200 K keys'
+// windows, for CoGroup's state (each window's events in a slice) and for
+// session counts (Nexmark q11's), with the copy's prefetching and without
+// it. The encoding, on the coordinator's goroutine, is not timed.
 func BenchmarkGenWindowBarrier(b *testing.B) {
 	const keys = 200_000
-	op, _ := newTestCollectOp(true)
-	pushScattered(b, op.push, keys)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		s := &taskSnapshot{}
-		if err := op.barrier(&barrierMsg{ID: int64(i + 1)}, s); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		for _, f := range s.Deferred {
-			if _, err := f(); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StartTimer()
+	type barrierOp interface {
+		push(*batch[keyed[int64, int64]]) error
+		barrier(*barrierMsg, *taskSnapshot) error
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
+	for _, c := range []struct {
+		name string
+		op   func(noPrefetch bool) barrierOp
+	}{
+		{"cogroup", func(noPrefetch bool) barrierOp {
+			op, _ := newTestCollectOp(true)
+			op.fixed.noPrefetch = noPrefetch
+			return op
+		}},
+		{"sessions", func(noPrefetch bool) barrierOp {
+			op := newTestSessionOp(true)
+			op.fixed.noPrefetch = noPrefetch
+			return op
+		}},
+	} {
+		for _, pf := range []bool{true, false} {
+			name := c.name + "/prefetch"
+			if !pf {
+				name = c.name + "/no-prefetch"
+			}
+			b.Run(name, func(b *testing.B) {
+				op := c.op(!pf)
+				pushScattered(b, op.push, keys)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					s := &taskSnapshot{}
+					if err := op.barrier(&barrierMsg{ID: int64(i + 1)}, s); err != nil {
+						b.Fatal(err)
+					}
+					b.StopTimer()
+					for _, f := range s.Deferred {
+						if _, err := f(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys), "ns/key")
+			})
+		}
+	}
 }

@@ -61,7 +61,9 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	err    error
 	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
 	async  bool // keys, accumulators and results are shareable: barrierDeferred
-	// barrierDeferred's copy of the keys and their windows, reused.
+	// barrierDeferred's list of the key objects and its copy of the keys
+	// and their windows, reused.
+	snapKeys []*gkey[K, ACC, OUT]
 	snapCopy []genEntry[K, ACC, OUT]
 	snapWins []genWinEntry[ACC, OUT]
 }
