@@ -119,6 +119,18 @@ func classify(f io.ReaderAt, pos, next, lowest, size int64, cause error) (*damag
 	if err != nil || !found {
 		return nil, err
 	}
+	// The caller's read of the batch at pos may have raced with a writer:
+	// a batch still being written, which the writer finished (and followed
+	// with another) before this looked past it. A partition's one writer
+	// appends in order, so a batch complete now was not damage: the
+	// caller reads it again (a live reader at its next read; a scan that
+	// runs beside the writer stops at pos, as if it had come a moment
+	// earlier). Without a concurrent writer the batch reads the same. Only
+	// a short batch is re-read: a reader never sees a write past the
+	// file's size, so a batch being written reads short, not corrupt.
+	if _, _, err := batchAt(f, pos, nil); cause == errShort && err == nil {
+		return nil, nil
+	}
 	return &damage{pos: pos, next: next, err: cause, nextPos: at, nextOffset: h.baseOffset}, nil
 }
 
