@@ -1,7 +1,6 @@
 package kafka_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -58,21 +57,12 @@ func TestGroupChainInProcess(t *testing.T) {
 	}()
 	job := weir.NewJob("group-chain", weir.AppID("ch"), weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
-	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	src := boundedGroupSource(job, addrs, "in")
 	jobshapes.Chain(src, 0, kafka.Sink(addrs, func(v string, rec *kgo.Record) error {
 		rec.Value = append(rec.Value, v...)
 		return nil
 	}, kafka.DefaultTopic("out")))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, time.Minute)
 	sameOutput(t, "chain of KeyBys", committedValues(t, addrs, "out"), chainModel(evs))
 	checkRepartitionTopic(t, addrs, "ch-hop-repartition", 4)
 	checkRepartitionTopic(t, addrs, "ch-best-repartition", 4)
@@ -195,9 +185,7 @@ func TestGroupChainOverJoinInProcess(t *testing.T) {
 	job := weir.NewJob("group-chain-join", weir.AppID("cj"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
 		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	src := func(topic string) *weir.KeyedStream[string, event] {
-		s := weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+		s := boundedGroupSource(job, addrs, topic, weir.UID(topic))
 		return weir.KeyBy(s, func(e event) string { return e.Key })
 	}
 	type pair struct{ Start int64 }
@@ -210,14 +198,7 @@ func TestGroupChainOverJoinInProcess(t *testing.T) {
 		rec.Value = fmt.Appendf(rec.Value, "%d=%d", r.Key, r.Value)
 		return nil
 	}, kafka.DefaultTopic("out")))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, time.Minute)
 	perSecond := map[string]int{}
 	for _, p := range windowJoinModel(left, right) {
 		perSecond[strings.Split(p, ",")[2]]++ // wjoin,key,start,...

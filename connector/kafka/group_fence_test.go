@@ -33,21 +33,12 @@ func TestGroupFencesDeadTransactionAtStart(t *testing.T) {
 	danglingOffsetCommit(t, addrs, "fz-x", "fz", "in", 0, 100)
 
 	job := weir.NewJob("group-fence", weir.AppID("fz"), weir.Parallelism(1), weir.Checkpointing(20*time.Millisecond, ""))
-	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	src := boundedGroupSource(job, addrs, "in")
 	weir.To(src, kafka.Sink(addrs, func(e event, r *kgo.Record) error {
 		r.Value = encodeEvent(e)
 		return nil
 	}, kafka.DefaultTopic("out")))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, 3*time.Minute)
 	// The fenced transaction's offset (100 on partition 0) is aborted:
 	// the job reads every partition from its start.
 	var want []string

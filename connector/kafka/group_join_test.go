@@ -1,7 +1,6 @@
 package kafka_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -82,9 +81,7 @@ func TestGroupJoinInProcess(t *testing.T) {
 	job := weir.NewJob("group-join", weir.AppID("jp"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
 		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	src := func(topic string) *weir.KeyedStream[string, event] {
-		s := weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+		s := boundedGroupSource(job, addrs, topic, weir.UID(topic))
 		return weir.KeyBy(s, func(e event) string { return e.Key })
 	}
 	lk, rk := src("l"), src("r")
@@ -100,14 +97,7 @@ func TestGroupJoinInProcess(t *testing.T) {
 		rec.Value = append(rec.Value, v...)
 		return nil
 	}, kafka.DefaultTopic("out")))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, time.Minute)
 	want := windowJoinModel(left, right)
 	nw := len(want)
 	for _, l := range left {
@@ -325,9 +315,7 @@ func TestGroupSelfJoin(t *testing.T) {
 	evs := joinSide(1000, 10, 0, 0, 0)
 	produce(t, addrs, "self", 2, evs)
 	job := weir.NewJob("group-self-join", weir.AppID("sj"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
-	src := weir.FromSource(job, "self", kafka.Source(addrs, []string{"self"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID("self"))
+	src := boundedGroupSource(job, addrs, "self", weir.UID("self"))
 	ks := weir.KeyBy(src, func(e event) string { return e.Key })
 	pairs := weir.WindowJoin(ks, ks, weir.Tumbling(time.Second), func(k string, w weir.WindowInfo, l, r event) string {
 		return fmt.Sprintf("wjoin,%s,%d,%d,%d", k, w.Start.UnixMilli(), l.Seq, r.Seq)
@@ -336,14 +324,7 @@ func TestGroupSelfJoin(t *testing.T) {
 		rec.Value = append(rec.Value, v...)
 		return nil
 	}, kafka.DefaultTopic("out")))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, time.Minute)
 	sameOutput(t, "self-join through one repartition topic", committedValues(t, addrs, "out"), windowJoinModel(evs, evs))
 	checkRepartitionTopic(t, addrs, "sj-self-join-repartition", 2)
 }

@@ -35,25 +35,14 @@ func TestGroupRepartitionInProcess(t *testing.T) {
 		}
 	}()
 	job := weir.NewJob("group-repartition", weir.AppID("rp"), weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
-	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))
+	src := boundedGroupSource(job, addrs, "in")
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e event) string { return e.Key }), weir.Tumbling(time.Second)),
 		weir.Count[event](), weir.UID("count"))
 	weir.To(counts, kafka.Sink(addrs, func(r weir.WindowResult[string, int64], rec *kgo.Record) error {
 		rec.Value = fmt.Appendf(rec.Value, "%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
 		return nil
 	}, kafka.DefaultTopic("out")))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		// A bounded group ends by itself: once every input partition and
-		// every repartition partition is committed at its end.
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, 30*time.Second)
 	sameOutput(t, "windowed counts through the repartition topic", committedValues(t, addrs, "out"), windowCounts(evs))
 	checkRepartitionTopic(t, addrs, "rp-count-repartition", 4)
 }

@@ -102,19 +102,10 @@ func TestGroupUnionInProcess(t *testing.T) {
 	job := weir.NewJob("group-union", weir.AppID("ui"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""),
 		weir.Logger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	src := func(topic string) *weir.Stream[event] {
-		return weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
-			kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
-			weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), weir.UID(topic))
+		return boundedGroupSource(job, addrs, topic, weir.UID(topic))
 	}
 	jobshapes.Union(src("ul"), src("ur"), unionStringSink(addrs, "uout"))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("Run returned only when its context ended")
-	}
+	runBoundedGroup(t, job, time.Minute)
 	sameOutput(t, "both union shapes", committedValues(t, addrs, "uout"), unionModel(left, right))
 	for _, x := range []struct {
 		uid   string

@@ -200,3 +200,27 @@ func createTopic(t testing.TB, addrs []string, topic string, parts int32) {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
 }
+
+// boundedGroupSource reads topic, bounded and read_committed, for a
+// group-mode job run inside the test (one member; a 6 s session timeout),
+// its events stamped with their TS.
+func boundedGroupSource(job *weir.Job, addrs []string, topic string, opts ...weir.Option) *weir.Stream[event] {
+	return weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
+		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
+		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), opts...)
+}
+
+// runBoundedGroup runs a group-mode job of bounded sources to its end,
+// which must come by itself (once every input partition and every
+// repartition partition is committed at its end) within d.
+func runBoundedGroup(t *testing.T, job *weir.Job, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Run returned only when its context ended")
+	}
+}
