@@ -38,7 +38,12 @@ done
 # took about 7.5 minutes of it; the slowest packages were connector/kafka
 # 174 s (512 s before, its plain job builds included), internal/crashtest
 # 169 s, the root package 156 s, internal/state/pebblestate 155 s and sql
-# 143 s. With a warm build cache: 825 s. The next long poles are the
+# 143 s. With a warm build cache: 825 s. On 2026-12-03 (GOCACHE emptied,
+# Chromium installed by the script): 1,004 s wall, 1,418 s user + 238 s
+# sys; the slowest packages sql 167 s, internal/crashtest 148 s,
+# connector/kafka 136 s, pebblestate 132 s, the root package 117 s (the
+# host's speed moves by a third within an hour: read these as a range).
+# The next long poles are the
 # statetest conformance suite's TimersDense (about 55 s of pebblestate
 # under -race) and the root package's TestAlignedWindowCopyOnWrite,
 # TestFixedTimersMatchHeap and TestMetamorphic. The build cache ends at
