@@ -220,7 +220,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 		keys = append(keys, *p)
 		return true
 	})
-	pf := !op.fixed.noPrefetch
+	pf := !op.noPrefetch
 	for i, ks := range keys {
 		if pf {
 			prefetchKeyCopy(keys, i)

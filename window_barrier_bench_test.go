@@ -21,12 +21,12 @@ func BenchmarkGenWindowBarrier(b *testing.B) {
 	}{
 		{"cogroup", func(noPrefetch bool) barrierOp {
 			op, _ := newTestCollectOp(true)
-			op.fixed.noPrefetch = noPrefetch
+			op.noPrefetch = noPrefetch
 			return op
 		}},
 		{"sessions", func(noPrefetch bool) barrierOp {
 			op := newTestSessionOp(true)
-			op.fixed.noPrefetch = noPrefetch
+			op.noPrefetch = noPrefetch
 			return op
 		}},
 	} {

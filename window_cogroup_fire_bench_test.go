@@ -124,7 +124,7 @@ func BenchmarkCoGroupFire(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				op := newCoGroupFireOp(sink)
-				op.fixed.noPrefetch = c.noPrefetch
+				op.noPrefetch = c.noPrefetch
 				pushQ8Shaped(b, op.push, keys)
 				sink.rows = 0
 				b.StartTimer()

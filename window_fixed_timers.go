@@ -27,10 +27,6 @@ import (
 type fixedTimers[K comparable, ACC, OUT any] struct {
 	qs   []*timerQueue[K, ACC, OUT]
 	free []*timerQueue[K, ACC, OUT]
-	// noPrefetch fires without asking for the next keys' memory ahead
-	// (prefetchFire): set only by the benchmarks that measure what the
-	// prefetching is worth.
-	noPrefetch bool
 }
 
 // timerQueue is the windows with an event-time timer at (at, kind), in
@@ -94,7 +90,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) 
 	if len(ws) > 0 && trace.IsEnabled() {
 		defer trace.StartRegion(context.Background(), "window-remove").End()
 	}
-	pf := !op.fixed.noPrefetch
+	pf := !op.noPrefetch
 	for i, r := range ws {
 		if pf {
 			// The key's state, then where its hash table lookup starts
@@ -163,7 +159,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 		// window's cleanup, at the same time or later and of a later kind),
 		// so q stays first and its slice is not appended to meanwhile.
 		done := 0 // q.wins[:done]: fired windows to remove after the queue
-		pf := q.kind == tFire && !f.noPrefetch
+		pf := q.kind == tFire && !op.noPrefetch
 		for i := range q.wins {
 			if pf {
 				op.prefetchFire(q.wins, i)

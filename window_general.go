@@ -66,6 +66,10 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	snapKeys []*gkey[K, ACC, OUT]
 	snapCopy []genEntry[K, ACC, OUT]
 	snapWins []genWinEntry[ACC, OUT]
+	// noPrefetch walks keys without asking for their memory ahead (a
+	// firing's prefetchFire, the barrier's prefetchKeyCopy): set only by
+	// the benchmarks and tests that measure what the prefetching is worth.
+	noPrefetch bool
 }
 
 // gkey is one key's open windows.

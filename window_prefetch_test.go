@@ -23,7 +23,7 @@ func TestFixedPrefetchSameResults(t *testing.T) {
 	fire := func(noPrefetch bool) ([]coRow, int) {
 		sink := &rowLog{}
 		op := newCoGroupFireOp(sink)
-		op.fixed.noPrefetch = noPrefetch
+		op.noPrefetch = noPrefetch
 		if got, want := op.accElem, unsafe.Sizeof(coEvent{}); got != want {
 			t.Fatalf("accElem %d, want the size of a tagged event, %d", got, want)
 		}

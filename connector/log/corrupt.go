@@ -128,8 +128,10 @@ func classify(f io.ReaderAt, pos, next, lowest, size int64, cause error) (*damag
 	// earlier). Without a concurrent writer the batch reads the same. Only
 	// a short batch is re-read: a reader never sees a write past the
 	// file's size, so a batch being written reads short, not corrupt.
-	if _, _, err := batchAt(f, pos, nil); cause == errShort && err == nil {
-		return nil, nil
+	if cause == errShort {
+		if _, _, err := batchAt(f, pos, nil); err == nil {
+			return nil, nil
+		}
 	}
 	return &damage{pos: pos, next: next, err: cause, nextPos: at, nextOffset: h.baseOffset}, nil
 }

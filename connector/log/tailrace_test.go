@@ -9,9 +9,10 @@ import (
 // short batch), and classify what it read only after the writer finished
 // that batch and wrote the next one. A valid batch then follows the
 // position, which alone looked like damage in the middle of the segment
-// (a *CorruptError, "not a torn tail"): weir demo adclicks failed so in
-// CI (TestDemoSameResultsAtAnyParallelism: "corrupt data ... at byte 0
-// (offset 0), before a valid batch at byte 89558 (offset 4096)"). The
+// (a *CorruptError, "not a torn tail"): weir demo adclicks failed so in a
+// run of the test command (TestDemoSameResultsAtAnyParallelism: "corrupt
+// data ... at byte 0 (offset 0), before a valid batch at byte 89558
+// (offset 4096)"). The
 // classification must look at the batch again: complete now, it was
 // being written.
 func TestReaderShortBatchFinishedMeanwhile(t *testing.T) {
