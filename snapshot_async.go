@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/prefetch"
 )
 
 // Asynchronous snapshots of heap state. A barrier stops the operator's task
@@ -247,13 +248,13 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 // pointers does not wait.
 func prefetchKeyCopy[K comparable, ACC, OUT any](keys []*gkey[K, ACC, OUT], i int) {
 	if j := i + pfKeys; j < len(keys) {
-		prefetchLines(uintptr(unsafe.Pointer(keys[j])), unsafe.Sizeof(gkey[K, ACC, OUT]{}))
+		prefetch.Lines(uintptr(unsafe.Pointer(keys[j])), unsafe.Sizeof(gkey[K, ACC, OUT]{}))
 	}
 	if j := i + pfEvents; j < len(keys) {
 		ks := keys[j]
 		for _, w := range ks.wins {
 			if w != &ks.first {
-				prefetchLines(uintptr(unsafe.Pointer(w)), unsafe.Sizeof(gwin[ACC, OUT]{}))
+				prefetch.Lines(uintptr(unsafe.Pointer(w)), unsafe.Sizeof(gwin[ACC, OUT]{}))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"context"
+	"github.com/weirstream/weir/internal/prefetch"
 	"runtime/trace"
 	"unsafe"
 )
@@ -96,10 +97,10 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) 
 			// The key's state, then where its hash table lookup starts
 			// (which needs the key's hash: asked for pfKeys keys before).
 			if j := i + pfKeys; j < len(ws) {
-				prefetch2(uintptr(unsafe.Pointer(ws[j].ks)), uintptr(unsafe.Pointer(ws[j].w)))
+				prefetch.Two(uintptr(unsafe.Pointer(ws[j].ks)), uintptr(unsafe.Pointer(ws[j].w)))
 			}
 			if j := i + pfEvents; j < len(ws) {
-				prefetch2(op.keys.Home(ws[j].ks.hash))
+				prefetch.Two(op.keys.Home(ws[j].ks.hash))
 			}
 		}
 		op.remove(r.ks, r.w)
@@ -133,8 +134,8 @@ const (
 func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchFire(ws []winRef[K, ACC, OUT], i int) {
 	if j := i + pfKeys; j < len(ws) {
 		r := &ws[j]
-		prefetch(uintptr(unsafe.Pointer(r.ks)))
-		prefetchLines(uintptr(unsafe.Pointer(r.w)), 128)
+		prefetch.One(uintptr(unsafe.Pointer(r.ks)))
+		prefetch.Lines(uintptr(unsafe.Pointer(r.w)), 128)
 	}
 	if op.accElem == 0 {
 		return
@@ -145,7 +146,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchFire(ws []winRef[K, ACC, OUT],
 			data uintptr
 			n    int
 		})(unsafe.Pointer(&ws[j].w.acc))
-		prefetchLines(acc.data, min(uintptr(acc.n)*op.accElem, pfEventLines*64))
+		prefetch.Lines(acc.data, min(uintptr(acc.n)*op.accElem, pfEventLines*64))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/hashtable"
+	"github.com/weirstream/weir/internal/prefetch"
 )
 
 // Copy-on-write snapshots of the aligned window operator.
@@ -198,7 +199,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 		var e alignedEntry[K, ACC]
 		for _, bk := range bks {
 			e.Start, e.End = bk.start, bk.end
-			bk.tab.All(func(h uint64, k K, acc *ACC) bool {
+			bk.tab.AllPrefetch(prefetch.Lines, func(h uint64, k K, acc *ACC) bool {
 				e.Hash, e.Key, e.Acc = h, k, *acc
 				add(int(h%maxP), &e)
 				return true

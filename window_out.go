@@ -87,6 +87,24 @@ func (o *winOut[K, T, R]) endBatch(wm int64, idle bool) error {
 	return nil
 }
 
+// flush pushes, in the middle of an input batch, the late events and the
+// results produced so far, with wm (the watermark before the current
+// record) as their final watermark, in endBatch's order.
+func (o *winOut[K, T, R]) flush(wm int64) error {
+	if o.lb != nil && len(o.lb.data) > 0 {
+		o.lb.watermark = max(o.lb.watermark, wm)
+		err := o.late.push(o.lb)
+		o.lb.reset()
+		if err != nil {
+			return err
+		}
+	}
+	if len(o.ob.data) > 0 {
+		return o.emit(wm)
+	}
+	return nil
+}
+
 // forwardBarrier passes a checkpoint barrier to the side output and the
 // results.
 func (o *winOut[K, T, R]) forwardBarrier(b *barrierMsg, s *taskSnapshot) error {

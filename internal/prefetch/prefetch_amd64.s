@@ -1,21 +1,21 @@
 #include "textflag.h"
 
-// func prefetch(addr uintptr)
-TEXT ·prefetch(SB), NOSPLIT|NOFRAME, $0-8
+// func One(addr uintptr)
+TEXT ·One(SB), NOSPLIT|NOFRAME, $0-8
 	MOVQ	addr+0(FP), AX
 	PREFETCHT0	(AX)
 	RET
 
-// func prefetch2(a, b uintptr)
-TEXT ·prefetch2(SB), NOSPLIT|NOFRAME, $0-16
+// func Two(a, b uintptr)
+TEXT ·Two(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ	a+0(FP), AX
 	MOVQ	b+8(FP), BX
 	PREFETCHT0	(AX)
 	PREFETCHT0	(BX)
 	RET
 
-// func prefetchLines(addr, n uintptr)
-TEXT ·prefetchLines(SB), NOSPLIT|NOFRAME, $0-16
+// func Lines(addr, n uintptr)
+TEXT ·Lines(SB), NOSPLIT|NOFRAME, $0-16
 	MOVQ	addr+0(FP), AX
 	MOVQ	n+8(FP), CX
 	ADDQ	AX, CX
