@@ -183,6 +183,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	buckets []*bucket[K, ACC] // sorted by start (hence by end)
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
 	free    []*hashtable.Table[K, ACC]
+	lastLen int // entries of the last fired bucket: the size of a new one
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
 	// count: agg is Count, so ACC is int64 and adding a record is an
@@ -273,7 +274,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end int64) *bucket[K, ACC] 
 		}
 		i--
 	}
-	bk := &bucket[K, ACC]{start: s, end: end, tab: op.freeTable()}
+	bk := &bucket[K, ACC]{start: s, end: end, tab: op.freeTable(op.lastLen)}
 	op.buckets = append(op.buckets, nil)
 	copy(op.buckets[i+1:], op.buckets[i:])
 	op.buckets[i] = bk
@@ -303,6 +304,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) advance(w int64) error {
 		if err := op.fire(bk, prev); err != nil {
 			return err
 		}
+		op.lastLen = bk.tab.Len() + len(bk.added)
 		// The window's last results go now, not after its table is
 		// cleared (release) and the rest of the input batch is done.
 		if err := op.flush(prev); err != nil {

@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/hashtable"
@@ -60,14 +61,54 @@ type alignedCOW[K comparable, ACC any] struct {
 // at the last barrier.
 func (c *alignedCOW[K, ACC]) encoded() bool { return c.done.Load() == c.seq }
 
-// freeTable returns an empty table for a new bucket or a delta.
-func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable() *hashtable.Table[K, ACC] {
-	if n := len(op.free); n > 0 {
-		t := op.free[n-1]
-		op.free = op.free[:n-1]
-		return t
+// freeTable returns an empty table with room for n entries without
+// growing, for a new bucket (n: the entries of the last fired one), a copy
+// (n: the entries of the table copied) or a delta (n = 0): the free table
+// that fits best, else the largest one, sized once to n. A window's table
+// of pointerful entries is large (q8: 128 MB for a subtask's window), and
+// allocating one is zeroing it in one go, which the runtime cannot
+// preempt: handing a delta a table sized for a window, and a new window a
+// delta's, made such allocations (and a table doubled a dozen times as a
+// window filled) where the right free table was waiting.
+func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable(n int) *hashtable.Table[K, ACC] {
+	best := -1
+	for i, t := range op.free {
+		switch {
+		case best < 0:
+			best = i
+		case t.Fits(n) && (!op.free[best].Fits(n) || t.Cap() < op.free[best].Cap()):
+			best = i
+		case !op.free[best].Fits(n) && t.Cap() > op.free[best].Cap():
+			best = i
+		}
 	}
-	return hashtable.New[K, ACC](64)
+	if best < 0 {
+		return hashtable.New[K, ACC](max(n, 64))
+	}
+	t := op.free[best]
+	op.free = slices.Delete(op.free, best, best+1)
+	t.Reserve(n)
+	return t
+}
+
+// putFree keeps an emptied table for reuse. The free tables are at most
+// one per open bucket, and one more: a table beyond that, the smallest,
+// is left to the garbage collector (a fired window's table, a copy's and
+// the deltas would otherwise all be kept, each as large as a window).
+func (op *alignedWindowOp[K, T, ACC, OUT]) putFree(t *hashtable.Table[K, ACC]) {
+	op.free = append(op.free, t)
+	if len(op.free) <= len(op.buckets)+1 {
+		return
+	}
+	small := 0
+	for i, f := range op.free {
+		if f.Cap() < op.free[small].Cap() {
+			small = i
+		}
+	}
+	op.free[small] = op.free[len(op.free)-1]
+	op.free[len(op.free)-1] = nil
+	op.free = op.free[:len(op.free)-1]
 }
 
 // release frees a fired bucket's tables, or holds the table while a
@@ -75,7 +116,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable() *hashtable.Table[K, ACC] 
 func (op *alignedWindowOp[K, T, ACC, OUT]) release(bk *bucket[K, ACC]) {
 	if d := bk.delta; d != nil {
 		d.Reset()
-		op.free = append(op.free, d)
+		op.putFree(d)
 		bk.delta = nil
 		clear(bk.added)
 		bk.added = bk.added[:0]
@@ -86,7 +127,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) release(bk *bucket[K, ACC]) {
 		return
 	}
 	bk.tab.Reset()
-	op.free = append(op.free, bk.tab)
+	op.putFree(bk.tab)
 }
 
 // upsert is Upsert on bk's state: its table, or its delta while shared.
@@ -105,7 +146,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) upsert(bk *bucket[K, ACC], hash uint6
 // copy of its table with the delta folded in, and stops sharing.
 func (op *alignedWindowOp[K, T, ACC, OUT]) deltaSlot(bk *bucket[K, ACC], hash uint64, key K) (*ACC, bool) {
 	if bk.delta == nil {
-		bk.delta = op.freeTable()
+		bk.delta = op.freeTable(0)
 	} else if n := bk.delta.Len(); n >= deltaCopyMin && n > bk.tab.Len()/8 {
 		op.copyShared(bk)
 		return bk.tab.Upsert(hash, key)
@@ -125,7 +166,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) deltaSlot(bk *bucket[K, ACC], hash ui
 // shared one (which the snapshot keeps, held until it is encoded) with
 // the delta folded in.
 func (op *alignedWindowOp[K, T, ACC, OUT]) copyShared(bk *bucket[K, ACC]) {
-	t := op.freeTable()
+	t := op.freeTable(bk.tab.Len())
 	bk.tab.CopyTo(t)
 	op.cow.held = append(op.cow.held, bk.tab)
 	bk.tab = t
@@ -154,7 +195,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fold(bk *bucket[K, ACC]) {
 	clear(bk.added)
 	bk.added = bk.added[:0]
 	d.Reset()
-	op.free = append(op.free, d)
+	op.putFree(d)
 	bk.delta = nil
 }
 
@@ -168,7 +209,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) unshare() {
 	}
 	for i, t := range op.cow.held {
 		t.Reset()
-		op.free = append(op.free, t)
+		op.putFree(t)
 		op.cow.held[i] = nil
 	}
 	op.cow.held = op.cow.held[:0]

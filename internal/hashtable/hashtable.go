@@ -2,7 +2,7 @@
 // state whose keys arrive with their hash already computed (the key-group
 // partitioner hashed each key once; nothing downstream hashes it again).
 //
-// Linear probing, power-of-two capacity, load factor at most 1/2. Entries
+// Linear probing, power-of-two capacity, load factor at most 3/4. Entries
 // are stored inline, so a table of pointer-free keys and values is invisible
 // to the garbage collector's scan. Which slots are full is kept apart, one
 // control byte a slot holding 7 bits of the hash: probing skips a slot of
@@ -57,7 +57,7 @@ func tag(hash uint64) uint8 { return uint8(hash>>57) | 0x80 }
 func New[K comparable, V any](n int) *Table[K, V] {
 	t := &Table[K, V]{}
 	c := 16
-	for c < 2*n {
+	for over(n, c) {
 		c <<= 1
 	}
 	t.alloc(c)
@@ -84,10 +84,31 @@ func (t *Table[K, V]) index(hash uint64) uint64 {
 // Reserve makes room for n more entries: the next n inserts do not grow
 // the table.
 func (t *Table[K, V]) Reserve(n int) {
-	for (t.used+n)*2 > len(t.slots) {
+	if t.used == 0 && !t.Fits(n) {
+		// Empty: one allocation of the final size, not a doubling at a
+		// time.
+		c := max(16, len(t.slots))
+		for over(n, c) {
+			c <<= 1
+		}
+		t.alloc(c)
+		return
+	}
+	for over(t.used+n, len(t.slots)) {
 		t.grow()
 	}
 }
+
+// Cap is the number of slots: the table holds 3/4 of Cap entries before
+// it grows.
+func (t *Table[K, V]) Cap() int { return len(t.slots) }
+
+// Fits reports whether n more entries fit without growing the table.
+func (t *Table[K, V]) Fits(n int) bool { return !over(t.used+n, len(t.slots)) }
+
+// over reports whether n entries are more than a table of c slots holds:
+// the load factor is at most 3/4.
+func over(n, c int) bool { return 4*n > 3*c }
 
 // Upsert returns a pointer to the value of key, inserting the zero value if
 // it is absent; inserted tells which. The pointer is valid until the next
@@ -100,7 +121,7 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 	for {
 		c := t.ctrl[i]
 		if c == 0 {
-			if (t.used+1)*2 > len(t.slots) {
+			if over(t.used+1, len(t.slots)) {
 				t.grow()
 				return t.Upsert(hash, key)
 			}
@@ -242,7 +263,7 @@ func (t *Table[K, V]) Walk(yield func(hash uint64, key K, v *V) bool) bool {
 	n := len(t.slots)
 	start := 0
 	for t.ctrl[start] != 0 {
-		start++ // load <= 1/2: an empty slot exists
+		start++ // load <= 3/4: an empty slot exists
 	}
 	for k := 1; k <= n; k++ {
 		i := (start + k) & int(t.mask)
