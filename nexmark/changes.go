@@ -77,6 +77,9 @@ type changeWriter[R any, PR interface {
 }] struct{ w RowWriter }
 
 func (w changeWriter[R, PR]) Write(_ context.Context, rows []weir.Change[R]) error {
+	if b, ok := w.w.(BatchStarter); ok {
+		b.StartBatch()
+	}
 	for i := range rows {
 		if err := w.w.Write(changeRow[R, PR]{&rows[i]}); err != nil {
 			return err

@@ -403,6 +403,23 @@ type latencyWriter struct {
 	l       *latencyRecorder
 	h, end  *histogram
 	started int64 // unix µs of the source's start
+	// now is the clock at the start of the current batch (StartBatch):
+	// its rows reached the sink together.
+	now    int64
+	logged bool // a slow row of this batch was logged
+}
+
+// StartBatch implements nexmark.BatchStarter: the rows that follow reached
+// the sink now.
+func (w *latencyWriter) StartBatch() {
+	w.now, w.logged = w.clock(), false
+}
+
+func (w *latencyWriter) clock() int64 {
+	if w.l.now != nil {
+		return w.l.now()
+	}
+	return time.Now().UnixMicro()
 }
 
 func (w *latencyWriter) Write(r nexmark.Row) error {
@@ -423,15 +440,18 @@ func (w *latencyWriter) Write(r nexmark.Row) error {
 		ready, h = w.l.last, w.end
 	}
 	due := w.started + (ready-w.l.base)*1000
-	now := time.Now().UnixMicro()
-	if w.l.now != nil {
-		now = w.l.now()
+	now := w.now
+	if now == 0 {
+		now = w.clock() // a writer not told of batches
 	}
 	h.add(max(now-due, 0))
-	if now-due >= slowRowMicros && trace.IsEnabled() {
-		// With --latency-profile: the trace marks each slow row at its
-		// sink time (its due time is that minus the latency), to line it
-		// up with the window firings and checkpoints before it.
+	if now-due >= slowRowMicros && !w.logged && trace.IsEnabled() {
+		// With --latency-profile: the trace marks the first slow row of
+		// each batch at its sink time (its due time is that minus the
+		// latency), to line it up with the window firings and checkpoints
+		// before it. Once a batch: a log a row was most of a traced
+		// firing's time.
+		w.logged = w.now != 0
 		trace.Log(context.Background(), "slow-row", strconv.FormatInt(now-due, 10)+" µs, ready "+strconv.FormatInt(r.Ready(), 10))
 	}
 	return nil

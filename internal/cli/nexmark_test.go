@@ -213,3 +213,41 @@ func TestLatencyEndOfInputApart(t *testing.T) {
 		t.Errorf("end of input: %d rows, max %d µs; want 2 rows of 700000", end.count, end.max)
 	}
 }
+
+// TestLatencyClockOncePerBatch: the rows of one batch are measured at the
+// clock read when the batch began (StartBatch), one read a batch, and a
+// writer that is not told of batches reads it for each row.
+func TestLatencyClockOncePerBatch(t *testing.T) {
+	reads := 0
+	now := int64(0)
+	l := &latencyRecorder{base: 1000, last: 21_000, now: func() int64 { reads++; return now }}
+	w, err := l.output()(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := w.(*latencyWriter)
+	lw.started = 5_000_000
+	if _, ok := w.(nexmark.BatchStarter); !ok {
+		t.Fatal("the latency writer is not a nexmark.BatchStarter")
+	}
+	// Unbatched: a clock read a row.
+	now = 5_000_000 + 14_000_000 + 10_000
+	lw.Write(readyRow(15_000))
+	if reads != 1 {
+		t.Fatalf("%d clock reads for one unbatched row, want 1", reads)
+	}
+	// A batch of three rows that began 40 ms after they were due.
+	now = 5_000_000 + 14_000_000 + 40_000
+	lw.StartBatch()
+	now += 1_000_000 // the clock moves on; the batch's rows keep its start
+	for range 3 {
+		lw.Write(readyRow(15_000))
+	}
+	if reads != 2 {
+		t.Fatalf("%d clock reads after a batch of three rows, want 2", reads)
+	}
+	steady, _ := l.merged()
+	if steady.count != 4 || steady.max != 40_000 {
+		t.Errorf("%d rows, max %d µs; want 4 rows, max 40000", steady.count, steady.max)
+	}
+}
