@@ -63,7 +63,7 @@ func (c *alignedCOW[K, ACC]) encoded() bool { return c.done.Load() == c.seq }
 
 // freeTable returns an empty table with room for n entries without
 // growing, for a new bucket (n: the entries of the last fired one), a copy
-// (n: the entries of the table copied) or a delta (n = 0): the free table
+// (n: what the table copied holds) or a delta (n = 0): the free table
 // that fits best, else the largest one, sized once to n. A window's table
 // of pointerful entries is large (q8: 128 MB for a subtask's window), and
 // allocating one is zeroing it in one go, which the runtime cannot
@@ -166,7 +166,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) deltaSlot(bk *bucket[K, ACC], hash ui
 // shared one (which the snapshot keeps, held until it is encoded) with
 // the delta folded in.
 func (op *alignedWindowOp[K, T, ACC, OUT]) copyShared(bk *bucket[K, ACC]) {
-	t := op.freeTable(bk.tab.Len())
+	t := op.freeTable(hashtable.Holds(bk.tab.Cap())) // as many slots as bk.tab, which CopyTo copies
 	bk.tab.CopyTo(t)
 	op.cow.held = append(op.cow.held, bk.tab)
 	bk.tab = t

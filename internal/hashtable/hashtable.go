@@ -106,6 +106,9 @@ func (t *Table[K, V]) Cap() int { return len(t.slots) }
 // Fits reports whether n more entries fit without growing the table.
 func (t *Table[K, V]) Fits(n int) bool { return !over(t.used+n, len(t.slots)) }
 
+// Holds is the number of entries a table of c slots holds before it grows.
+func Holds(c int) int { return c * 3 / 4 }
+
 // over reports whether n entries are more than a table of c slots holds:
 // the load factor is at most 3/4.
 func over(n, c int) bool { return 4*n > 3*c }

@@ -372,3 +372,26 @@ func TestResetThenReuse(t *testing.T) {
 		}
 	}
 }
+
+// Reserve on an empty table allocates the final size at once; on a full
+// one it grows until the entries fit; Fits and Holds agree with it.
+func TestReserveSizes(t *testing.T) {
+	tb := New[int, int](0)
+	tb.Reserve(100_000)
+	if c := tb.Cap(); c != 262144 || !tb.Fits(100_000) || tb.Fits(Holds(c)+1) {
+		t.Fatalf("Reserve(100000) on an empty table: %d slots", c)
+	}
+	for k := range 1000 {
+		p, _ := tb.Upsert(uint64(k)*0x9e3779b97f4a7c15, k)
+		*p = k
+	}
+	tb.Reserve(Holds(tb.Cap()))
+	if !tb.Fits(Holds(262144)) || tb.Cap() != 524288 {
+		t.Fatalf("Reserve past the capacity: %d slots", tb.Cap())
+	}
+	for k := range 1000 {
+		if p := tb.Get(uint64(k)*0x9e3779b97f4a7c15, k); p == nil || *p != k {
+			t.Fatalf("key %d lost in Reserve", k)
+		}
+	}
+}
