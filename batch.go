@@ -61,6 +61,17 @@ func (b *batch[T]) add(v T, ts, wm int64) {
 	b.wm = append(b.wm, wm)
 }
 
+// put appends a zero record with ts and wm and returns it to be filled in
+// place: a large record passed by value through calls (a window result,
+// 112 bytes for Nexmark q8) was a third of a window firing's CPU.
+func (b *batch[T]) put(ts, wm int64) *T {
+	var zero T
+	b.data = append(b.data, zero)
+	b.ts = append(b.ts, ts)
+	b.wm = append(b.wm, wm)
+	return &b.data[len(b.data)-1]
+}
+
 // batchPool recycles batches of one edge: the receiver puts a batch back
 // after its chain has processed it.
 type batchPool[T any] struct {

@@ -2,9 +2,10 @@ package weir
 
 import (
 	"context"
-	"github.com/weirstream/weir/internal/prefetch"
 	"runtime/trace"
 	"unsafe"
+
+	"github.com/weirstream/weir/internal/prefetch"
 )
 
 // Event-time timers of the general window operator for windows that never

@@ -10,7 +10,6 @@ import (
 
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
-	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -328,28 +327,13 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	start, end := time.UnixMilli(bk.start).UTC(), time.UnixMilli(bk.end).UTC()
 	ts := bk.end - 1
 	var err error
-	// put writes the result of key k in place in the output batch (no
-	// WindowResult passed by value through calls: at 112 bytes for q8,
-	// those copies were a third of a firing's CPU) and pushes the batch
-	// when it is full.
-	ob, size := op.ob, op.batchSize
+	// put writes the result of key k in place in the output batch (batch.put).
 	put := func(k K, acc *ACC) bool {
-		n := len(ob.data)
-		if n < cap(ob.data) {
-			ob.data = ob.data[:n+1]
-		} else {
-			ob.data = append(ob.data, WindowResult[K, OUT]{})
-		}
-		r := &ob.data[n]
+		r := op.ob.put(ts, wm)
 		r.Key, r.Start, r.End, r.Kind = k, start, end, Insert
 		r.Value = op.agg.Result(*acc)
-		ob.ts = append(ob.ts, ts)
-		ob.wm = append(ob.wm, wm)
-		if len(ob.data) >= size {
-			err = op.emit(wm)
-			return err == nil
-		}
-		return true
+		err = op.pushFull(wm)
+		return err == nil
 	}
 	// The table is walked in slot order with the slots ahead prefetched:
 	// a window's table is larger than the caches, and its full slots lie
@@ -358,7 +342,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 		// Shared with a snapshot and changed since: delta's accumulators
 		// stand for tab's, and its new keys (added, in the order they
 		// came) come after tab's.
-		bk.tab.AllPrefetch(prefetch.Lines, func(h uint64, k K, acc *ACC) bool {
+		bk.tab.AllPrefetch(func(h uint64, k K, acc *ACC) bool {
 			if v := d.Get(h, k); v != nil {
 				acc = v
 			}
@@ -371,7 +355,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 		}
 		return err
 	}
-	bk.tab.AllPrefetch(prefetch.Lines, func(_ uint64, k K, acc *ACC) bool { return put(k, acc) })
+	bk.tab.AllPrefetch(func(_ uint64, k K, acc *ACC) bool { return put(k, acc) })
 	return err
 }
 
@@ -441,7 +425,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapsho
 	var e alignedEntry[K, ACC]
 	for _, bk := range op.buckets {
 		e.Start, e.End = bk.start, bk.end
-		bk.tab.AllPrefetch(prefetch.Lines, func(h uint64, k K, acc *ACC) bool {
+		bk.tab.AllPrefetch(func(h uint64, k K, acc *ACC) bool {
 			e.Hash, e.Key, e.Acc = h, k, *acc
 			g.Add(int(h%op.info.maxP), &e)
 			return true

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/weirstream/weir/internal/hashtable"
-	"github.com/weirstream/weir/internal/prefetch"
 )
 
 // Copy-on-write snapshots of the aligned window operator.
@@ -71,14 +70,17 @@ func (c *alignedCOW[K, ACC]) encoded() bool { return c.done.Load() == c.seq }
 // delta's, made such allocations (and a table doubled a dozen times as a
 // window filled) where the right free table was waiting.
 func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable(n int) *hashtable.Table[K, ACC] {
+	// better: a fits and b does not, or both fit and a is smaller, or
+	// neither does and a is larger.
+	better := func(a, b *hashtable.Table[K, ACC]) bool {
+		if a.Fits(n) != b.Fits(n) {
+			return a.Fits(n)
+		}
+		return a.Fits(n) == (a.Cap() < b.Cap())
+	}
 	best := -1
 	for i, t := range op.free {
-		switch {
-		case best < 0:
-			best = i
-		case t.Fits(n) && (!op.free[best].Fits(n) || t.Cap() < op.free[best].Cap()):
-			best = i
-		case !op.free[best].Fits(n) && t.Cap() > op.free[best].Cap():
+		if best < 0 || better(t, op.free[best]) {
 			best = i
 		}
 	}
@@ -240,7 +242,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 		var e alignedEntry[K, ACC]
 		for _, bk := range bks {
 			e.Start, e.End = bk.start, bk.end
-			bk.tab.AllPrefetch(prefetch.Lines, func(h uint64, k K, acc *ACC) bool {
+			bk.tab.AllPrefetch(func(h uint64, k K, acc *ACC) bool {
 				e.Hash, e.Key, e.Acc = h, k, *acc
 				add(int(h%maxP), &e)
 				return true

@@ -49,6 +49,12 @@ func (o *winOut[K, T, R]) emit(wm int64) error {
 // add appends a result and pushes the batch when it is full.
 func (o *winOut[K, T, R]) add(r R, ts, wm int64) error {
 	o.ob.add(r, ts, wm)
+	return o.pushFull(wm)
+}
+
+// pushFull pushes the results when the batch is full (after add, or after
+// a result written in place with ob.put).
+func (o *winOut[K, T, R]) pushFull(wm int64) error {
 	if len(o.ob.data) >= o.batchSize {
 		return o.emit(wm)
 	}
@@ -74,10 +80,7 @@ func (o *winOut[K, T, R]) dropLate(r *keyed[K, T], ts, start, end, wm int64) {
 func (o *winOut[K, T, R]) endBatch(wm int64, idle bool) error {
 	o.idle = idle
 	if o.lb != nil && (len(o.lb.data) > 0 || wm > o.lb.watermark) {
-		o.lb.watermark = wm
-		err := o.late.push(o.lb)
-		o.lb.reset()
-		if err != nil {
+		if err := o.pushLate(wm); err != nil {
 			return err
 		}
 	}
@@ -92,10 +95,7 @@ func (o *winOut[K, T, R]) endBatch(wm int64, idle bool) error {
 // record) as their final watermark, in endBatch's order.
 func (o *winOut[K, T, R]) flush(wm int64) error {
 	if o.lb != nil && len(o.lb.data) > 0 {
-		o.lb.watermark = max(o.lb.watermark, wm)
-		err := o.late.push(o.lb)
-		o.lb.reset()
-		if err != nil {
+		if err := o.pushLate(wm); err != nil {
 			return err
 		}
 	}
@@ -103,6 +103,14 @@ func (o *winOut[K, T, R]) flush(wm int64) error {
 		return o.emit(wm)
 	}
 	return nil
+}
+
+// pushLate pushes the late events with final watermark wm.
+func (o *winOut[K, T, R]) pushLate(wm int64) error {
+	o.lb.watermark = wm
+	err := o.late.push(o.lb)
+	o.lb.reset()
+	return err
 }
 
 // forwardBarrier passes a checkpoint barrier to the side output and the

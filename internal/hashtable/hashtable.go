@@ -56,11 +56,7 @@ func tag(hash uint64) uint8 { return uint8(hash>>57) | 0x80 }
 // New returns an empty table with room for about n entries.
 func New[K comparable, V any](n int) *Table[K, V] {
 	t := &Table[K, V]{}
-	c := 16
-	for over(n, c) {
-		c <<= 1
-	}
-	t.alloc(c)
+	t.alloc(slotsFor(n, 16))
 	return t
 }
 
@@ -87,11 +83,7 @@ func (t *Table[K, V]) Reserve(n int) {
 	if t.used == 0 && !t.Fits(n) {
 		// Empty: one allocation of the final size, not a doubling at a
 		// time.
-		c := max(16, len(t.slots))
-		for over(n, c) {
-			c <<= 1
-		}
-		t.alloc(c)
+		t.alloc(slotsFor(n, max(16, len(t.slots))))
 		return
 	}
 	for over(t.used+n, len(t.slots)) {
@@ -108,6 +100,15 @@ func (t *Table[K, V]) Fits(n int) bool { return !over(t.used+n, len(t.slots)) }
 
 // Holds is the number of entries a table of c slots holds before it grows.
 func Holds(c int) int { return c * 3 / 4 }
+
+// slotsFor is the number of slots, from c up by doubling, that holds n
+// entries.
+func slotsFor(n, c int) int {
+	for over(n, c) {
+		c <<= 1
+	}
+	return c
+}
 
 // over reports whether n entries are more than a table of c slots holds:
 // the load factor is at most 3/4.

@@ -1,6 +1,10 @@
 package hashtable
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/weirstream/weir/internal/prefetch"
+)
 
 // Home returns the addresses of the control byte and the slot where a
 // lookup of hash starts, for a caller that prefetches them before it looks
@@ -23,32 +27,34 @@ const (
 	prefetchSpan  = 512
 )
 
-// AllPrefetch is All for a walk over a table larger than the caches: every
-// prefetchSpan bytes of slots it calls pf with the address and length of
-// the slots prefetchAhead bytes further on, for the caller to prefetch
-// (the addresses are plain numbers, only to prefetch). Full slots lie at
-// random among empty ones, so a walk's reads skip ahead by irregular
-// strides that the hardware's prefetcher does not follow: each full slot
-// was a cache miss of its own (BenchmarkAllPrefetch).
-func (t *Table[K, V]) AllPrefetch(pf func(addr, n uintptr), fn func(hash uint64, key K, v *V) bool) {
+// prefetchLines is prefetch.Lines, a variable so that a test sees the
+// ranges a walk asks for (once a span: the indirect call costs nothing
+// next to the span's slots).
+var prefetchLines = prefetch.Lines
+
+// AllPrefetch is All for a walk over a table larger than the caches: before
+// each span of prefetchSpan bytes of slots it asks for the slots
+// prefetchAhead bytes further on. Full slots lie at random among empty
+// ones, so a walk's reads skip ahead by irregular strides that the
+// hardware's prefetcher does not follow: each full slot was a cache miss
+// of its own (BenchmarkAllPrefetch).
+func (t *Table[K, V]) AllPrefetch(fn func(hash uint64, key K, v *V) bool) {
 	n := len(t.slots)
 	if n == 0 {
 		return
 	}
 	size := unsafe.Sizeof(t.slots[0])
-	base := uintptr(unsafe.Pointer(&t.slots[0]))
-	end := base + uintptr(n)*size
+	end := uintptr(unsafe.Pointer(&t.slots[0])) + uintptr(n)*size
 	span := max(1, prefetchSpan/int(size))
-	ahead := uintptr(prefetchAhead)
-	for i, c := range t.ctrl {
-		if i%span == 0 {
-			if a := base + uintptr(i)*size + ahead; a < end {
-				pf(a, min(uintptr(span)*size, end-a))
-			}
+	for from := 0; from < n; from += span {
+		if a := uintptr(unsafe.Pointer(&t.slots[from])) + prefetchAhead; a < end {
+			prefetchLines(a, min(uintptr(span)*size, end-a))
 		}
-		if c != 0 {
-			if s := &t.slots[i]; !fn(s.hash, s.key, &s.val) {
-				return
+		for i, c := range t.ctrl[from:min(from+span, n)] {
+			if c != 0 {
+				if s := &t.slots[from+i]; !fn(s.hash, s.key, &s.val) {
+					return
+				}
 			}
 		}
 	}

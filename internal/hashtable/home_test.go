@@ -29,7 +29,10 @@ func TestHome(t *testing.T) {
 // walk, covering every slot past the first prefetchAhead bytes.
 func TestAllPrefetch(t *testing.T) {
 	var empty Table[uint64, [5]uint64]
-	empty.AllPrefetch(func(a, n uintptr) { t.Fatalf("prefetch on an empty table") }, func(uint64, uint64, *[5]uint64) bool {
+	saved := prefetchLines
+	defer func() { prefetchLines = saved }()
+	prefetchLines = func(a, n uintptr) { t.Fatalf("prefetch on an empty table") }
+	empty.AllPrefetch(func(uint64, uint64, *[5]uint64) bool {
 		t.Fatalf("visit on an empty table")
 		return true
 	})
@@ -44,7 +47,7 @@ func TestAllPrefetch(t *testing.T) {
 	size := unsafe.Sizeof(tab.slots[0])
 	end := base + uintptr(len(tab.slots))*size
 	covered := base + prefetchAhead
-	tab.AllPrefetch(func(a, n uintptr) {
+	prefetchLines = func(a, n uintptr) {
 		if a < base || a+n > end || n == 0 {
 			t.Fatalf("prefetch of [%x, %x) outside the slots [%x, %x)", a, a+n, base, end)
 		}
@@ -52,7 +55,8 @@ func TestAllPrefetch(t *testing.T) {
 			t.Fatalf("prefetch skipped [%x, %x)", covered, a)
 		}
 		covered = max(covered, a+n)
-	}, func(_ uint64, k uint64, v *[5]uint64) bool {
+	}
+	tab.AllPrefetch(func(_ uint64, k uint64, v *[5]uint64) bool {
 		if v[4] != k {
 			t.Fatalf("key %d has value %d", k, v[4])
 		}
@@ -66,7 +70,8 @@ func TestAllPrefetch(t *testing.T) {
 		t.Fatalf("prefetches ended at %x, the slots at %x", covered, end)
 	}
 	n := 0
-	tab.AllPrefetch(func(a, n uintptr) {}, func(uint64, uint64, *[5]uint64) bool { n++; return n < 10 })
+	prefetchLines = func(a, n uintptr) {}
+	tab.AllPrefetch(func(uint64, uint64, *[5]uint64) bool { n++; return n < 10 })
 	if n != 10 {
 		t.Fatalf("AllPrefetch went on after fn returned false: %d visits", n)
 	}
