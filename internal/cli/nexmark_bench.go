@@ -194,7 +194,7 @@ temporary directory, as in the published figures.`,
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
 	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")
 	f.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of each throughput run to DIR/QUERY.prof (and DIR/QUERY-sql.prof with --sql)")
-	f.StringVar(&o.latencyProfile, "latency-profile", "", "write a CPU profile and an execution trace (go tool trace) of each latency run to DIR/QUERY-latency.prof and DIR/QUERY-latency.trace")
+	f.StringVar(&o.latencyProfile, "latency-profile", "", "write a CPU profile and an execution trace (go tool trace) of each latency run to DIR/QUERY-latency.prof and DIR/QUERY-latency.trace, and its allocations to DIR/QUERY-latency.allocs (cumulative: use -base DIR/QUERY-latency-start.allocs)")
 	return cmd
 }
 
@@ -595,10 +595,21 @@ func startLatencyProfile(dir, name string) (stop func(), err error) {
 		tf.Close()
 		return nil, err
 	}
+	// The allocation profile is cumulative over the process: the run's
+	// own allocations are QUERY-latency.allocs with -base
+	// QUERY-latency-start.allocs.
+	writeAllocs := func(file string) {
+		if f, err := os.Create(filepath.Join(dir, file)); err == nil {
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
+	}
+	writeAllocs(name + "-latency-start.allocs")
 	return func() {
 		trace.Stop()
 		pprof.StopCPUProfile()
 		tf.Close()
 		pf.Close()
+		writeAllocs(name + "-latency.allocs")
 	}, nil
 }
