@@ -204,15 +204,15 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	// with headroom, not grown by slices.Grow, which would copy the old
 	// array whole (q11's trace showed that copy in the barrier while its
 	// sessions grew). A key has one window or more, so wins may still
-	// grow by append: the entries taken before then keep pointing into the
-	// old array, which the clear of the entries after encoding lets go.
+	// grow by append; the entries hold indexes into it, not pointers
+	// (genKeyCopy), so they stay right in the grown array.
 	nkeys := op.keys.Len()
 	keys, entries, wins := op.snapKeys[:0], op.snapCopy[:0], op.snapWins[:0]
 	if cap(keys) < nkeys {
 		keys = make([]*gkey[K, ACC, OUT], 0, nkeys+nkeys/4)
 	}
 	if cap(entries) < nkeys {
-		entries = make([]genEntry[K, ACC, OUT], 0, nkeys+nkeys/4)
+		entries = make([]genKeyCopy[K], 0, nkeys+nkeys/4)
 	}
 	if cap(wins) < nkeys {
 		wins = make([]genWinEntry[ACC, OUT], 0, nkeys+nkeys/4)
@@ -224,19 +224,30 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	pf := !op.noPrefetch
 	for i, ks := range keys {
 		if pf {
-			prefetchKeyCopy(keys, i)
+			op.prefetchKeyCopy(keys, i)
 		}
 		from := len(wins)
-		for _, w := range ks.wins {
+		for _, w := range op.winsOf(ks) {
 			wins = append(wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
 		}
-		entries = append(entries, genEntry[K, ACC, OUT]{Hash: ks.hash, Key: ks.key, Wins: wins[from:len(wins):len(wins)]})
+		entries = append(entries, genKeyCopy[K]{ks.hash, ks.key, uint32(from), uint32(len(wins))})
 	}
 	clear(keys) // the list is not kept: a deleted key's state may go
 	op.snapKeys, op.snapCopy, op.snapWins = keys, entries, wins
 	maxP := op.info.maxP
-	deferKeyedState(s, op.info, op.wm, &op.snap, entries, func(e *genEntry[K, ACC, OUT]) int { return int(e.Hash % maxP) },
-		func() { clear(wins) })
+	deferEncode(s, op.info, op.wm, &op.snap, func(add func(int, *genEntry[K, ACC, OUT])) {
+		var e genEntry[K, ACC, OUT]
+		for i := range entries {
+			c := &entries[i]
+			e = genEntry[K, ACC, OUT]{Hash: c.hash, Key: c.key, Wins: wins[c.from:c.to:c.to]}
+			add(int(c.hash%maxP), &e)
+		}
+	}, func() {
+		// Drop the copy's references (accumulators and results that
+		// hold pointers) until the next barrier fills the arrays again.
+		clear(entries)
+		clear(wins)
+	})
 	return op.winOut.forwardBarrier(b, s)
 }
 
@@ -246,13 +257,16 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 // key's second and later windows: hopping windows, a session opened beside
 // another); the second's object arrived by then, so reading its window
 // pointers does not wait.
-func prefetchKeyCopy[K comparable, ACC, OUT any](keys []*gkey[K, ACC, OUT], i int) {
+func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchKeyCopy(keys []*gkey[K, ACC, OUT], i int) {
 	if j := i + pfKeys; j < len(keys) {
 		prefetch.Lines(uintptr(unsafe.Pointer(keys[j])), unsafe.Sizeof(gkey[K, ACC, OUT]{}))
 	}
 	if j := i + pfEvents; j < len(keys) {
 		ks := keys[j]
-		for _, w := range ks.wins {
+		if ks.more == 0 {
+			return // no window but the inline one
+		}
+		for _, w := range op.lists[ks.more-1] {
 			if w != &ks.first {
 				prefetch.Lines(uintptr(unsafe.Pointer(w)), unsafe.Sizeof(gwin[ACC, OUT]{}))
 			}

@@ -42,6 +42,13 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 
 	keys    *hashtable.Table[K, *gkey[K, ACC, OUT]]
 	etimers pq.Heap[ktimer[K, ACC, OUT]]
+	// lists[ks.more-1] is the windows of a key ks whose windows are not
+	// just its inline first (winsOf); freeLists is the unused indexes,
+	// whose arrays are kept for the next key that needs one. one is
+	// winsOf's list of a key's inline window.
+	lists     [][]*gwin[ACC, OUT]
+	freeLists []int32
+	one       [1]*gwin[ACC, OUT]
 	// Tumbling and hopping windows: event-time timers in FIFO queues
 	// instead of etimers (window_fixed_timers.go).
 	isFixed bool
@@ -64,7 +71,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	// barrierDeferred's list of the key objects and its copy of the keys
 	// and their windows, reused.
 	snapKeys []*gkey[K, ACC, OUT]
-	snapCopy []genEntry[K, ACC, OUT]
+	snapCopy []genKeyCopy[K]
 	snapWins []genWinEntry[ACC, OUT]
 	// noPrefetch walks keys without asking for their memory ahead (a
 	// firing's prefetchFire, the barrier's prefetchKeyCopy): set only by
@@ -74,31 +81,116 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 
 // gkey is one key's open windows.
 //
-// Its first window and the array of its first two window pointers live in
-// the gkey itself (newGKey, newWin): walking the keys (a barrier's copy,
-// firing) then reads one object per key instead of three scattered ones.
-// The barrier's copy of Nexmark q8's state (CoGroup, tumbling windows, most
-// keys in one window) was bound by those cache misses: 20–300 ms of the
-// task's time per checkpoint in a trace at 300 K events/s.
+// Its first window lives in the gkey itself (newGKey, newWin): walking the
+// keys (a barrier's copy, firing) then reads one object per key instead of
+// scattered ones. The barrier's copy of Nexmark q8's state (CoGroup,
+// tumbling windows, most keys in one window) was bound by those cache
+// misses: 20–300 ms of the task's time per checkpoint in a trace at 300 K
+// events/s.
+//
+// A gkey holds no pointer of its own: a key whose only window is the
+// inline one (firstLive) needs nothing else, and the list of a key with
+// other windows is the operator's (more, winsOf). With a key, accumulator
+// and result without pointers (Nexmark q11: int64 bidders, counts), the
+// gkeys are then objects the garbage collector marks without reading
+// them. q11's ~400 K open sessions a subtask were the largest part of the
+// heap its mark phases scanned, and its slowest rows came at the end of
+// those phases (docs/performance.md, "Twelfth pass").
 type gkey[K comparable, ACC, OUT any] struct {
 	key  K
 	hash uint64
-	wins []*gwin[ACC, OUT]
 	// The key's entry in the event-time heap, if hasTimer.
 	timer    tkey
 	hasTimer bool
 	// firstUsed: first has held a window. It is never reused for another
 	// (a timer queue may still point to it after its window went).
 	firstUsed bool
-	winsArr   [2]*gwin[ACC, OUT]
-	first     gwin[ACC, OUT]
+	// firstLive: first is the key's only window (more is 0).
+	firstLive bool
+	// more is 1 + the index of the key's window list in the operator's
+	// lists, or 0 if the key's windows are just first (firstLive) or none.
+	more  int32
+	first gwin[ACC, OUT]
 }
 
 // newGKey returns a key's state with no windows.
 func newGKey[K comparable, ACC, OUT any](key K, hash uint64) *gkey[K, ACC, OUT] {
-	ks := &gkey[K, ACC, OUT]{key: key, hash: hash}
-	ks.wins = ks.winsArr[:0]
-	return ks
+	return &gkey[K, ACC, OUT]{key: key, hash: hash}
+}
+
+// winsOf is the windows of ks, in the order they were added (the order of
+// merges and of the snapshot's entries). Changes go through setWins or
+// appendWin; the list of a key with only its inline window is op.one, good
+// until the next call.
+func (op *genWindowOp[K, T, ACC, OUT, R]) winsOf(ks *gkey[K, ACC, OUT]) []*gwin[ACC, OUT] {
+	if ks.more != 0 {
+		return op.lists[ks.more-1]
+	}
+	if ks.firstLive {
+		op.one[0] = &ks.first
+		return op.one[:1:1]
+	}
+	return nil
+}
+
+// setWins makes ws (which may be winsOf(ks), changed in place) the windows
+// of ks.
+func (op *genWindowOp[K, T, ACC, OUT, R]) setWins(ks *gkey[K, ACC, OUT], ws []*gwin[ACC, OUT]) {
+	if len(ws) == 0 || len(ws) == 1 && ws[0] == &ks.first {
+		ks.firstLive = len(ws) == 1
+		if ks.more != 0 {
+			i := ks.more - 1
+			clear(op.lists[i]) // a list kept for reuse holds no window
+			op.lists[i] = op.lists[i][:0]
+			op.freeLists = append(op.freeLists, i)
+			ks.more = 0
+		}
+		return
+	}
+	i := op.listOf(ks)
+	l := op.lists[i]
+	old := len(l)
+	if cap(l) < len(ws) {
+		l = make([]*gwin[ACC, OUT], len(ws), 2*len(ws))
+	} else {
+		l = l[:len(ws)]
+	}
+	copy(l, ws)
+	if old > len(ws) {
+		clear(l[len(ws):old])
+	}
+	op.lists[i] = l
+}
+
+// appendWin adds w to the windows of ks.
+func (op *genWindowOp[K, T, ACC, OUT, R]) appendWin(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
+	if w == &ks.first && ks.more == 0 && !ks.firstLive {
+		ks.firstLive = true
+		return
+	}
+	i := op.listOf(ks)
+	op.lists[i] = append(op.lists[i], w)
+}
+
+// listOf gives ks a window list if it has none (with its inline window, if
+// live) and returns its index.
+func (op *genWindowOp[K, T, ACC, OUT, R]) listOf(ks *gkey[K, ACC, OUT]) int32 {
+	if ks.more != 0 {
+		return ks.more - 1
+	}
+	var i int32
+	if n := len(op.freeLists); n > 0 {
+		i, op.freeLists = op.freeLists[n-1], op.freeLists[:n-1]
+	} else {
+		i = int32(len(op.lists))
+		op.lists = append(op.lists, make([]*gwin[ACC, OUT], 0, 2))
+	}
+	if ks.firstLive {
+		op.lists[i] = append(op.lists[i], &ks.first)
+		ks.firstLive = false
+	}
+	ks.more = i + 1
+	return i
 }
 
 // newWin returns storage for a new window of ks: its inline window the
@@ -251,7 +343,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 		var merged []*gwin[ACC, OUT]
 		if op.w.kind == sessionWindows && ks != nil {
 			// Windows that overlap or touch [start, end) merge with it.
-			for _, w := range ks.wins {
+			for _, w := range op.winsOf(ks) {
 				if w.start <= end && start <= w.end {
 					merged = append(merged, w)
 					start, end = min(start, w.start), max(end, w.end)
@@ -292,7 +384,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 		return merged[0]
 	}
 	if merged == nil {
-		for _, w := range ks.wins {
+		for _, w := range op.winsOf(ks) {
 			if w.start == start && w.end == end {
 				return w
 			}
@@ -301,12 +393,13 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 	if len(merged) == 0 {
 		nw := ks.newWin()
 		*nw = gwin[ACC, OUT]{start: start, end: end, acc: op.agg.Create()}
-		ks.wins = append(ks.wins, nw)
+		op.appendWin(ks, nw)
 		op.addWin(ks, nw)
 		return nw
 	}
-	keep := ks.wins[:0]
-	for _, w := range ks.wins {
+	ws := op.winsOf(ks)
+	keep := ws[:0]
+	for _, w := range ws {
 		isMerged := false
 		for _, m := range merged {
 			if m == w {
@@ -317,7 +410,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 			keep = append(keep, w)
 		}
 	}
-	ks.wins = keep
+	op.setWins(ks, keep)
 	acc, count, dirty := op.agg.Create(), int64(0), false
 	for _, m := range merged {
 		acc = op.agg.Merge(acc, m.acc)
@@ -340,7 +433,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 	// (window_fixed_timers.go).
 	nw := merged[0]
 	*nw = gwin[ACC, OUT]{start: start, end: end, acc: acc, count: count, dirty: dirty}
-	ks.wins = append(ks.wins, nw)
+	op.appendWin(ks, nw)
 	op.addWin(ks, nw)
 	return nw
 }
@@ -373,7 +466,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) winTimer(w *gwin[ACC, OUT]) (tkey, boo
 func (op *genWindowOp[K, T, ACC, OUT, R]) nextTimer(ks *gkey[K, ACC, OUT]) (*gwin[ACC, OUT], tkey) {
 	var first *gwin[ACC, OUT]
 	var ft tkey
-	for _, w := range ks.wins {
+	for _, w := range op.winsOf(ks) {
 		if t, ok := op.winTimer(w); ok && (first == nil || t.less(ft)) {
 			first, ft = w, t
 		}
@@ -467,7 +560,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 	if p == nil {
 		return nil, nil
 	}
-	for _, w := range (*p).wins {
+	for _, w := range op.winsOf(*p) {
 		if w.start == t.start && w.end == t.end {
 			return *p, w
 		}
@@ -477,13 +570,15 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
 	w.gone = true
-	for i, x := range ks.wins {
+	ws := op.winsOf(ks)
+	for i, x := range ws {
 		if x == w {
-			ks.wins = append(ks.wins[:i], ks.wins[i+1:]...)
+			ws = append(ws[:i], ws[i+1:]...)
 			break
 		}
 	}
-	if len(ks.wins) == 0 {
+	op.setWins(ks, ws)
+	if len(ws) == 0 {
 		op.keys.Delete(ks.hash, ks.key)
 	}
 }
@@ -530,7 +625,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 			}
 			op.remove(ks, w)
 		}
-		if len(ks.wins) > 0 {
+		if ks.firstLive || ks.more != 0 {
 			if w, next := op.nextTimer(ks); w != nil {
 				op.schedule(ks, next)
 			}
@@ -544,7 +639,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 			return true
 		})
 		for _, ks := range pending {
-			for _, w := range append([]*gwin[ACC, OUT](nil), ks.wins...) {
+			for _, w := range append([]*gwin[ACC, OUT](nil), op.winsOf(ks)...) {
 				if err := op.fire(ks, w); err != nil {
 					return err
 				}
@@ -607,6 +702,17 @@ type genEntry[K comparable, ACC, OUT any] struct {
 	Wins []genWinEntry[ACC, OUT]
 }
 
+// genKeyCopy is a key in barrierDeferred's copy: its windows are
+// snapWins[from:to]. It holds no pointer (unless K does), unlike the
+// genEntry it is encoded as, whose Wins would point into snapWins: the
+// copy stays allocated between checkpoints, and the garbage collector
+// would follow one pointer per key of it at every cycle.
+type genKeyCopy[K comparable] struct {
+	hash     uint64
+	key      K
+	from, to uint32
+}
+
 type genWinEntry[ACC, OUT any] struct {
 	Start, End                  int64
 	Acc                         ACC
@@ -630,7 +736,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot
 	op.keys.All(func(h uint64, _ K, p **gkey[K, ACC, OUT]) bool {
 		ks := *p
 		e.Hash, e.Key, e.Wins = ks.hash, ks.key, reuse(g, e.Wins)
-		for _, w := range ks.wins {
+		for _, w := range op.winsOf(ks) {
 			e.Wins = append(e.Wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
 		}
 		g.Add(int(h%op.info.maxP), &e)
@@ -657,7 +763,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) err
 			w := ks.newWin()
 			*w = gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
 				dirty: we.Dirty, last: we.Last, early: we.Early, lateTimer: we.LateTimer, procTimer: we.ProcTimer}
-			ks.wins = append(ks.wins, w)
+			op.appendWin(ks, w)
 			op.addWin(ks, w)
 			if w.early {
 				op.procTimer(ks, w, tEarly, now+op.trig.early)
