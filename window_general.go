@@ -8,6 +8,7 @@ import (
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
 	"github.com/weirstream/weir/internal/pq"
+	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -289,7 +290,14 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) push(b *batch[keyed[K, T]]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
+	// Ask for the table slot of the key pfKeys records ahead: a table of
+	// many keys (Nexmark q11: ~400 K open sessions a subtask) is larger
+	// than the caches, and each record's lookup waited for its slot.
+	pf := !op.noPrefetch && op.keys.Len() >= pfTableKeys
 	for i := range b.data {
+		if pf && i+pfKeys < len(b.data) {
+			prefetch.Two(op.keys.Home(b.data[i+pfKeys].hash))
+		}
 		if w := b.wm[i]; w > op.wm {
 			if err := op.advance(w); err != nil {
 				return err
@@ -307,6 +315,10 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) push(b *batch[keyed[K, T]]) error {
 	}
 	return op.endBatch(op.wm, b.idle)
 }
+
+// pfTableKeys is the number of keys from which push prefetches table
+// slots: below it the table fits the caches.
+const pfTableKeys = 1 << 14
 
 // windowsOf lists the windows an event at ts belongs to, latest first
 // (sessions: its own [ts, ts+gap) before merging).

@@ -67,3 +67,54 @@ func BenchmarkSessionStateGC(b *testing.B) {
 	b.ReportMetric(float64(with)/float64(n)/1e6, "gc-ms")
 	b.ReportMetric(per/keys, "ns/key")
 }
+
+// BenchmarkSessionPush is the cost per event of adding events to 400 K
+// open sessions (Nexmark q11's state per subtask), keys in random order,
+// with and without push's prefetch of the table slots ahead.
+func BenchmarkSessionPush(b *testing.B) {
+	for _, pf := range []bool{false, true} {
+		name := "noprefetch"
+		if pf {
+			name = "prefetch"
+		}
+		b.Run(name, func(b *testing.B) {
+			render := func(emit func(int64), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
+				emit(v)
+				return nil
+			}
+			op := &genWindowOp[int64, int64, int64, int64, int64]{
+				winOut: winOut[int64, int64, int64]{out: &discardSink[int64]{}, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
+				w:      Session(10 * time.Second), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
+				now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
+				noPrefetch: !pf,
+			}
+			op.init()
+			const keys = 400_000
+			in := newBatch[keyed[int64, int64]](1024)
+			r := uint64(1)
+			fill := func(ts int64) {
+				in.reset()
+				for range 1024 {
+					r = r*6364136223846793005 + 1442695040888963407
+					k := int64(r>>33) % keys
+					in.add(keyed[int64, int64]{hash: uint64(k) * 0x9E3779B97F4A7C15, key: k, val: k}, ts, watermark.Min)
+				}
+			}
+			for ts := int64(0); op.keys.Len() < keys*9/10; ts++ {
+				fill(1000 + ts%1000)
+				if err := op.push(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := 0
+			for b.Loop() {
+				fill(1000 + int64(n%1000))
+				n++
+				if err := op.push(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*1024), "ns/event")
+		})
+	}
+}
