@@ -44,3 +44,35 @@ func TestPushDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per push+pop", a)
 	}
 }
+
+// timer is the size of the general window's heap entries (32 bytes).
+type timer struct {
+	at, seq int64
+	kind    uint8
+	p       *int
+}
+
+func (a timer) Less(b timer) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+// BenchmarkHeapLarge pops the smallest of 400 K timers and pushes one
+// later, as a session window's timers move (Nexmark q11's heap per
+// subtask): ns per pop and push.
+func BenchmarkHeapLarge(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h Heap[timer]
+	var seq int64
+	for range 400_000 {
+		seq++
+		h.Push(timer{at: r.Int64N(10_000_000), seq: seq})
+	}
+	for b.Loop() {
+		t := h.Pop()
+		seq++
+		h.Push(timer{at: t.at + r.Int64N(10_000_000), seq: seq})
+	}
+}
