@@ -26,15 +26,10 @@ type Generator struct {
 	text  string // ref nextString's alphabet: ' ' w.p. 1/13, else a-z
 	extra string // ref nextExactString's alphabet (see newExtraPool)
 
-	names   []string // every "First Last" of ref's lists
-	hotURLs [len(hotChannels)]string
-	// channels[i] is channel-i and its url, i < channelsNumber: a pair, so
-	// that a bid's cold channel is one cache miss, not two (two arrays of
-	// 160 KB were 5% of Nexmark q11's CPU beside its large state).
-	channels []channel
+	names                 []string // every "First Last" of ref's lists
+	hotURLs               [len(hotChannels)]string
+	channels, channelURLs []string // channel-i and its url, i < channelsNumber
 }
-
-type channel struct{ name, url string }
 
 const poolSize = 1 << 20
 
@@ -62,8 +57,10 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	for i := range g.hotURLs {
 		g.hotURLs[i] = baseURL(&r)
 	}
-	g.channels = make([]channel, channelsNumber)
+	g.channels = make([]string, channelsNumber)
+	g.channelURLs = make([]string, channelsNumber)
 	for i := range channelsNumber {
+		g.channels[i] = "channel-" + strconv.Itoa(i)
 		u := baseURL(&r)
 		if r.intn(10) > 0 {
 			// ref: "&channel_id=" + Math.abs(Integer.reverse(i)). Java's
@@ -74,7 +71,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 			}
 			u += "&channel_id=" + strconv.Itoa(int(v))
 		}
-		g.channels[i] = channel{"channel-" + strconv.Itoa(i), u}
+		g.channelURLs[i] = u
 	}
 	return g, nil
 }
@@ -250,8 +247,7 @@ func (g *Generator) bid(n int64, r *rng, ts int64, b *Bid) {
 		b.Channel, b.URL = hotChannels[i], g.hotURLs[i]
 	} else {
 		i := r.intn(channelsNumber)
-		c := &g.channels[i]
-		b.Channel, b.URL = c.name, c.url
+		b.Channel, b.URL = g.channels[i], g.channelURLs[i]
 	}
 	b.DateTime = ts
 	b.Extra = g.nextExtra(r, 8+8+8+8, g.cfg.AvgBidByteSize)
