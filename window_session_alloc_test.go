@@ -18,16 +18,7 @@ import (
 // cycles). The counts show the merges still happen.
 func TestSessionGrowDoesNotAllocate(t *testing.T) {
 	sink := &collectSink[int64]{}
-	render := func(emit func(int64), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
-		emit(v)
-		return nil
-	}
-	op := &genWindowOp[int64, int64, int64, int64, int64]{
-		winOut: winOut[int64, int64, int64]{out: sink, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      Session(10 * time.Second), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
-		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
-	}
-	op.init()
+	op := sessionCountOp(10*time.Second, sink)
 	const keys = 100
 	in := newBatch[keyed[int64, int64]](keys)
 	ts := int64(1000)
@@ -105,12 +96,7 @@ func TestSessionWindowListsReused(t *testing.T) {
 		emit(strconv.FormatInt(key, 10) + "@" + strconv.FormatInt(w.start, 10) + "-" + strconv.FormatInt(w.end, 10) + "=" + strconv.FormatInt(v, 10))
 		return nil
 	}
-	op := &genWindowOp[int64, int64, int64, int64, string]{
-		winOut: winOut[int64, int64, string]{out: sink, ob: newBatch[string](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      Session(10 * time.Millisecond), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
-		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
-	}
-	op.init()
+	op := sessionOp[string](10*time.Millisecond, sink, render)
 	const keys = 50
 	in := newBatch[keyed[int64, int64]](4 * keys)
 	push := func(wm int64, tss ...int64) {
@@ -171,4 +157,25 @@ func TestSessionWindowListsReused(t *testing.T) {
 	if len(op.lists) != len(op.freeLists) {
 		t.Errorf("%d window lists, %d free, with no key left", len(op.lists), len(op.freeLists))
 	}
+}
+
+// sessionCountOp is a session window of gap counting int64 events of
+// int64 keys, each result rendered as v into out.
+func sessionCountOp(gap time.Duration, out consumer[int64]) *genWindowOp[int64, int64, int64, int64, int64] {
+	return sessionOp(gap, out, func(emit func(int64), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
+		emit(v)
+		return nil
+	})
+}
+
+// sessionOp is a session window of gap counting int64 events of int64
+// keys, rendering results into out with render.
+func sessionOp[R any](gap time.Duration, out consumer[R], render func(emit func(R), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error) *genWindowOp[int64, int64, int64, int64, R] {
+	op := &genWindowOp[int64, int64, int64, int64, R]{
+		winOut: winOut[int64, int64, R]{out: out, ob: newBatch[R](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
+		w:      Session(gap), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
+		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
+	}
+	op.init()
+	return op
 }

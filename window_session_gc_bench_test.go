@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -15,16 +14,7 @@ import (
 // (Nexmark q11's state at 3 M events/s, per subtask), against the same
 // collection with the state gone. Reported as ms per GC and ns per key.
 func BenchmarkSessionStateGC(b *testing.B) {
-	render := func(emit func(int64), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
-		emit(v)
-		return nil
-	}
-	op := &genWindowOp[int64, int64, int64, int64, int64]{
-		winOut: winOut[int64, int64, int64]{out: &discardSink[int64]{}, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      Session(10 * time.Second), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
-		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
-	}
-	op.init()
+	op := sessionCountOp(10*time.Second, &discardSink[int64]{})
 	const keys = 400_000
 	in := newBatch[keyed[int64, int64]](1024)
 	add := func(k, ts int64) {
@@ -78,17 +68,8 @@ func BenchmarkSessionPush(b *testing.B) {
 			name = "prefetch"
 		}
 		b.Run(name, func(b *testing.B) {
-			render := func(emit func(int64), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
-				emit(v)
-				return nil
-			}
-			op := &genWindowOp[int64, int64, int64, int64, int64]{
-				winOut: winOut[int64, int64, int64]{out: &discardSink[int64]{}, ob: newBatch[int64](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-				w:      Session(10 * time.Second), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
-				now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
-				noPrefetch: !pf,
-			}
-			op.init()
+			op := sessionCountOp(10*time.Second, &discardSink[int64]{})
+			op.noPrefetch = !pf
 			const keys = 400_000
 			in := newBatch[keyed[int64, int64]](1024)
 			r := uint64(1)
