@@ -122,30 +122,6 @@ const (
 	encodeRest = 2
 )
 
-// deferKeyedState adds a deferred state file to s: the entries, copied at
-// the barrier, are encoded by key group when the coordinator resolves it.
-// kg gives an entry's key group. g must be used by nothing else but such
-// deferred encodings (the coordinator runs them one at a time).
-//
-// After the encoding, the entries are cleared, and release (if not nil)
-// clears what else the copy refers to: an append-only accumulator's
-// events should not stay alive until the next checkpoint.
-func deferKeyedState[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], entries []E, kg func(*E) int, release func()) {
-	deferEncode(s, info, wm, g, func(add func(int, *E)) {
-		for i := range entries {
-			add(kg(&entries[i]), &entries[i])
-		}
-	}, func() {
-		// Drop the copy's references (append-only accumulators' slices)
-		// so that fired windows' events do not stay alive until the next
-		// checkpoint; the next barrier fills the array again.
-		clear(entries)
-		if release != nil {
-			release()
-		}
-	})
-}
-
 // deferEncode adds a deferred state file to s: walk, run when the
 // coordinator resolves it, passes every entry of the barrier's copy to add
 // with its key group; release (if not nil) then drops the copy's
@@ -228,7 +204,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 		}
 		from := len(wins)
 		for _, w := range op.winsOf(ks) {
-			wins = append(wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+			wins = append(wins, w.entry())
 		}
 		entries = append(entries, genKeyCopy[K]{ks.hash, ks.key, uint32(from), uint32(len(wins))})
 	}

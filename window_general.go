@@ -119,6 +119,9 @@ func newGKey[K comparable, ACC, OUT any](key K, hash uint64) *gkey[K, ACC, OUT] 
 	return &gkey[K, ACC, OUT]{key: key, hash: hash}
 }
 
+// hasWins reports whether ks has a window.
+func (ks *gkey[K, ACC, OUT]) hasWins() bool { return ks.firstLive || ks.more != 0 }
+
 // winsOf is the windows of ks, in the order they were added (the order of
 // merges and of the snapshot's entries). Changes go through setWins or
 // appendWin; the list of a key with only its inline window is op.one, good
@@ -149,16 +152,10 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) setWins(ks *gkey[K, ACC, OUT], ws []*g
 		return
 	}
 	i := op.listOf(ks)
-	l := op.lists[i]
-	old := len(l)
-	if cap(l) < len(ws) {
-		l = make([]*gwin[ACC, OUT], len(ws), 2*len(ws))
-	} else {
-		l = l[:len(ws)]
-	}
-	copy(l, ws)
-	if old > len(ws) {
-		clear(l[len(ws):old])
+	old := len(op.lists[i])
+	l := append(op.lists[i][:0], ws...) // ws may be this list, shortened
+	if old > len(l) {
+		clear(l[len(l):old]) // the windows it no longer holds
 	}
 	op.lists[i] = l
 }
@@ -637,7 +634,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 			}
 			op.remove(ks, w)
 		}
-		if ks.firstLive || ks.more != 0 {
+		if ks.hasWins() {
 			if w, next := op.nextTimer(ks); w != nil {
 				op.schedule(ks, next)
 			}
@@ -725,6 +722,11 @@ type genKeyCopy[K comparable] struct {
 	from, to uint32
 }
 
+// entry is w as the snapshot stores it.
+func (w *gwin[ACC, OUT]) entry() genWinEntry[ACC, OUT] {
+	return genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer}
+}
+
 type genWinEntry[ACC, OUT any] struct {
 	Start, End                  int64
 	Acc                         ACC
@@ -749,7 +751,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot
 		ks := *p
 		e.Hash, e.Key, e.Wins = ks.hash, ks.key, reuse(g, e.Wins)
 		for _, w := range op.winsOf(ks) {
-			e.Wins = append(e.Wins, genWinEntry[ACC, OUT]{w.start, w.end, w.acc, w.count, w.fired, w.dirty, w.last, w.early, w.lateTimer, w.procTimer})
+			e.Wins = append(e.Wins, w.entry())
 		}
 		g.Add(int(h%op.info.maxP), &e)
 		return true

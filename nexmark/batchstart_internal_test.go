@@ -18,7 +18,7 @@ func (c *batchCounter) Close() error      { return nil }
 // for append-only and for updating queries.
 func TestSinkWritersStartBatches(t *testing.T) {
 	c := &batchCounter{}
-	rw := rowWriter[Q8Row, *Q8Row]{c}
+	rw := newRowWriter[Q8Row, *Q8Row](c)
 	for _, n := range []int{3, 1} {
 		if err := rw.Write(context.Background(), make([]Q8Row, n)); err != nil {
 			t.Fatal(err)
@@ -28,7 +28,7 @@ func TestSinkWritersStartBatches(t *testing.T) {
 		t.Fatalf("rows: %d batches, %d rows; want 2 and 4", c.batches, c.rows)
 	}
 	c = &batchCounter{}
-	cw := changeWriter[Q4Row, *Q4Row]{c}
+	cw := newChangeWriter[Q4Row, *Q4Row](c)
 	if err := cw.Write(context.Background(), make([]weir.Change[Q4Row], 5)); err != nil {
 		t.Fatal(err)
 	}

@@ -67,18 +67,30 @@ func (s changeSink[R, PR]) OpenWriter(_ context.Context, subtask, _ int) (weir.S
 	if err != nil {
 		return nil, err
 	}
-	return changeWriter[R, PR]{w}, nil
+	return newChangeWriter[R, PR](w), nil
 }
 
 type changeWriter[R any, PR interface {
 	*R
 	Row
 	Keyed
-}] struct{ w RowWriter }
+}] struct {
+	w  RowWriter
+	bs BatchStarter // w, if it is one
+}
+
+func newChangeWriter[R any, PR interface {
+	*R
+	Row
+	Keyed
+}](w RowWriter) changeWriter[R, PR] {
+	bs, _ := w.(BatchStarter)
+	return changeWriter[R, PR]{w, bs}
+}
 
 func (w changeWriter[R, PR]) Write(_ context.Context, rows []weir.Change[R]) error {
-	if b, ok := w.w.(BatchStarter); ok {
-		b.StartBatch()
+	if w.bs != nil {
+		w.bs.StartBatch()
 	}
 	for i := range rows {
 		if err := w.w.Write(changeRow[R, PR]{&rows[i]}); err != nil {

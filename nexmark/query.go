@@ -60,17 +60,28 @@ func (s rowSink[R, PR]) OpenWriter(_ context.Context, subtask, _ int) (weir.Sink
 	if err != nil {
 		return nil, err
 	}
-	return rowWriter[R, PR]{w}, nil
+	return newRowWriter[R, PR](w), nil
 }
 
 type rowWriter[R any, PR interface {
 	*R
 	Row
-}] struct{ w RowWriter }
+}] struct {
+	w  RowWriter
+	bs BatchStarter // w, if it is one
+}
+
+func newRowWriter[R any, PR interface {
+	*R
+	Row
+}](w RowWriter) rowWriter[R, PR] {
+	bs, _ := w.(BatchStarter)
+	return rowWriter[R, PR]{w, bs}
+}
 
 func (w rowWriter[R, PR]) Write(_ context.Context, rows []R) error {
-	if b, ok := w.w.(BatchStarter); ok {
-		b.StartBatch()
+	if w.bs != nil {
+		w.bs.StartBatch()
 	}
 	for i := range rows {
 		if err := w.w.Write(PR(&rows[i])); err != nil {
