@@ -1,6 +1,9 @@
 package weir
 
-import "cmp"
+import (
+	"cmp"
+	"reflect"
+)
 
 // AggregateFunction aggregates a window's records incrementally: the window
 // keeps one accumulator per key instead of the records themselves. Merge
@@ -10,6 +13,25 @@ type AggregateFunction[IN, ACC, OUT any] interface {
 	Add(acc ACC, in IN) ACC
 	Merge(a, b ACC) ACC
 	Result(acc ACC) OUT
+}
+
+// IdentityResult is an optional interface of an AggregateFunction whose
+// Result returns the accumulator it is given, unchanged (ACC and OUT are
+// one type). A window firing then copies each accumulator into its result
+// without calling Result: a call through the interface with a struct by
+// value was a third of the cost of firing a key of Nexmark q8's window
+// (BenchmarkAlignedFireRows; docs/performance.md, "Thirteenth pass"). The
+// marker is ignored when ACC and OUT differ.
+type IdentityResult interface {
+	// IdentityResult marks the promise; it is never called.
+	IdentityResult()
+}
+
+// identityResult reports whether agg's Result may be skipped: it says
+// IdentityResult and its accumulators are its results.
+func identityResult[ACC, OUT any](agg any) bool {
+	_, ok := agg.(IdentityResult)
+	return ok && reflect.TypeFor[ACC]() == reflect.TypeFor[OUT]()
 }
 
 // AggregateFuncs builds an AggregateFunction from four functions.
@@ -45,6 +67,7 @@ func (countAgg[T]) Create() int64          { return 0 }
 func (countAgg[T]) Add(a int64, _ T) int64 { return a + 1 }
 func (countAgg[T]) Merge(a, b int64) int64 { return a + b }
 func (countAgg[T]) Result(a int64) int64   { return a }
+func (countAgg[T]) IdentityResult()        {}
 
 type sumAgg[T any, N Number] struct{ fn func(T) N }
 
@@ -55,6 +78,7 @@ func (s sumAgg[T, N]) Create() N       { return 0 }
 func (s sumAgg[T, N]) Add(a N, in T) N { return a + s.fn(in) }
 func (s sumAgg[T, N]) Merge(a, b N) N  { return a + b }
 func (s sumAgg[T, N]) Result(a N) N    { return a }
+func (s sumAgg[T, N]) IdentityResult() {}
 
 // Opt is an optional value: the accumulator of Min, Max and Reduce, which
 // have no value before their first record.

@@ -36,6 +36,7 @@ func (pairAgg) Add(a pairWin, s pairSide) pairWin {
 }
 func (pairAgg) Merge(a, _ pairWin) pairWin { return a }
 func (pairAgg) Result(a pairWin) pairWin   { return a }
+func (pairAgg) IdentityResult()            {}
 
 type pairRow struct {
 	ID         int64
@@ -75,7 +76,7 @@ func BenchmarkAlignedFireRows(b *testing.B) {
 		op := &alignedWindowOp[int64, pairSide, pairWin, pairWin]{
 			winOut: winOut[int64, pairSide, WindowResult[int64, pairWin]]{out: fm, ob: newBatch[WindowResult[int64, pairWin]](1024),
 				batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-			w: Tumbling(10 * time.Second), agg: pairAgg{}, wm: watermark.Min, nextFire: watermark.Max,
+			w: Tumbling(10 * time.Second), agg: pairAgg{}, wm: watermark.Min, nextFire: watermark.Max, ident: identityResult[pairWin, pairWin](pairAgg{}),
 			info: opInfo{uid: "w", name: "w", maxP: 128},
 		}
 		bk := op.bucket(0, 10000)

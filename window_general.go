@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"runtime/trace"
+	"unsafe"
 
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
@@ -69,6 +70,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	err    error
 	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
 	async  bool // keys, accumulators and results are shareable: barrierDeferred
+	ident  bool // agg says IdentityResult: a result is a copy of its accumulator
 	// barrierDeferred's list of the key objects and its copy of the keys
 	// and their windows, reused.
 	snapKeys []*gkey[K, ACC, OUT]
@@ -535,7 +537,12 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) fire(ks *gkey[K, ACC, OUT], w *gwin[AC
 	if !w.dirty {
 		return nil
 	}
-	v := op.agg.Result(w.acc)
+	var v OUT
+	if op.ident {
+		v = *(*OUT)(unsafe.Pointer(&w.acc))
+	} else {
+		v = op.agg.Result(w.acc)
+	}
 	op.outTS = w.end - 1 // Flink stamps window results with window.maxTimestamp()
 	if !w.fired {
 		op.renderKind(ks.key, w, Insert, v)

@@ -93,14 +93,14 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			}
 			_, count := any(agg).(countAgg[T])
 			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
-				count: count, async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[ACC]())}
+				count: count, ident: identityResult[ACC, OUT](agg), async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[ACC]())}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
 				return nil, err
 			}
 			g := &genWindowOp[K, T, ACC, OUT, R]{winOut: wo, w: w, agg: agg, trig: trig, lateness: cfg.lateness,
-				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n),
+				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n), ident: identityResult[ACC, OUT](agg),
 				async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[OUT]())}
 			g.init()
 			st.timers = append(st.timers, g)
@@ -188,6 +188,9 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	// count: agg is Count, so ACC is int64 and adding a record is an
 	// increment, with no call through the AggregateFunction interface.
 	count bool
+	// ident: agg says IdentityResult, so a result is its accumulator,
+	// copied without a call through the interface.
+	ident bool
 	async bool // keys and accumulators are shareable: barrierDeferred
 	cow   alignedCOW[K, ACC]
 }
@@ -331,7 +334,11 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	put := func(k K, acc *ACC) bool {
 		r := op.ob.put(ts, wm)
 		r.Key, r.Start, r.End, r.Kind = k, start, end, Insert
-		r.Value = op.agg.Result(*acc)
+		if op.ident {
+			r.Value = *(*OUT)(unsafe.Pointer(acc))
+		} else {
+			r.Value = op.agg.Result(*acc)
+		}
 		err = op.pushFull(wm)
 		return err == nil
 	}

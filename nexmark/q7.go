@@ -109,6 +109,9 @@ func (q7MaxAgg) Result(a q7Top) q7Top { return a }
 // at the barrier and encode them later (weir.AppendOnlyAccumulator).
 func (q7MaxAgg) AppendOnlyAccumulator() {}
 
+// IdentityResult: Result returns the accumulator (weir.IdentityResult).
+func (q7MaxAgg) IdentityResult() {}
+
 // q7Cand is a partial maximum of a window (Edge false) or a bid at its end.
 type q7Cand struct {
 	End  int64

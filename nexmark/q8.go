@@ -114,6 +114,10 @@ func (q8Agg) Result(a Q8Window) Q8Window { return a }
 
 func (q8Agg) AppendOnlyAccumulator() {}
 
+// IdentityResult: Result returns the accumulator, so a firing copies it
+// without the call (weir.IdentityResult).
+func (q8Agg) IdentityResult() {}
+
 // AppendJSON implements Row.
 func (r *Q8Row) AppendJSON(dst []byte) []byte {
 	dst = appendIntField(dst, `{"id":`, r.ID)
