@@ -115,6 +115,15 @@ type reader struct {
 // time, so holding an event back counts against the engine: at most
 // paceGrain, less when a batch fills sooner (at 3.3 M events/s over two
 // splits, a batch of 1,024 is due every 0.6 ms).
+//
+// The same holds when a reader is a little behind: while the job sends a
+// batch on, more events come due, and a reader that read whatever was due
+// read a smaller batch each time, down to a few events a read, and never
+// caught up enough to wait. Nexmark q8's latency run at 6.4 M events/s
+// read 6.7 events a read (28 M reads in 30 s); waiting for a batch there
+// too made it 1,024 (183 K reads) and cut the run's CPU by 15%
+// (TestPacedReaderBehindReadsBatches; docs/performance.md, "Thirteenth
+// pass"). A reader that is a batch or more behind reads at once.
 const paceGrain = time.Millisecond
 
 // Read implements weir.SplitReader.
@@ -130,14 +139,17 @@ func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 		start := r.s.start.Load()
 		elapsed := r.s.now() - start
 		due := int64(float64(elapsed) / 1e9 * cfg.RateLimit) // events due by now
-		if r.next >= due && r.next < end {
-			// Nothing is due: wait until a batch is, or paceGrain
-			// after the next event is (see paceGrain), or the end.
+		if r.next < end {
+			// Less than a batch is due (perhaps nothing): wait until a
+			// batch is, or paceGrain after the next event was (see
+			// paceGrain), or the end.
 			last := max(min(r.next+step*int64(len(dst)-1), end-1), r.next)
-			lastDue := dueAt(last, cfg.RateLimit)
 			nextDue := dueAt(r.next, cfg.RateLimit)
-			wait := min(lastDue, nextDue+int64(paceGrain)) - elapsed
-			return 0, r.s.sleep(ctx, r.timer(), time.Duration(min(max(wait, 1), int64(10*time.Millisecond))))
+			if last >= due && elapsed < nextDue+int64(paceGrain) {
+				lastDue := dueAt(last, cfg.RateLimit)
+				wait := min(lastDue, nextDue+int64(paceGrain)) - elapsed
+				return 0, r.s.sleep(ctx, r.timer(), time.Duration(min(max(wait, 1), int64(10*time.Millisecond))))
+			}
 		}
 		end = min(end, due)
 	}
