@@ -7,41 +7,85 @@ import (
 	"time"
 )
 
+// Grain is the longest a Pacer holds back a record that is due while it
+// waits for a batch's worth of records (Allow's want) to be due.
+//
+// A pacer that allowed whatever was due made its source read smaller and
+// smaller batches whenever it was a little behind: while the job sends a
+// batch on, more records come due, the next read takes those, and so on
+// down to a record or two a read, each with its clock reading, its pass
+// through the source's operators and its channel sends (Nexmark's paced
+// reader, which had the same rule, read 6.7 events a read at 6.4 M
+// events/s; docs/performance.md, "Thirteenth pass"). And one that waited
+// only for the next record's slot slept for under a microsecond at
+// millions of records a second. A record is still never allowed before its
+// slot, and a source's latency still counts from it.
+const Grain = time.Millisecond
+
 // Pacer hands out how many records a source may emit now.
 type Pacer struct {
 	rate    float64
 	start   time.Time
 	emitted int64
 	timer   *time.Timer
+	// now and sleep are the clock (time.Now, a timer); tests replace them.
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a pacer for rate records per second (rate <= 0: unlimited).
-func New(rate float64) *Pacer { return &Pacer{rate: rate, start: time.Now()} }
+func New(rate float64) *Pacer {
+	p := &Pacer{rate: rate, now: time.Now}
+	p.sleep = p.sleepTimer
+	p.start = p.now()
+	return p
+}
 
-// Allow returns how many of want records may be emitted now. When none
-// may, it waits for the next record's slot, at most 10ms (so the caller can
-// flush and notice cancellation), and returns 0.
+// slot is when record i (counted from 0 since the start) is due: the
+// first time rate × elapsed exceeds i, a nanosecond late so that float
+// rounding never allows it early.
+func (p *Pacer) slot(i int64) time.Duration {
+	return time.Duration(float64(i+1)/p.rate*1e9) + 1
+}
+
+// Allow returns how many of want records may be emitted now: want if as
+// many are due; fewer only once the first of them has been due for Grain.
+// Otherwise it waits until want are due or the first has been due for
+// Grain, at most 10ms (so the caller can flush and notice cancellation),
+// and returns 0.
 func (p *Pacer) Allow(ctx context.Context, want int) (int, error) {
 	if p.rate <= 0 {
 		return want, nil
 	}
-	due := int64(time.Since(p.start).Seconds()*p.rate) - p.emitted
-	if due > 0 {
-		return int(min(due, int64(want))), nil
+	elapsed := p.now().Sub(p.start)
+	due := int64(elapsed.Seconds()*p.rate) - p.emitted
+	if due >= int64(want) {
+		return want, nil
 	}
-	wait := min(time.Duration(float64(time.Second)/p.rate), 10*time.Millisecond)
+	next := p.slot(p.emitted)
+	if due > 0 && elapsed >= next+Grain {
+		return int(due), nil
+	}
+	wait := min(p.slot(p.emitted+int64(max(want, 1))-1), next+Grain) - elapsed
+	if err := p.sleep(ctx, min(max(wait, time.Microsecond), 10*time.Millisecond)); err != nil {
+		return 0, err
+	}
+	return 0, nil
+}
+
+func (p *Pacer) sleepTimer(ctx context.Context, d time.Duration) error {
 	if p.timer == nil {
-		p.timer = time.NewTimer(wait)
+		p.timer = time.NewTimer(d)
 	} else {
-		p.timer.Reset(wait)
+		p.timer.Reset(d)
 	}
 	select {
 	case <-ctx.Done():
 		p.timer.Stop()
-		return 0, context.Cause(ctx)
+		return context.Cause(ctx)
 	case <-p.timer.C:
 	}
-	return 0, nil
+	return nil
 }
 
 // Emitted records that n records were emitted.

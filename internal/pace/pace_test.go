@@ -40,3 +40,79 @@ func TestCancel(t *testing.T) {
 		t.Fatal("a cancelled wait must return the cause")
 	}
 }
+
+// fakeRun drives a pacer at rate records/s on a fake clock that its sleeps
+// advance and that each allowed batch of k advances by perBatch +
+// k·perRecord (the job sending it on), until total records are emitted.
+// It returns the batch sizes and the longest a record was held after its
+// slot.
+func fakeRun(t *testing.T, rate float64, total, want int, perBatch, perRecord time.Duration) (sizes []int, held time.Duration) {
+	t.Helper()
+	p := New(rate)
+	clock := p.start
+	p.now = func() time.Time { return clock }
+	p.sleep = func(_ context.Context, d time.Duration) error {
+		if d <= 0 {
+			t.Fatalf("sleep of %v", d)
+		}
+		clock = clock.Add(d)
+		return nil
+	}
+	emitted := 0
+	for calls := 0; emitted < total; calls++ {
+		if calls > 10*total+100 {
+			t.Fatal("the pacer does not let the records through")
+		}
+		n, err := p.Allow(context.Background(), min(want, total-emitted))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			continue
+		}
+		for i := emitted; i < emitted+n; i++ {
+			slot := p.start.Add(time.Duration(float64(i+1) / rate * 1e9))
+			if clock.Before(slot) {
+				t.Fatalf("record %d allowed %v before its slot", i, slot.Sub(clock))
+			}
+			held = max(held, clock.Sub(slot))
+		}
+		p.Emitted(n)
+		emitted += n
+		sizes = append(sizes, n)
+		clock = clock.Add(perBatch + time.Duration(n)*perRecord)
+	}
+	return sizes, held
+}
+
+// A pacer a little behind (some records due, fewer than want) waits for
+// want as when none is due, holding a record at most Grain: allowing what
+// was due made each batch smaller than the one before (sizes 64 34 19 11
+// 8 6 5 4 4 4 … here) once sending a batch took a while.
+func TestPacerAllowsBatches(t *testing.T) {
+	// 1 M records/s, want 64 (due every 64 µs), sending 2 µs a batch
+	// and 0.5 µs a record.
+	sizes, held := fakeRun(t, 1e6, 64_000, 64, 2*time.Microsecond, 500*time.Nanosecond)
+	if len(sizes) > 64_000/64+10 {
+		t.Fatalf("%d batches for 64,000 records, want about 1,000 (sizes %v)", len(sizes), sizes[:min(len(sizes), 30)])
+	}
+	if held > 64*time.Microsecond+time.Microsecond {
+		t.Fatalf("a record held %v, more than a batch's span", held)
+	}
+	// 10 K records/s, want 64: a batch would take 6.4 ms; the pacer
+	// allows what is due once the first has waited Grain (about 10).
+	sizes, held = fakeRun(t, 1e4, 500, 64, 0, 0)
+	if len(sizes) > 500/8 {
+		t.Fatalf("%d batches for 500 records at 10 K/s, want about 50 (sizes %v)", len(sizes), sizes[:min(len(sizes), 30)])
+	}
+	if held > Grain+time.Microsecond {
+		t.Fatalf("a record held %v, more than Grain", held)
+	}
+	// Behind by more than a batch: full batches at once.
+	sizes, _ = fakeRun(t, 1e7, 64_000, 64, 2*time.Microsecond, 200*time.Nanosecond)
+	for i, k := range sizes[:len(sizes)-1] {
+		if k != 64 {
+			t.Fatalf("batch %d behind the pace: %d records, want 64", i, k)
+		}
+	}
+}
