@@ -34,9 +34,9 @@ func (identMarked) IdentityResult() {}
 // result type: the marker must be ignored and Result called.
 type markedNotIdentity struct{ calls *atomic.Int64 }
 
-func (markedNotIdentity) Create() int64          { return 0 }
+func (markedNotIdentity) Create() int64           { return 0 }
 func (markedNotIdentity) Add(a int64, _ ev) int64 { return a + 1 }
-func (markedNotIdentity) Merge(a, b int64) int64 { return a + b }
+func (markedNotIdentity) Merge(a, b int64) int64  { return a + b }
 func (g markedNotIdentity) Result(a int64) float64 {
 	g.calls.Add(1)
 	return float64(a) / 2
