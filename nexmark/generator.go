@@ -33,6 +33,14 @@ type Generator struct {
 
 const poolSize = 1 << 20
 
+// textPoolSize is the size of the text pool. Its strings are read when
+// they are made (nextString trims them), so the pool is small enough to
+// stay in a core's cache beside a query's state: at 1 MB, the reads were
+// a cache miss or two a string, 7.8% of Nexmark q8's latency run
+// (docs/performance.md, "Thirteenth pass"). 64 K windows of up to 100
+// bytes are still far more strings than a run shows side by side.
+const textPoolSize = 1 << 16
+
 // NewGenerator returns the generator of cfg (after WithDefaults).
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	cfg = cfg.WithDefaults()
@@ -310,7 +318,7 @@ func (g *Generator) nextExtra(r *rng, currentSize, desiredAverage int) string {
 }
 
 func newTextPool(r *rng, special byte) string {
-	b := make([]byte, poolSize)
+	b := make([]byte, textPoolSize)
 	for i := range b {
 		if r.intn(13) == 0 {
 			b[i] = special
