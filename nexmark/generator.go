@@ -273,13 +273,23 @@ func (g *Generator) bid(n int64, r *rng, ts int64, b *Bid) {
 // round(10^(6u)·100) only when that lies within ~10⁻⁶ of a half cent
 // (TestNextPrice); the table was off by one in 2.7% of prices.
 func nextPrice(r *rng) int64 {
-	u := float64(r.next()>>11) * 0x1p-53
-	s := u * (6 * math.Ln10 / math.Ln2 * 64) // 64y
-	n := int(s)                              // < 64·20
-	t := (s - float64(n)) * (math.Ln2 / 64)
-	p := 1 + t*(1+t*(1.0/2+t*(1.0/6+t*(1.0/24+t*(1.0/120)))))
+	// u·64y in fixed point: u is the draw times 2⁻⁶⁴ and priceScale is
+	// 64y·2⁵³, so the product's top 11 bits are n = ⌊u·64y⌋ and the next
+	// 53 its fraction. An integer multiplication instead of a chain of
+	// float conversions (BenchmarkNextPriceChained).
+	hi, _ := bits.Mul64(r.next(), priceScale)
+	n := int(hi >> 53) // < 64·20
+	t := float64(hi&(1<<53-1)) * (0x1p-53 * math.Ln2 / 64)
+	// The polynomial in Estrin's form: its terms are computed side by
+	// side, a chain of 5 operations after t instead of Horner's 10.
+	t2 := t * t
+	p := (1 + t) + t2*((1.0/2+t*(1.0/6))+t2*(1.0/24+t*(1.0/120)))
 	return int64(pricePow2[n>>6]*priceFrac[n&63]*p + 0.5)
 }
+
+// priceScale is 64·6·log₂10·2⁵³ (< 2⁶⁴), rounded: 64 steps an octave over
+// the six decades of prices, in fixed point.
+var priceScale = uint64(math.Round(6 * math.Ln10 / math.Ln2 * 64 * 0x1p53))
 
 // pricePow2[k] is 100·2^k; priceFrac[j] is 2^(j/64).
 var pricePow2, priceFrac = func() (p [20]float64, f [64]float64) {

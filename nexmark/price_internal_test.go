@@ -44,3 +44,17 @@ func BenchmarkNextPrice(b *testing.B) {
 		b.Fatal("no prices")
 	}
 }
+
+// BenchmarkNextPriceChained is nextPrice with each price feeding the next
+// draw's state: the time of one call's dependency chain, as in the
+// generator, where the call's work does not overlap the next call's
+// (BenchmarkNextPrice measures calls side by side).
+func BenchmarkNextPriceChained(b *testing.B) {
+	r := newRNG(1, 2)
+	for b.Loop() {
+		r.s += uint64(nextPrice(&r))
+	}
+	if r.s == 0 {
+		b.Fatal("no prices")
+	}
+}
