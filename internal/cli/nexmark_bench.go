@@ -86,7 +86,7 @@ type nexmarkBenchOpts struct {
 	parallelism     int
 	fraction        float64
 	latencyRate     float64 // > 0: the latency run's rate, instead of fraction × the maximum
-	pacingEvents    int64   // cap on a windowed query's pacing run; 0: 5 × events
+	pacingEvents    int64   // cap on a windowed query's pacing run; 0: defaultPacingEvents × events
 	latencyDuration time.Duration
 	warmup          time.Duration // < 0: the query's Extent + WatermarkDelay
 	ckInterval      time.Duration
@@ -189,7 +189,7 @@ temporary directory, as in the published figures.`,
 	f.Float64Var(&o.fraction, "latency-fraction", 0.8, "rate of the latency run, as a fraction of the measured maximum")
 	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
 	f.Float64Var(&o.latencyRate, "latency-rate", 0, "pace the latency run at this many events/s instead of --latency-fraction of the measured maximum (for comparisons at equal load)")
-	f.Int64Var(&o.pacingEvents, "pacing-events", 0, "at most this many events in a windowed query's pacing run (the run its latency rate comes from; its event rate is lowered so that its event time still spans two windows + the watermark delay); 0: 5 × --events")
+	f.Int64Var(&o.pacingEvents, "pacing-events", 0, "at most this many events in a windowed query's pacing run (the run its latency rate comes from; its event rate is lowered so that its event time still spans two windows + the watermark delay); 0: 25 × --events")
 	f.DurationVar(&o.warmup, "latency-warmup", 0, "added to a windowed query's latency run so that windows opened at its start close during it (default: the query's window size or session gap + the 4 s watermark delay)")
 	f.DurationVar(&o.ckInterval, "checkpoint-interval", 2*time.Second, "checkpoint interval (0: no checkpoints)")
 	f.DurationVar(&o.microbatch, "microbatch", 0, microbatchUsage+"; with checkpoints, each epoch's end is one (the interval is not used)")

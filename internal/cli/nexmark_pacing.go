@@ -39,14 +39,28 @@ func pacingSpan(q *nexmark.Query) time.Duration {
 
 // pacingRun is the generator of a windowed query's pacing run, given the
 // throughput run's events/s: event rate --latency-fraction × that, enough
-// events to span pacingSpan, at most --pacing-events (default 5 ×
-// --events; then the event rate is lowered so that the span stays).
+// events to span pacingSpan, at most --pacing-events (default
+// defaultPacingEvents × --events; then the event rate is lowered so that
+// the span stays).
+//
+// The cap, when it binds, breaks the promise above: the pacing run's
+// windows are then smaller than the latency run's. The default was 5 ×
+// --events (50 M), and with the set's default 10 M events it bound for
+// every windowed query: all four pacing runs were generated at 2.08 M/s
+// of event time while their latency runs went at 3.7–7.7 M/s, and once
+// q5's pacing run, fast on a fast minute of the host, paced a latency run
+// that could not keep up (docs/performance.md, "Thirteenth pass"). At 25 ×
+// the pacing run holds the latency run's windows up to a throughput run of
+// 20 M events/s at --latency-fraction 0.5 (24 s of event time for q5, q7,
+// q8 and q11), at a cost of 10–20 s a query.
+const defaultPacingEvents = 25
+
 func pacingRun(q *nexmark.Query, maxRate float64, o nexmarkBenchOpts) nexmark.GeneratorConfig {
 	span := pacingSpan(q).Seconds()
 	rate := o.fraction * maxRate
 	limit := o.pacingEvents
 	if limit <= 0 {
-		limit = 5 * o.events
+		limit = defaultPacingEvents * o.events
 	}
 	// Event n is at n/rate s, truncated to µs and then ms: n events span
 	// (n-1)/rate, and a millisecond more keeps the truncation inside.

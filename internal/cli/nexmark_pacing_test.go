@@ -39,13 +39,33 @@ func TestPacingRunSpansWindows(t *testing.T) {
 			}
 			limit := o.pacingEvents
 			if limit == 0 {
-				limit = 5 * o.events
+				limit = defaultPacingEvents * o.events
 			}
 			if cfg.Events > limit {
 				t.Errorf("%s %+v: %d events, cap %d", name, o, cfg.Events, limit)
 			}
 			if o.pacingEvents == 0 && o.events == 10_000_000 && cfg.EventRate != o.fraction*4e6 {
 				t.Errorf("%s %+v: event rate %v, want the latency run's %v", name, o, cfg.EventRate, o.fraction*4e6)
+			}
+		}
+	}
+}
+
+// With the default cap, the set's pacing runs are generated at their
+// latency runs' event rate (so their windows are as large) for throughput
+// runs up to 20 M events/s: at 5 × --events, every windowed query's
+// pacing run was capped to 2.08 M/s of event time in the set's runs.
+func TestPacingRunDefaultCapHoldsLatencyRate(t *testing.T) {
+	for _, name := range []string{"q5", "q7", "q8", "q11"} {
+		q, err := nexmark.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, thr := range []float64{3e6, 7.2e6, 15.3e6, 20e6} {
+			o := nexmarkBenchOpts{fraction: 0.5, events: 10_000_000, parallelism: 2}
+			if cfg := pacingRun(q, thr, o); cfg.EventRate != o.fraction*thr {
+				t.Errorf("%s after %.1f M/s: pacing run at %.2f M/s of event time (%d events), want the latency run's %.2f M/s",
+					name, thr/1e6, cfg.EventRate/1e6, cfg.Events, o.fraction*thr/1e6)
 			}
 		}
 	}
