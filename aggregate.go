@@ -3,6 +3,7 @@ package weir
 import (
 	"cmp"
 	"reflect"
+	"unsafe"
 )
 
 // AggregateFunction aggregates a window's records incrementally: the window
@@ -32,6 +33,16 @@ type IdentityResult interface {
 func identityResult[ACC, OUT any](agg any) bool {
 	_, ok := agg.(IdentityResult)
 	return ok && reflect.TypeFor[ACC]() == reflect.TypeFor[OUT]()
+}
+
+// resultOf is agg's result for the accumulator at acc: a copy of it when
+// ident (identityResult), else Result's. The window operators' firings
+// call it for every key.
+func resultOf[T, ACC, OUT any](agg AggregateFunction[T, ACC, OUT], ident bool, acc *ACC) OUT {
+	if ident {
+		return *(*OUT)(unsafe.Pointer(acc))
+	}
+	return agg.Result(*acc)
 }
 
 // AggregateFuncs builds an AggregateFunction from four functions.

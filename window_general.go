@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"runtime/trace"
-	"unsafe"
 
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/hashtable"
@@ -537,12 +536,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) fire(ks *gkey[K, ACC, OUT], w *gwin[AC
 	if !w.dirty {
 		return nil
 	}
-	var v OUT
-	if op.ident {
-		v = *(*OUT)(unsafe.Pointer(&w.acc))
-	} else {
-		v = op.agg.Result(w.acc)
-	}
+	v := resultOf(op.agg, op.ident, &w.acc)
 	op.outTS = w.end - 1 // Flink stamps window results with window.maxTimestamp()
 	if !w.fired {
 		op.renderKind(ks.key, w, Insert, v)

@@ -334,11 +334,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 	put := func(k K, acc *ACC) bool {
 		r := op.ob.put(ts, wm)
 		r.Key, r.Start, r.End, r.Kind = k, start, end, Insert
-		if op.ident {
-			r.Value = *(*OUT)(unsafe.Pointer(acc))
-		} else {
-			r.Value = op.agg.Result(*acc)
-		}
+		r.Value = resultOf(op.agg, op.ident, acc)
 		err = op.pushFull(wm)
 		return err == nil
 	}
