@@ -79,7 +79,7 @@ func BenchmarkAlignedFireRows(b *testing.B) {
 			w: Tumbling(10 * time.Second), agg: pairAgg{}, wm: watermark.Min, nextFire: watermark.Max, ident: identityResult[pairWin, pairWin](pairAgg{}),
 			info: opInfo{uid: "w", name: "w", maxP: 128},
 		}
-		bk := op.bucket(0, 10000)
+		bk := op.bucket(0, 10000, 0)
 		for i := range int64(keys) {
 			key := int64(uint64(i) * 0x9e3779b97f4a7c15 >> 1)
 			p, _ := op.upsert(bk, uint64(key)*0xff51afd7ed558ccd, key)

@@ -31,7 +31,7 @@ func newTestAlignedOp(async bool) (*alignedWindowOp[int64, int64, int64, int64],
 
 // countIn adds one to key's count in the window [start, start+10s).
 func countIn(op *alignedWindowOp[int64, int64, int64, int64], start, key int64) {
-	p, _ := op.upsert(op.bucket(start, start+10000), uint64(key*7919), key)
+	p, _ := op.upsert(op.bucket(start, start+10000, start), uint64(key*7919), key)
 	*p++
 }
 

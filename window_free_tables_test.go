@@ -20,7 +20,7 @@ func TestAlignedFreeTables(t *testing.T) {
 		return tb
 	}
 	for range 3 {
-		op.bucket(int64(len(op.buckets))*2000, int64(len(op.buckets))*2000+10000)
+		op.bucket(int64(len(op.buckets))*2000, int64(len(op.buckets))*2000+10000, 0)
 	}
 	t1k, t4k, t16k := sized(1024), sized(4096), sized(16384)
 	op.free = nil

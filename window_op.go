@@ -148,7 +148,11 @@ func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]])
 // bucket is the state of one aligned window: an accumulator per key.
 type bucket[K comparable, ACC any] struct {
 	start, end int64
-	tab        *hashtable.Table[K, ACC]
+	// from is the timestamp of the record that opened the bucket (start
+	// when later): the window's keys are those since from, which is after
+	// start in a window the job started in (fullLen).
+	from int64
+	tab  *hashtable.Table[K, ACC]
 	// shared: tab is also the state of a deferred snapshot that the
 	// checkpoint coordinator may be reading (barrierDeferred), so the task
 	// must not change it: writes go to delta (the changed keys'
@@ -182,7 +186,7 @@ type alignedWindowOp[K comparable, T, ACC, OUT any] struct {
 	buckets []*bucket[K, ACC] // sorted by start (hence by end)
 	cache   *bucket[K, ACC]   // tumbling: the bucket of the previous record
 	free    []*hashtable.Table[K, ACC]
-	lastLen int // entries of the last fired bucket: the size of a new one
+	lastLen int // the last fired bucket's entries, scaled to its whole window (fullLen)
 	info    opInfo
 	snap    codec.GroupWriter[alignedEntry[K, ACC]]
 	// count: agg is Count, so ACC is int64 and adding a record is an
@@ -249,7 +253,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) assign(r *keyed[K, T], ts int64) {
 		if end-1 <= op.wm {
 			break // this window fired, and every earlier one too
 		}
-		bk := op.bucket(s, end)
+		bk := op.bucket(s, end, ts)
 		p, ins := op.upsert(bk, r.hash, r.key)
 		if ins {
 			*p = op.agg.Add(op.agg.Create(), r.val)
@@ -267,8 +271,15 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) assign(r *keyed[K, T], ts int64) {
 	}
 }
 
-// bucket finds or creates the bucket of the window starting at s.
-func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end int64) *bucket[K, ACC] {
+// bucket finds or creates the bucket of the window starting at s, for a
+// record at ts (watermark.Min: none, as in a restore).
+//
+// A new bucket's table is made for the keys its window is expected to
+// hold (newLen), so that it does not grow while it fills: a doubling moves
+// every entry at once and stops the task (a window table of q5 holds
+// 400–700 K keys a subtask; a doubling of one took 5–20 ms, and up to
+// 580 ms on a busy machine, docs/performance.md).
+func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end, ts int64) *bucket[K, ACC] {
 	i := len(op.buckets)
 	for i > 0 && op.buckets[i-1].start >= s {
 		if op.buckets[i-1].start == s {
@@ -276,7 +287,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end int64) *bucket[K, ACC] 
 		}
 		i--
 	}
-	bk := &bucket[K, ACC]{start: s, end: end, tab: op.freeTable(op.lastLen)}
+	bk := &bucket[K, ACC]{start: s, end: end, from: max(s, ts), tab: op.freeTable(op.newLen(ts))}
 	op.buckets = append(op.buckets, nil)
 	copy(op.buckets[i+1:], op.buckets[i:])
 	op.buckets[i] = bk
@@ -284,6 +295,43 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end int64) *bucket[K, ACC] 
 		op.nextFire = end - 1
 	}
 	return bk
+}
+
+// newLen is the number of keys a new bucket's table is made for, with a
+// record at ts: the most that the last fired window or an open one is
+// expected to hold over its whole window (fullLen), and 1/16 more, so that
+// a window a little larger than the last does not double its table at its
+// end. Before the first window fires (lastLen 0) the open buckets are the
+// only guide: without them, each bucket opened while the job warms up
+// would grow from the smallest table (q5: 14 doublings each). There are
+// at most size/slide + 1 open buckets, and a bucket opens once a slide.
+func (op *alignedWindowOp[K, T, ACC, OUT]) newLen(ts int64) int {
+	n := op.lastLen
+	if ts != watermark.Min {
+		for _, bk := range op.buckets {
+			n = max(n, op.fullLen(bk, ts))
+		}
+	}
+	return n + n/16
+}
+
+// fullLen estimates the keys bucket bk holds at the end of its window from
+// those it holds at now: scaled from the part of the window it has seen
+// (since its first record, for the windows the job started in; up to now
+// or the window's end), in proportion and by at most 2. The bound keeps a key set that is complete
+// early (the same users every second) from getting a table more than one
+// doubling larger than it needs; a key set that keeps growing (q5's
+// auctions) is sized right once half the window is seen.
+func (op *alignedWindowOp[K, T, ACC, OUT]) fullLen(bk *bucket[K, ACC], now int64) int {
+	n := int64(bk.tab.Len() + len(bk.added))
+	seen, size := min(now, bk.end)-max(bk.start, bk.from), op.w.size
+	switch {
+	case seen >= size:
+		return int(n)
+	case 2*seen <= size:
+		return int(2 * n)
+	}
+	return int(float64(n) * float64(size) / float64(seen))
 }
 
 // advance moves the input watermark to w and fires every window whose end-1
@@ -306,7 +354,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) advance(w int64) error {
 		if err := op.fire(bk, prev); err != nil {
 			return err
 		}
-		op.lastLen = bk.tab.Len() + len(bk.added)
+		op.lastLen = op.fullLen(bk, bk.end)
 		// The window's last results go now, not after its table is
 		// cleared (release) and the rest of the input batch is done.
 		if err := op.flush(prev); err != nil {
@@ -443,7 +491,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapsho
 func (op *alignedWindowOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
 	op.wm, op.sentWM = wm, wm
 	return codec.EachEntry(groups, func(e alignedEntry[K, ACC]) {
-		p, _ := op.bucket(e.Start, e.End).tab.Upsert(e.Hash, e.Key)
+		p, _ := op.bucket(e.Start, e.End, watermark.Min).tab.Upsert(e.Hash, e.Key)
 		*p = e.Acc
 	})
 }
