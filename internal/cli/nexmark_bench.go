@@ -198,6 +198,14 @@ temporary directory, as in the published figures.`,
 	return cmd
 }
 
+// freshHeap collects the garbage of the runs before and returns the freed
+// memory to the operating system, so that each measured run starts as a
+// new process would.
+func freshHeap() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
 func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (nexmarkBenchResult, error) {
 	q, _ := nexmark.Lookup(name)
 	res := nexmarkBenchResult{Query: name, Events: o.events, Parallelism: o.parallelism, EventRate: o.eventRate}
@@ -209,8 +217,7 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	}
 
 	// Throughput.
-	runtime.GC()
-	debug.FreeOSMemory()
+	freshHeap()
 	resetPeakRSS()
 	cnt := &rowCounter{}
 	src := nexmark.Source(nexmark.GeneratorConfig{Events: o.events, Seed: 1, EventRate: o.eventRate, Splits: o.parallelism})
@@ -269,6 +276,13 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 		}
 	}
 	n := int64(rate * d.Seconds())
+	// The latency run starts from a collected heap too: the pacing run's
+	// garbage (2.2 GB in a q5 run) left the heap that large until the
+	// latency run's first collection, 8 s in, and the window tables of its
+	// warm-up came from fresh pages meanwhile, whose first writes made a
+	// table doubling take 180–230 ms instead of 5–15 (docs/performance.md,
+	// "Fourteenth pass").
+	freshHeap()
 	lsrc := nexmark.Source(nexmark.GeneratorConfig{Events: n, Seed: 2, EventRate: rate, RateLimit: rate, Splits: o.parallelism})
 	g := lsrc.Generator()
 	lat := &latencyRecorder{src: lsrc, base: g.Config().BaseTime, last: g.Timestamp(n - 1)}
