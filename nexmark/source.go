@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/pace"
 )
 
 // EventSource is a weir source of generated events: Splits splits of the
@@ -100,8 +101,9 @@ type reader struct {
 	t    *time.Timer
 }
 
-// paceGrain is the longest a paced reader holds back events that are due
-// while it waits for a batch's worth of its split to be due.
+// paceGrain (pace.Grain) is the longest a paced reader holds back events
+// that are due while it waits for a batch's worth of its split to be due;
+// the wait is pace.Hold's, the rule of every paced source.
 //
 // A paced reader used to wait only for its next event: at millions of
 // events per second that is a timer of under a microsecond, so a split
@@ -124,7 +126,7 @@ type reader struct {
 // too made it 1,024 (183 K reads) and cut the run's CPU by 15%
 // (TestPacedReaderBehindReadsBatches; docs/performance.md, "Thirteenth
 // pass"). A reader that is a batch or more behind reads at once.
-const paceGrain = time.Millisecond
+const paceGrain = pace.Grain
 
 // Read implements weir.SplitReader.
 func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
@@ -141,14 +143,12 @@ func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 		due := int64(float64(elapsed) / 1e9 * cfg.RateLimit) // events due by now
 		if r.next < end {
 			// Less than a batch is due (perhaps nothing): wait until a
-			// batch is, or paceGrain after the next event was (see
-			// paceGrain), or the end.
+			// batch is, or paceGrain after the next event was, or the
+			// end.
 			last := max(min(r.next+step*int64(len(dst)-1), end-1), r.next)
-			nextDue := dueAt(r.next, cfg.RateLimit)
-			if last >= due && elapsed < nextDue+int64(paceGrain) {
-				lastDue := dueAt(last, cfg.RateLimit)
-				wait := min(lastDue, nextDue+int64(paceGrain)) - elapsed
-				return 0, r.s.sleep(ctx, r.timer(), time.Duration(min(max(wait, 1), int64(10*time.Millisecond))))
+			wait := pace.Hold(time.Duration(elapsed), time.Duration(dueAt(r.next, cfg.RateLimit)), time.Duration(dueAt(last, cfg.RateLimit)))
+			if last >= due && wait > 0 {
+				return 0, r.s.sleep(ctx, r.timer(), wait)
 			}
 		}
 		end = min(end, due)

@@ -22,6 +22,24 @@ import (
 // slot, and a source's latency still counts from it.
 const Grain = time.Millisecond
 
+// MaxHold is the longest Hold asks a source to wait at once, so that it
+// can flush what it holds and notice a cancellation.
+const MaxHold = 10 * time.Millisecond
+
+// Hold is how long a paced source waits before it reads, the rule of a
+// Pacer and of Nexmark's paced reader alike. elapsed is the time since the
+// source's start, next and batch the times (since the start too) when its
+// next record and the last record of a full batch are due. It is 0 (read
+// what is due now) once the batch is due or the next record has been due
+// for Grain; otherwise the wait until the earlier of those, at most
+// MaxHold.
+func Hold(elapsed, next, batch time.Duration) time.Duration {
+	if batch <= elapsed || next+Grain <= elapsed {
+		return 0
+	}
+	return min(min(batch, next+Grain)-elapsed, MaxHold)
+}
+
 // Pacer hands out how many records a source may emit now.
 type Pacer struct {
 	rate    float64
@@ -51,8 +69,7 @@ func (p *Pacer) slot(i int64) time.Duration {
 // Allow returns how many of want records may be emitted now: want if as
 // many are due; fewer only once the first of them has been due for Grain.
 // Otherwise it waits until want are due or the first has been due for
-// Grain, at most 10ms (so the caller can flush and notice cancellation),
-// and returns 0.
+// Grain (Hold), at most MaxHold, and returns 0.
 func (p *Pacer) Allow(ctx context.Context, want int) (int, error) {
 	if p.rate <= 0 {
 		return want, nil
@@ -62,12 +79,11 @@ func (p *Pacer) Allow(ctx context.Context, want int) (int, error) {
 	if due >= int64(want) {
 		return want, nil
 	}
-	next := p.slot(p.emitted)
-	if due > 0 && elapsed >= next+Grain {
-		return int(due), nil
+	wait := Hold(elapsed, p.slot(p.emitted), p.slot(p.emitted+int64(max(want, 1))-1))
+	if wait == 0 && due > 0 {
+		return int(due), nil // fewer than want, the first due for Grain
 	}
-	wait := min(p.slot(p.emitted+int64(max(want, 1))-1), next+Grain) - elapsed
-	if err := p.sleep(ctx, min(max(wait, time.Microsecond), 10*time.Millisecond)); err != nil {
+	if err := p.sleep(ctx, max(wait, time.Microsecond)); err != nil {
 		return 0, err
 	}
 	return 0, nil

@@ -116,3 +116,22 @@ func TestPacerAllowsBatches(t *testing.T) {
 		}
 	}
 }
+
+// Hold waits for a batch, or until the next record has been due for
+// Grain, whichever comes first, and never longer than MaxHold.
+func TestHold(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		elapsed, next, batch, want time.Duration
+	}{
+		{10 * ms, 12 * ms, 12*ms + 400*time.Microsecond, 2*ms + 400*time.Microsecond}, // nothing due: until the batch
+		{10 * ms, 9 * ms, 15 * ms, 0},                                           // the next due for Grain: read
+		{10 * ms, 9*ms + 500*time.Microsecond, 15 * ms, 500 * time.Microsecond}, // due, not for Grain yet
+		{10 * ms, 9 * ms, 10 * ms, 0},                                           // the batch is due
+		{10 * ms, 50 * ms, 80 * ms, MaxHold},                                    // far ahead: at most MaxHold
+	} {
+		if got := Hold(c.elapsed, c.next, c.batch); got != c.want {
+			t.Errorf("Hold(%v, %v, %v) = %v, want %v", c.elapsed, c.next, c.batch, got, c.want)
+		}
+	}
+}
