@@ -242,6 +242,9 @@ func (t *Table[K, V]) grow() {
 
 // All calls fn for each entry until fn returns false.
 func (t *Table[K, V]) All(fn func(hash uint64, key K, v *V) bool) {
+	// A byte at a time: the walk a word at a time (visit) made
+	// BenchmarkAllPrefetch's "all" walk, without the prefetches, take
+	// 17.3–19.5 ns a key instead of 8.6–10.3.
 	for i, c := range t.ctrl {
 		if c != 0 {
 			if s := &t.slots[i]; !fn(s.hash, s.key, &s.val) {

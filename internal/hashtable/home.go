@@ -1,6 +1,8 @@
 package hashtable
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unsafe"
 
 	"github.com/weirstream/weir/internal/prefetch"
@@ -45,17 +47,45 @@ func (t *Table[K, V]) AllPrefetch(fn func(hash uint64, key K, v *V) bool) {
 	}
 	size := unsafe.Sizeof(t.slots[0])
 	end := uintptr(unsafe.Pointer(&t.slots[0])) + uintptr(n)*size
-	span := max(1, prefetchSpan/int(size))
+	span := max(8, prefetchSpan/int(size)) &^ 7 // whole words of control bytes
 	for from := 0; from < n; from += span {
 		if a := uintptr(unsafe.Pointer(&t.slots[from])) + prefetchAhead; a < end {
 			prefetchLines(a, min(uintptr(span)*size, end-a))
 		}
-		for i, c := range t.ctrl[from:min(from+span, n)] {
-			if c != 0 {
-				if s := &t.slots[from+i]; !fn(s.hash, s.key, &s.val) {
-					return
-				}
-			}
+		if !t.visit(from, min(from+span, n), fn) {
+			return
 		}
 	}
 }
+
+// visit calls fn for each entry in slots [from, to) until fn returns
+// false, and reports whether it got to the end. It reads the control
+// bytes eight at a time: a full slot's has its top bit set (tag), so the
+// set top bits of a word are the full slots, visited in order without a
+// branch per slot (one byte at a time, the branch on each went either way
+// at random; BenchmarkAllPrefetch 9.2–11.4 → 6.0–10.2 ns a key,
+// BenchmarkAlignedFireRows 53.2–53.7 → 49.0–50.7, alternated).
+func (t *Table[K, V]) visit(from, to int, fn func(hash uint64, key K, v *V) bool) bool {
+	ctrl := t.ctrl[from:to]
+	i := 0
+	for ; i+8 <= len(ctrl); i += 8 {
+		for m := binary.LittleEndian.Uint64(ctrl[i:]) & fullBits; m != 0; m &= m - 1 {
+			s := &t.slots[from+i+bits.TrailingZeros64(m)>>3]
+			if !fn(s.hash, s.key, &s.val) {
+				return false
+			}
+		}
+	}
+	for ; i < len(ctrl); i++ {
+		if ctrl[i] != 0 {
+			if s := &t.slots[from+i]; !fn(s.hash, s.key, &s.val) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fullBits has the top bit of each of eight control bytes: set in a full
+// slot's tag, clear in an empty slot's 0.
+const fullBits = 0x8080808080808080
