@@ -303,8 +303,9 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end, ts int64) *bucket[K, A
 // a window a little larger than the last does not double its table at its
 // end. Before the first window fires (lastLen 0) the open buckets are the
 // only guide: without them, each bucket opened while the job warms up
-// would grow from the smallest table (q5: 14 doublings each). There are
-// at most size/slide + 1 open buckets, and a bucket opens once a slide.
+// would grow from the smallest table (q5: 14 doublings each). The open
+// buckets are few (size/slide, and those the watermark has yet to close),
+// and a bucket opens once a slide.
 func (op *alignedWindowOp[K, T, ACC, OUT]) newLen(ts int64) int {
 	n := op.lastLen
 	if ts != watermark.Min {
