@@ -324,13 +324,13 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) newLen(ts int64) int {
 // doubling larger than it needs; a key set that keeps growing (q5's
 // auctions) is sized right once half the window is seen.
 func (op *alignedWindowOp[K, T, ACC, OUT]) fullLen(bk *bucket[K, ACC], now int64) int {
-	n := int64(bk.tab.Len() + len(bk.added))
-	seen, size := min(now, bk.end)-max(bk.start, bk.from), op.w.size
+	n := bk.tab.Len() + len(bk.added)
+	seen, size := min(now, bk.end)-bk.from, op.w.size
 	switch {
 	case seen >= size:
-		return int(n)
+		return n
 	case 2*seen <= size:
-		return int(2 * n)
+		return 2 * n
 	}
 	return int(float64(n) * float64(size) / float64(seen))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -101,11 +100,11 @@ type reader struct {
 	t    *time.Timer
 }
 
-// paceGrain (pace.Grain) is the longest a paced reader holds back events
-// that are due while it waits for a batch's worth of its split to be due;
-// the wait is pace.Hold's, the rule of every paced source.
+// Read implements weir.SplitReader.
 //
-// A paced reader used to wait only for its next event: at millions of
+// A paced reader waits for a batch's worth of its split to be due, holding
+// an event that is due at most pace.Grain (pace.Hold, the rule of every
+// paced source). It used to wait only for its next event: at millions of
 // events per second that is a timer of under a microsecond, so a split
 // read one or two events at a time, each read a timer, a park and a
 // wake-up of its goroutine and a batch of one or two events through the
@@ -115,7 +114,7 @@ type reader struct {
 // operators the run measures. An event is still never generated before it
 // is due, and a row's latency still counts from its event's scheduled
 // time, so holding an event back counts against the engine: at most
-// paceGrain, less when a batch fills sooner (at 3.3 M events/s over two
+// pace.Grain, less when a batch fills sooner (at 3.3 M events/s over two
 // splits, a batch of 1,024 is due every 0.6 ms).
 //
 // The same holds when a reader is a little behind: while the job sends a
@@ -126,9 +125,6 @@ type reader struct {
 // too made it 1,024 (183 K reads) and cut the run's CPU by 15%
 // (TestPacedReaderBehindReadsBatches; docs/performance.md, "Thirteenth
 // pass"). A reader that is a batch or more behind reads at once.
-const paceGrain = pace.Grain
-
-// Read implements weir.SplitReader.
 func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 	g := r.s.g
 	cfg := &g.cfg
@@ -143,12 +139,13 @@ func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 		due := int64(float64(elapsed) / 1e9 * cfg.RateLimit) // events due by now
 		if r.next < end {
 			// Less than a batch is due (perhaps nothing): wait until a
-			// batch is, or paceGrain after the next event was, or the
+			// batch is, or pace.Grain after the next event was, or the
 			// end.
 			last := max(min(r.next+step*int64(len(dst)-1), end-1), r.next)
-			wait := pace.Hold(time.Duration(elapsed), time.Duration(dueAt(r.next, cfg.RateLimit)), time.Duration(dueAt(last, cfg.RateLimit)))
-			if last >= due && wait > 0 {
-				return 0, r.s.sleep(ctx, r.timer(), wait)
+			if last >= due {
+				if wait := pace.Hold(time.Duration(elapsed), pace.Due(r.next, cfg.RateLimit), pace.Due(last, cfg.RateLimit)); wait > 0 {
+					return 0, r.s.sleep(ctx, r.timer(), wait)
+				}
 			}
 		}
 		end = min(end, due)
@@ -163,14 +160,6 @@ func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 		return k, io.EOF
 	}
 	return k, nil
-}
-
-// dueAt is when event n is due, ns after the start: the first time the
-// count of events due by then (elapsed·rate, truncated) exceeds n; a
-// nanosecond later than the exact quotient so that float rounding never
-// wakes a reader just before.
-func dueAt(n int64, rate float64) int64 {
-	return int64(math.Ceil(float64(n+1)/rate*1e9)) + 1
 }
 
 // timer is the reader's timer, stopped.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/pace"
 )
 
 // pacedRun reads split 0 of a paced source of events events at rate
@@ -60,12 +62,12 @@ func pacedRun(t *testing.T, rate float64, events int64, batch int, perRead, perE
 }
 
 // A paced reader waits for a batch's worth of its events to be due (at
-// most paceGrain after the next one is), not for the next event alone: at
+// most pace.Grain after the next one is), not for the next event alone: at
 // a high rate it reads full batches; at a low one no event is held back
-// more than paceGrain; and none is read before its scheduled time.
+// more than pace.Grain; and none is read before its scheduled time.
 func TestPacedReaderReadsBatches(t *testing.T) {
 	// 1 M events/s: a batch of 64 is due every 64 µs, well within
-	// paceGrain, so every read but the last is a full batch. Waiting for
+	// pace.Grain, so every read but the last is a full batch. Waiting for
 	// the next event only (the old reader) read one event at a time.
 	sizes, held := pacedRun(t, 1e6, 6400, 64, 0, 0)
 	for i, k := range sizes[:len(sizes)-1] {
@@ -79,14 +81,14 @@ func TestPacedReaderReadsBatches(t *testing.T) {
 		}
 	}
 	// 10 K events/s: a batch of 64 would take 6.4 ms; the reader reads
-	// what is due paceGrain after the next event, about 10 events.
+	// what is due pace.Grain after the next event, about 10 events.
 	sizes, held = pacedRun(t, 1e4, 500, 64, 0, 0)
 	if len(sizes) > 500/8 {
 		t.Fatalf("%d reads for 500 events at 10 K/s, want about 50 (sizes %v)", len(sizes), sizes[:min(len(sizes), 20)])
 	}
 	for n, h := range held {
-		if h > paceGrain+time.Microsecond { // µs: rounding
-			t.Fatalf("event %d held %v after its due time, more than paceGrain", n, h)
+		if h > pace.Grain+time.Microsecond { // µs: rounding
+			t.Fatalf("event %d held %v after its due time, more than pace.Grain", n, h)
 		}
 	}
 }
@@ -107,8 +109,8 @@ func TestPacedReaderBehindReadsBatches(t *testing.T) {
 		t.Fatalf("%d reads for 64,000 events, want about 1,000 full batches (sizes %v)", len(sizes), sizes[:min(len(sizes), 30)])
 	}
 	for n, h := range held {
-		if h > paceGrain+time.Microsecond {
-			t.Fatalf("event %d held %v after its due time, more than paceGrain", n, h)
+		if h > pace.Grain+time.Microsecond {
+			t.Fatalf("event %d held %v after its due time, more than pace.Grain", n, h)
 		}
 	}
 	// 10 M events/s with sending at 0.2 µs an event: the reader cannot

@@ -259,7 +259,8 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	if o.latencyDuration <= 0 {
 		return res, nil
 	}
-	runtime.GC()
+	// pacingMax collects the heap before its run, freshHeap before the
+	// latency run.
 	rate := o.latencyRate
 	if rate <= 0 {
 		if err := pacingMax(ctx, q, o, &res); err != nil {

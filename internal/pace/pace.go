@@ -4,6 +4,7 @@ package pace
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -25,6 +26,15 @@ const Grain = time.Millisecond
 // MaxHold is the longest Hold asks a source to wait at once, so that it
 // can flush what it holds and notice a cancellation.
 const MaxHold = 10 * time.Millisecond
+
+// Due is when record n (counted from 0) of a source paced at rate records
+// a second is due, after its start: the first time the count of records
+// due by then (elapsed·rate, truncated) exceeds n, and a nanosecond later
+// than the exact quotient, so that float rounding never lets a record out
+// (or wakes a source) just before.
+func Due(n int64, rate float64) time.Duration {
+	return time.Duration(math.Ceil(float64(n+1)/rate*1e9)) + 1
+}
 
 // Hold is how long a paced source waits before it reads, the rule of a
 // Pacer and of Nexmark's paced reader alike. elapsed is the time since the
@@ -59,13 +69,6 @@ func New(rate float64) *Pacer {
 	return p
 }
 
-// slot is when record i (counted from 0 since the start) is due: the
-// first time rate × elapsed exceeds i, a nanosecond late so that float
-// rounding never allows it early.
-func (p *Pacer) slot(i int64) time.Duration {
-	return time.Duration(float64(i+1)/p.rate*1e9) + 1
-}
-
 // Allow returns how many of want records may be emitted now: want if as
 // many are due; fewer only once the first of them has been due for Grain.
 // Otherwise it waits until want are due or the first has been due for
@@ -79,7 +82,7 @@ func (p *Pacer) Allow(ctx context.Context, want int) (int, error) {
 	if due >= int64(want) {
 		return want, nil
 	}
-	wait := Hold(elapsed, p.slot(p.emitted), p.slot(p.emitted+int64(max(want, 1))-1))
+	wait := Hold(elapsed, Due(p.emitted, p.rate), Due(p.emitted+int64(max(want, 1))-1, p.rate))
 	if wait == 0 && due > 0 {
 		return int(due), nil // fewer than want, the first due for Grain
 	}
