@@ -17,8 +17,9 @@ import (
 // MiB for q5 or q7 of Nexmark) held every record behind it for hundreds of
 // milliseconds at each checkpoint, which made most of the tail latency. An
 // operator whose state is made of values that cannot change behind its back
-// instead copies its entries at the barrier (a flat copy, no encoding) and
-// leaves the encoding to the checkpoint coordinator's goroutine
+// instead copies its entries (a flat copy, no encoding: at the barrier, or
+// copy-on-write after it for the general window operator, barrierDeferred)
+// and leaves the encoding to the checkpoint coordinator's goroutine
 // (coordinator.TaskSnapshot.Deferred), as Flink's heap backend does its
 // synchronous copy-on-write part and its asynchronous write.
 
@@ -122,12 +123,18 @@ const (
 	encodeRest = 2
 )
 
-// deferEncode adds a deferred state file to s: walk, run when the
-// coordinator resolves it, passes every entry of the barrier's copy to add
-// with its key group; release (if not nil) then drops the copy's
-// references, whether or not the encoding failed.
-func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], walk func(add func(int, *E)), release func()) {
+// deferEncode adds a deferred state file to s. When the coordinator
+// resolves it, ready (if not nil) waits until the copy is complete; walk
+// then passes every entry of the copy to add with its key group; release
+// (if not nil) then drops the copy's references, whether or not the
+// encoding failed.
+func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWriter[E], ready func() error, walk func(add func(int, *E)), release func()) {
 	s.Deferred = append(s.Deferred, func() (opState, error) {
+		if ready != nil {
+			if err := ready(); err != nil {
+				return opState{}, err
+			}
+		}
 		if trace.IsEnabled() {
 			defer trace.StartRegion(context.Background(), "deferred-encode").End()
 		}
@@ -164,18 +171,36 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 
 // barrierDeferred is the barrier of a general window operator (sessions,
 // triggers, lateness) whose keys, accumulators and results are shareable:
-// it copies every key's windows into one array and defers their encoding.
+// every key's windows are copied into one array and their encoding is
+// deferred.
 //
-// The copy is on the task, and every record queued behind the barrier
-// waits for it: Nexmark q11 at 2.9 M events/s holds ~400 K keys a subtask,
-// and a trace put each barrier's copy at 70–134 ms, right before every
-// ramp of the run's slow rows (docs/performance.md, "Tenth pass"). It was
-// bound by cache misses: a key's state and its windows lie anywhere on the
-// heap. So it walks in two passes: the table's slots first (sequential
-// memory: the key objects' pointers, no object read), then the objects in
-// that order, asking for key i+pfKeys's object and key i+pfEvents's
-// windows ahead of reading them (prefetchKeyCopy), as a firing does.
+// The copy used to be whole at the barrier, and every record queued behind
+// the barrier waited for it: Nexmark q11 holds ~700 K open sessions a
+// subtask at 4 M events/s, and a trace put each barrier's copy at 35–77 ms
+// (already prefetched, near the memory's bandwidth), right before each
+// ramp of the run's slow rows (docs/performance.md, "Fourteenth pass").
+// Now (fifteenth pass) the barrier only lists the keys' objects (the table's slots, read in
+// order; no object is read) and the copy is made copy-on-write, as
+// Flink's heap backend makes its snapshots:
+//
+//   - the barrier starts an epoch; a key created from now on has the new
+//     epoch, and one whose epoch is behind is still to be copied;
+//   - before the task changes a key that is still to be copied (an event
+//     for it, a firing, a removal, a timer's flags), it copies the key
+//     first (copyKey), so the copy holds what the barrier saw;
+//   - after every input batch (and while the task waits for input), the
+//     task loop's processing-time tick copies the next copyStep keys of
+//     the list that are still to be copied (copySome), so a record waits
+//     for one step at most, not for the whole copy;
+//   - the deferred encoding, on the coordinator's goroutine, waits until
+//     the copy is done (genCopy.done), then encodes it as before.
+//
+// A state of at most copyStep keys is copied at the barrier whole, as is
+// what an earlier barrier's copy left when a new barrier comes (its
+// checkpoint was aborted: nothing waits for it, and the arrays are
+// reused), and what is left when the input ends (finish).
 func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *taskSnapshot) error {
+	op.copyRest()
 	// The arrays are reused; when they are too small they are replaced
 	// with headroom, not grown by slices.Grow, which would copy the old
 	// array whole (q11's trace showed that copy in the barrier while its
@@ -197,34 +222,108 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 		keys = append(keys, *p)
 		return true
 	})
-	pf := !op.noPrefetch
-	for i, ks := range keys {
-		if pf {
-			op.prefetchKeyCopy(keys, i)
-		}
-		from := len(wins)
-		for _, w := range op.winsOf(ks) {
-			wins = append(wins, w.entry())
-		}
-		entries = append(entries, genKeyCopy[K]{ks.hash, ks.key, uint32(from), uint32(len(wins))})
-	}
-	clear(keys) // the list is not kept: a deleted key's state may go
 	op.snapKeys, op.snapCopy, op.snapWins = keys, entries, wins
-	maxP := op.info.maxP
-	deferEncode(s, op.info, op.wm, &op.snap, func(add func(int, *genEntry[K, ACC, OUT])) {
+	op.epoch++
+	op.copyPos = 0
+	c := &genCopy[K, ACC, OUT]{done: make(chan struct{})}
+	op.copying = c
+	if nkeys <= copyStep {
+		op.copySome(nkeys)
+	}
+	maxP, stopped, name := op.info.maxP, op.stopped, op.info.name
+	deferEncode(s, op.info, op.wm, &op.snap, func() error {
+		select {
+		case <-c.done:
+			return nil
+		case <-stopped:
+			return fmt.Errorf("weir: snapshot of %s: the task stopped before it copied its state", name)
+		}
+	}, func(add func(int, *genEntry[K, ACC, OUT])) {
 		var e genEntry[K, ACC, OUT]
-		for i := range entries {
-			c := &entries[i]
-			e = genEntry[K, ACC, OUT]{Hash: c.hash, Key: c.key, Wins: wins[c.from:c.to:c.to]}
-			add(int(c.hash%maxP), &e)
+		for i := range c.entries {
+			k := &c.entries[i]
+			e = genEntry[K, ACC, OUT]{Hash: k.hash, Key: k.key, Wins: c.wins[k.from:k.to:k.to]}
+			add(int(k.hash%maxP), &e)
 		}
 	}, func() {
 		// Drop the copy's references (accumulators and results that
 		// hold pointers) until the next barrier fills the arrays again.
-		clear(entries)
-		clear(wins)
+		clear(c.entries)
+		clear(c.wins)
 	})
 	return op.winOut.forwardBarrier(b, s)
+}
+
+// copyStep is how many keys of a deferred snapshot's list the task copies
+// after an input batch (copySome): at ~70 ns a key for q11's scattered
+// sessions, ~0.15 ms, about one batch's work; the ~700 K keys of a q11
+// subtask are then copied over ~350 batches instead of in one stop of
+// 35–77 ms.
+const copyStep = 2048
+
+// genCopy is a deferred snapshot's copy while the task makes it: the task
+// closes done when the copy is complete, after it set entries and wins
+// (the operator's arrays, which it appends to until then).
+type genCopy[K comparable, ACC, OUT any] struct {
+	done    chan struct{}
+	entries []genKeyCopy[K]
+	wins    []genWinEntry[ACC, OUT]
+}
+
+// copySome copies the next n keys of the list that are still to be
+// copied, and completes the copy at the list's end.
+func (op *genWindowOp[K, T, ACC, OUT, R]) copySome(n int) {
+	keys := op.snapKeys
+	end := min(op.copyPos+n, len(keys))
+	pf := !op.noPrefetch
+	for i := op.copyPos; i < end; i++ {
+		if pf {
+			op.prefetchKeyCopy(keys, i)
+		}
+		if ks := keys[i]; ks.epoch != op.epoch {
+			op.copyKey(ks)
+		}
+	}
+	op.copyPos = end
+	if end < len(keys) {
+		return
+	}
+	clear(keys) // the list is not kept: a deleted key's state may go
+	op.snapKeys = keys[:0]
+	c := op.copying
+	c.entries, c.wins = op.snapCopy, op.snapWins
+	op.copying = nil
+	close(c.done)
+}
+
+// copyKey adds ks, as it is, to the copy of the current epoch's snapshot.
+// It reads ks's windows without winsOf, whose list of an inline window
+// (op.one) a caller may be holding.
+func (op *genWindowOp[K, T, ACC, OUT, R]) copyKey(ks *gkey[K, ACC, OUT]) {
+	ks.epoch = op.epoch
+	from := len(op.snapWins)
+	if ks.more != 0 {
+		for _, w := range op.lists[ks.more-1] {
+			op.snapWins = append(op.snapWins, w.entry())
+		}
+	} else if ks.firstLive {
+		op.snapWins = append(op.snapWins, ks.first.entry())
+	}
+	op.snapCopy = append(op.snapCopy, genKeyCopy[K]{ks.hash, ks.key, uint32(from), uint32(len(op.snapWins))})
+}
+
+// finish completes a deferred snapshot's copy before the input's end goes
+// downstream: nothing ticks the task after it.
+func (op *genWindowOp[K, T, ACC, OUT, R]) finish() error {
+	op.copyRest()
+	return op.winOut.finish()
+}
+
+// copyRest completes the copy in progress, if any.
+func (op *genWindowOp[K, T, ACC, OUT, R]) copyRest() {
+	if op.copying != nil {
+		op.copySome(len(op.snapKeys))
+	}
 }
 
 // prefetchKeyCopy asks for the memory the barrier's copy of keys[i+pfKeys]

@@ -2,10 +2,15 @@ package weir
 
 import (
 	"bytes"
+	"cmp"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/codec"
 
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
@@ -183,19 +188,152 @@ func testSessionWindowSnapshotDeferred(t *testing.T, distinct int) {
 	if len(want.States) != 1 || len(got.States) != 0 || len(got.Deferred) != 1 {
 		t.Fatalf("sync: %d states; deferred: %d states, %d deferred", len(want.States), len(got.States), len(got.Deferred))
 	}
-	// After the barrier: sessions grow and merge, and the first ones fire.
-	pushKeys(t, op, keys, 15000, 0)
+	// A small state is copied at the barrier; a large one is copied
+	// afterwards, copyStep keys a tick, and copy-on-write.
+	if copied, small := len(op.snapCopy), distinct <= copyStep; small != (copied == distinct) || !small && copied != 0 {
+		t.Fatalf("%d of %d keys copied at the barrier", copied, distinct)
+	}
+	if err := op.onProcessingTime(0); err != nil {
+		t.Fatal(err)
+	}
+	// After the barrier: the first sessions fire and go, new ones open,
+	// and the second ones grow.
+	pushKeys(t, op, nil, 0, 12000)
+	pushKeys(t, op, keys, 15000, 12000)
 	pushKeys(t, op, []int64{1000, 1001}, 16000, 20000)
+	pushKeys(t, op, keys[:distinct/2], 31000, 20000)
+	tickCopy(t, op)
 	if err := got.Resolve(); err != nil {
 		t.Fatal(err)
 	}
-	w, g := want.States[0], got.States[0]
-	if len(w.Groups) == 0 || len(w.Groups) != len(g.Groups) {
-		t.Fatalf("%d key groups, want %d", len(g.Groups), len(w.Groups))
-	}
-	for kg, data := range w.Groups {
-		if !bytes.Equal(g.Groups[kg], data) {
-			t.Fatalf("key group %d differs from the synchronous snapshot's", kg)
+	sameEntries[int64, int64](t, want, got)
+}
+
+// tickCopy makes what is left of a deferred snapshot's copy as the task
+// loop does, a processing-time tick at a time, and checks that it ends.
+func tickCopy(t *testing.T, op procTimers) {
+	t.Helper()
+	for i := 0; op.nextProcessingTime() == watermark.Min; i++ {
+		if i > 1e6 {
+			t.Fatal("the copy does not end")
+		}
+		if err := op.onProcessingTime(0); err != nil {
+			t.Fatal(err)
 		}
 	}
+}
+
+// sameEntries fails unless the resolved deferred snapshot got holds the
+// entries of the synchronous snapshot want, key group by key group. Within
+// a group the order may differ: a copy-on-write copy holds the keys the
+// task changed first (a restore does not depend on the order).
+func sameEntries[ACC, OUT any](t *testing.T, want, got *taskSnapshot) {
+	t.Helper()
+	w, g := want.States[0], got.States[0]
+	if w.Watermark != g.Watermark || len(w.Groups) == 0 || len(w.Groups) != len(g.Groups) {
+		t.Fatalf("state file: watermark %d, %d key groups; want %d, %d", g.Watermark, len(g.Groups), w.Watermark, len(w.Groups))
+	}
+	decode := func(data []byte) []genEntry[int64, ACC, OUT] {
+		var es []genEntry[int64, ACC, OUT]
+		if err := codec.EachEntry([][]byte{data}, func(e genEntry[int64, ACC, OUT]) { es = append(es, e) }); err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(es, func(a, b genEntry[int64, ACC, OUT]) int { return cmp.Compare(a.Key, b.Key) })
+		return es
+	}
+	for kg, data := range w.Groups {
+		if ge, we := decode(g.Groups[kg]), decode(data); !reflect.DeepEqual(ge, we) {
+			t.Fatalf("key group %d: %d entries differ from the synchronous snapshot's %d", kg, len(ge), len(we))
+		}
+	}
+}
+
+// A barrier that comes while the last barrier's copy is still being made
+// (that checkpoint was aborted: nothing resolves its snapshot) completes
+// that copy first, then starts its own, which holds the state at the new
+// barrier.
+func TestSessionWindowCopyOfAbortedCheckpoint(t *testing.T) {
+	const distinct = 3 * copyStep
+	keys := make([]int64, distinct)
+	for i := range keys {
+		keys[i] = int64(i)
+	}
+	run := func(op *genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]]) *taskSnapshot {
+		pushKeys(t, op, keys, 1000, 0)
+		var s *taskSnapshot
+		if op.async {
+			s = deferredBarrier(t, op) // aborted: never resolved
+			if err := op.onProcessingTime(0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pushKeys(t, op, keys[:distinct/2], 2000, 0)
+		s = &taskSnapshot{}
+		if err := op.barrier(&barrierMsg{ID: 2}, s); err != nil {
+			t.Fatal(err)
+		}
+		pushKeys(t, op, keys, 3000, 0)
+		return s
+	}
+	want := run(newTestSessionOp(false))
+	op := newTestSessionOp(true)
+	got := run(op)
+	tickCopy(t, op)
+	if err := got.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries[int64, int64](t, want, got)
+}
+
+// A deferred encoding waits for the task's copy; when the task stops
+// before it made it, the encoding fails (a checkpoint that cannot be
+// written) instead of waiting for ever.
+func TestSessionWindowCopyTaskStopped(t *testing.T) {
+	op := newTestSessionOp(true)
+	stopped := make(chan struct{})
+	op.stopped = stopped
+	keys := make([]int64, 2*copyStep)
+	for i := range keys {
+		keys[i] = int64(i)
+	}
+	pushKeys(t, op, keys, 1000, 0)
+	got := deferredBarrier(t, op)
+	close(stopped)
+	if err := got.Resolve(); err == nil || !strings.Contains(err.Error(), "stopped before it copied") {
+		t.Fatalf("Resolve = %v, want the task's stop", err)
+	}
+}
+
+// A window removed after the barrier without a firing (cleaned up when its
+// allowed lateness passed) is copied before it goes.
+func TestSessionWindowCopyCleanup(t *testing.T) {
+	keys := make([]int64, 3*copyStep)
+	for i := range keys {
+		keys[i] = int64(i)
+	}
+	run := func(async bool) (*genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]], *taskSnapshot) {
+		op := newTestSessionOp(async)
+		op.lateness = 5000
+		pushKeys(t, op, keys, 1000, 0)
+		pushKeys(t, op, nil, 0, 12000) // fired; cleaned up at 15999
+		s := &taskSnapshot{}
+		if err := op.barrier(&barrierMsg{ID: 1}, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.onProcessingTime(0); err != nil {
+			t.Fatal(err)
+		}
+		pushKeys(t, op, nil, 0, 20000)
+		if op.keys.Len() != 0 {
+			t.Fatalf("%d keys left after the cleanup", op.keys.Len())
+		}
+		return op, s
+	}
+	_, want := run(false)
+	op, got := run(true)
+	tickCopy(t, op)
+	if err := got.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	sameEntries[int64, int64](t, want, got)
 }

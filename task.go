@@ -102,7 +102,12 @@ func (st *subtask) wait(now int64) time.Duration {
 	for _, t := range st.timers {
 		if next := t.nextProcessingTime(); next != watermark.Max {
 			// Capped so that a clock that jumps (a test's, or NTP) is noticed.
-			d := min(max((next-st.now())*1e6, 1000), int64(50*time.Millisecond))
+			// A timer already due (watermark.Min: work to go on with at
+			// once) waits the least.
+			d := int64(1000)
+			if ms := st.now(); next > ms {
+				d = min(max((next-ms)*1e6, 1000), int64(50*time.Millisecond))
+			}
 			if w < 0 || d < w {
 				w = d
 			}

@@ -94,6 +94,7 @@ func BenchmarkGenWindowEncode(b *testing.B) {
 				if err := op.barrier(&barrierMsg{ID: int64(i + 1)}, s); err != nil {
 					b.Fatal(err)
 				}
+				op.copyRest()
 				b.StartTimer()
 				if err := s.Resolve(); err != nil {
 					b.Fatal(err)

@@ -71,10 +71,18 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	async  bool // keys, accumulators and results are shareable: barrierDeferred
 	ident  bool // agg says IdentityResult: a result is a copy of its accumulator
 	// barrierDeferred's list of the key objects and its copy of the keys
-	// and their windows, reused.
+	// and their windows, reused; the copy in progress (snapshot_async.go):
+	// epoch counts the deferred barriers, snapKeys[copyPos:] is what the
+	// copy has still to look at, and copying is closed when it is done.
 	snapKeys []*gkey[K, ACC, OUT]
 	snapCopy []genKeyCopy[K]
 	snapWins []genWinEntry[ACC, OUT]
+	epoch    uint64
+	copyPos  int
+	copying  *genCopy[K, ACC, OUT]
+	// stopped is closed when the task stops (nil in unit tests): a
+	// deferred encoding waiting for the copy gives up then.
+	stopped <-chan struct{}
 	// noPrefetch walks keys without asking for their memory ahead (a
 	// firing's prefetchFire, the barrier's prefetchKeyCopy): set only by
 	// the benchmarks and tests that measure what the prefetching is worth.
@@ -83,7 +91,7 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 
 // gkey is one key's open windows.
 //
-// Its first window lives in the gkey itself (newGKey, newWin): walking the
+// Its first window lives in the gkey itself (newKey, newWin): walking the
 // keys (a barrier's copy, firing) then reads one object per key instead of
 // scattered ones. The barrier's copy of Nexmark q8's state (CoGroup,
 // tumbling windows, most keys in one window) was bound by those cache
@@ -111,13 +119,20 @@ type gkey[K comparable, ACC, OUT any] struct {
 	firstLive bool
 	// more is 1 + the index of the key's window list in the operator's
 	// lists, or 0 if the key's windows are just first (firstLive) or none.
-	more  int32
+	more int32
+	// epoch is the operator's epoch when the key was created or its state
+	// was last copied for a deferred snapshot: a key whose epoch is
+	// behind the operator's is still to be copied (copyKey) before
+	// anything changes it. (For q11's keys the field takes room that was
+	// padding: a gkey is in the 128-byte size class either way.)
+	epoch uint64
 	first gwin[ACC, OUT]
 }
 
-// newGKey returns a key's state with no windows.
-func newGKey[K comparable, ACC, OUT any](key K, hash uint64) *gkey[K, ACC, OUT] {
-	return &gkey[K, ACC, OUT]{key: key, hash: hash}
+// newKey returns a key's state with no windows, which the snapshot of the
+// current epoch (if one is being copied) does not hold.
+func (op *genWindowOp[K, T, ACC, OUT, R]) newKey(key K, hash uint64) *gkey[K, ACC, OUT] {
+	return &gkey[K, ACC, OUT]{key: key, hash: hash, epoch: op.epoch}
 }
 
 // hasWins reports whether ks has a window.
@@ -345,7 +360,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 	wins := op.windowsOf(ts, buf[:0])
 	var ks *gkey[K, ACC, OUT]
 	if p := op.keys.Get(r.hash, r.key); p != nil {
-		ks = *p
+		if ks = *p; ks.epoch != op.epoch {
+			op.copyKey(ks)
+		}
 	}
 	accepted := false
 	for _, se := range wins {
@@ -364,7 +381,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 			continue
 		}
 		if ks == nil {
-			ks = newGKey[K, ACC, OUT](r.key, r.hash)
+			ks = op.newKey(r.key, r.hash)
 			p, _ := op.keys.Upsert(r.hash, r.key)
 			*p = ks
 		}
@@ -533,6 +550,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) procTimer(ks *gkey[K, ACC, OUT], w *gw
 // fire emits w's result: Insert the first time in a pane, then
 // UpdateAfter (accumulating) or UpdateBefore+UpdateAfter (retracting).
 func (op *genWindowOp[K, T, ACC, OUT, R]) fire(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) error {
+	if ks.epoch != op.epoch {
+		op.copyKey(ks)
+	}
 	if !w.dirty {
 		return nil
 	}
@@ -579,6 +599,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
+	if ks.epoch != op.epoch {
+		op.copyKey(ks)
+	}
 	w.gone = true
 	ws := op.winsOf(ks)
 	for i, x := range ws {
@@ -662,6 +685,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) nextProcessingTime() int64 {
+	if op.copying != nil {
+		return watermark.Min // the task loop goes on with the copy at once
+	}
 	if op.ptimers.Len() == 0 {
 		return watermark.Max
 	}
@@ -669,12 +695,18 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) nextProcessingTime() int64 {
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) onProcessingTime(now int64) error {
+	if op.copying != nil {
+		op.copySome(copyStep)
+	}
 	op.emitWM = op.wm
 	for op.ptimers.Len() > 0 && op.ptimers.Peek().at <= now {
 		t := op.ptimers.Pop()
 		ks, w := op.lookup(&t)
 		if w == nil {
 			continue
+		}
+		if ks.epoch != op.epoch {
+			op.copyKey(ks) // the timer's flags below are in the snapshot
 		}
 		switch t.kind {
 		case tProcFire:
@@ -771,7 +803,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) err
 	op.wm, op.emitWM, op.sentWM = wm, wm, wm
 	now := op.now()
 	return codec.EachEntry(groups, func(e genEntry[K, ACC, OUT]) {
-		ks := newGKey[K, ACC, OUT](e.Key, e.Hash)
+		ks := op.newKey(e.Key, e.Hash)
 		p, _ := op.keys.Upsert(e.Hash, e.Key)
 		*p = ks
 		for _, we := range e.Wins {

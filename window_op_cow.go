@@ -238,7 +238,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) barrierDeferred(b *barrierMsg, s *tas
 	c.buckets = bks
 	c.sharing = len(bks) > 0
 	maxP := op.info.maxP
-	deferEncode(s, op.info, op.wm, &op.snap, func(add func(int, *alignedEntry[K, ACC])) {
+	deferEncode(s, op.info, op.wm, &op.snap, nil, func(add func(int, *alignedEntry[K, ACC])) {
 		var e alignedEntry[K, ACC]
 		for _, bk := range bks {
 			e.Start, e.End = bk.start, bk.end
