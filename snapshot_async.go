@@ -218,7 +218,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	if cap(wins) < nkeys {
 		wins = make([]genWinEntry[ACC, OUT], 0, nkeys+nkeys/4)
 	}
-	op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+	op.keys.AllPrefetch(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
 		keys = append(keys, *p)
 		return true
 	})
@@ -228,7 +228,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	c := &genCopy[K, ACC, OUT]{done: make(chan struct{})}
 	op.copying = c
 	if nkeys <= copyStep {
-		op.copySome(nkeys)
+		op.copyRest()
 	}
 	maxP, stopped, name := op.info.maxP, op.stopped, op.info.name
 	deferEncode(s, op.info, op.wm, &op.snap, func() error {
@@ -280,9 +280,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) copySome(n int) {
 		if pf {
 			op.prefetchKeyCopy(keys, i)
 		}
-		if ks := keys[i]; ks.epoch != op.epoch {
-			op.copyKey(ks)
-		}
+		op.own(keys[i])
 	}
 	op.copyPos = end
 	if end < len(keys) {
@@ -296,20 +294,34 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) copySome(n int) {
 	close(c.done)
 }
 
+// own makes ks the task's to change: if the snapshot being copied still
+// needs ks as the barrier saw it, ks is copied first.
+func (op *genWindowOp[K, T, ACC, OUT, R]) own(ks *gkey[K, ACC, OUT]) {
+	if ks.epoch != op.epoch {
+		op.copyKey(ks)
+	}
+}
+
 // copyKey adds ks, as it is, to the copy of the current epoch's snapshot.
-// It reads ks's windows without winsOf, whose list of an inline window
-// (op.one) a caller may be holding.
 func (op *genWindowOp[K, T, ACC, OUT, R]) copyKey(ks *gkey[K, ACC, OUT]) {
 	ks.epoch = op.epoch
 	from := len(op.snapWins)
+	op.snapWins = op.appendEntries(op.snapWins, ks)
+	op.snapCopy = append(op.snapCopy, genKeyCopy[K]{ks.hash, ks.key, uint32(from), uint32(len(op.snapWins))})
+}
+
+// appendEntries appends ks's windows, as a snapshot stores them, to dst.
+// It reads them without winsOf, whose list of an inline window (op.one) a
+// caller of own may be holding.
+func (op *genWindowOp[K, T, ACC, OUT, R]) appendEntries(dst []genWinEntry[ACC, OUT], ks *gkey[K, ACC, OUT]) []genWinEntry[ACC, OUT] {
 	if ks.more != 0 {
 		for _, w := range op.lists[ks.more-1] {
-			op.snapWins = append(op.snapWins, w.entry())
+			dst = append(dst, w.entry())
 		}
 	} else if ks.firstLive {
-		op.snapWins = append(op.snapWins, ks.first.entry())
+		dst = append(dst, ks.first.entry())
 	}
-	op.snapCopy = append(op.snapCopy, genKeyCopy[K]{ks.hash, ks.key, uint32(from), uint32(len(op.snapWins))})
+	return dst
 }
 
 // finish completes a deferred snapshot's copy before the input's end goes

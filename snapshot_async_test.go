@@ -260,15 +260,14 @@ func TestSessionWindowCopyOfAbortedCheckpoint(t *testing.T) {
 	}
 	run := func(op *genWindowOp[int64, int64, int64, int64, WindowResult[int64, int64]]) *taskSnapshot {
 		pushKeys(t, op, keys, 1000, 0)
-		var s *taskSnapshot
 		if op.async {
-			s = deferredBarrier(t, op) // aborted: never resolved
+			deferredBarrier(t, op) // aborted: never resolved
 			if err := op.onProcessingTime(0); err != nil {
 				t.Fatal(err)
 			}
 		}
 		pushKeys(t, op, keys[:distinct/2], 2000, 0)
-		s = &taskSnapshot{}
+		s := &taskSnapshot{}
 		if err := op.barrier(&barrierMsg{ID: 2}, s); err != nil {
 			t.Fatal(err)
 		}

@@ -360,9 +360,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 	wins := op.windowsOf(ts, buf[:0])
 	var ks *gkey[K, ACC, OUT]
 	if p := op.keys.Get(r.hash, r.key); p != nil {
-		if ks = *p; ks.epoch != op.epoch {
-			op.copyKey(ks)
-		}
+		ks = *p
+		op.own(ks)
 	}
 	accepted := false
 	for _, se := range wins {
@@ -550,9 +549,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) procTimer(ks *gkey[K, ACC, OUT], w *gw
 // fire emits w's result: Insert the first time in a pane, then
 // UpdateAfter (accumulating) or UpdateBefore+UpdateAfter (retracting).
 func (op *genWindowOp[K, T, ACC, OUT, R]) fire(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) error {
-	if ks.epoch != op.epoch {
-		op.copyKey(ks)
-	}
+	op.own(ks)
 	if !w.dirty {
 		return nil
 	}
@@ -599,9 +596,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
-	if ks.epoch != op.epoch {
-		op.copyKey(ks)
-	}
+	op.own(ks)
 	w.gone = true
 	ws := op.winsOf(ks)
 	for i, x := range ws {
@@ -705,9 +700,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) onProcessingTime(now int64) error {
 		if w == nil {
 			continue
 		}
-		if ks.epoch != op.epoch {
-			op.copyKey(ks) // the timer's flags below are in the snapshot
-		}
+		op.own(ks) // the timer's flags below are in the snapshot
 		switch t.kind {
 		case tProcFire:
 			w.procTimer = false
@@ -782,10 +775,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot
 	var e genEntry[K, ACC, OUT]
 	op.keys.All(func(h uint64, _ K, p **gkey[K, ACC, OUT]) bool {
 		ks := *p
-		e.Hash, e.Key, e.Wins = ks.hash, ks.key, reuse(g, e.Wins)
-		for _, w := range op.winsOf(ks) {
-			e.Wins = append(e.Wins, w.entry())
-		}
+		e.Hash, e.Key, e.Wins = ks.hash, ks.key, op.appendEntries(reuse(g, e.Wins), ks)
 		g.Add(int(h%op.info.maxP), &e)
 		return true
 	})

@@ -101,10 +101,7 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			}
 			g := &genWindowOp[K, T, ACC, OUT, R]{winOut: wo, w: w, agg: agg, trig: trig, lateness: cfg.lateness,
 				retract: cfg.retract, render: render, now: st.now, info: newOpInfo(st, n), ident: identityResult[ACC, OUT](agg),
-				async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[OUT]())}
-			if st.ctx != nil {
-				g.stopped = st.ctx.Done()
-			}
+				stopped: st.ctx.Done(), async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[OUT]())}
 			g.init()
 			st.timers = append(st.timers, g)
 			op = g
