@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ func newSQL() *cobra.Command {
 		appID       string
 		web         webFlags
 		microbatch  time.Duration
+		logLevel    string
 	)
 	cmd := &cobra.Command{
 		Use:   "sql [-f FILE]",
@@ -46,7 +48,11 @@ Without -f: an interactive shell reading statements that end with ';'.
 ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := []sql.Option{sql.Parallelism(parallelism), sql.Stdout(cmd.OutOrStdout()), sql.LogDir(logDir)}
+			if err := web.level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			opts := []sql.Option{sql.Parallelism(parallelism), sql.Stdout(cmd.OutOrStdout()), sql.LogDir(logDir),
+				sql.JobOptions(weir.Logger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: web.level}))))}
 			for _, d := range defines {
 				k, v, ok := strings.Cut(d, "=")
 				if !ok || k == "" {
@@ -110,6 +116,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
 	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
 	f.StringVar(&appID, "app-id", "", "run as one process of application ID: the processes started with the same id share the Kafka input through a consumer group (docs/scale-out.md)")
+	f.StringVar(&logLevel, "log-level", "warn", "least level of the job's log lines on stderr: debug, info, warn or error (info adds the job's start, restore and end and, with --app-id, the group's assignments, restores and aborted transactions)")
 	web.add(cmd, "control.token in --checkpoint-dir")
 	return cmd
 }

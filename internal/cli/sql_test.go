@@ -123,6 +123,36 @@ INSERT INTO out SELECT auction, COUNT(*) FROM bids GROUP BY auction;`,
 	}
 }
 
+// TestSQLLogLevel: `weir sql --log-level` sets the least level of the
+// job's log on stderr (warnings by default, so a clean run prints no log
+// line); a level slog does not know is an error naming the flag.
+func TestSQLLogLevel(t *testing.T) {
+	dir := writeSQLFixture(t)
+	path := filepath.Join(dir, "job.sql")
+	script := `CREATE TABLE bids (auction BIGINT, price BIGINT, ts TIMESTAMP(3))
+WITH ('connector' = 'filesystem', 'path' = '${DIR}/bids.json', 'format' = 'json');
+SELECT auction FROM bids WHERE price > 25;`
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		log  bool
+	}{{nil, false}, {[]string{"--log-level", "info"}, true}, {[]string{"--log-level", "WARN"}, false}} {
+		stdout, stderr, code := run(t, append([]string{"sql", "-f", path, "--define", "DIR=" + dir}, c.args...)...)
+		if code != 0 || strings.TrimSpace(stdout) != "+I[1]" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", c.args, code, stdout, stderr)
+		}
+		if got := strings.Contains(stderr, `level=INFO msg="job starting"`); got != c.log {
+			t.Errorf("%v: the job's start logged: %v, want %v; stderr %q", c.args, got, c.log, stderr)
+		}
+	}
+	_, stderr, code := run(t, "sql", "-f", path, "--define", "DIR="+dir, "--log-level", "loud")
+	if code == 0 || !strings.Contains(stderr, "--log-level") || !strings.Contains(stderr, "loud") {
+		t.Errorf("--log-level loud: exit %d, stderr %q; want an error naming the flag and the level", code, stderr)
+	}
+}
+
 // TestSQLShell feeds statements to the shell: multi-line input, SHOW
 // TABLES, DESCRIBE and a SELECT printed as a changelog.
 func TestSQLShell(t *testing.T) {

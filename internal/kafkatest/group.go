@@ -28,6 +28,10 @@ type Group struct {
 	// expected to run.
 	killed map[string]bool
 	began  time.Time
+	// Diagnose, if set, logs what the test knows of the job's progress
+	// (its output so far, the group's description) when a wait of
+	// WaitFor times out.
+	Diagnose func()
 }
 
 // NewGroup returns the group of bin's processes whose command line is
@@ -91,9 +95,24 @@ func (g *Group) WaitFor(what string, d time.Duration, cond func() bool) {
 			return
 		}
 		if time.Now().After(deadline) {
+			g.timedOut()
 			g.t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		<-tick.C
+	}
+}
+
+// timedOut logs, for a wait that timed out, the test's Diagnose and the
+// stacks of the members' long-blocked goroutines (ending them).
+func (g *Group) timedOut() {
+	g.t.Helper()
+	if g.Diagnose != nil {
+		g.Diagnose()
+	}
+	for _, name := range g.Names() {
+		if p := g.procs[name]; !p.Exited() {
+			g.t.Logf("process %s, goroutines blocked for minutes:\n%s", name, p.Stacks(10*time.Second))
+		}
 	}
 }
 

@@ -48,7 +48,7 @@ type Proc struct {
 // InstanceEnv), with env added to the test's environment and TMPDIR in the
 // test's temporary directory. The process is killed at the end of the
 // test; if the test failed its stderr is logged (without the
-// per-checkpoint lines).
+// per-checkpoint lines and a goroutine dump asked for by Stacks).
 func Start(t testing.TB, bin, name string, env []string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{Name: name, Stderr: &weirtest.LockedBuffer{}, Done: make(chan error, 1)}
@@ -68,7 +68,7 @@ func Start(t testing.TB, bin, name string, env []string, args ...string) *Proc {
 		p.Done <- err
 		if t.Failed() {
 			var lines []string
-			for _, l := range strings.Split(p.Stderr.String(), "\n") {
+			for _, l := range strings.Split(withoutDump(p.Stderr.String()), "\n") {
 				if !strings.Contains(l, `msg="checkpoint complete"`) {
 					lines = append(lines, l)
 				}

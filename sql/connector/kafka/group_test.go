@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
@@ -353,12 +354,39 @@ func TestGroupSQLKill(t *testing.T) {
 	t.Logf("%d input rows over %d partitions; %d tumbling windows committed when %s was killed", len(all), sqlParts, killedAt, victim)
 }
 
-// weirGroup is the group of `weir sql -f file --app-id app` processes on
-// the cluster at addrs (its brokers given as the file's ${BROKERS}).
+// weirGroup is the group of `weir sql -f file --app-id app --log-level
+// info` processes on the cluster at addrs (its brokers given as the
+// file's ${BROKERS}). If a wait times out, the test logs the group's
+// description and how many records each topic but the job's own has
+// committed.
 func weirGroup(t *testing.T, bin string, addrs []string, app, file string) *kafkatest.Group {
-	return kafkatest.NewGroup(t, bin, nil, func(string) []string {
-		return []string{"sql", "-f", file, "--app-id", app, "--define", "BROKERS=" + strings.Join(addrs, ",")}
+	g := kafkatest.NewGroup(t, bin, nil, func(string) []string {
+		return []string{"sql", "-f", file, "--app-id", app, "--define", "BROKERS=" + strings.Join(addrs, ","), "--log-level", "info"}
 	})
+	g.Diagnose = func() {
+		var b strings.Builder
+		if d, err := kafka.DescribeGroup(context.Background(), addrs, app); err != nil {
+			fmt.Fprintf(&b, "describe: %v\n", err)
+		} else {
+			d.WriteText(&b)
+		}
+		acl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer acl.Close()
+		topics, err := kadm.NewClient(acl).ListTopics(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range topics.Names() {
+			if !strings.HasPrefix(name, app+"-") {
+				fmt.Fprintf(&b, "\n%s: %d records committed", name, len(kafkatest.Committed(t, addrs, name)))
+			}
+		}
+		t.Logf("group %s when the wait timed out:\n%s", app, b.String())
+	}
+	return g
 }
 
 // inputOwner is the member (its instance id) owning a partition of topic
