@@ -1,18 +1,36 @@
 package hashtable
 
 // CopyTo makes dst an exact copy of t (same capacity, slots and iteration
-// order) with two memmoves, reusing dst's memory when it is large enough:
-// a snapshot's copy of a table costs no per-entry work and, once dst has
-// the capacity, no allocation. Values are copied as they are (a pointer in
-// V is shared, not deep-copied).
+// order) with memmoves, reusing dst's memory when it is large enough: a
+// snapshot's copy of a table costs no per-entry work and, once dst has the
+// capacity, no allocation. Values are copied as they are (a pointer in V
+// is shared, not deep-copied).
+//
+// CopyTo changes nothing in t, so t may be read by another goroutine
+// meanwhile (a window's table that a snapshot is encoding): a doubling
+// of t that migrates is copied as it is, old arrays and all, and dst
+// goes on migrating it.
 func (t *Table[K, V]) CopyTo(dst *Table[K, V]) {
-	n := len(t.slots)
-	if cap(dst.slots) >= n {
-		dst.slots, dst.ctrl = dst.slots[:n], dst.ctrl[:n]
-	} else {
-		dst.slots, dst.ctrl = make([]slot[K, V], n), make([]uint8, n)
-	}
-	copy(dst.slots, t.slots)
-	copy(dst.ctrl, t.ctrl)
+	dst.slots, dst.ctrl = copyArrays(t.slots, t.ctrl, dst.slots, dst.ctrl)
 	dst.mask, dst.used, dst.plain = t.mask, t.used, t.plain
+	if t.oldCtrl == nil {
+		dst.oldCtrl, dst.oldSlots, dst.oldMask, dst.moved = nil, nil, 0, 0
+		return
+	}
+	dst.oldSlots, dst.oldCtrl = copyArrays(t.oldSlots, t.oldCtrl, dst.oldSlots, dst.oldCtrl)
+	dst.oldMask, dst.moved = t.oldMask, t.moved
+}
+
+// copyArrays copies slots and ctrl into ds and dc, reused when large
+// enough, and returns the copies.
+func copyArrays[K comparable, V any](slots []slot[K, V], ctrl []uint8, ds []slot[K, V], dc []uint8) ([]slot[K, V], []uint8) {
+	n := len(slots)
+	if cap(ds) >= n && cap(dc) >= n {
+		ds, dc = ds[:n], dc[:n]
+	} else {
+		ds, dc = make([]slot[K, V], n), make([]uint8, n)
+	}
+	copy(ds, slots)
+	copy(dc, ctrl)
+	return ds, dc
 }

@@ -17,11 +17,21 @@
 // slot position (Find, At, DeleteAt) for a resumable incremental cleanup
 // (Sweep).
 //
-// A table grows by doubling and moving every entry at once, on the caller's
-// goroutine: the slowest Upsert of a fill pays for the whole move
-// (BenchmarkFill reports it). While an execution trace runs, each doubling
-// of a large table is a "table-grow" region, so a trace shows whether one
-// falls where latency climbs.
+// A table grows by doubling. A small one moves every entry at once; a large
+// one (incrementalSlots slots or more) moves them a few at a time, as
+// Flink's CopyOnWriteStateMap rehashes incrementally: the arrays before the
+// doubling stay beside the new ones, every insert of a new key moves the
+// entries of the next migrateStep old slots, and a lookup that misses in
+// the new arrays looks in the old ones. A doubling that moved every entry
+// at once stopped its caller for the whole move: 88 ms for the last
+// doubling of a 1 Mi-key fill (BenchmarkFill's max-ns), and in Nexmark q5
+// three of them back to back in each window subtask while the windows the
+// job started in filled, 211–393 ms of p99 latency (docs/performance.md,
+// "Sixteenth pass"). The walks that may delete (Walk, Sweep) and Reserve
+// finish a migration first; the other operations, and the read-only walks
+// and copy (All, AllPrefetch, CopyTo) work on both pairs of arrays. While an execution trace runs, each
+// doubling of a large table is a "table-grow" region, and a migration
+// finished at once is a "table-settle" region.
 package hashtable
 
 import (
@@ -41,7 +51,32 @@ type Table[K comparable, V any] struct {
 	// plain: K and V hold no pointers, so Reset need not zero the slots
 	// (an insert writes the whole slot).
 	plain bool
+	// While a doubling migrates: the arrays before it, whose slots from
+	// position moved on still hold entries to move (an entry moved or
+	// deleted leaves its old slot gone). used counts the entries of both.
+	// Nil when no doubling migrates.
+	oldCtrl  []uint8
+	oldSlots []slot[K, V]
+	oldMask  uint64
+	moved    int
 }
+
+// gone is the control byte of an old slot whose entry was deleted while
+// its doubling migrates: lookups probe past it (not 0), walks and the
+// migration skip it (top bit clear, unlike a tag).
+const gone = 0x01
+
+// incrementalSlots is the size from which a table grows incrementally; a
+// smaller one moves its entries at once, in less time than a lookup's
+// extra probe would cost over its migration. A variable, for tests.
+var incrementalSlots = 1 << 12
+
+// migrateStep is how many old slots an insert migrates: at most 3/4 of
+// them hold entries, so an insert moves ~6 entries (a cache miss each in
+// a large table), and a doubling of c slots has moved everything after
+// c/8 inserts, long before the new arrays (2c slots, 3c/4 entries at the
+// doubling) fill to their own doubling at 3c/2.
+const migrateStep = 8
 
 type slot[K comparable, V any] struct {
 	hash uint64
@@ -80,6 +115,7 @@ func (t *Table[K, V]) index(hash uint64) uint64 {
 // Reserve makes room for n more entries: the next n inserts do not grow
 // the table.
 func (t *Table[K, V]) Reserve(n int) {
+	t.settle()
 	if t.used == 0 && !t.Fits(n) {
 		// Empty: one allocation of the final size, not a doubling at a
 		// time.
@@ -125,16 +161,7 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 	for {
 		c := t.ctrl[i]
 		if c == 0 {
-			if over(t.used+1, len(t.slots)) {
-				t.grow()
-				return t.Upsert(hash, key)
-			}
-			t.ctrl[i] = tg
-			s := &t.slots[i]
-			var zero V
-			s.hash, s.key, s.val = hash, key, zero
-			t.used++
-			return &s.val, true
+			break
 		}
 		if c == tg {
 			if s := &t.slots[i]; s.hash == hash && s.key == key {
@@ -143,18 +170,93 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 		}
 		i = (i + 1) & t.mask
 	}
+	if t.oldCtrl != nil {
+		if j := t.findOld(hash, key, tg); j >= 0 {
+			return &t.oldSlots[j].val, false
+		}
+	}
+	if over(t.used+1, len(t.slots)) {
+		t.grow()
+		return t.Upsert(hash, key)
+	}
+	t.ctrl[i] = tg
+	s := &t.slots[i]
+	var zero V
+	s.hash, s.key, s.val = hash, key, zero
+	t.used++
+	if t.oldCtrl != nil {
+		// Moves fill empty slots only: s stays where it is.
+		t.migrate(migrateStep)
+	}
+	return &s.val, true
 }
 
-// Get returns the value of key, or nil.
+// findOld returns the old slot position of key (tag tg) while a doubling
+// migrates, or -1 if the key is not there (or was moved: its slot is
+// gone).
+func (t *Table[K, V]) findOld(hash uint64, key K, tg uint8) int {
+	i := (hash * 0x9e3779b97f4a7c15 >> 32) & t.oldMask // index, in the old arrays
+	for {
+		c := t.oldCtrl[i]
+		if c == 0 {
+			return -1
+		}
+		if c == tg {
+			if s := &t.oldSlots[i]; s.hash == hash && s.key == key {
+				return int(i)
+			}
+		}
+		i = (i + 1) & t.oldMask
+	}
+}
+
+// migrate moves the entries of the next n old slots into the new arrays,
+// and drops the old arrays once every slot is done.
+func (t *Table[K, V]) migrate(n int) {
+	end := min(t.moved+n, len(t.oldCtrl))
+	for i := t.moved; i < end; i++ {
+		c := t.oldCtrl[i]
+		if c&0x80 == 0 {
+			continue // empty or gone
+		}
+		s := &t.oldSlots[i]
+		j := t.index(s.hash)
+		for t.ctrl[j] != 0 {
+			j = (j + 1) & t.mask
+		}
+		t.slots[j], t.ctrl[j] = *s, c
+		t.oldCtrl[i] = gone
+	}
+	t.moved = end
+	if end == len(t.oldCtrl) {
+		t.oldCtrl, t.oldSlots, t.oldMask, t.moved = nil, nil, 0, 0
+	}
+}
+
+// settle finishes a migration at once: for the operations that work on
+// one pair of arrays.
+func (t *Table[K, V]) settle() {
+	if t.oldCtrl == nil {
+		return
+	}
+	if trace.IsEnabled() && len(t.oldCtrl)-t.moved >= traceGrowSlots {
+		defer trace.StartRegion(context.Background(), "table-settle").End()
+	}
+	t.migrate(len(t.oldCtrl))
+}
+
+// Get returns the value of key, or nil. The pointer is valid until the
+// next insert or delete.
 func (t *Table[K, V]) Get(hash uint64, key K) *V {
 	if i := t.Find(hash, key); i >= 0 {
-		return &t.slots[i].val
+		return t.At(i)
 	}
 	return nil
 }
 
 // Find returns the slot position of key, or -1. The position is valid until
-// the next insert or delete.
+// the next insert or delete. While a doubling migrates, an entry not moved
+// yet has a position past the new slots (Cap plus its old position).
 func (t *Table[K, V]) Find(hash uint64, key K) int {
 	if t.used == 0 {
 		return -1
@@ -163,7 +265,7 @@ func (t *Table[K, V]) Find(hash uint64, key K) int {
 	for {
 		c := t.ctrl[i]
 		if c == 0 {
-			return -1
+			break
 		}
 		if c == tg {
 			if s := &t.slots[i]; s.hash == hash && s.key == key {
@@ -172,11 +274,22 @@ func (t *Table[K, V]) Find(hash uint64, key K) int {
 		}
 		i = (i + 1) & t.mask
 	}
+	if t.oldCtrl != nil {
+		if j := t.findOld(hash, key, tg); j >= 0 {
+			return len(t.slots) + j
+		}
+	}
+	return -1
 }
 
 // At returns the value at slot position i, a position of a present entry
 // (from Find). The pointer is valid until the next insert or delete.
-func (t *Table[K, V]) At(i int) *V { return &t.slots[i].val }
+func (t *Table[K, V]) At(i int) *V {
+	if i >= len(t.slots) {
+		return &t.oldSlots[i-len(t.slots)].val
+	}
+	return &t.slots[i].val
+}
 
 // Delete removes key if present (backward-shift deletion, no tombstones).
 func (t *Table[K, V]) Delete(hash uint64, key K) bool {
@@ -193,6 +306,18 @@ func (t *Table[K, V]) Delete(hash uint64, key K) bool {
 // keeps them reachable from their home slot, so an entry only ever moves to
 // an earlier position of its cluster.
 func (t *Table[K, V]) DeleteAt(at int) {
+	if at >= len(t.slots) {
+		// Not moved yet: marked gone, so the migration skips it and
+		// lookups probe past it.
+		j := at - len(t.slots)
+		t.oldCtrl[j] = gone
+		if !t.plain {
+			var zero slot[K, V]
+			t.oldSlots[j] = zero
+		}
+		t.used--
+		return
+	}
 	i := uint64(at)
 	j := i
 	for {
@@ -224,8 +349,14 @@ func (t *Table[K, V]) grow() {
 		trace.Log(context.Background(), "table-grow", strconv.Itoa(len(t.slots)))
 		defer trace.StartRegion(context.Background(), "table-grow").End()
 	}
-	old, oldCtrl := t.slots, t.ctrl
+	t.settle()
+	old, oldCtrl, used := t.slots, t.ctrl, t.used
 	t.alloc(max(16, len(old)*2))
+	if len(old) >= incrementalSlots {
+		t.oldCtrl, t.oldSlots, t.oldMask, t.moved = oldCtrl, old, uint64(len(old)-1), 0
+		t.used = used
+		return
+	}
 	for i, c := range oldCtrl {
 		if c == 0 {
 			continue
@@ -241,17 +372,31 @@ func (t *Table[K, V]) grow() {
 }
 
 // All calls fn for each entry until fn returns false.
+//
+// All changes nothing, so it may run beside readers of the table (a
+// snapshot's encoding): while a doubling migrates, it visits the entries
+// not moved yet in the old arrays, then the new arrays.
 func (t *Table[K, V]) All(fn func(hash uint64, key K, v *V) bool) {
+	if t.oldCtrl != nil && !all(t.oldCtrl, t.oldSlots, fn) {
+		return
+	}
+	all(t.ctrl, t.slots, fn)
+}
+
+// all is All over one pair of arrays, and reports whether it got to the
+// end.
+func all[K comparable, V any](ctrl []uint8, slots []slot[K, V], fn func(hash uint64, key K, v *V) bool) bool {
 	// A byte at a time: the walk a word at a time (visit) made
 	// BenchmarkAllPrefetch's "all" walk, without the prefetches, take
 	// 17.3–19.5 ns a key instead of 8.6–10.3.
-	for i, c := range t.ctrl {
-		if c != 0 {
-			if s := &t.slots[i]; !fn(s.hash, s.key, &s.val) {
-				return
+	for i, c := range ctrl {
+		if c&0x80 != 0 {
+			if s := &slots[i]; !fn(s.hash, s.key, &s.val) {
+				return false
 			}
 		}
 	}
+	return true
 }
 
 // Walk calls yield for each entry until it returns false, and reports
@@ -264,6 +409,7 @@ func (t *Table[K, V]) All(fn func(hash uint64, key K, v *V) bool) {
 // ahead of the hole, which the walk has not visited yet. When the visited
 // slot changed during yield, the walk looks at it again.
 func (t *Table[K, V]) Walk(yield func(hash uint64, key K, v *V) bool) bool {
+	t.settle()
 	if t.used == 0 {
 		return true
 	}
@@ -303,6 +449,7 @@ func (t *Table[K, V]) Walk(yield func(hash uint64, key K, v *V) bool) bool {
 // on (to the start of this table or to another one). Deletion can move an
 // unexamined entry behind the cursor, or an examined one ahead of it.
 func (t *Table[K, V]) Sweep(at, budget int, del func(v *V) bool) (next, left int, done bool) {
+	t.settle()
 	if t.used == 0 || at >= len(t.slots) {
 		return 0, budget - 1, true
 	}
@@ -319,6 +466,7 @@ func (t *Table[K, V]) Sweep(at, budget int, del func(v *V) bool) (next, left int
 
 // Reset empties the table and keeps its memory for reuse.
 func (t *Table[K, V]) Reset() {
+	t.oldCtrl, t.oldSlots, t.oldMask, t.moved = nil, nil, 0, 0
 	if t.used == 0 {
 		return
 	}

@@ -40,22 +40,35 @@ var prefetchLines = prefetch.Lines
 // ones, so a walk's reads skip ahead by irregular strides that the
 // hardware's prefetcher does not follow: each full slot was a cache miss
 // of its own (BenchmarkAllPrefetch).
+//
+// Like All, it changes nothing, and visits the entries a migrating
+// doubling has not moved yet first.
 func (t *Table[K, V]) AllPrefetch(fn func(hash uint64, key K, v *V) bool) {
-	n := len(t.slots)
-	if n == 0 {
+	if t.oldCtrl != nil && !allPrefetch(t.oldCtrl, t.oldSlots, fn) {
 		return
 	}
-	size := unsafe.Sizeof(t.slots[0])
-	end := uintptr(unsafe.Pointer(&t.slots[0])) + uintptr(n)*size
+	allPrefetch(t.ctrl, t.slots, fn)
+}
+
+// allPrefetch is AllPrefetch over one pair of arrays, and reports whether
+// it got to the end.
+func allPrefetch[K comparable, V any](ctrl []uint8, slots []slot[K, V], fn func(hash uint64, key K, v *V) bool) bool {
+	n := len(slots)
+	if n == 0 {
+		return true
+	}
+	size := unsafe.Sizeof(slots[0])
+	end := uintptr(unsafe.Pointer(&slots[0])) + uintptr(n)*size
 	span := max(8, prefetchSpan/int(size)) &^ 7 // whole words of control bytes
 	for from := 0; from < n; from += span {
-		if a := uintptr(unsafe.Pointer(&t.slots[from])) + prefetchAhead; a < end {
+		if a := uintptr(unsafe.Pointer(&slots[from])) + prefetchAhead; a < end {
 			prefetchLines(a, min(uintptr(span)*size, end-a))
 		}
-		if !t.visit(from, min(from+span, n), fn) {
-			return
+		if !visit(ctrl, slots, from, min(from+span, n), fn) {
+			return false
 		}
 	}
+	return true
 }
 
 // visit calls fn for each entry in slots [from, to) until fn returns
@@ -66,10 +79,10 @@ func (t *Table[K, V]) AllPrefetch(fn func(hash uint64, key K, v *V) bool) {
 // branch per slot (one byte at a time, the branch on each went either way
 // at random; BenchmarkAllPrefetch 9.2–11.4 → 6.0–10.2 ns a key,
 // BenchmarkAlignedFireRows 53.2–53.7 → 49.0–50.7, alternated).
-func (t *Table[K, V]) visit(from, to int, fn func(hash uint64, key K, v *V) bool) bool {
+func visit[K comparable, V any](ctrl []uint8, slots []slot[K, V], from, to int, fn func(hash uint64, key K, v *V) bool) bool {
 	for i := from; i < to; i += 8 {
-		for m := binary.LittleEndian.Uint64(t.ctrl[i:]) & fullBits; m != 0; m &= m - 1 {
-			s := &t.slots[i+bits.TrailingZeros64(m)>>3]
+		for m := binary.LittleEndian.Uint64(ctrl[i:]) & fullBits; m != 0; m &= m - 1 {
+			s := &slots[i+bits.TrailingZeros64(m)>>3]
 			if !fn(s.hash, s.key, &s.val) {
 				return false
 			}
@@ -79,5 +92,5 @@ func (t *Table[K, V]) visit(from, to int, fn func(hash uint64, key K, v *V) bool
 }
 
 // fullBits has the top bit of each of eight control bytes: set in a full
-// slot's tag, clear in an empty slot's 0.
+// slot's tag, clear in an empty slot's 0 and a gone one's.
 const fullBits = 0x8080808080808080
