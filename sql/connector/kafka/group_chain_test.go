@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
@@ -200,17 +199,8 @@ func TestGroupSQLChain(t *testing.T) {
 	// The plan is a chain: besides the window aggregations' repartition
 	// topics, the aggregations over them (keyed by window) and the join
 	// have their own, each with a changelog.
-	acl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer acl.Close()
-	topics, err := kadm.NewClient(acl).ListTopics(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rtopics []string
-	for _, name := range topics.Names() {
+	for _, name := range topicNames(t, addrs) {
 		if strings.HasPrefix(name, "sqlc-") && strings.HasSuffix(name, "-repartition") {
 			rtopics = append(rtopics, name)
 		}

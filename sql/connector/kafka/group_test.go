@@ -370,16 +370,7 @@ func weirGroup(t *testing.T, bin string, addrs []string, app, file string) *kafk
 		} else {
 			d.WriteText(&b)
 		}
-		acl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer acl.Close()
-		topics, err := kadm.NewClient(acl).ListTopics(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range topics.Names() {
+		for _, name := range topicNames(t, addrs) {
 			if !strings.HasPrefix(name, app+"-") {
 				fmt.Fprintf(&b, "\n%s: %d records committed", name, len(kafkatest.Committed(t, addrs, name)))
 			}
@@ -387,6 +378,21 @@ func weirGroup(t *testing.T, bin string, addrs []string, app, file string) *kafk
 		t.Logf("group %s when the wait timed out:\n%s", app, b.String())
 	}
 	return g
+}
+
+// topicNames lists the topics of the cluster at addrs, sorted.
+func topicNames(t *testing.T, addrs []string) []string {
+	t.Helper()
+	acl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acl.Close()
+	topics, err := kadm.NewClient(acl).ListTopics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topics.Names()
 }
 
 // inputOwner is the member (its instance id) owning a partition of topic
