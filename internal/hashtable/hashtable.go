@@ -23,15 +23,16 @@
 // doubling stay beside the new ones, every insert of a new key moves the
 // entries of the next migrateStep old slots, and a lookup that misses in
 // the new arrays looks in the old ones. A doubling that moved every entry
-// at once stopped its caller for the whole move: 88 ms for the last
-// doubling of a 1 Mi-key fill (BenchmarkFill's max-ns), and in Nexmark q5
-// three of them back to back in each window subtask while the windows the
-// job started in filled, 211–393 ms of p99 latency (docs/performance.md,
-// "Sixteenth pass"). The walks that may delete (Walk, Sweep) and Reserve
-// finish a migration first; the other operations, and the read-only walks
-// and copy (All, AllPrefetch, CopyTo) work on both pairs of arrays. While an execution trace runs, each
-// doubling of a large table is a "table-grow" region, and a migration
-// finished at once is a "table-settle" region.
+// at once stopped its caller for the whole move: 141–148 ms for the last
+// doubling of a fill of 1 Mi plain keys (BenchmarkFill's max-ns), and in
+// Nexmark q5 three of them back to back in each window subtask while the
+// windows the job started in filled, 211–393 ms of p99 latency
+// (docs/performance.md, "Sixteenth pass"). The walks that may delete (Walk,
+// Sweep) and Reserve finish a migration first; the other operations, and
+// the read-only walks and copy (All, AllPrefetch, CopyTo), work on both
+// pairs of arrays. While an execution trace runs, each doubling of a large
+// table is a "table-grow" region, and a large migration finished at once
+// is a "table-settle" region.
 package hashtable
 
 import (
@@ -61,9 +62,9 @@ type Table[K comparable, V any] struct {
 	moved    int
 }
 
-// gone is the control byte of an old slot whose entry was deleted while
-// its doubling migrates: lookups probe past it (not 0), walks and the
-// migration skip it (top bit clear, unlike a tag).
+// gone is the control byte of an old slot whose entry was moved or
+// deleted while its doubling migrates: lookups probe past it (not 0),
+// walks and the migration skip it (top bit clear, unlike a tag).
 const gone = 0x01
 
 // incrementalSlots is the size from which a table grows incrementally; a
@@ -109,8 +110,12 @@ func (t *Table[K, V]) Len() int { return t.used }
 // index spreads the hash: the low bits of a key-group hash are correlated
 // with the subtask (kg = hash mod 128 selects it), so use the high bits.
 func (t *Table[K, V]) index(hash uint64) uint64 {
-	return (hash * 0x9e3779b97f4a7c15 >> 32) & t.mask
+	return spread(hash) & t.mask
 }
+
+// spread is index before the mask: the same for the old arrays of a
+// migrating doubling, with theirs.
+func spread(hash uint64) uint64 { return hash * 0x9e3779b97f4a7c15 >> 32 }
 
 // Reserve makes room for n more entries: the next n inserts do not grow
 // the table.
@@ -161,7 +166,7 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 	for {
 		c := t.ctrl[i]
 		if c == 0 {
-			break
+			return t.insert(i, hash, key, tg)
 		}
 		if c == tg {
 			if s := &t.slots[i]; s.hash == hash && s.key == key {
@@ -170,6 +175,13 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 		}
 		i = (i + 1) & t.mask
 	}
+}
+
+// insert is Upsert of a key not in the new arrays, whose probe ended at
+// the empty slot i: the key may still be in the old arrays of a migrating
+// doubling; else it goes in slot i (or the table doubles first), and the
+// migration moves on.
+func (t *Table[K, V]) insert(i, hash uint64, key K, tg uint8) (v *V, inserted bool) {
 	if t.oldCtrl != nil {
 		if j := t.findOld(hash, key, tg); j >= 0 {
 			return &t.oldSlots[j].val, false
@@ -195,7 +207,7 @@ func (t *Table[K, V]) Upsert(hash uint64, key K) (v *V, inserted bool) {
 // migrates, or -1 if the key is not there (or was moved: its slot is
 // gone).
 func (t *Table[K, V]) findOld(hash uint64, key K, tg uint8) int {
-	i := (hash * 0x9e3779b97f4a7c15 >> 32) & t.oldMask // index, in the old arrays
+	i := spread(hash) & t.oldMask
 	for {
 		c := t.oldCtrl[i]
 		if c == 0 {
@@ -226,6 +238,9 @@ func (t *Table[K, V]) migrate(n int) {
 		}
 		t.slots[j], t.ctrl[j] = *s, c
 		t.oldCtrl[i] = gone
+		if !t.plain {
+			*s = slot[K, V]{} // no reference kept for a key deleted later
+		}
 	}
 	t.moved = end
 	if end == len(t.oldCtrl) {
