@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +51,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			opts := []sql.Option{sql.Parallelism(parallelism), sql.Stdout(cmd.OutOrStdout()), sql.LogDir(logDir),
-				sql.JobOptions(weir.Logger(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: web.level}))))}
+				sql.JobOptions(weir.Logger(web.logger(cmd.ErrOrStderr())))}
 			for _, d := range defines {
 				k, v, ok := strings.Cut(d, "=")
 				if !ok || k == "" {

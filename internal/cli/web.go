@@ -39,8 +39,7 @@ func (w *webFlags) options(stderr io.Writer, ckDir, dataDir string) []weir.Optio
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	opts := []weir.Option{weir.WebAddr(w.addr),
-		weir.Logger(slog.New(announce{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: min(w.level, slog.LevelInfo)}), w.level}))}
+	opts := []weir.Option{weir.WebAddr(w.addr), weir.Logger(w.logger(stderr))}
 	switch {
 	case w.tokenFile != "":
 		opts = append(opts, weir.WebTokenFile(w.tokenFile))
@@ -48,6 +47,12 @@ func (w *webFlags) options(stderr io.Writer, ckDir, dataDir string) []weir.Optio
 		opts = append(opts, weir.WebTokenFile(filepath.Join(dataDir, "web.token")))
 	}
 	return opts
+}
+
+// logger is the job's log on stderr: records of w.level and above, and
+// the web server's line saying where it listens.
+func (w *webFlags) logger(stderr io.Writer) *slog.Logger {
+	return slog.New(announce{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: min(w.level, slog.LevelInfo)}), w.level})
 }
 
 // announce passes records of level min and above, and the web server's

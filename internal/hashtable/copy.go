@@ -13,12 +13,11 @@ package hashtable
 func (t *Table[K, V]) CopyTo(dst *Table[K, V]) {
 	dst.slots, dst.ctrl = copyArrays(t.slots, t.ctrl, dst.slots, dst.ctrl)
 	dst.mask, dst.used, dst.plain = t.mask, t.used, t.plain
-	if t.oldCtrl == nil {
-		dst.oldCtrl, dst.oldSlots, dst.oldMask, dst.moved = nil, nil, 0, 0
-		return
+	old := t.old
+	if old.ctrl != nil {
+		old.slots, old.ctrl = copyArrays(old.slots, old.ctrl, dst.old.slots, dst.old.ctrl)
 	}
-	dst.oldSlots, dst.oldCtrl = copyArrays(t.oldSlots, t.oldCtrl, dst.oldSlots, dst.oldCtrl)
-	dst.oldMask, dst.moved = t.oldMask, t.moved
+	dst.old = old
 }
 
 // copyArrays copies slots and ctrl into ds and dc, reused when large

@@ -44,7 +44,7 @@ var prefetchLines = prefetch.Lines
 // Like All, it changes nothing, and visits the entries a migrating
 // doubling has not moved yet first.
 func (t *Table[K, V]) AllPrefetch(fn func(hash uint64, key K, v *V) bool) {
-	if t.oldCtrl != nil && !allPrefetch(t.oldCtrl, t.oldSlots, fn) {
+	if t.old.ctrl != nil && !allPrefetch(t.old.ctrl, t.old.slots, fn) {
 		return
 	}
 	allPrefetch(t.ctrl, t.slots, fn)

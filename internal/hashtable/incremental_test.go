@@ -63,13 +63,13 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 			}
 		}
 		for step := range 30000 {
-			if tb.oldCtrl != nil {
+			if tb.old.ctrl != nil {
 				migrating["any"]++
 			}
 			k := r.IntN(3000)
 			switch op := r.IntN(20); {
 			case op < 11: // upsert (most keys new early on, so the table grows)
-				if tb.oldCtrl != nil {
+				if tb.old.ctrl != nil {
 					migrating["upsert"]++
 				}
 				p, ins := tb.Upsert(h(k), k)
@@ -79,7 +79,7 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 				*p += step
 				model[k] += step
 			case op < 14: // delete by key
-				if tb.oldCtrl != nil {
+				if tb.old.ctrl != nil {
 					migrating["delete"]++
 				}
 				_, had := model[k]
@@ -88,7 +88,7 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 				}
 				delete(model, k)
 			case op < 16: // by position: read, write, delete
-				if tb.oldCtrl != nil {
+				if tb.old.ctrl != nil {
 					migrating["position"]++
 				}
 				i := tb.Find(h(k), k)
@@ -110,7 +110,7 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 					t.Fatalf("bits %d step %d: Get(%d) = %v, model has %v (%d)", hashBits, step, k, p, had, v)
 				}
 			case op == 18:
-				if tb.oldCtrl != nil {
+				if tb.old.ctrl != nil {
 					migrating["walks"]++
 				}
 				check(step)
@@ -118,9 +118,9 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 				// the same order, and goes on by itself: the same
 				// operations on both leave them the same.
 				var dst Table[int, int]
-				migrating, moved := tb.oldCtrl != nil, tb.moved
+				migrating, moved := tb.old.ctrl != nil, tb.old.moved
 				tb.CopyTo(&dst)
-				if (tb.oldCtrl != nil) != migrating || tb.moved != moved {
+				if (tb.old.ctrl != nil) != migrating || tb.old.moved != moved {
 					t.Fatalf("bits %d step %d: CopyTo changed the original's migration", hashBits, step)
 				}
 				for i := range 50 {
@@ -136,7 +136,7 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 					tb.Delete(h(10_000+i), 10_000+i)
 				}
 			default: // the operations that finish a migration
-				if tb.oldCtrl != nil {
+				if tb.old.ctrl != nil {
 					migrating["settle"]++
 				}
 				switch r.IntN(3) {
@@ -167,12 +167,12 @@ func TestIncrementalGrowMatchesMap(t *testing.T) {
 					// another (a doubling it needs).
 					n, slots := 1+r.IntN(100), len(tb.slots)
 					tb.Reserve(n)
-					if !tb.Fits(n) || len(tb.slots) == slots && tb.oldCtrl != nil {
-						t.Fatalf("bits %d step %d: Reserve(%d): fits %v, migrating %v", hashBits, step, n, tb.Fits(n), tb.oldCtrl != nil)
+					if !tb.Fits(n) || len(tb.slots) == slots && tb.old.ctrl != nil {
+						t.Fatalf("bits %d step %d: Reserve(%d): fits %v, migrating %v", hashBits, step, n, tb.Fits(n), tb.old.ctrl != nil)
 					}
 					continue
 				}
-				if tb.oldCtrl != nil {
+				if tb.old.ctrl != nil {
 					t.Fatalf("bits %d step %d: a migration survived Walk or Sweep", hashBits, step)
 				}
 			}
@@ -195,7 +195,7 @@ func TestIncrementalGrowPace(t *testing.T) {
 	var tb Table[int64, int64]
 	doublings := 0
 	for k := range int64(1 << 16) {
-		before, was, moved := len(tb.slots), tb.oldCtrl != nil, tb.moved
+		before, was, moved := len(tb.slots), tb.old.ctrl != nil, tb.old.moved
 		tb.Upsert(mix64(uint64(k)), k)
 		switch {
 		case len(tb.slots) != before:
@@ -204,12 +204,12 @@ func TestIncrementalGrowPace(t *testing.T) {
 			}
 			if before >= 16 {
 				doublings++
-				if tb.oldCtrl == nil || tb.moved != migrateStep {
+				if tb.old.ctrl == nil || tb.old.moved != migrateStep {
 					t.Fatalf("insert %d: the doubling of %d slots moved more than migrateStep slots", k, before)
 				}
 			}
-		case was && tb.oldCtrl != nil && tb.moved-moved != migrateStep:
-			t.Fatalf("insert %d: moved %d old slots, want %d", k, tb.moved-moved, migrateStep)
+		case was && tb.old.ctrl != nil && tb.old.moved-moved != migrateStep:
+			t.Fatalf("insert %d: moved %d old slots, want %d", k, tb.old.moved-moved, migrateStep)
 		}
 	}
 	if doublings < 10 {
