@@ -95,6 +95,20 @@ func (st *subtask) tick(now int64) error {
 	return nil
 }
 
+// flushPending sends what every output buffer of the task holds, whatever
+// its age: an operator about to work for long without output (the sliced
+// window's merge) lets the results and watermark it produced go first.
+func (st *subtask) flushPending() error {
+	for _, f := range st.flushers {
+		if f.pendingSince() != 0 {
+			if err := f.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // wait is how long the task may block on input before a flush or a timer is
 // due; <= 0 means nothing is pending.
 func (st *subtask) wait(now int64) time.Duration {

@@ -38,9 +38,16 @@ func buildCountKeysOnly[K comparable](st *subtask, n *node, o any, w Windows) ([
 	if err != nil {
 		return nil, err
 	}
-	op := &alignedWindowOp[K, struct{}, int64, int64]{winOut: wo, w: w, agg: countAgg[struct{}]{}, wm: watermark.Min,
+	a := alignedWindowOp[K, struct{}, int64, int64]{winOut: wo, w: w, agg: countAgg[struct{}]{}, wm: watermark.Min,
 		nextFire: watermark.Max, info: newOpInfo(st, n), count: true,
 		async: shareable(reflect.TypeFor[K]())} // the count (int64) is shareable: snapshots are deferred as in windowOperator
+	var op interface {
+		consumer[keyed[K, struct{}]]
+		restore(wm int64, groups [][]byte) error
+	} = &a
+	if sliced(w, true) {
+		op = newSlicedWindowOp(st, &a)
+	}
 	if wm, groups, ok := st.restoreKeyed(n); ok {
 		if err := op.restore(wm, groups); err != nil {
 			return nil, fmt.Errorf("weir: restoring window operator %s (uid %q) from %s: %w", n.name, n.uid, st.plan.restored.Path, err)

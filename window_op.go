@@ -92,8 +92,13 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 				return nil, err
 			}
 			_, count := any(agg).(countAgg[T])
-			op = &alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
+			a := alignedWindowOp[K, T, ACC, OUT]{winOut: wo, w: w, agg: agg, wm: watermark.Min, nextFire: watermark.Max, info: newOpInfo(st, n),
 				count: count, ident: identityResult[ACC, OUT](agg), async: deferrable(agg, reflect.TypeFor[K](), reflect.TypeFor[ACC](), reflect.TypeFor[ACC]())}
+			if sliced(w, count) {
+				op = newSlicedWindowOp(st, &a)
+			} else {
+				op = &a
+			}
 		default:
 			wo, err := newWinOut[K, T, R](st, n, o)
 			if err != nil {
@@ -164,6 +169,14 @@ type bucket[K comparable, ACC any] struct {
 	// without the snapshot (same slots, same iteration order, same bytes
 	// in the next snapshot).
 	added []hashedKey[K]
+
+	// The encoding cache of a slice of the sliced operator
+	// (window_slice.go): encGroups is what enc last encoded of the slice,
+	// still its state if encOK; dirty: written since the last barrier;
+	// encPending: shared with a snapshot that encodes it into enc.
+	enc                      *codec.GroupWriter[alignedEntry[K, ACC]]
+	encGroups                map[int][]byte
+	dirty, encOK, encPending bool
 }
 
 type hashedKey[K comparable] struct {

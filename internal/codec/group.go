@@ -145,6 +145,46 @@ func (g *GroupWriter[E]) Finish() (map[int][]byte, error) {
 	return out, nil
 }
 
+// Join returns, per key group, the entries of parts one after another
+// under one header: what Finish would have returned had this writer been
+// given all their entries, part after part. Each part is what Finish
+// returned for a binary GroupWriter of the same E (a window operator
+// keeps the encoding of state that has not changed since the last
+// checkpoint, and joins it with what it encodes anew). Call Start first.
+func (g *GroupWriter[E]) Join(parts []map[int][]byte) (map[int][]byte, error) {
+	if g.c == nil {
+		return nil, fmt.Errorf("codec: Join of entries that are not in the group format")
+	}
+	h := len(g.header)
+	for kg := range g.bufs {
+		n := 0
+		for _, p := range parts {
+			if d := p[kg]; len(d) > 0 {
+				if len(d) < h || !bytes.Equal(d[:h], g.header) {
+					return nil, fmt.Errorf("codec: Join: key group %d of a part has another header", kg)
+				}
+				n += len(d) - h
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		var b []byte
+		if g.spare != nil && g.spare[kg] != nil {
+			b, g.spare[kg] = g.spare[kg][:0], nil
+		}
+		b = slices.Grow(b, h+n)
+		b = append(b, g.header...)
+		for _, p := range parts {
+			if d := p[kg]; len(d) > 0 {
+				b = append(b, d[h:]...)
+			}
+		}
+		g.bufs[kg] = b
+	}
+	return g.Finish()
+}
+
 // EachEntry decodes key groups written by GroupWriter, or by gob before
 // the group format, and calls fn for every entry.
 func EachEntry[E any](groups [][]byte, fn func(E)) error {

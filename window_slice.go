@@ -1,0 +1,525 @@
+package weir
+
+import (
+	"context"
+	"fmt"
+	"runtime/trace"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/hashtable"
+	"github.com/weirstream/weir/internal/watermark"
+)
+
+// Sliced hopping windows (Flink's window slicing, FLIP-145).
+//
+// A hopping window of size n·slide shares each of its slides with n-1
+// other windows. The aligned operator keeps a table per window, so a
+// record updates n tables and a checkpoint encodes n windows that mostly
+// hold the same keys: Nexmark q5 (10 s every 2 s) holds five tables of
+// ~700 K auctions a subtask, and their deferred encoding took 1.0–1.2 s of
+// every 2 s checkpoint interval, beside the tasks (docs/performance.md,
+// "Sixteenth pass"). The sliced operator keeps one table per slide (a
+// slice), as Flink's slicing window operators do:
+//
+//   - a record updates its slice, and the merged table of the next window
+//     to fire if the record is in it: two upserts instead of n;
+//   - that merged table is made once per slide, after the previous window
+//     fired and its watermark went on (at the next input batch, so that
+//     the firing's results and watermark do not wait for it): the slices
+//     of the window merged in order, then kept current by the records;
+//     the window fires by walking it, as the aligned operator walks a
+//     window's table;
+//   - a slice leaves when the last window holding it fires;
+//   - a checkpoint encodes the slices written since the last one and
+//     reuses the encoding of the others: once the watermark has passed a
+//     slice, only late records change it, so a checkpoint encodes about
+//     one slice instead of n windows. The snapshot holds slices (entries
+//     with the slice's bounds), never the merged table, which a restore
+//     makes again from them.
+//
+// A snapshot of the aligned operator (entries with a window's bounds)
+// restores into this one: those windows are kept as they are, and a
+// window's result is its restored table merged with the slices made since
+// (its records before the checkpoint, then those after). They leave when
+// they fire.
+//
+// Merging changes the order in which a window's records reach its
+// accumulator (slice by slice, not as they came), so slicing is used only
+// for Count, whose result does not depend on that order (Flink slices any
+// aggregate with a merge; a float sum there can differ in its last bits).
+// Results are the same windows, keys and counts as the aligned operator's;
+// within a window they come in the merged table's order.
+
+// sliceHopping turns slicing on (a variable so that tests compare the
+// sliced operator with the aligned one).
+var sliceHopping = true
+
+// sliced reports whether a window of w aggregated by Count is sliced.
+func sliced(w Windows, count bool) bool {
+	return sliceHopping && count && w.kind == hoppingWindows && w.size > w.slide && w.size%w.slide == 0
+}
+
+// slicedWindowOp aggregates hopping windows by slice. Its buckets (the
+// embedded operator's, with the same copy-on-write snapshots) are the
+// slices, and the windows restored from an aligned operator's snapshot.
+type slicedWindowOp[K comparable, T, ACC, OUT any] struct {
+	*alignedWindowOp[K, T, ACC, OUT]
+	// next is the merged table of the next window to fire, nil until it
+	// is made (seed); nextTab is its table, kept from one window to the
+	// next.
+	next    *bucket[K, ACC]
+	nextTab *hashtable.Table[K, ACC]
+	// sliceLen: the entries of the largest slice so far, the size of a
+	// new slice's table.
+	sliceLen int
+	// pending are the entries of the last deferred snapshot (read by the
+	// task once the encoding is done, to keep the slices' encodings).
+	pending []sliceSnap[K, ACC]
+	encFree []*codec.GroupWriter[alignedEntry[K, ACC]]
+	bin     uint8 // binary: 0 not known yet, 1 yes, 2 no
+	reused  int   // buckets whose encoding a checkpoint reused (tests)
+	// flushOut sends what the task's output buffers hold (nil in tests).
+	flushOut func() error
+	// seedAt: the watermark from which push makes the merged table, a
+	// quarter slide after the last firing.
+	seedAt int64
+}
+
+// sliceSnap is one bucket of a deferred snapshot: its encoding kept from
+// the last checkpoint (groups), or its shared table (view) to encode into
+// w, which the coordinator does, leaving the result in groups.
+type sliceSnap[K comparable, ACC any] struct {
+	bk     *bucket[K, ACC]
+	w      *codec.GroupWriter[alignedEntry[K, ACC]]
+	view   bucket[K, ACC]
+	groups map[int][]byte
+}
+
+func newSlicedWindowOp[K comparable, T, ACC, OUT any](st *subtask, a *alignedWindowOp[K, T, ACC, OUT]) *slicedWindowOp[K, T, ACC, OUT] {
+	op := &slicedWindowOp[K, T, ACC, OUT]{alignedWindowOp: a, seedAt: watermark.Min}
+	if st != nil {
+		op.flushOut = st.flushPending
+	}
+	return op
+}
+
+func (op *slicedWindowOp[K, T, ACC, OUT]) isSlice(bk *bucket[K, ACC]) bool {
+	return bk.end-bk.start == op.w.slide
+}
+
+func (op *slicedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
+	op.m.RecordsIn.Add(int64(len(b.data)))
+	if op.cow.sharing && op.cow.encoded() {
+		op.unshareSliced()
+	}
+	if op.next == nil && op.nextFire != watermark.Max && op.wm >= op.seedAt {
+		// The results of the window that just fired, and its watermark,
+		// may still wait in the task's output buffers for their timeout:
+		// they go first, not after the merge.
+		if op.flushOut != nil {
+			if err := op.flushOut(); err != nil {
+				return err
+			}
+		}
+		op.seed(op.nextFire + 1)
+	}
+	agg, count := op.agg, op.count
+	for i := range b.data {
+		if w := b.wm[i]; w > op.wm {
+			if err := op.advance(w); err != nil {
+				return err
+			}
+		}
+		r := &b.data[i]
+		ts := b.ts[i]
+		c := op.cache
+		if c == nil || ts < c.start || ts >= c.end {
+			if c = op.slice(r, ts); c == nil {
+				continue // late for every window
+			}
+		}
+		// A slice exists only while one of its windows is still to fire,
+		// so the record counts.
+		c.dirty = true
+		var p *ACC
+		var ins bool
+		if c.shared {
+			p, ins = op.deltaSlot(c, r.hash, r.key)
+		} else {
+			p, ins = c.tab.Upsert(r.hash, r.key)
+		}
+		nx := op.next
+		in := nx != nil && ts >= nx.start && ts < nx.end
+		if count {
+			*(*int64)(unsafe.Pointer(p))++ // Create is 0, Add is +1
+			if in {
+				q, _ := nx.tab.Upsert(r.hash, r.key)
+				*(*int64)(unsafe.Pointer(q))++
+			}
+			continue
+		}
+		if ins {
+			*p = agg.Add(agg.Create(), r.val)
+		} else {
+			*p = agg.Add(*p, r.val)
+		}
+		if in {
+			q, ins := nx.tab.Upsert(r.hash, r.key)
+			if ins {
+				*q = agg.Add(agg.Create(), r.val)
+			} else {
+				*q = agg.Add(*q, r.val)
+			}
+		}
+	}
+	if b.watermark > op.wm {
+		if err := op.advance(b.watermark); err != nil {
+			return err
+		}
+	}
+	return op.endBatch(op.wm, b.idle)
+}
+
+// slice returns the slice of a record at ts, made if need be, and caches
+// it; nil (the record dropped as late) if every window of the slice fired.
+func (op *slicedWindowOp[K, T, ACC, OUT]) slice(r *keyed[K, T], ts int64) *bucket[K, ACC] {
+	s := op.w.lastStart(ts)
+	if s+op.w.size-1 <= op.wm {
+		op.dropLate(r, ts, s, s+op.w.size, op.wm)
+		return nil
+	}
+	bk := op.find(s, s+op.w.slide, true)
+	op.cache = bk
+	return bk
+}
+
+// find returns the bucket [start, end), made if add (nil if not there and
+// not add). Buckets are sorted by start, then end.
+func (op *slicedWindowOp[K, T, ACC, OUT]) find(start, end int64, add bool) *bucket[K, ACC] {
+	i, ok := slices.BinarySearchFunc(op.buckets, [2]int64{start, end}, func(bk *bucket[K, ACC], t [2]int64) int {
+		if bk.start != t[0] {
+			return cmpInt64(bk.start, t[0])
+		}
+		return cmpInt64(bk.end, t[1])
+	})
+	if ok || !add {
+		if ok {
+			return op.buckets[i]
+		}
+		return nil
+	}
+	n := 0
+	if end-start == op.w.slide {
+		n = op.sliceLen + op.sliceLen/16
+	}
+	bk := &bucket[K, ACC]{start: start, end: end, from: start, tab: op.freeTable(n)}
+	op.buckets = slices.Insert(op.buckets, i, bk)
+	op.schedule()
+	return bk
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// schedule sets nextFire to the end-1 of the next window to fire after
+// the watermark: the first that holds a bucket. A merged table made for
+// a later window (a late record made an earlier slice) is dropped.
+func (op *slicedWindowOp[K, T, ACC, OUT]) schedule() {
+	op.nextFire = op.nextAfter(op.wm)
+	if nx := op.next; nx != nil && nx.end-1 != op.nextFire {
+		nx.tab.Reset()
+		op.next = nil
+	}
+}
+
+// nextAfter is the end-1 of the first window with an end-1 after fired
+// that holds a bucket; Max if none.
+func (op *slicedWindowOp[K, T, ACC, OUT]) nextAfter(fired int64) int64 {
+	first := op.w.lastStart(fired+1) + op.w.slide // the first window end e with e-1 > fired
+	if fired == watermark.Min {
+		first = watermark.Min
+	}
+	next := int64(watermark.Max)
+	for _, bk := range op.buckets {
+		e := bk.end // a restored window
+		if op.isSlice(bk) {
+			e = max(bk.end, first) // the first window holding the slice still to fire
+		}
+		next = min(next, e-1)
+	}
+	return next
+}
+
+// seed makes the merged table of the window that ends at end: its
+// restored table if any, then its slices in order.
+func (op *slicedWindowOp[K, T, ACC, OUT]) seed(end int64) {
+	if trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "window-seed").End()
+	}
+	start := end - op.w.size
+	if op.nextTab == nil {
+		op.nextTab = hashtable.New[K, ACC](max(op.lastLen+op.lastLen/16, op.sliceLen, 64))
+	}
+	nx := &bucket[K, ACC]{start: start, end: end, from: start, tab: op.nextTab}
+	if bk := op.find(start, end, false); bk != nil {
+		op.merge(nx.tab, bk)
+	}
+	for _, bk := range op.buckets {
+		if op.isSlice(bk) && bk.start >= start && bk.end <= end {
+			op.merge(nx.tab, bk)
+		}
+	}
+	op.next = nx
+}
+
+// merge merges bucket bk's accumulators into dst (bk's delta over its
+// table while it is shared, as fire reads it).
+func (op *slicedWindowOp[K, T, ACC, OUT]) merge(dst *hashtable.Table[K, ACC], bk *bucket[K, ACC]) {
+	agg, count := op.agg, op.count
+	add := func(h uint64, k K, acc *ACC) {
+		p, ins := dst.Upsert(h, k)
+		switch {
+		case ins:
+			*p = *acc
+		case count:
+			*(*int64)(unsafe.Pointer(p)) += *(*int64)(unsafe.Pointer(acc))
+		default:
+			*p = agg.Merge(*p, *acc)
+		}
+	}
+	if d := bk.delta; d != nil {
+		bk.tab.AllPrefetch(func(h uint64, k K, acc *ACC) bool {
+			if v := d.Get(h, k); v != nil {
+				acc = v
+			}
+			add(h, k, acc)
+			return true
+		})
+		for _, a := range bk.added {
+			add(a.hash, a.key, d.Get(a.hash, a.key))
+		}
+		return
+	}
+	bk.tab.AllPrefetch(func(h uint64, k K, acc *ACC) bool {
+		add(h, k, acc)
+		return true
+	})
+}
+
+// advance moves the input watermark to w and fires every window whose
+// end-1 it reached, in order of end, each from its merged table. Results
+// carry the previous watermark, as the aligned operator's.
+func (op *slicedWindowOp[K, T, ACC, OUT]) advance(w int64) error {
+	prev := op.wm
+	op.wm = w
+	if w < op.nextFire {
+		return nil
+	}
+	if trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "window-fire").End()
+	}
+	for op.nextFire <= w && op.nextFire != watermark.Max {
+		fired := op.nextFire
+		if nx := op.next; nx == nil || nx.end-1 != fired {
+			op.seed(fired + 1)
+		}
+		nx := op.next
+		if err := op.fire(nx, prev); err != nil {
+			return err
+		}
+		op.lastLen = nx.tab.Len()
+		if err := op.flush(prev); err != nil {
+			return err
+		}
+		nx.tab.Reset()
+		op.next = nil
+		// The next merged table is made a quarter slide later (or at the
+		// next firing, if that comes first): the merge is the longest
+		// stretch of work after a firing, and right after it the other
+		// subtasks are still firing the same window, on the same cores.
+		op.seedAt = fired + max(op.w.slide/4, 1)
+		// The buckets no window after fired holds leave.
+		n := 0
+		for _, bk := range op.buckets {
+			last := bk.end // a restored window's end
+			if op.isSlice(bk) {
+				last = bk.start + op.w.size
+				op.sliceLen = max(op.sliceLen, bk.tab.Len()+len(bk.added))
+			}
+			if last-1 > fired {
+				op.buckets[n] = bk
+				n++
+				continue
+			}
+			if op.cache == bk {
+				op.cache = nil
+			}
+			op.releaseSlice(bk)
+		}
+		clear(op.buckets[n:])
+		op.buckets = op.buckets[:n]
+		op.nextFire = op.nextAfter(fired)
+	}
+	return nil
+}
+
+// releaseSlice is release, and gives the slice's encoder back.
+func (op *slicedWindowOp[K, T, ACC, OUT]) releaseSlice(bk *bucket[K, ACC]) {
+	op.release(bk)
+	if bk.enc != nil {
+		if len(op.encFree) <= int(op.w.size/op.w.slide) {
+			op.encFree = append(op.encFree, bk.enc)
+		}
+		bk.enc, bk.encGroups, bk.encOK = nil, nil, false
+	}
+}
+
+// ---- snapshots ----
+
+// unshareSliced is unshare, after which each slice encoded by the last
+// snapshot and not written since keeps the encoding for the next.
+func (op *slicedWindowOp[K, T, ACC, OUT]) unshareSliced() {
+	ran := op.cow.encoded()
+	for i := range op.pending {
+		p := &op.pending[i]
+		if bk := p.bk; bk != nil && bk.encPending && bk.enc == p.w {
+			bk.encPending = false
+			bk.encOK = ran && !bk.dirty && p.groups != nil
+			if bk.encOK {
+				bk.encGroups = p.groups
+			}
+		}
+	}
+	clear(op.pending)
+	op.pending = op.pending[:0]
+	op.unshare()
+}
+
+func (op *slicedWindowOp[K, T, ACC, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
+	if !op.async {
+		return op.alignedWindowOp.barrier(b, s)
+	}
+	if trace.IsEnabled() {
+		defer trace.StartRegion(context.Background(), "window-barrier").End()
+	}
+	c := &op.cow
+	if c.sharing {
+		op.unshareSliced() // the previous snapshot's encoding is over or will never run
+	}
+	if !op.binary() {
+		return op.alignedWindowOp.barrierDeferred(b, s) // encoded whole each time
+	}
+	maxP, g := op.info.maxP, &op.snap
+	c.seq++
+	seq := c.seq
+	// The list is the coordinator's until the encoding is done: a new one
+	// each checkpoint (a few entries).
+	snap := make([]sliceSnap[K, ACC], 0, len(op.buckets))
+	for _, bk := range op.buckets {
+		if bk.encOK && !bk.dirty {
+			snap = append(snap, sliceSnap[K, ACC]{groups: bk.encGroups})
+			op.reused++
+			continue
+		}
+		if bk.enc == nil {
+			if n := len(op.encFree); n > 0 {
+				bk.enc = op.encFree[n-1]
+				op.encFree = op.encFree[:n-1]
+			} else {
+				bk.enc = &codec.GroupWriter[alignedEntry[K, ACC]]{Reuse: true}
+			}
+		}
+		bk.shared, bk.dirty, bk.encOK, bk.encPending = true, false, false, true
+		bk.encGroups = nil
+		snap = append(snap, sliceSnap[K, ACC]{bk: bk, w: bk.enc, view: bucket[K, ACC]{start: bk.start, end: bk.end, tab: bk.tab}})
+		c.sharing = true
+	}
+	op.pending = snap
+	wm, info := op.wm, op.info
+	s.Deferred = append(s.Deferred, func() (opState, error) {
+		if trace.IsEnabled() {
+			defer trace.StartRegion(context.Background(), "deferred-encode").End()
+		}
+		parts := make([]map[int][]byte, len(snap))
+		n, t0 := 0, time.Now()
+		var err error
+		for i := range snap {
+			p := &snap[i]
+			if p.w == nil {
+				parts[i] = p.groups
+				continue
+			}
+			w := p.w
+			if trace.IsEnabled() {
+				trace.Log(context.Background(), "slice-encode", fmt.Sprintf("[%d, %d) %d keys", p.view.start, p.view.end, p.view.tab.Len()))
+			}
+			w.Start(int(maxP))
+			var e alignedEntry[K, ACC]
+			e.Start, e.End = p.view.start, p.view.end
+			p.view.tab.AllPrefetch(func(h uint64, k K, acc *ACC) bool {
+				if n++; n == restEvery {
+					time.Sleep(time.Since(t0) * encodeRest) // as deferEncode rests
+					n, t0 = 0, time.Now()
+				}
+				e.Hash, e.Key, e.Acc = h, k, *acc
+				w.Add(int(h%maxP), &e)
+				return true
+			})
+			if parts[i], err = w.Finish(); err != nil {
+				break
+			}
+			p.groups = parts[i]
+		}
+		var groups map[int][]byte
+		if err == nil {
+			g.Reuse = true // as deferEncode's: read before the next checkpoint's encoding
+			g.Start(int(maxP))
+			groups, err = g.Join(parts)
+		}
+		// The tables are the task's again once it sees this.
+		c.done.Store(seq)
+		if err != nil {
+			return opState{}, fmt.Errorf("weir: snapshot of %s: %w", info.name, err)
+		}
+		st := info.state(wm)
+		st.Groups = groups
+		return st, nil
+	})
+	return op.winOut.forwardBarrier(b, s)
+}
+
+// binary reports whether the entries are written in the group format,
+// which Join needs (else each checkpoint encodes every bucket).
+func (op *slicedWindowOp[K, T, ACC, OUT]) binary() bool {
+	if op.bin == 0 {
+		var probe codec.GroupWriter[alignedEntry[K, ACC]]
+		probe.Start(1)
+		op.bin = 2
+		if probe.Binary() {
+			op.bin = 1
+		}
+	}
+	return op.bin == 1
+}
+
+// restore puts each entry in its bucket: a slice, or a window of the
+// aligned operator's snapshot.
+func (op *slicedWindowOp[K, T, ACC, OUT]) restore(wm int64, groups [][]byte) error {
+	op.wm, op.sentWM = wm, wm
+	err := codec.EachEntry(groups, func(e alignedEntry[K, ACC]) {
+		p, _ := op.find(e.Start, e.End, true).tab.Upsert(e.Hash, e.Key)
+		*p = e.Acc
+	})
+	op.schedule()
+	return err
+}
