@@ -27,12 +27,13 @@ import (
 //
 //   - a record updates its slice, and the merged table of the next window
 //     to fire if the record is in it: two upserts instead of n;
-//   - that merged table is made once per slide, after the previous window
-//     fired and its watermark went on (at the next input batch, so that
-//     the firing's results and watermark do not wait for it): the slices
-//     of the window merged in order, then kept current by the records;
-//     the window fires by walking it, as the aligned operator walks a
-//     window's table;
+//   - that merged table is made once per slide, a quarter slide (of event
+//     time) after the previous window fired: the slices of the window
+//     merged in order, then kept current by the records; the window
+//     fires by walking it, as the aligned operator walks a window's
+//     table. Right after a firing, the other subtasks are still firing
+//     the same window on the same cores, and the merge (5–10 ms a slice
+//     in q5) would slow them down;
 //   - a slice leaves when the last window holding it fires;
 //   - a checkpoint encodes the slices written since the last one and
 //     reuses the encoding of the others: once the watermark has passed a
@@ -307,6 +308,13 @@ func (op *slicedWindowOp[K, T, ACC, OUT]) seed(end int64) {
 // turn (~110 ns; 13% of q5's CPU in its latency run was these merges).
 const mergeAhead = 16
 
+// mergeRoom, if set (tests), sees the merged table before a merge of n
+// keys from a table of c slots upserts them.
+var mergeRoom func(dst interface {
+	Len() int
+	Cap() int
+}, n, c int)
+
 // merge merges bucket bk's accumulators into dst (bk's delta over its
 // table while it is shared, as fire reads it). bk does not change while
 // it is walked, so its accumulators' addresses stay valid until used.
@@ -324,6 +332,9 @@ func (op *slicedWindowOp[K, T, ACC, OUT]) merge(dst *hashtable.Table[K, ACC], bk
 	dst.Reserve(bk.tab.Len() + len(bk.added))
 	if c := bk.tab.Cap(); dst.Cap() < c {
 		dst.Reserve(hashtable.Holds(c) - dst.Len())
+	}
+	if mergeRoom != nil {
+		mergeRoom(dst, bk.tab.Len()+len(bk.added), bk.tab.Cap())
 	}
 	agg, count := op.agg, op.count
 	type pend struct {
