@@ -53,6 +53,28 @@ func groupEntries(t *testing.T, data []byte) []alignedEntry[int64, int64] {
 	return es
 }
 
+// sameWindowSnapshot fails t unless got and want are each one state file
+// of an aligned (or sliced) window operator, with the same watermark and
+// the same entries in each key group. The entries of a key group may come
+// in another order (a table's slots depend on its capacity, tables are
+// reused in another order, slices are encoded at other checkpoints):
+// they are compared sorted.
+func sameWindowSnapshot(t *testing.T, got, want *taskSnapshot) {
+	t.Helper()
+	if len(got.States) != 1 || len(want.States) != 1 {
+		t.Fatalf("states: %d and %d", len(got.States), len(want.States))
+	}
+	g, wt := got.States[0], want.States[0]
+	if g.Watermark != wt.Watermark || len(g.Groups) != len(wt.Groups) {
+		t.Fatalf("state file: %d groups at %d, want %d at %d", len(g.Groups), g.Watermark, len(wt.Groups), wt.Watermark)
+	}
+	for kg := range wt.Groups {
+		if ge, we := groupEntries(t, g.Groups[kg]), groupEntries(t, wt.Groups[kg]); !slices.Equal(ge, we) {
+			t.Fatalf("key group %d: %v, want %v", kg, ge, we)
+		}
+	}
+}
+
 // The aligned window operator's deferred snapshot shares its tables with
 // the coordinator instead of copying them (window_op_cow.go). With random
 // input (disorder, late records, windows firing while shared), barriers at
@@ -97,21 +119,7 @@ func testAlignedWindowCopyOnWrite(t *testing.T, copyMin int, late bool) {
 						t.Fatal(err)
 					}
 					pending = nil
-					if len(got.States) != 1 || len(want.States) != 1 {
-						t.Fatalf("states: %d and %d", len(got.States), len(want.States))
-					}
-					g, wt := got.States[0], want.States[0]
-					if g.Watermark != wt.Watermark || len(g.Groups) != len(wt.Groups) {
-						t.Fatalf("state file %+v, want %+v", g, wt)
-					}
-					// The entries of a key group may come in another order
-					// (a table's slots depend on its capacity, and tables
-					// are reused in another order): compare them sorted.
-					for kg := range wt.Groups {
-						if ge, we := groupEntries(t, g.Groups[kg]), groupEntries(t, wt.Groups[kg]); !slices.Equal(ge, we) {
-							t.Fatalf("key group %d: %v, want %v", kg, ge, we)
-						}
-					}
+					sameWindowSnapshot(t, got, want)
 				}
 				ts := int64(0)
 				for step := 0; step < 400; step++ {

@@ -124,15 +124,7 @@ func testSlicedWindow(t *testing.T, w Windows, seed int64) {
 			t.Fatal(err)
 		}
 		pending = nil
-		g, wt := got.States[0], want.States[0]
-		if g.Watermark != wt.Watermark || len(g.Groups) != len(wt.Groups) {
-			t.Fatalf("state file: %d groups at %d, want %d at %d", len(g.Groups), g.Watermark, len(wt.Groups), wt.Watermark)
-		}
-		for kg := range wt.Groups {
-			if ge, we := groupEntries(t, g.Groups[kg]), groupEntries(t, wt.Groups[kg]); !slices.Equal(ge, we) {
-				t.Fatalf("key group %d: %v, want %v", kg, ge, we)
-			}
-		}
+		sameWindowSnapshot(t, got, want)
 	}
 	ts := int64(0)
 	for step := 0; step < 600; step++ {
