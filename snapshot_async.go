@@ -179,9 +179,9 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 // subtask at 4 M events/s, and a trace put each barrier's copy at 35–77 ms
 // (already prefetched, near the memory's bandwidth), right before each
 // ramp of the run's slow rows (docs/performance.md, "Fourteenth pass").
-// Now (fifteenth pass) the barrier only lists the keys' objects (the table's slots, read in
-// order; no object is read) and the copy is made copy-on-write, as
-// Flink's heap backend makes its snapshots:
+// Now (fifteenth pass) the barrier only lists the keys' arena slots (the
+// table's values, read in order; no key's state is read) and the copy is
+// made copy-on-write, as Flink's heap backend makes its snapshots:
 //
 //   - the barrier starts an epoch; a key created from now on has the new
 //     epoch, and one whose epoch is behind is still to be copied;
@@ -210,7 +210,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	nkeys := op.keys.Len()
 	keys, entries, wins := op.snapKeys[:0], op.snapCopy[:0], op.snapWins[:0]
 	if cap(keys) < nkeys {
-		keys = make([]*gkey[K, ACC, OUT], 0, nkeys+nkeys/4)
+		keys = make([]int32, 0, nkeys+nkeys/4)
 	}
 	if cap(entries) < nkeys {
 		entries = make([]genKeyCopy[K], 0, nkeys+nkeys/4)
@@ -218,7 +218,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	if cap(wins) < nkeys {
 		wins = make([]genWinEntry[ACC, OUT], 0, nkeys+nkeys/4)
 	}
-	op.keys.AllPrefetch(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
+	op.keys.AllPrefetch(func(_ uint64, _ K, p *int32) bool {
 		keys = append(keys, *p)
 		return true
 	})
@@ -280,13 +280,12 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) copySome(n int) {
 		if pf {
 			op.prefetchKeyCopy(keys, i)
 		}
-		op.own(keys[i])
+		op.own(op.arena.at(keys[i]))
 	}
 	op.copyPos = end
 	if end < len(keys) {
 		return
 	}
-	clear(keys) // the list is not kept: a deleted key's state may go
 	op.snapKeys = keys[:0]
 	c := op.copying
 	c.entries, c.wins = op.snapCopy, op.snapWins
@@ -344,12 +343,12 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) copyRest() {
 // key's second and later windows: hopping windows, a session opened beside
 // another); the second's object arrived by then, so reading its window
 // pointers does not wait.
-func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchKeyCopy(keys []*gkey[K, ACC, OUT], i int) {
+func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchKeyCopy(keys []int32, i int) {
 	if j := i + pfKeys; j < len(keys) {
-		prefetch.Lines(uintptr(unsafe.Pointer(keys[j])), unsafe.Sizeof(gkey[K, ACC, OUT]{}))
+		prefetch.Lines(uintptr(unsafe.Pointer(op.arena.at(keys[j]))), unsafe.Sizeof(gkey[K, ACC, OUT]{}))
 	}
 	if j := i + pfEvents; j < len(keys) {
-		ks := keys[j]
+		ks := op.arena.at(keys[j])
 		if ks.more == 0 {
 			return // no window but the inline one
 		}

@@ -39,9 +39,13 @@ type timerQueue[K comparable, ACC, OUT any] struct {
 	wins []winRef[K, ACC, OUT]
 }
 
+// winRef is a queued window: its key's state by arena slot and the slot's
+// generation (a key that went and whose slot holds another key now voids
+// the entry), and the window.
 type winRef[K comparable, ACC, OUT any] struct {
-	ks *gkey[K, ACC, OUT]
-	w  *gwin[ACC, OUT]
+	w   *gwin[ACC, OUT]
+	id  int32
+	gen uint32
 }
 
 // due reports whether a timer is at or before wm.
@@ -55,7 +59,7 @@ func (f *fixedTimers[K, ACC, OUT]) add(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT],
 	for i > 0 {
 		q := f.qs[i-1]
 		if q.at == t.at && q.kind == t.kind {
-			q.wins = append(q.wins, winRef[K, ACC, OUT]{ks, w})
+			q.wins = append(q.wins, winRef[K, ACC, OUT]{w, ks.id, ks.gen})
 			return
 		}
 		if q.at < t.at || q.at == t.at && q.kind < t.kind {
@@ -70,7 +74,7 @@ func (f *fixedTimers[K, ACC, OUT]) add(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT],
 		q = &timerQueue[K, ACC, OUT]{}
 	}
 	q.at, q.kind = t.at, t.kind
-	q.wins = append(q.wins, winRef[K, ACC, OUT]{ks, w})
+	q.wins = append(q.wins, winRef[K, ACC, OUT]{w, ks.id, ks.gen})
 	f.qs = append(f.qs, nil)
 	copy(f.qs[i+1:], f.qs[i:])
 	f.qs[i] = q
@@ -98,13 +102,13 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) 
 			// The key's state, then where its hash table lookup starts
 			// (which needs the key's hash: asked for pfKeys keys before).
 			if j := i + pfKeys; j < len(ws) {
-				prefetch.Two(uintptr(unsafe.Pointer(ws[j].ks)), uintptr(unsafe.Pointer(ws[j].w)))
+				prefetch.Two(uintptr(unsafe.Pointer(op.arena.at(ws[j].id))), uintptr(unsafe.Pointer(ws[j].w)))
 			}
 			if j := i + pfEvents; j < len(ws) {
-				prefetch.Two(op.keys.Home(ws[j].ks.hash))
+				prefetch.Two(op.keys.Home(op.arena.at(ws[j].id).hash))
 			}
 		}
-		op.remove(r.ks, r.w)
+		op.remove(op.arena.at(r.id), r.w)
 	}
 }
 
@@ -135,7 +139,7 @@ const (
 func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchFire(ws []winRef[K, ACC, OUT], i int) {
 	if j := i + pfKeys; j < len(ws) {
 		r := &ws[j]
-		prefetch.One(uintptr(unsafe.Pointer(r.ks)))
+		prefetch.One(uintptr(unsafe.Pointer(op.arena.at(r.id))))
 		prefetch.Lines(uintptr(unsafe.Pointer(r.w)), 128)
 	}
 	if op.accElem == 0 {
@@ -166,8 +170,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 			if pf {
 				op.prefetchFire(q.wins, i)
 			}
-			ks, w := q.wins[i].ks, q.wins[i].w
-			if w.gone {
+			r := &q.wins[i]
+			ks, w := op.arena.at(r.id), r.w
+			if ks.gen != r.gen || w.gone {
 				continue // removed before its timer (purged)
 			}
 			switch q.kind {

@@ -41,8 +41,11 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	render   func(emit func(R), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error
 	now      func() int64
 
-	keys    *hashtable.Table[K, *gkey[K, ACC, OUT]]
-	etimers pq.Heap[ktimer[K, ACC, OUT]]
+	// keys maps a key to its state in arena (an index: the table holds
+	// no pointer, window_keys.go).
+	keys    *hashtable.Table[K, int32]
+	arena   keyArena[K, ACC, OUT]
+	etimers pq.Heap[ktimer]
 	// lists[ks.more-1] is the windows of a key ks whose windows are not
 	// just its inline first (winsOf); freeLists is the unused indexes,
 	// whose arrays are kept for the next key that needs one. one is
@@ -70,11 +73,11 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 	snap   codec.GroupWriter[genEntry[K, ACC, OUT]]
 	async  bool // keys, accumulators and results are shareable: barrierDeferred
 	ident  bool // agg says IdentityResult: a result is a copy of its accumulator
-	// barrierDeferred's list of the key objects and its copy of the keys
+	// barrierDeferred's list of the keys' slots and its copy of the keys
 	// and their windows, reused; the copy in progress (snapshot_async.go):
 	// epoch counts the deferred barriers, snapKeys[copyPos:] is what the
 	// copy has still to look at, and copying is closed when it is done.
-	snapKeys []*gkey[K, ACC, OUT]
+	snapKeys []int32
 	snapCopy []genKeyCopy[K]
 	snapWins []genWinEntry[ACC, OUT]
 	epoch    uint64
@@ -102,10 +105,12 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 // inline one (firstLive) needs nothing else, and the list of a key with
 // other windows is the operator's (more, winsOf). With a key, accumulator
 // and result without pointers (Nexmark q11: int64 bidders, counts), the
-// gkeys are then objects the garbage collector marks without reading
-// them. q11's ~400 K open sessions a subtask were the largest part of the
-// heap its mark phases scanned, and its slowest rows came at the end of
-// those phases (docs/performance.md, "Twelfth pass").
+// gkeys are then memory the garbage collector does not read. q11's
+// ~400 K open sessions a subtask were the largest part of the heap its
+// mark phases scanned, and its slowest rows came at the end of those
+// phases (docs/performance.md, "Twelfth pass"). The gkeys live in the
+// operator's arena (window_keys.go), named by slot, so that nothing that
+// lists the keys (the table, the timers) holds a pointer either.
 type gkey[K comparable, ACC, OUT any] struct {
 	key  K
 	hash uint64
@@ -113,26 +118,43 @@ type gkey[K comparable, ACC, OUT any] struct {
 	timer    tkey
 	hasTimer bool
 	// firstUsed: first has held a window. It is never reused for another
-	// (a timer queue may still point to it after its window went).
+	// while the key lives (a timer queue may still point to it after its
+	// window went; once the key went, the slot's generation voids that).
 	firstUsed bool
 	// firstLive: first is the key's only window (more is 0).
 	firstLive bool
 	// more is 1 + the index of the key's window list in the operator's
 	// lists, or 0 if the key's windows are just first (firstLive) or none.
 	more int32
+	// id is the state's index in the operator's arena; gen counts the
+	// keys that held this slot before (keyArena.release), so that a timer
+	// queued for one of them is not taken for the key holding it now.
+	id  int32
+	gen uint32
 	// epoch is the operator's epoch when the key was created or its state
 	// was last copied for a deferred snapshot: a key whose epoch is
 	// behind the operator's is still to be copied (copyKey) before
-	// anything changes it. (For q11's keys the field takes room that was
-	// padding: a gkey is in the 128-byte size class either way.)
+	// anything changes it.
 	epoch uint64
 	first gwin[ACC, OUT]
 }
 
 // newKey returns a key's state with no windows, which the snapshot of the
-// current epoch (if one is being copied) does not hold.
+// current epoch (if one is being copied) does not hold, and adds it to the
+// table.
 func (op *genWindowOp[K, T, ACC, OUT, R]) newKey(key K, hash uint64) *gkey[K, ACC, OUT] {
-	return &gkey[K, ACC, OUT]{key: key, hash: hash, epoch: op.epoch}
+	ks := op.arena.alloc()
+	ks.key, ks.hash, ks.epoch = key, hash, op.epoch
+	p, _ := op.keys.Upsert(hash, key)
+	*p = ks.id
+	return ks
+}
+
+// deleteKey removes ks, which has no window left, from the table and
+// gives its slot back to the arena.
+func (op *genWindowOp[K, T, ACC, OUT, R]) deleteKey(ks *gkey[K, ACC, OUT]) {
+	op.keys.Delete(ks.hash, ks.key)
+	op.arena.release(ks, op.epoch)
 }
 
 // hasWins reports whether ks has a window.
@@ -218,17 +240,21 @@ func (ks *gkey[K, ACC, OUT]) newWin() *gwin[ACC, OUT] {
 }
 
 // gwin is one window of one key.
+//
+// Its flags are together at the end (seven bytes instead of three padded
+// words): a key's state with its inline window is 120 bytes for Nexmark
+// q11, within two cache lines.
 type gwin[ACC, OUT any] struct {
 	start, end int64
 	acc        ACC
 	count      int64  // events since the last firing (CountTrigger)
+	last       OUT    // the result last emitted, to retract it
+	seq        uint64 // orders the window's event-time timers (not stored)
 	fired      bool   // a result of this pane was emitted
 	dirty      bool   // changed since the last firing
-	last       OUT    // the result last emitted, to retract it
 	early      bool   // an early-firing timer is pending
 	lateTimer  bool   // a late-firing timer is pending
 	procTimer  bool   // a processing-time firing timer is pending
-	seq        uint64 // orders the window's event-time timers (not stored)
 	fireDone   bool   // the event-time fire timer ran (not stored)
 	gone       bool   // removed from its key (its queued timers are void)
 }
@@ -269,13 +295,16 @@ func (a tkey) less(b tkey) bool {
 	return a.seq < b.seq
 }
 
-// ktimer is a key's entry in the event-time heap.
-type ktimer[K comparable, ACC, OUT any] struct {
+// ktimer is a key's entry in the event-time heap: the key's state by its
+// arena slot and the slot's generation (no pointer: the heap, one entry
+// per open key, is not for the garbage collector to read).
+type ktimer struct {
 	tkey
-	ks *gkey[K, ACC, OUT]
+	id  int32
+	gen uint32
 }
 
-func (a ktimer[K, ACC, OUT]) Less(b ktimer[K, ACC, OUT]) bool { return a.tkey.less(b.tkey) }
+func (a ktimer) Less(b ktimer) bool { return a.tkey.less(b.tkey) }
 
 func (a gtimer[K]) Less(b gtimer[K]) bool {
 	if a.at != b.at {
@@ -288,7 +317,7 @@ func (a gtimer[K]) Less(b gtimer[K]) bool {
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) init() {
-	op.keys = hashtable.New[K, *gkey[K, ACC, OUT]](64)
+	op.keys = hashtable.New[K, int32](64)
 	op.isFixed = op.w.kind == tumblingWindows || op.w.kind == hoppingWindows
 	if t := reflect.TypeFor[ACC](); t.Kind() == reflect.Slice {
 		op.accElem = t.Elem().Size()
@@ -360,7 +389,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 	wins := op.windowsOf(ts, buf[:0])
 	var ks *gkey[K, ACC, OUT]
 	if p := op.keys.Get(r.hash, r.key); p != nil {
-		ks = *p
+		ks = op.arena.at(*p)
 		op.own(ks)
 	}
 	accepted := false
@@ -381,8 +410,6 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) element(r *keyed[K, T], ts int64) erro
 		}
 		if ks == nil {
 			ks = op.newKey(r.key, r.hash)
-			p, _ := op.keys.Upsert(r.hash, r.key)
-			*p = ks
 		}
 		w := op.findWin(ks, start, end, merged)
 		w.acc = op.agg.Add(w.acc, r.val)
@@ -506,7 +533,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) schedule(ks *gkey[K, ACC, OUT], t tkey
 		return
 	}
 	ks.timer, ks.hasTimer = t, true
-	op.etimers.Push(ktimer[K, ACC, OUT]{t, ks})
+	op.etimers.Push(ktimer{t, ks.id, ks.gen})
 }
 
 // onElement runs the trigger after an event was added to w.
@@ -587,12 +614,13 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) lookup(t *gtimer[K]) (*gkey[K, ACC, OU
 	if p == nil {
 		return nil, nil
 	}
-	for _, w := range op.winsOf(*p) {
+	ks := op.arena.at(*p)
+	for _, w := range op.winsOf(ks) {
 		if w.start == t.start && w.end == t.end {
-			return *p, w
+			return ks, w
 		}
 	}
-	return *p, nil
+	return ks, nil
 }
 
 func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT]) {
@@ -607,7 +635,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) remove(ks *gkey[K, ACC, OUT], w *gwin[
 	}
 	op.setWins(ks, ws)
 	if len(ws) == 0 {
-		op.keys.Delete(ks.hash, ks.key)
+		op.deleteKey(ks)
 	}
 }
 
@@ -623,9 +651,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 	}
 	for op.etimers.Len() > 0 && op.etimers.Peek().at <= wm {
 		t := op.etimers.Pop()
-		ks := t.ks
-		if !ks.hasTimer || ks.timer != t.tkey {
-			continue // superseded by an earlier entry of the key
+		ks := op.arena.at(t.id)
+		if ks.gen != t.gen || !ks.hasTimer || ks.timer != t.tkey {
+			continue // superseded by an earlier entry of the key, or the key went
 		}
 		ks.hasTimer = false
 		w, next := op.nextTimer(ks)
@@ -662,8 +690,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 	if wm == watermark.Max {
 		// The global window has no cleanup timer: fire what is pending.
 		var pending []*gkey[K, ACC, OUT]
-		op.keys.All(func(_ uint64, _ K, p **gkey[K, ACC, OUT]) bool {
-			pending = append(pending, *p)
+		op.keys.All(func(_ uint64, _ K, p *int32) bool {
+			pending = append(pending, op.arena.at(*p))
 			return true
 		})
 		for _, ks := range pending {
@@ -773,8 +801,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrier(b *barrierMsg, s *taskSnapshot
 	g := &op.snap
 	g.Start(int(op.info.maxP))
 	var e genEntry[K, ACC, OUT]
-	op.keys.All(func(h uint64, _ K, p **gkey[K, ACC, OUT]) bool {
-		ks := *p
+	op.keys.All(func(h uint64, _ K, p *int32) bool {
+		ks := op.arena.at(*p)
 		e.Hash, e.Key, e.Wins = ks.hash, ks.key, op.appendEntries(reuse(g, e.Wins), ks)
 		g.Add(int(h%op.info.maxP), &e)
 		return true
@@ -794,8 +822,6 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) restore(wm int64, groups [][]byte) err
 	now := op.now()
 	return codec.EachEntry(groups, func(e genEntry[K, ACC, OUT]) {
 		ks := op.newKey(e.Key, e.Hash)
-		p, _ := op.keys.Upsert(e.Hash, e.Key)
-		*p = ks
 		for _, we := range e.Wins {
 			w := ks.newWin()
 			*w = gwin[ACC, OUT]{start: we.Start, end: we.End, acc: we.Acc, count: we.Count, fired: we.Fired,
