@@ -44,8 +44,7 @@ type timerQueue[K comparable, ACC, OUT any] struct {
 // the entry), and the window.
 type winRef[K comparable, ACC, OUT any] struct {
 	w   *gwin[ACC, OUT]
-	id  int32
-	gen uint32
+	ref keyRef
 }
 
 // due reports whether a timer is at or before wm.
@@ -59,7 +58,7 @@ func (f *fixedTimers[K, ACC, OUT]) add(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT],
 	for i > 0 {
 		q := f.qs[i-1]
 		if q.at == t.at && q.kind == t.kind {
-			q.wins = append(q.wins, winRef[K, ACC, OUT]{w, ks.id, ks.gen})
+			q.wins = append(q.wins, winRef[K, ACC, OUT]{w, ks.ref})
 			return
 		}
 		if q.at < t.at || q.at == t.at && q.kind < t.kind {
@@ -74,7 +73,7 @@ func (f *fixedTimers[K, ACC, OUT]) add(ks *gkey[K, ACC, OUT], w *gwin[ACC, OUT],
 		q = &timerQueue[K, ACC, OUT]{}
 	}
 	q.at, q.kind = t.at, t.kind
-	q.wins = append(q.wins, winRef[K, ACC, OUT]{w, ks.id, ks.gen})
+	q.wins = append(q.wins, winRef[K, ACC, OUT]{w, ks.ref})
 	f.qs = append(f.qs, nil)
 	copy(f.qs[i+1:], f.qs[i:])
 	f.qs[i] = q
@@ -102,13 +101,13 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) removeFired(ws []winRef[K, ACC, OUT]) 
 			// The key's state, then where its hash table lookup starts
 			// (which needs the key's hash: asked for pfKeys keys before).
 			if j := i + pfKeys; j < len(ws) {
-				prefetch.Two(uintptr(unsafe.Pointer(op.arena.at(ws[j].id))), uintptr(unsafe.Pointer(ws[j].w)))
+				prefetch.Two(uintptr(unsafe.Pointer(op.arena.at(ws[j].ref.id))), uintptr(unsafe.Pointer(ws[j].w)))
 			}
 			if j := i + pfEvents; j < len(ws) {
-				prefetch.Two(op.keys.Home(op.arena.at(ws[j].id).hash))
+				prefetch.Two(op.keys.Home(op.arena.at(ws[j].ref.id).hash))
 			}
 		}
-		op.remove(op.arena.at(r.id), r.w)
+		op.remove(op.arena.at(r.ref.id), r.w)
 	}
 }
 
@@ -139,7 +138,7 @@ const (
 func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchFire(ws []winRef[K, ACC, OUT], i int) {
 	if j := i + pfKeys; j < len(ws) {
 		r := &ws[j]
-		prefetch.One(uintptr(unsafe.Pointer(op.arena.at(r.id))))
+		prefetch.One(uintptr(unsafe.Pointer(op.arena.at(r.ref.id))))
 		prefetch.Lines(uintptr(unsafe.Pointer(r.w)), 128)
 	}
 	if op.accElem == 0 {
@@ -171,8 +170,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advanceFixed(wm int64) error {
 				op.prefetchFire(q.wins, i)
 			}
 			r := &q.wins[i]
-			ks, w := op.arena.at(r.id), r.w
-			if ks.gen != r.gen || w.gone {
+			ks, w := op.arena.live(r.ref), r.w
+			if ks == nil || w.gone {
 				continue // removed before its timer (purged)
 			}
 			switch q.kind {

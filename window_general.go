@@ -126,11 +126,11 @@ type gkey[K comparable, ACC, OUT any] struct {
 	// more is 1 + the index of the key's window list in the operator's
 	// lists, or 0 if the key's windows are just first (firstLive) or none.
 	more int32
-	// id is the state's index in the operator's arena; gen counts the
-	// keys that held this slot before (keyArena.release), so that a timer
-	// queued for one of them is not taken for the key holding it now.
-	id  int32
-	gen uint32
+	// ref is the state's slot in the operator's arena and the slot's
+	// generation, which counts the keys that held it before
+	// (keyArena.release): a timer queued for one of them is not taken for
+	// the key holding it now.
+	ref keyRef
 	// epoch is the operator's epoch when the key was created or its state
 	// was last copied for a deferred snapshot: a key whose epoch is
 	// behind the operator's is still to be copied (copyKey) before
@@ -146,7 +146,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) newKey(key K, hash uint64) *gkey[K, AC
 	ks := op.arena.alloc()
 	ks.key, ks.hash, ks.epoch = key, hash, op.epoch
 	p, _ := op.keys.Upsert(hash, key)
-	*p = ks.id
+	*p = ks.ref.id
 	return ks
 }
 
@@ -300,8 +300,7 @@ func (a tkey) less(b tkey) bool {
 // per open key, is not for the garbage collector to read).
 type ktimer struct {
 	tkey
-	id  int32
-	gen uint32
+	ref keyRef
 }
 
 func (a ktimer) Less(b ktimer) bool { return a.tkey.less(b.tkey) }
@@ -533,7 +532,7 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) schedule(ks *gkey[K, ACC, OUT], t tkey
 		return
 	}
 	ks.timer, ks.hasTimer = t, true
-	op.etimers.Push(ktimer{t, ks.id, ks.gen})
+	op.etimers.Push(ktimer{t, ks.ref})
 }
 
 // onElement runs the trigger after an event was added to w.
@@ -651,8 +650,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) advance(wm int64) error {
 	}
 	for op.etimers.Len() > 0 && op.etimers.Peek().at <= wm {
 		t := op.etimers.Pop()
-		ks := op.arena.at(t.id)
-		if ks.gen != t.gen || !ks.hasTimer || ks.timer != t.tkey {
+		ks := op.arena.live(t.ref)
+		if ks == nil || !ks.hasTimer || ks.timer != t.tkey {
 			continue // superseded by an earlier entry of the key, or the key went
 		}
 		ks.hasTimer = false

@@ -38,7 +38,23 @@ func (a *keyArena[K, ACC, OUT]) at(id int32) *gkey[K, ACC, OUT] {
 	return &a.chunks[id>>arenaShift][id&(arenaChunk-1)]
 }
 
-// alloc returns an empty state in a free slot, its id set.
+// keyRef names a key's state in the arena: its slot, and the slot's
+// generation when the reference was taken.
+type keyRef struct {
+	id  int32
+	gen uint32
+}
+
+// live is the state r names, or nil if r's key went (the slot's generation
+// moved on, whether or not another key holds it now).
+func (a *keyArena[K, ACC, OUT]) live(r keyRef) *gkey[K, ACC, OUT] {
+	if ks := a.at(r.id); ks.ref.gen == r.gen {
+		return ks
+	}
+	return nil
+}
+
+// alloc returns an empty state in a free slot, its ref set.
 func (a *keyArena[K, ACC, OUT]) alloc() *gkey[K, ACC, OUT] {
 	var id int32
 	if n := len(a.free); n > 0 {
@@ -51,7 +67,7 @@ func (a *keyArena[K, ACC, OUT]) alloc() *gkey[K, ACC, OUT] {
 		a.n++
 	}
 	ks := a.at(id)
-	ks.id = id
+	ks.ref.id = id
 	return ks
 }
 
@@ -61,9 +77,10 @@ func (a *keyArena[K, ACC, OUT]) alloc() *gkey[K, ACC, OUT] {
 // and must take it as copied, which it is (remove owns a key before it
 // deletes it).
 func (a *keyArena[K, ACC, OUT]) release(ks *gkey[K, ACC, OUT], epoch uint64) {
-	id, gen := ks.id, ks.gen+1
-	*ks = gkey[K, ACC, OUT]{id: id, gen: gen, epoch: epoch}
-	a.free = append(a.free, id)
+	r := ks.ref
+	r.gen++
+	*ks = gkey[K, ACC, OUT]{ref: r, epoch: epoch}
+	a.free = append(a.free, r.id)
 }
 
 // len is the number of slots holding a key.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -15,17 +14,10 @@ import (
 // trig, rendering "key@start=count" rows into out; its processing time is
 // *now.
 func keyCountOp(w Windows, trig WindowTrigger, now *int64, out consumer[string]) *genWindowOp[int64, int64, int64, int64, string] {
-	op := &genWindowOp[int64, int64, int64, int64, string]{
-		winOut: winOut[int64, int64, string]{out: out, ob: newBatch[string](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      w, agg: Count[int64](), trig: trig,
-		render: func(emit func(string), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
-			emit(strconv.FormatInt(key, 10) + "@" + strconv.FormatInt(w.start, 10) + "=" + strconv.FormatInt(v, 10))
-			return nil
-		},
-		now: func() int64 { return *now }, info: opInfo{uid: "k", name: "k", maxP: 128},
-	}
-	op.init()
-	return op
+	return countWindowOp(w, trig, func() int64 { return *now }, out, func(emit func(string), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error {
+		emit(strconv.FormatInt(key, 10) + "@" + strconv.FormatInt(w.start, 10) + "=" + strconv.FormatInt(v, 10))
+		return nil
+	})
 }
 
 // A key whose last window went gives its arena slot to the next new key,

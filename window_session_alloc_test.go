@@ -171,10 +171,16 @@ func sessionCountOp(gap time.Duration, out consumer[int64]) *genWindowOp[int64, 
 // sessionOp is a session window of gap counting int64 events of int64
 // keys, rendering results into out with render.
 func sessionOp[R any](gap time.Duration, out consumer[R], render func(emit func(R), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error) *genWindowOp[int64, int64, int64, int64, R] {
+	return countWindowOp(Session(gap), EventTimeTrigger(), func() int64 { return 0 }, out, render)
+}
+
+// countWindowOp is a window of w counting int64 events of int64 keys under
+// trig, with processing time now, rendering results into out with render.
+func countWindowOp[R any](w Windows, trig WindowTrigger, now func() int64, out consumer[R], render func(emit func(R), key int64, w *gwin[int64, int64], kind ChangeKind, v int64) error) *genWindowOp[int64, int64, int64, int64, R] {
 	op := &genWindowOp[int64, int64, int64, int64, R]{
 		winOut: winOut[int64, int64, R]{out: out, ob: newBatch[R](1024), batchSize: 1024, sentWM: watermark.Min, m: &metrics.Operator{}},
-		w:      Session(gap), agg: Count[int64](), trig: EventTimeTrigger(), render: render,
-		now: func() int64 { return 0 }, info: opInfo{uid: "s", name: "s", maxP: 128},
+		w:      w, agg: Count[int64](), trig: trig, render: render,
+		now: now, info: opInfo{uid: "s", name: "s", maxP: 128},
 	}
 	op.init()
 	return op
