@@ -46,7 +46,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC())
 	bench := group("bench", "Run a built-in benchmark")
 	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP(), newBenchGroup())
-	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark(), newSQL(), newGroup())
+	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark(), newSQL(), newGroup(), newBroker())
 	root.AddCommand(newTopicCommands()...)
 	checkFlagsTree(root)
 	return root

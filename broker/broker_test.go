@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// startBroker starts a broker on a free loopback port over dir.
+func startBroker(t *testing.T, dir string) *Broker {
+	t.Helper()
+	b, err := Start(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", InitialRebalanceDelay: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newClient(t *testing.T, b *Broker, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.Addr())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, configs, name)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create topic %s: %v %v", name, err, resp.Err)
+	}
+}
+
+// consumeAll reads topic from the start until n records arrived.
+func consumeAll(t *testing.T, b *Broker, topic string, n int, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	cl := newClient(t, b, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s before the deadline", len(out), n, topic)
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func TestProduceConsumeRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	cl := newClient(t, b)
+	createTopic(t, cl, "clicks", 3, nil)
+	ctx := context.Background()
+	const n = 3000
+	for i := range n {
+		r := &kgo.Record{Topic: "clicks", Key: []byte(fmt.Sprintf("k%d", i%17)), Value: []byte(fmt.Sprintf("v%d", i)),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}}
+		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(recs []*kgo.Record) {
+		t.Helper()
+		if len(recs) != n {
+			t.Fatalf("got %d records, want %d", len(recs), n)
+		}
+		seen := map[string]bool{}
+		for _, r := range recs {
+			if seen[string(r.Value)] {
+				t.Fatalf("record %s twice", r.Value)
+			}
+			seen[string(r.Value)] = true
+			if len(r.Headers) != 1 || r.Headers[0].Key != "h" {
+				t.Fatalf("headers %v", r.Headers)
+			}
+		}
+	}
+	check(consumeAll(t, b, "clicks", n))
+	cl.Close()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The data and the topic outlive the broker.
+	b = startBroker(t, dir)
+	defer b.Close()
+	check(consumeAll(t, b, "clicks", n))
+}

@@ -1,0 +1,229 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	wlog "github.com/weirstream/weir/connector/log"
+)
+
+// cursor is a connection's reader of one partition, kept between fetches
+// so that a consumer reading on does not seek again. pending holds records
+// read but not yet sent (a fetch's byte limit ended inside a read).
+type cursor struct {
+	r       *wlog.Reader
+	pending []wlog.Record
+}
+
+func (cu *cursor) position() int64 {
+	if len(cu.pending) > 0 {
+		return cu.pending[0].Offset
+	}
+	return cu.r.Next()
+}
+
+func (c *conn) closeCursors() {
+	for k, cu := range c.cursors {
+		cu.r.Close()
+		delete(c.cursors, k)
+	}
+}
+
+// fetchReadMax is the number of records one read of a partition asks for.
+const fetchReadMax = 512
+
+// pollEvery is how often a waiting fetch looks for records appended by
+// another process (appends through the broker wake it at once).
+const pollEvery = 100 * time.Millisecond
+
+func (c *conn) fetch(r *kmsg.FetchRequest) kmsg.Response {
+	b := c.b
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 0 // no fetch sessions: every fetch is a full one
+	maxBytes := int(r.MaxBytes)
+	if r.Version < 3 || maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	type slot struct {
+		rp   *kmsg.FetchResponseTopicPartition
+		part *partition
+		req  *kmsg.FetchRequestTopicPartition
+	}
+	var slots []slot
+	for ti := range r.Topics {
+		t := &r.Topics[ti]
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for ti := range r.Topics {
+		t := &r.Topics[ti]
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			rp := &resp.Topics[ti].Partitions[pi]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			part, code := b.topics.partition(t.Topic, p.Partition, false)
+			if code != codeNone {
+				rp.ErrorCode = code
+				continue
+			}
+			slots = append(slots, slot{rp: rp, part: part, req: p})
+		}
+	}
+	total := 0
+	for {
+		var waits []<-chan struct{}
+		for _, s := range slots {
+			if s.rp.ErrorCode != codeNone || (len(s.rp.RecordBatches) > 0) {
+				continue
+			}
+			waits = append(waits, s.part.waitCh())
+			if total >= maxBytes && total > 0 {
+				continue
+			}
+			n, code := c.fetchPartition(s.part, s.req, s.rp, maxBytes-total, total == 0)
+			s.rp.ErrorCode = code
+			total += n
+		}
+		if total >= int(r.MinBytes) && total > 0 || !time.Now().Before(deadline) || len(waits) == 0 {
+			break
+		}
+		// Wait for an append to one of the partitions, another process's
+		// append (polled), the deadline, or the connection's end.
+		wait := min(time.Until(deadline), pollEvery)
+		if !waitAny(c.ctx, waits, wait) && c.ctx.Err() != nil {
+			return nil
+		}
+	}
+	return resp
+}
+
+// waitAny waits up to d for one of chs to close; false if ctx ended.
+func waitAny(ctx context.Context, chs []<-chan struct{}, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	woke := make(chan struct{}, 1)
+	for _, ch := range chs[:min(len(chs), 16)] {
+		go func(ch <-chan struct{}) {
+			select {
+			case <-ch:
+				select {
+				case woke <- struct{}{}:
+				default:
+				}
+			case <-done:
+			}
+		}(ch)
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-woke:
+	}
+	return true
+}
+
+// fetchPartition fills rp with the records of part from the requested
+// offset, at most budget bytes (but at least one batch if first, as Kafka
+// does, so a record larger than the limit is not stuck), and returns the
+// bytes added.
+func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartition, rp *kmsg.FetchResponseTopicPartition, budget int, first bool) (int, int16) {
+	earliest, hwm, err := part.offsets()
+	if err != nil {
+		c.b.log.Error("weir broker: fetch offsets", "topic", part.t.Name, "partition", part.p, "err", err)
+		return 0, codeKafkaStorageError
+	}
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hwm, hwm, earliest
+	off := req.FetchOffset
+	if off < earliest || off > hwm {
+		return 0, codeOffsetOutOfRange
+	}
+	if off == hwm {
+		return 0, codeNone
+	}
+	limit := int(req.PartitionMaxBytes)
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	limit = min(limit, budget)
+	cu := c.cursors[part.key]
+	if cu != nil && cu.position() != off {
+		cu.r.Close()
+		delete(c.cursors, part.key)
+		cu = nil
+	}
+	if cu == nil {
+		r, err := part.t.OpenReader(part.p, wlog.AtOffset(off))
+		if err != nil {
+			c.b.log.Error("weir broker: open a reader", "topic", part.t.Name, "partition", part.p, "offset", off, "err", err)
+			return 0, codeKafkaStorageError
+		}
+		cu = &cursor{r: r}
+		c.cursors[part.key] = cu
+	}
+	out := rp.RecordBatches[:0]
+	for {
+		if len(cu.pending) == 0 {
+			recs, err := cu.r.Read(c.ctx, fetchReadMax)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				c.b.log.Error("weir broker: read", "topic", part.t.Name, "partition", part.p, "err", err)
+				cu.r.Close()
+				delete(c.cursors, part.key)
+				if len(out) > 0 {
+					break
+				}
+				return 0, codeKafkaStorageError
+			}
+			cu.pending = recs
+		}
+		// Take the records that fit.
+		n, size := 0, 0
+		for n < len(cu.pending) {
+			rs := recordSize(&cu.pending[n])
+			if len(out)+size+rs+batchOverhead > limit && (n > 0 || len(out) > 0 || !first) {
+				break
+			}
+			size += rs
+			n++
+		}
+		if n == 0 {
+			break
+		}
+		out = appendFetchBatch(out, cu.pending[:n])
+		cu.pending = cu.pending[n:]
+		if len(cu.pending) > 0 {
+			break
+		}
+	}
+	rp.RecordBatches = out
+	return len(out), codeNone
+}
+
+// batchOverhead is the size of a RecordBatch's header.
+const batchOverhead = 61
+
+// recordSize is an upper bound of the encoded size of a record in a batch.
+func recordSize(r *wlog.Record) int {
+	n := 5 + 1 + 10 + 5 + 5 + len(r.Key) + 5 + len(r.Value) + 5
+	for _, h := range r.Headers {
+		n += 10 + len(h.Key) + len(h.Value)
+	}
+	return n
+}

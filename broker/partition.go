@@ -1,0 +1,264 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+
+	wlog "github.com/weirstream/weir/connector/log"
+)
+
+// partition is the broker's state of one partition: its writer (opened at
+// the first produce and kept), the idempotent producers' sequences, and
+// the channel that wakes long polls.
+type partition struct {
+	b   *Broker
+	t   *wlog.Topic
+	p   int
+	key tp
+
+	mu        sync.Mutex // serialises appends
+	w         *wlog.Writer
+	producers map[int64]*producerState // loaded at the first idempotent produce
+	closed    bool
+
+	// notify is closed (and replaced) after each append: fetches waiting
+	// for data select on it.
+	nmu    sync.Mutex
+	notify chan struct{}
+}
+
+func newPartition(b *Broker, t *wlog.Topic, p int) *partition {
+	return &partition{b: b, t: t, p: p, key: tp{t.Name, int32(p)}, notify: make(chan struct{})}
+}
+
+// waitCh returns a channel closed at the next append.
+func (p *partition) waitCh() <-chan struct{} {
+	p.nmu.Lock()
+	defer p.nmu.Unlock()
+	return p.notify
+}
+
+func (p *partition) wake() {
+	p.nmu.Lock()
+	close(p.notify)
+	p.notify = make(chan struct{})
+	p.nmu.Unlock()
+}
+
+// writerLocked opens the writer if it is not open.
+func (p *partition) writerLocked() (*wlog.Writer, error) {
+	if p.closed {
+		return nil, wlog.ErrClosed
+	}
+	if p.w != nil {
+		return p.w, nil
+	}
+	var opts []wlog.WriterOption
+	if p.b.cfg.Sync != nil {
+		opts = append(opts, wlog.WithSync(*p.b.cfg.Sync))
+	}
+	opts = append(opts, wlog.WithLogger(p.b.log))
+	w, err := p.t.OpenWriter(p.p, opts...)
+	if err != nil {
+		return nil, err
+	}
+	p.w = w
+	return w, nil
+}
+
+func (p *partition) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.w == nil {
+		return nil
+	}
+	err := p.w.Close()
+	p.w = nil
+	return err
+}
+
+// offsets returns the earliest offset and the high watermark.
+func (p *partition) offsets() (earliest, next int64, err error) {
+	earliest, next, err = p.t.Offsets(p.p)
+	p.mu.Lock()
+	if p.w != nil {
+		next = p.w.NextOffset()
+	}
+	p.mu.Unlock()
+	return earliest, next, err
+}
+
+// offsetForTime returns the offset and timestamp of the first record, in
+// offset order, whose timestamp is at or after ts; -1, -1 if none.
+func (p *partition) offsetForTime(ts int64) (int64, int64, error) {
+	r, err := p.t.OpenReader(p.p, wlog.AtTimestamp(ts))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer r.Close()
+	recs, err := r.Read(context.Background(), 1)
+	if errors.Is(err, io.EOF) {
+		return -1, -1, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return recs[0].Offset, recs[0].Timestamp, nil
+}
+
+// producerState is what the partition knows of one idempotent producer:
+// its epoch and its last batches (Kafka keeps five: a producer has at most
+// five requests in flight).
+type producerState struct {
+	epoch   int16
+	batches []seqBatch // oldest first, at most maxProducerBatches
+}
+
+type seqBatch struct {
+	first, last int32 // sequence numbers
+	offset      int64 // base offset
+}
+
+const maxProducerBatches = 5
+
+// producerName is the producer id a Kafka producer's batches carry in the
+// log: its sequences survive a restart (ScanProducers).
+func producerName(pid int64) string { return "kafka/" + strconv.FormatInt(pid, 10) }
+
+// loadProducersLocked reads the producers' last batches from the log, once.
+func (p *partition) loadProducersLocked() error {
+	if p.producers != nil {
+		return nil
+	}
+	m := map[int64]*producerState{}
+	err := p.t.ScanProducers(p.p, func(prod []byte, seq wlog.ProducerSeq, first, last int64) {
+		s := string(prod)
+		if len(s) < 7 || s[:6] != "kafka/" {
+			return
+		}
+		pid, err := strconv.ParseInt(s[6:], 10, 64)
+		if err != nil {
+			return
+		}
+		st := m[pid]
+		epoch := int16(seq.Epoch)
+		if st == nil || st.epoch != epoch {
+			st = &producerState{epoch: epoch}
+			m[pid] = st
+		}
+		st.push(seqBatch{first: int32(seq.Checkpoint), last: int32(seq.Index), offset: first})
+	})
+	if err != nil {
+		return err
+	}
+	p.producers = m
+	return nil
+}
+
+func (s *producerState) push(b seqBatch) {
+	if len(s.batches) == maxProducerBatches {
+		copy(s.batches, s.batches[1:])
+		s.batches = s.batches[:maxProducerBatches-1]
+	}
+	s.batches = append(s.batches, b)
+}
+
+// appendBatch appends one produced batch, checking an idempotent
+// producer's sequence as Kafka does: a batch already appended (a retry)
+// is answered with its first offset and not appended again; a gap is
+// OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch INVALID_PRODUCER_EPOCH.
+func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, err := p.writerLocked()
+	if err != nil {
+		return -1, codeKafkaStorageError, err
+	}
+	if pb.ProducerID < 0 {
+		off, err := w.Append(pb.Records)
+		if err != nil {
+			return -1, codeKafkaStorageError, err
+		}
+		p.wake()
+		return off, codeNone, nil
+	}
+	if err := p.loadProducersLocked(); err != nil {
+		return -1, codeKafkaStorageError, fmt.Errorf("read the producers of %s/%d: %w", p.t.Name, p.p, err)
+	}
+	first := pb.BaseSequence
+	l := int64(first) + int64(pb.NumRecords) - 1
+	if l > math.MaxInt32 { // sequences wrap to 0 past MaxInt32, as Kafka's do
+		l -= math.MaxInt32 + 1
+	}
+	last := int32(l)
+	st := p.producers[pb.ProducerID]
+	switch {
+	case st == nil:
+		if first != 0 {
+			// Kafka (KIP-360) accepts an unknown producer's sequence
+			// only from 0: its state may have been lost to retention.
+			return -1, codeUnknownProducerID, nil
+		}
+	case pb.ProducerEpoch < st.epoch:
+		return -1, codeInvalidProducerEpoch, nil
+	case pb.ProducerEpoch > st.epoch:
+		if first != 0 {
+			return -1, codeOutOfOrderSequence, nil
+		}
+	default:
+		for _, b := range st.batches {
+			if b.first == first && b.last == last {
+				return b.offset, codeNone, nil // a retry: already in the log
+			}
+		}
+		if n := len(st.batches); n > 0 {
+			want := st.batches[n-1].last + 1
+			if want < 0 {
+				want = 0
+			}
+			if first != want {
+				if seqBefore(first, st.batches[0].first) {
+					return -1, codeDuplicateSequence, nil
+				}
+				return -1, codeOutOfOrderSequence, nil
+			}
+		}
+	}
+	off, err := w.AppendAs(pb.Records, producerName(pb.ProducerID),
+		wlog.ProducerSeq{Epoch: uint64(uint16(pb.ProducerEpoch)), Checkpoint: int64(first), Index: uint32(last)})
+	if err != nil {
+		return -1, codeKafkaStorageError, err
+	}
+	if st == nil || pb.ProducerEpoch != st.epoch {
+		st = &producerState{epoch: pb.ProducerEpoch}
+		p.producers[pb.ProducerID] = st
+	}
+	st.push(seqBatch{first: first, last: last, offset: off})
+	p.wake()
+	return off, codeNone, nil
+}
+
+// seqBefore reports whether sequence a comes before b (sequences wrap).
+func seqBefore(a, b int32) bool { return a-b < 0 }
+
+// appendCommitted appends the records of a committed transaction's batch
+// with its producer section.
+func (p *partition) appendCommitted(recs []wlog.Record, producer string, seq wlog.ProducerSeq) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, err := p.writerLocked()
+	if err != nil {
+		return err
+	}
+	if _, err := w.AppendAs(recs, producer, seq); err != nil {
+		return err
+	}
+	p.wake()
+	return nil
+}

@@ -1,0 +1,198 @@
+package broker
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	wlog "github.com/weirstream/weir/connector/log"
+)
+
+// maxDecompressed bounds the records of one produced partition after
+// decompression (Kafka's message.max.bytes is 1 MiB by default; this
+// leaves room for compressed batches of well-compressible data).
+const maxDecompressed = 64 << 20
+
+func (b *Broker) produce(r *kmsg.ProduceRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	var recs []wlog.Record
+	for _, t := range r.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			code, msg := b.producePartition(r, t.Topic, &p, &rp, &recs)
+			rp.ErrorCode = code
+			if msg != "" {
+				rp.ErrorMessage = &msg
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if r.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition, recs *[]wlog.Record) (int16, string) {
+	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
+		return codeInvalidRequiredAcks, fmt.Sprintf("acks %d: want 0, 1 or -1", r.Acks)
+	}
+	part, code := b.topics.partition(topic, p.Partition, true)
+	if code != codeNone {
+		return code, ""
+	}
+	batches, rs, err := decodeProduce(p.Records, (*recs)[:0], maxDecompressed)
+	*recs = rs
+	if err != nil {
+		b.log.Warn("weir broker: refused a produced batch", "topic", topic, "partition", p.Partition, "err", err)
+		switch {
+		case errors.Is(err, errUnsupportedMagic):
+			return codeUnsupportedForMessageFmt, err.Error()
+		case errors.Is(err, errUnsupportedCompression):
+			return codeUnsupportedForMessageFmt, err.Error()
+		default:
+			return codeCorruptMessage, err.Error()
+		}
+	}
+	first := int64(-1)
+	for i := range batches {
+		pb := &batches[i]
+		if pb.Control {
+			return codeInvalidRecord, "control batches are written by the broker, not by producers"
+		}
+		if pb.Transactional {
+			if code, msg := b.txns.checkProduce(r.TransactionID, pb, part.key); code != codeNone {
+				return code, msg
+			}
+			off, code := b.txns.stage(*r.TransactionID, pb, part)
+			if code != codeNone {
+				return code, ""
+			}
+			if first < 0 {
+				first = off
+			}
+			continue
+		}
+		off, code, err := part.appendBatch(pb)
+		if err != nil {
+			b.log.Error("weir broker: append", "topic", topic, "partition", p.Partition, "err", err)
+			return code, err.Error()
+		}
+		if code != codeNone {
+			return code, ""
+		}
+		if first < 0 {
+			first = off
+		}
+	}
+	rp.BaseOffset = first
+	earliest, _, _ := part.t.Offsets(part.p)
+	rp.LogStartOffset = earliest
+	return codeNone, ""
+}
+
+func (b *Broker) initProducerID(r *kmsg.InitProducerIDRequest) kmsg.Response {
+	if r.TransactionalID != nil {
+		return b.txns.initProducerID(r)
+	}
+	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if r.ProducerID >= 0 {
+		// KIP-360: an idempotent producer bumping its epoch after an
+		// error keeps its id.
+		if r.ProducerEpoch == 32767 {
+			pid, err := b.pids.next()
+			if err != nil {
+				resp.ErrorCode = codeKafkaStorageError
+				return resp
+			}
+			resp.ProducerID, resp.ProducerEpoch = pid, 0
+			return resp
+		}
+		resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch+1
+		return resp
+	}
+	pid, err := b.pids.next()
+	if err != nil {
+		b.log.Error("weir broker: allocate a producer id", "err", err)
+		resp.ErrorCode = codeKafkaStorageError
+		return resp
+	}
+	resp.ProducerID, resp.ProducerEpoch = pid, 0
+	return resp
+}
+
+// pidAllocator hands out producer ids that are never reused, across
+// restarts too: it reserves blocks of ids in a file, fsynced before the
+// first id of a block is given out (as Kafka's controller allocates
+// blocks of producer ids).
+type pidAllocator struct {
+	mu          sync.Mutex
+	path        string
+	nextID, end int64
+}
+
+const pidBlock = 1000
+
+func openPIDs(dir string) (*pidAllocator, error) {
+	a := &pidAllocator{path: filepath.Join(dir, "producer-ids")}
+	b, err := os.ReadFile(a.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("broker: %w", err)
+	case len(b) != 8:
+		return nil, fmt.Errorf("broker: %s: %d bytes, want 8 (the end of the last block of producer ids)", a.path, len(b))
+	default:
+		a.nextID = int64(binary.BigEndian.Uint64(b))
+		a.end = a.nextID
+	}
+	return a, nil
+}
+
+func (a *pidAllocator) next() (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.nextID == a.end {
+		end := a.end + pidBlock
+		tmp := a.path + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			return 0, err
+		}
+		_, err = f.Write(binary.BigEndian.AppendUint64(nil, uint64(end)))
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, a.path)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("reserve producer ids: %w", err)
+		}
+		syncDir(filepath.Dir(a.path))
+		a.end = end
+	}
+	id := a.nextID
+	a.nextID++
+	return id, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
