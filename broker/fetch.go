@@ -33,6 +33,9 @@ func (c *conn) closeCursors() {
 	}
 }
 
+// emptyRecords is a partition's record set with nothing in it.
+var emptyRecords = []byte{}
+
 // fetchReadMax is the number of records one read of a partition asks for.
 const fetchReadMax = 512
 
@@ -70,6 +73,8 @@ func (c *conn) fetch(r *kmsg.FetchRequest) kmsg.Response {
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			// Empty, not null: librdkafka refuses a null record set.
+			rp.RecordBatches = emptyRecords
 			part, code := b.topics.partition(t.Topic, p.Partition, false)
 			if code != codeNone {
 				rp.ErrorCode = code
@@ -211,6 +216,9 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 		if len(cu.pending) > 0 {
 			break
 		}
+	}
+	if out == nil {
+		out = emptyRecords
 	}
 	rp.RecordBatches = out
 	return len(out), codeNone

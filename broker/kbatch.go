@@ -159,6 +159,7 @@ func decodeProduce(b []byte, dst []wlog.Record, maxDecompressed int) ([]produced
 		var size int
 		pb, size, dst, hs, err = kbatchDecodeOne(b[pos:], dst, hs, &budget)
 		if err != nil {
+			clear(dst[dst0:]) // drop the references into b
 			return nil, dst[:dst0], fmt.Errorf("batch %d at byte %d: %w", i, pos, err)
 		}
 		batches = append(batches, pb)
@@ -249,7 +250,7 @@ func kbatchDecodeOne(b []byte, dst []wlog.Record, hs []wlog.Header, budget *int)
 // records, appending them to dst and their headers to hs. Byte positions in
 // errors are relative to body.
 func kbatchParseRecords(body []byte, n int, firstTimestamp int64, dst []wlog.Record, hs []wlog.Header) ([]wlog.Record, []wlog.Header, error) {
-	var prev []wlog.Header // the headers of the previous record, whose keys are reused
+	var prev []wlog.Header // the headers of the last record that had some, whose keys are reused
 	pos := 0
 	for i := range n {
 		rd := kbatchReader{b: body[pos:]}
@@ -291,6 +292,16 @@ func kbatchParseRecords(body []byte, n int, firstTimestamp int64, dst []wlog.Rec
 				hs = append(hs, h)
 			}
 			r.Headers = hs[start:len(hs):len(hs)]
+			if prev == nil && i+1 < n {
+				// The first record with headers: make room for as many
+				// in each of the rest, as far as their bytes can hold
+				// them, so hs grows once rather than doubling.
+				room := (len(body) - next) / kbatchMinHeaderSize
+				if k := len(r.Headers); n-i-1 < room/k {
+					room = k * (n - i - 1)
+				}
+				hs = slices.Grow(hs, room)
+			}
 			prev = r.Headers
 		}
 		if len(rd.b) != 0 {
