@@ -154,6 +154,13 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 	}
 	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = hwm, hwm, earliest
 	off := req.FetchOffset
+	if off < earliest {
+		// Retention may have moved the start since it was read.
+		if earliest, err = part.refreshEarliest(); err != nil {
+			return 0, codeKafkaStorageError
+		}
+		rp.LogStartOffset = earliest
+	}
 	if off < earliest || off > hwm {
 		return 0, codeOffsetOutOfRange
 	}

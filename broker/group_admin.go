@@ -95,7 +95,9 @@ func (g *groups) handleList(req *kmsg.ListGroupsRequest) kmsg.Response {
 		lg.Group = name
 		lg.ProtocolType = cg.protocolType
 		lg.GroupState = cg.state.String()
-		lg.GroupType = "classic"
+		if req.Version >= 5 {
+			lg.GroupType = "classic"
+		}
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp

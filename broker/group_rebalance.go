@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -155,15 +156,7 @@ func (cg *classicGroup) sortedMembers() []*classicMember {
 	for _, m := range cg.members {
 		ms = append(ms, m)
 	}
-	slices.SortFunc(ms, func(a, b *classicMember) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ms, func(a, b *classicMember) int { return cmp.Compare(a.seq, b.seq) })
 	return ms
 }
 
@@ -823,11 +816,12 @@ func (g *groups) tickGroupLocked(cg *classicGroup, now time.Time) {
 		}
 	}
 	var expired []*classicMember
-	for _, m := range cg.sortedMembers() {
+	for _, m := range cg.members {
 		if !m.expires.IsZero() && !now.Before(m.expires) {
 			expired = append(expired, m)
 		}
 	}
+	slices.SortFunc(expired, func(a, b *classicMember) int { return cmp.Compare(a.seq, b.seq) })
 	for _, m := range expired {
 		if cg.members[m.id] != m || m.expires.IsZero() || now.Before(m.expires) {
 			continue // removed or renewed by an earlier expiry

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	wlog "github.com/weirstream/weir/connector/log"
 )
@@ -21,10 +23,16 @@ type partition struct {
 	p   int
 	key tp
 
-	mu        sync.Mutex // serialises appends
-	w         *wlog.Writer
-	producers map[int64]*producerState // loaded at the first idempotent produce
-	closed    bool
+	mu sync.Mutex // serialises appends
+	w  *wlog.Writer
+	// hwm is the next offset while the broker holds the writer (-1
+	// before); earliest the base of the oldest segment as last read
+	// (refreshed when the writer opens, after a clean, and when a
+	// request asks below it). Read without mu, so that a fetch does not
+	// wait behind an append's fsync.
+	hwm, earliest atomic.Int64
+	producers     map[int64]*producerState // loaded at the first idempotent produce
+	closed        bool
 
 	// notify is closed (and replaced) after each append: fetches waiting
 	// for data select on it.
@@ -33,7 +41,10 @@ type partition struct {
 }
 
 func newPartition(b *Broker, t *wlog.Topic, p int) *partition {
-	return &partition{b: b, t: t, p: p, key: tp{t.Name, int32(p)}, notify: make(chan struct{})}
+	part := &partition{b: b, t: t, p: p, key: tp{t.Name, int32(p)}, notify: make(chan struct{})}
+	part.hwm.Store(-1)
+	part.earliest.Store(-1)
+	return part
 }
 
 // waitCh returns a channel closed at the next append.
@@ -68,7 +79,26 @@ func (p *partition) writerLocked() (*wlog.Writer, error) {
 		return nil, err
 	}
 	p.w = w
+	p.hwm.Store(w.NextOffset())
+	if earliest, _, err := p.t.Offsets(p.p); err == nil {
+		p.earliest.Store(earliest)
+	}
 	return w, nil
+}
+
+// clean applies retention and compaction if the broker holds the writer.
+func (p *partition) clean(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w == nil {
+		return
+	}
+	if _, err := p.w.Clean(now); err != nil {
+		p.b.log.Error("weir broker: retention and compaction", "topic", p.t.Name, "partition", p.p, "err", err)
+	}
+	if earliest, _, err := p.t.Offsets(p.p); err == nil {
+		p.earliest.Store(earliest)
+	}
 }
 
 func (p *partition) close() error {
@@ -80,18 +110,31 @@ func (p *partition) close() error {
 	}
 	err := p.w.Close()
 	p.w = nil
+	p.hwm.Store(-1)
 	return err
 }
 
-// offsets returns the earliest offset and the high watermark.
+// offsets returns the earliest offset and the high watermark. While the
+// broker holds the writer they come from memory; otherwise (a partition
+// only read, written by another process if at all) from the files.
 func (p *partition) offsets() (earliest, next int64, err error) {
-	earliest, next, err = p.t.Offsets(p.p)
-	p.mu.Lock()
-	if p.w != nil {
-		next = p.w.NextOffset()
+	if hwm, e := p.hwm.Load(), p.earliest.Load(); hwm >= 0 && e >= 0 {
+		return e, hwm, nil
 	}
-	p.mu.Unlock()
-	return earliest, next, err
+	return p.t.Offsets(p.p)
+}
+
+// refreshEarliest rereads the earliest offset (segments may have been
+// deleted by retention).
+func (p *partition) refreshEarliest() (int64, error) {
+	earliest, _, err := p.t.Offsets(p.p)
+	if err != nil {
+		return 0, err
+	}
+	if p.earliest.Load() >= 0 {
+		p.earliest.Store(earliest)
+	}
+	return earliest, nil
 }
 
 // offsetForTime returns the offset and timestamp of the first record, in
@@ -185,6 +228,7 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 		if err != nil {
 			return -1, codeKafkaStorageError, err
 		}
+		p.hwm.Store(w.NextOffset())
 		p.wake()
 		return off, codeNone, nil
 	}
@@ -240,6 +284,7 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 		p.producers[pb.ProducerID] = st
 	}
 	st.push(seqBatch{first: first, last: last, offset: off})
+	p.hwm.Store(w.NextOffset())
 	p.wake()
 	return off, codeNone, nil
 }
@@ -259,6 +304,7 @@ func (p *partition) appendCommitted(recs []wlog.Record, producer string, seq wlo
 	if _, err := w.AppendAs(recs, producer, seq); err != nil {
 		return err
 	}
+	p.hwm.Store(w.NextOffset())
 	p.wake()
 	return nil
 }

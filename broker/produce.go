@@ -18,24 +18,51 @@ import (
 // leaves room for compressed batches of well-compressible data).
 const maxDecompressed = 64 << 20
 
-func (b *Broker) produce(r *kmsg.ProduceRequest) kmsg.Response {
+func (b *Broker) produce(r *kmsg.ProduceRequest, scratch *[]wlog.Record) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
-	var recs []wlog.Record
-	for _, t := range r.Topics {
-		rt := kmsg.NewProduceResponseTopic()
+	type job struct {
+		topic string
+		p     *kmsg.ProduceRequestTopicPartition
+		rp    *kmsg.ProduceResponseTopicPartition
+	}
+	var jobs []job
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	for ti := range r.Topics {
+		t := &r.Topics[ti]
+		rt := &resp.Topics[ti]
+		*rt = kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = p.Partition
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for pi := range t.Partitions {
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = t.Partitions[pi].Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			code, msg := b.producePartition(r, t.Topic, &p, &rp, &recs)
-			rp.ErrorCode = code
-			if msg != "" {
-				rp.ErrorMessage = &msg
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+			jobs = append(jobs, job{t.Topic, &t.Partitions[pi], rp})
 		}
-		resp.Topics = append(resp.Topics, rt)
+	}
+	run := func(j job, recs *[]wlog.Record) {
+		code, msg := b.producePartition(r, j.topic, j.p, j.rp, recs)
+		j.rp.ErrorCode = code
+		if msg != "" {
+			j.rp.ErrorMessage = &msg
+		}
+	}
+	if len(jobs) == 1 {
+		run(jobs[0], scratch)
+	} else {
+		// The partitions' appends (and fsyncs) go on at the same time, as
+		// their writers are independent.
+		var wg sync.WaitGroup
+		for _, j := range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var recs []wlog.Record
+				run(j, &recs)
+			}()
+		}
+		wg.Wait()
 	}
 	if r.Acks == 0 {
 		return nil
@@ -96,8 +123,9 @@ func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.
 		}
 	}
 	rp.BaseOffset = first
-	earliest, _, _ := part.t.Offsets(part.p)
-	rp.LogStartOffset = earliest
+	if earliest, _, err := part.offsets(); err == nil {
+		rp.LogStartOffset = earliest
+	}
 	return codeNone, ""
 }
 

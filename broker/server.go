@@ -46,6 +46,10 @@ type Config struct {
 	// InitialRebalanceDelay is Kafka's group.initial.rebalance.delay.ms
 	// (default 3s; negative means none).
 	InitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout and GroupMaxSessionTimeout are Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms
+	// (default 6s and 30m).
+	GroupMinSessionTimeout, GroupMaxSessionTimeout time.Duration
 	// TransactionTimeoutMax is Kafka's transaction.max.timeout.ms
 	// (default 15m).
 	TransactionTimeoutMax time.Duration
@@ -64,6 +68,10 @@ type Config struct {
 	// 100ms).
 	TickEvery time.Duration
 }
+
+// cleanEvery is how often the broker applies retention and compaction to
+// the partitions it writes (Writer.Clean).
+const cleanEvery = time.Minute
 
 // maxRequestBytes bounds one request (Kafka's socket.request.max.bytes).
 const maxRequestBytes = 100 << 20
@@ -147,7 +155,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.pids, err = openPIDs(filepath.Join(cfg.DataDir, stateDir)); err != nil {
 		return nil, err
 	}
-	if b.groups, err = openGroups(groupConfig{DataDir: cfg.DataDir, Now: cfg.Now, Logger: cfg.Logger, InitialRebalanceDelay: cfg.InitialRebalanceDelay}); err != nil {
+	if b.groups, err = openGroups(groupConfig{DataDir: cfg.DataDir, Now: cfg.Now, Logger: cfg.Logger, InitialRebalanceDelay: cfg.InitialRebalanceDelay,
+		MinSessionTimeout: cfg.GroupMinSessionTimeout, MaxSessionTimeout: cfg.GroupMaxSessionTimeout}); err != nil {
 		return nil, fmt.Errorf("broker: consumer groups: %w", err)
 	}
 	if b.txns, err = openTxns(b); err != nil {
@@ -221,6 +230,7 @@ func (b *Broker) ticker() {
 	defer b.wg.Done()
 	t := time.NewTicker(b.cfg.TickEvery)
 	defer t.Stop()
+	lastClean := b.cfg.Now()
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -229,6 +239,10 @@ func (b *Broker) ticker() {
 			now := b.cfg.Now()
 			b.groups.tick(now)
 			b.txns.tick(now)
+			if now.Sub(lastClean) >= cleanEvery {
+				lastClean = now
+				b.topics.clean(now)
+			}
 		}
 	}
 }
@@ -271,6 +285,7 @@ type conn struct {
 	sasl     saslState
 	cursors  map[tp]*cursor // fetch positions kept between requests
 	scratch  []byte
+	recs     []wlog.Record // a produce's decoded records, reused
 	clientID string
 }
 
@@ -326,8 +341,8 @@ func (b *Broker) serve(nc net.Conn) {
 		if _, err := nc.Write(out); err != nil {
 			return
 		}
-		if cap(out) > 8<<20 {
-			out = nil // do not keep a large fetch's buffer per connection
+		if cap(out) > 128<<20 {
+			out = nil // kept for the next answer, unless unusually large
 		}
 		if !c.authed && c.sasl.failed {
 			return
@@ -443,13 +458,22 @@ var apis = map[int16]apiRange{
 	36: {0, 2},  // SASLAuthenticate
 	42: {0, 2},  // DeleteGroups
 	47: {0, 0},  // OffsetDelete
+	65: {0, 0},  // DescribeTransactions
+	66: {0, 1},  // ListTransactions
 }
 
 func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for k := range int16(100) {
 		if r, ok := apis[k]; ok {
-			keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: r.min, MaxVersion: r.max})
+			lo := r.min
+			if k == 0 {
+				// librdkafka before 2.10 compresses with gzip, snappy or
+				// lz4 only if Produce v0 is listed (KAFKA-18659): list it,
+				// as Kafka 4 does, and refuse v0-2 requests all the same.
+				lo = 0
+			}
+			keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: lo, MaxVersion: r.max})
 		}
 	}
 	return keys
@@ -478,17 +502,19 @@ func (c *conn) serveRequest(req kmsg.Request) kmsg.Response {
 	case *kmsg.ListOffsetsRequest:
 		return b.listOffsets(r)
 	case *kmsg.ProduceRequest:
-		return b.produce(r)
+		return b.produce(r, &c.recs)
 	case *kmsg.FetchRequest:
 		return c.fetch(r)
 	case *kmsg.FindCoordinatorRequest:
 		return b.findCoordinator(r)
 	case *kmsg.InitProducerIDRequest:
 		return b.initProducerID(r)
-	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest, *kmsg.TxnOffsetCommitRequest:
+	case *kmsg.AddPartitionsToTxnRequest, *kmsg.AddOffsetsToTxnRequest, *kmsg.EndTxnRequest, *kmsg.TxnOffsetCommitRequest,
+		*kmsg.ListTransactionsRequest, *kmsg.DescribeTransactionsRequest:
 		return b.txns.handle(c.ctx, req)
 	default:
-		if resp := b.groups.handle(c.ctx, req); resp != nil {
+		host, _, _ := net.SplitHostPort(c.c.RemoteAddr().String())
+		if resp := b.groups.handle(withGroupClient(c.ctx, c.clientID, "/"+host), req); resp != nil {
 			return resp
 		}
 		return nil

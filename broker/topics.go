@@ -192,6 +192,20 @@ func (s *topicSet) close() error {
 	return first
 }
 
+// clean applies retention and compaction to the partitions whose writer
+// the broker holds.
+func (s *topicSet) clean(now time.Time) {
+	s.mu.Lock()
+	var parts []*partition
+	for _, ts := range s.m {
+		parts = append(parts, ts.parts...)
+	}
+	s.mu.Unlock()
+	for _, p := range parts {
+		p.clean(now)
+	}
+}
+
 // isInternal reports the topics Kafka marks internal.
 func isInternal(name string) bool {
 	return name == "__consumer_offsets" || name == txnTopic

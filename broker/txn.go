@@ -318,8 +318,101 @@ func (c *txnCoordinator) handle(ctx context.Context, req kmsg.Request) kmsg.Resp
 		resp := r.ResponseKind().(*kmsg.EndTxnResponse)
 		resp.ErrorCode = c.endTxn(r)
 		return resp
+	case *kmsg.ListTransactionsRequest:
+		return c.list(r)
+	case *kmsg.DescribeTransactionsRequest:
+		return c.describe(r)
 	}
 	return nil
+}
+
+// kafkaState is Kafka's name of a transaction's state.
+func (p txnPhase) kafkaState() string {
+	switch p {
+	case txnOngoing:
+		return "Ongoing"
+	case txnPrepareCommit:
+		return "PrepareCommit"
+	case txnCompleteCommit:
+		return "CompleteCommit"
+	case txnCompleteAbort:
+		return "CompleteAbort"
+	}
+	return "Empty"
+}
+
+var kafkaTxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
+
+func (c *txnCoordinator) list(r *kmsg.ListTransactionsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.ListTransactionsResponse)
+	for _, f := range r.StateFilters {
+		if !contains(kafkaTxnStates, f) {
+			resp.UnknownStateFilters = append(resp.UnknownStateFilters, f)
+		}
+	}
+	now := c.b.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, tx := range c.txns {
+		state := tx.rec.Phase.kafkaState()
+		if len(r.StateFilters) > 0 && !contains(r.StateFilters, state) {
+			continue
+		}
+		if len(r.ProducerIDFilters) > 0 && !containsPID(r.ProducerIDFilters, tx.rec.PID) {
+			continue
+		}
+		if r.DurationFilterMillis > 0 && (tx.rec.Phase != txnOngoing || now.Sub(tx.started).Milliseconds() < r.DurationFilterMillis) {
+			continue
+		}
+		st := kmsg.NewListTransactionsResponseTransactionState()
+		st.TransactionalID, st.ProducerID, st.TransactionState = id, tx.rec.PID, state
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return resp
+}
+
+func containsPID(s []int64, v int64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *txnCoordinator) describe(r *kmsg.DescribeTransactionsRequest) kmsg.Response {
+	resp := r.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range r.TransactionalIDs {
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID = id
+		tx := c.txns[id]
+		if tx == nil {
+			st.ErrorCode = 105 // TRANSACTIONAL_ID_NOT_FOUND
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		st.State, st.TimeoutMillis = tx.rec.Phase.kafkaState(), int32(tx.rec.TimeoutMs)
+		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = tx.rec.PID, tx.rec.Epoch, -1
+		if tx.rec.Phase == txnOngoing {
+			st.StartTimestamp = tx.started.UnixMilli()
+			byTopic := map[string]int{}
+			for _, k := range tx.order {
+				i, ok := byTopic[k.topic]
+				if !ok {
+					i = len(st.Topics)
+					byTopic[k.topic] = i
+					t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+					t.Topic = k.topic
+					st.Topics = append(st.Topics, t)
+				}
+				st.Topics[i].Partitions = append(st.Topics[i].Partitions, k.part)
+			}
+		}
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return resp
 }
 
 func (c *txnCoordinator) addPartitions(r *kmsg.AddPartitionsToTxnRequest) kmsg.Response {
@@ -512,6 +605,9 @@ func (c *txnCoordinator) commit(tx *txn) error {
 			buf = binary.BigEndian.AppendUint32(buf, uint32(k.part))
 			start := len(buf)
 			buf = append(buf, 0, 0, 0, 0)
+			for i := range sb.recs {
+				sb.recs[i].Offset = int64(i) // offsets are given at the append
+			}
 			buf = appendFetchBatch(buf, sb.recs)
 			binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
 		}

@@ -24,11 +24,21 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 		if err := p.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
-		for i := range 100 {
+		// Batches of many records (asynchronous produce), then one more.
+		for i := range 99 {
 			v := fmt.Sprintf("r%d-%d", round, i)
-			if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatalf("produce: %v", err)
-			}
+			p.Produce(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce: %v", err)
+				}
+			})
+		}
+		if err := p.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		v := fmt.Sprintf("r%d-99", round)
+		if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
 		}
 		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 			t.Fatalf("end transaction %d: %v", round, err)

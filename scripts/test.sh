@@ -62,4 +62,8 @@ export WEIR_REQUIRE_POSTGRES=1
 # same, for the browser.
 bash scripts/chromium.sh install
 export WEIR_REQUIRE_CHROMIUM=1
+# broker's interoperability tests drive Debian's kcat (librdkafka): the
+# same, for kcat.
+bash scripts/kcat.sh install
+export WEIR_REQUIRE_KCAT=1
 go test -race -count=1 ./...

@@ -27,8 +27,14 @@ func TestKafkaKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	bin := crashtest.Build(t, "./internal/crashjob")
 	_, addrs := newCluster(t, kfake.SeedTopics(3, "ref"))
+	kafkaKillAndRestart(t, addrs, crashKills())
+}
+
+// kafkaKillAndRestart is TestKafkaKillAndRestart on the cluster at addrs
+// (which has topic ref, 3 partitions), until n kills.
+func kafkaKillAndRestart(t *testing.T, addrs []string, n int) {
+	bin := crashtest.Build(t, "./internal/crashjob")
 	evs := events(30000, 40)
 	// The input is a topic of the embedded log, as in the issue's
 	// "log -> keyed windows -> Kafka exactly-once sink".
@@ -46,7 +52,6 @@ func TestKafkaKillAndRestart(t *testing.T) {
 	sameOutput(t, "failure-free run", want, windowCounts(evs))
 
 	rng := rand.New(rand.NewPCG(crashtest.Seed(t), 2))
-	n := crashKills()
 	kills, rounds := 0, 0
 	deadline := time.Now().Add(4 * time.Minute)
 	for kills < n {

@@ -53,7 +53,12 @@ func groupJobBin(t *testing.T) string {
 // twice by it or by the process that took its partitions over), and per
 // key in input order.
 func TestGroupKillAndAdd(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"))
+	groupKillAndAdd(t, processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out")))
+}
+
+// groupKillAndAdd is TestGroupKillAndAdd on the cluster at addrs, which
+// has topics in (6 partitions), ref and out (3).
+func groupKillAndAdd(t *testing.T, addrs []string) {
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
 	g := jobGroup(t, addrs, "g", "--in", "in", "--out", "out", "--pace", "20")

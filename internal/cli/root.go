@@ -45,7 +45,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	demo := group("demo", "Run a built-in demo job")
 	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC())
 	bench := group("bench", "Run a built-in benchmark")
-	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP(), newBenchGroup())
+	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP(), newBenchGroup(), newBenchBroker())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark(), newSQL(), newGroup(), newBroker())
 	root.AddCommand(newTopicCommands()...)
 	checkFlagsTree(root)

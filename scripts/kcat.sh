@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# kcat for weir's broker tests (broker/kcat_test.go: Debian's kcat, a
+# librdkafka client, producing to and consuming from the broker).
+#
+#   bash scripts/kcat.sh install   install Debian's kcat if it is not found
+#                                  (apt-get; needs root or sudo)
+#   bash scripts/kcat.sh path      print kcat's path
+#
+# WEIR_KCAT overrides where kcat is looked for.
+set -euo pipefail
+
+path() {
+  if [ -n "${WEIR_KCAT:-}" ]; then
+    [ -x "$WEIR_KCAT" ] && { echo "$WEIR_KCAT"; return 0; }
+    echo "kcat.sh: WEIR_KCAT=$WEIR_KCAT is not an executable" >&2
+    return 1
+  fi
+  local c
+  for c in kcat kafkacat; do
+    if command -v "$c" >/dev/null 2>&1; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install() {
+  if p=$(path); then
+    echo "kcat.sh: kcat found at $p"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "kcat.sh: kcat is missing and this is not a Debian-like system: install it and set WEIR_KCAT" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "kcat.sh: installing kcat needs root (or sudo)" >&2; return 1; }
+    sudo="sudo"
+  fi
+  echo "kcat.sh: installing kcat with apt-get"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null
+  p=$(path) || { echo "kcat.sh: apt-get installed kcat, but no kcat found" >&2; return 1; }
+  echo "kcat.sh: kcat installed at $p"
+}
+
+case "${1:-}" in
+  install) install ;;
+  path) path ;;
+  *) echo "usage: kcat.sh install|path" >&2; exit 2 ;;
+esac
