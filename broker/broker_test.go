@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startBroker starts a broker on a free loopback port over dir.
@@ -105,4 +107,44 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 	b = startBroker(t, dir)
 	defer b.Close()
 	check(consumeAll(t, b, "clicks", n))
+}
+
+// TestFetchStopsAtHighWatermark: a fetch never returns a record at or
+// above the high watermark it reports (a reader sees a batch once it is
+// written, before it is acknowledged; a consumer given such a record
+// would fetch next from above the watermark and be reset).
+func TestFetchStopsAtHighWatermark(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	defer b.Close()
+	cl := newClient(t, b)
+	createTopic(t, cl, "t", 1, nil)
+	ctx := context.Background()
+	for i := range 10 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "t", Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part, code := b.topics.partition("t", 0, false)
+	if code != codeNone {
+		t.Fatal(code)
+	}
+	part.hwm.Store(5) // as between a batch's write and its acknowledgement
+	c := &conn{b: b, ctx: ctx, cursors: map[tp]*cursor{}}
+	defer c.closeCursors()
+	req := kmsg.NewFetchRequestTopicPartition()
+	req.FetchOffset, req.PartitionMaxBytes = 0, 1<<20
+	rp := kmsg.NewFetchResponseTopicPartition()
+	if _, code := c.fetchPartition(part, &req, &rp, 1<<20, true); code != codeNone {
+		t.Fatalf("fetch: error code %d", code)
+	}
+	if rp.HighWatermark != 5 {
+		t.Fatalf("high watermark %d, want 5", rp.HighWatermark)
+	}
+	var batch kmsg.RecordBatch
+	if err := batch.ReadFrom(rp.RecordBatches); err != nil {
+		t.Fatal(err)
+	}
+	if last := batch.FirstOffset + int64(batch.LastOffsetDelta); last >= 5 || batch.NumRecords != 5 {
+		t.Fatalf("fetched %d records up to offset %d with the high watermark at 5", batch.NumRecords, last)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -86,17 +87,43 @@ func (c *conn) fetch(r *kmsg.FetchRequest) kmsg.Response {
 	total := 0
 	for {
 		var waits []<-chan struct{}
+		var cands []slot
+		sum := 0
 		for _, s := range slots {
 			if s.rp.ErrorCode != codeNone || (len(s.rp.RecordBatches) > 0) {
 				continue
 			}
 			waits = append(waits, s.part.waitCh())
-			if total >= maxBytes && total > 0 {
-				continue
+			cands = append(cands, s)
+			sum += partitionLimit(s.req)
+		}
+		if len(cands) > 1 && sum <= maxBytes-total {
+			// Every partition's limit fits in what the answer may still
+			// take: read and encode them at the same time.
+			var wg sync.WaitGroup
+			ns := make([]int, len(cands))
+			for i, s := range cands {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					n, code := c.fetchPartition(s.part, s.req, s.rp, maxBytes, false)
+					s.rp.ErrorCode = code
+					ns[i] = n
+				}()
 			}
-			n, code := c.fetchPartition(s.part, s.req, s.rp, maxBytes-total, total == 0)
-			s.rp.ErrorCode = code
-			total += n
+			wg.Wait()
+			for _, n := range ns {
+				total += n
+			}
+		} else {
+			for _, s := range cands {
+				if total >= maxBytes && total > 0 {
+					continue
+				}
+				n, code := c.fetchPartition(s.part, s.req, s.rp, maxBytes-total, total == 0)
+				s.rp.ErrorCode = code
+				total += n
+			}
 		}
 		if total >= int(r.MinBytes) && total > 0 || !time.Now().Before(deadline) || len(waits) == 0 {
 			break
@@ -167,17 +194,15 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 	if off == hwm {
 		return 0, codeNone
 	}
-	limit := int(req.PartitionMaxBytes)
-	if limit <= 0 {
-		limit = 1 << 20
-	}
-	limit = min(limit, budget)
+	limit := min(partitionLimit(req), budget)
+	c.cmu.Lock()
 	cu := c.cursors[part.key]
 	if cu != nil && cu.position() != off {
 		cu.r.Close()
 		delete(c.cursors, part.key)
 		cu = nil
 	}
+	c.cmu.Unlock()
 	if cu == nil {
 		r, err := part.t.OpenReader(part.p, wlog.AtOffset(off))
 		if err != nil {
@@ -185,7 +210,9 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 			return 0, codeKafkaStorageError
 		}
 		cu = &cursor{r: r}
+		c.cmu.Lock()
 		c.cursors[part.key] = cu
+		c.cmu.Unlock()
 	}
 	out := rp.RecordBatches[:0]
 	for {
@@ -197,7 +224,9 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 			if err != nil {
 				c.b.log.Error("weir broker: read", "topic", part.t.Name, "partition", part.p, "err", err)
 				cu.r.Close()
+				c.cmu.Lock()
 				delete(c.cursors, part.key)
+				c.cmu.Unlock()
 				if len(out) > 0 {
 					break
 				}
@@ -205,9 +234,13 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 			}
 			cu.pending = recs
 		}
-		// Take the records that fit.
+		// Take the records that fit, and only below the high watermark
+		// read above: a reader sees a batch as soon as it is written,
+		// before it is fsynced and acknowledged, and a record above the
+		// watermark a consumer was told would make its next fetch out of
+		// range.
 		n, size := 0, 0
-		for n < len(cu.pending) {
+		for n < len(cu.pending) && cu.pending[n].Offset < hwm {
 			rs := recordSize(&cu.pending[n])
 			if len(out)+size+rs+batchOverhead > limit && (n > 0 || len(out) > 0 || !first) {
 				break
@@ -220,7 +253,7 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 		}
 		out = appendFetchBatch(out, cu.pending[:n])
 		cu.pending = cu.pending[n:]
-		if len(cu.pending) > 0 {
+		if len(cu.pending) > 0 || cu.r.Next() >= hwm {
 			break
 		}
 	}
@@ -229,6 +262,14 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 	}
 	rp.RecordBatches = out
 	return len(out), codeNone
+}
+
+// partitionLimit is a fetch's byte limit for one partition.
+func partitionLimit(req *kmsg.FetchRequestTopicPartition) int {
+	if req.PartitionMaxBytes <= 0 {
+		return 1 << 20
+	}
+	return int(req.PartitionMaxBytes)
 }
 
 // batchOverhead is the size of a RecordBatch's header.

@@ -283,6 +283,7 @@ type conn struct {
 	ctx      context.Context
 	authed   bool
 	sasl     saslState
+	cmu      sync.Mutex     // guards cursors: a fetch reads partitions in parallel
 	cursors  map[tp]*cursor // fetch positions kept between requests
 	scratch  []byte
 	recs     []wlog.Record // a produce's decoded records, reused
