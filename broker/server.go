@@ -55,9 +55,10 @@ type Config struct {
 	TransactionTimeoutMax time.Duration
 	// TLS, when set, serves TLS.
 	TLS *tls.Config
-	// Users, when set, requires SASL authentication (PLAIN or SCRAM-SHA-256
-	// or -512) with these user names and passwords before any other
-	// request but ApiVersions and the SASL handshake.
+	// Users, when set, requires SASL/PLAIN authentication with these user
+	// names and passwords before any request but ApiVersions and the SASL
+	// handshake (a connection that sends another is closed). Use it with
+	// TLS: PLAIN sends the password as it is.
 	Users map[string]string
 	// Logger receives the broker's log (default slog.Default()).
 	Logger *slog.Logger
