@@ -74,6 +74,9 @@ func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return codeInvalidRequiredAcks, fmt.Sprintf("acks %d: want 0, 1 or -1", r.Acks)
 	}
+	if isInternal(topic) {
+		return codeInvalidTopic, "the broker's internal topics are written by the broker only"
+	}
 	part, code := b.topics.partition(topic, p.Partition, true)
 	if code != codeNone {
 		return code, ""
