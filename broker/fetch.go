@@ -18,6 +18,10 @@ import (
 type cursor struct {
 	r       *wlog.Reader
 	pending []wlog.Record
+	// buf holds the batches of the last answer for this partition, reused
+	// by the next fetch (the connection writes an answer before it reads
+	// the next request).
+	buf []byte
 }
 
 func (cu *cursor) position() int64 {
@@ -214,7 +218,10 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 		c.cursors[part.key] = cu
 		c.cmu.Unlock()
 	}
-	out := rp.RecordBatches[:0]
+	out := cu.buf[:0]
+	if cap(out) < limit {
+		out = make([]byte, 0, limit)
+	}
 	for {
 		if len(cu.pending) == 0 {
 			recs, err := cu.r.Read(c.ctx, fetchReadMax)
@@ -257,9 +264,7 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 			break
 		}
 	}
-	if out == nil {
-		out = emptyRecords
-	}
+	cu.buf = out
 	rp.RecordBatches = out
 	return len(out), codeNone
 }
