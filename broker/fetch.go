@@ -22,6 +22,47 @@ type cursor struct {
 	// by the next fetch (the connection writes an answer before it reads
 	// the next request).
 	buf []byte
+	// ahead is closed when the read-ahead started after the last fetch
+	// is done (nil if none ran); aheadErr is its error.
+	ahead    chan struct{}
+	aheadErr error
+}
+
+// wait waits for the read-ahead, if one runs.
+func (cu *cursor) wait() {
+	if cu.ahead != nil {
+		<-cu.ahead
+		cu.ahead = nil
+	}
+}
+
+// readAhead reads, in the background, the records the consumer will
+// fetch next (up to about limit bytes, below hwm), so that its next fetch
+// finds them decoded: a client keeps one fetch in flight per broker, and
+// the broker would otherwise idle while it decodes the last answer.
+func (cu *cursor) readAhead(ctx context.Context, limit int, hwm int64) {
+	if len(cu.pending) > 0 || cu.r.Next() >= hwm {
+		return
+	}
+	cu.ahead = make(chan struct{})
+	go func() {
+		defer close(cu.ahead)
+		size := 0
+		for size < limit && cu.r.Next() < hwm {
+			recs, err := cu.r.Read(ctx, fetchReadMax)
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				cu.aheadErr = err
+				return
+			}
+			for i := range recs {
+				size += recordSize(&recs[i])
+			}
+			cu.pending = append(cu.pending, recs...)
+		}
+	}()
 }
 
 func (cu *cursor) position() int64 {
@@ -33,6 +74,7 @@ func (cu *cursor) position() int64 {
 
 func (c *conn) closeCursors() {
 	for k, cu := range c.cursors {
+		cu.wait()
 		cu.r.Close()
 		delete(c.cursors, k)
 	}
@@ -201,7 +243,10 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 	limit := min(partitionLimit(req), budget)
 	c.cmu.Lock()
 	cu := c.cursors[part.key]
-	if cu != nil && cu.position() != off {
+	if cu != nil {
+		cu.wait()
+	}
+	if cu != nil && (cu.aheadErr != nil || cu.position() != off) {
 		cu.r.Close()
 		delete(c.cursors, part.key)
 		cu = nil
@@ -266,6 +311,9 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 	}
 	cu.buf = out
 	rp.RecordBatches = out
+	if len(out) > 0 {
+		cu.readAhead(c.ctx, limit, hwm)
+	}
 	return len(out), codeNone
 }
 
