@@ -33,6 +33,7 @@ type partition struct {
 	hwm, earliest atomic.Int64
 	producers     map[int64]*producerState // loaded at the first idempotent produce
 	closed        bool
+	lastUsed      time.Time // of the writer (cfg.Now), for releaseIdle
 
 	// notify is closed (and replaced) after each append: fetches waiting
 	// for data select on it.
@@ -66,6 +67,7 @@ func (p *partition) writerLocked() (*wlog.Writer, error) {
 	if p.closed {
 		return nil, wlog.ErrClosed
 	}
+	p.lastUsed = p.b.cfg.Now()
 	if p.w != nil {
 		return p.w, nil
 	}
@@ -84,6 +86,28 @@ func (p *partition) writerLocked() (*wlog.Writer, error) {
 		p.earliest.Store(earliest)
 	}
 	return w, nil
+}
+
+// idleWriter is how long a partition's writer stays open without an
+// append: then the broker closes it, releasing the partition's lock, so
+// that another program (weir produce, a job's log sink) may write it.
+const idleWriter = 5 * time.Second
+
+// releaseIdle closes the writer if it has been idle for idleWriter.
+func (p *partition) releaseIdle(now time.Time) {
+	if p.hwm.Load() < 0 {
+		return // no writer (read without the lock: appends set hwm)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w == nil || now.Sub(p.lastUsed) < idleWriter {
+		return
+	}
+	if err := p.w.Close(); err != nil {
+		p.b.log.Error("weir broker: close an idle writer", "topic", p.t.Name, "partition", p.p, "err", err)
+	}
+	p.w = nil
+	p.hwm.Store(-1)
 }
 
 // clean applies retention and compaction if the broker holds the writer.

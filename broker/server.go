@@ -232,6 +232,7 @@ func (b *Broker) ticker() {
 	t := time.NewTicker(b.cfg.TickEvery)
 	defer t.Stop()
 	lastClean := b.cfg.Now()
+	lastIdle := lastClean
 	for {
 		select {
 		case <-b.ctx.Done():
@@ -240,6 +241,10 @@ func (b *Broker) ticker() {
 			now := b.cfg.Now()
 			b.groups.tick(now)
 			b.txns.tick(now)
+			if now.Sub(lastIdle) >= time.Second {
+				lastIdle = now
+				b.topics.releaseIdle(now)
+			}
 			if now.Sub(lastClean) >= cleanEvery {
 				lastClean = now
 				b.topics.clean(now)

@@ -206,6 +206,19 @@ func (s *topicSet) clean(now time.Time) {
 	}
 }
 
+// releaseIdle closes the writers idle for idleWriter.
+func (s *topicSet) releaseIdle(now time.Time) {
+	s.mu.Lock()
+	var parts []*partition
+	for _, ts := range s.m {
+		parts = append(parts, ts.parts...)
+	}
+	s.mu.Unlock()
+	for _, p := range parts {
+		p.releaseIdle(now)
+	}
+}
+
 // isInternal reports the topics Kafka marks internal.
 func isInternal(name string) bool {
 	return name == "__consumer_offsets" || name == txnTopic

@@ -43,7 +43,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	demo := group("demo", "Run a built-in demo job")
-	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC())
+	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC(), newDemoBroker())
 	bench := group("bench", "Run a built-in benchmark")
 	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP(), newBenchGroup(), newBenchBroker())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark(), newSQL(), newGroup(), newBroker())
