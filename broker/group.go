@@ -90,9 +90,14 @@ const (
 // groups is the group coordinator. Its methods are safe for concurrent
 // use.
 type groups struct {
-	cfg   groupConfig
-	log   *slog.Logger
-	topic *wlog.Topic
+	cfg groupConfig
+	// pendingTxn, set by the broker, returns the partitions of group whose
+	// offsets an open transaction has committed (TxnOffsetCommit): an
+	// OffsetFetch that requires stable offsets gets UNSTABLE_OFFSET_COMMIT
+	// for them (KIP-447). It is called without the coordinator's lock.
+	pendingTxn func(group string) map[groupTP]bool
+	log        *slog.Logger
+	topic      *wlog.Topic
 	// done is closed by close: parked JoinGroup and SyncGroup requests
 	// return nil.
 	done chan struct{}

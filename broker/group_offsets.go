@@ -426,9 +426,21 @@ func (g *groups) fetchLocked(group string, all bool, topics []groupFetchTopic, v
 }
 
 // handleOffsetFetch serves OffsetFetch: one group before v8, several from
-// v8 on. Offsets are always stable (RequireStable needs nothing).
+// v8 on. With RequireStable, a partition whose offset an open transaction
+// has committed gets UNSTABLE_OFFSET_COMMIT (the client retries).
 func (g *groups) handleOffsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	var unstable map[string]map[groupTP]bool
+	if req.RequireStable && g.pendingTxn != nil {
+		unstable = map[string]map[groupTP]bool{}
+		if req.Version <= 7 {
+			unstable[req.Group] = g.pendingTxn(req.Group)
+		}
+		for _, rq := range req.Groups {
+			unstable[rq.Group] = g.pendingTxn(rq.Group)
+		}
+		defer markUnstable(resp, req.Group, unstable)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if req.Version <= 7 {
@@ -488,6 +500,30 @@ func (g *groups) handleOffsetFetch(req *kmsg.OffsetFetchRequest) kmsg.Response {
 		resp.Groups = append(resp.Groups, g.fetchLocked(rq.Group, rq.Topics == nil, topics, req.Version))
 	}
 	return resp
+}
+
+// markUnstable sets UNSTABLE_OFFSET_COMMIT on the partitions of resp that
+// unstable lists for their group.
+func markUnstable(resp *kmsg.OffsetFetchResponse, group string, unstable map[string]map[groupTP]bool) {
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			if unstable[group][groupTP{t.Topic, t.Partitions[j].Partition}] && t.Partitions[j].ErrorCode == 0 {
+				t.Partitions[j].ErrorCode = kerr.UnstableOffsetCommit.Code
+			}
+		}
+	}
+	for k := range resp.Groups {
+		rg := &resp.Groups[k]
+		for i := range rg.Topics {
+			t := &rg.Topics[i]
+			for j := range t.Partitions {
+				if unstable[rg.Group][groupTP{t.Topic, t.Partitions[j].Partition}] && t.Partitions[j].ErrorCode == 0 {
+					t.Partitions[j].ErrorCode = kerr.UnstableOffsetCommit.Code
+				}
+			}
+		}
+	}
 }
 
 // subscribedTopics returns the topics the members of a "consumer" group

@@ -164,6 +164,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.groups.close()
 		return nil, fmt.Errorf("broker: transactions: %w", err)
 	}
+	b.groups.pendingTxn = b.txns.pendingOffsets
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		b.txns.close()

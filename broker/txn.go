@@ -500,6 +500,26 @@ func (c *txnCoordinator) stage(txnID string, pb *producedBatch, part *partition)
 	return -1, codeNone
 }
 
+// pendingOffsets returns the partitions of group whose offsets an open
+// transaction has committed.
+func (c *txnCoordinator) pendingOffsets(group string) map[groupTP]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var m map[groupTP]bool
+	for _, tx := range c.txns {
+		if tx.rec.Phase != txnOngoing {
+			continue
+		}
+		for _, o := range tx.offsets[group] {
+			if m == nil {
+				m = map[groupTP]bool{}
+			}
+			m[groupTP{o.Topic, o.Partition}] = true
+		}
+	}
+	return m
+}
+
 func cloneBytes(b []byte) []byte {
 	if b == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestTransactionsCommitAndAbort: a committed transaction's records are
@@ -94,5 +95,72 @@ func TestTransactionFencing(t *testing.T) {
 	recs := consumeAll(t, b, "out", 1)
 	if len(recs) != 1 || string(recs[0].Value) != "live" {
 		t.Fatalf("read %d records, first %q: want only \"live\"", len(recs), recs[0].Value)
+	}
+}
+
+// TestTransactionalOffsetsStableAfterCommit: offsets committed in an open
+// transaction are UNSTABLE_OFFSET_COMMIT to a fetch that requires stable
+// offsets, invisible otherwise, and committed by EndTxn (KIP-447).
+func TestTransactionalOffsetsStableAfterCommit(t *testing.T) {
+	b := startBroker(t, t.TempDir())
+	defer b.Close()
+	cl := newClient(t, b)
+	createTopic(t, cl, "in", 1, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := "tx-offsets"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("init: %v %d", err, ir.ErrorCode)
+	}
+	add := kmsg.NewPtrAddOffsetsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = id, ir.ProducerID, ir.ProducerEpoch, "g"
+	if r, err := add.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("add offsets: %v %+v", err, r)
+	}
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
+	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = id, "g", ir.ProducerID, ir.ProducerEpoch
+	commit.Generation = -1
+	ct := kmsg.NewTxnOffsetCommitRequestTopic()
+	ct.Topic = "in"
+	cp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	cp.Partition, cp.Offset = 0, 42
+	ct.Partitions = append(ct.Partitions, cp)
+	commit.Topics = append(commit.Topics, ct)
+	if r, err := commit.RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("txn offset commit: %v %+v", err, r)
+	}
+	fetch := func(stable bool) (int64, int16) {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = stable
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "g"
+		ft := kmsg.NewOffsetFetchRequestGroupTopic()
+		ft.Topic, ft.Partitions = "in", []int32{0}
+		g.Topics = append(g.Topics, ft)
+		req.Groups = append(req.Groups, g)
+		r, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := r.Groups[0].Topics[0].Partitions[0]
+		return p.Offset, p.ErrorCode
+	}
+	if _, code := fetch(true); code != 88 {
+		t.Fatalf("stable fetch during the transaction: code %d, want 88 (UNSTABLE_OFFSET_COMMIT)", code)
+	}
+	if off, code := fetch(false); code != 0 || off != -1 {
+		t.Fatalf("fetch during the transaction: offset %d code %d, want -1 0", off, code)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, ir.ProducerID, ir.ProducerEpoch, true
+	if r, err := end.RequestWith(ctx, cl); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("end txn: %v %+v", err, r)
+	}
+	if off, code := fetch(true); code != 0 || off != 42 {
+		t.Fatalf("stable fetch after the commit: offset %d code %d, want 42 0", off, code)
 	}
 }

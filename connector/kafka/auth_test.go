@@ -46,8 +46,8 @@ func roundTrip(addrs []string, topic string, vals []string, opts ...kafka.Client
 }
 
 func TestSASL(t *testing.T) {
-	_, addrs := newCluster(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "alice", "secret"),
-		kfake.Superuser("SCRAM-SHA-256", "bob", "hunter2"), kfake.SeedTopics(1, "p", "s"))
+	_, addrs := newCluster(t, kfakeOpt(kfake.EnableSASL()), kfakeOpt(kfake.Superuser("PLAIN", "alice", "secret")),
+		kfakeOpt(kfake.Superuser("SCRAM-SHA-256", "bob", "hunter2")), seedTopics(1, "p", "s"))
 	vals := strs("v", 20)
 	got, err := roundTrip(addrs, "p", vals, kafka.SASL(plain.Auth{User: "alice", Pass: "secret"}.AsMechanism()))
 	if err != nil {
@@ -70,7 +70,7 @@ func TestSASL(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	server, client := tlsConfigs(t)
-	_, addrs := newCluster(t, kfake.TLS(server), kfake.SeedTopics(1, "t"))
+	_, addrs := newCluster(t, kfakeOpt(kfake.TLS(server)), seedTopics(1, "t"))
 	vals := strs("v", 20)
 	got, err := roundTrip(addrs, "t", vals, kafka.TLS(client))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -35,7 +34,7 @@ import (
 // left them (with the restore disabled they start again from zero, and
 // the test fails).
 func TestGroupKeyedStateMoves(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(1, "kin"), kfake.SeedTopics(2, "kref", "kout"))
+	addrs := processCluster(t, seedTopics(1, "kin"), seedTopics(2, "kref", "kout"))
 	const phase = 1500 // 15 s of event time
 	evs := events(4*phase, 10)
 	want := groupStateModel(evs)
@@ -169,7 +168,7 @@ func TestChangelogCompactedAndKeyed(t *testing.T) {
 }
 
 func testChangelogCompactedAndKeyed(t *testing.T, opts ...weir.Option) {
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "cin"), kfake.SeedTopics(2, "cout"))
+	_, addrs := newCluster(t, seedTopics(1, "cin"), seedTopics(2, "cout"))
 	// Events are 10ms apart from a whole second: the first half ends at
 	// a window's end, with that window still open (the watermark is
 	// behind its last event).
@@ -347,7 +346,7 @@ func readRecords(t *testing.T, addrs []string, topic string) []rawRecord {
 // the topic, partition and offset (the job does not start from state with
 // a hole in it).
 func TestChangelogCorruptRecord(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "xin"), kfake.SeedTopics(1, "xout"))
+	_, addrs := newCluster(t, seedTopics(1, "xin"), seedTopics(1, "xout"))
 	produce(t, addrs, "xin", 1, events(100, 5))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -385,7 +384,7 @@ func TestChangelogCorruptRecord(t *testing.T) {
 // keyed state as database files, not key-group snapshots, so they cannot
 // feed a changelog: a keyed group-mode job with them is refused.
 func TestGroupRefusesIncrementalKeyed(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "in"))
+	_, addrs := newCluster(t, seedTopics(1, "in"))
 	job := weir.NewJob("group-incremental", weir.AppID("inc"), weir.PebbleState(t.TempDir(), 0), weir.IncrementalCheckpoints())
 	src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/internal/crashtest"
 )
@@ -27,7 +26,7 @@ func TestKafkaKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
 	}
-	_, addrs := newCluster(t, kfake.SeedTopics(3, "ref"))
+	_, addrs := newCluster(t, seedTopics(3, "ref"))
 	kafkaKillAndRestart(t, addrs, crashKills())
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -46,7 +45,7 @@ func chainModel(evs []event) []string {
 // KeyBy has its own repartition topic (the second one with the first
 // one's partition count).
 func TestGroupChainInProcess(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(4, "in"), seedTopics(2, "out"))
 	evs := events(3000, 10)
 	produce(t, addrs, "in", 4, evs)
 	var logs syncBuffer
@@ -86,7 +85,7 @@ func TestGroupChainInProcess(t *testing.T) {
 // output read read_committed equals the model's and a one-process run's
 // exactly.
 func TestGroupChainKill(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "cin"), kfake.SeedTopics(2, "cref", "cout"))
+	addrs := processCluster(t, seedTopics(4, "cin"), seedTopics(2, "cref", "cout"))
 	const phase, parts = 3800, 4 // 38 s of event time a phase
 	evs := events(3*phase, 12)
 	want := chainModel(evs)
@@ -144,7 +143,7 @@ func TestGroupChainKill(t *testing.T) {
 // watermark followed a's tasks without waiting for b's would fire the
 // buckets before b's counts arrive, and drop them as late.
 func TestGroupChainWatermark(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "win"), kfake.SeedTopics(2, "wout"))
+	addrs := processCluster(t, seedTopics(4, "win"), seedTopics(2, "wout"))
 	evs := events(4000, 12)
 	produce(t, addrs, "win", 4, evs)
 	g := jobGroupOf(t, addrs, "cw", func(name string) []string {
@@ -172,7 +171,7 @@ func TestGroupChainWatermark(t *testing.T) {
 // topic's upstream tasks are the join topic's partitions; the counts
 // equal the model's.
 func TestGroupChainOverJoinInProcess(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "l", "r"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(4, "l", "r"), seedTopics(2, "out"))
 	left, right := joinSide(1500, 20, 0, 0, 0), joinSide(1500, 20, 1, 100_000, 5)
 	produce(t, addrs, "l", 4, left)
 	produce(t, addrs, "r", 4, right)

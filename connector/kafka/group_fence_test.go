@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/weirstream/weir"
@@ -26,7 +25,7 @@ import (
 // transaction here has a ten-minute timeout, so only the fence can end
 // it within the test's deadline.
 func TestGroupFencesDeadTransactionAtStart(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"), kfake.SeedTopics(1, "out"))
+	_, addrs := newCluster(t, seedTopics(2, "in"), seedTopics(1, "out"))
 	evs := events(400, 7)
 	produce(t, addrs, "in", 2, evs)
 	t.Setenv(kafka.InstanceEnv, "x")

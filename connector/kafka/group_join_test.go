@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -68,7 +67,7 @@ func windowJoinModel(l, r []event) []string {
 // windows fire on them) equal the model's. The regular join's state has
 // its changelog, and the committed offsets carry the changelog's end.
 func TestGroupJoinInProcess(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "l", "r"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(4, "l", "r"), seedTopics(2, "out"))
 	left, right := joinSide(2000, 20, 0, 0, 0), joinSide(2000, 20, 1, 100_000, 5)
 	produce(t, addrs, "l", 4, left)
 	produce(t, addrs, "r", 4, right)
@@ -167,7 +166,7 @@ func intervalJoinModel(l, r []event) []string {
 // disabled the test fails: the pairs of events buffered before a move are
 // lost.)
 func TestGroupJoinKill(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "jl", "jr"), kfake.SeedTopics(2, "jref", "jout"))
+	addrs := processCluster(t, seedTopics(4, "jl", "jr"), seedTopics(2, "jref", "jout"))
 	const phase = 2400 // events a side: 24 s of event time
 	left, right := joinSide(3*phase, 60, 0, 0, 0), joinSide(3*phase, 60, 1, 100_000, 5)
 	want := append(windowJoinModel(left, right), intervalJoinModel(left, right)...)
@@ -237,7 +236,7 @@ func TestGroupJoinKill(t *testing.T) {
 // pairs must equal a one-process run's whichever process owns which
 // partition.
 func TestGroupJoinWatermark(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "wl", "wr"), kfake.SeedTopics(2, "wref", "wout"))
+	addrs := processCluster(t, seedTopics(4, "wl", "wr"), seedTopics(2, "wref", "wout"))
 	g := jobGroup(t, addrs, "gjw", "--in", "wl", "--in2", "wr", "--out", "wout", "--keyed", "join")
 	g.Start("a", "b")
 	// Both members own input partitions of both sides before any event
@@ -311,7 +310,7 @@ func abs(x int64) int64 {
 // tasks it expects, never give a watermark, and the bounded job would
 // neither fire its windows nor end.)
 func TestGroupSelfJoin(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(2, "self"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(2, "self"), seedTopics(2, "out"))
 	evs := joinSide(1000, 10, 0, 0, 0)
 	produce(t, addrs, "self", 2, evs)
 	job := weir.NewJob("group-self-join", weir.AppID("sj"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -25,7 +24,7 @@ import (
 // created with the input's number of partitions, and the counts (which
 // need the watermark to cross the topic: they fire on it) equal the model's.
 func TestGroupRepartitionInProcess(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(4, "in"), seedTopics(2, "out"))
 	evs := events(3000, 10)
 	produce(t, addrs, "in", 4, evs)
 	var logs syncBuffer
@@ -105,7 +104,7 @@ func (b *syncBuffer) String() string {
 // record once through the repartition topic: exactly once), and per key
 // and input partition be in input order.
 func TestGroupRepartitionKill(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out"))
+	addrs := processCluster(t, seedTopics(6, "in"), seedTopics(3, "ref", "out"))
 	const parts, phase = 6, 3000
 	evs := events(3*phase, 40)
 	g := jobGroup(t, addrs, "gk", "--in", "in", "--out", "out", "--keyed", "tag", "--repartition-partitions", "3", "--pace", "20")
@@ -138,7 +137,7 @@ func TestGroupRepartitionKill(t *testing.T) {
 // minimum) would fire the early windows before 2's and 3's events and drop
 // those as late. The counts must equal a one-process run's.
 func TestGroupRepartitionWatermark(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"))
+	addrs := processCluster(t, seedTopics(4, "in"), seedTopics(2, "ref", "out"))
 	g := jobGroup(t, addrs, "gw", "--in", "in", "--out", "out", "--keyed", "window")
 	g.Start("a", "b")
 	// Both members own input partitions before any event exists, so no
@@ -220,7 +219,7 @@ func BenchmarkGroupRepartition(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				_, addrs := newCluster(b, kfake.SeedTopics(4, "in"), kfake.SeedTopics(4, "out"))
+				_, addrs := newCluster(b, seedTopics(4, "in"), seedTopics(4, "out"))
 				produce(b, addrs, "in", 4, events(n, 1000))
 				job := weir.NewJob("bench", weir.AppID("bench"), weir.Parallelism(2), weir.Checkpointing(100*time.Millisecond, ""))
 				src := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted()),

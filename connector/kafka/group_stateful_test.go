@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/weirstream/weir/connector/kafka"
 )
 
@@ -32,8 +31,8 @@ func TestGroupStatefulRepartition(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	bin := groupJobBin(t)
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "sin"), kfake.SeedTopics(2, "sref", "sout"),
-		kfake.GroupMinSessionTimeout(time.Second))
+	_, addrs := newCluster(t, seedTopics(4, "sin"), seedTopics(2, "sref", "sout"),
+		minSession())
 	// 12 keys over 4 partitions: event i has key 7i mod 12 and partition
 	// i mod 4, so each key lives in one input partition and its running
 	// count does not depend on how partitions interleave.

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -139,7 +138,7 @@ func perPartition(m map[string][]series, name string) map[string]float64 {
 // the two share the partitions (each shows only its own, together all
 // four, none twice) and the first counts the rebalance.
 func TestGroupOwnedPartitionsMetrics(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(4, "in"), seedTopics(2, "out"))
 	evs := events(2000, 10)
 	produce(t, addrs, "in", 4, evs)
 	a := startOwnedJob(t, addrs, "owned")

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -18,7 +17,7 @@ import (
 // 1 (seen in TestGroupKillAndAdd: a process that joined as the job
 // ended).
 func TestGroupStopBeforeAssignment(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(2, "in", "out"))
+	_, addrs := newCluster(t, seedTopics(2, "in", "out"))
 	job := weir.NewJob("stop", weir.AppID("stop"))
 	s := weir.FromSource(job, "in", kafka.Source(addrs, []string{"in"}, decodeEvent, kafka.ReadCommitted()),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }))

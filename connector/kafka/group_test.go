@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -53,7 +52,7 @@ func groupJobBin(t *testing.T) string {
 // twice by it or by the process that took its partitions over), and per
 // key in input order.
 func TestGroupKillAndAdd(t *testing.T) {
-	groupKillAndAdd(t, processCluster(t, kfake.SeedTopics(6, "in"), kfake.SeedTopics(3, "ref", "out")))
+	groupKillAndAdd(t, processCluster(t, seedTopics(6, "in"), seedTopics(3, "ref", "out")))
 }
 
 // groupKillAndAdd is TestGroupKillAndAdd on the cluster at addrs, which
@@ -154,7 +153,7 @@ func committedInOrder(t *testing.T, addrs []string, topic string) []string {
 // group: the member, the partitions it owns, the committed offsets at the
 // ends (no lag).
 func TestGroupInProcessAndDescribe(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(4, "in"), seedTopics(2, "out"))
 	evs := events(2000, 10)
 	produce(t, addrs, "in", 4, evs)
 	job := weir.NewJob("group-describe", weir.AppID("desc"), weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, ""))
@@ -221,7 +220,7 @@ func TestGroupInProcessAndDescribe(t *testing.T) {
 // (Rebalance) or behind a window's late events is refused, with an error
 // that says so.
 func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(2, "in"))
+	_, addrs := newCluster(t, seedTopics(2, "in"))
 	key := func(e event) string { return e.Key }
 	for _, tc := range []struct {
 		name, want string
@@ -257,7 +256,7 @@ func TestGroupRefusesWhatIsNotBuilt(t *testing.T) {
 // the phased tests (TestGroupKillAndAdd, TestGroupUnionKill), which wait
 // for both members to own partitions.
 func TestGroupBounded(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(2, "ref", "out"))
+	addrs := processCluster(t, seedTopics(4, "in"), seedTopics(2, "ref", "out"))
 	evs := events(4000, 20)
 	produce(t, addrs, "in", 4, evs)
 	g := jobGroup(t, addrs, "gb", "--in", "in", "--out", "out", "--pace", "50", "--bounded")

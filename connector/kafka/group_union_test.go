@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -89,7 +88,7 @@ func unionPartitions(t *testing.T, addrs []string, topic string) int {
 // whose readers wait for every branch's tasks (left 4 + right 2 + left
 // again 4; left 4 + right 2).
 func TestGroupUnionInProcess(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "ul"), kfake.SeedTopics(2, "ur", "uout"))
+	_, addrs := newCluster(t, seedTopics(4, "ul"), seedTopics(2, "ur", "uout"))
 	left, right := events(2000, 12), unionRight(1000)
 	produce(t, addrs, "ul", 4, left)
 	produce(t, addrs, "ur", 2, right)
@@ -135,7 +134,7 @@ func TestGroupUnionInProcess(t *testing.T) {
 // The counts read read_committed equal the model's and a one-process
 // run's exactly.
 func TestGroupUnionKill(t *testing.T) {
-	addrs := processCluster(t, kfake.SeedTopics(4, "kl"), kfake.SeedTopics(2, "kr", "kref", "kout"))
+	addrs := processCluster(t, seedTopics(4, "kl"), seedTopics(2, "kr", "kref", "kout"))
 	const phase = 1200 // left events; the right has half as many over the same time
 	left, right := events(3*phase, 12), unionRight(3*phase/2)
 	want := unionModel(left, right)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -23,11 +24,53 @@ import (
 	"github.com/weirstream/weir/internal/weirtest"
 )
 
+// clusterOpt is an option of newCluster: topics to create, or a kfake
+// option.
+type clusterOpt struct {
+	kf     kfake.Opt
+	parts  int32
+	topics []string
+	// kfakeOnly marks an option of a kfake feature the tests do not set
+	// up on weir broker (SASL users, TLS): under WEIR_KAFKA=weir such a
+	// test is skipped.
+	kfakeOnly bool
+}
+
+// seedTopics creates topics of n partitions (kfake.SeedTopics).
+func seedTopics(n int32, names ...string) clusterOpt {
+	return clusterOpt{kf: kfake.SeedTopics(n, names...), parts: n, topics: names}
+}
+
+// minSession lets group members have session timeouts down to a second.
+func minSession() clusterOpt { return clusterOpt{kf: kfake.GroupMinSessionTimeout(time.Second)} }
+
+// kfakeOpt is another kfake option (see kfakeOnly).
+func kfakeOpt(o kfake.Opt) clusterOpt { return clusterOpt{kf: o, kfakeOnly: true} }
+
 // newCluster starts an in-process kfake cluster on loopback (kfake listens
 // on 127.0.0.1) with the given topics, closed at the end of the test.
-func newCluster(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
+// Under WEIR_KAFKA=weir it starts weir's own broker (package broker, `weir
+// broker`) instead, with the same topics, and returns a nil cluster: every
+// test that takes its cluster from here runs against either (docs/broker.md).
+func newCluster(t testing.TB, opts ...clusterOpt) (*kfake.Cluster, []string) {
 	t.Helper()
-	return kafkatest.Cluster(t, opts...)
+	if os.Getenv("WEIR_KAFKA") == "weir" {
+		topics := map[string]int{}
+		for _, o := range opts {
+			if o.kfakeOnly {
+				t.Skip("WEIR_KAFKA=weir: this test uses a kfake feature (SASL users or TLS) not set up on weir broker here")
+			}
+			for _, name := range o.topics {
+				topics[name] = int(o.parts)
+			}
+		}
+		return nil, weirBroker(t, topics)
+	}
+	kopts := make([]kfake.Opt, len(opts))
+	for i, o := range opts {
+		kopts[i] = o.kf
+	}
+	return kafkatest.Cluster(t, kopts...)
 }
 
 // freePort returns a loopback port nobody listens on (right now).

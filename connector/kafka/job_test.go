@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -46,7 +45,7 @@ func countingJob(addrs []string, in, out, ckDir string, p int, fail func(event),
 // from its checkpoints. read_committed output equals the model (and so the
 // failure-free run): nothing lost, nothing doubled.
 func TestExactlyOnceJobWithFailures(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(4, "in"), kfake.SeedTopics(3, "out", "ref", "alo"))
+	_, addrs := newCluster(t, seedTopics(4, "in"), seedTopics(3, "out", "ref", "alo"))
 	evs := events(20000, 40)
 	produce(t, addrs, "in", 4, evs)
 	want := windowCounts(evs)

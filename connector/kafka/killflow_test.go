@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/kafkatest"
@@ -113,12 +111,12 @@ func victimIf(now bool, name string) string {
 // starts the cluster of a multi-process group test with opts (its
 // topics): members ask for a session timeout of 1.5 s (jobGroup), which
 // kfake allows with a floor of 1 s.
-func processCluster(t *testing.T, opts ...kfake.Opt) []string {
+func processCluster(t *testing.T, opts ...clusterOpt) []string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	_, addrs := newCluster(t, append(opts, kfake.GroupMinSessionTimeout(time.Second))...)
+	_, addrs := newCluster(t, append(opts, minSession())...)
 	return addrs
 }
 

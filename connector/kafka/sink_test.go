@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -31,7 +30,7 @@ func strs(prefix string, n int) []string {
 // again succeeds, and Recover aborts what a crashed writer left open, so
 // read_committed consumers get past it.
 func TestSinkExactlyOnceProtocol(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(2, "out"))
+	_, addrs := newCluster(t, seedTopics(2, "out"))
 	ctx := context.Background()
 	sink := kafka.Sink(addrs, stringRecord, kafka.DefaultTopic("out"),
 		kafka.DeliveryGuarantee(kafka.ExactlyOnce), kafka.TransactionalIDPrefix("job1"))
@@ -133,7 +132,7 @@ func TestSinkOptionsValidated(t *testing.T) {
 
 // At-least-once and none, through jobs: every record arrives (no failure).
 func TestSinkAtLeastOnceAndNone(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(3, "alo", "none"))
+	_, addrs := newCluster(t, seedTopics(3, "alo", "none"))
 	in := strs("x", 500)
 	for _, g := range []kafka.Guarantee{kafka.AtLeastOnce, kafka.None} {
 		topic := map[kafka.Guarantee]string{kafka.AtLeastOnce: "alo", kafka.None: "none"}[g]

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
@@ -28,7 +27,7 @@ func seqs(evs []event) []int64 {
 }
 
 func TestSourceReadsEveryPartitionBounded(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(3, "a"), kfake.SeedTopics(2, "b"))
+	_, addrs := newCluster(t, seedTopics(3, "a"), seedTopics(2, "b"))
 	evs := events(3000, 10)
 	produce(t, addrs, "a", 3, evs[:2000])
 	produce(t, addrs, "b", 2, evs[2000:])
@@ -63,7 +62,7 @@ func TestSourceReadsEveryPartitionBounded(t *testing.T) {
 }
 
 func TestSourceUnknownTopic(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "a"))
+	_, addrs := newCluster(t, seedTopics(1, "a"))
 	src := kafka.Source(addrs, []string{"a", "nope"}, decodeEvent, kafka.Bounded())
 	_, err := src.Splits(context.Background())
 	if !errors.Is(err, kafka.ErrUnknownTopic) || !strings.Contains(err.Error(), `"nope"`) {
@@ -80,7 +79,7 @@ func TestSourceUnknownTopic(t *testing.T) {
 // Positions are offsets: a reader reopened at a position continues with
 // the next record, and start options resolve to the right offsets.
 func TestSourcePositionsAndStarts(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "t"))
+	_, addrs := newCluster(t, seedTopics(1, "t"))
 	evs := events(100, 5)
 	produce(t, addrs, "t", 1, evs)
 	ctx := context.Background()
@@ -163,7 +162,7 @@ func TestSourcePositionsAndStarts(t *testing.T) {
 }
 
 func TestSourceBadRecords(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(1, "t"))
+	_, addrs := newCluster(t, seedTopics(1, "t"))
 	cl, _ := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	defer cl.Close()
 	ctx := context.Background()
@@ -222,7 +221,7 @@ func TestSourceBadRecords(t *testing.T) {
 
 // NotifyCheckpointComplete commits the checkpointed offset to the group.
 func TestSourceCommitsOffsetsOnCheckpoint(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(2, "t"))
+	_, addrs := newCluster(t, seedTopics(2, "t"))
 	produce(t, addrs, "t", 2, events(10, 2))
 	ctx := context.Background()
 	src := kafka.Source(addrs, []string{"t"}, decodeEvent, kafka.Group("monitor"))
@@ -264,7 +263,7 @@ func TestSourceCommitsOffsetsOnCheckpoint(t *testing.T) {
 // Through a job: after checkpoints complete, the job tells the readers
 // (weir.CheckpointListener) and the group's offsets follow the input.
 func TestSourceCommitsOffsetsThroughJob(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(3, "t"))
+	_, addrs := newCluster(t, seedTopics(3, "t"))
 	produce(t, addrs, "t", 3, events(3000, 10))
 	job := weir.NewJob("monitored", weir.Parallelism(2), weir.Checkpointing(20*time.Millisecond, t.TempDir()))
 	weir.Collect(weir.FromSource(job, "in", kafka.Source(addrs, []string{"t"}, decodeEvent, kafka.Group("mon")), weir.NoWatermarks[event]()))
@@ -292,7 +291,7 @@ func TestSourceCommitsOffsetsThroughJob(t *testing.T) {
 // Several subtasks share the source's client and poll for each other:
 // every partition must still arrive complete and in offset order.
 func TestSourceSharedClientKeepsOrder(t *testing.T) {
-	_, addrs := newCluster(t, kfake.SeedTopics(8, "t"))
+	_, addrs := newCluster(t, seedTopics(8, "t"))
 	evs := events(40000, 40)
 	produce(t, addrs, "t", 8, evs)
 	for round := 0; round < 3; round++ {
