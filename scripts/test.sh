@@ -67,3 +67,10 @@ export WEIR_REQUIRE_CHROMIUM=1
 bash scripts/kcat.sh install
 export WEIR_REQUIRE_KCAT=1
 go test -race -count=1 ./...
+# connector/kafka's source, sink, changelog and in-process group tests once
+# more, against weir broker instead of kfake (about 25 s; the main pass
+# runs the process-killing group and crash tests against it too, as
+# *OnWeirBroker). WEIR_KAFKA=weir with no -run runs the whole package so.
+WEIR_KAFKA=weir go test -race -count=1 \
+  -run 'TestSource|TestSink|TestChangelog|TestExactlyOnce|TestGroupInProcess|TestGroupJoinInProcess|TestGroupFences|TestGroupKeyedStateMoves' \
+  ./connector/kafka
