@@ -24,6 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // kcatPath returns the kcat binary, or skips (fails under
@@ -479,25 +481,6 @@ func TestKcatQueryOffsets(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer that a process writes while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // kcatRecord is a line of a group consumer's output: partition|offset|value.
 type kcatRecord struct {
 	part   int32
@@ -509,7 +492,7 @@ type kcatRecord struct {
 type kcatConsumer struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr lockedBuffer
+	stderr weirtest.LockedBuffer
 	done   chan struct{} // standard output closed
 
 	mu   sync.Mutex

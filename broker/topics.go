@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,26 +196,25 @@ func (s *topicSet) close() error {
 // clean applies retention and compaction to the partitions whose writer
 // the broker holds.
 func (s *topicSet) clean(now time.Time) {
-	s.mu.Lock()
-	var parts []*partition
-	for _, ts := range s.m {
-		parts = append(parts, ts.parts...)
-	}
-	s.mu.Unlock()
-	for _, p := range parts {
+	for _, p := range s.allPartitions() {
 		p.clean(now)
 	}
 }
 
-// releaseIdle closes the writers idle for idleWriter.
-func (s *topicSet) releaseIdle(now time.Time) {
+// allPartitions returns the partitions of the open topics.
+func (s *topicSet) allPartitions() []*partition {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var parts []*partition
 	for _, ts := range s.m {
 		parts = append(parts, ts.parts...)
 	}
-	s.mu.Unlock()
-	for _, p := range parts {
+	return parts
+}
+
+// releaseIdle closes the writers idle for idleWriter.
+func (s *topicSet) releaseIdle(now time.Time) {
+	for _, p := range s.allPartitions() {
 		p.releaseIdle(now)
 	}
 }
@@ -457,7 +457,7 @@ func (b *Broker) describeConfigs(r *kmsg.DescribeConfigsRequest) kmsg.Response {
 				rr.ErrorCode = codeUnknownTopicOrPartition
 			default:
 				for _, c := range describeTopicConfigs(ts.t.Config) {
-					if res.ConfigNames != nil && !contains(res.ConfigNames, c.Name) {
+					if res.ConfigNames != nil && !slices.Contains(res.ConfigNames, c.Name) {
 						continue
 					}
 					rr.Configs = append(rr.Configs, c)
@@ -470,15 +470,6 @@ func (b *Broker) describeConfigs(r *kmsg.DescribeConfigsRequest) kmsg.Response {
 		resp.Resources = append(resp.Resources, rr)
 	}
 	return resp
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (b *Broker) listOffsets(r *kmsg.ListOffsetsRequest) kmsg.Response {

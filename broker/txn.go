@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -346,7 +347,7 @@ var kafkaTxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort
 func (c *txnCoordinator) list(r *kmsg.ListTransactionsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ListTransactionsResponse)
 	for _, f := range r.StateFilters {
-		if !contains(kafkaTxnStates, f) {
+		if !slices.Contains(kafkaTxnStates, f) {
 			resp.UnknownStateFilters = append(resp.UnknownStateFilters, f)
 		}
 	}
@@ -355,10 +356,10 @@ func (c *txnCoordinator) list(r *kmsg.ListTransactionsRequest) kmsg.Response {
 	defer c.mu.Unlock()
 	for id, tx := range c.txns {
 		state := tx.rec.Phase.kafkaState()
-		if len(r.StateFilters) > 0 && !contains(r.StateFilters, state) {
+		if len(r.StateFilters) > 0 && !slices.Contains(r.StateFilters, state) {
 			continue
 		}
-		if len(r.ProducerIDFilters) > 0 && !containsPID(r.ProducerIDFilters, tx.rec.PID) {
+		if len(r.ProducerIDFilters) > 0 && !slices.Contains(r.ProducerIDFilters, tx.rec.PID) {
 			continue
 		}
 		if r.DurationFilterMillis > 0 && (tx.rec.Phase != txnOngoing || now.Sub(tx.started).Milliseconds() < r.DurationFilterMillis) {
@@ -369,15 +370,6 @@ func (c *txnCoordinator) list(r *kmsg.ListTransactionsRequest) kmsg.Response {
 		resp.TransactionStates = append(resp.TransactionStates, st)
 	}
 	return resp
-}
-
-func containsPID(s []int64, v int64) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *txnCoordinator) describe(r *kmsg.DescribeTransactionsRequest) kmsg.Response {

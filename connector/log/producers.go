@@ -28,39 +28,8 @@ func (w *Writer) AppendAs(recs []Record, producer string, seq ProducerSeq) (int6
 	if producer == "" || len(producer) > MaxProducerName {
 		return 0, fmt.Errorf("wlog: producer id of %d bytes: want 1 to %d", len(producer), MaxProducerName)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mu.closed {
-		return 0, ErrClosed
-	}
-	if w.mu.err != nil {
-		return 0, w.mu.err
-	}
-	if len(recs) == 0 {
-		return w.mu.next, nil
-	}
-	if err := checkHeaders(recs); err != nil {
-		return 0, err
-	}
-	first := w.mu.next
-	var now int64
-	maxTS := int64(minTS)
-	for i := range recs {
-		recs[i].Offset = first + int64(i)
-		if recs[i].Timestamp == 0 {
-			if now == 0 {
-				now = w.wcfg.now().UnixMilli()
-			}
-			recs[i].Timestamp = now
-		}
-		maxTS = max(maxTS, recs[i].Timestamp)
-	}
 	prod := appendProducerSection(nil, producer, prodSeq{epoch: seq.Epoch, ckpt: seq.Checkpoint, idx: seq.Index})
-	w.mu.buf = appendBatchProducer(w.mu.buf[:0], recs, prod)
-	if err := w.writeLocked(w.mu.buf, first, recs[len(recs)-1].Offset, maxTS); err != nil {
-		return 0, err
-	}
-	return first, nil
+	return w.appendRecords(recs, prod)
 }
 
 // ScanProducers calls fn, in offset order, for every batch of partition p

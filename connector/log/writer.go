@@ -246,7 +246,11 @@ func (w *Writer) openSegmentLocked(base int64) error {
 // SyncEveryBatch the batch is on disk when Append returns. After a failed
 // write or fsync the writer refuses further appends (the state of the file
 // is unknown); reopen it to recover.
-func (w *Writer) Append(recs []Record) (int64, error) {
+func (w *Writer) Append(recs []Record) (int64, error) { return w.appendRecords(recs, nil) }
+
+// appendRecords appends recs as one batch, with the producer section prod
+// if it is not nil (AppendAs).
+func (w *Writer) appendRecords(recs []Record, prod []byte) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mu.closed {
@@ -263,6 +267,7 @@ func (w *Writer) Append(recs []Record) (int64, error) {
 	}
 	first := w.mu.next
 	var now int64
+	maxTS := int64(minTS)
 	for i := range recs {
 		recs[i].Offset = first + int64(i)
 		if recs[i].Timestamp == 0 {
@@ -271,11 +276,12 @@ func (w *Writer) Append(recs []Record) (int64, error) {
 			}
 			recs[i].Timestamp = now
 		}
-	}
-	w.mu.buf = appendBatch(w.mu.buf[:0], recs)
-	maxTS := recs[0].Timestamp
-	for i := range recs {
 		maxTS = max(maxTS, recs[i].Timestamp)
+	}
+	if prod == nil {
+		w.mu.buf = appendBatch(w.mu.buf[:0], recs)
+	} else {
+		w.mu.buf = appendBatchProducer(w.mu.buf[:0], recs, prod)
 	}
 	if err := w.writeLocked(w.mu.buf, first, recs[len(recs)-1].Offset, maxTS); err != nil {
 		return 0, err
