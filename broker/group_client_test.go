@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/internal/poll"
 )
 
 // groupITMember is a franz-go consumer of the integration test and what
@@ -114,13 +115,7 @@ func (m *groupITMember) close() {
 // the wall clock here).
 func groupITWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // TestGroupClientsRebalance: two franz-go consumers of one group against a

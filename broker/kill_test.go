@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/poll"
 )
 
 // brokerProc is `weir broker` as a real process.
@@ -25,24 +26,25 @@ type brokerProc struct {
 	cmd      *exec.Cmd
 }
 
-func (p *brokerProc) start() {
-	p.t.Helper()
+// start starts the broker and waits until it accepts connections. It
+// returns an error rather than failing the test: the kills run in a
+// goroutine of their own.
+func (p *brokerProc) start() error {
 	p.cmd = exec.Command(p.bin, "--data-dir", p.dir, "--listen", p.addr)
 	if err := p.cmd.Start(); err != nil {
-		p.t.Fatal(err)
+		return err
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	listening := poll.Poll(time.Minute, func() bool {
 		c, err := net.DialTimeout("tcp", p.addr, time.Second)
 		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("weir broker did not listen on %s within a minute: %v", p.addr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling for the listener, not waiting for a result
+		return err == nil
+	})
+	if !listening {
+		return fmt.Errorf("weir broker did not listen on %s within a minute", p.addr)
 	}
+	return nil
 }
 
 func (p *brokerProc) kill() {
@@ -68,7 +70,9 @@ func TestBrokerKilledDuringTransactions(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	p := &brokerProc{t: t, bin: bin, dir: t.TempDir(), addr: addr}
-	p.start()
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
 	defer func() { p.kill() }()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -85,21 +89,22 @@ func TestBrokerKilledDuringTransactions(t *testing.T) {
 	const txns, per, kills = 60, 20, 3
 	var committed atomic.Int64
 	acked := map[int]bool{}
-	killed := make(chan struct{})
+	killed := make(chan error, 1)
 	go func() {
-		defer close(killed)
 		for k := 1; k <= kills; k++ {
 			// Kill once k*txns/(kills+1) transactions are committed: the
 			// producer is in the middle of the next one.
-			for committed.Load() < int64(k*txns/(kills+1)) {
-				if ctx.Err() != nil {
-					return
-				}
-				time.Sleep(time.Millisecond) // watching progress, not waiting for a result
+			if !poll.Poll(4*time.Minute, func() bool { return committed.Load() >= int64(k*txns/(kills+1)) || ctx.Err() != nil }) || ctx.Err() != nil {
+				killed <- fmt.Errorf("kill %d: the producer made no progress", k)
+				return
 			}
 			p.kill()
-			p.start()
+			if err := p.start(); err != nil {
+				killed <- err
+				return
+			}
 		}
+		killed <- nil
 	}()
 	newProducer := func() *kgo.Client {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("killed"), kgo.DefaultProduceTopic("out"),
@@ -140,7 +145,9 @@ func TestBrokerKilledDuringTransactions(t *testing.T) {
 		}
 	}
 	cl.Close()
-	<-killed
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
 
 	recs := consumeFrom(t, addr, "out", len(acked)*per)
 	count := map[string]int{}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	wlog "github.com/weirstream/weir/connector/log"
+	"github.com/weirstream/weir/internal/poll"
 )
 
 // TestIdleWriterReleased: once a partition has had no produce for
@@ -48,16 +49,12 @@ func TestIdleWriterReleased(t *testing.T) {
 	}
 	now.Add(int64(idleWriter + time.Second))
 	var w *wlog.Writer
-	deadline := time.Now().Add(30 * time.Second)
-	for w == nil {
+	poll.WaitFor(t, "the broker to let its idle writer go", 30*time.Second, func() bool {
 		if w, err = topic.OpenWriter(0); err != nil && !errors.Is(err, wlog.ErrLocked) {
 			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the broker kept the idle writer")
-		}
-		time.Sleep(5 * time.Millisecond) // polling the lock, not waiting for a result
-	}
+		return w != nil
+	})
 	if _, err := w.Append([]wlog.Record{{Value: []byte("from weir")}}); err != nil {
 		t.Fatal(err)
 	}
