@@ -292,8 +292,7 @@ type conn struct {
 	sasl     saslState
 	cmu      sync.Mutex     // guards cursors: a fetch reads partitions in parallel
 	cursors  map[tp]*cursor // fetch positions kept between requests
-	scratch  []byte
-	recs     []wlog.Record // a produce's decoded records, reused
+	recs     []wlog.Record  // a produce's decoded records, reused
 	clientID string
 }
 

@@ -472,16 +472,34 @@ func (c *txnCoordinator) stage(txnID string, pb *producedBatch, part *partition)
 			return -1, codeOutOfOrderSequence
 		}
 	}
-	size := 0
-	recs := make([]wlog.Record, len(pb.Records))
-	for i, r := range pb.Records {
+	// The records alias the request: copy them, their bytes into one
+	// buffer (not an allocation per key and value).
+	size, nh := 0, 0
+	for _, r := range pb.Records {
 		size += len(r.Key) + len(r.Value)
-		recs[i] = wlog.Record{Timestamp: r.Timestamp, Key: cloneBytes(r.Key), Value: cloneBytes(r.Value)}
+		nh += len(r.Headers)
+		for _, h := range r.Headers {
+			size += len(h.Value)
+		}
+	}
+	arena := make([]byte, 0, size)
+	keep := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		arena = append(arena, b...)
+		return arena[len(arena)-len(b) : len(arena) : len(arena)]
+	}
+	recs := make([]wlog.Record, len(pb.Records))
+	hs := make([]wlog.Header, 0, nh)
+	for i, r := range pb.Records {
+		recs[i] = wlog.Record{Timestamp: r.Timestamp, Key: keep(r.Key), Value: keep(r.Value)}
 		if len(r.Headers) > 0 {
-			recs[i].Headers = make([]wlog.Header, len(r.Headers))
-			for j, h := range r.Headers {
-				recs[i].Headers[j] = wlog.Header{Key: h.Key, Value: cloneBytes(h.Value)}
+			start := len(hs)
+			for _, h := range r.Headers {
+				hs = append(hs, wlog.Header{Key: h.Key, Value: keep(h.Value)})
 			}
+			recs[i].Headers = hs[start:len(hs):len(hs)]
 		}
 	}
 	if tx.bytes+size > maxTxnBytes {
@@ -510,13 +528,6 @@ func (c *txnCoordinator) pendingOffsets(group string) map[groupTP]bool {
 		}
 	}
 	return m
-}
-
-func cloneBytes(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append(make([]byte, 0, len(b)), b...)
 }
 
 func (c *txnCoordinator) txnOffsetCommit(r *kmsg.TxnOffsetCommitRequest) kmsg.Response {

@@ -468,29 +468,20 @@ func brokerProduce(ctx context.Context, addr, topic string, c brokerBenchConfig,
 	if err := pingBroker(ctx, cl); err != nil {
 		return res, err
 	}
-	var (
-		firstErr atomic.Pointer[error]
-		acked    atomic.Int64
-	)
-	cb := func(_ *kgo.Record, err error) {
-		if err != nil {
-			firstErr.CompareAndSwap(nil, &err)
-			return
-		}
-		acked.Add(1)
-	}
+	var tally produceTally
+	cb := tally.done
 	start := time.Now()
 	for i := range c.records {
 		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%len(values)]}, cb)
 	}
-	if err := flushWatched(ctx, cl, &acked); err != nil {
+	if err := flushWatched(ctx, cl, &tally.acked); err != nil {
 		return res, err
 	}
 	res.seconds = time.Since(start).Seconds()
-	if p := firstErr.Load(); p != nil {
+	if p := tally.firstErr.Load(); p != nil {
 		return res, *p
 	}
-	if n := acked.Load(); n != int64(c.records) {
+	if n := tally.acked.Load(); n != int64(c.records) {
 		return res, fmt.Errorf("%d records acknowledged of %d", n, c.records)
 	}
 	res.requests, res.batches, res.compressed = int(stats.requests.Load()), int(stats.batches.Load()), int(stats.compressed.Load())
@@ -509,6 +500,21 @@ func pingBroker(ctx context.Context, cl *kgo.Client) error {
 
 // flushWatched flushes cl, giving up when no record is acknowledged for
 // brokerBenchStall (franz-go retries a failing produce for ever).
+// produceTally counts a producer's acknowledged records and keeps its
+// first error (its done is the records' promise).
+type produceTally struct {
+	firstErr atomic.Pointer[error]
+	acked    atomic.Int64
+}
+
+func (t *produceTally) done(_ *kgo.Record, err error) {
+	if err != nil {
+		t.firstErr.CompareAndSwap(nil, &err)
+		return
+	}
+	t.acked.Add(1)
+}
+
 func flushWatched(ctx context.Context, cl *kgo.Client, acked *atomic.Int64) error {
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -656,17 +662,8 @@ func brokerLatency(ctx context.Context, addr, topic string, c brokerBenchConfig,
 		return nil, 0, fmt.Errorf("the consumer did not see the warm-up record in %s", brokerBenchStall)
 	}
 
-	var (
-		firstErr atomic.Pointer[error]
-		acked    atomic.Int64
-	)
-	cb := func(_ *kgo.Record, err error) {
-		if err != nil {
-			firstErr.CompareAndSwap(nil, &err)
-			return
-		}
-		acked.Add(1)
-	}
+	var tally produceTally
+	cb := tally.done
 	interval := float64(time.Second) / float64(c.latRate)
 	start := time.Now()
 	for i := range total {
@@ -679,10 +676,10 @@ func brokerLatency(ctx context.Context, addr, topic string, c brokerBenchConfig,
 		prod.Produce(ctx, &kgo.Record{Value: v}, cb)
 	}
 	sent := float64(total) / time.Since(start).Seconds()
-	if err := flushWatched(ctx, prod, &acked); err != nil {
+	if err := flushWatched(ctx, prod, &tally.acked); err != nil {
 		return nil, 0, err
 	}
-	if p := firstErr.Load(); p != nil {
+	if p := tally.firstErr.Load(); p != nil {
 		return nil, 0, *p
 	}
 	if err := <-consumed; err != nil {
