@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/datetime"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -132,27 +133,19 @@ func formatTimestamp(us int64, precision int) string {
 	return s
 }
 
-// parseTimestamp reads 'yyyy-MM-dd HH:mm:ss[.fffffffff]' (or with a T) as
-// UTC microseconds.
+// parseTimestamp reads a string as a TIMESTAMP: the forms of datetime.SQL
+// ('yyyy-MM-dd[ HH:mm[:ss[.fffffffff]]]', a 'T' for the space, RFC 3339
+// with a zone, ...) around white space, as UTC microseconds.
 func parseTimestamp(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04", "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UnixMicro(), true
-		}
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UnixMicro(), true
-	}
-	return 0, false
+	us, err := datetime.ParseTimestamp(strings.TrimSpace(s), datetime.SQL)
+	return us, err == nil
 }
 
+// parseDate reads a string 'yyyy-MM-dd' around white space as days since
+// 1970-01-01.
 func parseDate(s string) (int64, bool) {
-	t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
-	if err != nil {
-		return 0, false
-	}
-	return t.Unix() / 86400, true
+	d, err := datetime.ParseDate(strings.TrimSpace(s), datetime.SQL)
+	return d, err == nil
 }
 
 // castFn returns the conversion of a value of type from to type to, or an

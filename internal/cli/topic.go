@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/spf13/cobra"
 	wlog "github.com/weirstream/weir/connector/log"
+	"github.com/weirstream/weir/internal/datetime"
 )
 
 const defaultDataDir = "./weir-data"
@@ -306,11 +307,21 @@ func parseTime(s string) (int64, error) {
 	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return ms, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	ms, err := parseRFC3339(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is neither RFC 3339 nor milliseconds", s)
+		return 0, fmt.Errorf("neither milliseconds since the epoch nor an RFC 3339 time: %w", err)
 	}
-	return t.UnixMilli(), nil
+	return ms, nil
+}
+
+// parseRFC3339 reads an RFC 3339 time ('2025-01-01T00:00:00Z', the forms of
+// datetime.RFC3339) as milliseconds since the epoch, rounded down.
+func parseRFC3339(s string) (int64, error) {
+	us, err := datetime.ParseTimestampTZ(s, datetime.RFC3339)
+	if err != nil {
+		return 0, err
+	}
+	return time.UnixMicro(us).UnixMilli(), nil
 }
 
 // parseFrom reads --from: earliest, latest, an offset, or a time (RFC 3339).
@@ -324,10 +335,11 @@ func parseFrom(s string) (wlog.StartAt, error) {
 	if o, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return wlog.AtOffset(o), nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return wlog.AtTime(t), nil
+	ms, err := parseRFC3339(s)
+	if err != nil {
+		return wlog.StartAt{}, fmt.Errorf("--from: want earliest, latest, an offset or an RFC 3339 time: %w", err)
 	}
-	return wlog.StartAt{}, fmt.Errorf("--from %q: want earliest, latest, an offset or an RFC 3339 time", s)
+	return wlog.AtTimestamp(ms), nil
 }
 
 func newConsume() *cobra.Command {

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 
+	"github.com/weirstream/weir/internal/datetime"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -17,28 +18,24 @@ const (
 	microsPerDay    = 86_400 * microsPerSecond
 )
 
-var errTimestamp = errors.New("not a timestamp of the form 'yyyy-MM-dd HH:mm:ss[.SSS]'")
+// The errors name the forms of datetime.Format; the caller names the input.
+var (
+	errTimestamp = errors.New("not a timestamp of the form " + datetime.Format.Describe(datetime.KindTimestamp))
+	errDate      = errors.New("not a date of the form " + datetime.Format.Describe(datetime.KindDate))
+	errTime      = errors.New("not a time of the form " + datetime.Format.Describe(datetime.KindTime))
+)
 
-// ParseTimestamp reads 'yyyy-MM-dd HH:mm:ss[.fffffffff]' (or with a 'T'
-// between date and time, as ISO-8601, and an optional trailing 'Z') into
-// microseconds since the epoch; fractions beyond microseconds are cut
-// off, then the value is truncated to precision fractional digits.
+// ParseTimestamp reads 'yyyy-MM-dd HH:mm[:ss[.fffffffff]]' (or with a 'T'
+// between date and time, as ISO-8601, and an optional trailing 'Z'; the
+// forms of datetime.Format) into microseconds since the epoch; fractions
+// beyond microseconds are cut off, then the value is truncated to
+// precision fractional digits.
 func ParseTimestamp(b []byte, precision int) (int64, error) {
-	if len(b) > 0 && b[len(b)-1] == 'Z' {
-		b = b[:len(b)-1]
-	}
-	if len(b) < 16 || (b[10] != ' ' && b[10] != 'T') {
-		return 0, errTimestamp
-	}
-	days, err := parseDate(b[:10])
+	us, err := datetime.ParseTimestamp(b, datetime.Format)
 	if err != nil {
 		return 0, errTimestamp
 	}
-	tod, err := parseTime(b[11:], true)
-	if err != nil {
-		return 0, errTimestamp
-	}
-	return truncMicros(days*microsPerDay+tod, precision), nil
+	return truncMicros(us, precision), nil
 }
 
 func truncMicros(us int64, precision int) int64 {
@@ -58,131 +55,25 @@ func truncMicros(us int64, precision int) int64 {
 
 // ParseDate reads 'yyyy-MM-dd' into days since 1970-01-01.
 func ParseDate(b []byte) (int64, error) {
-	d, err := parseDate(b)
+	d, err := datetime.ParseDate(b, datetime.Format)
 	if err != nil {
-		return 0, errors.New("not a date of the form 'yyyy-MM-dd'")
+		return 0, errDate
 	}
 	return d, nil
 }
 
-// ParseTime reads 'HH:mm:ss[.fff]' (or 'HH:mm') into microseconds of the
-// day.
+// ParseTime reads 'HH:mm:ss[.fffffffff]' (or 'HH:mm') into microseconds of
+// the day.
 func ParseTime(b []byte) (int64, error) {
-	t, err := parseTime(b, false)
+	t, err := datetime.ParseTime(b, datetime.Format)
 	if err != nil {
-		return 0, errors.New("not a time of the form 'HH:mm:ss[.SSS]'")
+		return 0, errTime
 	}
 	return t, nil
 }
 
-var errSyntax = errors.New("syntax")
-
-func digits(b []byte) (int64, bool) {
-	var n int64
-	if len(b) == 0 {
-		return 0, false
-	}
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
-func parseDate(b []byte) (int64, error) {
-	if len(b) != 10 || b[4] != '-' || b[7] != '-' {
-		return 0, errSyntax
-	}
-	y, ok1 := digits(b[:4])
-	m, ok2 := digits(b[5:7])
-	d, ok3 := digits(b[8:10])
-	if !ok1 || !ok2 || !ok3 || m < 1 || m > 12 || d < 1 || d > daysIn(y, m) {
-		return 0, errSyntax
-	}
-	return daysFromCivil(y, m, d), nil
-}
-
-func parseTime(b []byte, seconds bool) (int64, error) {
-	if len(b) < 5 || b[2] != ':' {
-		return 0, errSyntax
-	}
-	h, ok1 := digits(b[:2])
-	mi, ok2 := digits(b[3:5])
-	if !ok1 || !ok2 || h > 23 || mi > 59 {
-		return 0, errSyntax
-	}
-	us := (h*3600 + mi*60) * microsPerSecond
-	b = b[5:]
-	if len(b) == 0 {
-		if seconds {
-			// 'yyyy-MM-dd HH:mm' is accepted as ISO-8601 allows it.
-			return us, nil
-		}
-		return us, nil
-	}
-	if len(b) < 3 || b[0] != ':' {
-		return 0, errSyntax
-	}
-	s, ok := digits(b[1:3])
-	if !ok || s > 59 {
-		return 0, errSyntax
-	}
-	us += s * microsPerSecond
-	b = b[3:]
-	if len(b) == 0 {
-		return us, nil
-	}
-	if b[0] != '.' || len(b) < 2 || len(b) > 10 {
-		return 0, errSyntax
-	}
-	frac := int64(0)
-	scale := int64(100_000)
-	for i, c := range b[1:] {
-		if c < '0' || c > '9' {
-			return 0, errSyntax
-		}
-		if i < 6 {
-			frac += int64(c-'0') * scale
-			scale /= 10
-		}
-	}
-	return us + frac, nil
-}
-
-func isLeap(y int64) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
-
-func daysIn(y, m int64) int64 {
-	switch m {
-	case 2:
-		if isLeap(y) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil: days since 1970-01-01 of a proleptic Gregorian date
-// (Howard Hinnant's algorithm).
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
+// civilFromDays is the proleptic Gregorian date of z days since
+// 1970-01-01.
 func civilFromDays(z int64) (y, m, d int64) {
 	z += 719468
 	era := z / 146097

@@ -7,8 +7,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/weirstream/weir/internal/datetime"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -261,66 +261,47 @@ func parseDecimal(b []byte, p, s int) (types.Value, error) {
 	return types.BigDecimalValue(u), nil
 }
 
-const dayMicros = 24 * 60 * 60 * 1e6
+// The temporal types arrive as PostgreSQL prints them (DateStyle ISO):
+// the forms of datetime.Postgres and datetime.PostgresTZ. Infinity and BC
+// dates are errors that say so.
 
 func parseDate(b []byte) (types.Value, error) {
-	t, err := time.Parse("2006-01-02", string(b))
+	d, err := datetime.ParseDate(b, datetime.Postgres)
 	if err != nil {
-		return types.Value{}, fmt.Errorf("date %q: %v (infinity and BC dates are not supported)", b, err)
+		return types.Value{}, err
 	}
-	return types.IntValue(t.Unix() / 86400), nil
+	return types.IntValue(d), nil
 }
 
+// parseTime reads a time as microseconds of the day; '24:00:00' is the
+// end of the day.
 func parseTime(b []byte) (types.Value, error) {
-	t, err := time.Parse("15:04:05.999999", string(b))
+	us, err := datetime.ParseTime(b, datetime.Postgres)
 	if err != nil {
-		if string(b) == "24:00:00" {
-			return types.IntValue(dayMicros), nil
-		}
-		return types.Value{}, fmt.Errorf("time %q: %v", b, err)
+		return types.Value{}, err
 	}
-	return types.IntValue(int64(t.Hour())*3600e6 + int64(t.Minute())*60e6 + int64(t.Second())*1e6 + int64(t.Nanosecond()/1000)), nil
+	return types.IntValue(us), nil
 }
-
-const tsLayout = "2006-01-02 15:04:05.999999"
 
 // parseTimestamp reads a timestamp without time zone as microseconds
 // since 1970-01-01 00:00:00 (the wall clock, no zone).
 func parseTimestamp(b []byte) (types.Value, error) {
-	t, err := time.Parse(tsLayout, string(b))
+	us, err := datetime.ParseTimestamp(b, datetime.Postgres)
 	if err != nil {
-		return types.Value{}, fmt.Errorf("timestamp %q: %v (infinity and BC dates are not supported)", b, err)
+		return types.Value{}, err
 	}
-	return types.IntValue(t.UnixMicro()), nil
+	return types.IntValue(us), nil
 }
 
 // parseTimestamptz reads a timestamp with time zone, printed in the
 // session's zone with its offset ("+01", "+05:30", "-00:53:28"), as the
 // instant in microseconds since the epoch.
 func parseTimestamptz(b []byte) (types.Value, error) {
-	s := string(b)
-	i := strings.LastIndexAny(s, "+-")
-	if i < len("2006-01-02 15:04:05") {
-		return types.Value{}, fmt.Errorf("timestamptz %q: no UTC offset (infinity and BC dates are not supported)", b)
-	}
-	t, err := time.Parse(tsLayout, s[:i])
+	us, err := datetime.ParseTimestampTZ(b, datetime.PostgresTZ)
 	if err != nil {
-		return types.Value{}, fmt.Errorf("timestamptz %q: %v", b, err)
+		return types.Value{}, err
 	}
-	var off int64
-	mult := int64(3600)
-	for _, part := range strings.Split(s[i+1:], ":") {
-		n, err := strconv.ParseInt(part, 10, 64)
-		if err != nil || mult == 0 {
-			return types.Value{}, fmt.Errorf("timestamptz %q: bad UTC offset", b)
-		}
-		off += n * mult
-		mult /= 60
-	}
-	if s[i] == '-' {
-		off = -off
-	}
-	return types.IntValue(t.UnixMicro() - off*1e6), nil
+	return types.IntValue(us), nil
 }
 
 // parseArray reads a one-dimensional array literal ({1,2,NULL},
