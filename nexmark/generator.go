@@ -35,10 +35,10 @@ const poolSize = 1 << 20
 
 // textPoolSize is the size of the text pool. Its strings are read when
 // they are made (nextString trims them), so the pool is small enough to
-// stay in a core's cache beside a query's state: at 1 MB, the reads were
-// a cache miss or two a string, 7.8% of Nexmark q8's latency run
-// (docs/performance.md, "Thirteenth pass"). 64 K windows of up to 100
-// bytes are still far more strings than a run shows side by side.
+// stay in a core's cache beside a query's state: a pool larger than the
+// cache would make its reads a cache miss or two a string, charged to the
+// query being measured. 64 K windows of up to 100 bytes are still far more
+// strings than a run shows side by side.
 const textPoolSize = 1 << 16
 
 // NewGenerator returns the generator of cfg (after WithDefaults).
@@ -262,16 +262,15 @@ func (g *Generator) bid(n int64, r *rng, ts int64, b *Bid) {
 }
 
 // nextPrice is round(10^(6u)·100) cents for u uniform in [0, 1): from $1
-// to $1M, uniform in log (ref PriceGenerator.nextPrice). math.Exp was a
-// third of the generator's time, and a table of 2¹⁶ interpolated steps
-// (512 KB) after it missed the caches beside a large keyed state (12% of
-// Nexmark q11's CPU at 3 M events/s, ~40 ns a bid). So 10^(6u)·100 =
+// to $1M, uniform in log (ref PriceGenerator.nextPrice). math.Exp is a
+// large part of the generator's time, and a large interpolation table
+// misses the caches beside a large keyed state. So 10^(6u)·100 =
 // 100·2^y, y = 6u·log₂10, splits as y = k + j/64 + r with r < 1/64:
 // 100·2^k and 2^(j/64) from two small tables (the first exact), 2^r =
 // e^(r·ln2) from a degree-5 Taylor polynomial (relative error below
 // 3·10⁻¹⁵, as float64 rounding). A price is then off by a cent from
 // round(10^(6u)·100) only when that lies within ~10⁻⁶ of a half cent
-// (TestNextPrice); the table was off by one in 2.7% of prices.
+// (TestNextPrice).
 func nextPrice(r *rng) int64 {
 	// u·64y in fixed point: u is the draw times 2⁻⁶⁴ and priceScale is
 	// 64y·2⁵³, so the product's top 11 bits are n = ⌊u·64y⌋ and the next

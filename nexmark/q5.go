@@ -35,11 +35,10 @@ type Q5Row struct {
 // Step 2 is the local phase of a two-phase maximum (Flink's planner splits
 // MAX into a local and a global aggregation the same way). Without it,
 // every count of a window (one per auction with a bid: hundreds of
-// thousands at an idle machine's rate) crossed the exchange to the one
-// subtask of q5-max that has the window, which looked each up in its
-// state while the counts' subtasks were still firing: traced, q5-max ran
-// as long as each firing subtask did, a third goroutine on the critical
-// path of every slide (docs/performance.md, "Ninth pass").
+// thousands) would cross the exchange to the one subtask of q5-max that
+// has the window, which would look each up in its state while the counts'
+// subtasks were still firing: a third goroutine on the critical path of
+// every slide.
 //
 // Every auction tied at the maximum is a row, as the join gives. A window
 // with no bid has no row (the SQL's windows come from the bids).

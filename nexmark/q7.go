@@ -18,14 +18,13 @@ type Q7Row struct {
 
 const q7Window = 10 * time.Second
 
-// q7Buckets is the number of keys of q7's partial maximum. The partial
-// maximum was keyed by auction: a window's firing sent one partial per
-// auction (about 150,000 per subtask per window at 500 K events/s) through
+// q7Buckets is the number of keys of q7's partial maximum. Keyed by
+// auction, a window's firing would send one partial per auction through
 // the exchange to the one subtask of q7-pick that has the window, and the
-// window state held every auction with its bids at the maximum (traced:
-// the firing waited on that exchange for most of its 0.5 s; the state's
-// deferred encoding and the GC scanning it competed for the cores). Any
-// partition of the bids gives the same maximum once merged, so the key is
+// window state would hold every auction with its bids at the maximum: the
+// firing would wait on that exchange, and the state's deferred encoding
+// and the GC scanning it would compete for the cores. Any partition of
+// the bids gives the same maximum once merged, so the key is
 // the auction modulo a number large enough to spread the bids over the
 // key groups (128) and subtasks: a window fires at most q7Buckets partials.
 const q7Buckets = 512

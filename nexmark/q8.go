@@ -31,9 +31,8 @@ type Q8Row struct {
 //
 // An aggregate over aligned windows keeps its state by window, so firing
 // is a walk over one table and dropping the window is one reset, where a
-// CoGroup (the plan before, which kept every auction's seller per key and
-// a timer per key and window) fired and removed key by key
-// (docs/performance.md, "Tenth pass").
+// CoGroup (keeping every auction's seller per key and a timer per key and
+// window) would fire and remove key by key.
 func Q8(events *weir.Stream[Event]) *weir.Stream[Q8Row] {
 	// Only a person's id and name and an auction's seller reach the
 	// result, and only they cross to the aggregate: the SQL selects these

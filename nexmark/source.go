@@ -104,27 +104,23 @@ type reader struct {
 //
 // A paced reader waits for a batch's worth of its split to be due, holding
 // an event that is due at most pace.Grain (pace.Hold, the rule of every
-// paced source). It used to wait only for its next event: at millions of
-// events per second that is a timer of under a microsecond, so a split
+// paced source). Waiting only for its next event would, at millions of
+// events per second, be a timer of under a microsecond, so a split would
 // read one or two events at a time, each read a timer, a park and a
 // wake-up of its goroutine and a batch of one or two events through the
-// source's operators; in the profile of Nexmark q8's latency run at
-// 3.3 M events/s the waiting alone (time.Now, timers, select, the
-// scheduler's locks) was 17% of the process's CPU samples, taken from the
-// operators the run measures. An event is still never generated before it
-// is due, and a row's latency still counts from its event's scheduled
-// time, so holding an event back counts against the engine: at most
-// pace.Grain, less when a batch fills sooner (at 3.3 M events/s over two
-// splits, a batch of 1,024 is due every 0.6 ms).
+// source's operators: the waiting (time.Now, timers, select, the
+// scheduler's locks) would take CPU from the operators the run measures.
+// An event is still never generated before it is due, and a row's latency
+// still counts from its event's scheduled time, so holding an event back
+// counts against the engine: at most pace.Grain, less when a batch fills
+// sooner (at millions of events a second, it does).
 //
 // The same holds when a reader is a little behind: while the job sends a
 // batch on, more events come due, and a reader that read whatever was due
-// read a smaller batch each time, down to a few events a read, and never
-// caught up enough to wait. Nexmark q8's latency run at 6.4 M events/s
-// read 6.7 events a read (28 M reads in 30 s); waiting for a batch there
-// too made it 1,024 (183 K reads) and cut the run's CPU by 15%
-// (TestPacedReaderBehindReadsBatches; docs/performance.md, "Thirteenth
-// pass"). A reader that is a batch or more behind reads at once.
+// would read a smaller batch each time, down to a few events a read, and
+// never catch up enough to wait; so it waits for a batch there too
+// (TestPacedReaderBehindReadsBatches). A reader that is a batch or more
+// behind reads at once.
 func (r *reader) Read(ctx context.Context, dst []Event) (int, error) {
 	g := r.s.g
 	cfg := &g.cfg

@@ -324,11 +324,12 @@ var disableMaxPruneBelowCalc bool
 // drops first what the Calc's WHERE drops (so those rows never raise a
 // window's maximum, as they are not in the aggregation either); the Calc
 // then builds a row only for the few bids that pass, instead of a row per
-// bid that the filter drops (99.7% in q7). The filter stays chained to the
-// scan (no exchange between them), and it sees the watermarks and rows the
-// scan emits in the order it emits them, as after the Calc (a Calc emits
-// no watermark of its own), so the argument above holds unchanged. nil:
-// not that shape (maxPruneFilter then applies after the Calc).
+// bid that the filter drops (nearly all of them in q7). The filter stays
+// chained to the scan (no exchange between them), and it sees the
+// watermarks and rows the scan emits in the order it emits them, as after
+// the Calc (a Calc emits no watermark of its own), so the argument above
+// holds unchanged. nil: not that shape (maxPruneFilter then applies after
+// the Calc).
 func maxPruneBelowCalc(spec *maxPruneSpec, left *rel) *rel {
 	pc, tc, ok := maxPruneCols(spec, left)
 	if !ok || disableMaxPruneBelowCalc {

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // Changelogs (docs/scale-out.md, "State that moves"): the keyed state of
@@ -97,7 +97,7 @@ type keyedOp struct {
 	n    int
 	// x is the exchange of the feed: the per-task watermarks committed
 	// with its offsets are the operator's watermark on restore.
-	x *hooks.Exchange
+	x *group.Exchange
 }
 
 // setupChangelogs takes the repartition topic feeding each keyed operator
@@ -177,7 +177,7 @@ type restoreNote struct {
 type changelogRun struct {
 	lr    *localRun
 	ops   []*runOp
-	local *hooks.GroupLocal
+	local *group.Local
 	note  string // JSON restoreNote; "" without keyed operators
 }
 
@@ -192,7 +192,7 @@ type runOp struct {
 // from the changelogs and returns what the local run gets in its context.
 func (r *groupRunner) newChangelogRun(ctx context.Context, lr *localRun, parts []tp) (*changelogRun, error) {
 	c := &changelogRun{lr: lr}
-	c.local = &hooks.GroupLocal{Persist: c.persist}
+	c.local = &group.Local{Persist: c.persist}
 	if len(r.keyed) == 0 {
 		return c, nil
 	}
@@ -240,7 +240,7 @@ func (r *groupRunner) newChangelogRun(ctx context.Context, lr *localRun, parts [
 // readChangelog reads the partitions op owns of its changelog,
 // read_committed, to their last stable offsets: per partition the latest
 // snapshot of each key group (a tombstone deletes it) and the watermark.
-func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]string) ([]hooks.KeyedState, restoreStats, error) {
+func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]string) ([]group.KeyedState, restoreStats, error) {
 	st := restoreStats{Changelog: op.changelog}
 	var starts, ends kadm.ListedOffsets
 	// Past the transaction timeout, as committed waits for the offsets.
@@ -347,7 +347,7 @@ func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]
 			}
 		}
 	}
-	var out []hooks.KeyedState
+	var out []group.KeyedState
 	for _, p := range op.owned {
 		ps := byPart[p]
 		if op.x != nil {
@@ -362,7 +362,7 @@ func (r *groupRunner) readChangelog(ctx context.Context, op *runOp, meta map[tp]
 			st.Bytes += int64(len(data))
 		}
 		if len(ps.groups) > 0 {
-			out = append(out, hooks.KeyedState{UID: op.uid, Watermark: ps.wm, Groups: ps.groups})
+			out = append(out, group.KeyedState{UID: op.uid, Watermark: ps.wm, Groups: ps.groups})
 		}
 	}
 	return out, st, nil
@@ -437,7 +437,7 @@ func unframe(v []byte) (kind byte, payload []byte, err error) {
 // from the checkpoint coordinator before the readers report the
 // checkpoint, so the records are in the transaction the runner commits
 // with the readers' positions.
-func (c *changelogRun) persist(id int64, states []hooks.KeyedState) error {
+func (c *changelogRun) persist(id int64, states []group.KeyedState) error {
 	lr := c.lr
 	if err := lr.failed(); err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // TestChangelogRestoreWaitsForTheCommit: in Apache Kafka a transaction's
@@ -60,7 +60,7 @@ func TestChangelogRestoreWaitsForTheCommit(t *testing.T) {
 	behind := make(chan struct{})
 	r := &groupRunner{cl: cl, adm: kadm.NewClient(cl), log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		client: &clientConfig{brokers: c.ListenAddrs(), retryTimeout: 30 * time.Second},
-		job:    hooks.GroupJob{MaxParallelism: 8},
+		job:    group.Job{MaxParallelism: 8},
 		onChangelogBehind: func(topic string, p int32) {
 			if topic == "app-op-changelog" && p == 1 {
 				once.Do(func() { close(behind) })
@@ -68,7 +68,7 @@ func TestChangelogRestoreWaitsForTheCommit(t *testing.T) {
 		}}
 	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", feed: "app-op-repartition", n: 2}, owned: []int32{1}}
 	type result struct {
-		states []hooks.KeyedState
+		states []group.KeyedState
 		err    error
 	}
 	done := make(chan result, 1)

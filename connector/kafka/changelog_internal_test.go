@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // TestOwnedKeyGroups: a process owns the key groups kg with
@@ -84,7 +84,7 @@ func BenchmarkChangelogUnchanged(b *testing.B) {
 		size += int64(len(data))
 	}
 	c := &changelogRun{lr: &localRun{}, ops: []*runOp{op}}
-	states := []hooks.KeyedState{{UID: "op", Watermark: 7, Groups: groups}}
+	states := []group.KeyedState{{UID: "op", Watermark: 7, Groups: groups}}
 	b.SetBytes(size)
 	b.ResetTimer()
 	for range b.N {
@@ -115,7 +115,7 @@ func persistRun(t *testing.T, n, maxP int, owned int32) (*changelogRun, *kgo.Cli
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	r := &groupRunner{cl: cl, job: hooks.GroupJob{MaxParallelism: maxP}}
+	r := &groupRunner{cl: cl, job: group.Job{MaxParallelism: maxP}}
 	op := &runOp{keyedOp: keyedOp{uid: "op", changelog: "app-op-changelog", n: n}, owned: []int32{owned},
 		groups: map[int]bool{}, last: map[int]uint64{}}
 	for _, kg := range OwnedKeyGroups(op.owned, n, maxP) {
@@ -129,7 +129,7 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 	run, cl, addrs := persistRun(t, 2, 8, 1)
 	commit := func(wm int64, groups map[int][]byte) {
 		t.Helper()
-		if err := run.persist(1, []hooks.KeyedState{{UID: "op", Watermark: wm, Groups: groups}}); err != nil {
+		if err := run.persist(1, []group.KeyedState{{UID: "op", Watermark: wm, Groups: groups}}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -187,7 +187,7 @@ func TestChangelogPersistWritesChanges(t *testing.T) {
 func TestChangelogPersistCopiesGroups(t *testing.T) {
 	run, cl, addrs := persistRun(t, 1, 4, 0)
 	buf := []byte("checkpoint 1")
-	if err := run.persist(1, []hooks.KeyedState{{UID: "op", Groups: map[int][]byte{2: buf}}}); err != nil {
+	if err := run.persist(1, []group.KeyedState{{UID: "op", Groups: map[int][]byte{2: buf}}}); err != nil {
 		t.Fatal(err)
 	}
 	copy(buf, "XXXXXXXXXXXX") // the next checkpoint's encoding, before the client sent the record

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // Group mode (weir.AppID, docs/scale-out.md): every process of an
@@ -38,7 +38,17 @@ import (
 // process has, the runner marks them, ends the transaction with a commit,
 // begins the next and releases the readers.
 
-func init() { hooks.GroupRun = runGroup }
+// groupMode is the group.Runner that Kafka sources offer (GroupRunner):
+// the engine hands it a job started with weir.AppID.
+type groupMode struct{}
+
+// Run implements group.Runner.
+func (groupMode) Run(ctx context.Context, job group.Job) error { return runGroup(ctx, job) }
+
+// OpenExchange implements group.Runner.
+func (groupMode) OpenExchange(ctx context.Context, topic string) (group.ExchangeWriter, error) {
+	return openExchange(ctx, topic)
+}
 
 // InstanceEnv names the environment variable that gives a process of a
 // group a stable instance id: its transactional id is "<app id>-<instance
@@ -81,6 +91,10 @@ func unwrap(s any) any {
 	return s
 }
 
+// GroupRunner implements group.RunnerSource: a job of Kafka sources runs
+// in group mode (weir.AppID) through this package.
+func (s *source[T]) GroupRunner() group.Runner { return groupMode{} }
+
 func (s *source[T]) groupConfig() *sourceConfig { return &s.cfg }
 func (s *source[T]) groupTopics() []string      { return s.topics }
 func (s *sink[T]) groupConfig() *sinkConfig     { return &s.cfg }
@@ -102,7 +116,7 @@ func runFrom(ctx context.Context) *localRun {
 }
 
 type groupRunner struct {
-	job     hooks.GroupJob
+	job     group.Job
 	log     *slog.Logger
 	client  *clientConfig
 	topics  []string
@@ -132,7 +146,7 @@ type groupRunner struct {
 
 // runGroup runs a job in group mode until ctx ends, the job fails, or (a
 // bounded job) every partition of the input has been committed to its end.
-func runGroup(ctx context.Context, job hooks.GroupJob) error {
+func runGroup(ctx context.Context, job group.Job) error {
 	r := &groupRunner{job: job, log: job.Logger, changed: make(chan struct{}, 1)}
 	r.mu.assigned = map[tp]bool{}
 	var readCommitted []bool
@@ -424,10 +438,10 @@ func (r *groupRunner) runOnce(ctx context.Context, parts []tp) (finished bool, e
 		return false, fmt.Errorf("kafka: app id %q: begin transaction: %w", r.job.AppID, err)
 	}
 	r.log.Info("group: starting the local job", "partitions", len(parts))
-	lctx, cancel := context.WithCancelCause(hooks.WithGroupLocal(context.WithValue(ctx, runKey{}, lr), cr.local))
+	lctx, cancel := context.WithCancelCause(context.WithValue(ctx, runKey{}, lr))
 	defer cancel(nil)
 	errc := make(chan error, 1)
-	go func() { errc <- r.job.RunLocal(lctx) }()
+	go func() { errc <- r.job.RunLocal(lctx, cr.local) }()
 	stop := func(cause error) error {
 		cancel(cause)
 		return <-errc

@@ -2,11 +2,11 @@ package kafka
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // What a process of a group-mode job owns, for the job's metrics and
-// dashboard (hooks.GroupStatus): the runner reports its assignment each
+// dashboard (group.Status): the runner reports its assignment each
 // time its loop reads it and at every commit (which also refreshes the
 // generation, which a rebalance that moves nothing of this process's
 // changes without a callback), and the offsets each commit carried.
@@ -19,9 +19,9 @@ func (r *groupRunner) noteAssignment(parts []tp) {
 		return
 	}
 	member, gen := r.cl.GroupMetadata()
-	out := make([]hooks.GroupPartition, len(parts))
+	out := make([]group.Partition, len(parts))
 	for i, p := range parts {
-		out[i] = hooks.GroupPartition{Topic: p.topic, Partition: p.partition, Committed: -1, End: -1}
+		out[i] = group.Partition{Topic: p.topic, Partition: p.partition, Committed: -1, End: -1}
 	}
 	r.job.Status.Assigned(member, gen, out)
 }
@@ -34,13 +34,13 @@ func (r *groupRunner) noteCommit(lr *localRun, marks map[string]map[int32]kgo.Ep
 		return
 	}
 	r.noteAssignment(r.assignment())
-	out := make([]hooks.GroupPartition, 0, len(lr.starts))
+	out := make([]group.Partition, 0, len(lr.starts))
 	lr.cons.mu.Lock()
 	for p, at := range lr.starts {
 		if m, ok := marks[p.topic][p.partition]; ok {
 			at = m.Offset
 		}
-		gp := hooks.GroupPartition{Topic: p.topic, Partition: p.partition, Committed: at, End: -1}
+		gp := group.Partition{Topic: p.topic, Partition: p.partition, Committed: at, End: -1}
 		if ps := lr.cons.mu.parts[p]; ps != nil && ps.endKnown {
 			gp.End = ps.end
 		}

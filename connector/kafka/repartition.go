@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // Repartition topics (group mode, docs/scale-out.md): a KeyBy of a
@@ -42,8 +42,6 @@ import (
 // The per-task watermarks are committed as the metadata of the partition's
 // offset, in the same transaction, so a reader that takes the partition
 // over continues from them rather than waiting for tasks that have ended.
-
-func init() { hooks.OpenExchange = openExchange }
 
 // markerHeader is the header key of a watermark marker.
 const markerHeader = "weir-watermark"
@@ -103,7 +101,7 @@ func (r *groupRunner) setupExchanges(ctx context.Context) error {
 		// agree), by default the largest sender's partition count.
 		var tasks, n, def int
 		for _, up := range ups {
-			if ux, ok := up.(*hooks.Exchange); ok {
+			if ux, ok := up.(*group.Exchange); ok {
 				// A chain of KeyBys: the sender is behind the keyed
 				// operator of ux, whose tasks are its topic's partitions
 				// (the exchanges come in topological order: ux is set up).
@@ -162,7 +160,7 @@ func (r *groupRunner) setupExchanges(ctx context.Context) error {
 			return fmt.Errorf("kafka: app id %q: repartition topic %q: %w", r.job.AppID, topic, err)
 		}
 		x.Topic, x.Partitions, x.Tasks = topic, n, tasks
-		src := &source[hooks.ExchangeRecord]{topics: []string{topic}, decode: decodeExchange}
+		src := &source[group.ExchangeRecord]{topics: []string{topic}, decode: decodeExchange}
 		src.cfg = sourceConfig{client: *r.client, start: Earliest(), readCommitted: true,
 			exchange: &exchangeConfig{tasks: tasks, ends: r.bounded}}
 		x.Source = src
@@ -199,8 +197,8 @@ func createRepartition(ctx context.Context, adm *kadm.Client, topic string, n in
 	return nil
 }
 
-func decodeExchange(r *kgo.Record) (hooks.ExchangeRecord, error) {
-	return hooks.ExchangeRecord{Value: r.Value, TS: r.Timestamp.UnixMilli(), Partition: r.Partition, Offset: r.Offset}, nil
+func decodeExchange(r *kgo.Record) (group.ExchangeRecord, error) {
+	return group.ExchangeRecord{Value: r.Value, TS: r.Timestamp.UnixMilli(), Partition: r.Partition, Offset: r.Offset}, nil
 }
 
 // exchangePartitioner partitions the records of repartition topics by
@@ -230,7 +228,7 @@ func (r *groupRunner) partitioner() kgo.Opt {
 	return kgo.RecordPartitioner(exchangePartitioner{manual: m, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)})
 }
 
-// exchangeWriter is hooks.ExchangeWriter for one writer subtask of a local
+// exchangeWriter is group.ExchangeWriter for one writer subtask of a local
 // run.
 type exchangeWriter struct {
 	lr      *localRun
@@ -241,7 +239,7 @@ type exchangeWriter struct {
 	ended   map[string]bool // upstream tasks whose +inf was written
 }
 
-func openExchange(ctx context.Context, topic string) (hooks.ExchangeWriter, error) {
+func openExchange(ctx context.Context, topic string) (group.ExchangeWriter, error) {
 	lr := runFrom(ctx)
 	if lr == nil {
 		return nil, errors.New("kafka: a repartition topic outside a group-mode run")
@@ -288,7 +286,7 @@ func (w *exchangeWriter) produce(partition int32, value []byte, ts int64, task s
 	return nil
 }
 
-// Write implements hooks.ExchangeWriter.
+// Write implements group.ExchangeWriter.
 func (w *exchangeWriter) Write(partition int32, value []byte, ts int64) error {
 	if partition < 0 || partition >= w.n {
 		return fmt.Errorf("kafka: repartition topic %q: partition %d of %d", w.topic, partition, w.n)
@@ -296,7 +294,7 @@ func (w *exchangeWriter) Write(partition int32, value []byte, ts int64) error {
 	return w.produce(partition, value, ts, "")
 }
 
-// Watermark implements hooks.ExchangeWriter. A split of no partition (a
+// Watermark implements group.ExchangeWriter. A split of no partition (a
 // source with none here) is no upstream task.
 func (w *exchangeWriter) Watermark(task string, wm int64) error {
 	if strings.HasSuffix(task, "/-1") {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 )
 
 // TestChainExchangeWaitsForEveryFirstStageTask: the repartition topic of a
@@ -31,9 +31,9 @@ func TestChainExchangeWaitsForEveryFirstStageTask(t *testing.T) {
 	}
 	defer c.Close()
 	cc := defaultClientConfig(c.ListenAddrs())
-	x1 := &hooks.Exchange{UID: "hop", MaxParallelism: 128, Upstreams: []any{Source(c.ListenAddrs(), []string{"in"}, decodeExchange)}}
-	x2 := &hooks.Exchange{UID: "best", MaxParallelism: 128, Upstreams: []any{x1}}
-	r := &groupRunner{job: hooks.GroupJob{AppID: "app", Exchanges: []*hooks.Exchange{x1, x2}}, client: &cc,
+	x1 := &group.Exchange{UID: "hop", MaxParallelism: 128, Upstreams: []any{Source(c.ListenAddrs(), []string{"in"}, decodeExchange)}}
+	x2 := &group.Exchange{UID: "best", MaxParallelism: 128, Upstreams: []any{x1}}
+	r := &groupRunner{job: group.Job{AppID: "app", Exchanges: []*group.Exchange{x1, x2}}, client: &cc,
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

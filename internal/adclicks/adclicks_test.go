@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The reference digests of WORKLOAD.md at N = 5,000,000.
+// The reference digests of docs/workload.md at N = 5,000,000.
 func TestBaselineReferenceDigests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5M events")

@@ -3,9 +3,10 @@ package adclicks
 import "math"
 
 // Baseline is the hand-written single-loop implementation of the workload
-// (the "limit" harness of WORKLOAD.md): one goroutine, an open-addressing
-// table per open window, watermark = max event time - delay, a window fires
-// when the watermark reaches its end, events of fired windows are dropped.
+// (the "limit" harness of docs/workload.md): one goroutine, an
+// open-addressing table per open window, watermark = max event time -
+// delay, a window fires when the watermark reaches its end, events of
+// fired windows are dropped.
 type Baseline struct {
 	size, delay int64
 	maxTs, wm   int64

@@ -1,5 +1,5 @@
 // Package adclicks is the ad-click workload: the deterministic click
-// generator of the standard benchmark (shared/bench/WORKLOAD.md, identical
+// generator of the standard benchmark (docs/workload.md, identical
 // event for event to its reference generator), a weir source over it, the
 // order-independent result digest, and the hand-written single-loop
 // baseline that weir is measured against.
@@ -11,7 +11,7 @@ import (
 	"math/rand/v2"
 )
 
-// Workload constants (WORKLOAD.md).
+// Workload constants (docs/workload.md).
 const (
 	NumAds   = 10_000
 	NumUsers = 1_000_000

@@ -16,10 +16,27 @@ import (
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/coordinator"
-	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/metrics"
+)
+
+// Stage names a point in the completion of a checkpoint, for Config.Hook.
+type Stage string
+
+// The stages a hook is called at, in order.
+const (
+	// StageStateFile: one more state file is written (reported per file):
+	// the checkpoint is half written.
+	StageStateFile Stage = "state-file"
+	// StageFilesWritten: every state file is written; the metadata is not,
+	// so the checkpoint is not complete yet.
+	StageFilesWritten Stage = "files-written"
+	// StageComplete: the metadata is written; sinks have pre-committed but
+	// not committed.
+	StageComplete Stage = "complete"
+	// StageCommitted: the sinks committed the checkpoint's output.
+	StageCommitted Stage = "committed"
 )
 
 // Config is what a Store needs of its job.
@@ -28,7 +45,7 @@ type Config struct {
 	Retain int
 	Logger *slog.Logger
 	// Hook is called at the stages of writing a checkpoint (crash tests).
-	Hook func(hooks.Stage, int64)
+	Hook func(Stage, int64)
 	// Job, MaxParallelism and Options are recorded in the metadata.
 	Job            string
 	MaxParallelism int
@@ -88,7 +105,7 @@ func (s *Store) Persist(ctx context.Context, id int64, final bool, snaps []*coor
 		p.Abort()
 		return err
 	}
-	s.hook(hooks.StageFilesWritten, id)
+	s.hook(StageFilesWritten, id)
 	c, err := p.Commit(*meta)
 	if err != nil {
 		p.Abort()
@@ -104,7 +121,7 @@ func (s *Store) Persist(ctx context.Context, id int64, final bool, snaps []*coor
 	}
 	s.last.id, s.last.kind, s.last.path = id, checkpoint.KindCheckpoint, c.Path()
 	s.cfg.Metrics.LastSizeBytes.Store(c.Metadata().TotalSize())
-	s.hook(hooks.StageComplete, id)
+	s.hook(StageComplete, id)
 	return nil
 }
 
@@ -127,14 +144,14 @@ func (s *Store) PersistSavepoint(ctx context.Context, id int64, path string, sna
 	return nil
 }
 
-func (s *Store) hook(stage hooks.Stage, id int64) {
+func (s *Store) hook(stage Stage, id int64) {
 	if h := s.cfg.Hook; h != nil {
 		h(stage, id)
 	}
 }
 
 func (s *Store) write(p *checkpoint.Pending, final bool, snaps []*coordinator.TaskSnapshot) (*checkpoint.Metadata, []func(), error) {
-	return writeSnapshot(s.cfg, p, final, snaps, func() { s.hook(hooks.StageStateFile, p.ID()) })
+	return writeSnapshot(s.cfg, p, final, snaps, func() { s.hook(StageStateFile, p.ID()) })
 }
 
 // writeSnapshot writes the state files of a checkpoint or savepoint and
@@ -240,7 +257,7 @@ func (s *Store) Commit(ctx context.Context, id int64, snaps []*coordinator.TaskS
 			}
 		}
 	}
-	s.hook(hooks.StageCommitted, id)
+	s.hook(StageCommitted, id)
 	return nil
 }
 

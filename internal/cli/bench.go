@@ -65,7 +65,7 @@ func newBenchAdclicks() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "adclicks",
 		Short: "The standard workload: 60s tumbling counts per ad, weir against a hand-written loop",
-		Long: `Runs the adclicks-tumbling workload of shared/bench/WORKLOAD.md twice in this
+		Long: `Runs the adclicks-tumbling workload of docs/workload.md twice in this
 process: as a weir job written with the public API (generator source, key-group
 shuffle, event-time tumbling window, digest sink) at the given parallelism, and
 as the hand-written single loop. Prints both rates (medians over --runs, event

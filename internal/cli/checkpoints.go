@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/weirstream/weir/internal/checkpoint"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 func newCheckpoints() *cobra.Command {
@@ -156,5 +156,5 @@ func sourceOffsets(c *checkpoint.Checkpoint, o checkpoint.OperatorState) string 
 }
 
 // decodeSplits describes split positions (the state encoding belongs to
-// package weir, which lends its describer through internal/hooks).
-func decodeSplits(data []byte) []string { return hooks.DescribeOperatorState(data) }
+// the engine).
+func decodeSplits(data []byte) []string { return engine.DescribeOperatorState(data) }

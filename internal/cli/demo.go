@@ -23,7 +23,7 @@ import (
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/internal/adclicks"
 	"github.com/weirstream/weir/internal/checkpoint"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 func newDemoAdclicks() *cobra.Command {
@@ -191,7 +191,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	opts = append(opts, o.web.options(stderr, o.ckDir, o.dataDir)...)
 	if o.failpoint != "" {
-		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
+		opts = append(opts, engine.CheckpointHook(func(stage engine.CheckpointStage, id int64) {
 			if string(stage) == o.failpoint && id >= o.failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}

@@ -277,12 +277,11 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 		}
 	}
 	n := int64(rate * d.Seconds())
-	// The latency run starts from a collected heap too: the pacing run's
-	// garbage (2.2 GB in a q5 run) left the heap that large until the
-	// latency run's first collection, 8 s in, and the window tables of its
-	// warm-up came from fresh pages meanwhile, whose first writes made a
-	// table doubling take 180–230 ms instead of 5–15 (docs/performance.md,
-	// "Fourteenth pass").
+	// The latency run starts from a collected heap too: otherwise the
+	// pacing run's garbage keeps the heap large until the latency run's
+	// first collection, and the window tables of its warm-up come from
+	// fresh pages meanwhile, whose first writes make table doublings many
+	// times slower.
 	freshHeap()
 	lsrc := nexmark.Source(nexmark.GeneratorConfig{Events: n, Seed: 2, EventRate: rate, RateLimit: rate, Splits: o.parallelism})
 	g := lsrc.Generator()
@@ -464,7 +463,7 @@ func (w *latencyWriter) Write(r nexmark.Row) error {
 		// With --latency-profile: the trace marks the first slow row of
 		// each batch at its sink time (its due time is that minus the
 		// latency), to line it up with the window firings and checkpoints
-		// before it. Once a batch: a log a row was most of a traced
+		// before it. Once a batch: a log per row would be most of a traced
 		// firing's time.
 		w.logged = w.now != 0
 		trace.Log(context.Background(), "slow-row", strconv.FormatInt(now-due, 10)+" µs, ready "+strconv.FormatInt(r.Ready(), 10))

@@ -17,8 +17,8 @@ import (
 // before the end of its input, so its events/s leaves out the steady state
 // of a stream that fires windows — a 10 s window's state at the paced rate,
 // firing it while the input keeps coming, and the heap that holds it. Paced
-// at a fraction of that figure, q8 built a backlog (p99 4.5 s at 2.53 M/s)
-// where a lower rate met the target. Flink's Nexmark runs span many
+// at a fraction of that figure, a windowed query can build a backlog where
+// a lower rate would meet the target. Flink's Nexmark runs span many
 // windows; so does the run here. For a windowed query, pacingMax runs the
 // query once more, as fast as it goes, over event time spanning two window
 // extents + the watermark delay (the first window closes by the watermark
@@ -44,15 +44,11 @@ func pacingSpan(q *nexmark.Query) time.Duration {
 // the span stays).
 //
 // The cap, when it binds, breaks the promise above: the pacing run's
-// windows are then smaller than the latency run's. The default was 5 ×
-// --events (50 M), and with the set's default 10 M events it bound for
-// every windowed query: all four pacing runs were generated at 2.08 M/s
-// of event time while their latency runs went at 3.7–7.7 M/s, and once
-// q5's pacing run, fast on a fast minute of the host, paced a latency run
-// that could not keep up (docs/performance.md, "Thirteenth pass"). At 25 ×
-// the pacing run holds the latency run's windows up to a throughput run of
-// 20 M events/s at --latency-fraction 0.5 (24 s of event time for q5, q7,
-// q8 and q11), at a cost of 10–20 s a query.
+// windows are then smaller than the latency run's, and a pacing run that
+// happens to be fast can pace a latency run that cannot keep up. So the
+// default is large: at 25 × the pacing run holds the latency run's windows
+// (pacingSpan of event time for q5, q7, q8 and q11) up to a throughput run
+// of 20 M events/s at --latency-fraction 0.5.
 const defaultPacingEvents = 25
 
 func pacingRun(q *nexmark.Query, maxRate float64, o nexmarkBenchOpts) nexmark.GeneratorConfig {

@@ -104,10 +104,10 @@ func (g *GroupWriter[E]) Add(kg int, e *E) {
 	}
 	if len(b) >= groupSlack && cap(b)-len(b) < groupSlack {
 		// Double ahead of the entry: append grows a large slice by about
-		// 1.25×, so a large key group filled from a small buffer was
-		// copied some four times over (growslice was most of q8's
-		// deferred encoding in the profile of its latency run); doubling
-		// copies it once at most. Small buffers double by append anyway.
+		// 1.25×, so a large key group filled from a small buffer would
+		// be copied several times over, and those copies can dominate a
+		// deferred encoding; doubling copies it once at most. Small
+		// buffers double by append anyway.
 		b = slices.Grow(b, len(b))
 	}
 	g.bufs[kg] = g.c.enc(b, unsafe.Pointer(e))

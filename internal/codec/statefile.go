@@ -52,10 +52,9 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 // WriteStateFile writes the bytes AppendStateFile would append to an empty
 // buffer, without building that buffer: the header, then each key group's
 // and meta value's bytes passed to w as they are. A window operator's state
-// file is its whole state (hundreds of MB for Nexmark q8 at an idle
-// machine's rate): a buffer of that size, fresh at every checkpoint, cost
-// the coordinator more CPU zeroing and faulting in its pages (a fifth of
-// q8's process CPU in a latency run) than encoding the state did, and
+// file is its whole state (hundreds of MB for Nexmark q8): a buffer of
+// that size, fresh at every checkpoint, would cost the coordinator more
+// CPU zeroing and faulting in its pages than encoding the state does, and
 // the garbage collector a cycle, competing with the tasks for the cores.
 func WriteStateFile(w io.Writer, st *StateFile) error {
 	var hdr []byte

@@ -199,11 +199,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// then follow the interval, as Flink's CheckpointCoordinator schedules
 	// them (its delay is drawn between the minimum pause, which weir does
 	// not have, and the interval). Started on the job's first moment, they
-	// kept one phase against everything else that starts there: event-time
-	// windows of a source whose first event is due at the start fire in
-	// that phase, and a barrier's copy and the deferred encoding of the
-	// window's state then coincided with every firing (Nexmark q5 and q8,
-	// docs/performance.md). A random phase makes that an accident of one
+	// would keep one phase against everything else that starts there:
+	// event-time windows of a source whose first event is due at the start
+	// fire in that phase, and a barrier's copy and the deferred encoding of
+	// the window's state would coincide with every firing (Nexmark q5 and
+	// q8). A random phase makes that an accident of one
 	// run instead of a rule of every run. Microbatch epochs are the unit of
 	// recovery and keep their grid: the first ends one epoch after the
 	// start.

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"cmp"
@@ -20,9 +20,9 @@ type AggregateFunction[IN, ACC, OUT any] interface {
 // Result returns the accumulator it is given, unchanged (ACC and OUT are
 // one type). A window firing then copies each accumulator into its result
 // without calling Result: a call through the interface with a struct by
-// value was a third of the cost of firing a key of Nexmark q8's window
-// (BenchmarkAlignedFireRows; docs/performance.md, "Thirteenth pass"). The
-// marker is ignored when ACC and OUT differ.
+// value is a large part of the per-key cost of a firing
+// (BenchmarkAlignedFireRows). The marker is ignored when ACC and OUT
+// differ.
 type IdentityResult interface {
 	// IdentityResult marks the promise; it is never called.
 	IdentityResult()

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 // Tables from changelogs. A table is a changelog read as the state it
 // builds: one row per key, the latest value. Two shapes of input reach

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"sync"
@@ -7,9 +7,9 @@ import (
 
 // CoGroup's lists of each side's events, cut from slabs. Firing a window
 // of Nexmark q8 calls CoGroup's function for every key of the window
-// (tens of thousands at once), and the two small lists per key were two
-// allocations per key: half of the time to fire in the CPU profile of
-// the latency run. A slab serves many keys' lists; each list is a
+// (tens of thousands at once), and two small lists allocated per key
+// would dominate the time to fire. A slab serves many keys' lists; each
+// list is a
 // sub-slice whose capacity is its length, so the function may keep it or
 // append to it (append copies it out) without touching another key's
 // events. A slab is never reused: one is dropped when used up, and a list
@@ -58,9 +58,9 @@ func cut[T any](slab *[]T, n int) []T {
 }
 
 // split returns the events of each side of evs, in order, in lists cut
-// from p's slabs. Sized once: growing the lists by append was two thirds
-// of the time to fire a window (Nexmark q8's profile), and firing every
-// key of a window at once is what its rows wait for.
+// from p's slabs. Sized once: growing the lists by append would repeat
+// allocations and copies for every key, and firing every key of a window
+// at once is what its rows wait for.
 func (p *coSlabPool[L, R]) split(evs []tagged[L, R]) ([]L, []R) {
 	nr := 0
 	for i := range evs {

@@ -1,12 +1,12 @@
-package weir
+package engine
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/control"
-	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/webauth"
 )
@@ -34,16 +34,33 @@ func SavepointDir(dir string) Option {
 	return option{fmt.Sprintf("SavepointDir(%q)", dir), scopeJob, func(c *config) { c.savepointDir = dir }}
 }
 
-func init() {
-	hooks.CheckpointHook = func(fn func(hooks.Stage, int64)) any {
-		return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
-	}
-	hooks.FirstCheckpointAfter = func(d time.Duration) any {
-		return option{fmt.Sprintf("FirstCheckpointAfter(%v)", d), scopeJob, func(c *config) {
-			c.ckFirst = func(time.Duration) time.Duration { return d }
-		}}
-	}
-	hooks.DescribeOperatorState = describeOperatorState
+// CheckpointStage names a point in the completion of a checkpoint.
+type CheckpointStage = ckstore.Stage
+
+// The stages CheckpointHook reports, in order.
+const (
+	StageStateFile    = ckstore.StageStateFile
+	StageFilesWritten = ckstore.StageFilesWritten
+	StageComplete     = ckstore.StageComplete
+	StageCommitted    = ckstore.StageCommitted
+)
+
+// CheckpointHook calls fn at each stage of every checkpoint, from the
+// coordinator's goroutine. It is for weir's crash tests and demo (kill the
+// process between pre-commit and commit), not part of the public API; fn
+// must be quick.
+func CheckpointHook(fn func(stage CheckpointStage, id int64)) Option {
+	return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
+}
+
+// FirstCheckpointAfter makes the first periodic checkpoint of each
+// execution attempt due d after its start (at most one interval), instead
+// of at a random time in [0, interval] (coordinator.RandomFirstDelay). It
+// is for tests that must see no periodic checkpoint or a fixed phase.
+func FirstCheckpointAfter(d time.Duration) Option {
+	return option{fmt.Sprintf("FirstCheckpointAfter(%v)", d), scopeJob, func(c *config) {
+		c.ckFirst = func(time.Duration) time.Duration { return d }
+	}}
 }
 
 // startServers starts the metrics endpoint and the web server (which

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/codec"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
 )
@@ -19,13 +19,13 @@ import (
 // Exchange through Kafka (group mode, docs/scale-out.md): a hash edge
 // from -> to is cut in two. The sender's side becomes a writer node
 // chained after from, which encodes each record (weir's value codec) and
-// produces it, through hooks.OpenExchange, into the process's open
+// produces it, through the group runner's OpenExchange, into the process's open
 // transaction, to partition kg*N/maxParallelism of the repartition topic
 // (kg the record's key group, N the topic's partitions); and at every
 // checkpoint barrier, and at its end, a watermark marker per upstream task
 // (a split of the source its chain starts at) into every partition. The
 // receiver's side becomes a source node reading the partitions of the topic
-// this process owns (hooks.Exchange.Source, the Kafka connector's group
+// this process owns (group.Exchange.Source, the Kafka connector's group
 // reader: held at barriers, positions committed with the transaction),
 // whose readers give the watermark (readerWatermark: the minimum over the
 // upstream tasks' markers), followed by the original hash edge into to, so
@@ -69,8 +69,8 @@ type exchangeUp struct {
 // process. Nested unions are flattened into their branches; one-input
 // operators between a union and the KeyBy are copied onto every branch.
 // The unions and operators no one reads any more go.
-func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
-	var xs []*hooks.Exchange
+func (j *Job) rewriteExchanges() ([]*group.Exchange, error) {
+	var xs []*group.Exchange
 	before := map[*node][]*node{} // reader nodes to place before a node
 	dropped := map[*node]bool{}   // unions and operators cut away
 	orig := slices.Clone(j.nodes)
@@ -90,7 +90,7 @@ func (j *Job) rewriteExchanges() ([]*hooks.Exchange, error) {
 			k := len(j.nodes)
 			from := e.from
 			ups, cut := j.exchangeBranches(n, from)
-			x := &hooks.Exchange{UID: n.uid, MaxParallelism: j.cfg.maxParallelism}
+			x := &group.Exchange{UID: n.uid, MaxParallelism: j.cfg.maxParallelism}
 			for i := range ups {
 				src, keyed, err := exchangeSourceOf(n, ups[i].from)
 				if err != nil {
@@ -272,7 +272,7 @@ type exRec[T any] struct {
 // rewriteExchange cuts hash edge e (records of ks) into writers of the
 // repartition topic x, one after each sender of ups, and a reader of it
 // before e.to.
-func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hooks.Exchange, ups []exchangeUp) {
+func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *group.Exchange, ups []exchangeUp) {
 	j := ks.src.job
 	from, to := e.from, e.to
 	from.outputs = slices.DeleteFunc(from.outputs, func(o *edge) bool { return o == e })
@@ -298,7 +298,7 @@ func rewriteExchange[K comparable, T any](e *edge, ks *KeyedStream[K, T], x *hoo
 					tasks[i] = up.side + ":" + tasks[i]
 				}
 			}
-			out, err := hooks.OpenExchange(st.ctx, x.Topic)
+			out, err := j.groupRunner.OpenExchange(st.ctx, x.Topic)
 			if err != nil {
 				return nil, err
 			}
@@ -398,7 +398,7 @@ type exchangeOut[K comparable, T any] struct {
 	maxP  uint64
 	n     uint64
 	enc   func([]byte, *T) ([]byte, error)
-	w     hooks.ExchangeWriter
+	w     group.ExchangeWriter
 	tasks []string
 	buf   []byte
 	wm    int64
@@ -457,12 +457,12 @@ func (o *exchangeOut[K, T]) finish() error { return o.markers(watermark.Max) }
 // exchangeSource reads the partitions of a repartition topic this process
 // owns, decoding each record into T.
 type exchangeSource[T any] struct {
-	x   *hooks.Exchange
+	x   *group.Exchange
 	dec func([]byte, *T) error
 }
 
-func (s *exchangeSource[T]) src() (RestorableSource[hooks.ExchangeRecord], error) {
-	rs, ok := s.x.Source.(RestorableSource[hooks.ExchangeRecord])
+func (s *exchangeSource[T]) src() (RestorableSource[group.ExchangeRecord], error) {
+	rs, ok := s.x.Source.(RestorableSource[group.ExchangeRecord])
 	if !ok {
 		return nil, fmt.Errorf("weir: repartition topic of %q: no reader (the group runner did not set one)", s.x.UID)
 	}
@@ -504,15 +504,15 @@ func (s *exchangeSource[T]) OpenAt(ctx context.Context, sp Split, pos []byte) (S
 // exchangeReader decodes what the connector's reader of a repartition
 // partition returns.
 type exchangeReader[T any] struct {
-	r     SplitReader[hooks.ExchangeRecord]
-	raw   []hooks.ExchangeRecord
+	r     SplitReader[group.ExchangeRecord]
+	raw   []group.ExchangeRecord
 	dec   func([]byte, *T) error
 	topic string
 }
 
 func (r *exchangeReader[T]) Read(ctx context.Context, dst []exRec[T]) (int, error) {
 	if cap(r.raw) < len(dst) {
-		r.raw = make([]hooks.ExchangeRecord, len(dst))
+		r.raw = make([]group.ExchangeRecord, len(dst))
 	}
 	raw := r.raw[:len(dst)]
 	n, err := r.r.Read(ctx, raw)
@@ -529,7 +529,7 @@ func (r *exchangeReader[T]) Read(ctx context.Context, dst []exRec[T]) (int, erro
 }
 
 func (r *exchangeReader[T]) Position() ([]byte, error) {
-	cr, ok := r.r.(CheckpointedReader[hooks.ExchangeRecord])
+	cr, ok := r.r.(CheckpointedReader[group.ExchangeRecord])
 	if !ok {
 		return nil, errors.New("weir: repartition reader without positions")
 	}

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"strconv"
@@ -8,7 +8,7 @@ import (
 	"github.com/weirstream/weir/internal/watermark"
 )
 
-// markerLog is a hooks.ExchangeWriter that keeps the markers written.
+// markerLog is a group.ExchangeWriter that keeps the markers written.
 type markerLog struct{ marks []string }
 
 func (m *markerLog) Write(int32, []byte, int64) error { return nil }

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/coordinator"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/metrics"
 )
 
@@ -54,31 +54,45 @@ func AppID(id string) Option {
 // Checkpointing (Kafka Streams' default under exactly-once).
 const defaultCommitInterval = 100 * time.Millisecond
 
-// runGroup hands the job to the group runner of the Kafka connector.
+// findGroupRunner returns the group runner of the job's first source that
+// offers one, looking through wrappers (an Unwrap() any method).
+func (j *Job) findGroupRunner() group.Runner {
+	for _, n := range j.nodes {
+		if n.run == nil || n.impl == nil {
+			continue
+		}
+		s := n.impl
+		for range 8 { // a bound, not a depth anyone needs
+			if rs, ok := s.(group.RunnerSource); ok {
+				return rs.GroupRunner()
+			}
+			u, ok := s.(interface{ Unwrap() any })
+			if !ok {
+				break
+			}
+			s = u.Unwrap()
+		}
+	}
+	return nil
+}
+
+// runGroup hands the job to the group runner of its sources.
 func (j *Job) runGroup(ctx context.Context) error {
 	id := j.cfg.appID
 	if strings.TrimSpace(id) == "" || strings.ContainsAny(id, "/\\ \t\n") {
 		return fmt.Errorf("weir: app id %q: must be non-empty, without spaces or slashes", id)
 	}
-	if hooks.GroupRun == nil {
-		return errors.New("weir: AppID: group mode needs the Kafka connector linked in (import github.com/weirstream/weir/connector/kafka)")
+	j.groupRunner = j.findGroupRunner()
+	if j.groupRunner == nil {
+		return errors.New("weir: AppID: group mode needs the Kafka connector: its sources (github.com/weirstream/weir/connector/kafka) run the job over a consumer group, and this job has none")
 	}
 	if j.cfg.restoreFrom != "" {
 		return errors.New("weir: AppID: a group-mode job keeps its progress in Kafka; RestoreFrom does not apply")
 	}
-	g := hooks.GroupJob{AppID: id, Interval: j.cfg.ckInterval, Logger: j.cfg.logger}
+	g := group.Job{AppID: id, Interval: j.cfg.ckInterval, Logger: j.cfg.logger}
 	if g.Interval <= 0 {
 		g.Interval = defaultCommitInterval
 		j.cfg.ckInterval = g.Interval
-	}
-	if hooks.OpenExchange == nil {
-		for _, n := range j.nodes {
-			for _, e := range n.inputs {
-				if e.part == hashed {
-					return fmt.Errorf("weir: AppID: operator %q is keyed (KeyBy): its input must cross processes through a repartition topic, and the Kafka connector linked in does not offer one", n.name)
-				}
-			}
-		}
 	}
 	xs, err := j.rewriteExchanges()
 	if err != nil {
@@ -118,7 +132,7 @@ func (j *Job) runGroup(ctx context.Context) error {
 			if j.cfg.incremental && j.cfg.stateBackend == "pebble" {
 				return fmt.Errorf("weir: AppID: operator %q is keyed: group mode writes keyed state to changelog topics by key group, which IncrementalCheckpoints does not produce", n.name)
 			}
-			op := hooks.KeyedOp{UID: n.uid, Name: n.name}
+			op := group.KeyedOp{UID: n.uid, Name: n.name}
 			for _, s := range j.upstreamSources(n) {
 				if s.exchangeOf != nil {
 					op.Exchange = s.exchangeOf
@@ -131,7 +145,7 @@ func (j *Job) runGroup(ctx context.Context) error {
 	g.MaxParallelism = j.cfg.maxParallelism
 	g.RunLocal = j.runLocal
 	g.Status = j.newGroupStatus()
-	return hooks.GroupRun(ctx, g)
+	return j.groupRunner.Run(ctx, g)
 }
 
 // runLocal runs one attempt of the job, from empty state or from the keyed
@@ -139,7 +153,7 @@ func (j *Job) runGroup(ctx context.Context) error {
 // temporary directory: in group mode the checkpoints are the commit
 // points of the Kafka transactions, and progress lives in Kafka (the
 // group's committed offsets), not in the directory.
-func (j *Job) runLocal(ctx context.Context) error {
+func (j *Job) runLocal(ctx context.Context, gl *group.Local) error {
 	for i, n := range j.nodes {
 		n.parallelism = j.groupPar[i]
 		for _, e := range n.inputs {
@@ -154,7 +168,7 @@ func (j *Job) runLocal(ctx context.Context) error {
 	cfg := j.ckConfig()
 	cfg.Dir, cfg.RestoreFrom, cfg.StartFresh = dir, "", true
 	var restored *restoredState
-	if gl := hooks.GroupLocalFrom(ctx); gl != nil {
+	if gl != nil {
 		cfg.OnPersist = func(id int64, snaps []*coordinator.TaskSnapshot) error {
 			return gl.Persist(id, keyedStates(snaps))
 		}
@@ -200,12 +214,12 @@ func (j *Job) upstreamSources(n *node) []*node {
 
 // keyedStates picks the keyed state (state files with key groups) out of
 // a checkpoint's snapshots.
-func keyedStates(snaps []*coordinator.TaskSnapshot) []hooks.KeyedState {
-	var out []hooks.KeyedState
+func keyedStates(snaps []*coordinator.TaskSnapshot) []group.KeyedState {
+	var out []group.KeyedState
 	for _, s := range snaps {
 		for _, st := range s.States {
 			if st.Groups != nil {
-				out = append(out, hooks.KeyedState{UID: st.UID, Watermark: st.Watermark, Groups: st.Groups})
+				out = append(out, group.KeyedState{UID: st.UID, Watermark: st.Watermark, Groups: st.Groups})
 			}
 		}
 	}
@@ -218,7 +232,7 @@ func keyedStates(snaps []*coordinator.TaskSnapshot) []hooks.KeyedState {
 // partition, with no subtask of its own (Parallelism 0), so that each
 // operator subtask takes the key groups in its range and the minimum
 // watermark of the partitions it takes groups from.
-func restoredFromChangelogs(gl *hooks.GroupLocal) *restoredState {
+func restoredFromChangelogs(gl *group.Local) *restoredState {
 	if len(gl.Restore) == 0 {
 		return nil
 	}

@@ -1,7 +1,7 @@
-package weir
+package engine
 
 import (
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/metrics"
 )
 
@@ -11,23 +11,23 @@ import (
 // dashboard never import each other.
 type groupStatus struct{ j *Job }
 
-var _ hooks.GroupStatus = groupStatus{}
+var _ group.Status = groupStatus{}
 
 // newGroupStatus marks the job's registry as in group mode.
-func (j *Job) newGroupStatus() hooks.GroupStatus {
+func (j *Job) newGroupStatus() group.Status {
 	j.metrics.Group.Start(j.cfg.appID)
 	return groupStatus{j}
 }
 
-func (s groupStatus) Assigned(member string, generation int32, parts []hooks.GroupPartition) {
+func (s groupStatus) Assigned(member string, generation int32, parts []group.Partition) {
 	s.j.metrics.Group.Assign(member, generation, convertGroupParts(parts), s.j.cfg.clock())
 }
 
-func (s groupStatus) Committed(parts []hooks.GroupPartition) {
+func (s groupStatus) Committed(parts []group.Partition) {
 	s.j.metrics.Group.Commit(convertGroupParts(parts))
 }
 
-func convertGroupParts(parts []hooks.GroupPartition) []metrics.GroupPartition {
+func convertGroupParts(parts []group.Partition) []metrics.GroupPartition {
 	out := make([]metrics.GroupPartition, len(parts))
 	for i, p := range parts {
 		out[i] = metrics.GroupPartition{Topic: p.Topic, Partition: p.Partition, Committed: p.Committed, End: p.End}

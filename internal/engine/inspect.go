@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"fmt"
@@ -7,13 +7,12 @@ import (
 	"github.com/weirstream/weir/internal/watermark"
 )
 
-// What `weir checkpoints inspect` shows of a state file (lent to the CLI
-// through internal/hooks, see control.go).
+// What `weir checkpoints inspect` shows of a state file.
 
-// describeOperatorState describes the non-keyed part of one state file of a
+// DescribeOperatorState describes the non-keyed part of one state file of a
 // checkpoint, for `weir checkpoints inspect`: for a source, each split's
 // position and watermark. It returns nil for data it cannot read.
-func describeOperatorState(data []byte) []string {
+func DescribeOperatorState(data []byte) []string {
 	var st opState
 	if decode(data, &st) != nil {
 		return nil

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/web"
 )
@@ -27,6 +27,9 @@ type Job struct {
 	errs    []error
 	metrics *metrics.Registry
 	run     runInfo // what the web server shows (web.go)
+	// groupRunner runs the job in group mode (AppID): the first source
+	// that offers one (group.RunnerSource).
+	groupRunner group.Runner
 	// groupPar is each node's parallelism as configured (group mode:
 	// every local run starts from it).
 	groupPar  []int
@@ -121,7 +124,7 @@ type node struct {
 	splitIDs []string
 	// exchangeOf is set on the reader node of a repartition topic (group
 	// mode, exchange.go).
-	exchangeOf *hooks.Exchange
+	exchangeOf *group.Exchange
 	// union marks a Union node (group mode cuts a KeyBy behind it, or
 	// behind one-input operators after it, on its branches: exchange.go).
 	union bool
@@ -145,7 +148,7 @@ type edge struct {
 	// repartition topic (group mode, exchange.go): a writer after each of
 	// ups (the sender, or the branches of the union it is), whose sources'
 	// splits are the upstream tasks.
-	exchange func(x *hooks.Exchange, ups []exchangeUp)
+	exchange func(x *group.Exchange, ups []exchangeUp)
 	// again adds an edge like this one (its element type and
 	// partitioning) from another node to another: group mode copies the
 	// one-input operators between a Union and a KeyBy onto each branch of

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 // BatchSize is the job's batch size (the BatchSize option, 1024 by
 // default): the most records an operator emits before it pushes them on.

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import "github.com/weirstream/weir/internal/metrics"
 

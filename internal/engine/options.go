@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/coordinator"
-	"github.com/weirstream/weir/internal/hooks"
 	"github.com/weirstream/weir/internal/keygroup"
 )
 
@@ -72,9 +72,9 @@ type config struct {
 	allowDup     bool
 	restart      RestartPolicy
 	appID        string                            // group mode (group.go)
-	ckHook       func(hooks.Stage, int64)          // set through internal/hooks, for crash tests
+	ckHook       func(ckstore.Stage, int64)        // CheckpointHook, for crash tests
 	ckTime       coordinator.Time                  // the coordinator's clock: the wall clock's unless a test sets it
-	ckFirst      func(time.Duration) time.Duration // when the first periodic checkpoint is due (nil: random, coordinator.RandomFirstDelay); set through internal/hooks
+	ckFirst      func(time.Duration) time.Duration // when the first periodic checkpoint is due (nil: random, coordinator.RandomFirstDelay); FirstCheckpointAfter
 
 	// keyed state backend: "heap" (default) or "pebble" in stateDir
 	stateBackend string

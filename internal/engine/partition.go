@@ -1,11 +1,11 @@
-package weir
+package engine
 
 import (
 	"time"
 	"unsafe"
 
 	"github.com/weirstream/weir/internal/exec"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/group"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/watermark"
@@ -262,7 +262,7 @@ func connect[T any](s *Stream[T], n *node, part partitioning) *edge {
 func connectKeyed[K comparable, T any](ks *KeyedStream[K, T], n *node) *edge {
 	e := ks.src.job.addEdge(ks.src.node, n, hashed)
 	connectKeyedEdge(e, ks)
-	e.exchange = func(x *hooks.Exchange, ups []exchangeUp) { rewriteExchange(e, ks, x, ups) }
+	e.exchange = func(x *group.Exchange, ups []exchangeUp) { rewriteExchange(e, ks, x, ups) }
 	return e
 }
 

@@ -1,6 +1,6 @@
 //go:build !race
 
-package weir
+package engine
 
 // raceEnabled: the race detector's instrumentation allocates, so
 // allocation counts are only checked without it.

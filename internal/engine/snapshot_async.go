@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -109,15 +109,12 @@ func deferrable(agg any, k, acc, out reflect.Type) bool {
 // A deferred encoding rests after every restEvery entries for encodeRest
 // times as long as they took: it takes at most a third of a core while it
 // runs, and three times as long. It runs beside the tasks, on the same
-// cores; at full speed the two window subtasks' encodings of Nexmark q11
-// (~400 K keys each at 2.9 M events/s) held one of the two cores for
-// ~115 ms after every barrier, which left the pipeline no spare capacity
-// to work off the records queued behind the barrier (at 50% of the
-// maximum rate, one core is all of its need): a trace put the run's
-// slowest rows at the end of the encoding, not of the barrier
-// (docs/performance.md, "Tenth pass"). A checkpoint completes later by as
-// much (about 0.35 s instead of 0.12 s there); the throughput run, which
-// has no spare core either way, does the same work.
+// cores; at full speed the encodings of a large keyed state would hold a
+// core after every barrier and leave the pipeline no spare capacity to
+// work off the records queued behind the barrier, so the slowest rows
+// would come at the end of the encoding, not of the barrier. A checkpoint
+// completes later by as much; a run with no spare core either way does the
+// same work.
 const (
 	restEvery  = 4096
 	encodeRest = 2
@@ -174,14 +171,13 @@ func deferEncode[E any](s *taskSnapshot, info opInfo, wm int64, g *codec.GroupWr
 // every key's windows are copied into one array and their encoding is
 // deferred.
 //
-// The copy used to be whole at the barrier, and every record queued behind
-// the barrier waited for it: Nexmark q11 holds ~700 K open sessions a
-// subtask at 4 M events/s, and a trace put each barrier's copy at 35–77 ms
-// (already prefetched, near the memory's bandwidth), right before each
-// ramp of the run's slow rows (docs/performance.md, "Fourteenth pass").
-// Now (fifteenth pass) the barrier only lists the keys' arena slots (the
-// table's values, read in order; no key's state is read) and the copy is
-// made copy-on-write, as Flink's heap backend makes its snapshots:
+// A whole copy at the barrier would make every record queued behind the
+// barrier wait for it, and with hundreds of thousands of open sessions a
+// subtask (Nexmark q11) even a prefetched copy, near the memory's
+// bandwidth, is a stop that shows in the slowest rows. So the barrier only
+// lists the keys' arena slots (the table's values, read in order; no key's
+// state is read) and the copy is made copy-on-write, as Flink's heap
+// backend makes its snapshots:
 //
 //   - the barrier starts an epoch; a key created from now on has the new
 //     epoch, and one whose epoch is behind is still to be copied;
@@ -203,8 +199,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 	op.copyRest()
 	// The arrays are reused; when they are too small they are replaced
 	// with headroom, not grown by slices.Grow, which would copy the old
-	// array whole (q11's trace showed that copy in the barrier while its
-	// sessions grew). A key has one window or more, so wins may still
+	// array whole in the barrier while a state grows. A key has one window
+	// or more, so wins may still
 	// grow by append; the entries hold indexes into it, not pointers
 	// (genKeyCopy), so they stay right in the grown array.
 	nkeys := op.keys.Len()
@@ -255,10 +251,9 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) barrierDeferred(b *barrierMsg, s *task
 }
 
 // copyStep is how many keys of a deferred snapshot's list the task copies
-// after an input batch (copySome): at ~70 ns a key for q11's scattered
-// sessions, ~0.15 ms, about one batch's work; the ~700 K keys of a q11
-// subtask are then copied over ~350 batches instead of in one stop of
-// 35–77 ms.
+// after an input batch (copySome): sized so that a step costs about one
+// batch's work even for scattered keys (a cache miss each), so a large
+// state is copied over many batches instead of in one stop.
 const copyStep = 2048
 
 // genCopy is a deferred snapshot's copy while the task makes it: the task

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 // FlatMapWith is FlatMap with a function per subtask: newFn is called once
 // for each subtask when the job starts, so the function it returns may keep

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package weir
+package engine
 
 import "time"
 

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"runtime"
@@ -7,7 +7,7 @@ import (
 )
 
 // coPerson and coRow are the person and row of Nexmark q8's plan as a
-// CoGroup (before its tenth pass, docs/performance.md), a CoGroup with
+// CoGroup (as it was planned before it became one aligned aggregate), a CoGroup with
 // hundreds of thousands of keys a window; nexmark.Q8Row is the row, which
 // this package cannot import.
 type (

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // order the heap would pop them (time, kind, seq): appending a window to its
 // queue keeps the queue sorted by seq, and the queues, few (two per open
 // window end at most), are kept sorted by (time, kind). Firing a window of
-// N keys then walks a slice instead of popping a heap of N entries: Nexmark
-// q8's profile had the heap's Pop at ~40% of the time to fire a window, and
-// every row of the window waits for the firing of the whole window.
+// N keys then walks a slice instead of popping a heap of N entries (each
+// Pop a walk down a heap larger than the caches), and every row of the
+// window waits for the firing of the whole window.
 //
 // Sessions (whose windows merge and grow) and the global window keep the
 // heap.
@@ -127,14 +127,14 @@ const (
 // ws[i+pfEvents] will read: the key's state (its gkey and window, the
 // window inline in it for most keys) and, when the accumulator is a slice
 // (CoGroup's and ProcessWindow's collected events), the first lines of
-// its elements. A window of Nexmark q8 at 4 M events/s has 350-400 K keys
-// per subtask. Their states were allocated in the order the queue holds
+// its elements. A window can hold hundreds of thousands of keys per
+// subtask. Their states were allocated in the order the queue holds
 // them, so walking them is nearly sequential, but each key's events grew
 // by append among the other keys' and lie anywhere on the heap: without
-// this, firing each key waited for that cache miss (and removing it for
-// its hash table slot's), and every row of the window waits for the keys
-// fired before it (docs/performance.md, "Ninth pass"). Prefetching only
-// passes addresses; nothing is read before the loop reaches it.
+// this, firing each key would wait for that cache miss (and removing it
+// for its hash table slot's), and every row of the window waits for the
+// keys fired before it. Prefetching only passes addresses; nothing is
+// read before the loop reaches it.
 func (op *genWindowOp[K, T, ACC, OUT, R]) prefetchFire(ws []winRef[K, ACC, OUT], i int) {
 	if j := i + pfKeys; j < len(ws) {
 		r := &ws[j]

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -96,19 +96,17 @@ type genWindowOp[K comparable, T, ACC, OUT, R any] struct {
 //
 // Its first window lives in the gkey itself (newKey, newWin): walking the
 // keys (a barrier's copy, firing) then reads one object per key instead of
-// scattered ones. The barrier's copy of Nexmark q8's state (CoGroup,
-// tumbling windows, most keys in one window) was bound by those cache
-// misses: 20–300 ms of the task's time per checkpoint in a trace at 300 K
-// events/s.
+// scattered ones. A barrier's copy of a state whose keys are mostly in one
+// window (Nexmark q8: CoGroup, tumbling windows) is otherwise bound by
+// those cache misses.
 //
 // A gkey holds no pointer of its own: a key whose only window is the
 // inline one (firstLive) needs nothing else, and the list of a key with
 // other windows is the operator's (more, winsOf). With a key, accumulator
 // and result without pointers (Nexmark q11: int64 bidders, counts), the
-// gkeys are then memory the garbage collector does not read. q11's
-// ~400 K open sessions a subtask were the largest part of the heap its
-// mark phases scanned, and its slowest rows came at the end of those
-// phases (docs/performance.md, "Twelfth pass"). The gkeys live in the
+// gkeys are then memory the garbage collector does not read: a query's
+// open keys can be most of its heap, and scanning them would slow the rows
+// processed during each mark phase. The gkeys live in the
 // operator's arena (window_keys.go), named by slot, so that nothing that
 // lists the keys (the table, the timers) holds a pointer either.
 type gkey[K comparable, ACC, OUT any] struct {
@@ -476,9 +474,8 @@ func (op *genWindowOp[K, T, ACC, OUT, R]) findWin(ks *gkey[K, ACC, OUT], start, 
 	}
 	// The merged session takes the memory of the first window it absorbs,
 	// once every merged window has been read, instead of a new allocation:
-	// a session that grows by an event is a merge, so allocating here was
-	// the largest share of Nexmark q11's allocation and so of its GC cycles
-	// (docs/performance.md, "Eighth pass"). Nothing else points to a
+	// a session that grows by an event is a merge, so allocating here would
+	// be a session query's main source of garbage. Nothing else points to a
 	// session window: its event-time timers are the key's (etimers),
 	// processing-time timers find windows by bounds, and only tumbling and
 	// hopping windows, which never merge, are queued by pointer

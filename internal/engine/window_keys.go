@@ -1,4 +1,4 @@
-package weir
+package engine
 
 // keyArena holds the general window operator's key states (gkey) in chunks
 // of arenaChunk that never move; a state is named by its index (its slot)
@@ -7,13 +7,11 @@ package weir
 // snapshot's list of the keys to copy is slots: none of them holds a
 // pointer, so the garbage collector does not read them, and with a key,
 // accumulator and result without pointers (Nexmark q11) the chunks are not
-// read either. Before, every open key was an object of its own, pointed to
-// from the table and the heap: a q11 subtask's ~700 K open sessions made
-// about 1.4 M pointers for each mark phase to follow (123 ms of CPU for the
-// last cycle of a latency run, with the machine's two cores already busy:
-// its slowest rows), and a key that went was garbage, whose replacement
-// was a new allocation: 115 MB of a 30 s run's 720 MB, the cycles'
-// largest steady cause (docs/performance.md, "Eighteenth pass").
+// read either. Were every open key an object of its own, pointed to from
+// the table and the heap, each mark phase would follow two pointers per
+// open key (hundreds of thousands of sessions a subtask in q11), slowing
+// the rows processed meanwhile, and every key that went would be garbage
+// whose replacement is a new allocation, driving the collector's cycles.
 //
 // A released slot is reused, last released first, by the next new key.
 // What may still name it (an entry of the event-time heap superseded

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"context"
@@ -289,9 +289,9 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) assign(r *keyed[K, T], ts int64) {
 //
 // A new bucket's table is made for the keys its window is expected to
 // hold (newLen), so that it does not grow while it fills: a doubling moves
-// every entry at once and stops the task (a window table of q5 holds
-// 400–700 K keys a subtask; a doubling of one took 5–20 ms, and up to
-// 580 ms on a busy machine, docs/performance.md).
+// every entry at once and stops the task for a time in proportion to the
+// table, and a window's table can hold hundreds of thousands of keys a
+// subtask (Nexmark q5).
 func (op *alignedWindowOp[K, T, ACC, OUT]) bucket(s, end, ts int64) *bucket[K, ACC] {
 	i := len(op.buckets)
 	for i > 0 && op.buckets[i-1].start >= s {

@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"slices"
@@ -10,13 +10,12 @@ import (
 // Copy-on-write snapshots of the aligned window operator.
 //
 // A deferred snapshot (snapshot_async.go) needs the state as it was at the
-// barrier while the task goes on changing it. The operator first copied
-// every bucket's table at the barrier (entry by entry, then two memmoves a
-// table): in q5 that copy stopped the task for 10–25 ms of CPU at every
-// checkpoint, right before a window fired (checkpoints and the hop's slide
-// are both every 2 s), and it was 12% of the throughput run's CPU (the
-// copies of growing tables were fresh memory each time). Now the barrier
-// copies nothing: the snapshot reads the live tables, which the task no
+// barrier while the task goes on changing it. Copying every bucket's table
+// at the barrier would stop the task for a time in proportion to the whole
+// state at every checkpoint, often right before a window fires (a hop's
+// slide and the checkpoint interval can coincide), and each copy of a
+// growing table is fresh memory. So the barrier copies nothing: the
+// snapshot reads the live tables, which the task no
 // longer changes until the coordinator has encoded them. Meanwhile a write
 // to a bucket goes to the bucket's delta table (its first write of a key
 // starts from the shared table's accumulator, which the task may read: the
@@ -29,7 +28,7 @@ import (
 // shared table on the first write of each, one upsert each to fold), off
 // the path of the firing that follows the barrier; a bucket that takes
 // many new keys meanwhile is copied after all (deltaSlot), so the cost
-// stays about the old copy's at most.
+// stays at most about that of a copy at the barrier.
 //
 // The coordinator encodes checkpoint n before it triggers n+1, and an
 // aborted checkpoint's encoding never runs: so when the next barrier
@@ -64,11 +63,11 @@ func (c *alignedCOW[K, ACC]) encoded() bool { return c.done.Load() == c.seq }
 // growing, for a new bucket (n: the entries of the last fired one), a copy
 // (n: what the table copied holds) or a delta (n = 0): the free table
 // that fits best, else the largest one, sized once to n. A window's table
-// of pointerful entries is large (q8: 128 MB for a subtask's window), and
-// allocating one is zeroing it in one go, which the runtime cannot
-// preempt: handing a delta a table sized for a window, and a new window a
-// delta's, made such allocations (and a table doubled a dozen times as a
-// window filled) where the right free table was waiting.
+// of pointerful entries can be large, and allocating one is zeroing it in
+// one go, which the runtime cannot preempt: handing a delta a table sized
+// for a window, or a new window a delta's, would make such allocations
+// (and a table doubled many times as a window filled) where the right
+// free table was waiting.
 func (op *alignedWindowOp[K, T, ACC, OUT]) freeTable(n int) *hashtable.Table[K, ACC] {
 	// better: a fits and b does not, or both fit and a is smaller, or
 	// neither does and a is larger.

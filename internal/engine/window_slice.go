@@ -1,4 +1,4 @@
-package weir
+package engine
 
 import (
 	"cmp"
@@ -21,10 +21,10 @@ import (
 // other windows. The aligned operator keeps a table per window, so a
 // record updates n tables and a checkpoint encodes n windows that mostly
 // hold the same keys: Nexmark q5 (10 s every 2 s) holds five tables of
-// ~700 K auctions a subtask, and their deferred encoding took 1.0–1.2 s of
-// every 2 s checkpoint interval, beside the tasks (docs/performance.md,
-// "Sixteenth pass"). The sliced operator keeps one table per slide (a
-// slice), as Flink's slicing window operators do:
+// mostly the same auctions, and encoding them all at every checkpoint
+// takes a large share of the interval beside the tasks. The sliced
+// operator keeps one table per slide (a slice), as Flink's slicing window
+// operators do:
 //
 //   - a record updates its slice, and the merged table of the next window
 //     to fire if the record is in it: two upserts instead of n;
@@ -33,8 +33,8 @@ import (
 //     merged in order, then kept current by the records; the window
 //     fires by walking it, as the aligned operator walks a window's
 //     table. Right after a firing, the other subtasks are still firing
-//     the same window on the same cores, and the merge (5–10 ms a slice
-//     in q5) would slow them down;
+//     the same window on the same cores, and the merge (a walk of a whole
+//     slice) would slow them down;
 //   - a slice leaves when the last window holding it fires;
 //   - a checkpoint encodes the slices written since the last one and
 //     reuses the encoding of the others: once the watermark has passed a
@@ -144,8 +144,7 @@ func (op *slicedWindowOp[K, T, ACC, OUT]) push(b *batch[keyed[K, T]]) error {
 		// so the record counts.
 		c.dirty = true
 		// op.upsert written out, as in the aligned operator's fast path:
-		// one call a record fewer (q5 per core, alternated: 3.3–5.5 M
-		// through op.upsert against 4.3–5.4 M).
+		// one call a record fewer on the per-record path.
 		var p *ACC
 		if c.shared {
 			p, _ = op.deltaSlot(c, r.hash, r.key)
@@ -272,8 +271,8 @@ func (op *slicedWindowOp[K, T, ACC, OUT]) seed(end int64) {
 // mergeAhead is how many entries a merge reads ahead of its upserts: each
 // upsert's slots in the merged table are prefetched that many entries
 // before it. The merged table is larger than the caches and its slots for
-// a walk in hash order lie at random, so each upsert was a cache miss in
-// turn (~110 ns; 13% of q5's CPU in its latency run was these merges).
+// a walk in hash order lie at random, so without it each upsert would be
+// a cache miss in turn.
 const mergeAhead = 16
 
 // mergeRoom, if set (tests), sees the merged table before a merge of n
@@ -293,9 +292,9 @@ var mergeRoom func(dst interface {
 // of their home slots pile up behind each other wherever the table's
 // entries and the new ones together are more than its slots, one cluster
 // that moves along with the walk and that each insert probes to its end.
-// q5's slices hold different auctions each: the first merge of a slice
-// into a merged table of the same size (which then doubled midway) took
-// 1.1 s instead of 8 ms.
+// Slices of mostly different keys (q5's auctions) merged into a table of
+// the same size would make that cluster grow with every insert, and the
+// merge quadratic.
 func (op *slicedWindowOp[K, T, ACC, OUT]) merge(dst *hashtable.Table[K, ACC], bk *bucket[K, ACC]) {
 	dst.Reserve(bk.tab.Len() + len(bk.added))
 	if c := bk.tab.Cap(); dst.Cap() < c {

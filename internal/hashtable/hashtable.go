@@ -23,11 +23,10 @@
 // doubling stay beside the new ones, every insert of a new key moves the
 // entries of the next migrateStep old slots, and a lookup that misses in
 // the new arrays looks in the old ones. A doubling that moved every entry
-// at once stopped its caller for the whole move: 141–148 ms for the last
-// doubling of a fill of 1 Mi plain keys (BenchmarkFill's max-ns), and in
-// Nexmark q5 three of them back to back in each window subtask while the
-// windows the job started in filled, 211–393 ms of p99 latency
-// (docs/performance.md, "Sixteenth pass"). The walks that may delete (Walk,
+// at once would stop its caller for the whole move, in proportion to the
+// table's size, and a window operator's tables double back to back while
+// its first windows fill: incremental moves bound the pause of any one
+// insert. The walks that may delete (Walk,
 // Sweep) and Reserve finish a migration first; the other operations, and
 // the read-only walks and copy (All, AllPrefetch, CopyTo), work on both
 // pairs of arrays. While an execution trace runs, each doubling of a large
@@ -283,8 +282,8 @@ func (t *Table[K, V]) Find(hash uint64, key K) int {
 		return -1
 	}
 	// The new arrays' probe is written out here, not a call of find:
-	// Find is the keyed state's per-record lookup (BenchmarkGet 3.55–3.77
-	// ns against 3.84–3.99 through find).
+	// Find is the keyed state's per-record lookup, and the call of find
+	// is a measurable part of it (BenchmarkGet).
 	i, tg := t.index(hash), tag(hash)
 	for {
 		c := t.ctrl[i]
@@ -368,7 +367,7 @@ const traceGrowSlots = 1 << 16
 func (t *Table[K, V]) grow() {
 	if trace.IsEnabled() && len(t.slots) >= traceGrowSlots {
 		// A traced run shows when the large doublings happen and how
-		// long each stops its caller (docs/performance.md, "Eighth pass").
+		// long each stops its caller.
 		trace.Log(context.Background(), "table-grow", strconv.Itoa(len(t.slots)))
 		defer trace.StartRegion(context.Background(), "table-grow").End()
 	}
@@ -409,9 +408,9 @@ func (t *Table[K, V]) All(fn func(hash uint64, key K, v *V) bool) {
 // all is All over one pair of arrays, and reports whether it got to the
 // end.
 func all[K comparable, V any](ctrl []uint8, slots []slot[K, V], fn func(hash uint64, key K, v *V) bool) bool {
-	// A byte at a time: the walk a word at a time (visit) made
-	// BenchmarkAllPrefetch's "all" walk, without the prefetches, take
-	// 17.3–19.5 ns a key instead of 8.6–10.3.
+	// A byte at a time: a walk a word at a time (as visit does) is slower
+	// here, where fn is called for every full slot (BenchmarkAllPrefetch's
+	// "all" walk).
 	for i, c := range ctrl {
 		if c&0x80 != 0 {
 			if s := &slots[i]; !fn(s.hash, s.key, &s.val) {

@@ -76,9 +76,8 @@ func allPrefetch[K comparable, V any](ctrl []uint8, slots []slot[K, V], fn func(
 // of 8 (a table's slots are a power of two, at least 16). It reads the
 // control bytes eight at a time: a full slot's has its top bit set (tag), so the
 // set top bits of a word are the full slots, visited in order without a
-// branch per slot (one byte at a time, the branch on each went either way
-// at random; BenchmarkAllPrefetch 9.2–11.4 → 6.0–10.2 ns a key,
-// BenchmarkAlignedFireRows 53.2–53.7 → 49.0–50.7, alternated).
+// branch per slot (one byte at a time, the branch on each would go either
+// way at random and be mispredicted often).
 func visit[K comparable, V any](ctrl []uint8, slots []slot[K, V], from, to int, fn func(hash uint64, key K, v *V) bool) bool {
 	for i := from; i < to; i += 8 {
 		for m := binary.LittleEndian.Uint64(ctrl[i:]) & fullBits; m != 0; m &= m - 1 {

@@ -14,7 +14,7 @@ import (
 // member id and generation in the application's consumer group and the
 // input partitions assigned to it, with the offset it last committed for
 // each. The Kafka connector's group runner updates it (through
-// hooks.GroupStatus and the root package); the metrics and the dashboard
+// group.Status and the engine); the metrics and the dashboard
 // read it. The zero value is a job not in group mode: nothing to show.
 type Group struct {
 	mu         sync.Mutex

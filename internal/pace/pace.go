@@ -11,16 +11,14 @@ import (
 // Grain is the longest a Pacer holds back a record that is due while it
 // waits for a batch's worth of records (Allow's want) to be due.
 //
-// A pacer that allowed whatever was due made its source read smaller and
-// smaller batches whenever it was a little behind: while the job sends a
-// batch on, more records come due, the next read takes those, and so on
-// down to a record or two a read, each with its clock reading, its pass
-// through the source's operators and its channel sends (Nexmark's paced
-// reader, which had the same rule, read 6.7 events a read at 6.4 M
-// events/s; docs/performance.md, "Thirteenth pass"). And one that waited
-// only for the next record's slot slept for under a microsecond at
-// millions of records a second. A record is still never allowed before its
-// slot, and a source's latency still counts from it.
+// A pacer that allowed whatever was due would make its source read smaller
+// and smaller batches whenever it was a little behind: while the job sends
+// a batch on, more records come due, the next read takes those, and so on
+// down to a record or two a read, each with its clock reading, its trip
+// through the source's operators and its channel sends. And one that
+// waited only for the next record's slot would sleep for under a
+// microsecond at millions of records a second. A record is still never
+// allowed before its slot, and a source's latency still counts from it.
 const Grain = time.Millisecond
 
 // MaxHold is the longest Hold asks a source to wait at once, so that it

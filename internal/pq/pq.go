@@ -14,9 +14,8 @@ type Item[T any] interface {
 // hundreds of thousands of timers (Nexmark q11: one per open session and
 // subtask) is larger than the caches, and a 4-ary heap is half as deep,
 // its four children of a node on one or two cache lines
-// (BenchmarkHeapLarge, 400 K timers: 757–768 ns a pop and push binary,
-// 632–702 ns 4-ary). Items pop in the same order as before: every user
-// orders its timers totally (a sequence number last).
+// (BenchmarkHeapLarge). The order items pop in does not depend on the
+// arity: every user orders its timers totally (a sequence number last).
 type Heap[T Item[T]] struct {
 	items []T
 }

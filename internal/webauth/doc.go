@@ -1,5 +1,6 @@
 // Package webauth is the access scheme of weir's HTTP servers (the control
-// endpoint, the metrics endpoint and the web dashboard), DESIGN §11:
+// endpoint, the metrics endpoint and the web dashboard), as docs/design.md
+// §11 (security model) sets out:
 //
 //   - a job token: 128 random bits (crypto/rand), written to a file of mode
 //     0600 beside the job's state and never logged; clients send it as

@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// tokenBytes is the token's entropy: 128 bits, as DESIGN §11 asks.
+// tokenBytes is the token's entropy: 128 bits, as docs/design.md §11
+// (security model) asks.
 const tokenBytes = 16
 
 // NewToken returns a random token: 128 bits from crypto/rand, in hex.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // CheckpointEvery wraps a restorable source: after every n records a
@@ -168,5 +168,5 @@ func (r *heldReader[T]) Close() error              { return r.r.Close() }
 // or Job.Checkpoint) passes time.Hour, so that no periodic checkpoint
 // falls inside it, whatever the draw.
 func FirstCheckpointAfter(d time.Duration) weir.Option {
-	return hooks.FirstCheckpointAfter(d).(weir.Option)
+	return engine.FirstCheckpointAfter(d)
 }

@@ -48,10 +48,9 @@ func main() {
 		q5Events = flag.Int64("q5-events", 2_000_000, "events of each q5 throughput run")
 		q5Lat    = flag.Duration("q5-latency", 12*time.Second, "length of each q5 latency run (q5 emits a row per 2 s slide)")
 		// The cap of q5's pacing run (weir bench nexmark --pacing-events),
-		// as in the standard runs of 10 M events (25 × 10 M): the default
-		// for 2 M events (50 M) bound, so the pacing run's windows were
-		// smaller than the latency run's, and the 2026-12-03 18:23 run
-		// paced q5 at 3.05 M/s, above what it sustains (p99 1,110 ms).
+		// as in the standard runs of 10 M events (25 × 10 M): a smaller
+		// cap bounds the pacing run's windows below the latency run's, and
+		// q5 is then paced above the rate it sustains.
 		q5Pacing  = flag.Int64("q5-pacing-events", 250_000_000, "at most this many events in each q5 pacing run")
 		fraction  = flag.Float64("latency-fraction", 0.5, "latency runs are paced at this fraction of the measured maximum")
 		machineNB = flag.String("note", "", "a note printed under the plot's title (e.g. the machine's load)")

@@ -19,7 +19,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 // Event is one input record.
@@ -68,7 +68,7 @@ func main() {
 		opts = append(opts, weir.IncrementalCheckpoints())
 	}
 	if *failpoint != "" {
-		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
+		opts = append(opts, engine.CheckpointHook(func(stage engine.CheckpointStage, id int64) {
 			if string(stage) == *failpoint && id >= *failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}

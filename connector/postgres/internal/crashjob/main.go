@@ -18,7 +18,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/postgres/internal/pgjob"
-	"github.com/weirstream/weir/internal/hooks"
+	"github.com/weirstream/weir/internal/engine"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func main() {
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if *failpoint != "" {
-		opts = append(opts, hooks.CheckpointHook(func(stage hooks.Stage, id int64) {
+		opts = append(opts, engine.CheckpointHook(func(stage engine.CheckpointStage, id int64) {
 			if string(stage) == *failpoint && id >= *failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
