@@ -80,16 +80,7 @@ type Unwrapper interface {
 }
 
 // unwrap follows Unwrapper to the innermost source or sink.
-func unwrap(s any) any {
-	for range 8 { // a bound, not a depth anyone needs
-		u, ok := s.(Unwrapper)
-		if !ok {
-			break
-		}
-		s = u.Unwrap()
-	}
-	return s
-}
+func unwrap(s any) any { return group.Unwrap(s) }
 
 // GroupRunner implements group.RunnerSource: a job of Kafka sources runs
 // in group mode (weir.AppID) through this package.

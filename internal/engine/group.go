@@ -55,22 +55,14 @@ func AppID(id string) Option {
 const defaultCommitInterval = 100 * time.Millisecond
 
 // findGroupRunner returns the group runner of the job's first source that
-// offers one, looking through wrappers (an Unwrap() any method).
+// offers one, looking through wrappers (group.Unwrap).
 func (j *Job) findGroupRunner() group.Runner {
 	for _, n := range j.nodes {
-		if n.run == nil || n.impl == nil {
+		if n.run == nil {
 			continue
 		}
-		s := n.impl
-		for range 8 { // a bound, not a depth anyone needs
-			if rs, ok := s.(group.RunnerSource); ok {
-				return rs.GroupRunner()
-			}
-			u, ok := s.(interface{ Unwrap() any })
-			if !ok {
-				break
-			}
-			s = u.Unwrap()
+		if rs, ok := group.Unwrap(n.impl).(group.RunnerSource); ok {
+			return rs.GroupRunner()
 		}
 	}
 	return nil

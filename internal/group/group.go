@@ -27,10 +27,25 @@ type Runner interface {
 }
 
 // RunnerSource is a source that can run the job it belongs to in group
-// mode: the engine asks the job's sources (looking through wrappers that
-// have an Unwrap() any method) for their Runner.
+// mode: the engine asks the job's sources (looking through wrappers, see
+// Unwrap) for their Runner.
 type RunnerSource interface {
 	GroupRunner() Runner
+}
+
+// Unwrap follows Unwrap() any methods from s to the innermost source or
+// sink: a wrapper that decodes another connector's records (the SQL
+// connector's rows) passes contexts, splits, positions and checkpoint
+// notifications through, so group mode looks through it.
+func Unwrap(s any) any {
+	for range 8 { // a bound, not a depth anyone needs
+		u, ok := s.(interface{ Unwrap() any })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	return s
 }
 
 // Job is a job run in group mode (weir.AppID): one job over several
