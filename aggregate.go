@@ -60,7 +60,7 @@ func Avg[T any, N Number](fn func(T) N) AggregateFunction[T, AvgAcc, float64] {
 
 // Reduce combines each window's records per key with fn, which must be
 // associative.
-func Reduce[K comparable, T any](ws *WindowedStream[K, T], fn func(a, b T) T, opts ...Option) *Stream[WindowResult[K, T]] {
+func Reduce[K comparable, T any](ws *WindowedStream[K, T], fn func(a, b T) T, opts ...WindowOption) *Stream[WindowResult[K, T]] {
 	return engine.Reduce[K, T](ws, fn, opts...)
 }
 

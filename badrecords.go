@@ -31,14 +31,6 @@ func DeadLetter(sink Sink[BadRecord]) BadRecordPolicy {
 	return engine.DeadLetter(sink)
 }
 
-// OnBadRecord sets what a source does with records it cannot decode: Fail,
-// Skip or DeadLetter(sink). It is an option of FromSource. The source's
-// split readers must implement BadRecordReporter for Skip and DeadLetter
-// (the file, log and Kafka connectors do); Run fails otherwise.
-func OnBadRecord(p BadRecordPolicy) Option {
-	return engine.OnBadRecord(p)
-}
-
 // BadRecord is a record that a source could not decode: a dead letter.
 type BadRecord = engine.BadRecord
 

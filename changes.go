@@ -24,7 +24,7 @@ import (
 // Flink does). Results carry the input's timestamps. State is one row per
 // live key, kept for ever unless StateRetention bounds it (a key then
 // restarts with an Insert after d without a change).
-func NormalizeChanges[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...Option) *Stream[Change[V]] {
+func NormalizeChanges[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...RetentionOption) *Stream[Change[V]] {
 	return engine.NormalizeChanges[K, V](ks, opts...)
 }
 
@@ -41,7 +41,7 @@ type Table[K comparable, V comparable] = engine.Table[K, V]
 // every update carries its before-image and repeated values are dropped.
 // Options are those of NormalizeChanges (Name, UID, Parallelism,
 // StateRetention).
-func ToTable[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...Option) *Table[K, V] {
+func ToTable[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...RetentionOption) *Table[K, V] {
 	return engine.ToTable[K, V](ks, opts...)
 }
 
@@ -51,7 +51,7 @@ func ToTable[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...
 type Change[T any] = engine.Change[T]
 
 // Changes turns an append-only stream into a changelog of inserts.
-func Changes[T any](s *Stream[T], opts ...Option) *Stream[Change[T]] {
+func Changes[T any](s *Stream[T], opts ...OperatorOption) *Stream[Change[T]] {
 	return engine.Changes[T](s, opts...)
 }
 
@@ -62,7 +62,7 @@ func Changes[T any](s *Stream[T], opts ...Option) *Stream[Change[T]] {
 // match. Applying the output to a view gives the join of the two input
 // views at every moment. Retracting a value that is not there is ignored,
 // as in Flink. State is kept for ever, as in Join.
-func JoinChanges[K, L, R comparable, OUT any](left *KeyedStream[K, Change[L]], right *KeyedStream[K, Change[R]], fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[Change[OUT]] {
+func JoinChanges[K, L, R comparable, OUT any](left *KeyedStream[K, Change[L]], right *KeyedStream[K, Change[R]], fn func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[Change[OUT]] {
 	return engine.JoinChanges[K, L, R, OUT](left, right, fn, opts...)
 }
 
@@ -82,7 +82,7 @@ type RetractingAggregateFunction[T, ACC, OUT any] = engine.RetractingAggregateFu
 // been retracted. Retracting from a key with no values is ignored. Results
 // carry the event time of the change that caused them. State is kept for
 // ever. For an append-only stream, wrap it with Changes.
-func AggregateChanges[K comparable, T, ACC any, OUT comparable](ks *KeyedStream[K, Change[T]], agg RetractingAggregateFunction[T, ACC, OUT], opts ...Option) *Stream[Change[KeyValue[K, OUT]]] {
+func AggregateChanges[K comparable, T, ACC any, OUT comparable](ks *KeyedStream[K, Change[T]], agg RetractingAggregateFunction[T, ACC, OUT], opts ...RetentionOption) *Stream[Change[KeyValue[K, OUT]]] {
 	return engine.AggregateChanges[K, T, ACC, OUT](ks, agg, opts...)
 }
 

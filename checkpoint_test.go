@@ -105,8 +105,8 @@ func failingSource(job *weir.Job, evs []ev, failAt int64, failed *atomic.Bool) *
 // buildCounting is a stateful job: tumbling counts per key and a running
 // count per key (Process), into a two-phase-commit sink. failAt > 0 makes
 // the map fail once when it sees that event.
-func buildCounting(evs []ev, p int, dir string, sink weir.Sink[string], failAt int64, failed *atomic.Bool, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("counting", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
+func buildCounting(evs []ev, p int, dir string, sink weir.Sink[string], failAt int64, failed *atomic.Bool, opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("counting", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour})}, opts...)...)
 	src := failingSource(job, evs, failAt, failed)
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))

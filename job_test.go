@@ -44,9 +44,9 @@ func batchCount(cs []click, size time.Duration) map[wkey]int64 {
 	return m
 }
 
-func runCount(t *testing.T, cs []click, p int, bound time.Duration, opts ...weir.Option) (map[wkey]int64, *weir.Job) {
+func runCount(t *testing.T, cs []click, p int, bound time.Duration, opts ...weir.JobOption) (map[wkey]int64, *weir.Job) {
 	t.Helper()
-	job := weir.NewJob("ad-clicks", append([]weir.Option{weir.Parallelism(p)}, opts...)...)
+	job := weir.NewJob("ad-clicks", append([]weir.JobOption{weir.Parallelism(p)}, opts...)...)
 	src := weir.FromSource(job, "clicks", weir.SliceSource(cs),
 		weir.BoundedOutOfOrderness(bound, func(c click) time.Time { return c.TS }))
 	perAd := weir.KeyBy(src, func(c click) string { return c.AdID })

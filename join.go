@@ -6,20 +6,6 @@ import (
 	"github.com/weirstream/weir/internal/engine"
 )
 
-// StateRetention bounds the state of Join, JoinChanges and AggregateChanges,
-// which is kept for ever otherwise: an element of a join side expires d
-// after it arrived, and a group of AggregateChanges d after its last
-// change, in processing time (the job's Clock), as Flink's
-// table.exec.state.ttl (idle state retention). Expired state is not seen
-// again: a late partner of an expired element does not join it, and a
-// change to an expired group starts it over with an Insert. Results then
-// depend on processing time and are not reproducible by replaying the
-// input: use it where keys go quiet and the state would otherwise grow
-// without bound.
-func StateRetention(d time.Duration) Option {
-	return engine.StateRetention(d)
-}
-
 // CoGroup cuts both keyed streams into the same windows and calls fn once
 // per key and window that has events on either side, with the events of
 // each side in arrival order (Flink's coGroup). A side without events in
@@ -29,7 +15,7 @@ func StateRetention(d time.Duration) Option {
 // belong to are dropped and counted, as in a windowed aggregate. fn may
 // keep the slices it is given and append to them; a kept slice may keep
 // alive memory that other calls' slices were cut from (up to 16 KiB).
-func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows, fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows, fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...WindowOption) *Stream[OUT] {
 	return engine.CoGroup[K, L, R, OUT](left, right, w, fn, opts...)
 }
 
@@ -38,7 +24,7 @@ func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedS
 // left and a right event with the same key in the same window. A pair in
 // several hopping windows is joined once per window. Results carry the
 // window's last millisecond as their timestamp.
-func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows, fn func(key K, win WindowInfo, l L, r R) OUT, opts ...Option) *Stream[OUT] {
+func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows, fn func(key K, win WindowInfo, l L, r R) OUT, opts ...WindowOption) *Stream[OUT] {
 	return engine.WindowJoin[K, L, R, OUT](left, right, w, fn, opts...)
 }
 
@@ -54,7 +40,7 @@ func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *Key
 // (weir_late_records_dropped_total), as in Flink. weir removes a left event
 // only once the watermark is beyond t+upper (Flink removes it at t+upper,
 // which can miss a right event at exactly t+upper that is not late).
-func IntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration, fn func(key K, l L, r R) OUT, opts ...Option) *Stream[OUT] {
+func IntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration, fn func(key K, l L, r R) OUT, opts ...OperatorOption) *Stream[OUT] {
 	return engine.IntervalJoin[K, L, R, OUT](left, right, lower, upper, fn, opts...)
 }
 
@@ -67,7 +53,7 @@ func IntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *K
 // the job is bounded; WindowJoin and IntervalJoin bound their state by
 // event time. The output is append-only; for
 // inputs with retractions use JoinChanges.
-func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[OUT] {
+func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], fn func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[OUT] {
 	return engine.Join[K, L, R, OUT](left, right, fn, opts...)
 }
 
@@ -109,7 +95,7 @@ const (
 // removes them; an event below the watermark when it arrives is dropped
 // and counted in weir_late_records_dropped_total (Flink's SQL join emits a
 // late event of an outer side at once with the other side empty instead).
-func OuterIntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration, kind OuterJoinKind, fn func(key K, l Opt[L], r Opt[R]) OUT, opts ...Option) *Stream[OUT] {
+func OuterIntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration, kind OuterJoinKind, fn func(key K, l Opt[L], r Opt[R]) OUT, opts ...OperatorOption) *Stream[OUT] {
 	return engine.OuterIntervalJoin[K, L, R, OUT](left, right, lower, upper, kind, fn, opts...)
 }
 
@@ -137,7 +123,7 @@ func OuterIntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], rig
 // is the table's current rows plus what changed within the watermark's
 // lag. A late version (below the watermark) still counts for the probes
 // not yet joined.
-func TemporalJoin[K comparable, L, R, OUT any](probe *KeyedStream[K, L], versions *KeyedStream[K, Change[R]], fn func(key K, l L, r Opt[R]) OUT, opts ...Option) *Stream[OUT] {
+func TemporalJoin[K comparable, L, R, OUT any](probe *KeyedStream[K, L], versions *KeyedStream[K, Change[R]], fn func(key K, l L, r Opt[R]) OUT, opts ...OperatorOption) *Stream[OUT] {
 	return engine.TemporalJoin[K, L, R, OUT](probe, versions, fn, opts...)
 }
 
@@ -150,6 +136,6 @@ func TemporalJoin[K comparable, L, R, OUT any](probe *KeyedStream[K, L], version
 // UpdateBefore clears it), and only the current row is kept. fn gets an
 // empty Opt when the key has no row. Results carry the probe's time and
 // depend on how the two inputs interleave: a replay may join differently.
-func TemporalJoinProcTime[K comparable, L, R, OUT any](probe *KeyedStream[K, L], versions *KeyedStream[K, Change[R]], fn func(key K, l L, r Opt[R]) OUT, opts ...Option) *Stream[OUT] {
+func TemporalJoinProcTime[K comparable, L, R, OUT any](probe *KeyedStream[K, L], versions *KeyedStream[K, Change[R]], fn func(key K, l L, r Opt[R]) OUT, opts ...OperatorOption) *Stream[OUT] {
 	return engine.TemporalJoinProcTime[K, L, R, OUT](probe, versions, fn, opts...)
 }

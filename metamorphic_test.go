@@ -122,7 +122,7 @@ func TestMetamorphic(t *testing.T) {
 func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
 	t.Helper()
 	ckDir := t.TempDir()
-	opts := []weir.Option{weir.Parallelism(c.p), weir.BatchSize(c.batch), weir.BufferTimeout(c.buffer),
+	opts := []weir.JobOption{weir.Parallelism(c.p), weir.BatchSize(c.batch), weir.BufferTimeout(c.buffer),
 		// Checkpoints at c.ckEvery, and the final one; none periodic.
 		weir.Checkpointing(time.Hour, ckDir), weirtest.FirstCheckpointAfter(time.Hour),
 		weir.Clock(func() time.Time { return time.UnixMilli(1_000_000) }),

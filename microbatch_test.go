@@ -17,7 +17,7 @@ type mbRun struct {
 	every int // > 0: an epoch (a checkpoint) after every `every` records
 	// failAt >= 0: fail once, at the record of that index.
 	failAt int64
-	opts   []weir.Option
+	opts   []weir.JobOption
 }
 
 // mbResult is what a run produced: the committed output, the events
@@ -36,7 +36,7 @@ func runWindowCounts(t *testing.T, evs []ev, r mbRun) mbResult {
 	t.Helper()
 	var res mbResult
 	sink := newMemSink()
-	job := weir.NewJob("mb", append([]weir.Option{weir.Parallelism(r.p),
+	job := weir.NewJob("mb", append([]weir.JobOption{weir.Parallelism(r.p),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 3, Interval: time.Hour})}, r.opts...)...)
 	var in weir.Source[ev] = weir.SliceSource(evs)
 	if r.every > 0 {
@@ -85,7 +85,7 @@ func TestMicrobatchEqualsContinuous(t *testing.T) {
 	}
 	for _, every := range []int{97, 1000, 4000} {
 		got := runWindowCounts(t, evs, mbRun{p: 2, every: every, failAt: -1,
-			opts: []weir.Option{weir.Microbatch(time.Hour), weir.Checkpointing(time.Hour, t.TempDir())}})
+			opts: []weir.JobOption{weir.Microbatch(time.Hour), weir.Checkpointing(time.Hour, t.TempDir())}})
 		if fmt.Sprint(got.out) != fmt.Sprint(want.out) || got.dropped != 0 {
 			t.Fatalf("epochs of %d records: %d results (%d dropped), continuous %d", every, len(got.out), got.dropped, len(want.out))
 		}
@@ -93,7 +93,7 @@ func TestMicrobatchEqualsContinuous(t *testing.T) {
 			t.Fatalf("epochs of %d records: %d epochs committed, want at least %d", every, n, min)
 		}
 	}
-	got := runWindowCounts(t, evs, mbRun{p: 2, failAt: -1, opts: []weir.Option{weir.Microbatch(time.Millisecond)}})
+	got := runWindowCounts(t, evs, mbRun{p: 2, failAt: -1, opts: []weir.JobOption{weir.Microbatch(time.Millisecond)}})
 	if fmt.Sprint(got.out) != fmt.Sprint(want.out) || got.dropped != 0 {
 		t.Fatalf("epochs of 1ms in memory: %d results (%d dropped), continuous %d", len(got.out), got.dropped, len(want.out))
 	}
@@ -115,7 +115,7 @@ func TestMicrobatchLateBeyondTheBound(t *testing.T) {
 	prev := cont.dropped
 	for _, every := range []int{100, 1000, 3000} {
 		got := runWindowCounts(t, evs, mbRun{p: 1, every: every, failAt: -1,
-			opts: []weir.Option{weir.Microbatch(time.Hour), weir.Checkpointing(time.Hour, t.TempDir())}})
+			opts: []weir.JobOption{weir.Microbatch(time.Hour), weir.Checkpointing(time.Hour, t.TempDir())}})
 		if got.dropped > prev {
 			t.Fatalf("epochs of %d records dropped %d, more than %d (continuous %d)", every, got.dropped, prev, cont.dropped)
 		}
@@ -135,7 +135,7 @@ func TestMicrobatchRecoversAtAnEpochBoundary(t *testing.T) {
 	want := runWindowCounts(t, evs, mbRun{p: 2, failAt: -1})
 	const every = 500
 	got := runWindowCounts(t, evs, mbRun{p: 2, every: every, failAt: 7250,
-		opts: []weir.Option{weir.Microbatch(time.Hour), weir.Checkpointing(time.Hour, t.TempDir())}})
+		opts: []weir.JobOption{weir.Microbatch(time.Hour), weir.Checkpointing(time.Hour, t.TempDir())}})
 	if n := got.job.Metrics().Checkpoints.Restarts; n != 1 {
 		t.Fatalf("%d restarts, want 1", n)
 	}

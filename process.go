@@ -50,14 +50,14 @@ type ProcessFunc[K comparable, IN, OUT any] = engine.ProcessFunc[K, IN, OUT]
 // Open (state in the snapshot that Open does not create fails the
 // restore). State lives in the job's state backend: HeapState (default)
 // or PebbleState.
-func Process[K comparable, T, OUT any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, OUT], opts ...Option) *Stream[OUT] {
+func Process[K comparable, T, OUT any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, OUT], opts ...OperatorOption) *Stream[OUT] {
 	return engine.Process[K, T, OUT](ks, fn, opts...)
 }
 
 // ProcessWith is Process with a factory called once per subtask, so that a
 // function keeping state handles in its fields gets one instance per
 // subtask.
-func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() KeyedProcessFunction[K, T, OUT], opts ...Option) *Stream[OUT] {
+func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() KeyedProcessFunction[K, T, OUT], opts ...OperatorOption) *Stream[OUT] {
 	return engine.ProcessWith[K, T, OUT](ks, newFn, opts...)
 }
 

@@ -178,8 +178,8 @@ func TestPebbleStateLargerThanMemory(t *testing.T) {
 	stateDir := t.TempDir()
 	var peak atomic.Int64
 	var heapAlloc atomic.Uint64
-	build := func(dir string, opts ...weir.Option) *weir.Collector[string] {
-		job := weir.NewJob("blobs", append([]weir.Option{weir.Parallelism(2)}, opts...)...)
+	build := func(dir string, opts ...weir.JobOption) *weir.Collector[string] {
+		job := weir.NewJob("blobs", append([]weir.JobOption{weir.Parallelism(2)}, opts...)...)
 		src := weir.FromSource(job, "events", weir.SliceSource(evs),
 			weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
 		out := weir.Collect(weir.ProcessWith(weir.KeyBy(src, func(e ev) string { return e.Key }),

@@ -730,8 +730,8 @@ func (f *ckProc) OnTimer(ctx *weir.KeyedContext[string, string], t time.Time) er
 
 // buildProcessJob is buildCounting's job with a Process of ckProc instead
 // of windows.
-func buildProcessJob(evs []ev, p int, dir string, sink *memSink, failAt int64, failed *atomic.Bool, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("process", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
+func buildProcessJob(evs []ev, p int, dir string, sink *memSink, failAt int64, failed *atomic.Bool, opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("process", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(5*time.Millisecond, dir),
 		weir.Clock(func() time.Time { return time.UnixMilli(1_000_000) }),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 100, Interval: time.Hour})}, opts...)...)
 	src := failingSource(job, evs, failAt, failed)
@@ -818,7 +818,7 @@ func (c *counter) ProcessElement(ctx *weir.KeyedContext[string, string], e ev) e
 
 // countJob counts evs per key with a Process of UID "count"; src is the
 // source's UID.
-func countJob(evs []ev, src string, opts ...weir.Option) (*weir.Job, *weir.Collector[string]) {
+func countJob(evs []ev, src string, opts ...weir.JobOption) (*weir.Job, *weir.Collector[string]) {
 	job := weir.NewJob("count", opts...)
 	s := weir.FromSource(job, "events", weir.SliceSource(evs),
 		weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID(src))

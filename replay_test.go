@@ -11,8 +11,8 @@ import (
 )
 
 // windowJobTo is windowJob into any sink of strings.
-func windowJobTo(count int64, rate float64, p int, dir string, sink weir.Sink[string], opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
+func windowJobTo(count int64, rate float64, p int, dir string, sink weir.Sink[string], opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("sp", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
 	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents),
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(time.Second)), weir.Count[ev](), weir.UID("counts"))

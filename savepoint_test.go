@@ -20,17 +20,17 @@ func genEvents(i int64, rng *rand.Rand) ev {
 	return ev{Key: fmt.Sprintf("k%d", rng.IntN(30)), TS: i*10 - rng.Int64N(300)}
 }
 
-func windowJob(count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+func windowJob(count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.JobOption) *weir.Job {
 	return windowJobOf(weir.Tumbling(time.Second), count, rate, p, dir, sink, opts...)
 }
 
-func windowJobOf(w weir.Windows, count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+func windowJobOf(w weir.Windows, count int64, rate float64, p int, dir string, sink *memSink, opts ...weir.JobOption) *weir.Job {
 	return windowJobHeld(w, count, rate, 0, p, dir, sink, opts...)
 }
 
 // windowJobHeld is windowJobOf whose source readers each stop after hold
 // records (0: never), see weirtest.HoldAfter.
-func windowJobHeld(w weir.Windows, count int64, rate float64, hold, p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
+func windowJobHeld(w weir.Windows, count int64, rate float64, hold, p int, dir string, sink *memSink, opts ...weir.JobOption) *weir.Job {
 	gen := weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents)
 	if hold > 0 {
 		gen = weirtest.HoldAfter(gen.(weir.RestorableSource[ev]), hold)
@@ -40,8 +40,8 @@ func windowJobHeld(w weir.Windows, count int64, rate float64, hold, p int, dir s
 
 // windowJobFrom is windowJobOf reading src: the generator's events, or a
 // source wrapping them.
-func windowJobFrom(w weir.Windows, gen weir.Source[ev], p int, dir string, sink *memSink, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("sp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
+func windowJobFrom(w weir.Windows, gen weir.Source[ev], p int, dir string, sink *memSink, opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("sp", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
 	src := weir.FromSource(job, "gen", gen,
 		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w), weir.Count[ev](), weir.UID("counts"))

@@ -31,7 +31,7 @@ const sessionKeys = 8000
 func TestSessionCopyThroughCheckpoints(t *testing.T) {
 	const n = 5 * sessionKeys
 	w := weir.Session(time.Hour)
-	run := func(sink *memSink, gen weir.Source[ev], p int, opts ...weir.Option) *weir.Job {
+	run := func(sink *memSink, gen weir.Source[ev], p int, opts ...weir.JobOption) *weir.Job {
 		return windowJobFrom(w, gen, p, t.TempDir(), sink, opts...)
 	}
 	source := func(count int64, rate float64) weir.Source[ev] {

@@ -16,7 +16,7 @@ type SinkFunc[T any] = engine.SinkFunc[T]
 
 // To writes s to sink. The sink is chained to its input and runs at its
 // parallelism unless Parallelism says otherwise.
-func To[T any](s *Stream[T], sink Sink[T], opts ...Option) {
+func To[T any](s *Stream[T], sink Sink[T], opts ...OperatorOption) {
 	engine.To[T](s, sink, opts...)
 }
 
@@ -26,7 +26,7 @@ type Collector[T any] = engine.Collector[T]
 // Collect attaches a sink that keeps every record of s in memory. Items
 // returns them once Run has returned (in arrival order per subtask; the
 // interleaving of subtasks is not defined).
-func Collect[T any](s *Stream[T], opts ...Option) *Collector[T] {
+func Collect[T any](s *Stream[T], opts ...OperatorOption) *Collector[T] {
 	return engine.Collect[T](s, opts...)
 }
 

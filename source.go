@@ -25,7 +25,7 @@ import (
 // beyond the balance) should be folded into a state that records the
 // refusal, not returned as errors. State is one S per live key, kept for
 // ever unless StateRetention bounds it.
-func Fold[K comparable, E, S any](ks *KeyedStream[K, E], fn func(key K, state Opt[S], e E) (Opt[S], error), opts ...Option) *Stream[Change[KeyValue[K, S]]] {
+func Fold[K comparable, E, S any](ks *KeyedStream[K, E], fn func(key K, state Opt[S], e E) (Opt[S], error), opts ...RetentionOption) *Stream[Change[KeyValue[K, S]]] {
 	return engine.Fold[K, E, S](ks, fn, opts...)
 }
 
@@ -119,7 +119,7 @@ func NoWatermarks[T any]() WatermarkStrategy[T] {
 
 // FromSource adds a source to the job. The source runs at the job's
 // parallelism (or Parallelism(n)), capped by its number of splits.
-func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[T], opts ...Option) *Stream[T] {
+func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[T], opts ...SourceOption) *Stream[T] {
 	return engine.FromSource[T](j, name, src, ws, opts...)
 }
 

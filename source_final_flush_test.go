@@ -2,10 +2,11 @@ package weir_test
 
 import (
 	"context"
-	"github.com/weirstream/weir/internal/weirtest"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/weirtest"
 
 	"github.com/weirstream/weir"
 )

@@ -144,7 +144,7 @@ func evs(from, to, step int64) []ev {
 	return out
 }
 
-func runPause(t *testing.T, src *pauseSource, ws weir.WatermarkStrategy[ev], opts ...weir.Option) (*weir.Collector[weir.LateEvent[string, ev]], *weir.Collector[weir.WindowResult[string, int64]], func() error) {
+func runPause(t *testing.T, src *pauseSource, ws weir.WatermarkStrategy[ev], opts ...weir.JobOption) (*weir.Collector[weir.LateEvent[string, ev]], *weir.Collector[weir.WindowResult[string, int64]], func() error) {
 	t.Helper()
 	job := weir.NewJob("pause", opts...)
 	in := weir.FromSource(job, "two", weir.Source[ev](src), ws)

@@ -3,12 +3,13 @@ package weir_test
 import (
 	"context"
 	"fmt"
-	"github.com/weirstream/weir/internal/weirtest"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/weirtest"
 
 	"github.com/weirstream/weir"
 )
@@ -51,7 +52,7 @@ func TestTableOperatorsRecoverExactlyOnce(t *testing.T) {
 	}
 	slices.Sort(want)
 
-	build := func(p int, failed *atomic.Bool, sink *memSink, state weir.Option) *weir.Job {
+	build := func(p int, failed *atomic.Bool, sink *memSink, state weir.JobOption) *weir.Job {
 		job := weir.NewJob("tables", weir.Parallelism(p), weir.BatchSize(16), weir.Checkpointing(5*time.Millisecond, t.TempDir()), state,
 			weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 10, Interval: time.Hour}))
 		// A checkpoint after every 200 left events: at least two complete
@@ -94,9 +95,9 @@ func TestTableOperatorsRecoverExactlyOnce(t *testing.T) {
 	}
 	for _, c := range []struct {
 		p     int
-		state func() weir.Option
+		state func() weir.JobOption
 	}{
-		{1, weir.HeapState}, {2, weir.HeapState}, {3, func() weir.Option { return weir.PebbleState(t.TempDir(), 8<<20) }}, {4, weir.HeapState},
+		{1, weir.HeapState}, {2, weir.HeapState}, {3, func() weir.JobOption { return weir.PebbleState(t.TempDir(), 8<<20) }}, {4, weir.HeapState},
 	} {
 		got := newMemSink()
 		var failed atomic.Bool

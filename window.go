@@ -77,7 +77,7 @@ type WindowResult[K comparable, V any] = engine.WindowResult[K, V]
 type WindowedStream[K comparable, T any] = engine.WindowedStream[K, T]
 
 // Window cuts a keyed stream into windows.
-func Window[K comparable, T any](ks *KeyedStream[K, T], w Windows, opts ...Option) *WindowedStream[K, T] {
+func Window[K comparable, T any](ks *KeyedStream[K, T], w Windows, opts ...WindowOption) *WindowedStream[K, T] {
 	return engine.Window[K, T](ks, w, opts...)
 }
 
@@ -120,7 +120,7 @@ type LateEvent[K comparable, T any] = engine.LateEvent[K, T]
 // WindowResult per key and window when the watermark passes the window's
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
-func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...Option) *Stream[WindowResult[K, OUT]] {
+func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...WindowOption) *Stream[WindowResult[K, OUT]] {
 	return engine.Aggregate[K, T, ACC, OUT](ws, agg, opts...)
 }
 
@@ -138,6 +138,6 @@ func LateEvents[T any, K comparable, V any](results *Stream[WindowResult[K, V]])
 // It supports every window kind but Sliding, triggers and allowed lateness
 // (a late firing calls fn again with all events so far). Prefer Aggregate
 // when an incremental aggregate will do: ProcessWindow keeps every event.
-func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...WindowOption) *Stream[OUT] {
 	return engine.ProcessWindow[K, T, OUT](ws, fn, opts...)
 }

@@ -56,7 +56,7 @@ func runGoldenCase(t *testing.T, opts string, lines []string) string {
 	var (
 		w       weir.Windows
 		bound   time.Duration
-		wopts   []weir.Option
+		wopts   []weir.WindowOption
 		sideOut bool
 	)
 	ms := func(s string) time.Duration {

@@ -72,7 +72,7 @@ func batchAligned(evs []ev, size, slide int64) map[spanKey]int64 {
 // runSigned runs a count and returns, per window, the signed sum of its
 // results (Insert and UpdateAfter add, UpdateBefore and Delete subtract)
 // and the last value, plus the number of dropped events.
-func runSigned(t *testing.T, evs []ev, w weir.Windows, bound time.Duration, p, bs int, opts ...weir.Option) (signed, last map[spanKey]int64, dropped int64) {
+func runSigned(t *testing.T, evs []ev, w weir.Windows, bound time.Duration, p, bs int, opts ...weir.WindowOption) (signed, last map[spanKey]int64, dropped int64) {
 	t.Helper()
 	job := weir.NewJob("prop", weir.Parallelism(p), weir.BatchSize(bs))
 	src := weir.FromSource(job, "events", weir.SliceSource(evs),

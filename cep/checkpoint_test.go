@@ -28,8 +28,8 @@ func cpPattern() *Pattern[ev] {
 		Within(200 * time.Millisecond)
 }
 
-func cpJob(count int64, rate float64, p int, dir string, out *weir.Collector[string], opts ...weir.Option) (*weir.Job, *weir.Collector[string]) {
-	job := weir.NewJob("cep-cp", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
+func cpJob(count int64, rate float64, p int, dir string, out *weir.Collector[string], opts ...weir.JobOption) (*weir.Job, *weir.Collector[string]) {
+	job := weir.NewJob("cep-cp", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
 	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 5, Rate: rate}, genEv),
 		weir.BoundedOutOfOrderness(5*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
 	m := Detect(weir.KeyBy(src, func(e ev) int { return e.Key }), cpPattern(),
@@ -57,9 +57,9 @@ func TestCheckpointRestoreRescale(t *testing.T) {
 		pebble bool
 	}{{1, false}, {3, false}, {3, true}} {
 		t.Run(fmt.Sprintf("p=%d,pebble=%v", tc.p, tc.pebble), func(t *testing.T) {
-			var backend []weir.Option
+			var backend []weir.JobOption
 			if tc.pebble {
-				backend = []weir.Option{weir.PebbleState(t.TempDir(), 16<<20)}
+				backend = []weir.JobOption{weir.PebbleState(t.TempDir(), 16<<20)}
 			}
 			// 10 K events/s: the savepoint has two seconds to land before the
 			// first run passes the reference run's end, on a loaded machine too.
@@ -79,7 +79,7 @@ func TestCheckpointRestoreRescale(t *testing.T) {
 				t.Fatalf("the first run reached the end (%d matches): savepoint too late", len(before))
 			}
 			if tc.pebble {
-				backend = []weir.Option{weir.PebbleState(t.TempDir(), 16<<20)}
+				backend = []weir.JobOption{weir.PebbleState(t.TempDir(), 16<<20)}
 			}
 			job2, second := cpJob(n, 0, tc.p, t.TempDir(), nil, append(backend, weir.RestoreFrom(path))...)
 			if err := job2.Run(context.Background()); err != nil {

@@ -77,7 +77,7 @@ var detections sync.Map // any(*weir.Stream[OUT]) -> *detection
 // window, so idle keys keep no state.
 //
 // A malformed pattern fails the job when it starts, naming the stage.
-func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
+func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, m Match[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
 	return DetectAll(ks, []*Pattern[T]{p}, func(key K, _ int, m Match[T]) OUT { return fn(key, m) }, opts...)
 }
 
@@ -87,7 +87,7 @@ func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T],
 // gets the index of the pattern that matched. Each pattern keeps its own
 // skip strategy and window; the matches of one pattern are emitted in the
 // order of their first events.
-func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, opts ...weir.Option) *weir.Stream[OUT] {
+func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
 	d := &detection{}
 	var nfas []*nfa[T]
 	var errs []error
@@ -104,7 +104,7 @@ func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Patte
 	err := errors.Join(errs...)
 	all := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[K, T, envelope[K, T, OUT]] {
 		return &detectFn[K, T, OUT]{nfas: nfas, err: err, fn: fn, d: d}
-	}, append([]weir.Option{weir.Name("cep")}, opts...)...)
+	}, append([]weir.OperatorOption{weir.Name("cep")}, opts...)...)
 	d.all = all
 	out := weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(OUT)) {
 		if e.kind == envMatch {

@@ -55,7 +55,7 @@ func (p oPattern) expected(evs []ev) []string {
 }
 
 // runDetect runs Detect over evs in a job and returns the matches.
-func runDetect(t *testing.T, pat *Pattern[ev], order []string, evs []ev, disorder int64, opts ...weir.Option) []string {
+func runDetect(t *testing.T, pat *Pattern[ev], order []string, evs []ev, disorder int64, opts ...weir.JobOption) []string {
 	t.Helper()
 	job := weir.NewJob("cep-test", opts...)
 	src := weir.FromSource(job, "events", weir.SliceSource(evs),

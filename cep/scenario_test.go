@@ -53,7 +53,7 @@ func flat(m Match[sev]) string {
 	return strings.Join(ls, " ")
 }
 
-func runScenario(t *testing.T, p *Pattern[sev], in []sev, opts ...weir.Option) []string {
+func runScenario(t *testing.T, p *Pattern[sev], in []sev, opts ...weir.JobOption) []string {
 	t.Helper()
 	job := weir.NewJob("scenario", opts...)
 	src := weir.FromSource(job, "events", weir.SliceSource(in),

@@ -68,7 +68,7 @@ func TestIdleKeysPruned(t *testing.T) {
 				}
 			}
 			defer func() { testHookSwept = nil }()
-			var opts []weir.Option
+			var opts []weir.JobOption
 			if pebble {
 				opts = append(opts, weir.PebbleState(t.TempDir(), 16<<20))
 			}

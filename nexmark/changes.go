@@ -39,7 +39,7 @@ func EmitChanges[R any, PR interface {
 	*R
 	Row
 	Keyed
-}](s *weir.Stream[weir.Change[R]], out Output, opts ...weir.Option) {
+}](s *weir.Stream[weir.Change[R]], out Output, opts ...weir.OperatorOption) {
 	weir.To(s, changeSink[R, PR]{out}, opts...)
 }
 

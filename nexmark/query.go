@@ -46,7 +46,7 @@ type Output func(subtask int) (RowWriter, error)
 func Emit[R any, PR interface {
 	*R
 	Row
-}](s *weir.Stream[R], out Output, opts ...weir.Option) {
+}](s *weir.Stream[R], out Output, opts ...weir.OperatorOption) {
 	weir.To(s, rowSink[R, PR]{out}, opts...)
 }
 

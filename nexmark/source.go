@@ -198,7 +198,7 @@ func Watermarks() weir.WatermarkStrategy[Event] {
 }
 
 // Events adds src to job as the stream the queries read, with Watermarks.
-func Events(job *weir.Job, src weir.Source[Event], opts ...weir.Option) *weir.Stream[Event] {
+func Events(job *weir.Job, src weir.Source[Event], opts ...weir.SourceOption) *weir.Stream[Event] {
 	return weir.FromSource(job, "nexmark", src, Watermarks(), opts...)
 }
 

@@ -117,7 +117,7 @@ func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {
 
 // uid gives operators stable names in plan order, so that a job restored
 // from a checkpoint of the same statements finds its state.
-func (b *builder) uid(kind string) weir.Option {
+func (b *builder) uid(kind string) weir.OperatorOption {
 	b.n++
 	return weir.UID(fmt.Sprintf("sql-%d-%s", b.n, kind))
 }
@@ -527,7 +527,7 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 			if tsFn != nil {
 				ws = weir.BoundedOutOfOrderness(delay, tsFn)
 			}
-			opts := append([]weir.Option{b.uid("source-" + td.ddl.Name)}, src.Options...)
+			opts := append([]weir.SourceOption{b.uid("source-" + td.ddl.Name)}, src.Options...)
 			source := src.Source
 			if push != nil {
 				// the Calcs over the scan have registered what they read

@@ -26,7 +26,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
 	vars          map[string]string
-	jobOpts       []weir.Option
+	jobOpts       []weir.JobOption
 	parallelism   int
 	checkpointDir string
 	interval      time.Duration
@@ -42,7 +42,7 @@ func Define(name, value string) Option {
 
 // JobOptions are passed to weir.NewJob for the jobs the session plans
 // (state backend, restarts, metrics and control addresses...).
-func JobOptions(opts ...weir.Option) Option {
+func JobOptions(opts ...weir.JobOption) Option {
 	return optionFunc(func(c *config) { c.jobOpts = append(c.jobOpts, opts...) })
 }
 
@@ -535,7 +535,7 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 				}
 			}, b.uid("sink-cast"))
 		}
-		opts := append([]weir.Option{b.uid("sink-" + td.ddl.Name)}, sink.Options...)
+		opts := append([]weir.OperatorOption{b.uid("sink-" + td.ddl.Name)}, sink.Options...)
 		weir.To(in, sink.Sink, opts...)
 		return nil
 	}
@@ -545,7 +545,7 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 
 // Job builds one job that runs statements (a statement set).
 func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
-	opts := []weir.Option{weir.Parallelism(s.parallelism())}
+	opts := []weir.JobOption{weir.Parallelism(s.parallelism())}
 	if s.cfg.checkpointDir != "" && s.cfg.interval > 0 {
 		opts = append(opts, weir.Checkpointing(s.cfg.interval, s.cfg.checkpointDir))
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // numbersJob writes 0..count-1 through an ExactlyOnce sink into out.
-func numbersJob(count int64, rate float64, p int, ck, out string, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("numbers", append([]weir.Option{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, ck)}, opts...)...)
+func numbersJob(count int64, rate float64, p int, ck, out string, opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("numbers", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, ck)}, opts...)...)
 	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 1, Rate: rate},
 		func(i int64, _ *rand.Rand) int64 { return i }), weir.NoWatermarks[int64](), weir.UID("gen"))
 	weir.To(weir.Map(src, func(i int64) int64 { return i }, weir.UID("map")), ExactlyOnce[int64](out), weir.UID("out"))

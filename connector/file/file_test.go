@@ -82,7 +82,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // collect runs a job reading src and returns what it read.
-func collect[T any](t *testing.T, src weir.Source[T], opts ...weir.Option) ([]T, *weir.Job, error) {
+func collect[T any](t *testing.T, src weir.Source[T], opts ...weir.JobOption) ([]T, *weir.Job, error) {
 	t.Helper()
 	job := weir.NewJob("test", opts...)
 	out := weir.Collect(weir.FromSource(job, "in", src, weir.NoWatermarks[T]()))

@@ -110,8 +110,8 @@ func groupStateModel(evs []event) []string {
 // keyedJob is the in-process keyed job of the changelog tests: a running
 // count per key (UID "counts": "count,key,seq,n") and a count per key and
 // second (UID "windows": "window,key@start=n"), written to topic out.
-func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.Option) *weir.Job {
-	job := weir.NewJob("keyed-"+appID, append([]weir.Option{weir.AppID(appID), weir.Parallelism(2), weir.MaxParallelism(16),
+func keyedJob(addrs []string, appID, in, out string, bounded bool, opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("keyed-"+appID, append([]weir.JobOption{weir.AppID(appID), weir.Parallelism(2), weir.MaxParallelism(16),
 		weir.Checkpointing(20*time.Millisecond, "")}, opts...)...)
 	srcOpts := []kafka.SourceOption{kafka.ReadCommitted(), kafka.ClientOptions(kgo.SessionTimeout(6 * time.Second))}
 	if bounded {
@@ -167,7 +167,7 @@ func TestChangelogCompactedAndKeyed(t *testing.T) {
 	t.Run("pebble", func(t *testing.T) { testChangelogCompactedAndKeyed(t, weir.PebbleState(t.TempDir(), 0)) })
 }
 
-func testChangelogCompactedAndKeyed(t *testing.T, opts ...weir.Option) {
+func testChangelogCompactedAndKeyed(t *testing.T, opts ...weir.JobOption) {
 	_, addrs := newCluster(t, seedTopics(1, "cin"), seedTopics(2, "cout"))
 	// Events are 10ms apart from a whole second: the first half ends at
 	// a window's end, with that window still open (the watermark is

@@ -247,7 +247,7 @@ func createTopic(t testing.TB, addrs []string, topic string, parts int32) {
 // boundedGroupSource reads topic, bounded and read_committed, for a
 // group-mode job run inside the test (one member; a 6 s session timeout),
 // its events stamped with their TS.
-func boundedGroupSource(job *weir.Job, addrs []string, topic string, opts ...weir.Option) *weir.Stream[event] {
+func boundedGroupSource(job *weir.Job, addrs []string, topic string, opts ...weir.SourceOption) *weir.Stream[event] {
 	return weir.FromSource(job, topic, kafka.Source(addrs, []string{topic}, decodeEvent, kafka.Bounded(), kafka.ReadCommitted(),
 		kafka.ClientOptions(kgo.SessionTimeout(6*time.Second))),
 		weir.MonotonousTimestamps(func(e event) time.Time { return time.UnixMilli(e.TS) }), opts...)

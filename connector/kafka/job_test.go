@@ -19,7 +19,7 @@ import (
 // the given sink options. fail, if not nil, is called for every event and
 // panics to inject a failure.
 func countingJob(addrs []string, in, out, ckDir string, p int, fail func(event), srcOpts []kafka.SourceOption, sinkOpts ...kafka.SinkOption) *weir.Job {
-	opts := []weir.Option{weir.Parallelism(p),
+	opts := []weir.JobOption{weir.Parallelism(p),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, MaxFailures: 100, Interval: time.Hour})}
 	if ckDir != "" {
 		opts = append(opts, weir.Checkpointing(20*time.Millisecond, ckDir))

@@ -49,7 +49,7 @@ func changeLine(c weir.Change[postgres.Row]) string {
 
 // runCDC runs a job reading src into a collector until stop returns true
 // for what it collected, then cancels it.
-func runCDC(t *testing.T, src weir.Source[weir.Change[postgres.Row]], until func([]string) bool, opts ...weir.Option) []string {
+func runCDC(t *testing.T, src weir.Source[weir.Change[postgres.Row]], until func([]string) bool, opts ...weir.JobOption) []string {
 	t.Helper()
 	job := weir.NewJob("cdc", opts...)
 	col := weir.Collect(weir.FromSource(job, "cdc", src, weir.NoWatermarks[weir.Change[postgres.Row]]()))

@@ -24,7 +24,7 @@ func TestJobRecoversFromFailures(t *testing.T) {
 			conn := connect(t)
 			ctx := context.Background()
 			const events = 12000
-			run := func(prefix string, rate float64, before func(pgjob.Event), opts ...weir.Option) *weir.Job {
+			run := func(prefix string, rate float64, before func(pgjob.Event), opts ...weir.JobOption) *weir.Job {
 				t.Helper()
 				if err := pgjob.Setup(ctx, conn, prefix, mode); err != nil {
 					t.Fatal(err)

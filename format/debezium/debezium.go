@@ -167,13 +167,13 @@ func (e Event[T]) Changes(dst []weir.Change[T]) []weir.Change[T] {
 
 // Changes turns a stream of events into the changelog they describe
 // (Event.Changes of each, in order).
-func Changes[T any](s *weir.Stream[Event[T]], opts ...weir.Option) *weir.Stream[weir.Change[T]] {
+func Changes[T any](s *weir.Stream[Event[T]], opts ...weir.OperatorOption) *weir.Stream[weir.Change[T]] {
 	return weir.FlatMap(s, func(e Event[T], emit func(weir.Change[T])) {
 		var buf [2]weir.Change[T]
 		for _, c := range e.Changes(buf[:0]) {
 			emit(c)
 		}
-	}, append([]weir.Option{weir.Name("debezium.Changes")}, opts...)...)
+	}, append([]weir.OperatorOption{weir.Name("debezium.Changes")}, opts...)...)
 }
 
 // Encoder writes changes as Debezium events, one JSON object each. It

@@ -17,7 +17,7 @@ type BenchConfig struct {
 	// More than one gives the reference digest only if DelayMs >= JitterMs
 	// (see SplitSource).
 	Splits  int
-	Options []weir.Option // extra job options (batch size, ...)
+	Options []weir.JobOption // extra job options (batch size, ...)
 	// FailAt > 0 makes the job fail once, when it reads event number
 	// FailAt, to measure recovery (with checkpointing among Options).
 	FailAt int64
@@ -33,7 +33,7 @@ type BenchConfig struct {
 // of 60s keyed by ad, a count, and a sink that folds results into the
 // digest.
 func RunWeir(ctx context.Context, c BenchConfig) (Digest, error) {
-	job := weir.NewJob("bench-adclicks", append([]weir.Option{weir.Parallelism(c.Parallelism)}, c.Options...)...)
+	job := weir.NewJob("bench-adclicks", append([]weir.JobOption{weir.Parallelism(c.Parallelism)}, c.Options...)...)
 	clicks := weir.FromSource(job, "clicks", SplitSource(c.N, JitterMs, Seed, 0, c.Splits),
 		weir.BoundedOutOfOrderness(time.Duration(c.DelayMs)*time.Millisecond,
 			func(c Click) time.Time { return time.UnixMilli(c.EventTimeMs) }))

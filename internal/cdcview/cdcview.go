@@ -72,7 +72,7 @@ func (c Config) CDC() postgres.CDCConfig {
 // Build builds the job: CDC source -> NormalizeChanges by id (before-images
 // from state, so the table's default REPLICA IDENTITY does) -> totals per
 // group -> UpsertChanges into the view.
-func Build(c Config, opts ...weir.Option) *weir.Job {
+func Build(c Config, opts ...weir.JobOption) *weir.Job {
 	job := weir.NewJob("cdcview", opts...)
 	var idx [3]int // column positions, found in the first record
 	decode := func(r *postgres.Record) (Row, error) {

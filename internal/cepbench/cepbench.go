@@ -33,7 +33,7 @@ type Config struct {
 	EventsPerMs int64
 	Within      time.Duration
 	Seed        uint64
-	Options     []weir.Option
+	Options     []weir.JobOption
 }
 
 // Default is the workload of docs/performance.md.
@@ -73,7 +73,7 @@ func (c Config) Pattern(j int) *cep.Pattern[Event] {
 
 // Run runs the workload as a weir job.
 func Run(ctx context.Context, c Config) (Result, error) {
-	job := weir.NewJob("bench-cep", append([]weir.Option{weir.Parallelism(c.Parallelism)}, c.Options...)...)
+	job := weir.NewJob("bench-cep", append([]weir.JobOption{weir.Parallelism(c.Parallelism)}, c.Options...)...)
 	src := weir.FromSource(job, "events", weir.GeneratorSource(weir.GeneratorConfig{Count: c.Events, Seed: c.Seed}, c.Gen),
 		weir.BoundedOutOfOrderness(100*time.Millisecond, func(e Event) time.Time { return time.UnixMilli(e.TS) }))
 	keyed := weir.KeyBy(src, func(e Event) uint32 { return e.Key })

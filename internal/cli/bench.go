@@ -84,7 +84,7 @@ generation included), their ratio and both digests.`,
 			}
 			// Without checkpoints (the bench's default) the epochs commit
 			// in memory: the cost measured is the epochs', not the disk's.
-			jobOpts := []weir.Option{weir.BatchSize(batchSize)}
+			jobOpts := []weir.JobOption{weir.BatchSize(batchSize)}
 			if microbatch > 0 {
 				jobOpts = append(jobOpts, weir.Microbatch(microbatch))
 			}
@@ -213,12 +213,12 @@ func median(xs []float64) float64 {
 // benchCheckpoints runs the workload with checkpointing (median of runs)
 // and once more with a failure half way, for the recovery time.
 func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Duration, n int64, runs, batchSize int) error {
-	run := func(opts []weir.Option) (float64, *weir.Job, error) {
+	run := func(opts []weir.JobOption) (float64, *weir.Job, error) {
 		var ran *weir.Job
 		start := time.Now()
 		_, err := adclicks.RunWeir(ctx, adclicks.BenchConfig{
 			N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism, Splits: res.Splits,
-			Options: append([]weir.Option{weir.BatchSize(batchSize)}, opts...), Job: &ran,
+			Options: append([]weir.JobOption{weir.BatchSize(batchSize)}, opts...), Job: &ran,
 		})
 		return float64(n) / time.Since(start).Seconds(), ran, err
 	}
@@ -234,7 +234,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 		if err != nil {
 			return err
 		}
-		rate, job, err := run([]weir.Option{weir.Checkpointing(interval, dir)})
+		rate, job, err := run([]weir.JobOption{weir.Checkpointing(interval, dir)})
 		os.RemoveAll(dir)
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func benchCheckpoints(ctx context.Context, res *benchResult, interval time.Durat
 	var rec time.Duration
 	_, err = adclicks.RunWeir(ctx, adclicks.BenchConfig{
 		N: n, DelayMs: res.DelayMs, Parallelism: res.Parallelism, Splits: res.Splits,
-		Options: []weir.Option{weir.BatchSize(batchSize), weir.Checkpointing(interval, dir),
+		Options: []weir.JobOption{weir.BatchSize(batchSize), weir.Checkpointing(interval, dir),
 			weir.Restarts(weir.RestartPolicy{MaxFailures: 1, Interval: time.Hour})},
 		FailAt: n / 2, Recovery: &rec,
 	})

@@ -52,7 +52,7 @@ the process, generation included) and the peak RSS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			c.Options = []weir.Option{weir.BatchSize(batchSize)}
+			c.Options = []weir.JobOption{weir.BatchSize(batchSize)}
 			if cpuprofile != "" {
 				f, err := os.Create(cpuprofile)
 				if err != nil {

@@ -32,7 +32,7 @@ func checkMicrobatch(d time.Duration) error {
 // counts: no coordinated omission). Event i has event time at most StartMs
 // + i, so no event before index end + delay - StartMs can fire the window:
 // the latency is never underestimated.
-func adclicksLatency(ctx context.Context, rate float64, dur time.Duration, delayMs int64, parallelism, splits int, opts []weir.Option) (*histogram, error) {
+func adclicksLatency(ctx context.Context, rate float64, dur time.Duration, delayMs int64, parallelism, splits int, opts []weir.JobOption) (*histogram, error) {
 	n := max(int64(rate*dur.Seconds()), 1)
 	splits = max(splits, 1)
 	perSplit := rate
@@ -40,7 +40,7 @@ func adclicksLatency(ctx context.Context, rate float64, dur time.Duration, delay
 		perSplit = rate / float64(splits)
 	}
 	src := &startedSource[adclicks.Click]{src: adclicks.SplitSource(n, adclicks.JitterMs, adclicks.Seed, perSplit, splits).(weir.RestorableSource[adclicks.Click])}
-	job := weir.NewJob("bench-adclicks-latency", append([]weir.Option{weir.Parallelism(parallelism)}, opts...)...)
+	job := weir.NewJob("bench-adclicks-latency", append([]weir.JobOption{weir.Parallelism(parallelism)}, opts...)...)
 	clicks := weir.FromSource(job, "clicks", weir.Source[adclicks.Click](src),
 		weir.BoundedOutOfOrderness(time.Duration(delayMs)*time.Millisecond, func(c adclicks.Click) time.Time { return time.UnixMilli(c.EventTimeMs) }))
 	counts := weir.Aggregate(weir.Window(weir.KeyBy(clicks, func(c adclicks.Click) int64 { return c.AdID }),

@@ -164,7 +164,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	default:
 		return fmt.Errorf("--source %q: want log or generator", o.source)
 	}
-	opts := []weir.Option{weir.Parallelism(o.parallelism)}
+	opts := []weir.JobOption{weir.Parallelism(o.parallelism)}
 	if err := checkMicrobatch(o.microbatch); err != nil {
 		return err
 	}
@@ -195,7 +195,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 			if string(stage) == o.failpoint && id >= o.failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}).(weir.Option))
+		}).(weir.JobOption))
 	}
 	job := weir.NewJob("demo-adclicks", opts...)
 	var src weir.Source[adclicks.DemoClick] = adclicks.DemoSource(c)

@@ -111,7 +111,7 @@ func runDemoCDC(ctx context.Context, out io.Writer, o cdcOpts, check <-chan os.S
 	if err := cdcview.Writers(ctx, o.dsn, c, o.writers, max(1, o.orders/o.writers/10), o.seed, &st); err != nil {
 		return err
 	}
-	opts := []weir.Option{weir.Parallelism(o.parallelism), weir.Checkpointing(200*time.Millisecond, ckDir)}
+	opts := []weir.JobOption{weir.Parallelism(o.parallelism), weir.Checkpointing(200*time.Millisecond, ckDir)}
 	if o.stderr != nil {
 		opts = append(opts, o.web.options(o.stderr, ckDir, "")...)
 	}

@@ -83,7 +83,7 @@ func runFraud(ctx context.Context, stdout io.Writer, c fraud.Config, o fraudOpts
 		return err
 	}
 	ckDir := filepath.Join(o.dataDir, "fraud-checkpoints")
-	job := weir.NewJob("demo-fraud", append([]weir.Option{weir.Parallelism(o.parallelism),
+	job := weir.NewJob("demo-fraud", append([]weir.JobOption{weir.Parallelism(o.parallelism),
 		weir.Checkpointing(time.Second, ckDir)}, o.web.options(o.stderr, ckDir, o.dataDir)...)...)
 	txns := weir.FromSource(job, "transactions", weir.GeneratorSource(weir.GeneratorConfig{Count: c.Events, Seed: c.Seed}, c.Gen),
 		weir.BoundedOutOfOrderness(2*time.Second, func(t fraud.Txn) time.Time { return t.TS }), weir.UID("transactions"))

@@ -173,7 +173,7 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 				view = nexmark.NewUpsertView()
 				out = view.Output()
 			}
-			opts := []weir.Option{weir.Parallelism(parallelism)}
+			opts := []weir.JobOption{weir.Parallelism(parallelism)}
 			if ckDir != "" {
 				opts = append(opts, weir.Checkpointing(ckInterval, ckDir))
 			}

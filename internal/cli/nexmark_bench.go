@@ -317,7 +317,7 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 }
 
 func runBenchJob(ctx context.Context, q *nexmark.Query, src weir.Source[nexmark.Event], out nexmark.Output, o nexmarkBenchOpts) (*weir.Job, error) {
-	opts := []weir.Option{weir.Parallelism(o.parallelism)}
+	opts := []weir.JobOption{weir.Parallelism(o.parallelism)}
 	if o.ckInterval > 0 {
 		dir, err := os.MkdirTemp("", "weir-nexmark-ck-")
 		if err != nil {

@@ -17,10 +17,10 @@ import (
 // runningJob starts an unbounded job with a control endpoint, checkpointing
 // into a new directory, and returns that directory and where Run's error
 // will arrive.
-func runningJob(t *testing.T, opts ...weir.Option) (string, <-chan error) {
+func runningJob(t *testing.T, opts ...weir.JobOption) (string, <-chan error) {
 	t.Helper()
 	ck := t.TempDir()
-	job := weir.NewJob("cli-sp", append([]weir.Option{weir.Checkpointing(50*time.Millisecond, ck), weir.ControlAddr("127.0.0.1:0")}, opts...)...)
+	job := weir.NewJob("cli-sp", append([]weir.JobOption{weir.Checkpointing(50*time.Millisecond, ck), weir.ControlAddr("127.0.0.1:0")}, opts...)...)
 	src := weir.FromSource(job, "gen", weir.GeneratorSource(weir.GeneratorConfig{Count: -1, Rate: 10_000},
 		func(i int64, _ *rand.Rand) int64 { return i }), weir.NoWatermarks[int64](), weir.UID("gen"))
 	weir.To(src, weir.SinkFunc[int64](func(context.Context, []int64) error { return nil }), weir.UID("sink"))

@@ -32,14 +32,14 @@ func (w *webFlags) add(cmd *cobra.Command, def string) {
 // directory the token goes to the data directory. The job logs at w.level
 // (the demos: warnings only); the server's address and token file are
 // logged to stderr too.
-func (w *webFlags) options(stderr io.Writer, ckDir, dataDir string) []weir.Option {
+func (w *webFlags) options(stderr io.Writer, ckDir, dataDir string) []weir.JobOption {
 	if w.addr == "" {
 		return nil
 	}
 	if stderr == nil {
 		stderr = io.Discard
 	}
-	opts := []weir.Option{weir.WebAddr(w.addr), weir.Logger(w.logger(stderr))}
+	opts := []weir.JobOption{weir.WebAddr(w.addr), weir.Logger(w.logger(stderr))}
 	switch {
 	case w.tokenFile != "":
 		opts = append(opts, weir.WebTokenFile(w.tokenFile))

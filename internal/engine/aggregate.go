@@ -177,7 +177,7 @@ func (r reduceAgg[T]) Result(a Opt[T]) T { return a.V }
 
 // Reduce combines each window's records per key with fn, which must be
 // associative.
-func Reduce[K comparable, T any](ws *WindowedStream[K, T], fn func(a, b T) T, opts ...Option) *Stream[WindowResult[K, T]] {
+func Reduce[K comparable, T any](ws *WindowedStream[K, T], fn func(a, b T) T, opts ...WindowOption) *Stream[WindowResult[K, T]] {
 	return Aggregate(ws, AggregateFunction[T, Opt[T], T](reduceAgg[T]{fn}), opts...)
 }
 

@@ -27,11 +27,11 @@ package engine
 // Flink does). Results carry the input's timestamps. State is one row per
 // live key, kept for ever unless StateRetention bounds it (a key then
 // restarts with an Insert after d without a change).
-func NormalizeChanges[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...Option) *Stream[Change[V]] {
-	opts, ttl := retention(ks.src.job, "NormalizeChanges", opts)
+func NormalizeChanges[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...RetentionOption) *Stream[Change[V]] {
+	rest, ttl := retention(ks.src.job, "NormalizeChanges", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, Change[V], Change[V]] {
 		return &normalize[K, V]{ttl: ttl}
-	}, append([]Option{Name("NormalizeChanges")}, opts...)...)
+	}, append([]OperatorOption{Name("NormalizeChanges")}, rest...)...)
 }
 
 type normalize[K comparable, V comparable] struct {
@@ -81,8 +81,8 @@ type Table[K comparable, V comparable] struct {
 // every update carries its before-image and repeated values are dropped.
 // Options are those of NormalizeChanges (Name, UID, Parallelism,
 // StateRetention).
-func ToTable[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...Option) *Table[K, V] {
-	s := NormalizeChanges(ks, append([]Option{Name("ToTable")}, opts...)...)
+func ToTable[K comparable, V comparable](ks *KeyedStream[K, Change[V]], opts ...RetentionOption) *Table[K, V] {
+	s := NormalizeChanges(ks, append([]RetentionOption{Name("ToTable")}, opts...)...)
 	return &Table[K, V]{changes: &KeyedStream[K, Change[V]]{src: s, key: ks.key, hash: ks.hash}}
 }
 
@@ -94,9 +94,9 @@ func (t *Table[K, V]) Changes() *KeyedStream[K, Change[V]] { return t.changes }
 // Rows is the table's changelog as key/value pairs, for sinks that write a
 // table by key (an upsert sink applies Insert and UpdateAfter as upserts
 // and Delete as a delete of the key, and may ignore UpdateBefore).
-func (t *Table[K, V]) Rows(opts ...Option) *Stream[Change[KeyValue[K, V]]] {
+func (t *Table[K, V]) Rows(opts ...OperatorOption) *Stream[Change[KeyValue[K, V]]] {
 	key := t.changes.key
 	return Map(t.changes.src, func(c Change[V]) Change[KeyValue[K, V]] {
 		return Change[KeyValue[K, V]]{c.Kind, KeyValue[K, V]{key(c), c.Value}}
-	}, append([]Option{Name("TableRows")}, opts...)...)
+	}, append([]OperatorOption{Name("TableRows")}, opts...)...)
 }

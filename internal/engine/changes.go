@@ -19,8 +19,8 @@ type Change[T any] struct {
 func (c Change[T]) Adds() bool { return c.Kind == Insert || c.Kind == UpdateAfter }
 
 // Changes turns an append-only stream into a changelog of inserts.
-func Changes[T any](s *Stream[T], opts ...Option) *Stream[Change[T]] {
-	return Map(s, func(v T) Change[T] { return Change[T]{Insert, v} }, append([]Option{Name("Changes")}, opts...)...)
+func Changes[T any](s *Stream[T], opts ...OperatorOption) *Stream[Change[T]] {
+	return Map(s, func(v T) Change[T] { return Change[T]{Insert, v} }, append([]OperatorOption{Name("Changes")}, opts...)...)
 }
 
 // JoinChanges is the regular inner join of two changelog streams: it keeps
@@ -31,12 +31,12 @@ func Changes[T any](s *Stream[T], opts ...Option) *Stream[Change[T]] {
 // views at every moment. Retracting a value that is not there is ignored,
 // as in Flink. State is kept for ever, as in Join.
 func JoinChanges[K, L, R comparable, OUT any](left *KeyedStream[K, Change[L]], right *KeyedStream[K, Change[R]],
-	fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[Change[OUT]] {
+	fn func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[Change[OUT]] {
 	ks := connectTwo(left, right, "JoinChanges")
-	opts, ttl := retention(ks.src.job, "JoinChanges", opts)
+	rest, ttl := retention(ks.src.job, "JoinChanges", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[Change[L], Change[R]], Change[OUT]] {
 		return &changeJoin[K, L, R, OUT]{fn: fn, ttl: ttl}
-	}, append([]Option{Name("JoinChanges")}, opts...)...)
+	}, append([]OperatorOption{Name("JoinChanges")}, rest...)...)
 }
 
 type changeJoin[K, L, R comparable, OUT any] struct {
@@ -131,11 +131,11 @@ type RetractingAggregateFunction[T, ACC, OUT any] interface {
 // been retracted. Retracting from a key with no values is ignored. Results
 // carry the event time of the change that caused them. State is kept for
 // ever. For an append-only stream, wrap it with Changes.
-func AggregateChanges[K comparable, T, ACC any, OUT comparable](ks *KeyedStream[K, Change[T]], agg RetractingAggregateFunction[T, ACC, OUT], opts ...Option) *Stream[Change[KeyValue[K, OUT]]] {
-	opts, ttl := retention(ks.src.job, "AggregateChanges", opts)
+func AggregateChanges[K comparable, T, ACC any, OUT comparable](ks *KeyedStream[K, Change[T]], agg RetractingAggregateFunction[T, ACC, OUT], opts ...RetentionOption) *Stream[Change[KeyValue[K, OUT]]] {
+	rest, ttl := retention(ks.src.job, "AggregateChanges", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, Change[T], Change[KeyValue[K, OUT]]] {
 		return &groupAgg[K, T, ACC, OUT]{agg: agg, ttl: ttl}
-	}, append([]Option{Name("AggregateChanges")}, opts...)...)
+	}, append([]OperatorOption{Name("AggregateChanges")}, rest...)...)
 }
 
 // groupAcc is the state of one key of AggregateChanges.

@@ -2,37 +2,12 @@ package engine
 
 import (
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/control"
 	"github.com/weirstream/weir/internal/metrics"
 	"github.com/weirstream/weir/internal/webauth"
 )
-
-// ControlAddr serves the job's control endpoint on addr while it runs
-// (loopback unless addr names a host; ":0" picks a free port):
-// POST /v1/savepoint {"path": NAME, "stop": false} takes a savepoint into
-// NAME under the savepoint directory (see SavepointDir and Job.Savepoint),
-// GET /v1/status describes the job. It needs Checkpointing: the endpoint
-// writes its address (control.addr) and a new random token (control.token,
-// mode 0600) to the checkpoint directory, and answers only requests that
-// carry the token as "Authorization: Bearer TOKEN", with no foreign Origin
-// and a Host naming the bound address. `weir savepoint --checkpoint-dir
-// DIR` reads both files.
-func ControlAddr(addr string) Option {
-	return option{fmt.Sprintf("ControlAddr(%q)", addr), scopeJob, func(c *config) { c.controlAddr = addr }}
-}
-
-// SavepointDir confines the savepoints asked for through the control
-// endpoint to dir (default: DIR/savepoints, DIR being the checkpoint
-// directory): a request names a path under it, or an absolute path that
-// resolves (symbolic links followed) inside it; ".." is refused. Job.Savepoint,
-// called by the program itself, is not confined.
-func SavepointDir(dir string) Option {
-	return option{fmt.Sprintf("SavepointDir(%q)", dir), scopeJob, func(c *config) { c.savepointDir = dir }}
-}
 
 // CheckpointStage names a point in the completion of a checkpoint.
 type CheckpointStage = ckstore.Stage
@@ -44,24 +19,6 @@ const (
 	StageComplete     = ckstore.StageComplete
 	StageCommitted    = ckstore.StageCommitted
 )
-
-// CheckpointHook calls fn at each stage of every checkpoint, from the
-// coordinator's goroutine. It is for weir's crash tests and demo (kill the
-// process between pre-commit and commit), not part of the public API; fn
-// must be quick.
-func CheckpointHook(fn func(stage CheckpointStage, id int64)) Option {
-	return option{"CheckpointHook", scopeJob, func(c *config) { c.ckHook = fn }}
-}
-
-// FirstCheckpointAfter makes the first periodic checkpoint of each
-// execution attempt due d after its start (at most one interval), instead
-// of at a random time in [0, interval] (coordinator.RandomFirstDelay). It
-// is for tests that must see no periodic checkpoint or a fixed phase.
-func FirstCheckpointAfter(d time.Duration) Option {
-	return option{fmt.Sprintf("FirstCheckpointAfter(%v)", d), scopeJob, func(c *config) {
-		c.ckFirst = func(time.Duration) time.Duration { return d }
-	}}
-}
 
 // startServers starts the metrics endpoint and the web server (which
 // serves the control endpoint too) that the job asks for, with the job's

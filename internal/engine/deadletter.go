@@ -43,23 +43,6 @@ func DeadLetter(sink Sink[BadRecord]) BadRecordPolicy {
 	return BadRecordPolicy{kind: sideBad, sink: sink}
 }
 
-// scopeSource marks options valid only for FromSource.
-const scopeSource scope = 1 << 6
-
-type badRecordOption struct {
-	option
-	policy BadRecordPolicy
-}
-
-// OnBadRecord sets what a source does with records it cannot decode: Fail,
-// Skip or DeadLetter(sink). It is an option of FromSource. The source's
-// split readers must implement BadRecordReporter for Skip and DeadLetter
-// (the file, log and Kafka connectors do); Run fails otherwise.
-func OnBadRecord(p BadRecordPolicy) Option {
-	name := map[badKind]string{failBad: "Fail", skipBad: "Skip", sideBad: "DeadLetter"}[p.kind]
-	return badRecordOption{option{fmt.Sprintf("OnBadRecord(%s)", name), scopeSource, func(*config) {}}, p}
-}
-
 // BadRecord is a record that a source could not decode: a dead letter.
 type BadRecord struct {
 	// Source is the name of the source operator, Split the ID of its split.

@@ -39,11 +39,11 @@ import (
 // beyond the balance) should be folded into a state that records the
 // refusal, not returned as errors. State is one S per live key, kept for
 // ever unless StateRetention bounds it.
-func Fold[K comparable, E, S any](ks *KeyedStream[K, E], fn func(key K, state Opt[S], e E) (Opt[S], error), opts ...Option) *Stream[Change[KeyValue[K, S]]] {
-	opts, ttl := retention(ks.src.job, "Fold", opts)
+func Fold[K comparable, E, S any](ks *KeyedStream[K, E], fn func(key K, state Opt[S], e E) (Opt[S], error), opts ...RetentionOption) *Stream[Change[KeyValue[K, S]]] {
+	rest, ttl := retention(ks.src.job, "Fold", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, E, Change[KeyValue[K, S]]] {
 		return &fold[K, E, S]{fn: fn, ttl: ttl}
-	}, append([]Option{Name("Fold")}, opts...)...)
+	}, append([]OperatorOption{Name("Fold")}, rest...)...)
 }
 
 type fold[K comparable, E, S any] struct {

@@ -16,8 +16,8 @@ import (
 // uses it to drop, before a join's state, rows that provably can never
 // join (sql/join_maxprune.go): the watermark tells it which rows an
 // event-time window downstream of the same source has certainly counted.
-func FilterWatermarkWith[T any](s *Stream[T], newFn func() func(v T, ts, wm int64) bool, opts ...Option) *Stream[T] {
-	cfg := s.job.opConfig("Filter", scopeOp, opts)
+func FilterWatermarkWith[T any](s *Stream[T], newFn func() func(v T, ts, wm int64) bool, opts ...OperatorOption) *Stream[T] {
+	cfg := s.job.opConfig(opts)
 	out, n := newStream[T](s.job, "filter", cfg)
 	connect(s, n, forward)
 	n.build = func(st *subtask, o any) ([]any, error) {

@@ -15,41 +15,6 @@ import (
 	"github.com/weirstream/weir/internal/metrics"
 )
 
-// AppID runs the job in group mode: every process started with the same
-// application id (and the same job) joins one Kafka consumer group named
-// by it, the partitions of the job's Kafka input topics are assigned
-// across the processes, and each process runs the job over the partitions
-// it owns, committing its output and input offsets in one Kafka
-// transaction per commit interval (the checkpoint interval, 100ms by
-// default). The job's sources must be Kafka sources, and the Kafka
-// connector (github.com/weirstream/weir/connector/kafka) runs it.
-//
-// A KeyBy crosses processes through the repartition topic
-// "<app id>-<keyed operator's uid>-repartition", which the connector
-// creates (kafka.RepartitionPartitions sets its partitions N; key group kg
-// goes to partition kg*N/max-parallelism), written in the same
-// transactions and read read_committed, with watermarks carried as
-// markers per input partition. The keyed operator's state moves with the
-// repartition partitions: each process owns the key groups of the
-// partitions it is assigned, writes their changed snapshots at every
-// commit to the compacted topic "<app id>-<uid>-changelog" (N partitions,
-// the same mapping) in the same transaction, and restores them from it
-// whenever its local job starts. The KeyBy must follow Kafka sources
-// through one-to-one operators and unions: behind unions (nested, with
-// one-input operators between them and the KeyBy) it is cut on the
-// unions' branches, each writing into the one topic, the operators after
-// a union copied onto each branch; so a join (every two-input keyed
-// operator keys the union of its tagged inputs) gets one repartition
-// topic, named by the join's uid, into which both sides write. A KeyBy
-// may also follow a keyed operator (a chain of KeyBys): its own
-// repartition topic, whose upstream tasks are the partitions of the
-// first stage's topic. Rebalance, Broadcast and LateEvents before a
-// KeyBy are refused. See docs/scale-out.md for the
-// model, its guarantees and its limits.
-func AppID(id string) Option {
-	return option{fmt.Sprintf("AppID(%q)", id), scopeJob, func(c *config) { c.appID = id }}
-}
-
 // defaultCommitInterval is the commit interval of a group-mode job without
 // Checkpointing (Kafka Streams' default under exactly-once).
 const defaultCommitInterval = 100 * time.Millisecond

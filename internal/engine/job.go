@@ -50,13 +50,10 @@ type Job struct {
 
 // NewJob returns an empty job. Options set job-wide defaults (Parallelism,
 // BatchSize, BufferTimeout, MetricsAddr, ...).
-func NewJob(name string, opts ...Option) *Job {
+func NewJob(name string, opts ...JobOption) *Job {
 	j := &Job{name: name, cfg: defaultJobConfig(), metrics: metrics.NewRegistry(name)}
 	for _, o := range opts {
-		o.apply(&j.cfg)
-	}
-	if err := j.cfg.check("NewJob", scopeJob); err != nil {
-		j.errs = append(j.errs, err)
+		o.jobOption().fn(&j.cfg)
 	}
 	return j
 }
@@ -189,13 +186,10 @@ func (j *Job) addEdge(from, to *node, part partitioning) *edge {
 func (j *Job) fail(err error) { j.errs = append(j.errs, err) }
 
 // opConfig applies operator options on top of the job defaults.
-func (j *Job) opConfig(where string, allowed scope, opts []Option) config {
+func (j *Job) opConfig(opts []OperatorOption) config {
 	c := config{parallelism: 0}
 	for _, o := range opts {
-		o.apply(&c)
-	}
-	if err := c.check(where, allowed); err != nil {
-		j.fail(err)
+		o.operatorOption().fn(&c)
 	}
 	return c
 }

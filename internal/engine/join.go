@@ -36,48 +36,6 @@ type tagged[L, R any] struct {
 	Right   R
 }
 
-// scopeRetention marks StateRetention, valid for the operators of this
-// file that keep state for ever otherwise.
-const scopeRetention scope = 1 << 7
-
-type retentionOption struct {
-	option
-	d time.Duration
-}
-
-// StateRetention bounds the state of Join, JoinChanges and AggregateChanges,
-// which is kept for ever otherwise: an element of a join side expires d
-// after it arrived, and a group of AggregateChanges d after its last
-// change, in processing time (the job's Clock), as Flink's
-// table.exec.state.ttl (idle state retention). Expired state is not seen
-// again: a late partner of an expired element does not join it, and a
-// change to an expired group starts it over with an Insert. Results then
-// depend on processing time and are not reproducible by replaying the
-// input: use it where keys go quiet and the state would otherwise grow
-// without bound.
-func StateRetention(d time.Duration) Option {
-	return retentionOption{option{fmt.Sprintf("StateRetention(%v)", d), scopeRetention, func(*config) {}}, d}
-}
-
-// retention takes StateRetention out of opts (for ProcessWith) and returns
-// the state options it stands for.
-func retention(j *Job, what string, opts []Option) ([]Option, []StateOption) {
-	var rest []Option
-	var so []StateOption
-	for _, o := range opts {
-		if r, ok := o.(retentionOption); ok {
-			if r.d <= 0 {
-				j.fail(fmt.Errorf("weir: %s: StateRetention(%v) must be positive", what, r.d))
-				continue
-			}
-			so = []StateOption{TTL(r.d)}
-			continue
-		}
-		rest = append(rest, o)
-	}
-	return rest, so
-}
-
 // connectTwo merges two keyed streams into one keyed stream of tagged
 // records, keyed by the same key.
 func connectTwo[K comparable, L, R any](left *KeyedStream[K, L], right *KeyedStream[K, R], what string) *KeyedStream[K, tagged[L, R]] {
@@ -110,9 +68,9 @@ func connectTwo[K comparable, L, R any](left *KeyedStream[K, L], right *KeyedStr
 // keep the slices it is given and append to them; a kept slice may keep
 // alive memory that other calls' slices were cut from (up to 16 KiB).
 func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows,
-	fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+	fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...WindowOption) *Stream[OUT] {
 	ks := connectTwo(left, right, "CoGroup")
-	ws := Window(ks, w, append([]Option{Name("CoGroup")}, opts...)...)
+	ws := Window(ks, w, append([]WindowOption{Name("CoGroup")}, opts...)...)
 	// The function below only reads a window's events (into the lists it
 	// passes on), so its accumulators are append-only and a checkpoint
 	// defers their encoding (readOnlyCollect).
@@ -136,7 +94,7 @@ func coGroupFn[K comparable, L, R, OUT any](fn func(key K, win WindowInfo, l []L
 // several hopping windows is joined once per window. Results carry the
 // window's last millisecond as their timestamp.
 func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows,
-	fn func(key K, win WindowInfo, l L, r R) OUT, opts ...Option) *Stream[OUT] {
+	fn func(key K, win WindowInfo, l L, r R) OUT, opts ...WindowOption) *Stream[OUT] {
 	return CoGroup(left, right, w, func(key K, win WindowInfo, ls []L, rs []R, emit func(OUT)) error {
 		for _, l := range ls {
 			for _, r := range rs {
@@ -144,7 +102,7 @@ func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *Key
 			}
 		}
 		return nil
-	}, append([]Option{Name("WindowJoin")}, opts...)...)
+	}, append([]WindowOption{Name("WindowJoin")}, opts...)...)
 }
 
 // IntervalJoin joins each left event at time t with every right event of
@@ -160,7 +118,7 @@ func WindowJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *Key
 // only once the watermark is beyond t+upper (Flink removes it at t+upper,
 // which can miss a right event at exactly t+upper that is not late).
 func IntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration,
-	fn func(key K, l L, r R) OUT, opts ...Option) *Stream[OUT] {
+	fn func(key K, l L, r R) OUT, opts ...OperatorOption) *Stream[OUT] {
 	j := left.src.job
 	lo, hi := lower.Milliseconds(), upper.Milliseconds()
 	if lo > hi {
@@ -169,7 +127,7 @@ func IntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *K
 	ks := connectTwo(left, right, "IntervalJoin")
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
 		return &intervalJoin[K, L, R, OUT]{lower: lo, upper: hi, fn: fn}
-	}, append([]Option{Name("IntervalJoin")}, opts...)...)
+	}, append([]OperatorOption{Name("IntervalJoin")}, opts...)...)
 }
 
 type intervalJoin[K comparable, L, R, OUT any] struct {
@@ -260,12 +218,12 @@ func (f *intervalJoin[K, L, R, OUT]) OnTimer(ctx *KeyedContext[K, OUT], at time.
 // event time. The output is append-only; for
 // inputs with retractions use JoinChanges.
 func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R],
-	fn func(key K, l L, r R) (OUT, bool), opts ...Option) *Stream[OUT] {
+	fn func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[OUT] {
 	ks := connectTwo(left, right, "Join")
-	opts, ttl := retention(ks.src.job, "Join", opts)
+	rest, ttl := retention(ks.src.job, "Join", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
 		return &regularJoin[K, L, R, OUT]{fn: fn, ttl: ttl}
-	}, append([]Option{Name("Join")}, opts...)...)
+	}, append([]OperatorOption{Name("Join")}, rest...)...)
 }
 
 // timed is a value with its event time (ms), as kept in a join's state.

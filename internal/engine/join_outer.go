@@ -59,7 +59,7 @@ func (k OuterJoinKind) right() bool { return k == RightOuter || k == FullOuter }
 // and counted in weir_late_records_dropped_total (Flink's SQL join emits a
 // late event of an outer side at once with the other side empty instead).
 func OuterIntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], lower, upper time.Duration,
-	kind OuterJoinKind, fn func(key K, l Opt[L], r Opt[R]) OUT, opts ...Option) *Stream[OUT] {
+	kind OuterJoinKind, fn func(key K, l Opt[L], r Opt[R]) OUT, opts ...OperatorOption) *Stream[OUT] {
 	j := left.src.job
 	lo, hi := lower.Milliseconds(), upper.Milliseconds()
 	if lo > hi {
@@ -71,7 +71,7 @@ func OuterIntervalJoin[K comparable, L, R, OUT any](left *KeyedStream[K, L], rig
 	ks := connectTwo(left, right, "OuterIntervalJoin")
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
 		return &outerIntervalJoin[K, L, R, OUT]{lower: lo, upper: hi, kind: kind, fn: fn}
-	}, append([]Option{Name("OuterIntervalJoin")}, opts...)...)
+	}, append([]OperatorOption{Name("OuterIntervalJoin")}, opts...)...)
 }
 
 // outerRow is an event buffered by OuterIntervalJoin, with whether it has

@@ -30,11 +30,11 @@ import (
 // lag. A late version (below the watermark) still counts for the probes
 // not yet joined.
 func TemporalJoin[K comparable, L, R, OUT any](probe *KeyedStream[K, L], versions *KeyedStream[K, Change[R]],
-	fn func(key K, l L, r Opt[R]) OUT, opts ...Option) *Stream[OUT] {
+	fn func(key K, l L, r Opt[R]) OUT, opts ...OperatorOption) *Stream[OUT] {
 	ks := connectTwo(probe, versions, "TemporalJoin")
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, Change[R]], OUT] {
 		return &temporalJoin[K, L, R, OUT]{fn: fn}
-	}, append([]Option{Name("TemporalJoin")}, opts...)...)
+	}, append([]OperatorOption{Name("TemporalJoin")}, opts...)...)
 }
 
 type temporalJoin[K comparable, L, R, OUT any] struct {
@@ -140,11 +140,11 @@ func (f *temporalJoin[K, L, R, OUT]) OnTimer(ctx *KeyedContext[K, OUT], at time.
 // empty Opt when the key has no row. Results carry the probe's time and
 // depend on how the two inputs interleave: a replay may join differently.
 func TemporalJoinProcTime[K comparable, L, R, OUT any](probe *KeyedStream[K, L], versions *KeyedStream[K, Change[R]],
-	fn func(key K, l L, r Opt[R]) OUT, opts ...Option) *Stream[OUT] {
+	fn func(key K, l L, r Opt[R]) OUT, opts ...OperatorOption) *Stream[OUT] {
 	ks := connectTwo(probe, versions, "TemporalJoinProcTime")
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, Change[R]], OUT] {
 		return &procTemporalJoin[K, L, R, OUT]{fn: fn}
-	}, append([]Option{Name("TemporalJoinProcTime")}, opts...)...)
+	}, append([]OperatorOption{Name("TemporalJoinProcTime")}, opts...)...)
 }
 
 type procTemporalJoin[K comparable, L, R, OUT any] struct {

@@ -66,7 +66,7 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("weir: --log-level: %w", err)
 	}
-	opts := []Option{Logger(slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lv})))}
+	opts := []JobOption{Logger(slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: lv})))}
 	if *par > 0 {
 		opts = append(opts, Parallelism(*par))
 	}
@@ -104,7 +104,7 @@ func MainArgs(ctx context.Context, job *Job, args []string, logOut io.Writer) er
 		opts = append(opts, AppID(*appID))
 	}
 	for _, o := range opts {
-		o.apply(&job.cfg)
+		o.jobOption().fn(&job.cfg)
 	}
 	return job.Run(ctx)
 }

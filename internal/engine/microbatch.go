@@ -3,41 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/weirstream/weir/internal/coordinator"
 )
-
-// Microbatch runs the job in epochs of d of processing time (Spark
-// Structured Streaming's micro-batches) instead of record at a time; 0 is
-// continuous execution (the default).
-//
-// Every source subtask reads for d, then ends the epoch with a checkpoint
-// barrier and reads nothing more until that checkpoint has settled
-// (committed, or failed or timed out, when its output is carried to the
-// next): an epoch flows through the whole graph as one unit, and its
-// state and sink output commit at its end. The next epoch starts when the
-// previous one has committed, so an epoch is d of reading plus the time to
-// drain and commit it; the epoch is the unit of recovery. With
-// Checkpointing, each epoch's end is a checkpoint in its dir (the
-// interval is not used: the epochs set the pace); without, the epochs
-// commit sink output in memory and a failure fails the job.
-//
-// The watermark moves only between epochs (Spark's rule): a source
-// subtask stamps every record of epoch k+1, and sends downstream, the
-// watermark computed from the largest event times it read up to the end of
-// epoch k; it sends the new value right after epoch k's barrier, so no
-// operator sees it advance inside an epoch (barrier alignment holds back
-// the inputs that are ahead). Results in event time equal continuous
-// execution's when the disorder stays within the watermark's bound. With
-// more disorder, fewer events are late than in continuous mode: an event
-// is late only against the watermark of the previous epoch's end, not
-// against one raised by earlier events of its own epoch (docs/microbatch.md).
-// Like Checkpointing, it needs sources that implement RestorableSource.
-func Microbatch(d time.Duration) Option {
-	return option{fmt.Sprintf("Microbatch(%v)", d), scopeJob, func(c *config) { c.microbatch = d }}
-}
 
 // epochsInMemory lets the coordinator of a microbatch job without
 // Checkpointing end epochs: nothing is written, and the sinks' staged

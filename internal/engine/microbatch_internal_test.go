@@ -81,7 +81,7 @@ func TestMicrobatchWatermarkHeldWithinEpoch(t *testing.T) {
 	}}
 	src := &gateSource{feed: make(chan []int64)}
 	const delay = 10
-	job := NewJob("microbatch-wm", Microbatch(time.Hour), option{"ckTime", scopeJob, func(c *config) { c.ckTime = ckTime }})
+	job := NewJob("microbatch-wm", Microbatch(time.Hour), jobOpt{"ckTime", func(c *config) { c.ckTime = ckTime }})
 	in := FromSource(job, "in", Source[int64](src), BoundedOutOfOrderness(delay*time.Millisecond, func(ts int64) time.Time { return time.UnixMilli(ts) }))
 	var mu sync.Mutex
 	seen := map[int64]int64{} // event time -> watermark the operator saw with it

@@ -67,16 +67,16 @@ func (f ProcessFunc[K, IN, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in IN
 // Open (state in the snapshot that Open does not create fails the
 // restore). State lives in the job's state backend: HeapState (default)
 // or PebbleState.
-func Process[K comparable, T, OUT any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, OUT], opts ...Option) *Stream[OUT] {
+func Process[K comparable, T, OUT any](ks *KeyedStream[K, T], fn KeyedProcessFunction[K, T, OUT], opts ...OperatorOption) *Stream[OUT] {
 	return ProcessWith(ks, func() KeyedProcessFunction[K, T, OUT] { return fn }, opts...)
 }
 
 // ProcessWith is Process with a factory called once per subtask, so that a
 // function keeping state handles in its fields gets one instance per
 // subtask.
-func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() KeyedProcessFunction[K, T, OUT], opts ...Option) *Stream[OUT] {
+func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() KeyedProcessFunction[K, T, OUT], opts ...OperatorOption) *Stream[OUT] {
 	j := ks.src.job
-	cfg := j.opConfig("Process", scopeOp, opts)
+	cfg := j.opConfig(opts)
 	out, n := newStream[OUT](j, "process", cfg)
 	connectKeyed(ks, n)
 	n.build = func(st *subtask, o any) ([]any, error) {

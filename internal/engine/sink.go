@@ -39,8 +39,8 @@ func (f funcWriter[T]) Close(context.Context) error                { return nil 
 
 // To writes s to sink. The sink is chained to its input and runs at its
 // parallelism unless Parallelism says otherwise.
-func To[T any](s *Stream[T], sink Sink[T], opts ...Option) {
-	cfg := s.job.opConfig("To", scopeOp, opts)
+func To[T any](s *Stream[T], sink Sink[T], opts ...OperatorOption) {
+	cfg := s.job.opConfig(opts)
 	n := s.job.addNode(cfg.name, "sink", cfg.parallelism, cfg)
 	n.tee = newTee[struct{}]
 	n.impl = sink
@@ -132,14 +132,14 @@ type Collector[T any] struct {
 // Collect attaches a sink that keeps every record of s in memory. Items
 // returns them once Run has returned (in arrival order per subtask; the
 // interleaving of subtasks is not defined).
-func Collect[T any](s *Stream[T], opts ...Option) *Collector[T] {
+func Collect[T any](s *Stream[T], opts ...OperatorOption) *Collector[T] {
 	c := &Collector[T]{}
 	To(s, SinkFunc[T](func(_ context.Context, items []T) error {
 		c.mu.Lock()
 		c.items = append(c.items, items...)
 		c.mu.Unlock()
 		return nil
-	}), append([]Option{Name("collect")}, opts...)...)
+	}), append([]OperatorOption{Name("collect")}, opts...)...)
 	return c
 }
 

@@ -89,16 +89,11 @@ func NoWatermarks[T any]() WatermarkStrategy[T] {
 
 // FromSource adds a source to the job. The source runs at the job's
 // parallelism (or Parallelism(n)), capped by its number of splits.
-func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[T], opts ...Option) *Stream[T] {
-	cfg := j.opConfig("FromSource", scopeOp|scopeSource, opts)
+func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[T], opts ...SourceOption) *Stream[T] {
+	rest, bad := sourceOptions(opts)
+	cfg := j.opConfig(rest)
 	if cfg.name == "" {
 		cfg.name = name
-	}
-	bad := Fail
-	for _, o := range opts {
-		if b, ok := o.(badRecordOption); ok {
-			bad = b.policy
-		}
 	}
 	out, n := newStream[T](j, "source", cfg)
 	n.impl = src

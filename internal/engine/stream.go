@@ -34,8 +34,8 @@ func newStream[OUT any](j *Job, kind string, cfg config) (*Stream[OUT], *node) {
 // Map applies fn to every record. It is chained to its input (same
 // goroutine, plain function calls) unless Parallelism gives it another
 // parallelism.
-func Map[T, U any](s *Stream[T], fn func(T) U, opts ...Option) *Stream[U] {
-	cfg := s.job.opConfig("Map", scopeOp, opts)
+func Map[T, U any](s *Stream[T], fn func(T) U, opts ...OperatorOption) *Stream[U] {
+	cfg := s.job.opConfig(opts)
 	out, n := newStream[U](s.job, "map", cfg)
 	connect(s, n, forward)
 	n.build = func(st *subtask, o any) ([]any, error) {
@@ -45,8 +45,8 @@ func Map[T, U any](s *Stream[T], fn func(T) U, opts ...Option) *Stream[U] {
 }
 
 // Filter keeps the records for which fn returns true.
-func Filter[T any](s *Stream[T], fn func(T) bool, opts ...Option) *Stream[T] {
-	cfg := s.job.opConfig("Filter", scopeOp, opts)
+func Filter[T any](s *Stream[T], fn func(T) bool, opts ...OperatorOption) *Stream[T] {
+	cfg := s.job.opConfig(opts)
 	out, n := newStream[T](s.job, "filter", cfg)
 	connect(s, n, forward)
 	n.build = func(st *subtask, o any) ([]any, error) {
@@ -57,8 +57,8 @@ func Filter[T any](s *Stream[T], fn func(T) bool, opts ...Option) *Stream[T] {
 
 // FlatMap calls fn for every record; fn emits zero or more records through
 // emit. Emitted records keep the input record's timestamp.
-func FlatMap[T, U any](s *Stream[T], fn func(v T, emit func(U)), opts ...Option) *Stream[U] {
-	cfg := s.job.opConfig("FlatMap", scopeOp, opts)
+func FlatMap[T, U any](s *Stream[T], fn func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
+	cfg := s.job.opConfig(opts)
 	out, n := newStream[U](s.job, "flatmap", cfg)
 	connect(s, n, forward)
 	n.build = func(st *subtask, o any) ([]any, error) {
@@ -83,17 +83,17 @@ func KeyBy[T any, K comparable](s *Stream[T], key func(T) K) *KeyedStream[K, T] 
 
 // Rebalance distributes records round robin over the next operator's
 // subtasks (which run at the job's parallelism unless told otherwise).
-func Rebalance[T any](s *Stream[T], opts ...Option) *Stream[T] {
+func Rebalance[T any](s *Stream[T], opts ...OperatorOption) *Stream[T] {
 	return redistribute(s, "rebalance", rebalance, opts)
 }
 
 // Broadcast sends every record to every subtask of the next operator.
-func Broadcast[T any](s *Stream[T], opts ...Option) *Stream[T] {
+func Broadcast[T any](s *Stream[T], opts ...OperatorOption) *Stream[T] {
 	return redistribute(s, "broadcast", broadcast, opts)
 }
 
-func redistribute[T any](s *Stream[T], kind string, part partitioning, opts []Option) *Stream[T] {
-	cfg := s.job.opConfig(kind, scopeOp, opts)
+func redistribute[T any](s *Stream[T], kind string, part partitioning, opts []OperatorOption) *Stream[T] {
+	cfg := s.job.opConfig(opts)
 	if cfg.parallelism == 0 {
 		cfg.parallelism = s.job.cfg.parallelism
 	}

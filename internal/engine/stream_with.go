@@ -4,8 +4,8 @@ package engine
 // for each subtask when the job starts, so the function it returns may keep
 // state of its own (a buffer it reuses) without locks, as ProcessWith does
 // for keyed functions. The state is not checkpointed.
-func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...Option) *Stream[U] {
-	cfg := s.job.opConfig("FlatMap", scopeOp, opts)
+func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
+	cfg := s.job.opConfig(opts)
 	out, n := newStream[U](s.job, "flatmap", cfg)
 	connect(s, n, forward)
 	n.build = func(st *subtask, o any) ([]any, error) {

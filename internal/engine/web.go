@@ -14,34 +14,6 @@ import (
 	"github.com/weirstream/weir/internal/webauth"
 )
 
-// WebAddr serves the job's web dashboard at / and its REST API under /v1/
-// on addr while the job runs (loopback unless addr names a host: ":8081"
-// listens on 127.0.0.1:8081; ":0" picks a free port). Everything but the
-// login link needs the job's token, a new random one per run written to
-// the token file (see WebTokenFile) and logged by its path, never by its
-// value: scripts send it as "Authorization: Bearer TOKEN", a browser opens
-// /login?token=TOKEN once and gets a cookie. The API:
-//
-//	GET  /v1/job          the job graph, per-operator counters, rates, backpressure, watermarks
-//	GET  /v1/checkpoints  checkpoint history and the latest restore
-//	POST /v1/savepoints   take a savepoint into the savepoint directory (SavepointDir)
-//	POST /v1/stop         take a savepoint, then stop the job
-//
-// The control endpoint (ControlAddr) is served by the same server: with
-// both, the server listens on both addresses.
-func WebAddr(addr string) Option {
-	return option{fmt.Sprintf("WebAddr(%q)", addr), scopeJob, func(c *config) { c.webAddr = addr }}
-}
-
-// WebTokenFile is where WebAddr's server writes the job's token (mode
-// 0600, replaced at every start, removed when the job ends). Default: the
-// checkpoint directory's control.token (the file `weir savepoint` reads),
-// else web.token in the state directory (PebbleState); a job with neither
-// must name one.
-func WebTokenFile(path string) Option {
-	return option{fmt.Sprintf("WebTokenFile(%q)", path), scopeJob, func(c *config) { c.webTokenFile = path }}
-}
-
 // runInfo is what the web server shows of a run besides its metrics:
 // written by Run's goroutine, read by the server's.
 type runInfo struct {

@@ -177,9 +177,10 @@ type WindowedStream[K comparable, T any] struct {
 }
 
 // Window cuts a keyed stream into windows.
-func Window[K comparable, T any](ks *KeyedStream[K, T], w Windows, opts ...Option) *WindowedStream[K, T] {
+func Window[K comparable, T any](ks *KeyedStream[K, T], w Windows, opts ...WindowOption) *WindowedStream[K, T] {
 	j := ks.src.job
-	cfg := j.opConfig("Window", scopeOp|scopeWindow, opts)
+	cfg := config{}
+	applyWindowOptions(&cfg, opts)
 	if w.kind == 0 {
 		j.fail(fmt.Errorf("weir: Window: zero Windows value (use Tumbling, Hopping, Session, Sliding or Global)"))
 	} else if w.err != nil {

@@ -17,7 +17,7 @@ import (
 // WindowResult per key and window when the watermark passes the window's
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
-func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...Option) *Stream[WindowResult[K, OUT]] {
+func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...WindowOption) *Stream[WindowResult[K, OUT]] {
 	render := func(emit func(WindowResult[K, OUT]), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error {
 		emit(WindowResult[K, OUT]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
 		return nil
@@ -29,15 +29,10 @@ func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg Aggr
 // case (tumbling or hopping, event-time trigger, no lateness); everything
 // else goes to the general operator.
 func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], kind string, agg AggregateFunction[T, ACC, OUT],
-	render func(func(R), K, *gwin[ACC, OUT], ChangeKind, OUT) error, results bool, opts []Option) *Stream[R] {
+	render func(func(R), K, *gwin[ACC, OUT], ChangeKind, OUT) error, results bool, opts []WindowOption) *Stream[R] {
 	j := ws.ks.src.job
 	cfg := ws.cfg
-	for _, o := range opts {
-		o.apply(&cfg)
-	}
-	if err := cfg.check(kind, scopeOp|scopeWindow); err != nil {
-		j.fail(err)
-	}
+	applyWindowOptions(&cfg, opts)
 	trig := EventTimeTrigger()
 	if cfg.trigger != nil {
 		trig = *cfg.trigger
@@ -429,7 +424,7 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 // It supports every window kind but Sliding, triggers and allowed lateness
 // (a late firing calls fn again with all events so far). Prefer Aggregate
 // when an incremental aggregate will do: ProcessWindow keeps every event.
-func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...Option) *Stream[OUT] {
+func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...WindowOption) *Stream[OUT] {
 	return processWindow(ws, fn, AggregateFunction[T, []T, []T](collectAgg[T]{}), opts)
 }
 
@@ -437,7 +432,7 @@ func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(k
 // events: collectAgg, or readOnlyCollect when fn never changes the events
 // it is given.
 func processWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error,
-	agg AggregateFunction[T, []T, []T], opts []Option) *Stream[OUT] {
+	agg AggregateFunction[T, []T, []T], opts []WindowOption) *Stream[OUT] {
 	if ws.w.kind == slidingWindows {
 		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
 	}

@@ -160,7 +160,7 @@ func Worker(ctx context.Context, brokers []string, appID, in, out string, commit
 	if verbose {
 		level = slog.LevelInfo
 	}
-	opts := []weir.Option{weir.Parallelism(1), weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
+	opts := []weir.JobOption{weir.Parallelism(1), weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
 	if appID != "" {
 		opts = append(opts, weir.AppID(appID))
 	}

@@ -66,11 +66,11 @@ var listening = regexp.MustCompile(`msg="web dashboard listening" url=http://([^
 
 // start runs the job with the web server on a free loopback port and
 // waits until it answers. ckpt: with checkpointing (and so savepoints).
-func start(t *testing.T, ckpt bool, opts ...weir.Option) *running {
+func start(t *testing.T, ckpt bool, opts ...weir.JobOption) *running {
 	t.Helper()
 	r := &running{log: &syncBuffer{}, done: make(chan error, 1)}
 	r.tokenFile = filepath.Join(t.TempDir(), "web.token")
-	opts = append([]weir.Option{weir.Parallelism(2), weir.WebAddr(":0"), weir.WebTokenFile(r.tokenFile),
+	opts = append([]weir.JobOption{weir.Parallelism(2), weir.WebAddr(":0"), weir.WebTokenFile(r.tokenFile),
 		weir.Logger(slog.New(slog.NewTextHandler(r.log, nil)))}, opts...)
 	if ckpt {
 		r.ckDir = t.TempDir()

@@ -167,6 +167,6 @@ func (r *heldReader[T]) Close() error              { return r.r.Close() }
 // only when it asks (Checkpointing(time.Hour, ...) with CheckpointEvery
 // or Job.Checkpoint) passes time.Hour, so that no periodic checkpoint
 // falls inside it, whatever the draw.
-func FirstCheckpointAfter(d time.Duration) weir.Option {
+func FirstCheckpointAfter(d time.Duration) weir.JobOption {
 	return engine.FirstCheckpointAfter(d)
 }

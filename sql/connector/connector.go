@@ -109,7 +109,7 @@ type Source struct {
 	Changelog types.ChangelogMode
 	// Options are to be given to weir.FromSource with the planner's own
 	// (the bad-record policy, a parallelism limit).
-	Options []weir.Option
+	Options []weir.SourceOption
 	// Project, when set, makes a source that reads only the given columns
 	// and nested fields (Flink's SupportsProjectionPushDown with nested
 	// fields): row value i is paths[i]. The planner calls it with what a
@@ -144,7 +144,7 @@ type Sink struct {
 	// failures and restores (with checkpointing).
 	ExactlyOnce bool
 	// Options are to be given to weir.To with the planner's own.
-	Options []weir.Option
+	Options []weir.OperatorOption
 	// Lends says that the sink's writers are done with the rows, and
 	// their values, when Write returns (they encode or drop them), and
 	// that Options set no parallelism (so the sink is chained to its
@@ -276,9 +276,9 @@ func (s Settings) ParallelismOrOne() int {
 
 // SourceOptions returns the weir options a source of these settings needs
 // (the bad-record policy).
-func (s Settings) SourceOptions() []weir.Option {
+func (s Settings) SourceOptions() []weir.SourceOption {
 	if s.BadRecords == nil {
 		return nil
 	}
-	return []weir.Option{weir.OnBadRecord(*s.BadRecords)}
+	return []weir.SourceOption{weir.OnBadRecord(*s.BadRecords)}
 }

@@ -50,7 +50,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "crashjob: --checkpoint-dir and --output are required")
 		os.Exit(2)
 	}
-	opts := []weir.Option{
+	opts := []weir.JobOption{
 		weir.Parallelism(*par),
 		weir.Checkpointing(*interval, *ckDir),
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
@@ -72,7 +72,7 @@ func main() {
 			if string(stage) == *failpoint && id >= *failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}).(weir.Option))
+		}).(weir.JobOption))
 	}
 	job := weir.NewJob("crashjob", opts...)
 	// One split: with several, which events are late depends on how the

@@ -170,7 +170,7 @@ func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	if len(t.PrimaryKey) > 0 {
 		accepts = types.Upsert
 	}
-	var opts []weir.Option
+	var opts []weir.OperatorOption
 	if par > 0 {
 		opts = append(opts, weir.Parallelism(int(par)))
 	}

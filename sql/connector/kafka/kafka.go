@@ -267,7 +267,7 @@ func (f Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	if f.upsert {
 		sink = rowbuf.DropUpdateBefore(sink)
 	}
-	var wopts []weir.Option
+	var wopts []weir.OperatorOption
 	if par > 0 {
 		wopts = append(wopts, weir.Parallelism(int(par)))
 	}

@@ -55,7 +55,7 @@ func tab(conn string, servers, topic string, pk []int, kv ...string) *connector.
 	return &connector.Table{Name: topic, Schema: schema, PrimaryKey: pk, Options: o}
 }
 
-func write(t *testing.T, tb *connector.Table, rows []types.Row, opts ...weir.Option) *connector.Sink {
+func write(t *testing.T, tb *connector.Table, rows []types.Row, opts ...weir.JobOption) *connector.Sink {
 	t.Helper()
 	sink, err := connector.CreateSink(tb)
 	if err != nil {

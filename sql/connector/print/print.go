@@ -57,7 +57,7 @@ func (Print) CreateSink(t *connector.Table) (*connector.Sink, error) {
 		w = os.Stderr
 	}
 	s := &printSink{w: w, id: id, p: format.NewPrinter(t.Schema)}
-	var opts []weir.Option
+	var opts []weir.OperatorOption
 	if par > 0 {
 		opts = append(opts, weir.Parallelism(int(par)))
 	}

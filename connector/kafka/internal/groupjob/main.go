@@ -78,7 +78,7 @@ func main() {
 	if *verbose {
 		level = slog.LevelInfo
 	}
-	opts := []weir.Option{weir.Parallelism(*par), weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
+	opts := []weir.JobOption{weir.Parallelism(*par), weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
 	if *appID != "" {
 		opts = append(opts, weir.AppID(*appID), weir.Checkpointing(*commit, ""))
 	}

@@ -39,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "crashjob: --dsn, --prefix and --checkpoint-dir are required")
 		os.Exit(2)
 	}
-	opts := []weir.Option{
+	opts := []weir.JobOption{
 		weir.Checkpointing(*interval, *ckDir),
 		weir.Logger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
@@ -48,7 +48,7 @@ func main() {
 			if string(stage) == *failpoint && id >= *failAfter {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
-		}).(weir.Option))
+		}).(weir.JobOption))
 	}
 	job, _ := pgjob.Build(pgjob.Config{DSN: *dsn, Mode: *mode, Prefix: *prefix, Events: *events, Rate: *rate, LogDir: *logDir}, opts...)
 	if err := job.Run(context.Background()); err != nil {

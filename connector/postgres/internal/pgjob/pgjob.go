@@ -165,8 +165,8 @@ func (s Stats) Replayed() int64 {
 
 // Build builds the job; opts are the job's options (checkpointing,
 // restarts).
-func Build(cfg Config, opts ...weir.Option) (*weir.Job, Stats) {
-	job := weir.NewJob("pgjob", append([]weir.Option{weir.Parallelism(2)}, opts...)...)
+func Build(cfg Config, opts ...weir.JobOption) (*weir.Job, Stats) {
+	job := weir.NewJob("pgjob", append([]weir.JobOption{weir.Parallelism(2)}, opts...)...)
 	// One split: with several, which events are late depends on how the
 	// splits' watermarks interleave in time, and runs would differ.
 	ws := weir.BoundedOutOfOrderness(time.Second, func(e Event) time.Time { return time.UnixMilli(e.TS) })

@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// MaxParallelism sets the number of key groups (default 128): the upper
+// bound for parallelism, fixed for the life of the job's state.
+func MaxParallelism(n int) JobOption {
+	return jobOpt{fmt.Sprintf("MaxParallelism(%d)", n), func(c *config) { c.maxParallelism = n }}
+}
+
+// BatchSize sets how many records a batch on an edge holds at most (default
+// 1024).
+func BatchSize(n int) JobOption {
+	return jobOpt{fmt.Sprintf("BatchSize(%d)", n), func(c *config) { c.batchSize = n }}
+}
+
+// BufferTimeout bounds how long a record may wait in a partly filled output
+// batch before it is sent (default 10ms). Zero sends after every input batch.
+func BufferTimeout(d time.Duration) JobOption {
+	return jobOpt{fmt.Sprintf("BufferTimeout(%v)", d), func(c *config) { c.bufferTimeout = d }}
+}
+
+// QueueCapacity sets how many batches an input channel buffers before its
+// sender blocks (default 4). This bounds memory and is where backpressure
+// starts.
+func QueueCapacity(n int) JobOption {
+	return jobOpt{fmt.Sprintf("QueueCapacity(%d)", n), func(c *config) { c.queueCapacity = n }}
+}
+
+// MetricsAddr serves Prometheus metrics at http://addr/metrics while the job
+// runs. An address without a host (":9249") listens on loopback only.
+func MetricsAddr(addr string) JobOption {
+	return jobOpt{fmt.Sprintf("MetricsAddr(%q)", addr), func(c *config) { c.metricsAddr = addr }}
+}
+
+// Logger sets the job's logger (default: discard).
+func Logger(l *slog.Logger) JobOption {
+	return jobOpt{"Logger", func(c *config) { c.logger = l }}
+}
+
+// Clock replaces the wall clock that drives processing time (processing-time
+// timers and triggers, state TTL, ingestion timestamps) — for tests.
+func Clock(now func() time.Time) JobOption {
+	return jobOpt{"Clock", func(c *config) { c.clock = now }}
+}
+
+// Checkpointing takes a checkpoint every interval into dir (one
+// subdirectory per checkpoint; the first after a random delay in [0,
+// interval], as Flink does, so that checkpoints do not keep one phase
+// against the job's windows) and makes the job fault tolerant: after a
+// failure it restarts from the latest complete checkpoint (see
+// RestartPolicy), and a process started again with the same dir resumes
+// from it. Every source must implement RestorableSource.
+func Checkpointing(interval time.Duration, dir string) JobOption {
+	return jobOpt{fmt.Sprintf("Checkpointing(%v, %q)", interval, dir), func(c *config) {
+		c.ckInterval, c.ckDir = interval, dir
+	}}
+}
+
+// CheckpointTimeout aborts a checkpoint that has not completed within d
+// (default 10 minutes).
+func CheckpointTimeout(d time.Duration) JobOption {
+	return jobOpt{fmt.Sprintf("CheckpointTimeout(%v)", d), func(c *config) { c.ckTimeout = d }}
+}
+
+// RetainCheckpoints keeps the newest n completed checkpoints (default 3).
+func RetainCheckpoints(n int) JobOption {
+	return jobOpt{fmt.Sprintf("RetainCheckpoints(%d)", n), func(c *config) { c.ckRetain = n }}
+}
+
+// RestoreFrom starts the job from a savepoint or checkpoint directory
+// instead of the latest checkpoint of the checkpoint dir. The parallelism
+// may differ from the one that took it: keyed state moves by key group.
+func RestoreFrom(path string) JobOption {
+	return jobOpt{fmt.Sprintf("RestoreFrom(%q)", path), func(c *config) { c.restoreFrom = path }}
+}
+
+// AllowNonRestoredState lets a job start from a savepoint that holds state
+// of operators the job no longer has (matched by UID); that state is
+// dropped. Without it such a restore fails.
+func AllowNonRestoredState() JobOption {
+	return jobOpt{"AllowNonRestoredState()", func(c *config) { c.allowNonRest = true }}
+}
+
+// StartFresh lets a job start empty when its checkpoint dir holds
+// checkpoints of which none is usable. Without it the job refuses to start,
+// rather than silently reprocess or lose its state.
+func StartFresh() JobOption {
+	return jobOpt{"StartFresh()", func(c *config) { c.startFresh = true }}
+}
+
+// AllowDuplicateOutput lets a job restore a checkpoint older than output
+// its sinks already committed (its newer checkpoints are damaged, or
+// RestoreFrom names an older one), or start empty after such output: the
+// records after the restored checkpoint are processed again and their
+// output is committed a second time. Without it the job refuses to start,
+// with a *DuplicateOutputError naming the checkpoints, unless every
+// committing sink is a ReplaySafeCommitter.
+func AllowDuplicateOutput() JobOption {
+	return jobOpt{"AllowDuplicateOutput()", func(c *config) { c.allowDup = true }}
+}
+
+// RestartPolicy says how a checkpointed job restarts after a failure:
+// exponential backoff from InitialBackoff to MaxBackoff, and at most
+// MaxFailures failures within Interval, after which Run fails.
+type RestartPolicy struct {
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	MaxFailures    int
+	Interval       time.Duration
+}
+
+// DefaultRestartPolicy: 100ms doubling to 10s, at most 10 failures in 10
+// minutes.
+func DefaultRestartPolicy() RestartPolicy {
+	return RestartPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second, MaxFailures: 10, Interval: 10 * time.Minute}
+}
+
+// Restarts sets the restart policy of a checkpointed job. MaxFailures 0
+// disables restarts.
+func Restarts(p RestartPolicy) JobOption {
+	return jobOpt{fmt.Sprintf("Restarts(%+v)", p), func(c *config) { c.restart = p }}
+}
+
+// HeapState keeps keyed state in memory as Go values (the default): the
+// fastest, bounded by memory.
+func HeapState() JobOption {
+	return jobOpt{"HeapState()", func(c *config) { c.stateBackend = "heap" }}
+}
+
+// PebbleState keeps the keyed state and timers of Process operators in a
+// Pebble LSM under dir, so state can be larger than memory; memoryBudget
+// bounds the bytes each operator's Pebble keeps in memory (0: a default).
+// Checkpoints copy Pebble state by key group like heap state (not yet
+// incrementally); window operators keep their state on the heap.
+func PebbleState(dir string, memoryBudget int64) JobOption {
+	return jobOpt{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), func(c *config) {
+		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget
+	}}
+}
+
+// IncrementalCheckpoints makes checkpoints of PebbleState state
+// incremental, as Flink's `execution.checkpointing.incremental: true` does
+// for RocksDB (off by default there and here): each checkpoint uploads only
+// the SST files that the previous one did not have, into the checkpoint
+// directory's shared/ area, and lists the others again; retention deletes
+// a shared file once no retained checkpoint lists it. A restore with the
+// same parallelism opens the files directly; at another parallelism, it
+// copies each key group's entries out of the old databases. Savepoints stay
+// self-contained, by key group. Without PebbleState (heap state) it does
+// nothing: there are no files to share.
+func IncrementalCheckpoints() JobOption {
+	return jobOpt{"IncrementalCheckpoints()", func(c *config) { c.incremental = true }}
+}
+
+// ControlAddr serves the job's control endpoint on addr while it runs
+// (loopback unless addr names a host; ":0" picks a free port):
+// POST /v1/savepoint {"path": NAME, "stop": false} takes a savepoint into
+// NAME under the savepoint directory (see SavepointDir and Job.Savepoint),
+// GET /v1/status describes the job. It needs Checkpointing: the endpoint
+// writes its address (control.addr) and a new random token (control.token,
+// mode 0600) to the checkpoint directory, and answers only requests that
+// carry the token as "Authorization: Bearer TOKEN", with no foreign Origin
+// and a Host naming the bound address. `weir savepoint --checkpoint-dir
+// DIR` reads both files.
+func ControlAddr(addr string) JobOption {
+	return jobOpt{fmt.Sprintf("ControlAddr(%q)", addr), func(c *config) { c.controlAddr = addr }}
+}
+
+// SavepointDir confines the savepoints asked for through the control
+// endpoint to dir (default: DIR/savepoints, DIR being the checkpoint
+// directory): a request names a path under it, or an absolute path that
+// resolves (symbolic links followed) inside it; ".." is refused. Job.Savepoint,
+// called by the program itself, is not confined.
+func SavepointDir(dir string) JobOption {
+	return jobOpt{fmt.Sprintf("SavepointDir(%q)", dir), func(c *config) { c.savepointDir = dir }}
+}
+
+// CheckpointHook calls fn at each stage of every checkpoint, from the
+// coordinator's goroutine. It is for weir's crash tests and demo (kill the
+// process between pre-commit and commit), not part of the public API; fn
+// must be quick.
+func CheckpointHook(fn func(stage CheckpointStage, id int64)) JobOption {
+	return jobOpt{"CheckpointHook", func(c *config) { c.ckHook = fn }}
+}
+
+// FirstCheckpointAfter makes the first periodic checkpoint of each
+// execution attempt due d after its start (at most one interval), instead
+// of at a random time in [0, interval] (coordinator.RandomFirstDelay). It
+// is for tests that must see no periodic checkpoint or a fixed phase.
+func FirstCheckpointAfter(d time.Duration) JobOption {
+	return jobOpt{fmt.Sprintf("FirstCheckpointAfter(%v)", d), func(c *config) {
+		c.ckFirst = func(time.Duration) time.Duration { return d }
+	}}
+}
+
+// WebAddr serves the job's web dashboard at / and its REST API under /v1/
+// on addr while the job runs (loopback unless addr names a host: ":8081"
+// listens on 127.0.0.1:8081; ":0" picks a free port). Everything but the
+// login link needs the job's token, a new random one per run written to
+// the token file (see WebTokenFile) and logged by its path, never by its
+// value: scripts send it as "Authorization: Bearer TOKEN", a browser opens
+// /login?token=TOKEN once and gets a cookie. The API:
+//
+//	GET  /v1/job          the job graph, per-operator counters, rates, backpressure, watermarks
+//	GET  /v1/checkpoints  checkpoint history and the latest restore
+//	POST /v1/savepoints   take a savepoint into the savepoint directory (SavepointDir)
+//	POST /v1/stop         take a savepoint, then stop the job
+//
+// The control endpoint (ControlAddr) is served by the same server: with
+// both, the server listens on both addresses.
+func WebAddr(addr string) JobOption {
+	return jobOpt{fmt.Sprintf("WebAddr(%q)", addr), func(c *config) { c.webAddr = addr }}
+}
+
+// WebTokenFile is where WebAddr's server writes the job's token (mode
+// 0600, replaced at every start, removed when the job ends). Default: the
+// checkpoint directory's control.token (the file `weir savepoint` reads),
+// else web.token in the state directory (PebbleState); a job with neither
+// must name one.
+func WebTokenFile(path string) JobOption {
+	return jobOpt{fmt.Sprintf("WebTokenFile(%q)", path), func(c *config) { c.webTokenFile = path }}
+}
+
+// AppID runs the job in group mode: every process started with the same
+// application id (and the same job) joins one Kafka consumer group named
+// by it, the partitions of the job's Kafka input topics are assigned
+// across the processes, and each process runs the job over the partitions
+// it owns, committing its output and input offsets in one Kafka
+// transaction per commit interval (the checkpoint interval, 100ms by
+// default). The job's sources must be Kafka sources, and the Kafka
+// connector (github.com/weirstream/weir/connector/kafka) runs it.
+//
+// A KeyBy crosses processes through the repartition topic
+// "<app id>-<keyed operator's uid>-repartition", which the connector
+// creates (kafka.RepartitionPartitions sets its partitions N; key group kg
+// goes to partition kg*N/max-parallelism), written in the same
+// transactions and read read_committed, with watermarks carried as
+// markers per input partition. The keyed operator's state moves with the
+// repartition partitions: each process owns the key groups of the
+// partitions it is assigned, writes their changed snapshots at every
+// commit to the compacted topic "<app id>-<uid>-changelog" (N partitions,
+// the same mapping) in the same transaction, and restores them from it
+// whenever its local job starts. The KeyBy must follow Kafka sources
+// through one-to-one operators and unions: behind unions (nested, with
+// one-input operators between them and the KeyBy) it is cut on the
+// unions' branches, each writing into the one topic, the operators after
+// a union copied onto each branch; so a join (every two-input keyed
+// operator keys the union of its tagged inputs) gets one repartition
+// topic, named by the join's uid, into which both sides write. A KeyBy
+// may also follow a keyed operator (a chain of KeyBys): its own
+// repartition topic, whose upstream tasks are the partitions of the
+// first stage's topic. Rebalance, Broadcast and LateEvents before a
+// KeyBy are refused. See docs/scale-out.md for the
+// model, its guarantees and its limits.
+func AppID(id string) JobOption {
+	return jobOpt{fmt.Sprintf("AppID(%q)", id), func(c *config) { c.appID = id }}
+}
+
+// Microbatch runs the job in epochs of d of processing time (Spark
+// Structured Streaming's micro-batches) instead of record at a time; 0 is
+// continuous execution (the default).
+//
+// Every source subtask reads for d, then ends the epoch with a checkpoint
+// barrier and reads nothing more until that checkpoint has settled
+// (committed, or failed or timed out, when its output is carried to the
+// next): an epoch flows through the whole graph as one unit, and its
+// state and sink output commit at its end. The next epoch starts when the
+// previous one has committed, so an epoch is d of reading plus the time to
+// drain and commit it; the epoch is the unit of recovery. With
+// Checkpointing, each epoch's end is a checkpoint in its dir (the
+// interval is not used: the epochs set the pace); without, the epochs
+// commit sink output in memory and a failure fails the job.
+//
+// The watermark moves only between epochs (Spark's rule): a source
+// subtask stamps every record of epoch k+1, and sends downstream, the
+// watermark computed from the largest event times it read up to the end of
+// epoch k; it sends the new value right after epoch k's barrier, so no
+// operator sees it advance inside an epoch (barrier alignment holds back
+// the inputs that are ahead). Results in event time equal continuous
+// execution's when the disorder stays within the watermark's bound. With
+// more disorder, fewer events are late than in continuous mode: an event
+// is late only against the watermark of the previous epoch's end, not
+// against one raised by earlier events of its own epoch (docs/microbatch.md).
+// Like Checkpointing, it needs sources that implement RestorableSource.
+func Microbatch(d time.Duration) JobOption {
+	return jobOpt{fmt.Sprintf("Microbatch(%v)", d), func(c *config) { c.microbatch = d }}
+}
