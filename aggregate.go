@@ -36,9 +36,20 @@ func Sum[T any, N Number](fn func(T) N) AggregateFunction[T, N, N] {
 	return engine.Sum[T, N](fn)
 }
 
-// Opt is an optional value: the accumulator of Min, Max and Reduce, which
-// have no value before their first record.
+// Opt is an optional value: the accumulator of Min, Max and Reduce (no
+// value before their first record), the missing side of an outer join's
+// row, the state of Fold.
 type Opt[V any] = engine.Opt[V]
+
+// Some is an Opt holding v.
+func Some[T any](v T) Opt[T] {
+	return engine.Some[T](v)
+}
+
+// None is an empty Opt, such as the missing side of an outer join's row.
+func None[T any]() Opt[T] {
+	return engine.None[T]()
+}
 
 // Min is the smallest fn(record).
 func Min[T any, V cmp.Ordered](fn func(T) V) AggregateFunction[T, Opt[V], V] {
@@ -69,3 +80,17 @@ func Reduce[K comparable, T any](ws *WindowedStream[K, T], fn func(a, b T) T, op
 func CountDistinct[T any, V comparable](fn func(T) V) AggregateFunction[T, map[V]struct{}, int64] {
 	return engine.CountDistinct[T, V](fn)
 }
+
+// AppendOnlyAccumulator is an optional interface of an AggregateFunction
+// whose accumulators hold slices that are only ever appended to: Add,
+// Merge and Result never change an element below a slice's length (they
+// append, or build a new slice), and nothing else changes them either
+// (results are only read downstream). Then a window operator's checkpoint
+// copies the accumulators as they are (slice headers, not elements) at the
+// barrier and encodes them off the task: what the barrier saw is the
+// prefix each header covers, and appends after it write past that prefix.
+// Without the interface, an accumulator holding a slice is encoded at the
+// barrier, which stops the task for as long as the encoding takes. Slices
+// may hold slices, with the same promise for the inner ones; maps and
+// pointers still encode at the barrier.
+type AppendOnlyAccumulator = engine.AppendOnlyAccumulator

@@ -57,16 +57,6 @@ func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStre
 	return engine.Join[K, L, R, OUT](left, right, fn, opts...)
 }
 
-// Some is an Opt holding v.
-func Some[T any](v T) Opt[T] {
-	return engine.Some[T](v)
-}
-
-// None is an empty Opt, such as the missing side of an outer join's row.
-func None[T any]() Opt[T] {
-	return engine.None[T]()
-}
-
 // OuterJoinKind says which sides of an outer join keep their events that
 // found no partner.
 type OuterJoinKind = engine.OuterJoinKind

@@ -91,12 +91,23 @@ func (s sumAgg[T, N]) Merge(a, b N) N  { return a + b }
 func (s sumAgg[T, N]) Result(a N) N    { return a }
 func (s sumAgg[T, N]) IdentityResult() {}
 
-// Opt is an optional value: the accumulator of Min, Max and Reduce, which
-// have no value before their first record.
+// Opt is an optional value: the accumulator of Min, Max and Reduce (no
+// value before their first record), the missing side of an outer join's
+// row, the state of Fold.
 type Opt[V any] struct {
 	V  V
 	OK bool
 }
+
+// Some is an Opt holding v.
+func Some[T any](v T) Opt[T] { return Opt[T]{V: v, OK: true} }
+
+// None is an empty Opt, such as the missing side of an outer join's row.
+func None[T any]() Opt[T] { return Opt[T]{} }
+
+// Get returns the value and whether there is one, for `if v, ok :=
+// o.Get(); ok` (the zero value when there is none).
+func (o Opt[V]) Get() (V, bool) { return o.V, o.OK }
 
 type extremumAgg[T any, V cmp.Ordered] struct {
 	fn  func(T) V

@@ -5,16 +5,6 @@ import (
 	"time"
 )
 
-// Some is an Opt holding v.
-func Some[T any](v T) Opt[T] { return Opt[T]{V: v, OK: true} }
-
-// None is an empty Opt, such as the missing side of an outer join's row.
-func None[T any]() Opt[T] { return Opt[T]{} }
-
-// Get returns the value and whether there is one, for `if v, ok :=
-// o.Get(); ok` (the zero value when there is none).
-func (o Opt[V]) Get() (V, bool) { return o.V, o.OK }
-
 // OuterJoinKind says which sides of an outer join keep their events that
 // found no partner.
 type OuterJoinKind uint8

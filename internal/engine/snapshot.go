@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 
+	"context"
+
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/codec"
 	"github.com/weirstream/weir/internal/incremental"
@@ -125,3 +127,14 @@ func reuse[E any, S ~[]X, X any](g *codec.GroupWriter[E], s S) S {
 	}
 	return s[:0]
 }
+
+// encode and decode are the state codec of operator metadata and state
+// files (internal/codec: gob, so user types need exported fields or a
+// GobEncoder/BinaryMarshaler, and state files in their binary format).
+func encode(v any) ([]byte, error) { return codec.Marshal(v) }
+
+func decode(data []byte, v any) error { return codec.Unmarshal(data, v) }
+
+// noCtx is for Close calls that must run even though the job's context is
+// cancelled.
+var noCtx = context.Background()

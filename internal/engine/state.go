@@ -279,3 +279,14 @@ func (s *AggregatingState[K, IN, OUT]) Add(in IN) { s.st.Add(s.keys.hash, s.keys
 
 // Clear removes the current key's aggregate.
 func (s *AggregatingState[K, IN, OUT]) Clear() { s.st.Delete(s.keys.hash, s.keys.key, void) }
+
+// ValuesInPlace reports whether the values of this operator's keyed state
+// live in memory as they are (the HeapState backend): a ValueState then
+// returns the stored value itself, so a pointer value changed in place
+// needs no Update. With PebbleState values are copies and every change
+// needs Update. Call it from Open. Operators built on Process (package
+// cep) use it to skip a hash lookup per record.
+func (rc *RuntimeContext[K]) ValuesInPlace() bool {
+	_, ok := rc.backend.(*state.Heap)
+	return ok
+}

@@ -9,8 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"bytes"
+	"sync"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/engine"
+	"github.com/weirstream/weir/internal/poll"
 )
 
 // CheckpointEvery wraps a restorable source: after every n records a
@@ -169,4 +173,32 @@ func (r *heldReader[T]) Close() error              { return r.r.Close() }
 // falls inside it, whatever the draw.
 func FirstCheckpointAfter(d time.Duration) weir.JobOption {
 	return engine.FirstCheckpointAfter(d)
+}
+
+// Poll and WaitFor are internal/poll's, here so that the tests outside the
+// root package need one helper package.
+var (
+	Poll    = poll.Poll
+	WaitFor = poll.WaitFor
+)
+
+// LockedBuffer is a log that many goroutines write (a job's logger, a
+// command's output) while a test reads it.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
