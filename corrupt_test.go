@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // checkpointsOf runs a bounded checkpointed job into dir and returns its

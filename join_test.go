@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // jev is an event of either side of a join test.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // manyKeys is record i of a stream of sessionKeys keys in turn, 10 ms

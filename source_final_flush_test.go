@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 
 	"github.com/weirstream/weir"
 )

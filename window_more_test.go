@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 func keyed(t *testing.T, job *weir.Job, evs []ev, bound time.Duration) *weir.KeyedStream[string, ev] {

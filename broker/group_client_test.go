@@ -13,7 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/internal/poll"
+	"github.com/weirstream/weir/internal/testing/poll"
 )
 
 // groupITMember is a franz-go consumer of the integration test and what

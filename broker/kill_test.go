@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/poll"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/poll"
 )
 
 // brokerProc is `weir broker` as a real process.

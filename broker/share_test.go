@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	wlog "github.com/weirstream/weir/connector/log"
-	"github.com/weirstream/weir/internal/poll"
+	"github.com/weirstream/weir/internal/testing/poll"
 )
 
 // TestIdleWriterReleased: once a partition has had no produce for

@@ -3,7 +3,7 @@ package cep
 import (
 	"context"
 	"fmt"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"

@@ -3,7 +3,7 @@ package nexmark_test
 import (
 	"context"
 	"fmt"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"io"
 	"slices"
 	"sync"

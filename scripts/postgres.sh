@@ -12,7 +12,7 @@
 # connections (user weir, database postgres), and runs without fsync: it is
 # for tests, its data is disposable. PostgreSQL refuses to run as root; as
 # root the server runs as user postgres (or nobody), which then owns DIR.
-# The Go tests do the same themselves (connector/postgres/internal/pgtest).
+# The Go tests do the same themselves (connector/postgres/internal/testing/pgtest).
 # WEIR_PG_BINDIR overrides where the binaries are looked for.
 set -euo pipefail
 

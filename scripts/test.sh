@@ -27,7 +27,7 @@ done
 # programs compiled the module and its dependencies a second time, 453 s
 # user + 108 s sys from an empty cache (2026-12-02), about 4.7 minutes of
 # the 2-core machine. Files built only without the race detector
-# (race_off_test.go, internal/crashtest/norace.go: one constant) are not
+# (race_off_test.go, internal/testing/crashtest/norace.go: one constant) are not
 # vetted.
 #
 # Time on 2 cores from an empty build cache (Go 1.26, 53 packages): before
@@ -36,11 +36,11 @@ done
 # already installed (2026-12-02), 1,204 s wall, 1,706 s user + 477 s sys:
 # at the 20-minute budget, with no margin. go vet -race (the cold compile)
 # took about 7.5 minutes of it; the slowest packages were connector/kafka
-# 174 s (512 s before, its plain job builds included), internal/crashtest
+# 174 s (512 s before, its plain job builds included), internal/testing/crashtest
 # 169 s, the root package 156 s, internal/state/pebblestate 155 s and sql
 # 143 s. With a warm build cache: 825 s. On 2026-12-03 (GOCACHE emptied,
 # Chromium installed by the script): 1,004 s wall, 1,418 s user + 238 s
-# sys; the slowest packages sql 167 s, internal/crashtest 148 s,
+# sys; the slowest packages sql 167 s, internal/testing/crashtest 148 s,
 # connector/kafka 136 s, pebblestate 132 s, the root package 117 s (the
 # host's speed moves by a third within an hour: read these as a range).
 # The next long poles are the

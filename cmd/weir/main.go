@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/weirstream/weir/internal/cli"
+	"github.com/weirstream/weir/internal/app/cli"
 )
 
 func main() { os.Exit(cli.Main()) }

@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
 )
 
 var bg = context.Background()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // TestMicrobatchExactlyOnceFiles runs a microbatch job into the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // TestReaderReopensAtItsPosition reads a file in pieces, reopening a new

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/broker"
-	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
 )
 
 // weirBroker starts weir's own Kafka-protocol broker (package broker,

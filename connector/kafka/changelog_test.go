@@ -13,7 +13,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/testing/kafkatest"
 )
 
 // TestGroupKeyedStateMoves runs a keyed stateful job (internal/groupjob's

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	wlog "github.com/weirstream/weir/connector/log"
-	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
 )
 
 func crashKills() int { return crashtest.Kills(20) }

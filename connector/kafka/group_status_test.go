@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // ownedJob is a group-mode job run in the test process with its metrics

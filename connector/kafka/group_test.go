@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/kafkatest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // groupProc is one process of a group-mode job (kafkatest.Proc, under

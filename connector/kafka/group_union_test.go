@@ -14,7 +14,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // Group mode behind unions (docs/scale-out.md, root exchange.go): a KeyBy

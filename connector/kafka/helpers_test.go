@@ -19,9 +19,9 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/connector/kafka/internal/jobshapes"
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/kafkatest"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/kafkatest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // clusterOpt is an option of newCluster: topics to create, or a kfake

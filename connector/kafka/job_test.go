@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
 )
 
 // countingJob reads events from topic in, counts them per key per second

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/kafkatest"
 )
 
 // TestMain builds each program the tests start (internal/groupjob,

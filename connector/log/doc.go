@@ -103,5 +103,5 @@
 // click-counts through Sink, and with --output to part files through
 // connector/file.ExactlyOnce. Killed and restarted with the same flags,
 // both hold exactly the output of an uninterrupted run
-// (internal/crashtest).
+// (internal/testing/crashtest).
 package wlog

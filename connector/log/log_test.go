@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

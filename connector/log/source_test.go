@@ -14,7 +14,7 @@ import (
 
 	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 type click struct {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/postgres"
-	"github.com/weirstream/weir/internal/pgtest"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/pgtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 var slots atomic.Int64

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/cdcview"
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/app/cdcview"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // viewConfig is a cdcview configuration on fresh tables and a fresh slot.

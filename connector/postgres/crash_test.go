@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weirstream/weir/connector/postgres/internal/pgjob"
-	"github.com/weirstream/weir/internal/crashtest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
 )
 
 // checkPartial checks what a killed job left visible: every window row

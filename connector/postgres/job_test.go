@@ -3,7 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"sync/atomic"
 	"testing"
 	"time"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/testing/pgtest"
 )
 
 // server is the package's throwaway PostgreSQL server; nil when there is

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/testing/pgtest"
 )
 
 func table(t *testing.T, conn *pgx.Conn, name string) string {

@@ -196,7 +196,7 @@ func oldPGTimestamptz(b []byte) (int64, bool) {
 	return t.UnixMicro() - off*1e6, true
 }
 
-// oldCLITime is the time part of internal/cli's parseTime and parseFrom,
+// oldCLITime is the time part of internal/app/cli's parseTime and parseFrom,
 // in microseconds (they took t.UnixMilli(), the same rounded down).
 func oldCLITime(s string) (int64, bool) {
 	t, err := time.Parse(time.RFC3339Nano, s)

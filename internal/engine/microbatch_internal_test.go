@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/coordinator"
-	"github.com/weirstream/weir/internal/poll"
+	"github.com/weirstream/weir/internal/testing/poll"
 )
 
 // gateSource is one split of event times that the test hands to the

@@ -10,8 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/internal/web"
-	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // The dashboard's Group panel in a real browser, for a process of a

@@ -20,8 +20,8 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/control"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/internal/web"
-	"github.com/weirstream/weir/internal/weirtest"
 )
 
 // click is the demo-like job's record.

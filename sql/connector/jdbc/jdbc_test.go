@@ -16,8 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/pgtest"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/pgtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/sql/connector"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/connector/jdbc"

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/types"

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/kafkatest"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/kafkatest"
 )
 
 // chainSQL is the statement set TestGroupSQLChain runs: aggregations over

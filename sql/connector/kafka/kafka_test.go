@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/sql/connector"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/types"

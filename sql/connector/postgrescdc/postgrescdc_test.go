@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/testing/pgtest"
 	"github.com/weirstream/weir/sql/connector"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/types"

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/weirstream/weir/internal/cdcview"
-	"github.com/weirstream/weir/internal/crashtest"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/app/cdcview"
+	"github.com/weirstream/weir/internal/testing/crashtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 )
 
 // viewSQL is the #11 job: a 'postgres-cdc' table, a 'jdbc' table with a

@@ -13,7 +13,7 @@ import (
 
 	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
-	"github.com/weirstream/weir/internal/weirtest"
+	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/sql/connector"
 	_ "github.com/weirstream/weir/sql/connector/builtin"
 	"github.com/weirstream/weir/sql/types"

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/cdcview"
+	"github.com/weirstream/weir/internal/app/cdcview"
 )
 
 func main() {

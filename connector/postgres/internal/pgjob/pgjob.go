@@ -18,8 +18,8 @@ import (
 	"github.com/weirstream/weir"
 	wlog "github.com/weirstream/weir/connector/log"
 	"github.com/weirstream/weir/connector/postgres"
-	"github.com/weirstream/weir/internal/crashtest"
 	"github.com/weirstream/weir/internal/pace"
+	"github.com/weirstream/weir/internal/testing/crashtest"
 )
 
 // Event is one input record.
