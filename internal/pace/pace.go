@@ -31,7 +31,11 @@ const MaxHold = 10 * time.Millisecond
 // than the exact quotient, so that float rounding never lets a record out
 // (or wakes a source) just before.
 func Due(n int64, rate float64) time.Duration {
-	return time.Duration(math.Ceil(float64(n+1)/rate*1e9)) + 1
+	ns := math.Ceil(float64(n+1) / rate * 1e9)
+	if !(ns < math.MaxInt64/2) { // saturate: a due time beyond ~146 years (or NaN)
+		return math.MaxInt64 / 2
+	}
+	return time.Duration(ns) + 1
 }
 
 // Hold is how long a paced source waits before it reads, the rule of a
@@ -72,14 +76,16 @@ func New(rate float64) *Pacer {
 // Otherwise it waits until want are due or the first has been due for
 // Grain (Hold), at most MaxHold, and returns 0.
 func (p *Pacer) Allow(ctx context.Context, want int) (int, error) {
-	if p.rate <= 0 {
+	if !(p.rate > 0) { // 0, negative or NaN: unlimited (the CLI refuses NaN)
 		return want, nil
 	}
 	elapsed := p.now().Sub(p.start)
-	due := int64(elapsed.Seconds()*p.rate) - p.emitted
-	if due >= int64(want) {
+	// In float until compared: elapsed·rate may exceed int64 (a huge rate).
+	dueF := elapsed.Seconds()*p.rate - float64(p.emitted)
+	if dueF >= float64(want) {
 		return want, nil
 	}
+	due := int64(max(dueF, 0))
 	wait := Hold(elapsed, Due(p.emitted, p.rate), Due(p.emitted+int64(max(want, 1))-1, p.rate))
 	if wait == 0 && due > 0 {
 		return int(due), nil // fewer than want, the first due for Grain

@@ -31,6 +31,33 @@ func TestNeverAhead(t *testing.T) {
 	}
 }
 
+// A rate too large for int64 arithmetic (1e308 records a second) lets
+// every record out at once instead of overflowing into a wait for ever,
+// and one too small waits at most MaxHold per call (issue 35).
+func TestExtremeRates(t *testing.T) {
+	p := New(1e308)
+	clock := p.start.Add(time.Millisecond)
+	p.now = func() time.Time { return clock }
+	p.sleep = func(context.Context, time.Duration) error { t.Fatal("a pacer at 1e308/s waited"); return nil }
+	for range 3 {
+		n, err := p.Allow(context.Background(), 1000)
+		if n != 1000 || err != nil {
+			t.Fatalf("at 1e308/s: allowed %d, %v", n, err)
+		}
+		p.Emitted(n)
+	}
+	if d := Due(5, 1e-300); d <= 0 {
+		t.Fatalf("Due at 1e-300/s = %v, want a positive (saturated) duration", d)
+	}
+	slow := New(1e-300)
+	slow.now = func() time.Time { return slow.start.Add(time.Hour) }
+	var slept time.Duration
+	slow.sleep = func(_ context.Context, d time.Duration) error { slept = d; return nil }
+	if n, err := slow.Allow(context.Background(), 1); n != 0 || err != nil || slept <= 0 || slept > MaxHold {
+		t.Fatalf("at 1e-300/s: allowed %d, %v, slept %v", n, err, slept)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	p := New(0.001)
 	p.Emitted(1)

@@ -145,6 +145,28 @@ func TestNegativeFlagsRefused(t *testing.T) {
 	}
 }
 
+// NaN and infinities are refused by every command like negative numbers
+// (issue 35: `--rate NaN` was accepted and then produced nothing).
+func TestNonFiniteFlagsRefused(t *testing.T) {
+	dd := "--data-dir=" + t.TempDir()
+	for _, args := range [][]string{
+		{"demo", "adclicks", "--rate", "NaN", dd},
+		{"demo", "adclicks", "--rate", "Inf", dd},
+		{"demo", "adclicks", "--rate", "+Inf", dd},
+		{"nexmark", "gen", "--rate", "nan"},
+		{"bench", "adclicks", "--latency-fraction", "Inf"},
+	} {
+		stdout, stderr, code := run(t, args...)
+		flag := args[2]
+		if code == 0 || !strings.Contains(stderr, flag) || !strings.Contains(stderr, "must be a finite number") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%v ran: %q", args, stdout)
+		}
+	}
+}
+
 // After `weir savepoint --stop` the demo says it was stopped, with what it
 // read, instead of a true-up that counts every unread click as late.
 func TestDemoStoppedWithSavepointSummary(t *testing.T) {

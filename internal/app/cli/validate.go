@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 // --out-of-orderness would keep the watermark from ever advancing, a
 // negative --rate or --max has no meaning. Rather than check each flag
 // where it is used, every command refuses negative values of the numeric
-// flags it was given before it runs.
+// flags it was given before it runs, and NaN or infinite floats too (a
+// --rate of NaN would pace a source to nothing).
 
 // checkedAnnotation marks a command whose flags are checked already.
 const checkedAnnotation = "weir-flags-checked"
@@ -52,11 +54,15 @@ func refuseNegative(fs *pflag.FlagSet) error {
 		}
 		neg := false
 		switch f.Value.Type() {
-		case "int", "int8", "int16", "int32", "int64":
-			v, perr := strconv.ParseInt(f.Value.String(), 10, 64)
-			neg = perr == nil && v < 0
 		case "float32", "float64":
 			v, perr := strconv.ParseFloat(f.Value.String(), 64)
+			if perr == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+				err = fmt.Errorf("--%s %s: must be a finite number", f.Name, f.Value.String())
+				return
+			}
+			neg = perr == nil && v < 0
+		case "int", "int8", "int16", "int32", "int64":
+			v, perr := strconv.ParseInt(f.Value.String(), 10, 64)
 			neg = perr == nil && v < 0
 		case "duration":
 			v, perr := time.ParseDuration(f.Value.String())
