@@ -125,3 +125,24 @@ func TestLostOutputFailsAtOnce(t *testing.T) {
 		t.Fatalf("%d restarts for an error no restart can fix", n)
 	}
 }
+
+// A restore whose savepoint's output directory is gone (moved away) fails
+// at once with the error that says so, not after the restart policy's
+// attempts (issue 35). (Pending files gone from a directory that is there
+// fail at once too: TestExactlyOnceErrors.)
+func TestRestoreWithLostOutputFailsAtOnce(t *testing.T) {
+	blue := filepath.Join(t.TempDir(), "blue")
+	sp := stopWithSavepoint(t, 50_000, blue)
+	if err := os.Rename(blue, blue+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	job := numbersJob(50_000, 0, 2, t.TempDir(), filepath.Join(t.TempDir(), "green"), weir.RestoreFrom(sp),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 3, Interval: time.Hour}))
+	err := job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the output of this checkpoint is lost") || strings.Contains(err.Error(), "giving up") {
+		t.Fatalf("restore with the output gone: %v; want the lost-output error at once", err)
+	}
+	if !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("restore with the output directory gone: %v; want it to say the directory does not exist", err)
+	}
+}

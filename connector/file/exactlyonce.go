@@ -661,11 +661,12 @@ func (c *eoCommitter) commit(dir string, f committableFile) error {
 		return nil
 	case errors.Is(perr, fs.ErrNotExist):
 		if ferr != nil {
-			err := fmt.Errorf("file: commit: neither %s nor %s exists: the output of this checkpoint is lost", pending, final)
-			if di, derr := os.Stat(dir); derr == nil && di.IsDir() {
-				return weir.Permanent(err) // the directory is there; the files are not
+			// No restart brings the files back: fail at once, whether the
+			// directory is there without them or gone with them.
+			if di, derr := os.Stat(dir); derr != nil || !di.IsDir() {
+				return weir.Permanent(fmt.Errorf("file: commit: the directory %s of %s does not exist (or is not a directory): the output of this checkpoint is lost", dir, f.Pending))
 			}
-			return err
+			return weir.Permanent(fmt.Errorf("file: commit: neither %s nor %s exists: the output of this checkpoint is lost", pending, final))
 		}
 		if fi.Size() != f.Size || !fi.Mode().IsRegular() {
 			return weir.Permanent(fmt.Errorf("file: commit %s: committed file %s has %d bytes, the committable says %d", pending, final, fi.Size(), f.Size))
