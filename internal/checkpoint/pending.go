@@ -417,6 +417,13 @@ func (p *Pending) commit(meta Metadata, written map[string]fileState) (*Checkpoi
 	if err := writeFileSync(fsys, filepath.Join(p.dir, metadataCopyName), data); err != nil {
 		return nil, err
 	}
+	if !p.managed {
+		// A completed savepoint is no leftover for a later attempt to
+		// remove: the owner marker goes before it is published.
+		if err := fsys.Remove(filepath.Join(p.dir, ownerMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, withPath("remove", filepath.Join(p.dir, ownerMarker), err)
+		}
+	}
 	if err := fsys.SyncDir(p.dir); err != nil {
 		return nil, withPath("sync", p.dir, err)
 	}

@@ -161,6 +161,9 @@ func (s *Store) BeginSavepointAt(path string, id int64) (*Pending, error) {
 		return nil, fmt.Errorf("checkpoint: begin: id %d: must be at least 1", id)
 	}
 	final := filepath.Clean(path)
+	if strings.HasSuffix(final, inProgressSuffix) {
+		return nil, fmt.Errorf("checkpoint: begin savepoint: %s: the suffix %s is reserved for savepoints being written", final, inProgressSuffix)
+	}
 	// A name that looks like a store's must tell the truth: OpenPath
 	// checks it against the metadata.
 	if dn, ok := parseDirName(filepath.Base(final)); ok && (dn.inProgress || dn.kind != KindSavepoint || dn.id != id) {
@@ -178,6 +181,12 @@ func (s *Store) BeginSavepointAt(path string, id int64) (*Pending, error) {
 		if _, err := s.cfg.fs.Stat(filepath.Join(tmp, ownerMarker)); err != nil {
 			return nil, fmt.Errorf("checkpoint: begin savepoint: %w: %s was not made by weir (no %s in it); remove it or choose another path",
 				ErrExists, tmp, ownerMarker)
+		}
+		// Never a completed savepoint (an older weir kept the marker in
+		// it, and a user could name one X.inprogress).
+		if _, err := s.cfg.fs.Stat(filepath.Join(tmp, metadataName)); err == nil {
+			return nil, fmt.Errorf("checkpoint: begin savepoint: %w: %s holds a completed savepoint; move it or choose another path",
+				ErrExists, tmp)
 		}
 		s.cfg.logger.Warn("checkpoint: removing in-progress savepoint left by an earlier attempt", "dir", tmp)
 		if err := s.cfg.fs.RemoveAll(tmp); err != nil {
@@ -197,7 +206,8 @@ func (s *Store) BeginSavepointAt(path string, id int64) (*Pending, error) {
 
 // ownerMarker marks a savepoint's .inprogress directory at a user-named
 // path as weir's, so that a later attempt may remove it. It starts with
-// '_', which no state file name may, and stays in the finished savepoint.
+// '_', which no state file name may; Commit removes it before it
+// publishes the savepoint.
 const ownerMarker = "_weir_inprogress"
 
 func (s *Store) release(id int64) {

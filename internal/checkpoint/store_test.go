@@ -524,3 +524,40 @@ func TestBeginSavepointAtKeepsForeignInProgress(t *testing.T) {
 	}
 	p.Abort()
 }
+
+// A savepoint named X.inprogress, then one named X: the suffix is
+// reserved, and a completed savepoint keeps no owner marker, so the second
+// can never remove the first (issue 35: it did).
+func TestSavepointAtNeverRemovesACompletedSavepoint(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "sp")
+	if _, err := s.BeginSavepointAt(target+inProgressSuffix, 1); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("BeginSavepointAt(%s): %v; want the suffix refused as reserved", target+inProgressSuffix, err)
+	}
+	// A completed savepoint at X.inprogress, as an older weir could write.
+	old, err := s.BeginSavepointAt(filepath.Join(t.TempDir(), "other"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Commit(Metadata{MaxParallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(old.final), "other", ownerMarker)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a completed savepoint keeps its owner marker: %v", err)
+	}
+	if err := os.Rename(old.final, target+inProgressSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(target+inProgressSuffix, ownerMarker), []byte("weir savepoint in progress\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.BeginSavepointAt(target, 2); !errors.Is(err, ErrExists) {
+		t.Fatalf("BeginSavepointAt over a completed savepoint at %s: %v; want ErrExists", target+inProgressSuffix, err)
+	}
+	if _, err := OpenPath(target + inProgressSuffix); err != nil {
+		t.Fatalf("the completed savepoint was damaged: %v", err)
+	}
+}
