@@ -42,9 +42,10 @@ type Job struct {
 		// changed is closed (and replaced) when coord changes or Run
 		// returns: what Savepoint and Checkpoint wait on (job_running.go).
 		changed  chan struct{}
-		finished bool   // Run returned
-		restored string // path of the checkpoint the last attempt restored
-		stopped  string // savepoint of a stop-with-savepoint that ended Run
+		finished bool                  // Run returned
+		restored string                // path of the checkpoint the last attempt restored
+		stopped  string                // savepoint of a stop-with-savepoint that ended Run
+		dup      *DuplicateOutputError // what AllowDuplicateOutput let through (DuplicateOutput)
 	}
 }
 

@@ -84,6 +84,17 @@ func (e *DuplicateOutputError) Error() string {
 	return b.String()
 }
 
+// DuplicateOutput returns the refusal that AllowDuplicateOutput overrode
+// when the job (last) started: the checkpoints whose committed output the
+// replay commits a second time. It is nil when the job started without
+// replaying committed output, so a program can report whether its output
+// is still exactly once.
+func (j *Job) DuplicateOutput() *DuplicateOutputError {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.mu.dup
+}
+
 // Is makes errors.Is(err, ErrDuplicateOutput) true.
 func (e *DuplicateOutputError) Is(target error) bool { return target == ErrDuplicateOutput }
 
@@ -140,6 +151,9 @@ func (j *Job) checkReplay(store *checkpoint.Store, restoreID int64, path string)
 		return nil
 	case j.cfg.allowDup:
 		log.Warn("restoring behind committed output: the replayed output is committed again (duplicates), as AllowDuplicateOutput allows", "err", e.Error())
+		j.mu.Lock()
+		j.mu.dup = e
+		j.mu.Unlock()
 		return nil
 	}
 	return e

@@ -45,6 +45,7 @@ func newDemoAdclicks() *cobra.Command {
 		failpoint   string
 		failAfter   int64
 		allowDup    bool
+		restoreFrom string
 		webFlags    webFlags
 		microbatch  time.Duration
 	)
@@ -70,7 +71,7 @@ instead, without the log.`,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr, savepointDir: spDir,
 				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
-				allowDup: allowDup, web: webFlags, microbatch: microbatch,
+				allowDup: allowDup, restoreFrom: restoreFrom, web: webFlags, microbatch: microbatch,
 			})
 		},
 	}
@@ -86,6 +87,7 @@ instead, without the log.`,
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory; started again with the same flags, the demo resumes from the latest one")
 	f.DurationVar(&ckInterval, "checkpoint-interval", time.Second, "time between checkpoints (with --checkpoint-dir)")
 	f.StringVar(&output, "output", "", "also write results to this directory through the exactly-once file sink (part-* files; in-progress ones start with a dot)")
+	f.StringVar(&restoreFrom, "restore-from", "", "with --checkpoint-dir: start from this savepoint or checkpoint directory instead of the latest checkpoint (Flink's --fromSavepoint)")
 	f.BoolVar(&allowDup, "allow-duplicates", false, "with --checkpoint-dir: resume from a checkpoint older than output already committed (its newer checkpoints are damaged), committing that output a second time; without it the demo refuses to start in that case")
 	f.StringVar(&controlAddr, "control-addr", "", "serve the control endpoint, which the weir savepoint command talks to, at this address (loopback unless a host is given; needs --checkpoint-dir, where the default is a free loopback port)")
 	f.StringVar(&spDir, "savepoint-dir", "", "savepoints asked for through the control endpoint go under this directory (default: CHECKPOINT_DIR/savepoints)")
@@ -124,6 +126,7 @@ type demoOpts struct {
 	// savepointDir confines the control endpoint's savepoints.
 	savepointDir string
 	allowDup     bool
+	restoreFrom  string // a savepoint or checkpoint to start from (RestoreFrom)
 	web          webFlags
 	microbatch   time.Duration
 }
@@ -179,6 +182,11 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		if o.allowDup {
 			opts = append(opts, weir.AllowDuplicateOutput())
 		}
+		if o.restoreFrom != "" {
+			opts = append(opts, weir.RestoreFrom(o.restoreFrom))
+		}
+	} else if o.restoreFrom != "" {
+		return fmt.Errorf("--restore-from needs --checkpoint-dir")
 	}
 	if o.controlAddr != "" {
 		opts = append(opts, weir.ControlAddr(o.controlAddr))
@@ -355,7 +363,12 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 			return err
 		}
 		fmt.Fprintf(stdout, "  input          topic %s: %d clicks read (%d written by the producer in this run)\n", clicksTopic, c.Events, dl.produced.Load())
-		fmt.Fprintf(stdout, "  results        topic %s: %d records in %d partitions (exactly once)\n", resultsTopic, n, parts)
+		guarantee := "exactly once"
+		if dup := job.DuplicateOutput(); dup != nil {
+			last := dup.Committed[len(dup.Committed)-1]
+			guarantee = fmt.Sprintf("at least once: --allow-duplicates committed the output of %d checkpoint(s) up to %s %d a second time", len(dup.Committed), last.Kind, last.ID)
+		}
+		fmt.Fprintf(stdout, "  results        topic %s: %d records in %d partitions (%s)\n", resultsTopic, n, parts, guarantee)
 	}
 	if streamedTotal+late != c.Events {
 		return fmt.Errorf("accounting error: %d counted + %d dropped != %d events", streamedTotal, late, c.Events)

@@ -216,9 +216,21 @@ func TestCorruptNewestCheckpointOfKilledDemo(t *testing.T) {
 		if f, tp := got.extra(want); len(f)+len(tp) > 0 || !got.equal(before) {
 			t.Fatalf("the refused start committed output: %d extra part-file lines, %d extra topic records", len(f), len(tp))
 		}
-		// Accepting duplicates, as the error offers.
-		if stderr, err := restart(t, root, "--allow-duplicates"); err != nil {
-			t.Fatalf("--allow-duplicates: %v\n%s", err, stderr)
+		// The other choice the error offers is a flag the demo has.
+		if help, _ := exec.Command(bin, "demo", "adclicks", "--help").Output(); !strings.Contains(string(help), "--restore-from") {
+			t.Fatalf("the refusal offers --restore-from, which the demo does not have:\n%s", help)
+		}
+		// Accepting duplicates, as the error offers; the summary says the
+		// output is no longer exactly once.
+		cmd := exec.Command(bin, demoArgs(root, "--allow-duplicates")...)
+		var errBuf strings.Builder
+		cmd.Stderr = &errBuf
+		stdout, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("--allow-duplicates: %v\n%s", err, errBuf.String())
+		}
+		if strings.Contains(string(stdout), "(exactly once)") || !strings.Contains(string(stdout), "at least once") {
+			t.Fatalf("after committing output a second time the summary says:\n%s", stdout)
 		}
 		got = readDemoOutput(t, root)
 		f, tp := got.extra(want)
