@@ -149,7 +149,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 				return nil, err
 			}
 			if startKey, ok := boundsOnlyKeys(lkeys, rkeys, endKey); ok {
-				if spec, ok := matchWindowMax(kind, left, right, keyCols, startKey, endKey, residual, ec, nl); ok {
+				if spec, ok := matchWindowMax(p.cfg, kind, left, right, keyCols, startKey, endKey, residual, ec, nl); ok {
 					return windowMaxJoinRel(left, windowJoinScope(sc, nl, kind), spec, len(right.sc.cols), strings.Join(append(keyText, text...), " AND ")), nil
 				}
 			}
@@ -197,7 +197,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 	var prune func(*builder, *weir.Stream[types.Row]) *weir.Stream[types.Row]
 	leftIn := left
 	if spec, ok := p.matchMaxPrune(j); ok && appendOnly {
-		if pl := maxPruneBelowCalc(spec, left); pl != nil {
+		if pl := maxPruneBelowCalc(p.cfg, spec, left); pl != nil {
 			leftIn = pl
 		} else {
 			prune = maxPruneFilter(spec, left)

@@ -59,9 +59,6 @@ type maxPruneSpec struct {
 	size, d           time.Duration
 }
 
-// disableMaxPrune turns the filter off (tests compare with and without).
-var disableMaxPrune bool
-
 // noteJoinWhere records the WHERE of a select over a join, for planJoin.
 func (p *planner) noteJoinWhere(s *parser.Select) {
 	j, ok := s.From.(*parser.Join)
@@ -77,7 +74,7 @@ func (p *planner) noteJoinWhere(s *parser.Select) {
 // matchMaxPrune recognizes the query shape above in the syntax tree of an
 // inner join and the WHERE over it (nil if none).
 func (p *planner) matchMaxPrune(j *parser.Join) (*maxPruneSpec, bool) {
-	if disableMaxPrune || j.Kind != parser.InnerJoin || len(j.Using) > 0 {
+	if p.cfg.DisableMaxPrune || j.Kind != parser.InnerJoin || len(j.Using) > 0 {
 		return nil, false
 	}
 	lref, ok := j.Left.(*parser.TableRef)
@@ -313,10 +310,6 @@ func maxPruneFilter(spec *maxPruneSpec, left *rel) func(b *builder, s *weir.Stre
 	}
 }
 
-// disableMaxPruneBelowCalc makes planJoin put the filter after the left
-// Calc (maxPruneFilter) even where it could go below it (tests compare).
-var disableMaxPruneBelowCalc bool
-
 // maxPruneBelowCalc returns a replacement for the join's left input, when
 // that is one Calc over a projecting scan (q7's bid view over the Nexmark
 // source): the same Calc over the filter over the scan. The filter reads
@@ -330,9 +323,9 @@ var disableMaxPruneBelowCalc bool
 // the Calc (a Calc emits no watermark of its own), so the argument above
 // holds unchanged. nil: not that shape (maxPruneFilter then applies after
 // the Calc).
-func maxPruneBelowCalc(spec *maxPruneSpec, left *rel) *rel {
+func maxPruneBelowCalc(cfg Config, spec *maxPruneSpec, left *rel) *rel {
 	pc, tc, ok := maxPruneCols(spec, left)
-	if !ok || disableMaxPruneBelowCalc {
+	if !ok || cfg.DisableMaxPruneBelowCalc {
 		return nil
 	}
 	lc := left.canonical()

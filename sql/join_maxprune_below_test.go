@@ -34,10 +34,8 @@ FROM datagen WHERE event_type = 2 AND (bid.price < 2000 OR MOD(bid.price, 5) = 0
 // and the rows the MaxPrune operators read.
 func runMaxPruneNexmark(t *testing.T, p int, prune, below bool) (out []string, read int64) {
 	t.Helper()
-	oldP, oldB := disableMaxPrune, disableMaxPruneBelowCalc
-	disableMaxPrune, disableMaxPruneBelowCalc = !prune, !below
-	defer func() { disableMaxPrune, disableMaxPruneBelowCalc = oldP, oldB }()
 	s := NewSession(Parallelism(p))
+	s.plan = Config{DisableMaxPrune: !prune, DisableMaxPruneBelowCalc: !below}
 	if _, err := s.Exec(maxPruneNexmarkDDL); err != nil {
 		t.Fatal(err)
 	}

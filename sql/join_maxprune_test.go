@@ -78,10 +78,8 @@ func runMaxPrune(t *testing.T, rows []string, prune bool) (out []string, dropped
 	values.mu.Lock()
 	values.data["maxprune"] = rows
 	values.mu.Unlock()
-	old := disableMaxPrune
-	disableMaxPrune = !prune
-	defer func() { disableMaxPrune = old }()
 	s := NewSession(Parallelism(1))
+	s.plan.DisableMaxPrune = !prune
 	if _, err := s.Exec(maxPruneDDL); err != nil {
 		t.Fatal(err)
 	}

@@ -52,9 +52,6 @@ import (
 // state in weir's keyed state (checkpointed), and emits a window's rows by
 // an event-time timer at the window's last millisecond, as the join does.
 
-// windowMaxJoin turns the rule on; tests turn it off to compare.
-var windowMaxJoin = true
-
 // windowMaxSpec is a matched window-maximum join: the left side's columns
 // (the compared value and the window's bounds) and, for each column of the
 // right side, what it is (rightStart, rightEnd or rightMax).
@@ -90,8 +87,8 @@ func copiedCol(r *rel, i int) (*rel, int) {
 // -1 when a key is not a bare column), startKey and endKey the keys that
 // equate the windows' bounds, residual the other conjuncts and ec their
 // compiler over the joined scope (nl left columns).
-func matchWindowMax(kind parser.JoinKind, left, right *rel, keyCols [][2]int, startKey, endKey int, residual []parser.Expr, ec *exprCompiler, nl int) (*windowMaxSpec, bool) {
-	if !windowMaxJoin || kind != parser.InnerJoin || len(keyCols) != 2 || len(residual) != 1 {
+func matchWindowMax(cfg Config, kind parser.JoinKind, left, right *rel, keyCols [][2]int, startKey, endKey int, residual []parser.Expr, ec *exprCompiler, nl int) (*windowMaxSpec, bool) {
+	if cfg.DisableWindowMaxJoin || kind != parser.InnerJoin || len(keyCols) != 2 || len(residual) != 1 {
 		return nil, false
 	}
 	cmp, ok := residual[0].(*parser.Binary)

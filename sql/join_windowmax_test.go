@@ -47,10 +47,8 @@ func runWindowMax(t *testing.T, query string, rows []string, rule bool) ([]strin
 	values.mu.Lock()
 	values.data["windowmax"] = rows
 	values.mu.Unlock()
-	old := windowMaxJoin
-	windowMaxJoin = rule
-	defer func() { windowMaxJoin = old }()
 	s := NewSession(Parallelism(1))
+	s.plan.DisableWindowMaxJoin = !rule
 	if _, err := s.Exec(windowMaxDDL); err != nil {
 		t.Fatal(err)
 	}
@@ -170,10 +168,7 @@ func TestWindowMaxJoinNexmark(t *testing.T) {
 		if !strings.Contains(st.Explain(), "WindowMaxJoin") {
 			t.Fatalf("q5 does not plan the window-maximum join:\n%s", st.Explain())
 		}
-		windowMaxJoin = false
-		t.Cleanup(func() { windowMaxJoin = true })
-		want, plainSt := runNexmark(t, q, par)
-		windowMaxJoin = true
+		want, plainSt := runNexmarkWith(t, q, par, Config{DisableWindowMaxJoin: true})
 		if strings.Contains(plainSt.Explain(), "WindowMaxJoin") {
 			t.Fatal("the rule is planned when off")
 		}

@@ -145,6 +145,8 @@ func allBounded(rs ...*rel) bool {
 // planner plans queries against a session's catalog.
 type planner struct {
 	s *Session
+	// cfg switches the planner's rules (the session's Config).
+	cfg Config
 	// viewDepth guards against views that refer to themselves.
 	viewDepth int
 	// ctes are the WITH queries in scope, by lower-case name.
@@ -429,7 +431,7 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	if r, ok := p.views["\x00table "+n]; ok {
 		return r, nil
 	}
-	r, err := p.s.sourceRel(td, pos)
+	r, err := p.sourceRel(td, pos)
 	if err == nil {
 		if p.views == nil {
 			p.views = map[string]*rel{}
@@ -442,8 +444,8 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 // sourceRel plans a read of a table: the connector's source, the
 // watermark strategy of its WATERMARK clause and a Calc that appends the
 // computed columns.
-func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
-	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings()}
+func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
+	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: p.s.settings()}
 	for _, pi := range td.physical {
 		ct.Schema = append(ct.Schema, types.Field{Name: td.cols[pi].name, Type: td.cols[pi].t.Nullable()})
 		ct.Schema[len(ct.Schema)-1].Type.NotNull = td.cols[pi].t.NotNull
@@ -461,7 +463,7 @@ func (s *Session) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 	}
 	ec := &exprCompiler{sc: phys}
 	var push *pushLayout
-	if src.Project != nil && pushdown {
+	if src.Project != nil && !p.cfg.DisablePushdown {
 		// the connector projects: the scan's rows hold what is read
 		push = &pushLayout{table: td.ddl.Name}
 		ec.cols = make([]cexpr, len(phys.cols))

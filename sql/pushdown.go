@@ -22,10 +22,6 @@ import (
 // it in one, and a Calc over a Calc fuses into a Calc over the scan), so no
 // other operator sees the pushed layout.
 
-// pushdown is cleared by tests to plan every scan without projection, the
-// reference a pushed plan's results are compared with.
-var pushdown = true
-
 // leafRef is a read of the pushed row: column col of the table's physical
 // schema, or field field of that column's ROW.
 type leafRef struct {

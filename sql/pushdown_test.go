@@ -20,7 +20,14 @@ import (
 // result (the changelog applied) as sorted strings, and the statement.
 func runNexmark(t *testing.T, query string, par int) ([]string, *Statement) {
 	t.Helper()
+	return runNexmarkWith(t, query, par, Config{})
+}
+
+// runNexmarkWith is runNexmark with the planner's rules switched by cfg.
+func runNexmarkWith(t *testing.T, query string, par int, cfg Config) ([]string, *Statement) {
+	t.Helper()
 	s := NewSession(Parallelism(par), Define("TPS", "1000"), Define("EVENTS_NUM", "3000"), Define("NEXMARK_TABLE", "datagen"))
+	s.plan = cfg
 	if _, err := s.Exec(nexmarksql.DDL()); err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +91,7 @@ func TestPushdownSameRows(t *testing.T) {
 	}
 	for _, q := range queries {
 		got, _ := runNexmark(t, q, 2)
-		pushdown = false
-		want, _ := runNexmark(t, q, 2)
-		pushdown = true
+		want, _ := runNexmarkWith(t, q, 2, Config{DisablePushdown: true})
 		if len(want) == 0 {
 			t.Fatalf("%s: no rows", q)
 		}

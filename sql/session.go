@@ -77,6 +77,8 @@ type Session struct {
 	// is read once (source and sub-plan reuse, reuse.go). Any other
 	// statement (DDL, SET) starts a new one, so a later plan sees it.
 	set *planner
+	// plan is the planner's Config: its rules' switches.
+	plan Config
 }
 
 // NewSession returns an empty session.
@@ -201,7 +203,7 @@ func (s *Session) Exec(text string) ([]*Statement, error) {
 // planned (Session.set), or a planner of its own outside Exec.
 func (s *Session) setPlanner() *planner {
 	if s.set == nil {
-		s.set = &planner{s: s}
+		s.set = &planner{s: s, cfg: s.plan}
 	}
 	return s.set
 }
@@ -213,7 +215,7 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 		return nil, s.cat.createTable(st)
 	case *parser.CreateView:
 		// plan it now so that errors point at the view's definition
-		if _, err := (&planner{s: s}).planQuery(st.Query); err != nil {
+		if _, err := (&planner{s: s, cfg: s.plan}).planQuery(st.Query); err != nil {
 			return nil, err
 		}
 		return nil, s.cat.createView(st)
@@ -302,7 +304,7 @@ func (s *Session) Describe(name string, pos parser.Pos) (string, error) {
 		return describeSchema(td.cols, td.ddl.PrimaryKey, wm), nil
 	}
 	if v := s.cat.views[n]; v != nil {
-		r, err := (&planner{s: s}).planTableName(name, pos)
+		r, err := (&planner{s: s, cfg: s.plan}).planTableName(name, pos)
 		if err != nil {
 			return "", err
 		}
@@ -331,7 +333,7 @@ func (s *Session) Query(text string) (types.Schema, *Statement, error) {
 	if !ok {
 		return nil, nil, parser.Errorf(stmts[0].StmtPos(), "want a SELECT")
 	}
-	r, err := (&planner{s: s}).planQuery(q.Query)
+	r, err := (&planner{s: s, cfg: s.plan}).planQuery(q.Query)
 	if err != nil {
 		return nil, nil, err
 	}
