@@ -149,7 +149,7 @@ func fitsLayout(u *big.Int, t types.Type) bool {
 // big path), and results beyond the type's precision are NULL, as Flink.
 func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 	bigint := types.Type{Kind: types.BigInt}
-	e, err := arith("*", ColRef(0, types.DecimalType(3, 3)), ColRef(1, bigint), nil)
+	e, err := arith("*", ColRef(0, types.DecimalType(3, 3)), ColRef(1, bigint), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,9 +178,9 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 			var e Expr
 			var err error
 			if kl {
-				e, err = arith("*", kx, cx, nil)
+				e, err = arith("*", kx, cx, nil, false)
 			} else {
-				e, err = arith("*", cx, kx, nil)
+				e, err = arith("*", cx, kx, nil, false)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -196,7 +196,7 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 	// 1 rounds HALF_UP to 0.000001, -0.0000005 * 1 to -0.000001, and
 	// 0.00000049 * 1 to 0
 	d := types.DecimalType(38, 10)
-	e, err = arith("*", ColRef(0, d), ColRef(1, d), nil)
+	e, err = arith("*", ColRef(0, d), ColRef(1, d), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 	}
 	// a sum beyond the capped precision is NULL on both paths
 	d38 := types.DecimalType(38, 0)
-	e, err = arith("+", ColRef(0, d38), ColRef(1, d38), nil)
+	e, err = arith("+", ColRef(0, d38), ColRef(1, d38), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestDecimalTimesOverflowsIntoBig(t *testing.T) {
 // DECIMAL(22, 3) result in the compact form (the unscaled value in I), with
 // no allocation; it was one *big.Int per row.
 func TestDecimalTimesDoesNotAllocate(t *testing.T) {
-	e, err := arith("*", Const(types.Value{I: 908}, types.DecimalType(3, 3)), ColRef(0, types.Type{Kind: types.BigInt}), nil)
+	e, err := arith("*", Const(types.Value{I: 908}, types.DecimalType(3, 3)), ColRef(0, types.Type{Kind: types.BigInt}), nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestDecimalConstantTimesMatchesBig(t *testing.T) {
 				if !left {
 					l, r = cx, kx
 				}
-				e, err := arith("*", l, r, nil)
+				e, err := arith("*", l, r, nil, false)
 				if err != nil {
 					t.Fatal(err)
 				}

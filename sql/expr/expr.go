@@ -82,6 +82,9 @@ type Compiler struct {
 	Cols []Expr
 	// deps collects the leaves read by the expression being compiled.
 	deps *depSet
+	// GenericOnly compiles without typed forms (expr_typed.go): the
+	// reference tests compare the typed forms with.
+	GenericOnly bool
 }
 
 // Column returns the expression of scope column i.
@@ -91,7 +94,7 @@ func (c *Compiler) Column(i int) Expr {
 		x.Type = c.Scope.Cols[i].Type
 		return x
 	}
-	return ColRef(i, c.Scope.Cols[i].Type)
+	return colRef(i, c.Scope.Cols[i].Type, c.GenericOnly)
 }
 
 // ErrAt is an error placed at e's line and column.
@@ -163,7 +166,7 @@ func (c *Compiler) available() string {
 	return " (available: " + strings.Join(names, ", ") + ")"
 }
 
-func fieldAccess(x Expr, name string, at parser.Expr) (Expr, error) {
+func fieldAccess(x Expr, name string, at parser.Expr, generic bool) (Expr, error) {
 	if x.Type.Kind != types.Structured {
 		return Expr{}, ErrAt(at, "cannot access field '%s' of a value of type %s", name, x.Type)
 	}
@@ -191,7 +194,7 @@ func fieldAccess(x Expr, name string, at parser.Expr) (Expr, error) {
 		ft = ft.Nullable()
 	}
 	if x.Whole != nil {
-		return fieldRef(x.Whole, fi, ft), nil
+		return fieldRef(x.Whole, fi, ft, generic), nil
 	}
 	return Expr{Type: ft, Col: -1, Eval: func(r []types.Value) types.Value {
 		v := inner(r)
@@ -204,13 +207,17 @@ func fieldAccess(x Expr, name string, at parser.Expr) (Expr, error) {
 }
 
 // ColRef reads column i, of type t, of the row.
-func ColRef(i int, t types.Type) Expr {
-	return withTyped(Expr{Type: t, Col: i, Eval: func(r []types.Value) types.Value { return r[i] }}, slotInt(i))
+func ColRef(i int, t types.Type) Expr { return colRef(i, t, false) }
+
+func colRef(i int, t types.Type, generic bool) Expr {
+	return withTyped(Expr{Type: t, Col: i, Eval: func(r []types.Value) types.Value { return r[i] }}, slotInt(i), generic)
 }
 
 // Const is the constant v of type t.
-func Const(v types.Value, t types.Type) Expr {
-	return konstTyped(Expr{Type: t, Const: true, Col: -1, Eval: func([]types.Value) types.Value { return v }}, v)
+func Const(v types.Value, t types.Type) Expr { return konst(v, t, false) }
+
+func konst(v types.Value, t types.Type, generic bool) Expr {
+	return konstTyped(Expr{Type: t, Const: true, Col: -1, Eval: func([]types.Value) types.Value { return v }}, v, generic)
 }
 
 // Compile compiles e.
@@ -232,7 +239,7 @@ func (c *Compiler) Compile(e parser.Expr) (Expr, error) {
 	if ce.Const {
 		// fold constants: evaluate once at planning
 		v := ce.Eval(nil)
-		return Const(v, ce.Type), nil
+		return konst(v, ce.Type, c.GenericOnly), nil
 	}
 	ce.Deps, ce.Whole = d, nil
 	if outer != nil {
@@ -251,14 +258,14 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		x := c.Column(idx)
 		if x.Whole != nil && len(rest) > 0 {
 			// a field of a projecting scan's ROW: read it alone
-			if x, err = fieldAccess(x, rest[0], e); err != nil {
+			if x, err = fieldAccess(x, rest[0], e, c.GenericOnly); err != nil {
 				return Expr{}, err
 			}
 			rest = rest[1:]
 		}
 		c.deps.use(x)
 		for _, f := range rest {
-			if x, err = fieldAccess(x, f, e); err != nil {
+			if x, err = fieldAccess(x, f, e, c.GenericOnly); err != nil {
 				return Expr{}, err
 			}
 		}
@@ -268,9 +275,9 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		if err != nil {
 			return Expr{}, err
 		}
-		return fieldAccess(x, e.Name, e)
+		return fieldAccess(x, e.Name, e, c.GenericOnly)
 	case *parser.Literal:
-		return literal(e)
+		return literal(e, c.GenericOnly)
 	case *parser.TypedLiteral:
 		switch e.Type {
 		case "DATE":
@@ -278,7 +285,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			if !ok {
 				return Expr{}, ErrAt(e, "invalid DATE literal '%s'", e.Text)
 			}
-			return Const(types.IntValue(d), types.Type{Kind: types.Date, NotNull: true}), nil
+			return konst(types.IntValue(d), types.Type{Kind: types.Date, NotNull: true}, c.GenericOnly), nil
 		case "TIMESTAMP", "TIMESTAMP_LTZ":
 			us, ok := parseTimestamp(e.Text)
 			if !ok {
@@ -288,7 +295,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			if e.Type == "TIMESTAMP_LTZ" {
 				k = types.TimestampLTZ
 			}
-			return Const(types.IntValue(us), types.Type{Kind: k, Precision: 3, NotNull: true}), nil
+			return konst(types.IntValue(us), types.Type{Kind: k, Precision: 3, NotNull: true}, c.GenericOnly), nil
 		}
 		return Expr{}, ErrAt(e, "%s literals are not supported yet", e.Type)
 	case *parser.IntervalLit:
@@ -296,7 +303,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		if err != nil {
 			return Expr{}, err
 		}
-		return Const(types.IntValue(v), types.Type{Kind: types.Interval, Months: months, NotNull: true}), nil
+		return konst(types.IntValue(v), types.Type{Kind: types.Interval, Months: months, NotNull: true}, c.GenericOnly), nil
 	case *parser.Unary:
 		x, err := c.Compile(e.X)
 		if err != nil {
@@ -309,10 +316,10 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			if x.Type.Kind != types.Boolean && x.Type.Kind != types.Null {
 				return Expr{}, ErrAt(e, "NOT needs a BOOLEAN, not %s", x.Type)
 			}
-			return notExpr(x), nil
+			return notExpr(x, c.GenericOnly), nil
 		case "-":
-			zero := Const(types.IntValue(0), types.Type{Kind: types.Int, NotNull: true})
-			return arith("-", zero, x, e)
+			zero := konst(types.IntValue(0), types.Type{Kind: types.Int, NotNull: true}, c.GenericOnly)
+			return arith("-", zero, x, e, c.GenericOnly)
 		}
 	case *parser.Binary:
 		return c.binary(e)
@@ -335,17 +342,17 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			return Expr{}, err
 		}
 		x, lo, hi := xs[0], xs[1], xs[2]
-		ge, err := compare(">=", x, lo, e)
+		ge, err := compare(">=", x, lo, e, c.GenericOnly)
 		if err != nil {
 			return Expr{}, err
 		}
-		le, err := compare("<=", x, hi, e)
+		le, err := compare("<=", x, hi, e, c.GenericOnly)
 		if err != nil {
 			return Expr{}, err
 		}
-		r := Logic("AND", ge, le)
+		r := logic("AND", ge, le, c.GenericOnly)
 		if e.Not {
-			return notExpr(r), nil
+			return notExpr(r, c.GenericOnly), nil
 		}
 		return r, nil
 	case *parser.In:
@@ -359,18 +366,18 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			if err != nil {
 				return Expr{}, err
 			}
-			eq, err := compare("=", x, it, item)
+			eq, err := compare("=", x, it, item, c.GenericOnly)
 			if err != nil {
 				return Expr{}, err
 			}
 			if i == 0 {
 				acc = eq
 			} else {
-				acc = Logic("OR", acc, eq)
+				acc = logic("OR", acc, eq, c.GenericOnly)
 			}
 		}
 		if e.Not {
-			return notExpr(acc), nil
+			return notExpr(acc, c.GenericOnly), nil
 		}
 		return acc, nil
 	case *parser.Like:
@@ -394,7 +401,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			if err != nil {
 				return Expr{}, err
 			}
-			eq, err := compare("=", x, y, e)
+			eq, err := compare("=", x, y, e, c.GenericOnly)
 			if err != nil {
 				return Expr{}, err
 			}
@@ -412,7 +419,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			g := res.Eval
 			res.Eval = func(r []types.Value) types.Value { return types.BoolValue(!g(r).Bool()) }
 		}
-		if (e.What == "NULL" || e.What == "UNKNOWN") && !genericOnly {
+		if (e.What == "NULL" || e.What == "UNKNOWN") && !c.GenericOnly {
 			// x IS [NOT] NULL as a filter: no Value for the result
 			p := isNullTyped(x, e.Not)
 			res.Pred, res.Filter, res.Eval = p, func(r []types.Value) bool { return p(r) == triTrue }, evalOfPred(p)
@@ -462,14 +469,14 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 	return Expr{}, ErrAt(e, "unsupported expression %s", parser.ExprString(e))
 }
 
-func literal(e *parser.Literal) (Expr, error) {
+func literal(e *parser.Literal, generic bool) (Expr, error) {
 	switch e.Kind {
 	case parser.NullLit:
-		return Const(types.NullValue, types.Type{Kind: types.Null}), nil
+		return konst(types.NullValue, types.Type{Kind: types.Null}, generic), nil
 	case parser.BoolLit:
-		return Const(types.BoolValue(e.Text == "TRUE"), types.Type{Kind: types.Boolean, NotNull: true}), nil
+		return konst(types.BoolValue(e.Text == "TRUE"), types.Type{Kind: types.Boolean, NotNull: true}, generic), nil
 	case parser.StringLit:
-		return Const(types.StringValue(e.Text), types.Type{Kind: types.Varchar, Length: max(len(e.Text), 1), NotNull: true}), nil
+		return konst(types.StringValue(e.Text), types.Type{Kind: types.Varchar, Length: max(len(e.Text), 1), NotNull: true}, generic), nil
 	}
 	text := e.Text
 	if strings.ContainsAny(text, "eE") {
@@ -477,15 +484,15 @@ func literal(e *parser.Literal) (Expr, error) {
 		if err != nil {
 			return Expr{}, ErrAt(e, "invalid number %s", text)
 		}
-		return Const(types.FloatValue(f), types.Type{Kind: types.Double, NotNull: true}), nil
+		return konst(types.FloatValue(f), types.Type{Kind: types.Double, NotNull: true}, generic), nil
 	}
 	if !strings.Contains(text, ".") {
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err == nil {
 			if n >= math.MinInt32 && n <= math.MaxInt32 {
-				return Const(types.IntValue(n), types.Type{Kind: types.Int, NotNull: true}), nil
+				return konst(types.IntValue(n), types.Type{Kind: types.Int, NotNull: true}, generic), nil
 			}
-			return Const(types.IntValue(n), types.Type{Kind: types.BigInt, NotNull: true}), nil
+			return konst(types.IntValue(n), types.Type{Kind: types.BigInt, NotNull: true}, generic), nil
 		}
 	}
 	// an exact decimal: precision = its digits, scale = digits after '.'
@@ -504,7 +511,7 @@ func literal(e *parser.Literal) (Expr, error) {
 	if !ok {
 		return Expr{}, ErrAt(e, "invalid number %s", text)
 	}
-	return Const(decValue(u, t), t), nil
+	return konst(decValue(u, t), t, generic), nil
 }
 
 // IntervalValue returns an interval literal in milliseconds (day-time) or
@@ -595,21 +602,23 @@ func (c *Compiler) binary(e *parser.Binary) (Expr, error) {
 				return Expr{}, ErrAt(e, "%s needs BOOLEAN operands, not %s", e.Op, x.Type)
 			}
 		}
-		return Logic(e.Op, l, r), nil
+		return logic(e.Op, l, r, c.GenericOnly), nil
 	case "=", "<>", "<", ">", "<=", ">=":
-		return compare(e.Op, l, r, e)
+		return compare(e.Op, l, r, e, c.GenericOnly)
 	case "||":
 		return concat([]Expr{l, r}), nil
 	}
-	return arith(e.Op, l, r, e)
+	return arith(e.Op, l, r, e, c.GenericOnly)
 }
 
 // Logic is l AND r or l OR r (op), with SQL's three-valued logic.
-func Logic(op string, l, r Expr) Expr {
+func Logic(op string, l, r Expr) Expr { return logic(op, l, r, false) }
+
+func logic(op string, l, r Expr, generic bool) Expr {
 	t := types.Type{Kind: types.Boolean, NotNull: bothNotNull(l, r)}
 	// three-valued: the typed form (expr_typed.go) is the evaluation;
 	// logicGeneric is what it must equal
-	if genericOnly {
+	if generic {
 		return Expr{Type: t, Eval: logicGeneric(op, l, r), Const: l.Const && r.Const, Col: -1}
 	}
 	p, f := logicTyped(op, l, r)
@@ -651,8 +660,8 @@ func logicGeneric(op string, l, r Expr) EvalFn {
 	}
 }
 
-func notExpr(x Expr) Expr {
-	if genericOnly {
+func notExpr(x Expr, generic bool) Expr {
+	if generic {
 		return Expr{Type: x.Type, Const: x.Const, Col: -1, Eval: notGeneric(x)}
 	}
 	p, f := notTyped(x)
@@ -714,7 +723,7 @@ func toFloatFn(t types.Type) func(types.Value) float64 {
 	return func(v types.Value) float64 { return float64(v.I) }
 }
 
-func arith(op string, l, r Expr, at parser.Expr) (Expr, error) {
+func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 	f, g := l.Eval, r.Eval
 	nn := bothNotNull(l, r)
 	k := l.Const && r.Const
@@ -750,7 +759,7 @@ func arith(op string, l, r Expr, at parser.Expr) (Expr, error) {
 		}}, nil
 	}
 	if lt == types.Interval && isTS(rt) && op == "+" {
-		return arith(op, r, l, at)
+		return arith(op, r, l, at, generic)
 	}
 	if lt == types.Interval && rt == types.Interval && (op == "+" || op == "-") {
 		sign := int64(1)
@@ -799,7 +808,7 @@ func arith(op string, l, r Expr, at parser.Expr) (Expr, error) {
 		// one below is what it must equal (expr_typed_test.go)
 		iv := intArith(op, l, r)
 		ce := Expr{Type: t, Const: k, Col: -1, Eval: evalOfInt(iv), Int: iv}
-		if genericOnly {
+		if generic {
 			ce.Int, ce.Eval = nil, func(row []types.Value) types.Value {
 				a, b := f(row), g(row)
 				if a.Null || b.Null {
@@ -857,7 +866,7 @@ func arith(op string, l, r Expr, at parser.Expr) (Expr, error) {
 		}
 		c := cv.Eval(nil)
 		if c.Null {
-			return Const(types.NullValue, t), nil
+			return konst(types.NullValue, t, generic), nil
 		}
 		ci, xi := c.I, IntOf(x) // x's value is its I (int64Layout)
 		da, db := decimalOf(cv.Type), decimalOf(x.Type)
@@ -1030,7 +1039,7 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-func compare(op string, l, r Expr, at parser.Expr) (Expr, error) {
+func compare(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 	// a string literal compared with a timestamp or date reads as one
 	if l.Type.IsString() && l.Const && (isTimestamp(r.Type) || isTime(r.Type)) {
 		if cl, err := Cast(l, r.Type, at); err == nil {
@@ -1063,12 +1072,12 @@ func compare(op string, l, r Expr, at parser.Expr) (Expr, error) {
 	}
 	f, g := l.Eval, r.Eval
 	t := types.Type{Kind: types.Boolean, NotNull: bothNotNull(l, r)}
-	if intComparable(l.Type, r.Type) && !genericOnly {
+	if intComparable(l.Type, r.Type) && !generic {
 		// integers, times, booleans: the typed form (expr_typed.go)
 		p, fl := intCompare(op, l, r)
 		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), Pred: p, Filter: fl}, nil
 	}
-	if ((l.Type.IsString() && r.Type.IsString()) || (isBytes(l.Type) && isBytes(r.Type))) && !genericOnly {
+	if ((l.Type.IsString() && r.Type.IsString()) || (isBytes(l.Type) && isBytes(r.Type))) && !generic {
 		p := stringCompare(op, l, r)
 		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), Pred: p}, nil
 	}
@@ -1078,7 +1087,7 @@ func compare(op string, l, r Expr, at parser.Expr) (Expr, error) {
 		// against a constant: one closure call per row
 		c := r.Eval(nil)
 		if c.Null {
-			return Const(types.NullValue, t), nil
+			return konst(types.NullValue, t, generic), nil
 		}
 		return Expr{Type: t, Col: -1, Eval: func(row []types.Value) types.Value {
 			a := f(row)
@@ -1185,7 +1194,7 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 			return Expr{}, err
 		}
 		if e.Operand != nil {
-			if cond, err = compare("=", operand, cond, w.Cond); err != nil {
+			if cond, err = compare("=", operand, cond, w.Cond, c.GenericOnly); err != nil {
 				return Expr{}, err
 			}
 		} else if cond.Type.Kind != types.Boolean && cond.Type.Kind != types.Null {
@@ -1197,7 +1206,7 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 		}
 		ts = append(ts, thens[i].Type)
 	}
-	els := Const(types.NullValue, types.Type{Kind: types.Null})
+	els := konst(types.NullValue, types.Type{Kind: types.Null}, c.GenericOnly)
 	if e.Else != nil {
 		if els, err = c.Compile(e.Else); err != nil {
 			return Expr{}, err
@@ -1231,7 +1240,7 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 		for i, w := range e.Whens {
 			keys[i] = mustInt(w.Cond.(*parser.Binary).R)
 		}
-		if genericOnly {
+		if c.GenericOnly {
 			xe := sw.Eval
 			xf = func(r []types.Value) (int64, bool) { v := xe(r); return v.I, !v.Null }
 		} else if reads, ok := leafReads(append(thens, els)); ok {
@@ -1259,7 +1268,7 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 			return ef(r)
 		}}, nil
 	}
-	if !genericOnly {
+	if !c.GenericOnly {
 		// the conditions' typed truth (expr_typed.go)
 		ps := make([]PredFn, len(conds))
 		for i := range conds {
@@ -1318,7 +1327,7 @@ func (c *Compiler) like(e *parser.Like) (Expr, error) {
 	}
 	pv := pat.Eval(nil)
 	if pv.Null {
-		return Const(types.NullValue, types.Type{Kind: types.Boolean}), nil
+		return konst(types.NullValue, types.Type{Kind: types.Boolean}, c.GenericOnly), nil
 	}
 	var match func(string) bool
 	if e.Similar {
@@ -1333,7 +1342,7 @@ func (c *Compiler) like(e *parser.Like) (Expr, error) {
 	f := x.Eval
 	not := e.Not
 	t := types.Type{Kind: types.Boolean, NotNull: x.Type.NotNull}
-	if !genericOnly {
+	if !c.GenericOnly {
 		p := func(r []types.Value) tri {
 			v := f(r)
 			switch {

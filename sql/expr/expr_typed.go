@@ -24,10 +24,6 @@ import (
 // expression without a typed form is read through its eval (IntOf, predOf,
 // FilterOf), so typed and generic expressions compose freely.
 
-// genericOnly is set by tests to compile expressions without typed forms:
-// the reference the typed ones are compared with.
-var genericOnly = false
-
 // tri is a SQL truth value.
 type tri uint8
 
@@ -134,8 +130,8 @@ func leafInt(lf *leafRef) IntFn {
 }
 
 // withTyped adds the typed form of a read to x (a column or a leaf).
-func withTyped(x Expr, ival IntFn) Expr {
-	if intLayout(x.Type) && !genericOnly {
+func withTyped(x Expr, ival IntFn, generic bool) Expr {
+	if intLayout(x.Type) && !generic {
 		x.Int = ival
 		if x.Type.Kind == types.Boolean {
 			f := ival
@@ -155,8 +151,8 @@ func withTyped(x Expr, ival IntFn) Expr {
 }
 
 // konstTyped adds the typed forms of a constant.
-func konstTyped(x Expr, v types.Value) Expr {
-	if genericOnly {
+func konstTyped(x Expr, v types.Value, generic bool) Expr {
+	if generic {
 		return x
 	}
 	if intLayout(x.Type) || x.Type.Kind == types.Null {

@@ -43,8 +43,8 @@ var typedExprs = []string{
 }
 
 // TestTypedEvaluationMatchesGeneric compiles each expression twice, with
-// its typed forms and without (genericOnly), and evaluates both, and the
-// typed forms' own entry points (ival, pred, filt), over random rows
+// its typed forms and without (Compiler.GenericOnly), and evaluates both,
+// and the typed forms' own entry points (Int, Pred, Filter), over random rows
 // with NULLs and small values (so that equalities and division by zero
 // happen): the same value or NULL, the same failure.
 func TestTypedEvaluationMatchesGeneric(t *testing.T) {
@@ -76,9 +76,7 @@ func TestTypedEvaluationMatchesGeneric(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
-		genericOnly = true
-		slow, err := (&Compiler{Scope: typedScope()}).Compile(e)
-		genericOnly = false
+		slow, err := (&Compiler{Scope: typedScope(), GenericOnly: true}).Compile(e)
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}

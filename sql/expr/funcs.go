@@ -221,7 +221,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		if err := wantArgs(e, xs, 2, 2); err != nil {
 			return Expr{}, err
 		}
-		return arith("%", xs[0], xs[1], e)
+		return arith("%", xs[0], xs[1], e, c.GenericOnly)
 	case "POWER":
 		if err := wantArgs(e, xs, 2, 2); err != nil {
 			return Expr{}, err
@@ -439,7 +439,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		}
 		pat := xs[1].Eval(nil)
 		if pat.Null {
-			return Const(types.NullValue, types.StringType), nil
+			return konst(types.NullValue, types.StringType, c.GenericOnly), nil
 		}
 		re, err := regexp.Compile(pat.S)
 		if err != nil {
@@ -626,7 +626,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		if err := wantArgs(e, xs, 2, 2); err != nil {
 			return Expr{}, err
 		}
-		eq, err := compare("=", xs[0], xs[1], e)
+		eq, err := compare("=", xs[0], xs[1], e, c.GenericOnly)
 		if err != nil {
 			return Expr{}, err
 		}

@@ -79,15 +79,15 @@ func (l *PushLayout) leaf(col, field int) *leafRef {
 func (l *PushLayout) ColRef(col int, t types.Type) Expr {
 	lf := l.leaf(col, -1)
 	return withTyped(Expr{Type: t, Col: -1, Whole: lf, Leaf: lf, Deps: &depSet{leaves: []*leafRef{lf}},
-		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf))
+		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), false)
 }
 
 // fieldRef reads field fi of the ROW column that whole reads, as its own
 // value of the pushed row (NULL when the ROW is NULL, as fieldAccess).
-func fieldRef(whole *leafRef, fi int, t types.Type) Expr {
+func fieldRef(whole *leafRef, fi int, t types.Type, generic bool) Expr {
 	lf := whole.l.leaf(whole.col, fi)
 	return withTyped(Expr{Type: t, Col: -1, Leaf: lf, Deps: &depSet{leaves: []*leafRef{lf}},
-		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf))
+		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), generic)
 }
 
 // ComputedRef is a reference to a computed column whose expression is ce.
@@ -95,7 +95,7 @@ func (l *PushLayout) ComputedRef(ce Expr) Expr {
 	lf := &leafRef{l: l, col: -1, field: -1, idx: -1, comp: &ce}
 	l.all = append(l.all, lf)
 	return withTyped(Expr{Type: ce.Type, Col: -1, Leaf: lf, Deps: &depSet{leaves: []*leafRef{lf}},
-		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf))
+		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), false)
 }
 
 // Fill computes the registered computed leaves of a row.
