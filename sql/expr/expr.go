@@ -28,7 +28,7 @@ type Expr struct {
 	Col int
 	// Deps are the leaves of a projecting scan the expression reads (see
 	// leaf.go); nil when built outside the compiler.
-	Deps *depSet
+	Deps *DepSet
 	// Whole is set on a bare reference to a column of a projecting scan,
 	// so that a field access reads the field alone.
 	Whole *leafRef
@@ -81,7 +81,7 @@ type Compiler struct {
 	// (a Calc fused into the one below it reads its input's row).
 	Cols []Expr
 	// deps collects the leaves read by the expression being compiled.
-	deps *depSet
+	deps *DepSet
 	// GenericOnly compiles without typed forms (expr_typed.go): the
 	// reference tests compare the typed forms with.
 	GenericOnly bool
@@ -229,7 +229,7 @@ func (c *Compiler) Compile(e parser.Expr) (Expr, error) {
 	}
 	// collect the leaves e reads (its sub-expressions' and columns')
 	outer := c.deps
-	c.deps = &depSet{}
+	c.deps = &DepSet{}
 	ce, err := c.compile1(e)
 	d := c.deps
 	c.deps = outer

@@ -233,7 +233,7 @@ func cmpMask(op string) uint8 {
 }
 
 // intCompare is the typed form of a comparison of two intLayout values
-// (what comparator does with cmpInt): pred and filt.
+// (what Comparator does with cmpInt): Pred and Filter.
 func intCompare(op string, l, r Expr) (PredFn, FilterFn) {
 	f, g := IntOf(l), IntOf(r)
 	m := cmpMask(op)
@@ -283,7 +283,7 @@ func intCompare(op string, l, r Expr) (PredFn, FilterFn) {
 		}
 }
 
-// intComparable reports whether comparator compares values of a and b
+// intComparable reports whether Comparator compares values of a and b
 // with cmpInt on Value.I.
 func intComparable(a, b types.Type) bool {
 	switch {
@@ -363,7 +363,7 @@ func notTyped(x Expr) (PredFn, FilterFn) {
 }
 
 // stringCompare is the typed form of a comparison of two strings (or two
-// byte strings), what comparator does with strings.Compare: both operands
+// byte strings), what Comparator does with strings.Compare: both operands
 // evaluated, NULL wins; against a constant, the constant read once.
 func stringCompare(op string, l, r Expr) PredFn {
 	f, g := l.Eval, r.Eval

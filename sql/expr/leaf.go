@@ -35,14 +35,14 @@ type leafRef struct {
 	comp *Expr
 }
 
-// depSet is the leaves an expression reads. unknown is set when it embeds
+// DepSet is the leaves an expression reads. Unknown is set when it embeds
 // an expression built outside the compiler, whose leaves are not known.
-type depSet struct {
+type DepSet struct {
 	leaves  []*leafRef
 	Unknown bool
 }
 
-func (d *depSet) add(o *depSet) {
+func (d *DepSet) add(o *DepSet) {
 	if o != nil {
 		d.leaves = append(d.leaves, o.leaves...)
 		d.Unknown = d.Unknown || o.Unknown
@@ -50,7 +50,7 @@ func (d *depSet) add(o *depSet) {
 }
 
 // use records that the expression being compiled embeds x.
-func (d *depSet) use(x Expr) {
+func (d *DepSet) use(x Expr) {
 	if x.Deps == nil && !x.Const {
 		d.Unknown = true
 	}
@@ -59,11 +59,16 @@ func (d *depSet) use(x Expr) {
 
 // PushLayout is the layout of a projecting scan's rows.
 type PushLayout struct {
+	// Table names the scanned table, for errors.
 	Table string
+	// Paths are what the scan's rows hold, one slot each: what the
+	// connector is asked to project.
 	Paths []connector.Path
 	// all is every leaf compiled over the scan: what an expression whose
 	// deps are unknown (built outside the compiler) may read.
-	all    []*leafRef
+	all []*leafRef
+	// Frozen is set once the scan is built: a leaf registered after it
+	// has no slot, an error.
 	Frozen bool
 	// Comps are the registered computed leaves, in registration order.
 	Comps []*leafRef
@@ -78,7 +83,7 @@ func (l *PushLayout) leaf(col, field int) *leafRef {
 // ColRef is a reference to physical column col in the pushed layout.
 func (l *PushLayout) ColRef(col int, t types.Type) Expr {
 	lf := l.leaf(col, -1)
-	return withTyped(Expr{Type: t, Col: -1, Whole: lf, Leaf: lf, Deps: &depSet{leaves: []*leafRef{lf}},
+	return withTyped(Expr{Type: t, Col: -1, Whole: lf, Leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
 		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), false)
 }
 
@@ -86,7 +91,7 @@ func (l *PushLayout) ColRef(col int, t types.Type) Expr {
 // value of the pushed row (NULL when the ROW is NULL, as fieldAccess).
 func fieldRef(whole *leafRef, fi int, t types.Type, generic bool) Expr {
 	lf := whole.l.leaf(whole.col, fi)
-	return withTyped(Expr{Type: t, Col: -1, Leaf: lf, Deps: &depSet{leaves: []*leafRef{lf}},
+	return withTyped(Expr{Type: t, Col: -1, Leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
 		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), generic)
 }
 
@@ -94,7 +99,7 @@ func fieldRef(whole *leafRef, fi int, t types.Type, generic bool) Expr {
 func (l *PushLayout) ComputedRef(ce Expr) Expr {
 	lf := &leafRef{l: l, col: -1, field: -1, idx: -1, comp: &ce}
 	l.all = append(l.all, lf)
-	return withTyped(Expr{Type: ce.Type, Col: -1, Leaf: lf, Deps: &depSet{leaves: []*leafRef{lf}},
+	return withTyped(Expr{Type: ce.Type, Col: -1, Leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
 		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), false)
 }
 
@@ -162,8 +167,8 @@ func (l *PushLayout) RegisterDeps(es ...*Expr) error {
 
 // MergeDeps returns the union of the expressions' deps (unknown when one of
 // them does not know its own).
-func MergeDeps(es ...Expr) *depSet {
-	d := &depSet{}
+func MergeDeps(es ...Expr) *DepSet {
+	d := &DepSet{}
 	for _, e := range es {
 		d.use(e)
 	}

@@ -1,13 +1,12 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )

@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"context"
 	"fmt"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )

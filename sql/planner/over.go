@@ -1,14 +1,13 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )

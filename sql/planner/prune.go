@@ -1,10 +1,9 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"strings"
 
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 )
 

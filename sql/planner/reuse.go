@@ -1,10 +1,10 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"fmt"
 	"strings"
+
+	"github.com/weirstream/weir/sql/expr"
 )
 
 // Sub-plan reuse, as Flink's planner does it by default

@@ -1,11 +1,10 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"fmt"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -115,4 +114,56 @@ func (f *setOpFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in t
 		ctx.Emit(types.Row{Kind: types.Delete, Values: append([]types.Value(nil), in.Values[:f.n]...)})
 	}
 	return nil
+}
+
+// planSetOp plans UNION [ALL], INTERSECT [ALL] and EXCEPT [ALL]: both
+// sides cast to their common column types, then setOpRel (UNION ALL is a
+// plain union of the streams).
+func (p *planner) planSetOp(q *parser.SetOp) (*rel, error) {
+	l, err := p.planQuery(q.Left)
+	if err != nil {
+		return nil, err
+	}
+	r, err := p.planQuery(q.Right)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.sc.Cols) != len(r.sc.Cols) {
+		return nil, parser.Errorf(q.Pos, "%s of %d and %d columns", q.Op, len(l.sc.Cols), len(r.sc.Cols))
+	}
+	sc := &expr.Scope{}
+	for i := range l.sc.Cols {
+		t, ok := expr.CommonType([]types.Type{l.sc.Cols[i].Type, r.sc.Cols[i].Type})
+		if !ok {
+			return nil, parser.Errorf(q.Pos, "%s column '%s' has types %s and %s", q.Op, l.sc.Cols[i].Name, l.sc.Cols[i].Type, r.sc.Cols[i].Type)
+		}
+		if l.sc.Cols[i].Type.TimeAttr == types.RowtimeAttr && r.sc.Cols[i].Type.TimeAttr == types.RowtimeAttr {
+			t.TimeAttr = types.RowtimeAttr
+		}
+		sc.Cols = append(sc.Cols, expr.Column{Name: l.sc.Cols[i].Name, Type: t})
+	}
+	lc, err := castRel(l, sc)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := castRel(r, sc)
+	if err != nil {
+		return nil, err
+	}
+	if q.Op != "UNION" || !q.All {
+		return setOpRel(q, sc, lc, rc), nil
+	}
+	return &rel{op: "Union(all=[true])", sc: sc, mode: maxMode(l.mode, r.mode), inputs: []*rel{lc, rc},
+		updater: mergeUpdater(l, r), bounded: allBounded(l, r),
+		build: func(b *builder) (*weir.Stream[types.Row], error) {
+			ls, err := b.stream(lc)
+			if err != nil {
+				return nil, err
+			}
+			rs, err := b.stream(rc)
+			if err != nil {
+				return nil, err
+			}
+			return weir.Union(ls, rs), nil
+		}}, nil
 }

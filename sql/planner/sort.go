@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )

@@ -1,12 +1,11 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"fmt"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )

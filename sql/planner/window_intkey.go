@@ -1,11 +1,10 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/types"
 )
 

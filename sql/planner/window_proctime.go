@@ -1,13 +1,12 @@
 package planner
 
 import (
-	"github.com/weirstream/weir/sql/expr"
-
 	"math"
 	"slices"
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
