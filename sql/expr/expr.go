@@ -29,19 +29,19 @@ type Expr struct {
 	// Deps are the leaves of a projecting scan the expression reads (see
 	// leaf.go); nil when built outside the compiler.
 	Deps *DepSet
-	// Whole is set on a bare reference to a column of a projecting scan,
+	// whole is set on a bare reference to a column of a projecting scan,
 	// so that a field access reads the field alone.
-	Whole *leafRef
-	// Leaf is set when the expression is a plain read of a projecting
+	whole *leafRef
+	// leaf is set when the expression is a plain read of a projecting
 	// scan's leaf (a Calc copies it without calling eval).
-	Leaf *leafRef
-	// Int, Pred and Filter are typed forms of Eval, when the expression
+	leaf *leafRef
+	// ival, pred and filt are typed forms of Eval, when the expression
 	// has them (expr_typed.go): an integer-layout value as an int64, a
 	// BOOLEAN as a truth value, and "is TRUE". Whoever replaces eval
 	// clears them.
-	Int    IntFn
-	Pred   PredFn
-	Filter FilterFn
+	ival IntFn
+	pred predFn
+	filt FilterFn
 }
 
 // Column is a column visible to an expression.
@@ -193,8 +193,8 @@ func fieldAccess(x Expr, name string, at parser.Expr, generic bool) (Expr, error
 	if !x.Type.NotNull {
 		ft = ft.Nullable()
 	}
-	if x.Whole != nil {
-		return fieldRef(x.Whole, fi, ft, generic), nil
+	if x.whole != nil {
+		return fieldRef(x.whole, fi, ft, generic), nil
 	}
 	return Expr{Type: ft, Col: -1, Eval: func(r []types.Value) types.Value {
 		v := inner(r)
@@ -241,7 +241,7 @@ func (c *Compiler) Compile(e parser.Expr) (Expr, error) {
 		v := ce.Eval(nil)
 		return konst(v, ce.Type, c.GenericOnly), nil
 	}
-	ce.Deps, ce.Whole = d, nil
+	ce.Deps, ce.whole = d, nil
 	if outer != nil {
 		outer.add(d)
 	}
@@ -256,7 +256,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			return Expr{}, err
 		}
 		x := c.Column(idx)
-		if x.Whole != nil && len(rest) > 0 {
+		if x.whole != nil && len(rest) > 0 {
 			// a field of a projecting scan's ROW: read it alone
 			if x, err = fieldAccess(x, rest[0], e, c.GenericOnly); err != nil {
 				return Expr{}, err
@@ -422,7 +422,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		if (e.What == "NULL" || e.What == "UNKNOWN") && !c.GenericOnly {
 			// x IS [NOT] NULL as a filter: no Value for the result
 			p := isNullTyped(x, e.Not)
-			res.Pred, res.Filter, res.Eval = p, func(r []types.Value) bool { return p(r) == triTrue }, evalOfPred(p)
+			res.pred, res.filt, res.Eval = p, func(r []types.Value) bool { return p(r) == triTrue }, evalOfPred(p)
 		}
 		return res, nil
 	case *parser.Index:
@@ -622,7 +622,7 @@ func logic(op string, l, r Expr, generic bool) Expr {
 		return Expr{Type: t, Eval: logicGeneric(op, l, r), Const: l.Const && r.Const, Col: -1}
 	}
 	p, f := logicTyped(op, l, r)
-	return Expr{Type: t, Eval: evalOfPred(p), Pred: p, Filter: f, Const: l.Const && r.Const, Col: -1}
+	return Expr{Type: t, Eval: evalOfPred(p), pred: p, filt: f, Const: l.Const && r.Const, Col: -1}
 }
 
 // logicGeneric is AND and OR on Values, the reference for the typed form.
@@ -665,7 +665,7 @@ func notExpr(x Expr, generic bool) Expr {
 		return Expr{Type: x.Type, Const: x.Const, Col: -1, Eval: notGeneric(x)}
 	}
 	p, f := notTyped(x)
-	return Expr{Type: x.Type, Const: x.Const, Col: -1, Eval: evalOfPred(p), Pred: p, Filter: f}
+	return Expr{Type: x.Type, Const: x.Const, Col: -1, Eval: evalOfPred(p), pred: p, filt: f}
 }
 
 // notGeneric is NOT on Values, the reference for the typed form.
@@ -807,9 +807,9 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 		// the typed form (expr_typed.go) is the evaluation; the generic
 		// one below is what it must equal (expr_typed_test.go)
 		iv := intArith(op, l, r)
-		ce := Expr{Type: t, Const: k, Col: -1, Eval: evalOfInt(iv), Int: iv}
+		ce := Expr{Type: t, Const: k, Col: -1, Eval: evalOfInt(iv), ival: iv}
 		if generic {
-			ce.Int, ce.Eval = nil, func(row []types.Value) types.Value {
+			ce.ival, ce.Eval = nil, func(row []types.Value) types.Value {
 				a, b := f(row), g(row)
 				if a.Null || b.Null {
 					return types.NullValue
@@ -1075,11 +1075,11 @@ func compare(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 	if intComparable(l.Type, r.Type) && !generic {
 		// integers, times, booleans: the typed form (expr_typed.go)
 		p, fl := intCompare(op, l, r)
-		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), Pred: p, Filter: fl}, nil
+		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), pred: p, filt: fl}, nil
 	}
 	if ((l.Type.IsString() && r.Type.IsString()) || (isBytes(l.Type) && isBytes(r.Type))) && !generic {
 		p := stringCompare(op, l, r)
-		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), Pred: p}, nil
+		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), pred: p}, nil
 	}
 	// the common case of an integer column against an integer: no closure
 	// indirection for the comparison
@@ -1129,7 +1129,7 @@ func Cast(x Expr, to types.Type, at parser.Expr) (Expr, error) {
 	}
 	if x.Type.Kind == to.Kind && to.Kind != types.Decimal && x.Type.Kind != types.Null {
 		// CastFn is the identity: no closure around x
-		x.Type, x.Col, x.Whole = t, -1, nil
+		x.Type, x.Col, x.whole = t, -1, nil
 		return x, nil
 	}
 	return Expr{Type: t, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value { return fn(f(r)) }}, nil
@@ -1270,7 +1270,7 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 	}
 	if !c.GenericOnly {
 		// the conditions' typed truth (expr_typed.go)
-		ps := make([]PredFn, len(conds))
+		ps := make([]predFn, len(conds))
 		for i := range conds {
 			ps[i] = predOf(conds[i])
 		}
@@ -1298,10 +1298,10 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 func leafReads(xs []Expr) ([]*leafRef, bool) {
 	out := make([]*leafRef, len(xs))
 	for i, x := range xs {
-		if x.Leaf == nil {
+		if x.leaf == nil {
 			return nil, false
 		}
-		out[i] = x.Leaf
+		out[i] = x.leaf
 	}
 	return out, true
 }
@@ -1353,7 +1353,7 @@ func (c *Compiler) like(e *parser.Like) (Expr, error) {
 			}
 			return triFalse
 		}
-		return Expr{Type: t, Const: x.Const, Col: -1, Eval: evalOfPred(p), Pred: p}, nil
+		return Expr{Type: t, Const: x.Const, Col: -1, Eval: evalOfPred(p), pred: p}, nil
 	}
 	return Expr{Type: t, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
 		v := f(r)

@@ -9,13 +9,13 @@ import (
 // Typed evaluation. Every compiled expression has its generic EvalFn,
 // which returns a 48-byte types.Value; the common expressions of filters
 // and integer arithmetic also carry a typed form that the expressions over
-// them call instead (Expr.Int, Expr.Pred, Expr.Filter):
+// them call instead (Expr.ival, pred, filt):
 //
-//   - Int: an integer-layout value (integers, dates, times, timestamps,
+//   - ival: an integer-layout value (integers, dates, times, timestamps,
 //     intervals) as (int64, not NULL);
-//   - Pred: a BOOLEAN as a three-valued truth (tri);
-//   - Filter: "is TRUE", what a WHERE keeps: a conjunction is Filter(a) &&
-//     Filter(b), with no NULL handling in between.
+//   - pred: a BOOLEAN as a three-valued truth (tri);
+//   - filt: "is TRUE", what a WHERE keeps: a conjunction is filt(a) &&
+//     filt(b), with no NULL handling in between.
 //
 // The typed forms compute exactly what eval computes (the same
 // operations, the same evaluation order of the operands, so a division by
@@ -37,8 +37,8 @@ const (
 // integer-layout type.
 type IntFn func(r []types.Value) (int64, bool)
 
-// PredFn is a BOOLEAN expression's three-valued truth.
-type PredFn func(r []types.Value) tri
+// predFn is a BOOLEAN expression's three-valued truth.
+type predFn func(r []types.Value) tri
 
 // FilterFn reports whether a BOOLEAN expression is TRUE.
 type FilterFn func(r []types.Value) bool
@@ -56,17 +56,17 @@ func intLayout(t types.Type) bool {
 
 // IntOf returns x's value as an int64 (x of an intLayout type).
 func IntOf(x Expr) IntFn {
-	if x.Int != nil {
-		return x.Int
+	if x.ival != nil {
+		return x.ival
 	}
 	f := x.Eval
 	return func(r []types.Value) (int64, bool) { v := f(r); return v.I, !v.Null }
 }
 
 // predOf returns x's truth (x a BOOLEAN).
-func predOf(x Expr) PredFn {
-	if x.Pred != nil {
-		return x.Pred
+func predOf(x Expr) predFn {
+	if x.pred != nil {
+		return x.pred
 	}
 	f := x.Eval
 	return func(r []types.Value) tri { return truth(f(r)) }
@@ -74,11 +74,11 @@ func predOf(x Expr) PredFn {
 
 // FilterOf returns whether x is TRUE (a WHERE's test).
 func FilterOf(x Expr) FilterFn {
-	if x.Filter != nil {
-		return x.Filter
+	if x.filt != nil {
+		return x.filt
 	}
-	if x.Pred != nil {
-		p := x.Pred
+	if x.pred != nil {
+		p := x.pred
 		return func(r []types.Value) bool { return p(r) == triTrue }
 	}
 	f := x.Eval
@@ -105,7 +105,7 @@ func triValue(t tri) types.Value {
 	return types.NullValue
 }
 
-func evalOfPred(p PredFn) EvalFn {
+func evalOfPred(p predFn) EvalFn {
 	return func(r []types.Value) types.Value { return triValue(p(r)) }
 }
 
@@ -132,10 +132,10 @@ func leafInt(lf *leafRef) IntFn {
 // withTyped adds the typed form of a read to x (a column or a leaf).
 func withTyped(x Expr, ival IntFn, generic bool) Expr {
 	if intLayout(x.Type) && !generic {
-		x.Int = ival
+		x.ival = ival
 		if x.Type.Kind == types.Boolean {
 			f := ival
-			x.Pred = func(r []types.Value) tri {
+			x.pred = func(r []types.Value) tri {
 				i, ok := f(r)
 				switch {
 				case !ok:
@@ -157,11 +157,11 @@ func konstTyped(x Expr, v types.Value, generic bool) Expr {
 	}
 	if intLayout(x.Type) || x.Type.Kind == types.Null {
 		i, ok := v.I, !v.Null
-		x.Int = func([]types.Value) (int64, bool) { return i, ok }
+		x.ival = func([]types.Value) (int64, bool) { return i, ok }
 	}
 	if x.Type.Kind == types.Boolean || x.Type.Kind == types.Null {
 		t := truth(v)
-		x.Pred = func([]types.Value) tri { return t }
+		x.pred = func([]types.Value) tri { return t }
 	}
 	return x
 }
@@ -233,8 +233,8 @@ func cmpMask(op string) uint8 {
 }
 
 // intCompare is the typed form of a comparison of two intLayout values
-// (what Comparator does with cmpInt): Pred and Filter.
-func intCompare(op string, l, r Expr) (PredFn, FilterFn) {
+// (what Comparator does with cmpInt): pred and filt.
+func intCompare(op string, l, r Expr) (predFn, FilterFn) {
 	f, g := IntOf(l), IntOf(r)
 	m := cmpMask(op)
 	if r.Const && !l.Const {
@@ -299,7 +299,7 @@ func intComparable(a, b types.Type) bool {
 
 // logicTyped is the typed form of AND and OR (three-valued, the right
 // operand evaluated unless the left decides, as logic's eval).
-func logicTyped(op string, l, r Expr) (PredFn, FilterFn) {
+func logicTyped(op string, l, r Expr) (predFn, FilterFn) {
 	pa, pb := predOf(l), predOf(r)
 	fb := FilterOf(r)
 	if op == "AND" {
@@ -346,7 +346,7 @@ func logicTyped(op string, l, r Expr) (PredFn, FilterFn) {
 }
 
 // notTyped is the typed form of NOT.
-func notTyped(x Expr) (PredFn, FilterFn) {
+func notTyped(x Expr) (predFn, FilterFn) {
 	p := predOf(x)
 	return func(row []types.Value) tri {
 			switch t := p(row); t {
@@ -365,7 +365,7 @@ func notTyped(x Expr) (PredFn, FilterFn) {
 // stringCompare is the typed form of a comparison of two strings (or two
 // byte strings), what Comparator does with strings.Compare: both operands
 // evaluated, NULL wins; against a constant, the constant read once.
-func stringCompare(op string, l, r Expr) PredFn {
+func stringCompare(op string, l, r Expr) predFn {
 	f, g := l.Eval, r.Eval
 	m := cmpMask(op)
 	if r.Const && !l.Const {
@@ -408,10 +408,10 @@ func stringCompare(op string, l, r Expr) PredFn {
 }
 
 // isNullTyped is the typed form of x IS NULL (x IS NOT NULL when not).
-func isNullTyped(x Expr, not bool) PredFn {
+func isNullTyped(x Expr, not bool) predFn {
 	f := x.Eval
-	if x.Int != nil {
-		iv := x.Int
+	if x.ival != nil {
+		iv := x.ival
 		return func(r []types.Value) tri {
 			if _, ok := iv(r); ok == not {
 				return triTrue

@@ -44,7 +44,7 @@ var typedExprs = []string{
 
 // TestTypedEvaluationMatchesGeneric compiles each expression twice, with
 // its typed forms and without (Compiler.GenericOnly), and evaluates both,
-// and the typed forms' own entry points (Int, Pred, Filter), over random rows
+// and the typed forms' own entry points (ival, pred, filt), over random rows
 // with NULLs and small values (so that equalities and division by zero
 // happen): the same value or NULL, the same failure.
 func TestTypedEvaluationMatchesGeneric(t *testing.T) {
@@ -80,10 +80,10 @@ func TestTypedEvaluationMatchesGeneric(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", text, err)
 		}
-		if slow.Int != nil || slow.Pred != nil || slow.Filter != nil {
+		if slow.ival != nil || slow.pred != nil || slow.filt != nil {
 			t.Fatalf("%s: the generic compilation has typed forms", text)
 		}
-		if fast.Int != nil || fast.Pred != nil || fast.Filter != nil {
+		if fast.ival != nil || fast.pred != nil || fast.filt != nil {
 			typedSeen++
 		}
 		for _, r := range rows {
@@ -92,14 +92,14 @@ func TestTypedEvaluationMatchesGeneric(t *testing.T) {
 			if wantPanic != gotPanic || !got.Equal(want) {
 				t.Fatalf("%s on %v: typed %v (failure %q), generic %v (failure %q)", text, r, got, gotPanic, want, wantPanic)
 			}
-			if fast.Int != nil {
-				i, ok, p := intCatch(fast.Int, r)
+			if fast.ival != nil {
+				i, ok, p := intCatch(fast.ival, r)
 				if p != wantPanic || (wantPanic == "" && (ok == want.Null || (ok && i != want.I))) {
 					t.Fatalf("%s on %v: ival %d, %v (failure %q), generic %v", text, r, i, ok, p, want)
 				}
 			}
-			if fast.Pred != nil {
-				v, p := evalCatch(evalOfPred(fast.Pred), r)
+			if fast.pred != nil {
+				v, p := evalCatch(evalOfPred(fast.pred), r)
 				if p != wantPanic || !v.Equal(want) {
 					t.Fatalf("%s on %v: pred %v (failure %q), generic %v", text, r, v, p, want)
 				}

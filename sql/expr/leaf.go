@@ -83,7 +83,7 @@ func (l *PushLayout) leaf(col, field int) *leafRef {
 // ColRef is a reference to physical column col in the pushed layout.
 func (l *PushLayout) ColRef(col int, t types.Type) Expr {
 	lf := l.leaf(col, -1)
-	return withTyped(Expr{Type: t, Col: -1, Whole: lf, Leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
+	return withTyped(Expr{Type: t, Col: -1, whole: lf, leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
 		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), false)
 }
 
@@ -91,7 +91,7 @@ func (l *PushLayout) ColRef(col int, t types.Type) Expr {
 // value of the pushed row (NULL when the ROW is NULL, as fieldAccess).
 func fieldRef(whole *leafRef, fi int, t types.Type, generic bool) Expr {
 	lf := whole.l.leaf(whole.col, fi)
-	return withTyped(Expr{Type: t, Col: -1, Leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
+	return withTyped(Expr{Type: t, Col: -1, leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
 		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), generic)
 }
 
@@ -99,7 +99,7 @@ func fieldRef(whole *leafRef, fi int, t types.Type, generic bool) Expr {
 func (l *PushLayout) ComputedRef(ce Expr) Expr {
 	lf := &leafRef{l: l, col: -1, field: -1, idx: -1, comp: &ce}
 	l.all = append(l.all, lf)
-	return withTyped(Expr{Type: ce.Type, Col: -1, Leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
+	return withTyped(Expr{Type: ce.Type, Col: -1, leaf: lf, Deps: &DepSet{leaves: []*leafRef{lf}},
 		Eval: func(r []types.Value) types.Value { return r[lf.idx] }}, leafInt(lf), false)
 }
 
@@ -180,8 +180,8 @@ func MergeDeps(es ...Expr) *DepSet {
 // the Calc is built, after its leaves have their slots.
 func CopySource(e Expr, pushed bool) int {
 	switch {
-	case e.Leaf != nil:
-		return e.Leaf.idx
+	case e.leaf != nil:
+		return e.leaf.idx
 	case e.Col >= 0 && !pushed:
 		return e.Col
 	}
