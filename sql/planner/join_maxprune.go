@@ -344,7 +344,7 @@ func maxPruneBelowCalc(cfg Config, spec *maxPruneSpec, left *rel) *rel {
 	}
 	size, d := spec.size.Milliseconds(), spec.d.Microseconds()
 	pruned := &rel{op: "MaxPrune", sc: scan.sc, mode: scan.mode, inputs: []*rel{scan},
-		push: scan.push, bounded: scan.bounded, updater: scan.updater}
+		traits: traits{push: scan.push}, bounded: scan.bounded, updater: scan.updater}
 	pruned.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		// the Calc over pruned registered the leaves of its filter and
 		// expressions (pe and te among them) before building its input

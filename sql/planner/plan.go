@@ -26,6 +26,23 @@ type rel struct {
 	updater string
 	// bounded is set when every source below ends.
 	bounded bool
+	// traits are what the rule that planned r attached for the rules
+	// planned over it to match on.
+	traits
+	// same is set on a copy of a rel that differs only in its column names
+	// (an alias requalifying a view's columns): the copy is the same
+	// stream, built once (reuse.go).
+	same *rel
+}
+
+// traits are the optional facts about a rel's output that a later rule
+// matches on; the zero value (most rels) promises nothing. Each comes
+// from one rule (a copy of a rel keeps it): win from the window table
+// functions (window.go), rank from ROW_NUMBER (over.go), pk and push from
+// a table's scan (scan.go), calc from a Calc (calc.go), winAgg from an
+// event-time window aggregation, attachedAgg from a window-attached
+// aggregation (window_attached.go).
+type traits struct {
 	// win is set on a window table function's output, so that an
 	// aggregation or join over it can use the window operators.
 	win *windowSpec
@@ -48,10 +65,6 @@ type rel struct {
 	// attachedAgg is set on a window aggregation over window attributes
 	// (window_attached.go).
 	attachedAgg *attachedAggInfo
-	// same is set on a copy of a rel that differs only in its column names
-	// (an alias requalifying a view's columns): the copy is the same
-	// stream, built once (reuse.go).
-	same *rel
 }
 
 // canonical is the rel whose stream r is.
@@ -184,7 +197,7 @@ func castRel(r *rel, sc *expr.Scope) (*rel, error) {
 		same = false
 	}
 	if same {
-		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, win: r.win, same: r.canonical()}, nil
+		return &rel{op: r.op, sc: sc, mode: r.mode, inputs: r.inputs, build: r.build, updater: r.updater, bounded: r.bounded, traits: traits{win: r.win}, same: r.canonical()}, nil
 	}
 	return &rel{op: "Calc(cast)", sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded,
 		build: func(b *builder) (*weir.Stream[types.Row], error) {

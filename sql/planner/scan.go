@@ -120,7 +120,7 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				}
 			}
 			return weir.FromSource(b.job, td.ddl.Name, source, ws, opts...), nil
-		}, push: push}
+		}, traits: traits{push: push}}
 	if mode != types.InsertOnly {
 		raw.updater = op
 	}

@@ -243,7 +243,7 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 func (p *planner) windowTVFRel(w *windowSpec, sc *expr.Scope) *rel {
 	in := w.input
 	r := &rel{op: "WindowTableFunction(window=[" + w.String() + "])", sc: sc, mode: in.mode, inputs: []*rel{in},
-		updater: in.updater, bounded: in.bounded, win: w}
+		updater: in.updater, bounded: in.bounded, traits: traits{win: w}}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		if w.kind == "SESSION" {
 			return nil, fmt.Errorf("a SESSION window table function must be aggregated (GROUP BY window_start, window_end)")
@@ -380,7 +380,7 @@ func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *
 	for i, k := range keys {
 		keyEvals[i] = k.Eval
 	}
-	r := &rel{op: op, sc: out, mode: types.InsertOnly, inputs: []*rel{in}, bounded: in.bounded, winAgg: !w.proctime}
+	r := &rel{op: op, sc: out, mode: types.InsertOnly, inputs: []*rel{in}, bounded: in.bounded, traits: traits{winAgg: !w.proctime}}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		s, err := b.stream(in)
 		if err != nil {

@@ -87,7 +87,7 @@ func attachedWindowAggRel(in *rel, keys []expr.Expr, aw *attachedWindow, layout 
 	out.Cols[aw.endKey].Win = winEndCol
 	keyEvals := evals(keys)
 	r := &rel{op: op, sc: out, mode: types.InsertOnly, inputs: []*rel{in}, bounded: in.bounded,
-		attachedAgg: &attachedAggInfo{in: in, keys: keys, aw: aw, layout: layout}}
+		traits: traits{attachedAgg: &attachedAggInfo{in: in, keys: keys, aw: aw, layout: layout}}}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		s, err := b.stream(in)
 		if err != nil {
