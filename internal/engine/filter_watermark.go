@@ -14,7 +14,7 @@ import (
 // empty, so it must only be a hint that makes the filter drop records it
 // can prove useless, never something results depend on. The SQL planner
 // uses it to drop, before a join's state, rows that provably can never
-// join (sql/join_maxprune.go): the watermark tells it which rows an
+// join (sql/planner/join_maxprune.go): the watermark tells it which rows an
 // event-time window downstream of the same source has certainly counted.
 func FilterWatermarkWith[T any](s *Stream[T], newFn func() func(v T, ts, wm int64) bool, opts ...OperatorOption) *Stream[T] {
 	cfg := s.job.opConfig(opts)

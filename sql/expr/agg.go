@@ -1,0 +1,421 @@
+package expr
+
+import (
+	"math/big"
+	"sort"
+
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Aggregates keep their accumulators in the slots of one value slice (a
+// types.Row in state): slot layout [group keys..., row count, per-aggregate
+// slots...]. The row count says when a group is empty after retractions.
+
+// AggKind is the function of an aggregate call; the planner reads the
+// kinds its specialised operators handle.
+type AggKind uint8
+
+// The aggregate functions.
+const (
+	AggCount AggKind = iota
+	AggCountStar
+	aggSum
+	aggSum0
+	AggMin
+	AggMax
+	aggAvg
+)
+
+// AggCall is one compiled aggregate call.
+type AggCall struct {
+	Kind     AggKind
+	Name     string // as written, for EXPLAIN
+	Arg      EvalFn
+	ArgT     types.Type
+	ArgCol   int // the input column when arg is a bare column read, else -1
+	OutT     types.Type
+	Distinct bool
+	Filter   EvalFn
+	// retract: the input may retract, so MIN/MAX and DISTINCT keep every
+	// value with its count.
+	Retract bool
+	slot    int
+	// sum is SUM/AVG's accumulator arithmetic
+	sumT types.Type
+	toS  func(types.Value) types.Value
+	cmp  func(a, b types.Value) int
+}
+
+func (a *AggCall) slots() int {
+	n := 1
+	switch a.Kind {
+	case aggSum, aggSum0, aggAvg:
+		n = 2 // sum, count of non-null values
+		if a.Distinct {
+			n++ // and the multiset of distinct values first
+		}
+	}
+	return n
+}
+
+// sumSlot is where SUM/AVG's sum is (after the multiset when DISTINCT).
+func (a *AggCall) sumSlot() int {
+	if a.Distinct {
+		return a.slot + 1
+	}
+	return a.slot
+}
+
+// CompileAgg compiles an aggregate call's argument and result type.
+func CompileAgg(c *parser.Call, ec *Compiler, retract bool) (*AggCall, error) {
+	a := &AggCall{Name: parser.ExprString(c), Distinct: c.Distinct, Retract: retract, ArgCol: -1}
+	if c.Filter != nil {
+		f, err := ec.Compile(c.Filter)
+		if err != nil {
+			return nil, err
+		}
+		a.Filter = f.Eval
+	}
+	if c.Star || (c.Name == "COUNT" && len(c.Args) == 0) {
+		if c.Name != "COUNT" {
+			return nil, ErrAt(c, "%s(*) is not allowed", c.Name)
+		}
+		a.Kind = AggCountStar
+		a.OutT = types.Type{Kind: types.BigInt, NotNull: true}
+		return a, nil
+	}
+	if len(c.Args) != 1 {
+		if c.Name == "COUNT" && len(c.Args) > 1 && !c.Distinct {
+			return nil, ErrAt(c, "COUNT takes one argument or *")
+		}
+		if c.Name != "COUNT" {
+			return nil, ErrAt(c, "%s takes one argument", c.Name)
+		}
+	}
+	var arg Expr
+	var err error
+	if c.Name == "COUNT" && len(c.Args) > 1 {
+		// COUNT(DISTINCT a, b): count distinct rows of the arguments
+		row := &parser.Call{Pos: c.Pos, Name: "ROW", Args: c.Args}
+		arg, err = ec.Compile(row)
+	} else {
+		arg, err = ec.Compile(c.Args[0])
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Arg, a.ArgT, a.ArgCol = arg.Eval, arg.Type, arg.Col
+	switch c.Name {
+	case "COUNT":
+		a.Kind = AggCount
+		a.OutT = types.Type{Kind: types.BigInt, NotNull: true}
+	case "SUM", "SUM0", "AVG":
+		if !arg.Type.IsNumeric() {
+			return nil, ErrAt(c, "%s needs a numeric argument, not %s", c.Name, arg.Type)
+		}
+		a.Kind = map[string]AggKind{"SUM": aggSum, "SUM0": aggSum0, "AVG": aggAvg}[c.Name]
+		t := arg.Type
+		t.NotNull, t.TimeAttr = false, 0
+		switch {
+		case t.IsInteger():
+			// Flink: SUM(INT) is INT (wrapping on overflow), AVG(INT) is INT
+			// (truncated); the sum accumulates as BIGINT.
+			a.sumT = types.BigIntType
+			a.OutT = t
+		case t.Kind == types.Decimal:
+			a.sumT = types.DecimalType(38, t.Scale)
+			a.OutT = a.sumT
+			if a.Kind == aggAvg {
+				a.OutT = types.DecimalType(38, max(t.Scale, 6))
+			}
+		default:
+			a.sumT = types.DoubleType
+			a.OutT = types.DoubleType
+		}
+		if a.Kind == aggSum0 {
+			a.OutT.NotNull = true
+		}
+		if a.toS, err = CastFn(arg.Type, a.sumT); err != nil {
+			return nil, ErrAt(c, "%v", err)
+		}
+	case "MIN", "MAX":
+		a.Kind = AggMin
+		if c.Name == "MAX" {
+			a.Kind = AggMax
+		}
+		a.OutT = arg.Type.Nullable()
+		a.OutT.TimeAttr = 0
+		a.cmp = Comparator(arg.Type, arg.Type)
+		if a.cmp == nil {
+			return nil, ErrAt(c, "%s of %s is not supported", c.Name, arg.Type)
+		}
+	default:
+		return nil, ErrAt(c, "aggregate function %s is not supported yet", c.Name)
+	}
+	if a.Distinct && a.cmp == nil {
+		a.cmp = Comparator(arg.Type, arg.Type)
+		if a.cmp == nil {
+			return nil, ErrAt(c, "DISTINCT on %s is not supported", arg.Type)
+		}
+	}
+	return a, nil
+}
+
+// AggLayout is the accumulator layout of an aggregation.
+type AggLayout struct {
+	NKeys int
+	Calls []*AggCall
+	size  int
+}
+
+// NewAggLayout lays out the accumulator of nkeys group keys and calls,
+// giving each call its slots.
+func NewAggLayout(nkeys int, calls []*AggCall) *AggLayout {
+	l := &AggLayout{NKeys: nkeys, Calls: calls}
+	n := nkeys + 1
+	for _, c := range calls {
+		c.slot = n
+		n += c.slots()
+	}
+	l.size = n
+	return l
+}
+
+// Create returns a new accumulator holding the group's keys.
+func (l *AggLayout) Create(keys []types.Value) []types.Value {
+	acc := make([]types.Value, l.size)
+	copy(acc, keys)
+	for _, c := range l.Calls {
+		switch c.Kind {
+		case AggMin, AggMax:
+			if !c.Retract {
+				acc[c.slot] = types.NullValue
+			}
+		}
+	}
+	return acc
+}
+
+// Count is the number of rows an accumulator holds (its group is empty
+// at 0 after retractions).
+func (l *AggLayout) Count(acc []types.Value) int64 { return acc[l.NKeys].I }
+
+// Accumulate adds (sign 1) or retracts (sign -1) one input row.
+func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) {
+	acc[l.NKeys].I += sign
+	for _, c := range l.Calls {
+		if c.Filter != nil {
+			if v := c.Filter(in); v.Null || !v.Bool() {
+				continue
+			}
+		}
+		if c.Kind == AggCountStar {
+			acc[c.slot].I += sign
+			continue
+		}
+		v := c.Arg(in)
+		if v.Null {
+			continue
+		}
+		if c.Distinct {
+			// a multiset of values; the aggregate sees a value when its
+			// count goes 0 -> 1 (add) or 1 -> 0 (retract)
+			var first bool
+			acc[c.slot], first = multisetAdd(acc[c.slot], v, sign, c.cmp)
+			if !first {
+				continue
+			}
+			if c.Kind == AggCount {
+				continue // counted by the multiset's size
+			}
+		}
+		switch c.Kind {
+		case AggCount:
+			acc[c.slot].I += sign
+		case aggSum, aggSum0, aggAvg:
+			s := c.toS(v)
+			ss := c.sumSlot()
+			acc[ss] = addNum(acc[ss], s, c.sumT, sign)
+			acc[ss+1].I += sign
+		case AggMin, AggMax:
+			if c.Retract || c.Distinct {
+				if !c.Distinct {
+					acc[c.slot], _ = multisetAdd(acc[c.slot], v, sign, c.cmp)
+				}
+				continue
+			}
+			cur := acc[c.slot]
+			if cur.Null || (c.Kind == AggMin && c.cmp(v, cur) < 0) || (c.Kind == AggMax && c.cmp(v, cur) > 0) {
+				acc[c.slot] = v
+			}
+		}
+	}
+}
+
+// Merge folds src into dst (session windows merging).
+func (l *AggLayout) Merge(dst, src []types.Value) {
+	dst[l.NKeys].I += src[l.NKeys].I
+	for _, c := range l.Calls {
+		if c.Distinct || ((c.Kind == AggMin || c.Kind == AggMax) && c.Retract) {
+			for _, e := range pairs(src[c.slot]) {
+				dst[c.slot], _ = multisetAdd(dst[c.slot], e[0], e[1].I, c.cmp)
+			}
+			if c.Distinct && (c.Kind == aggSum || c.Kind == aggSum0 || c.Kind == aggAvg) {
+				// recompute the sum of the merged distinct values
+				var sum types.Value
+				ps := pairs(dst[c.slot])
+				for _, p := range ps {
+					sum = addNum(sum, c.toS(p[0]), c.sumT, 1)
+				}
+				dst[c.slot+1], dst[c.slot+2] = sum, types.IntValue(int64(len(ps)))
+			}
+			continue
+		}
+		switch c.Kind {
+		case AggCount, AggCountStar:
+			dst[c.slot].I += src[c.slot].I
+		case aggSum, aggSum0, aggAvg:
+			dst[c.slot] = addNum(dst[c.slot], src[c.slot], c.sumT, 1)
+			dst[c.slot+1].I += src[c.slot+1].I
+		case AggMin, AggMax:
+			v, cur := src[c.slot], dst[c.slot]
+			if !v.Null && (cur.Null || (c.Kind == AggMin && c.cmp(v, cur) < 0) || (c.Kind == AggMax && c.cmp(v, cur) > 0)) {
+				dst[c.slot] = v
+			}
+		}
+	}
+}
+
+// Result computes aggregate i's value.
+func (l *AggLayout) Result(acc []types.Value, c *AggCall) types.Value {
+	if c.Distinct {
+		// read the multiset in place: a copy per result made COUNT(DISTINCT)
+		// of a group with many values quadratic (Nexmark q15, q16)
+		l := acc[c.slot].List()
+		switch c.Kind {
+		case AggCount:
+			return types.IntValue(int64(len(l) / 2))
+		case AggMin, AggMax:
+			if len(l) == 0 {
+				return types.NullValue
+			}
+			if c.Kind == AggMin {
+				return l[0]
+			}
+			return l[len(l)-2]
+		}
+		return sumResult(c, acc[c.slot+1], acc[c.slot+2].I)
+	}
+	switch c.Kind {
+	case AggCount, AggCountStar:
+		return types.IntValue(acc[c.slot].I)
+	case aggSum, aggSum0, aggAvg:
+		return sumResult(c, acc[c.slot], acc[c.slot+1].I)
+	case AggMin, AggMax:
+		if !c.Retract {
+			return acc[c.slot]
+		}
+		l := acc[c.slot].List()
+		if len(l) == 0 {
+			return types.NullValue
+		}
+		if c.Kind == AggMin {
+			return l[0]
+		}
+		return l[len(l)-2]
+	}
+	return types.NullValue
+}
+
+func sumResult(c *AggCall, sum types.Value, n int64) types.Value {
+	if n == 0 {
+		if c.Kind == aggSum0 {
+			return zeroOf(c.OutT)
+		}
+		return types.NullValue
+	}
+	if c.Kind != aggAvg {
+		if c.sumT.Kind == types.Decimal && !c.sumT.BigDecimal() {
+			return sum
+		}
+		return sum
+	}
+	switch c.sumT.Kind {
+	case types.BigInt:
+		return types.IntValue(sum.I / n)
+	case types.Double:
+		return types.FloatValue(sum.Float() / float64(n))
+	}
+	// decimal average with outT's scale, HALF_UP
+	u := decBig(sum, c.sumT)
+	u = rescale(u, c.sumT.Scale, c.OutT.Scale+1)
+	u.Quo(u, big.NewInt(n))
+	u = rescale(u, c.OutT.Scale+1, c.OutT.Scale)
+	return decValue(u, c.OutT)
+}
+
+func zeroOf(t types.Type) types.Value {
+	if t.BigDecimal() {
+		return types.BigDecimalValue(new(big.Int))
+	}
+	return types.Value{}
+}
+
+// addNum adds sign*b to a, both of type t (BIGINT, DOUBLE or DECIMAL).
+func addNum(a, b types.Value, t types.Type, sign int64) types.Value {
+	switch t.Kind {
+	case types.BigInt:
+		return types.IntValue(a.I + sign*b.I)
+	case types.Double:
+		return types.FloatValue(a.Float() + float64(sign)*b.Float())
+	}
+	x, y := decBig(a, t), decBig(b, t)
+	if sign < 0 {
+		x.Sub(x, y)
+	} else {
+		x.Add(x, y)
+	}
+	return types.BigDecimalValue(x)
+}
+
+// A multiset is a Value whose X holds [v0, n0, v1, n1, ...] sorted by v:
+// the values of a DISTINCT aggregate, or of a retracting MIN/MAX, with
+// their counts. It fits types.Row's encoding, so it lives in state.
+
+func pairs(v types.Value) [][2]types.Value {
+	l := v.List()
+	out := make([][2]types.Value, 0, len(l)/2)
+	for i := 0; i+1 < len(l); i += 2 {
+		out = append(out, [2]types.Value{l[i], l[i+1]})
+	}
+	return out
+}
+
+// multisetAdd adds n (negative: removes) copies of x; first reports
+// whether x appeared (0 -> n) or disappeared (-> 0). It changes the list
+// in place, as the accumulator row holding it is changed in place (state
+// snapshots encode it; a copy per change made COUNT(DISTINCT) of a group
+// with many values allocate its whole list per row: Nexmark q15, q16).
+func multisetAdd(set types.Value, x types.Value, n int64, cmp func(a, b types.Value) int) (types.Value, bool) {
+	l := set.List()
+	k := len(l) / 2
+	i := sort.Search(k, func(i int) bool { return cmp(l[2*i], x) >= 0 })
+	if i < k && cmp(l[2*i], x) == 0 {
+		c := l[2*i+1].I + n
+		if c <= 0 {
+			copy(l[2*i:], l[2*i+2:])
+			l[len(l)-2], l[len(l)-1] = types.Value{}, types.Value{}
+			return types.ListValue(l[:len(l)-2]), true
+		}
+		l[2*i+1] = types.IntValue(c)
+		return types.ListValue(l), false
+	}
+	if n <= 0 {
+		return set, false // retracting a value that is not there
+	}
+	l = append(l, types.Value{}, types.Value{})
+	copy(l[2*i+2:], l[2*i:len(l)-2])
+	l[2*i], l[2*i+1] = x, types.IntValue(n)
+	return types.ListValue(l), true
+}

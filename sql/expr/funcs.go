@@ -1,0 +1,843 @@
+package expr
+
+import (
+	"math"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// AggregateNames are the aggregate functions; a call to one outside an
+// aggregation's select list or HAVING is a planning error.
+var AggregateNames = map[string]bool{
+	"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true, "SUM0": true,
+	"FIRST_VALUE": true, "LAST_VALUE": true, "LISTAGG": true,
+}
+
+// WindowPropNames are the legacy group window properties.
+var WindowPropNames = map[string]bool{
+	"TUMBLE_START": true, "TUMBLE_END": true, "TUMBLE_ROWTIME": true, "TUMBLE_PROCTIME": true,
+	"HOP_START": true, "HOP_END": true, "HOP_ROWTIME": true, "HOP_PROCTIME": true,
+	"SESSION_START": true, "SESSION_END": true, "SESSION_ROWTIME": true, "SESSION_PROCTIME": true,
+}
+
+// ScalarFunctions lists the scalar functions the compiler knows, for docs
+// and the shell's completion.
+var ScalarFunctions = []string{
+	"ABS", "MOD", "UPPER", "LOWER", "SUBSTRING", "SUBSTR", "CONCAT", "CONCAT_WS", "CHAR_LENGTH",
+	"CHARACTER_LENGTH", "SPLIT_INDEX", "REGEXP_EXTRACT", "REGEXP_REPLACE", "REGEXP", "REPLACE", "TRIM",
+	"LTRIM", "RTRIM", "POSITION", "INITCAP", "DATE_FORMAT", "TO_TIMESTAMP", "TO_TIMESTAMP_LTZ",
+	"TO_DATE", "COALESCE", "IF", "NULLIF", "IFNULL", "FLOOR", "CEIL", "CEILING", "ROUND", "POWER", "SQRT",
+	"LN", "LOG10", "EXP", "SIGN", "HOUR", "MINUTE", "SECOND", "YEAR", "MONTH", "DAYOFMONTH",
+	"UNIX_TIMESTAMP", "FROM_UNIXTIME", "CURRENT_TIMESTAMP", "NOW", "PROCTIME", "ROW", "HASH_CODE",
+	"GREATEST", "LEAST",
+}
+
+func (c *Compiler) args(e *parser.Call) ([]Expr, error) { return c.compileAll(e.Args...) }
+
+// compileAll compiles the expressions in order, stopping at the first error.
+func (c *Compiler) compileAll(es ...parser.Expr) ([]Expr, error) {
+	out := make([]Expr, len(es))
+	for i, a := range es {
+		x, err := c.Compile(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}
+
+func allKonst(xs []Expr) bool {
+	for _, x := range xs {
+		if !x.Const {
+			return false
+		}
+	}
+	return true
+}
+
+func allNotNull(xs []Expr) bool {
+	for _, x := range xs {
+		if !x.Type.NotNull {
+			return false
+		}
+	}
+	return true
+}
+
+// strFn builds a function of string arguments that is NULL when any
+// argument is NULL.
+func strFn(xs []Expr, t types.Type, fn func(args []types.Value) types.Value) Expr {
+	fs := make([]EvalFn, len(xs))
+	for i, x := range xs {
+		fs[i] = x.Eval
+	}
+	t.NotNull = allNotNull(xs)
+	switch len(fs) {
+	case 1:
+		f := fs[0]
+		return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+			v := f(r)
+			if v.Null {
+				return v
+			}
+			var a [1]types.Value
+			a[0] = v
+			return fn(a[:])
+		}}
+	case 2:
+		f, g := fs[0], fs[1]
+		return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+			var a [2]types.Value
+			a[0], a[1] = f(r), g(r)
+			if a[0].Null || a[1].Null {
+				return types.NullValue
+			}
+			return fn(a[:])
+		}}
+	}
+	return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+		var buf [4]types.Value
+		a := buf[:0]
+		for _, f := range fs {
+			v := f(r)
+			if v.Null {
+				return types.NullValue
+			}
+			a = append(a, v)
+		}
+		return fn(a)
+	}}
+}
+
+func concat(xs []Expr) Expr {
+	return strFn(xs, types.StringType, func(a []types.Value) types.Value {
+		n := 0
+		for _, v := range a {
+			n += len(v.S)
+		}
+		var b strings.Builder
+		b.Grow(n)
+		for _, v := range a {
+			b.WriteString(v.S)
+		}
+		return types.StringValue(b.String())
+	})
+}
+
+func wantArgs(e *parser.Call, xs []Expr, lo, hi int) error {
+	if len(xs) < lo || len(xs) > hi {
+		if lo == hi {
+			return ErrAt(e, "%s takes %d argument(s), got %d", e.Name, lo, len(xs))
+		}
+		return ErrAt(e, "%s takes %d to %d arguments, got %d", e.Name, lo, hi, len(xs))
+	}
+	return nil
+}
+
+// stringArgs casts non-string arguments to STRING (Flink's implicit
+// conversion in string functions is narrower; this is lenient).
+func stringArgs(e *parser.Call, xs []Expr, idx ...int) error {
+	for _, i := range idx {
+		if i >= len(xs) {
+			continue
+		}
+		if !xs[i].Type.IsString() && xs[i].Type.Kind != types.Null {
+			if !xs[i].Type.IsNumeric() && xs[i].Type.Kind != types.Boolean && !isTimestamp(xs[i].Type) && xs[i].Type.Kind != types.Date {
+				return ErrAt(e.Args[i], "%s needs a string argument, not %s", e.Name, xs[i].Type)
+			}
+			var err error
+			if xs[i], err = Cast(xs[i], types.StringType, e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Compiler) call(e *parser.Call) (Expr, error) {
+	if e.Over != nil {
+		return Expr{}, ErrAt(e, "%s OVER (...) is not allowed here", e.Name)
+	}
+	if AggregateNames[e.Name] {
+		where := c.What
+		if where == "" {
+			where = "this place"
+		}
+		return Expr{}, ErrAt(e, "aggregate function %s is not allowed in %s", e.Name, where)
+	}
+	if WindowPropNames[e.Name] {
+		return Expr{}, ErrAt(e, "%s needs a matching GROUP BY %s(...)", e.Name, strings.Split(e.Name, "_")[0])
+	}
+	if e.Name == "PROCTIME" || e.Name == "CURRENT_TIMESTAMP" || e.Name == "NOW" || e.Name == "LOCALTIMESTAMP" || e.Name == "CURRENT_ROW_TIMESTAMP" {
+		t := types.Type{Kind: types.TimestampLTZ, Precision: 3, NotNull: true}
+		if e.Name == "LOCALTIMESTAMP" {
+			t.Kind = types.Timestamp
+		}
+		if e.Name == "PROCTIME" {
+			t.TimeAttr = types.ProctimeAttr
+		}
+		return Expr{Type: t, Col: -1, Eval: func([]types.Value) types.Value {
+			return types.IntValue(time.Now().UnixMicro())
+		}}, nil
+	}
+	xs, err := c.args(e)
+	if err != nil {
+		return Expr{}, err
+	}
+	switch e.Name {
+	case "ABS":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		x := xs[0]
+		if !x.Type.IsNumeric() {
+			return Expr{}, ErrAt(e, "ABS needs a number, not %s", x.Type)
+		}
+		f, t := x.Eval, x.Type
+		t.TimeAttr = 0
+		return Expr{Type: t, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
+			v := f(r)
+			if v.Null {
+				return v
+			}
+			switch {
+			case t.Kind == types.Float || t.Kind == types.Double:
+				return types.FloatValue(math.Abs(v.Float()))
+			case t.BigDecimal():
+				return types.BigDecimalValue(decBig(v, t).Abs(decBig(v, t)))
+			}
+			if v.I < 0 {
+				return types.IntValue(-v.I)
+			}
+			return v
+		}}, nil
+	case "MOD":
+		if err := wantArgs(e, xs, 2, 2); err != nil {
+			return Expr{}, err
+		}
+		return arith("%", xs[0], xs[1], e, c.GenericOnly)
+	case "POWER":
+		if err := wantArgs(e, xs, 2, 2); err != nil {
+			return Expr{}, err
+		}
+		return floatFn2(xs, math.Pow), nil
+	case "SQRT", "LN", "LOG10", "EXP":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		fn := map[string]func(float64) float64{"SQRT": math.Sqrt, "LN": math.Log, "LOG10": math.Log10, "EXP": math.Exp}[e.Name]
+		return floatFn1(xs[0], fn), nil
+	case "FLOOR", "CEIL", "CEILING", "SIGN", "ROUND":
+		if err := wantArgs(e, xs, 1, 2); err != nil {
+			return Expr{}, err
+		}
+		if xs[0].Type.IsInteger() {
+			return xs[0], nil
+		}
+		digits := 0
+		if len(xs) == 2 {
+			if !xs[1].Const {
+				return Expr{}, ErrAt(e, "ROUND's digits must be a constant")
+			}
+			digits = int(xs[1].Eval(nil).I)
+		}
+		m := math.Pow10(digits)
+		fn := map[string]func(float64) float64{"FLOOR": math.Floor, "CEIL": math.Ceil, "CEILING": math.Ceil,
+			"SIGN": func(f float64) float64 {
+				switch {
+				case f > 0:
+					return 1
+				case f < 0:
+					return -1
+				}
+				return 0
+			},
+			"ROUND": func(f float64) float64 { return math.Round(f*m) / m }}[e.Name]
+		if xs[0].Type.Kind == types.Decimal {
+			out := xs[0].Type
+			if e.Name == "ROUND" {
+				out = types.DecimalType(out.Precision, min(digits, out.Scale))
+			} else {
+				out = types.DecimalType(out.Precision, 0)
+			}
+			d := floatFn1(xs[0], fn)
+			return Cast(d, out, e)
+		}
+		return floatFn1(xs[0], fn), nil
+	case "UPPER", "LOWER", "INITCAP", "LTRIM", "RTRIM":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0); err != nil {
+			return Expr{}, err
+		}
+		fn := map[string]func(string) string{"UPPER": strings.ToUpper, "LOWER": strings.ToLower,
+			"INITCAP": initCap,
+			"LTRIM":   func(s string) string { return strings.TrimLeft(s, " ") },
+			"RTRIM":   func(s string) string { return strings.TrimRight(s, " ") }}[e.Name]
+		return strFn(xs, types.StringType, func(a []types.Value) types.Value { return types.StringValue(fn(a[0].S)) }), nil
+	case "TRIM":
+		// TRIM(mode, chars, s) as the parser rewrote it, or TRIM(s)
+		if len(xs) == 1 {
+			if err := stringArgs(e, xs, 0); err != nil {
+				return Expr{}, err
+			}
+			return strFn(xs, types.StringType, func(a []types.Value) types.Value { return types.StringValue(strings.Trim(a[0].S, " ")) }), nil
+		}
+		if err := wantArgs(e, xs, 3, 3); err != nil {
+			return Expr{}, err
+		}
+		mode := xs[0].Eval(nil).S
+		return strFn(xs[1:], types.StringType, func(a []types.Value) types.Value {
+			switch mode {
+			case "LEADING":
+				return types.StringValue(strings.TrimLeft(a[1].S, a[0].S))
+			case "TRAILING":
+				return types.StringValue(strings.TrimRight(a[1].S, a[0].S))
+			}
+			return types.StringValue(strings.Trim(a[1].S, a[0].S))
+		}), nil
+	case "CHAR_LENGTH", "CHARACTER_LENGTH":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0); err != nil {
+			return Expr{}, err
+		}
+		return strFn(xs, types.IntType, func(a []types.Value) types.Value {
+			return types.IntValue(int64(utf8.RuneCountInString(a[0].S)))
+		}), nil
+	case "SUBSTRING", "SUBSTR":
+		if err := wantArgs(e, xs, 2, 3); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0); err != nil {
+			return Expr{}, err
+		}
+		return strFn(xs, types.StringType, func(a []types.Value) types.Value {
+			rs := []rune(a[0].S)
+			start := a[1].I
+			if start < 0 {
+				start = int64(len(rs)) + start + 1
+			}
+			if start < 1 {
+				start = 1
+			}
+			end := int64(len(rs))
+			if len(a) == 3 {
+				if a[2].I < 0 {
+					return types.NullValue
+				}
+				end = min(end, start-1+a[2].I)
+			}
+			if start > int64(len(rs)) || end < start {
+				return types.StringValue("")
+			}
+			return types.StringValue(string(rs[start-1 : end]))
+		}), nil
+	case "CONCAT":
+		if len(xs) == 0 {
+			return Expr{}, ErrAt(e, "CONCAT needs arguments")
+		}
+		if err := stringArgs(e, xs, seq(len(xs))...); err != nil {
+			return Expr{}, err
+		}
+		return concat(xs), nil
+	case "CONCAT_WS":
+		if len(xs) < 2 {
+			return Expr{}, ErrAt(e, "CONCAT_WS needs a separator and strings")
+		}
+		if err := stringArgs(e, xs, seq(len(xs))...); err != nil {
+			return Expr{}, err
+		}
+		sep := xs[0].Eval
+		rest := xs[1:]
+		return Expr{Type: types.StringType, Col: -1, Const: allKonst(xs), Eval: func(r []types.Value) types.Value {
+			s := sep(r)
+			if s.Null {
+				return s
+			}
+			var b strings.Builder
+			first := true
+			for _, x := range rest {
+				v := x.Eval(r)
+				if v.Null {
+					continue
+				}
+				if !first {
+					b.WriteString(s.S)
+				}
+				first = false
+				b.WriteString(v.S)
+			}
+			return types.StringValue(b.String())
+		}}, nil
+	case "SPLIT_INDEX":
+		if err := wantArgs(e, xs, 3, 3); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0, 1); err != nil {
+			return Expr{}, err
+		}
+		t := types.StringType
+		return strFn(xs, t, func(a []types.Value) types.Value {
+			if a[2].I < 0 {
+				return types.NullValue
+			}
+			parts := strings.Split(a[0].S, a[1].S)
+			if int(a[2].I) >= len(parts) {
+				return types.NullValue
+			}
+			return types.StringValue(parts[a[2].I])
+		}).nullable(), nil
+	case "REPLACE":
+		if err := wantArgs(e, xs, 3, 3); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0, 1, 2); err != nil {
+			return Expr{}, err
+		}
+		return strFn(xs, types.StringType, func(a []types.Value) types.Value {
+			return types.StringValue(strings.ReplaceAll(a[0].S, a[1].S, a[2].S))
+		}), nil
+	case "POSITION", "LOCATE":
+		if err := wantArgs(e, xs, 2, 2); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0, 1); err != nil {
+			return Expr{}, err
+		}
+		return strFn(xs, types.IntType, func(a []types.Value) types.Value {
+			i := strings.Index(a[1].S, a[0].S)
+			if i < 0 {
+				return types.IntValue(0)
+			}
+			return types.IntValue(int64(utf8.RuneCountInString(a[1].S[:i]) + 1))
+		}), nil
+	case "REGEXP_EXTRACT", "REGEXP_REPLACE", "REGEXP":
+		lo, hi := 2, 3
+		if e.Name == "REGEXP_REPLACE" {
+			lo = 3
+		}
+		if e.Name == "REGEXP" {
+			hi = 2
+		}
+		if err := wantArgs(e, xs, lo, hi); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0, 1); err != nil {
+			return Expr{}, err
+		}
+		if !xs[1].Const {
+			return Expr{}, ErrAt(e, "%s needs a constant pattern", e.Name)
+		}
+		pat := xs[1].Eval(nil)
+		if pat.Null {
+			return konst(types.NullValue, types.StringType, c.GenericOnly), nil
+		}
+		re, err := regexp.Compile(pat.S)
+		if err != nil {
+			return Expr{}, ErrAt(e.Args[1], "invalid regular expression: %v", err)
+		}
+		switch e.Name {
+		case "REGEXP":
+			return strFn(xs[:1], types.BooleanType, func(a []types.Value) types.Value { return types.BoolValue(re.MatchString(a[0].S)) }), nil
+		case "REGEXP_REPLACE":
+			if err := stringArgs(e, xs, 2); err != nil {
+				return Expr{}, err
+			}
+			return strFn([]Expr{xs[0], xs[2]}, types.StringType, func(a []types.Value) types.Value {
+				return types.StringValue(re.ReplaceAllString(a[0].S, javaReplacement(a[1].S)))
+			}), nil
+		}
+		group := xs[:1]
+		if len(xs) == 3 {
+			group = []Expr{xs[0], xs[2]}
+		}
+		return strFn(group, types.StringType, func(a []types.Value) types.Value {
+			idx := int64(0)
+			if len(a) == 2 {
+				idx = a[1].I
+			}
+			m := re.FindStringSubmatch(a[0].S)
+			if m == nil || idx < 0 || int(idx) >= len(m) {
+				return types.NullValue
+			}
+			return types.StringValue(m[idx])
+		}).nullable(), nil
+	case "DATE_FORMAT":
+		if err := wantArgs(e, xs, 2, 2); err != nil {
+			return Expr{}, err
+		}
+		if !xs[1].Const {
+			return Expr{}, ErrAt(e, "DATE_FORMAT needs a constant format")
+		}
+		layout := javaLayout(xs[1].Eval(nil).S)
+		if xs[0].Type.IsString() {
+			if xs[0], err = Cast(xs[0], types.Timestamp3, e); err != nil {
+				return Expr{}, err
+			}
+		}
+		if !isTimestamp(xs[0].Type) && xs[0].Type.Kind != types.Date {
+			return Expr{}, ErrAt(e, "DATE_FORMAT needs a TIMESTAMP, not %s", xs[0].Type)
+		}
+		date := xs[0].Type.Kind == types.Date
+		return strFn(xs[:1], types.StringType, func(a []types.Value) types.Value {
+			us := a[0].I
+			if date {
+				us *= 86400e6
+			}
+			return types.StringValue(microsToTime(us).Format(layout))
+		}), nil
+	case "TO_TIMESTAMP":
+		if err := wantArgs(e, xs, 1, 2); err != nil {
+			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0); err != nil {
+			return Expr{}, err
+		}
+		t := types.Timestamp3
+		if len(xs) == 1 {
+			return Cast(xs[0], t, e)
+		}
+		if !xs[1].Const {
+			return Expr{}, ErrAt(e, "TO_TIMESTAMP needs a constant format")
+		}
+		layout := javaLayout(xs[1].Eval(nil).S)
+		return strFn(xs[:1], t, func(a []types.Value) types.Value {
+			tm, err := time.Parse(layout, a[0].S)
+			if err != nil {
+				return types.NullValue
+			}
+			return types.IntValue(tm.UnixMicro())
+		}).nullable(), nil
+	case "TO_DATE":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		return Cast(xs[0], types.DateType, e)
+	case "TO_TIMESTAMP_LTZ":
+		if err := wantArgs(e, xs, 1, 2); err != nil {
+			return Expr{}, err
+		}
+		prec := int64(3)
+		if len(xs) == 2 {
+			if !xs[1].Const {
+				return Expr{}, ErrAt(e, "TO_TIMESTAMP_LTZ needs a constant precision")
+			}
+			prec = xs[1].Eval(nil).I
+		}
+		if prec != 0 && prec != 3 {
+			return Expr{}, ErrAt(e, "TO_TIMESTAMP_LTZ's precision must be 0 (seconds) or 3 (milliseconds), not %d", prec)
+		}
+		mul := int64(1000)
+		if prec == 0 {
+			mul = 1e6
+		}
+		if !xs[0].Type.IsNumeric() {
+			return Expr{}, ErrAt(e, "TO_TIMESTAMP_LTZ needs a number of epoch seconds or milliseconds, not %s", xs[0].Type)
+		}
+		x, err := Cast(xs[0], types.BigIntType, e)
+		if err != nil {
+			return Expr{}, err
+		}
+		f := x.Eval
+		return Expr{Type: types.Type{Kind: types.TimestampLTZ, Precision: 3, NotNull: x.Type.NotNull}, Const: x.Const, Col: -1,
+			Eval: func(r []types.Value) types.Value {
+				v := f(r)
+				if v.Null {
+					return v
+				}
+				return types.IntValue(v.I * mul)
+			}}, nil
+	case "UNIX_TIMESTAMP":
+		if len(xs) == 0 {
+			return Expr{Type: types.Type{Kind: types.BigInt, NotNull: true}, Col: -1, Eval: func([]types.Value) types.Value {
+				return types.IntValue(time.Now().Unix())
+			}}, nil
+		}
+		if err := stringArgs(e, xs, 0); err != nil {
+			return Expr{}, err
+		}
+		ts, err := Cast(xs[0], types.Timestamp3, e)
+		if err != nil {
+			return Expr{}, err
+		}
+		return Cast(ts, types.BigIntType, e)
+	case "FROM_UNIXTIME":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		return strFn(xs, types.StringType, func(a []types.Value) types.Value {
+			return types.StringValue(time.Unix(a[0].I, 0).UTC().Format("2006-01-02 15:04:05"))
+		}), nil
+	case "HOUR", "MINUTE", "SECOND", "YEAR", "MONTH", "DAYOFMONTH":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		unit := e.Name
+		if unit == "DAYOFMONTH" {
+			unit = "DAY"
+		}
+		return extract(unit, xs[0], e)
+	case "COALESCE", "IFNULL":
+		if len(xs) == 0 {
+			return Expr{}, ErrAt(e, "%s needs arguments", e.Name)
+		}
+		ts := make([]types.Type, len(xs))
+		for i, x := range xs {
+			ts[i] = x.Type
+		}
+		t, ok := CommonType(ts)
+		if !ok {
+			return Expr{}, ErrAt(e, "%s arguments have incompatible types", e.Name)
+		}
+		t.NotNull = false
+		fs := make([]EvalFn, len(xs))
+		for i := range xs {
+			if xs[i], err = Cast(xs[i], t, e); err != nil {
+				return Expr{}, err
+			}
+			fs[i] = xs[i].Eval
+			if xs[i].Type.NotNull {
+				t.NotNull = true
+			}
+		}
+		return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+			for _, f := range fs {
+				if v := f(r); !v.Null {
+					return v
+				}
+			}
+			return types.NullValue
+		}}, nil
+	case "IF":
+		if err := wantArgs(e, xs, 3, 3); err != nil {
+			return Expr{}, err
+		}
+		return c.caseExpr(&parser.Case{Pos: e.Pos, Whens: []parser.When{{Cond: e.Args[0], Then: e.Args[1]}}, Else: e.Args[2]})
+	case "NULLIF":
+		if err := wantArgs(e, xs, 2, 2); err != nil {
+			return Expr{}, err
+		}
+		eq, err := compare("=", xs[0], xs[1], e, c.GenericOnly)
+		if err != nil {
+			return Expr{}, err
+		}
+		f, q := xs[0].Eval, eq.Eval
+		return Expr{Type: xs[0].Type.Nullable(), Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+			if v := q(r); !v.Null && v.Bool() {
+				return types.NullValue
+			}
+			return f(r)
+		}}, nil
+	case "GREATEST", "LEAST":
+		if len(xs) == 0 {
+			return Expr{}, ErrAt(e, "%s needs arguments", e.Name)
+		}
+		ts := make([]types.Type, len(xs))
+		for i, x := range xs {
+			ts[i] = x.Type
+		}
+		t, ok := CommonType(ts)
+		if !ok {
+			return Expr{}, ErrAt(e, "%s arguments have incompatible types", e.Name)
+		}
+		for i := range xs {
+			if xs[i], err = Cast(xs[i], t, e); err != nil {
+				return Expr{}, err
+			}
+		}
+		cmp := Comparator(t, t)
+		sign := 1
+		if e.Name == "LEAST" {
+			sign = -1
+		}
+		return strFn(xs, t, func(a []types.Value) types.Value {
+			best := a[0]
+			for _, v := range a[1:] {
+				if cmp(v, best)*sign > 0 {
+					best = v
+				}
+			}
+			return best
+		}), nil
+	case "ROW":
+		fields := make([]types.Field, len(xs))
+		fs := make([]EvalFn, len(xs))
+		for i, x := range xs {
+			fields[i] = types.Field{Name: "EXPR$" + itoa(i), Type: x.Type}
+			fs[i] = x.Eval
+		}
+		t := types.RowOf(fields...)
+		t.NotNull = true
+		return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+			vs := make([]types.Value, len(fs))
+			for i, f := range fs {
+				vs[i] = f(r)
+			}
+			return types.ListValue(vs)
+		}}, nil
+	case "HASH_CODE":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		f := xs[0].Eval
+		return Expr{Type: types.Type{Kind: types.Int, NotNull: true}, Col: -1, Eval: func(r []types.Value) types.Value {
+			k := types.Key([]types.Value{f(r)})
+			var h int32
+			for i := 0; i < len(k); i++ {
+				h = 31*h + int32(k[i])
+			}
+			return types.IntValue(int64(h))
+		}}, nil
+	}
+	return Expr{}, ErrAt(e, "no function named %s", e.Name)
+}
+
+func (x Expr) nullable() Expr { x.Type.NotNull = false; return x }
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + formatInt(i)) }
+
+func formatInt(i int) string {
+	return FormatValue(types.IntValue(int64(i)), types.BigIntType)
+}
+
+func floatFn1(x Expr, fn func(float64) float64) Expr {
+	f, tf := x.Eval, toFloatFn(x.Type)
+	return Expr{Type: types.Type{Kind: types.Double, NotNull: x.Type.NotNull}, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
+		v := f(r)
+		if v.Null {
+			return v
+		}
+		return types.FloatValue(fn(tf(v)))
+	}}
+}
+
+func floatFn2(xs []Expr, fn func(a, b float64) float64) Expr {
+	f, g := xs[0].Eval, xs[1].Eval
+	tf, tg := toFloatFn(xs[0].Type), toFloatFn(xs[1].Type)
+	return Expr{Type: types.Type{Kind: types.Double, NotNull: allNotNull(xs)}, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+		a, b := f(r), g(r)
+		if a.Null || b.Null {
+			return types.NullValue
+		}
+		return types.FloatValue(fn(tf(a), tg(b)))
+	}}
+}
+
+func initCap(s string) string {
+	b := []rune(strings.ToLower(s))
+	up := true
+	for i, r := range b {
+		if up && r >= 'a' && r <= 'z' {
+			b[i] = r - 32
+		}
+		up = !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}
+	return string(b)
+}
+
+// javaReplacement turns Java's $1 group references into Go's ${1}.
+func javaReplacement(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '$' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' {
+			b.WriteString("${" + s[i+1:i+2] + "}")
+			i++
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// javaLayout converts a Java SimpleDateFormat pattern (as Flink's
+// DATE_FORMAT takes) to a Go time layout.
+func javaLayout(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); {
+		ch := p[i]
+		j := i
+		for j < len(p) && p[j] == ch {
+			j++
+		}
+		n := j - i
+		switch ch {
+		case 'y':
+			if n == 2 {
+				b.WriteString("06")
+			} else {
+				b.WriteString("2006")
+			}
+		case 'M':
+			switch n {
+			case 1:
+				b.WriteString("1")
+			case 2:
+				b.WriteString("01")
+			case 3:
+				b.WriteString("Jan")
+			default:
+				b.WriteString("January")
+			}
+		case 'd':
+			b.WriteString(padded(n, "2", "02"))
+		case 'H':
+			b.WriteString("15")
+		case 'h':
+			b.WriteString(padded(n, "3", "03"))
+		case 'm':
+			b.WriteString(padded(n, "4", "04"))
+		case 's':
+			b.WriteString(padded(n, "5", "05"))
+		case 'S':
+			b.WriteString(strings.Repeat("0", n))
+		case 'a':
+			b.WriteString("PM")
+		case 'E':
+			if n >= 4 {
+				b.WriteString("Monday")
+			} else {
+				b.WriteString("Mon")
+			}
+		case '\'':
+			k := strings.IndexByte(p[i+1:], '\'')
+			if k < 0 {
+				b.WriteString(p[i+1:])
+				return b.String()
+			}
+			b.WriteString(p[i+1 : i+1+k])
+			i += k + 2
+			continue
+		default:
+			b.WriteString(p[i:j])
+		}
+		i = j
+	}
+	// Go needs a dot before fractional seconds: "ss.SSS" gives "05.000"
+	return b.String()
+}
+
+// padded is a Go layout element for a Java pattern letter repeated n times:
+// one letter is the unpadded form, more the zero-padded one.
+func padded(n int, unpadded, zeroPadded string) string {
+	if n == 1 {
+		return unpadded
+	}
+	return zeroPadded
+}

@@ -1,0 +1,175 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// calcSpec is a Calc's filter and projection over its input.
+type calcSpec struct {
+	input  *rel
+	filter *expr.Expr
+	exprs  []expr.Expr
+}
+
+// fused returns a compiler for expressions over r's columns that
+// evaluates them on r's input when r is a Calc (so the two Calcs run as
+// one operator, with no row in between), the rel to evaluate on, and r's
+// own filter to apply first.
+func fused(r *rel, what string) (*expr.Compiler, *rel, *expr.Expr) {
+	if r.calc == nil {
+		return &expr.Compiler{Scope: r.sc, What: what}, r, nil
+	}
+	return &expr.Compiler{Scope: r.sc, What: what, Cols: r.calc.exprs}, r.calc.input, r.calc.filter
+}
+
+// projection is a compiled select list.
+type projection struct {
+	names []string
+	exprs []expr.Expr
+}
+
+// expandSelect compiles a select list against a scope (stars expanded).
+func expandSelect(items []parser.SelectItem, ec *expr.Compiler) (*projection, error) {
+	pr := &projection{}
+	for i, it := range items {
+		if it.Star {
+			n := 0
+			for j, c := range ec.Scope.Cols {
+				if it.StarOf != "" && !strings.EqualFold(c.Qual, it.StarOf) {
+					continue
+				}
+				pr.names = append(pr.names, c.Name)
+				pr.exprs = append(pr.exprs, ec.Column(j))
+				n++
+			}
+			if n == 0 && it.StarOf != "" {
+				return nil, parser.Errorf(it.Pos, "unknown table '%s' in %s.*", it.StarOf, it.StarOf)
+			}
+			continue
+		}
+		ce, err := ec.Compile(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := it.Alias
+		if name == "" {
+			name = derivedName(it.Expr, i)
+		}
+		pr.names = append(pr.names, name)
+		pr.exprs = append(pr.exprs, ce)
+	}
+	return pr, nil
+}
+
+// derivedName is the column name of an unaliased select item: a column's
+// (or field's) name, else EXPR$i as Flink names it.
+func derivedName(e parser.Expr, i int) string {
+	if id, ok := e.(*parser.Ident); ok {
+		return id.Parts[len(id.Parts)-1]
+	}
+	return fmt.Sprintf("EXPR$%d", i)
+}
+
+// calcRel applies a projection (and a filter before it) to r.
+func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
+	sc := &expr.Scope{}
+	identity := pr != nil && len(pr.exprs) == len(r.sc.Cols)
+	if pr == nil {
+		sc = r.sc
+	} else {
+		for i, n := range pr.names {
+			sc.Cols = append(sc.Cols, expr.Column{Name: n, Type: pr.exprs[i].Type})
+			if c := pr.exprs[i].Col; c >= 0 && c < len(r.sc.Cols) {
+				sc.Cols[i].Win = r.sc.Cols[c].Win
+			}
+			if pr.exprs[i].Col != i {
+				identity = false
+			}
+		}
+	}
+	var evals []expr.EvalFn
+	if pr != nil && !identity {
+		for _, e := range pr.exprs {
+			evals = append(evals, e.Eval)
+		}
+	}
+	out := &rel{op: desc, sc: sc, mode: r.mode, inputs: []*rel{r}, updater: r.updater, bounded: r.bounded}
+	spec := &calcSpec{input: r, filter: filter}
+	if pr == nil {
+		for i, c := range r.sc.Cols {
+			spec.exprs = append(spec.exprs, expr.ColRef(i, c.Type))
+		}
+	} else {
+		spec.exprs = pr.exprs
+	}
+	out.calc = spec
+	out.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		if r.push != nil {
+			es := []*expr.Expr{filter}
+			for i := range spec.exprs {
+				es = append(es, &spec.exprs[i])
+			}
+			if err := r.push.RegisterDeps(es...); err != nil {
+				return nil, err
+			}
+		}
+		in, err := b.stream(r)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case filter != nil && evals == nil:
+			f := expr.FilterOf(*filter) // typed: no Value per test (expr/expr_typed.go)
+			return weir.Filter(in, func(row types.Row) bool { return f(row.Values) }, b.uid("filter")), nil
+		case filter == nil && evals == nil:
+			return in, nil
+		}
+		var f expr.FilterFn
+		if filter != nil {
+			f = expr.FilterOf(*filter)
+		}
+		n := len(evals)
+		// plain reads are copied, not evaluated
+		from := make([]int, n)
+		for i, e := range pr.exprs {
+			from[i] = expr.CopySource(e, r.push != nil)
+		}
+		// rows lent to a sink reuse a ring (lend.go); the ring is made on
+		// the first lent row, one per subtask
+		lend := b.lendRows(out)
+		rows := ringRows(b.job)
+		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
+		return weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
+			var ring *rowRing
+			return func(row types.Row, emit func(types.Row)) {
+				if f != nil && !f(row.Values) {
+					return
+				}
+				var vs []types.Value
+				if *lend {
+					if ring == nil {
+						ring = newRowRing(n, rows)
+					}
+					vs = ring.next()
+				} else {
+					vs = make([]types.Value, n)
+				}
+				for i, ev := range evals {
+					if j := from[i]; j >= 0 {
+						vs[i] = row.Values[j]
+					} else {
+						vs[i] = ev(row.Values)
+					}
+				}
+				emit(types.Row{Kind: row.Kind, Values: vs})
+			}
+		}, b.uid("calc")), nil
+	}
+	return out
+}

@@ -1,0 +1,18 @@
+package planner
+
+// Config switches the planner's rules. Its zero value plans as weir does
+// in production; tests turn a rule off to compare a plan with the one
+// without it.
+type Config struct {
+	// DisablePushdown plans every scan without projection (expr/leaf.go).
+	DisablePushdown bool
+	// DisableWindowMaxJoin plans q5's window-maximum join as a plain
+	// window join (join_windowmax.go).
+	DisableWindowMaxJoin bool
+	// DisableMaxPrune leaves out q7's window-maximum prune before a
+	// regular join (join_maxprune.go).
+	DisableMaxPrune bool
+	// DisableMaxPruneBelowCalc puts that prune after the left Calc even
+	// where it could go below it.
+	DisableMaxPruneBelowCalc bool
+}

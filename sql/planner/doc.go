@@ -1,0 +1,14 @@
+// Package planner plans Flink SQL statements and builds them as weir jobs.
+// A Session holds the catalog of tables and views and the settings of SET;
+// a statement is planned into a tree of relational operators (rel) that
+// knows which results are insert-only and which update (changelog modes,
+// as Flink's planner), and each rel builds its operator on a job through
+// weir's public API (FromSource, Map, Filter, KeyBy, Window/Aggregate,
+// keyed Process functions with weir state), so that checkpoints,
+// savepoints, rescaling and Pebble state hold for SQL jobs.
+//
+// The rules live one per file (join_windowmax.go, join_maxprune.go,
+// reuse.go, prune.go...), each beside the operator it plans; Config
+// switches the ones tests compare with and without. Expressions are
+// compiled by package sql/expr; package sql is the facade users import.
+package planner

@@ -1,0 +1,390 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// planAggregate plans a SELECT with GROUP BY, aggregates, HAVING or
+// DISTINCT: a window aggregation when it groups by a window table
+// function's window_start and window_end or by a legacy group window
+// (TUMBLE(ts, ...)), else a retracting group aggregation.
+func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
+	groupBy := s.GroupBy
+	if s.Distinct {
+		if len(groupBy) > 0 || hasAggregateItems(s.Items) {
+			return nil, parser.Errorf(s.Pos, "SELECT DISTINCT with GROUP BY or aggregates is not supported yet")
+		}
+		// SELECT DISTINCT a, b == SELECT a, b ... GROUP BY a, b
+		for _, it := range s.Items {
+			if it.Star {
+				for _, c := range from.sc.Cols {
+					groupBy = append(groupBy, &parser.Ident{Pos: it.Pos, Parts: []string{c.Name}})
+				}
+				continue
+			}
+			groupBy = append(groupBy, it.Expr)
+		}
+	}
+	ec := &expr.Compiler{Scope: from.sc, What: "GROUP BY"}
+
+	// the window: a legacy group window call among the GROUP BY items, or
+	// window_start/window_end of a window TVF
+	var win *windowSpec
+	var legacy *parser.Call
+	var keys []parser.Expr
+	tvfStart, tvfEnd := false, false
+	for _, g := range groupBy {
+		if c, ok := g.(*parser.Call); ok && (c.Name == "TUMBLE" || c.Name == "HOP" || c.Name == "SESSION" || c.Name == "CUMULATE") {
+			if legacy != nil {
+				return nil, expr.ErrAt(g, "only one group window is allowed")
+			}
+			w, err := legacyWindow(c, ec)
+			if err != nil {
+				return nil, err
+			}
+			w.input = from
+			win, legacy = w, c
+			continue
+		}
+		if from.win != nil {
+			if id, ok := g.(*parser.Ident); ok {
+				idx, rest, err := ec.Resolve(id)
+				if err == nil && len(rest) == 0 {
+					switch idx {
+					case from.win.startCol:
+						tvfStart = true
+						continue
+					case from.win.endCol:
+						tvfEnd = true
+						continue
+					}
+				}
+			}
+		}
+		keys = append(keys, g)
+	}
+	if from.win != nil && (tvfStart || tvfEnd) {
+		if !(tvfStart && tvfEnd) {
+			return nil, parser.Errorf(s.Pos, "a window aggregation must group by both window_start and window_end")
+		}
+		win = from.win
+	}
+	// GROUP BY the window_start and window_end of a window operator's
+	// output (through projections): a window aggregation too
+	// (window_attached.go)
+	var attached *attachedWindow
+	if win == nil {
+		attached = attachedWindowKeys(keys, ec, from)
+	}
+	// for a window aggregation, the group keys and aggregate arguments are
+	// compiled against the window's input (the TVF's own columns are
+	// computed by the window operator)
+	aggScope := from
+	fullWin := win
+	if win != nil {
+		if win.input.mode != types.InsertOnly {
+			return nil, parser.Errorf(s.Pos, "window aggregation over an updating input (%s) is not supported yet", win.input.updater)
+		}
+		// an input row of the columns the aggregation reads (prune.go)
+		selects := []parser.Expr{s.Having}
+		for _, it := range s.Items {
+			selects = append(selects, it.Expr)
+		}
+		win = narrowWindowInput(win, keys, selects)
+		aggScope = win.input
+	}
+	kec := &expr.Compiler{Scope: aggScope.sc, What: "GROUP BY"}
+	keyExprs := make([]expr.Expr, len(keys))
+	for i, k := range keys {
+		ce, err := kec.Compile(k)
+		if err != nil {
+			if win != nil && from.win != nil {
+				return nil, expr.ErrAt(k, "%v (a window aggregation groups by window_start, window_end and columns of the window's input)", err)
+			}
+			return nil, err
+		}
+		keyExprs[i] = ce
+	}
+	// aggregate calls, in order of appearance, deduplicated
+	var calls []*expr.AggCall
+	var callText []string
+	callIdx := map[string]int{}
+	collect := func(e parser.Expr) error {
+		var err error
+		walkExpr(e, func(x parser.Expr) bool {
+			c, ok := x.(*parser.Call)
+			if !ok || c.Over != nil || !expr.AggregateNames[c.Name] || err != nil {
+				return err == nil
+			}
+			key := parser.ExprString(c)
+			if _, seen := callIdx[key]; seen {
+				return false
+			}
+			aec := &expr.Compiler{Scope: aggScope.sc, What: "an aggregate's argument"}
+			var a *expr.AggCall
+			a, err = expr.CompileAgg(c, aec, aggScope.mode != types.InsertOnly)
+			if err != nil {
+				return false
+			}
+			callIdx[key] = len(calls)
+			calls = append(calls, a)
+			callText = append(callText, key)
+			return false
+		})
+		return err
+	}
+	for _, it := range s.Items {
+		if it.Expr != nil {
+			if err := collect(it.Expr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.Having != nil {
+		if err := collect(s.Having); err != nil {
+			return nil, err
+		}
+	}
+	layout := expr.NewAggLayout(len(keys), calls)
+
+	// the aggregation's output: keys, aggregates (and window columns)
+	out := &expr.Scope{}
+	for i, k := range keys {
+		out.Cols = append(out.Cols, expr.Column{Name: derivedName(k, i), Type: keyExprs[i].Type})
+	}
+	for i, a := range calls {
+		out.Cols = append(out.Cols, expr.Column{Name: fmt.Sprintf("$agg%d", i), Type: a.OutT})
+	}
+	var agg *rel
+	keyText := make([]string, len(keys))
+	for i, k := range keys {
+		keyText[i] = parser.ExprString(k)
+	}
+	if win != nil {
+		ts := win.timeType
+		ts.TimeAttr, ts.NotNull = 0, true
+		wt := ts
+		wt.TimeAttr = types.RowtimeAttr
+		if win.proctime {
+			wt.TimeAttr = types.ProctimeAttr // as Flink: a processing-time window's time stays processing time
+		}
+		ms, me := winMarks(win.proctime)
+		out.Cols = append(out.Cols, expr.Column{Name: "window_start", Type: ts, Win: ms}, expr.Column{Name: "window_end", Type: ts, Win: me}, expr.Column{Name: "window_time", Type: wt})
+		op := fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", "))
+		agg = windowAggRel(win, keyExprs, layout, out, op)
+		// the same aggregation of the same input is planned once (reuse.go)
+		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s", op, fullWin.input.canonical(), win.offset, win.proctime, scopeDigest(fullWin.input.sc)), agg)
+	} else if attached != nil {
+		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
+			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))
+	} else {
+		agg = groupAggRel(from, keyExprs, layout, out,
+			fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keyText, ", "), strings.Join(callText, ", ")))
+	}
+
+	// the select list and HAVING over the aggregation's output
+	nk := len(keys)
+	subst := func(e parser.Expr) (expr.Expr, bool, error) {
+		if c, ok := e.(*parser.Call); ok {
+			if c.Over == nil && expr.AggregateNames[c.Name] {
+				i := callIdx[parser.ExprString(c)]
+				return expr.ColRef(nk+i, out.Cols[nk+i].Type), true, nil
+			}
+			if expr.WindowPropNames[c.Name] {
+				if legacy == nil || !strings.HasPrefix(c.Name, legacy.Name+"_") {
+					return expr.Expr{}, false, expr.ErrAt(c, "%s needs a matching GROUP BY %s(...)", c.Name, strings.Split(c.Name, "_")[0])
+				}
+				base := nk + len(calls)
+				switch {
+				case strings.HasSuffix(c.Name, "_START"):
+					return expr.ColRef(base, out.Cols[base].Type), true, nil
+				case strings.HasSuffix(c.Name, "_END"):
+					return expr.ColRef(base+1, out.Cols[base+1].Type), true, nil
+				case strings.HasSuffix(c.Name, "_ROWTIME"):
+					return expr.ColRef(base+2, out.Cols[base+2].Type), true, nil
+				}
+				return expr.Expr{}, false, expr.ErrAt(c, "%s is not supported (no processing-time windows yet)", c.Name)
+			}
+		}
+		text := parser.ExprString(e)
+		for i, k := range keyText {
+			if k == text {
+				return expr.ColRef(i, out.Cols[i].Type), true, nil
+			}
+		}
+		if id, ok := e.(*parser.Ident); ok {
+			// a column of the input that is a group key under another spelling
+			if idx, rest, err := ec.Resolve(id); err == nil && len(rest) == 0 {
+				if win != nil && from.win != nil {
+					base := nk + len(calls)
+					switch idx {
+					case from.win.startCol:
+						return expr.ColRef(base, out.Cols[base].Type), true, nil
+					case from.win.endCol:
+						return expr.ColRef(base+1, out.Cols[base+1].Type), true, nil
+					case from.win.timeCol:
+						return expr.ColRef(base+2, out.Cols[base+2].Type), true, nil
+					}
+				}
+				for i, k := range keyExprs {
+					if k.Col >= 0 && win == nil && k.Col == idx {
+						return expr.ColRef(i, out.Cols[i].Type), true, nil
+					}
+					if k.Col >= 0 && win != nil && aggScope.sc.Cols[k.Col].Name == from.sc.Cols[idx].Name && win.narrowCol(inputIdx(from, idx)) == k.Col {
+						return expr.ColRef(i, out.Cols[i].Type), true, nil
+					}
+				}
+				return expr.Expr{}, false, expr.ErrAt(e, "expression '%s' is not being grouped", text)
+			}
+		}
+		return expr.Expr{}, false, nil
+	}
+	pec := &expr.Compiler{Scope: out, Subst: subst, What: "SELECT"}
+	var having *expr.Expr
+	if s.Having != nil {
+		pec.What = "HAVING"
+		h, err := pec.Compile(s.Having)
+		if err != nil {
+			return nil, err
+		}
+		if h.Type.Kind != types.Boolean {
+			return nil, expr.ErrAt(s.Having, "HAVING needs a BOOLEAN condition, not %s", h.Type)
+		}
+		having = &h
+		pec.What = "SELECT"
+	}
+	items := s.Items
+	if s.Distinct {
+		// the keys, in order
+		items = nil
+		for i, k := range keys {
+			items = append(items, parser.SelectItem{Expr: k, Alias: out.Cols[i].Name})
+		}
+	}
+	pr, err := expandSelect(items, pec)
+	if err != nil {
+		return nil, err
+	}
+	desc := "Calc(select=[" + strings.Join(pr.names, ", ") + "]"
+	if having != nil {
+		desc += ", where=[" + parser.ExprString(s.Having) + "]"
+	}
+	return calcRel(agg, having, pr, desc+")"), nil
+}
+
+func hasAggregateItems(items []parser.SelectItem) bool {
+	for _, it := range items {
+		if it.Expr != nil && hasAggregate(it.Expr) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupAggRel is a retracting group aggregation: a keyed process function
+// that keeps the accumulators of each group in weir state and emits, per
+// input row, the change of the group's result (+I for a new group,
+// -U/+U for an update, -D when the group empties), as Flink's
+// GroupAggFunction does without mini-batches.
+func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string) *rel {
+	keyEvals := make([]expr.EvalFn, len(keys))
+	for i, k := range keys {
+		keyEvals[i] = k.Eval
+	}
+	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		s, err := b.stream(in)
+		if err != nil {
+			return nil, err
+		}
+		nk := len(keyEvals)
+		ks := weir.KeyBy(s, func(row types.Row) string {
+			if nk == 0 {
+				return ""
+			}
+			var buf [4]types.Value
+			vs := buf[:0]
+			for _, f := range keyEvals {
+				vs = append(vs, f(row.Values))
+			}
+			return types.Key(vs)
+		})
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &groupAggFn{layout: layout, keys: keyEvals}
+		}, b.uid("group-agg")), nil
+	}
+	return r
+}
+
+type groupAggFn struct {
+	layout *expr.AggLayout
+	keys   []expr.EvalFn
+	acc    *weir.ValueState[string, types.Row]
+}
+
+func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.acc = weir.NewValueState[types.Row](rc, "acc")
+	return nil
+}
+
+func (f *groupAggFn) output(acc []types.Value) []types.Value {
+	l := f.layout
+	vs := make([]types.Value, l.NKeys+len(l.Calls))
+	copy(vs, acc[:l.NKeys])
+	for i, c := range l.Calls {
+		vs[l.NKeys+i] = l.Result(acc, c)
+	}
+	return vs
+}
+
+func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	l := f.layout
+	st, ok := f.acc.Value()
+	sign := int64(1)
+	if in.Kind.IsRetraction() {
+		sign = -1
+		if !ok {
+			// a retraction of a group never seen (state expired, or an
+			// input that starts mid-changelog): nothing to take back
+			return nil
+		}
+	}
+	var prev []types.Value
+	var acc []types.Value
+	if ok {
+		prev = f.output(st.Values)
+		acc = st.Values
+	} else {
+		keys := make([]types.Value, len(f.keys))
+		for i, k := range f.keys {
+			keys[i] = k(in.Values)
+		}
+		acc = l.Create(keys)
+	}
+	l.Accumulate(acc, in.Values, sign)
+	if l.Count(acc) <= 0 {
+		if prev != nil {
+			ctx.Emit(types.Row{Kind: types.Delete, Values: prev})
+		}
+		f.acc.Clear()
+		return nil
+	}
+	f.acc.Update(types.Row{Values: acc})
+	next := f.output(acc)
+	switch {
+	case prev == nil:
+		ctx.Emit(types.Row{Kind: types.Insert, Values: next})
+	case types.EqualValues(prev, next):
+		// unchanged result: no update, as Flink
+	default:
+		ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+		ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+	}
+	return nil
+}

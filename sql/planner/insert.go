@@ -1,0 +1,149 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// planInsert plans INSERT INTO t [(cols)] query: the query's columns are
+// cast to the sink's types, missing columns are NULL, and the sink must
+// accept the query's changelog.
+func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
+	if ins.Overwrite {
+		return nil, parser.Errorf(ins.Pos, "INSERT OVERWRITE is not supported on streams")
+	}
+	n := normName(ins.Table)
+	td := s.cat.tables[n]
+	if td == nil {
+		if s.cat.views[n] != nil {
+			return nil, parser.Errorf(ins.TablePos, "cannot INSERT INTO view '%s'", ins.Table)
+		}
+		return nil, parser.Errorf(ins.TablePos, "table '%s' not found (known: %s)", ins.Table, strings.Join(s.cat.names(), ", "))
+	}
+	q, err := s.setPlanner().planQuery(ins.Query)
+	if err != nil {
+		return nil, err
+	}
+	// the sink's physical columns, and which query column feeds each
+	sinkCols := make([]expr.Column, len(td.physical))
+	for j, pi := range td.physical {
+		sinkCols[j] = td.cols[pi]
+		sinkCols[j].Type.TimeAttr = 0
+	}
+	from := make([]int, len(sinkCols))
+	if len(ins.Columns) == 0 {
+		if len(q.sc.Cols) != len(sinkCols) {
+			return nil, parser.Errorf(ins.Pos, "column types of query result and sink for '%s' do not match: the query has %d columns (%s), the sink %d (%s)",
+				ins.Table, len(q.sc.Cols), strings.Join(q.sc.Schema().Names(), ", "), len(sinkCols), strings.Join((&expr.Scope{Cols: sinkCols}).Schema().Names(), ", "))
+		}
+		for j := range from {
+			from[j] = j
+		}
+	} else {
+		if len(ins.Columns) != len(q.sc.Cols) {
+			return nil, parser.Errorf(ins.Pos, "INSERT INTO '%s' names %d columns but the query has %d", ins.Table, len(ins.Columns), len(q.sc.Cols))
+		}
+		for j := range from {
+			from[j] = -1
+		}
+		for i, c := range ins.Columns {
+			found := false
+			for j, sc := range sinkCols {
+				if strings.EqualFold(sc.Name, c) {
+					from[j], found = i, true
+				}
+			}
+			if !found {
+				return nil, parser.Errorf(ins.Pos, "column '%s' is not a physical column of '%s'", c, ins.Table)
+			}
+		}
+	}
+	fns := make([]func(types.Value) types.Value, len(sinkCols))
+	identity := len(q.sc.Cols) == len(sinkCols)
+	for j, sc := range sinkCols {
+		if from[j] < 0 {
+			if sc.Type.NotNull {
+				return nil, parser.Errorf(ins.Pos, "column '%s' of '%s' is NOT NULL and not given", sc.Name, ins.Table)
+			}
+			identity = false
+			continue
+		}
+		if from[j] != j {
+			identity = false
+		}
+		qt := q.sc.Cols[from[j]].Type
+		if qt.Kind == sc.Type.Kind && qt.Precision == sc.Type.Precision && qt.Scale == sc.Type.Scale {
+			continue
+		}
+		fn, err := expr.CastFn(qt, sc.Type)
+		if err != nil {
+			return nil, parser.Errorf(ins.Pos, "column '%s' of '%s': %v", sc.Name, ins.Table, err)
+		}
+		fns[j] = fn
+		identity = false
+	}
+	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings(), PrimaryKey: td.pk}
+	for _, c := range sinkCols {
+		ct.Schema = append(ct.Schema, types.Field{Name: c.Name, Type: c.Type})
+	}
+	sink, err := connector.CreateSink(ct)
+	if err != nil {
+		return nil, parser.Errorf(ins.TablePos, "%v", err)
+	}
+	if q.mode > sink.Accepts {
+		if sink.Accepts == types.InsertOnly {
+			return nil, parser.Errorf(ins.Pos, "table sink '%s' doesn't support consuming update changes which is produced by node %s", ins.Table, q.updater)
+		}
+	}
+	root := &rel{op: fmt.Sprintf("Sink(table=[%s], fields=[%s])", td.ddl.Name, strings.Join((&expr.Scope{Cols: sinkCols}).Schema().Names(), ", ")),
+		sc: &expr.Scope{Cols: sinkCols}, mode: q.mode, inputs: []*rel{q}, updater: q.updater, bounded: q.bounded}
+	st := &Statement{root: root, text: parser.QueryString(ins.Query)}
+	nq := len(sinkCols)
+	if sink.Lends || !identity {
+		// the cast, or else the sink, is done with q's rows when it returns
+		st.feed = q
+	}
+	st.sink = func(b *builder, in *weir.Stream[types.Row]) error {
+		if !identity {
+			rows := ringRows(b.job)
+			in = weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
+				var ring *rowRing
+				if sink.Lends {
+					// the sink is chained to the cast and done with its rows
+					// when Write returns: lend them (lend.go)
+					ring = newRowRing(nq, rows)
+				}
+				return func(row types.Row, emit func(types.Row)) {
+					var vs []types.Value
+					if ring != nil {
+						vs = ring.next()
+					} else {
+						vs = make([]types.Value, nq)
+					}
+					for j, fn := range fns {
+						switch {
+						case from[j] < 0:
+							vs[j] = types.NullValue
+						case fn == nil:
+							vs[j] = row.Values[from[j]]
+						default:
+							vs[j] = fn(row.Values[from[j]])
+						}
+					}
+					emit(types.Row{Kind: row.Kind, Values: vs})
+				}
+			}, b.uid("sink-cast"))
+		}
+		opts := append([]weir.OperatorOption{b.uid("sink-" + td.ddl.Name)}, sink.Options...)
+		weir.To(in, sink.Sink, opts...)
+		return nil
+	}
+	root.build = func(b *builder) (*weir.Stream[types.Row], error) { return b.stream(q) }
+	return st, nil
+}

@@ -1,0 +1,68 @@
+package planner
+
+import (
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Lent rows. A Calc makes a new row for every record it emits; when the
+// only consumer of its output is a sink that is done with the rows when
+// its Write returns (blackhole, print, a lent subscription: see
+// connector.Sink.Lends and Statement.SubscribeLent), the Calc instead
+// writes its rows' values into a ring that it reuses: the rows are lent to
+// the sink, as weir lends a batch to the operators of its chain. This is
+// what the hand-written queries get from emitting structs by value: no
+// allocation, and so no garbage collection, per record.
+//
+// Why the ring is safe: the sink is chained to the Calc (a forward edge at
+// the Calc's parallelism: the lending sinks set no parallelism of their
+// own), so weir pushes the Calc's output batch to the sink's Write, on the
+// Calc's goroutine, whenever the batch holds BatchSize rows and at the end
+// of every input batch. A row's slot is written again only 2*BatchSize rows
+// later, after the batch that held it has been written.
+
+// rowRing hands out the values of rows of one width, reusing them after
+// ring rows.
+type rowRing struct {
+	buf   []types.Value
+	pos   int
+	width int
+}
+
+func newRowRing(width, rows int) *rowRing {
+	return &rowRing{buf: make([]types.Value, width*rows), width: width}
+}
+
+// next returns the values of the next row; the caller sets all of them.
+func (r *rowRing) next() []types.Value {
+	if r.pos+r.width > len(r.buf) {
+		r.pos = 0
+	}
+	vs := r.buf[r.pos : r.pos+r.width : r.pos+r.width]
+	r.pos += r.width
+	return vs
+}
+
+// lendRows returns a flag that Job sets, once every statement is built,
+// when r's rows may be lent: r feeds a lending sink and nothing else reads
+// it. The operator reads it when it runs (after Job).
+func (b *builder) lendRows(r *rel) *bool {
+	if b.lend == nil {
+		b.lend = map[*rel]*bool{}
+	}
+	f := new(bool)
+	b.lend[r] = f
+	return f
+}
+
+// ringRows is the size of a lending operator's ring, in rows.
+func ringRows(job *weir.Job) int { return 2 * job.BatchSize() }
+
+// settleLending sets the lend flags: a rel lends when it feeds a lending
+// sink (feeds) and its stream has that one consumer (every consumer gets
+// it through builder.stream, which counts).
+func (b *builder) settleLending(feeds map[*rel]bool) {
+	for r, f := range b.lend {
+		*f = feeds[r] && b.reads[r] == 1
+	}
+}

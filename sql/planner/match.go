@@ -1,0 +1,515 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/cep"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// MATCH_RECOGNIZE on weir's CEP engine (package cep), as Flink runs it on
+// Flink CEP: each partition's rows, in rowtime order, drive the automaton
+// of the PATTERN; a variable is a stage with strict contiguity (Next), its
+// DEFINE condition an iterative condition and its quantifier the stage's
+// (greedy unless reluctant, consecutive). ONE ROW PER MATCH: the partition
+// columns and the MEASURES, insert-only.
+//
+// Expressions of DEFINE and MEASURES compile once into closures over a
+// row laid out as [the current row's columns..., one slot per pattern
+// navigation]: `X.col` (the last row of X), FIRST/LAST(X.col [, n]),
+// aggregates over X's rows and MATCH_ROWTIME(). A slot is computed from
+// the partial match (DEFINE) or the match (MEASURES) when the expression
+// runs. In DEFINE the current row is the row being tested (it counts as a
+// row of the variable being defined); in MEASURES it is the match's last
+// row, so a column without a variable reads the last row, as in Flink.
+
+// mrEnv is what a navigation reads: the rows of each variable.
+type mrEnv struct {
+	rows func(v string) []types.Row // v "" is every row of the match
+}
+
+type mrSlot func(env *mrEnv) types.Value
+
+// mrCompiler compiles a DEFINE condition or a measure.
+type mrCompiler struct {
+	in      *expr.Scope
+	vars    map[string]string // upper-case name -> name as in PATTERN
+	define  string            // the variable being defined ("" for MEASURES)
+	measure bool
+	rowtime int // the input's rowtime column
+	slots   []mrSlot
+}
+
+func (mc *mrCompiler) varOf(name string) (string, bool) {
+	v, ok := mc.vars[strings.ToUpper(name)]
+	return v, ok
+}
+
+// stripped compiles e against the input row with the pattern variable
+// qualifiers removed, and reports the variables it names ("" for a
+// column without one).
+func (mc *mrCompiler) stripped(e parser.Expr) (expr.Expr, map[string]bool, error) {
+	used := map[string]bool{}
+	ec := &expr.Compiler{Scope: mc.in, What: "a pattern navigation"}
+	ec.Subst = func(x parser.Expr) (expr.Expr, bool, error) {
+		id, ok := x.(*parser.Ident)
+		if !ok {
+			if c, ok := x.(*parser.Call); ok && isNavigation(c.Name) {
+				return expr.Expr{}, false, expr.ErrAt(x, "%s cannot be nested in a pattern navigation or aggregate", c.Name)
+			}
+			return expr.Expr{}, false, nil
+		}
+		if len(id.Parts) >= 2 {
+			if v, ok := mc.varOf(id.Parts[0]); ok {
+				used[v] = true
+				ce, err := (&expr.Compiler{Scope: mc.in}).Compile(&parser.Ident{Pos: id.Pos, Parts: id.Parts[1:]})
+				return ce, true, err
+			}
+		}
+		used[""] = true
+		return expr.Expr{}, false, nil
+	}
+	ce, err := ec.Compile(e)
+	return ce, used, err
+}
+
+func isNavigation(name string) bool {
+	switch name {
+	case "FIRST", "LAST", "PREV", "NEXT", "MATCH_ROWTIME", "MATCH_PROCTIME", "CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL":
+		return true
+	}
+	return false
+}
+
+// oneVar returns the single pattern variable an argument names.
+func oneVar(used map[string]bool, at parser.Expr) (string, error) {
+	if len(used) > 1 {
+		return "", expr.ErrAt(at, "an argument of a pattern navigation or aggregate must refer to one pattern variable")
+	}
+	for v := range used {
+		return v, nil
+	}
+	return "", nil
+}
+
+func (mc *mrCompiler) slot(t types.Type, fn mrSlot) expr.Expr {
+	i := len(mc.in.Cols) + len(mc.slots)
+	mc.slots = append(mc.slots, fn)
+	return expr.Expr{Type: t, Col: -1, Eval: func(r []types.Value) types.Value { return r[i] }}
+}
+
+func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
+	switch x := e.(type) {
+	case *parser.Ident:
+		if len(x.Parts) < 2 {
+			return expr.Expr{}, false, nil
+		}
+		v, ok := mc.varOf(x.Parts[0])
+		if !ok {
+			return expr.Expr{}, false, nil
+		}
+		ce, err := (&expr.Compiler{Scope: mc.in}).Compile(&parser.Ident{Pos: x.Pos, Parts: x.Parts[1:]})
+		if err != nil {
+			return expr.Expr{}, true, err
+		}
+		if v == mc.define {
+			return ce, true, nil // the row being tested
+		}
+		// X.col is the last row of X
+		ev := ce.Eval
+		return mc.slot(ce.Type.Nullable(), func(env *mrEnv) types.Value {
+			rows := env.rows(v)
+			if len(rows) == 0 {
+				return types.NullValue
+			}
+			return ev(rows[len(rows)-1].Values)
+		}), true, nil
+	case *parser.Call:
+		if x.Over != nil {
+			return expr.Expr{}, true, expr.ErrAt(x, "OVER is not allowed in MATCH_RECOGNIZE")
+		}
+		switch x.Name {
+		case "FIRST", "LAST":
+			if len(x.Args) < 1 || len(x.Args) > 2 {
+				return expr.Expr{}, true, expr.ErrAt(x, "%s takes a column and an optional offset", x.Name)
+			}
+			ce, used, err := mc.stripped(x.Args[0])
+			if err != nil {
+				return expr.Expr{}, true, err
+			}
+			v, err := oneVar(used, x.Args[0])
+			if err != nil {
+				return expr.Expr{}, true, err
+			}
+			off := 0
+			if len(x.Args) == 2 {
+				lit, ok := x.Args[1].(*parser.Literal)
+				if !ok || lit.Kind != parser.NumberLit {
+					return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of %s must be a non-negative integer literal", x.Name)
+				}
+				if _, err := fmt.Sscan(lit.Text, &off); err != nil || off < 0 {
+					return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of %s must be a non-negative integer literal", x.Name)
+				}
+			}
+			ev, first := ce.Eval, x.Name == "FIRST"
+			return mc.slot(ce.Type.Nullable(), func(env *mrEnv) types.Value {
+				rows := env.rows(v)
+				i := len(rows) - 1 - off
+				if first {
+					i = off
+				}
+				if i < 0 || i >= len(rows) {
+					return types.NullValue
+				}
+				return ev(rows[i].Values)
+			}), true, nil
+		case "MATCH_ROWTIME":
+			if !mc.measure {
+				return expr.Expr{}, true, expr.ErrAt(x, "MATCH_ROWTIME() is only allowed in MEASURES")
+			}
+			t := mc.in.Cols[mc.rowtime].Type
+			t.TimeAttr, t.NotNull = types.RowtimeAttr, true
+			col := mc.rowtime
+			return mc.slot(t, func(env *mrEnv) types.Value {
+				rows := env.rows("")
+				return rows[len(rows)-1].Values[col]
+			}), true, nil
+		case "PREV", "NEXT", "MATCH_PROCTIME", "CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL":
+			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (FIRST, LAST, aggregates and MATCH_ROWTIME are; LAST(X.col, 1) is the row before X's last)", x.Name)
+		}
+		if !expr.AggregateNames[x.Name] {
+			return expr.Expr{}, false, nil
+		}
+		if x.Distinct {
+			return expr.Expr{}, true, expr.ErrAt(x, "DISTINCT aggregates are not supported in MATCH_RECOGNIZE")
+		}
+		used := map[string]bool{}
+		ec := &expr.Compiler{Scope: mc.in, What: "an aggregate of a pattern variable"}
+		ec.Subst = func(y parser.Expr) (expr.Expr, bool, error) {
+			if y == parser.Expr(x) {
+				return expr.Expr{}, false, nil
+			}
+			ce, u, err := mc.stripped(y)
+			for k := range u {
+				used[k] = true
+			}
+			return ce, true, err
+		}
+		call, err := expr.CompileAgg(x, ec, false)
+		if err != nil {
+			return expr.Expr{}, true, err
+		}
+		v, err := oneVar(used, x)
+		if err != nil {
+			return expr.Expr{}, true, err
+		}
+		layout := expr.NewAggLayout(0, []*expr.AggCall{call})
+		return mc.slot(call.OutT, func(env *mrEnv) types.Value {
+			acc := layout.Create(nil)
+			for _, r := range env.rows(v) {
+				layout.Accumulate(acc, r.Values, 1)
+			}
+			return layout.Result(acc, call)
+		}), true, nil
+	}
+	return expr.Expr{}, false, nil
+}
+
+// compile compiles e; it returns the expression over [row..., slots...]
+// and the slots to fill.
+func (mc *mrCompiler) compile(e parser.Expr) (expr.Expr, []mrSlot, error) {
+	mc.slots = nil
+	ec := &expr.Compiler{Scope: mc.in, Subst: mc.subst, What: "MATCH_RECOGNIZE"}
+	if mc.define != "" {
+		ec.What = "DEFINE"
+	}
+	ce, err := ec.Compile(e)
+	return ce, mc.slots, err
+}
+
+// evalWith evaluates a compiled expression on cur with its slots filled.
+func evalWith(ce expr.Expr, slots []mrSlot, cur []types.Value, env *mrEnv) types.Value {
+	if len(slots) == 0 {
+		return ce.Eval(cur)
+	}
+	vs := make([]types.Value, len(cur)+len(slots))
+	copy(vs, cur)
+	for i, s := range slots {
+		vs[len(cur)+i] = s(env)
+	}
+	return ce.Eval(vs)
+}
+
+func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
+	in, err := p.planFrom(m.Input)
+	if err != nil {
+		return nil, err
+	}
+	if in.mode != types.InsertOnly {
+		return nil, parser.Errorf(m.Pos, "MATCH_RECOGNIZE needs an insert-only input, but %s updates", in.updater)
+	}
+	if m.AllRows {
+		return nil, parser.Errorf(m.AllRowsPos, "ALL ROWS PER MATCH is not supported (Flink supports ONE ROW PER MATCH only)")
+	}
+	if len(m.OrderBy) == 0 {
+		return nil, parser.Errorf(m.Pos, "MATCH_RECOGNIZE needs ORDER BY the input's event-time attribute")
+	}
+	if len(m.OrderBy) > 1 {
+		return nil, expr.ErrAt(m.OrderBy[1].Expr, "MATCH_RECOGNIZE orders by the event-time attribute only (a secondary order is not supported yet)")
+	}
+	ob := m.OrderBy[0]
+	id, ok := ob.Expr.(*parser.Ident)
+	if !ok {
+		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE must be ordered by a time attribute column")
+	}
+	rowtime, rest, err := (&expr.Compiler{Scope: in.sc}).Resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(rest) > 0:
+		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE must be ordered by a time attribute column")
+	case in.sc.Cols[rowtime].Type.TimeAttr == types.ProctimeAttr:
+		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE ordered by processing time is not supported yet (order by an event-time attribute)")
+	case in.sc.Cols[rowtime].Type.TimeAttr != types.RowtimeAttr:
+		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE must be ordered by a time attribute, and '%s' is not one (declare a WATERMARK for it)", in.sc.Cols[rowtime].Name)
+	case ob.Desc:
+		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE must be ordered by the time attribute ascending")
+	}
+	vars := map[string]string{}
+	for _, t := range m.Pattern {
+		if _, dup := vars[strings.ToUpper(t.Var)]; dup {
+			return nil, parser.Errorf(t.Pos, "pattern variable '%s' appears twice in PATTERN (not supported)", t.Var)
+		}
+		vars[strings.ToUpper(t.Var)] = t.Var
+	}
+	defines := map[string]parser.Expr{}
+	for _, d := range m.Define {
+		v, ok := vars[strings.ToUpper(d.Var)]
+		if !ok {
+			return nil, parser.Errorf(d.Pos, "DEFINE of '%s', which is not a variable of PATTERN", d.Var)
+		}
+		if _, dup := defines[v]; dup {
+			return nil, parser.Errorf(d.Pos, "'%s' is defined twice", d.Var)
+		}
+		defines[v] = d.Cond
+	}
+	// partition keys
+	pec := &expr.Compiler{Scope: in.sc, What: "PARTITION BY"}
+	var keys []expr.Expr
+	out := &expr.Scope{}
+	for i, e := range m.PartitionBy {
+		ce, err := pec.Compile(e)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, ce)
+		t := ce.Type
+		t.TimeAttr = 0
+		out.Cols = append(out.Cols, expr.Column{Qual: m.Alias, Name: derivedName(e, i), Type: t})
+	}
+	// measures over the match, the current row being its last
+	type measure struct {
+		ce    expr.Expr
+		slots []mrSlot
+	}
+	var measures []measure
+	for _, it := range m.Measures {
+		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime}
+		ce, slots, err := mc.compile(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		measures = append(measures, measure{ce, slots})
+		out.Cols = append(out.Cols, expr.Column{Qual: m.Alias, Name: it.Alias, Type: ce.Type})
+	}
+	// conditions
+	type condition struct {
+		ce    expr.Expr
+		slots []mrSlot
+	}
+	conds := map[string]condition{}
+	for v, e := range defines {
+		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime}
+		ce, slots, err := mc.compile(e)
+		if err != nil {
+			return nil, err
+		}
+		if ce.Type.Kind != types.Boolean && ce.Type.Kind != types.Null {
+			return nil, expr.ErrAt(e, "the condition of '%s' must be BOOLEAN, not %s", v, ce.Type)
+		}
+		conds[v] = condition{ce, slots}
+	}
+	var within time.Duration
+	if m.Within != nil {
+		if within, err = intervalArg(m.Within, "WITHIN"); err != nil {
+			return nil, err
+		}
+	}
+	var skip cep.Option
+	skipText := "SKIP TO NEXT ROW"
+	switch m.After {
+	case "", "NEXT ROW":
+		skip = cep.SkipToNext()
+	case "PAST LAST ROW":
+		skip, skipText = cep.SkipPastLastEvent(), "SKIP PAST LAST ROW"
+	case "FIRST", "LAST":
+		v, ok := vars[strings.ToUpper(m.AfterVar)]
+		if !ok {
+			return nil, parser.Errorf(m.AfterPos, "AFTER MATCH SKIP TO %s '%s': not a variable of PATTERN", m.After, m.AfterVar)
+		}
+		skipText = "SKIP TO " + m.After + " " + v
+		if m.After == "FIRST" {
+			skip = cep.SkipToFirst(v)
+		} else {
+			skip = cep.SkipToLast(v)
+		}
+	}
+	// the pattern's shape is checked here, so that what the engine
+	// cannot run is a planning error at its place
+	last := len(m.Pattern) - 1
+	for i, t := range m.Pattern {
+		loop := t.Max != t.Min
+		if t.Max == 0 {
+			return nil, parser.Errorf(t.Pos, "the quantifier %s of '%s' matches no row", t.Quant, t.Var)
+		}
+		if i == last && loop && !t.Reluctant && t.Max < 0 {
+			return nil, parser.Errorf(t.Pos, "a greedy quantifier on the last variable of a PATTERN is not supported, as in Flink: end the pattern with a single variable or a reluctant quantifier ('%s%s?')", t.Var, t.Quant)
+		}
+		if t.Reluctant && t.Min == 0 && t.Max == 1 {
+			return nil, parser.Errorf(t.Pos, "a reluctant optional variable ('%s??') is not supported, as in Flink", t.Var)
+		}
+		if i > 0 && t.Min == 0 {
+			prev := m.Pattern[i-1]
+			if prev.Max != prev.Min && !prev.Reluctant {
+				return nil, parser.Errorf(t.Pos, "an optional variable ('%s%s') cannot follow a greedy one ('%s%s') on weir's CEP engine; make '%s' reluctant ('%s%s?')", t.Var, t.Quant, prev.Var, prev.Quant, prev.Var, prev.Var, prev.Quant)
+			}
+		}
+		if i == 0 && t.Min == 0 {
+			return nil, parser.Errorf(t.Pos, "the first variable of a PATTERN cannot be optional ('%s%s'), as in Flink", t.Var, t.Quant)
+		}
+	}
+	order := make([]string, len(m.Pattern))
+	for i, t := range m.Pattern {
+		order[i] = t.Var
+	}
+	build := func() *cep.Pattern[types.Row] {
+		var pat *cep.Pattern[types.Row]
+		for i, t := range m.Pattern {
+			if i == 0 {
+				pat = cep.Begin[types.Row](t.Var, skip)
+			} else {
+				pat = pat.Next(t.Var)
+			}
+			switch c, ok := conds[t.Var]; {
+			case ok && len(c.slots) == 0:
+				// a condition on the current row only: no navigation to set up
+				pat = pat.Where(func(r types.Row) bool {
+					x := c.ce.Eval(r.Values)
+					return !x.Null && x.Bool()
+				})
+			case ok:
+				v := t.Var
+				pat = pat.WhereIter(func(r types.Row, ctx *cep.Context[types.Row]) bool {
+					env := &mrEnv{rows: func(name string) []types.Row {
+						if name == "" {
+							// the rows so far in pattern order: the variables
+							// after v have none yet
+							var all []types.Row
+							for _, o := range order {
+								if o != v {
+									all = append(all, ctx.EventsForPattern(o)...)
+								}
+							}
+							all = append(all, ctx.EventsForPattern(v)...)
+							return append(all, r)
+						}
+						rows := ctx.EventsForPattern(name)
+						if name == v {
+							return append(append([]types.Row(nil), rows...), r)
+						}
+						return rows
+					}}
+					x := evalWith(c.ce, c.slots, r.Values, env)
+					return !x.Null && x.Bool()
+				})
+			}
+			switch {
+			case t.Min == 1 && t.Max == 1:
+			case t.Min == 0 && t.Max == 1:
+				pat = pat.Optional()
+			case t.Max < 0:
+				if t.Min <= 1 {
+					pat = pat.OneOrMore()
+				} else {
+					pat = pat.TimesOrMore(t.Min)
+				}
+				pat = pat.Consecutive()
+				if t.Min == 0 {
+					pat = pat.Optional()
+				}
+			case t.Min == t.Max:
+				pat = pat.Times(t.Min).Consecutive()
+			default:
+				pat = pat.TimesRange(t.Min, t.Max).Consecutive()
+			}
+			if t.Max != t.Min && t.Max != 1 && !t.Reluctant {
+				pat = pat.Greedy()
+			}
+		}
+		if within > 0 {
+			pat = pat.Within(within)
+		}
+		return pat
+	}
+	var keyText []string
+	for _, e := range m.PartitionBy {
+		keyText = append(keyText, parser.ExprString(e))
+	}
+	var measureText []string
+	for _, it := range m.Measures {
+		measureText = append(measureText, parser.ExprString(it.Expr)+" AS "+it.Alias)
+	}
+	op := fmt.Sprintf("Match(partitionBy=[%s], orderBy=[%s], measures=[%s], rowsPerMatch=[ONE ROW PER MATCH], after=[%s], pattern=[%s]",
+		strings.Join(keyText, ", "), in.sc.Cols[rowtime].Name, strings.Join(measureText, ", "), skipText, parser.PatternString(m.Pattern))
+	if within > 0 {
+		op += fmt.Sprintf(", within=[%s]", within)
+	}
+	op += ")"
+	r := &rel{op: op, sc: out, mode: types.InsertOnly, inputs: []*rel{in}, bounded: in.bounded}
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		s, err := b.stream(in)
+		if err != nil {
+			return nil, err
+		}
+		kf := evals(keys)
+		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(kf, row.Values) })
+		return cep.Detect(ks, build(), func(_ string, mt cep.Match[types.Row]) types.Row {
+			var all []types.Row
+			for _, o := range order {
+				all = append(all, mt[o]...)
+			}
+			env := &mrEnv{rows: func(name string) []types.Row {
+				if name == "" {
+					return all
+				}
+				return mt[name]
+			}}
+			lastRow := all[len(all)-1].Values
+			vs := make([]types.Value, 0, len(out.Cols))
+			for _, k := range kf {
+				vs = append(vs, k(lastRow))
+			}
+			for _, ms := range measures {
+				vs = append(vs, evalWith(ms.ce, ms.slots, lastRow, env))
+			}
+			return types.Row{Values: vs}
+		}, b.uid("match-recognize")), nil
+	}
+	return r, nil
+}

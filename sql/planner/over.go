@@ -1,0 +1,324 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// rankSpec is a ROW_NUMBER() OVER (PARTITION BY ... ORDER BY ...) select
+// list, waiting for the enclosing query's filter on the row number (Top-N
+// and deduplication, as Flink plans them).
+type rankSpec struct {
+	input     *rel
+	partition []expr.EvalFn
+	order     []orderKey
+	items     []expr.EvalFn // the select list over the input; nil at the rank's place
+	rnPos     int
+	limit     int64
+	keepLast  bool // deduplication keeping the last row (ORDER BY time DESC, N = 1)
+	text      string
+	kind      string // ROW_NUMBER, RANK or DENSE_RANK (rank_topn.go)
+}
+
+type orderKey struct {
+	eval expr.EvalFn
+	cmp  func(a, b types.Value) int
+	desc bool
+}
+
+// planOver plans a select list with an OVER window: ROW_NUMBER for Top-N
+// (the other OVER aggregations are not built yet).
+func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
+	var rank *parser.Call
+	rankAt := -1
+	for i, it := range s.Items {
+		if it.Expr == nil || !hasOver(it.Expr) {
+			continue
+		}
+		c, ok := it.Expr.(*parser.Call)
+		if !ok || (c.Name != "ROW_NUMBER" && c.Name != "RANK" && c.Name != "DENSE_RANK") {
+			return p.planOverAgg(s, from)
+		}
+		if rank != nil {
+			return nil, expr.ErrAt(it.Expr, "only one ROW_NUMBER() per SELECT")
+		}
+		rank, rankAt = c, i
+	}
+	if len(rank.Args) > 0 {
+		return nil, expr.ErrAt(rank, "ROW_NUMBER takes no arguments")
+	}
+	if len(rank.Over.OrderBy) == 0 {
+		return nil, expr.ErrAt(rank, "ROW_NUMBER() OVER needs ORDER BY")
+	}
+	if rank.Over.Frame != nil {
+		return nil, expr.ErrAt(rank, "ROW_NUMBER() OVER takes no frame")
+	}
+	ec := &expr.Compiler{Scope: from.sc, What: "OVER"}
+	spec := &rankSpec{input: from, text: parser.ExprString(rank), kind: rank.Name}
+	for _, e := range rank.Over.PartitionBy {
+		ce, err := ec.Compile(e)
+		if err != nil {
+			return nil, err
+		}
+		spec.partition = append(spec.partition, ce.Eval)
+	}
+	for _, o := range rank.Over.OrderBy {
+		ce, err := ec.Compile(o.Expr)
+		if err != nil {
+			return nil, err
+		}
+		cmp := expr.Comparator(ce.Type, ce.Type)
+		if cmp == nil {
+			return nil, expr.ErrAt(o.Expr, "cannot order by %s", ce.Type)
+		}
+		spec.order = append(spec.order, orderKey{eval: ce.Eval, cmp: cmp, desc: o.Desc})
+		if len(rank.Over.OrderBy) == 1 && o.Desc && ce.Type.TimeAttr != types.NoTimeAttr && rank.Name == "ROW_NUMBER" {
+			spec.keepLast = true
+		}
+	}
+	// the select list: the rank's place holds the row number
+	items := append([]parser.SelectItem(nil), s.Items...)
+	items[rankAt].Expr = &parser.Literal{Pos: rank.Pos, Kind: parser.NumberLit, Text: "0"}
+	pr, err := expandSelect(items, ec)
+	if err != nil {
+		return nil, err
+	}
+	// where the rank landed after star expansion
+	pos := 0
+	for i, it := range s.Items {
+		if i == rankAt {
+			break
+		}
+		if it.Star {
+			for _, c := range from.sc.Cols {
+				if it.StarOf == "" || strings.EqualFold(c.Qual, it.StarOf) {
+					pos++
+				}
+			}
+		} else {
+			pos++
+		}
+	}
+	spec.rnPos = pos
+	sc := &expr.Scope{}
+	for i, n := range pr.names {
+		t := pr.exprs[i].Type
+		if i == pos {
+			t = types.Type{Kind: types.BigInt, NotNull: true}
+			if s.Items[rankAt].Alias == "" {
+				n = fmt.Sprintf("EXPR$%d", rankAt)
+			}
+		}
+		sc.Cols = append(sc.Cols, expr.Column{Name: n, Type: t})
+		spec.items = append(spec.items, pr.exprs[i].Eval)
+	}
+	spec.items[pos] = nil
+	r := &rel{op: "Rank(" + spec.text + ")", sc: sc, mode: types.All, inputs: []*rel{from}, bounded: from.bounded}
+	r.updater = r.op
+	r.rank = spec
+	r.build = func(*builder) (*weir.Stream[types.Row], error) {
+		return nil, parser.Errorf(rank.Pos, "%s needs a filter on its row number in the enclosing query (WHERE rn <= N): unbounded ranks are not supported yet", spec.text)
+	}
+	return r, nil
+}
+
+// rankLimit finds a `rn <= N` (or `rn < N`, `rn = 1`, `N >= rn`) conjunct
+// on the rank column; it returns N and the other conjuncts.
+func rankLimit(w parser.Expr, ec *expr.Compiler, rnCol int) (int64, []parser.Expr) {
+	limit := int64(-1)
+	var rest []parser.Expr
+	for _, c := range splitAnd(w) {
+		b, ok := c.(*parser.Binary)
+		n, ok2 := int64(0), false
+		if ok {
+			isRN := func(e parser.Expr) bool {
+				id, ok := e.(*parser.Ident)
+				if !ok {
+					return false
+				}
+				idx, restParts, err := ec.Resolve(id)
+				return err == nil && len(restParts) == 0 && idx == rnCol
+			}
+			num := func(e parser.Expr) (int64, bool) {
+				l, ok := e.(*parser.Literal)
+				if !ok || l.Kind != parser.NumberLit {
+					return 0, false
+				}
+				v, err := strconv.ParseInt(l.Text, 10, 64)
+				return v, err == nil
+			}
+			op := b.Op
+			l, r := b.L, b.R
+			if !isRN(l) && isRN(r) {
+				l, r = r, l
+				op = map[string]string{"<=": ">=", ">=": "<=", "<": ">", ">": "<", "=": "="}[op]
+			}
+			if isRN(l) {
+				if v, ok := num(r); ok {
+					switch op {
+					case "<=":
+						n, ok2 = v, true
+					case "<":
+						n, ok2 = v-1, true
+					case "=":
+						if v == 1 {
+							n, ok2 = 1, true
+						}
+					}
+				}
+			}
+		}
+		if ok2 && (limit < 0 || n < limit) {
+			limit = n
+			continue
+		}
+		rest = append(rest, c)
+	}
+	return limit, rest
+}
+
+// rankRel is a Top-N: per partition the first N rows in the ORDER BY,
+// kept in weir state; each input row emits the changes of the partition's
+// top N (-D for rows that leave it or change rank, +I for rows that enter
+// it or change rank).
+func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
+	in := spec.input
+	r := &rel{op: op, sc: sc, mode: types.All, inputs: []*rel{in}, bounded: in.bounded}
+	r.updater = op
+	keep := spec.limit
+	retract := in.mode != types.InsertOnly
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		s, err := b.stream(in)
+		if err != nil {
+			return nil, err
+		}
+		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &topNFn{spec: spec, keep: keep, retract: retract}
+		}, b.uid("rank")), nil
+	}
+	return r
+}
+
+type topNFn struct {
+	spec    *rankSpec
+	keep    int64
+	retract bool // keep every row (an updating input can retract a top row)
+	rows    *weir.ValueState[string, types.Row]
+}
+
+func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.rows = weir.NewValueState[types.Row](rc, "rows")
+	return nil
+}
+
+func (f *topNFn) compare(a, b []types.Value) int {
+	for _, o := range f.spec.order {
+		x, y := o.eval(a), o.eval(b)
+		var c int
+		switch {
+		case x.Null && y.Null:
+			c = 0
+		case x.Null:
+			c = -1 // NULLS FIRST for ASC, as Flink's default
+		case y.Null:
+			c = 1
+		default:
+			c = o.cmp(x, y)
+		}
+		if o.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
+	out := make([]types.Value, len(f.spec.items))
+	for i, ev := range f.spec.items {
+		if ev == nil {
+			out[i] = types.IntValue(rn)
+		} else {
+			out[i] = ev(in)
+		}
+	}
+	return out
+}
+
+func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	st, _ := f.rows.Value()
+	old := st.Values // each a ListValue of an input row, sorted
+	rows := append([]types.Value(nil), old...)
+	if in.Kind.IsRetraction() {
+		found := -1
+		for i, v := range rows {
+			if types.EqualValues(v.List(), in.Values) {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			return nil
+		}
+		rows = append(rows[:found], rows[found+1:]...)
+	} else {
+		x := append([]types.Value(nil), in.Values...)
+		i := sort.Search(len(rows), func(i int) bool {
+			c := f.compare(rows[i].List(), x)
+			if f.spec.keepLast {
+				return c >= 0
+			}
+			return c > 0
+		})
+		if f.spec.keepLast && f.keep == 1 && i < len(rows) && f.compare(rows[i].List(), x) == 0 {
+			rows[i] = types.ListValue(x) // a later row with the same time replaces
+		} else {
+			rows = append(rows, types.Value{})
+			copy(rows[i+1:], rows[i:])
+			rows[i] = types.ListValue(x)
+		}
+		if !f.retract {
+			rows = rows[:f.visible(rows, nil)]
+		}
+	}
+	if f.spec.kind == "RANK" || f.spec.kind == "DENSE_RANK" {
+		f.emitRanks(ctx, old, rows)
+	} else {
+		// emit the difference of the top N, rank by rank
+		n := int(f.keep)
+		for i := 0; i < n; i++ {
+			var was, is []types.Value
+			if i < len(old) {
+				was = old[i].List()
+			}
+			if i < len(rows) {
+				is = rows[i].List()
+			}
+			if was != nil && is != nil && types.EqualValues(was, is) {
+				continue
+			}
+			if was != nil {
+				ctx.Emit(types.Row{Kind: types.Delete, Values: f.project(was, int64(i+1))})
+			}
+			if is != nil {
+				ctx.Emit(types.Row{Kind: types.Insert, Values: f.project(is, int64(i+1))})
+			}
+		}
+	}
+	if len(rows) == 0 {
+		f.rows.Clear()
+	} else {
+		f.rows.Update(types.Row{Values: rows})
+	}
+	return nil
+}

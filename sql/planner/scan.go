@@ -1,0 +1,164 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// sourceRel plans a read of a table: the connector's source, the
+// watermark strategy of its WATERMARK clause and a Calc that appends the
+// computed columns.
+func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
+	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: p.s.settings()}
+	for _, pi := range td.physical {
+		ct.Schema = append(ct.Schema, types.Field{Name: td.cols[pi].Name, Type: td.cols[pi].Type.Nullable()})
+		ct.Schema[len(ct.Schema)-1].Type.NotNull = td.cols[pi].Type.NotNull
+		ct.Schema[len(ct.Schema)-1].Type.TimeAttr = types.NoTimeAttr
+	}
+	ct.PrimaryKey = td.pk
+	src, err := connector.CreateSource(ct)
+	if err != nil {
+		return nil, parser.Errorf(pos, "%v", err)
+	}
+	sc := &expr.Scope{Cols: append([]expr.Column(nil), td.cols...)}
+	phys := &expr.Scope{}
+	for _, pi := range td.physical {
+		phys.Cols = append(phys.Cols, td.cols[pi])
+	}
+	ec := &expr.Compiler{Scope: phys}
+	var push *expr.PushLayout
+	if src.Project != nil && !p.cfg.DisablePushdown {
+		// the connector projects: the scan's rows hold what is read
+		push = &expr.PushLayout{Table: td.ddl.Name}
+		ec.Cols = make([]expr.Expr, len(phys.Cols))
+		for j, c := range phys.Cols {
+			ec.Cols[j] = push.ColRef(j, c.Type)
+		}
+	}
+	// computed columns over the physical row
+	type comp struct {
+		idx int
+		ce  expr.Expr
+	}
+	var comps []comp
+	for _, cc := range td.computed {
+		ce, err := ec.Compile(cc.expr)
+		if err != nil {
+			return nil, err
+		}
+		if push != nil {
+			// computed once per row as the scan reads it
+			ce = push.ComputedRef(ce)
+		}
+		comps = append(comps, comp{cc.idx, ce})
+	}
+	// where each output column comes from: physical index, or -1
+	physAt := make([]int, len(td.cols))
+	for i := range physAt {
+		physAt[i] = -1
+	}
+	for j, pi := range td.physical {
+		physAt[pi] = j
+	}
+	var tsFn func(types.Row) time.Time
+	var rowtime expr.Expr
+	if td.rowtime >= 0 {
+		if j := physAt[td.rowtime]; j >= 0 {
+			rowtime = ec.Column(j)
+		} else {
+			for _, c := range comps {
+				if c.idx == td.rowtime {
+					rowtime = c.ce
+				}
+			}
+		}
+		ev := expr.IntOf(rowtime) // a TIMESTAMP: its int64 (expr/expr_typed.go)
+		tsFn = func(r types.Row) time.Time {
+			us, ok := ev(r.Values)
+			if !ok {
+				return time.UnixMicro(0)
+			}
+			return time.UnixMicro(us)
+		}
+	}
+	mode := src.Changelog
+	op := fmt.Sprintf("TableSourceScan(table=[%s], fields=[%s])", td.ddl.Name, strings.Join(phys.Schema().Names(), ", "))
+	if td.rowtime >= 0 {
+		op = fmt.Sprintf("%s, watermark=[%s - %s]", op, td.cols[td.rowtime].Name, td.delay)
+	}
+	delay := td.delay
+	raw := &rel{op: op, sc: phys, mode: mode, bounded: src.Bounded,
+		build: func(b *builder) (*weir.Stream[types.Row], error) {
+			ws := weir.NoWatermarks[types.Row]()
+			if tsFn != nil {
+				ws = weir.BoundedOutOfOrderness(delay, tsFn)
+			}
+			opts := append([]weir.SourceOption{b.uid("source-" + td.ddl.Name)}, src.Options...)
+			source := src.Source
+			if push != nil {
+				// the Calcs over the scan have registered what they read
+				if tsFn != nil {
+					if err := push.RegisterDeps(&rowtime); err != nil {
+						return nil, err
+					}
+				}
+				push.Frozen = true
+				var err error
+				var fill func([]types.Value)
+				if len(push.Comps) > 0 {
+					fill = push.Fill
+				}
+				if source, err = src.Project(push.Paths, fill); err != nil {
+					return nil, err
+				}
+			}
+			return weir.FromSource(b.job, td.ddl.Name, source, ws, opts...), nil
+		}, traits: traits{push: push}}
+	if mode != types.InsertOnly {
+		raw.updater = op
+	}
+	r := raw
+	if len(comps) > 0 || push != nil {
+		// the computed columns are a Calc over the physical row, which the
+		// Calcs of the query (a view's projection and filter) fuse with
+		pr := &projection{}
+		var names []string
+		for i, c := range td.cols {
+			pr.names = append(pr.names, c.Name)
+			var x expr.Expr
+			if j := physAt[i]; j >= 0 {
+				x = ec.Column(j)
+			} else {
+				for _, cc := range comps {
+					if cc.idx == i {
+						x = cc.ce
+					}
+				}
+				x.Col = -1
+				names = append(names, c.Name)
+			}
+			x.Type = c.Type
+			pr.exprs = append(pr.exprs, x)
+		}
+		r = calcRel(raw, nil, pr, "Calc(computed=["+strings.Join(names, ", ")+"])")
+	}
+	r.sc = sc
+	for _, k := range td.pk {
+		r.pk = append(r.pk, td.physical[k])
+	}
+	if mode == types.Upsert {
+		n, err := normalizeRel(r, td)
+		if n != nil {
+			n.pk = r.pk
+		}
+		return n, err
+	}
+	return r, nil
+}

@@ -1,0 +1,295 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Session is a SQL session: a catalog of tables and views and the
+// settings of SET. It is not safe for concurrent use.
+type Session struct {
+	cfg  config
+	cat  *catalog
+	sets map[string]string
+	// set plans the INSERT INTO and SELECT statements that one Exec
+	// returns, which run as one job (a statement set): as Flink's planner
+	// optimizes a statement set as a whole, a table or view they all read
+	// is read once (source and sub-plan reuse, reuse.go). Any other
+	// statement (DDL, SET) starts a new one, so a later plan sees it.
+	set *planner
+	// plan is the planner's Config: its rules' switches.
+	plan Config
+}
+
+// NewSession returns an empty session.
+func NewSession(opts ...Option) *Session {
+	s := &Session{cfg: config{vars: map[string]string{}, stdout: os.Stdout, name: "sql"}, cat: newCatalog(), sets: map[string]string{}}
+	for _, o := range opts {
+		o.apply(&s.cfg)
+	}
+	return s
+}
+
+func (s *Session) parallelism() int {
+	if v, ok := s.sets["parallelism.default"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return max(s.cfg.parallelism, 1)
+}
+
+func (s *Session) settings() connector.Settings {
+	return connector.Settings{
+		Parallelism:   s.parallelism(),
+		CheckpointDir: s.cfg.checkpointDir,
+		Checkpointing: s.cfg.checkpointDir != "" && s.cfg.interval > 0,
+		LogDir:        s.cfg.logDir,
+		Stdout:        s.cfg.stdout,
+	}
+}
+
+// Exec parses text and runs its DDL, SET, SHOW, DESCRIBE and EXPLAIN
+// statements now; it returns the INSERT INTO and SELECT statements planned,
+// in order, for the caller to run in one job (Job).
+func (s *Session) Exec(text string) ([]*Statement, error) {
+	text, err := parser.Substitute(text, s.cfg.vars)
+	if err != nil {
+		return nil, err
+	}
+	stmts, err := parser.Parse(text)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Statement
+	s.set = nil
+	defer func() { s.set = nil }()
+	for _, st := range stmts {
+		switch st.(type) {
+		case *parser.Insert, *parser.StatementSet, *parser.QueryStmt:
+		default:
+			s.set = nil
+		}
+		planned, err := s.exec(st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, planned...)
+	}
+	return out, nil
+}
+
+// setPlanner is the planner shared by the statements of the job being
+// planned (Session.set), or a planner of its own outside Exec.
+func (s *Session) setPlanner() *planner {
+	if s.set == nil {
+		s.set = &planner{s: s, cfg: s.plan}
+	}
+	return s.set
+}
+
+func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
+	w := s.cfg.stdout
+	switch st := st.(type) {
+	case *parser.CreateTable:
+		return nil, s.cat.createTable(st)
+	case *parser.CreateView:
+		// plan it now so that errors point at the view's definition
+		if _, err := (&planner{s: s, cfg: s.plan}).planQuery(st.Query); err != nil {
+			return nil, err
+		}
+		return nil, s.cat.createView(st)
+	case *parser.Drop:
+		return nil, s.cat.drop(st)
+	case *parser.Set:
+		if st.Key == "" {
+			keys := make([]string, 0, len(s.sets))
+			for k := range s.sets {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				fmt.Fprintf(w, "'%s' = '%s'\n", k, s.sets[k])
+			}
+			return nil, nil
+		}
+		s.sets[st.Key] = st.Value
+		return nil, nil
+	case *parser.Reset:
+		if st.Key == "" {
+			s.sets = map[string]string{}
+		} else {
+			delete(s.sets, st.Key)
+		}
+		return nil, nil
+	case *parser.ShowTables:
+		for _, n := range s.cat.names() {
+			isView := s.cat.views[normName(n)] != nil
+			if isView == st.Views || !st.Views {
+				fmt.Fprintln(w, n)
+			}
+		}
+		return nil, nil
+	case *parser.Describe:
+		text, err := s.Describe(st.Name, st.Pos)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprint(w, text)
+		return nil, nil
+	case *parser.Explain:
+		planned, err := s.exec(st.Stmt)
+		s.set = nil // the explained statements do not run
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range planned {
+			fmt.Fprint(w, p.Explain())
+		}
+		return nil, nil
+	case *parser.Insert:
+		p, err := s.planInsert(st)
+		if err != nil {
+			return nil, err
+		}
+		return []*Statement{p}, nil
+	case *parser.StatementSet:
+		var out []*Statement
+		for _, ins := range st.Inserts {
+			p, err := s.planInsert(ins)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	case *parser.QueryStmt:
+		r, err := s.setPlanner().planQuery(st.Query)
+		if err != nil {
+			return nil, err
+		}
+		return []*Statement{s.printStatement(r, parser.QueryString(st.Query))}, nil
+	}
+	return nil, parser.Errorf(st.StmtPos(), "statement %T is not supported", st)
+}
+
+// Describe prints the columns of a table or view.
+func (s *Session) Describe(name string, pos parser.Pos) (string, error) {
+	n := normName(name)
+	if td := s.cat.tables[n]; td != nil {
+		wm := ""
+		if td.rowtime >= 0 {
+			wm = td.cols[td.rowtime].Name
+		}
+		return describeSchema(td.cols, td.ddl.PrimaryKey, wm), nil
+	}
+	if v := s.cat.views[n]; v != nil {
+		r, err := (&planner{s: s, cfg: s.plan}).planTableName(name, pos)
+		if err != nil {
+			return "", err
+		}
+		_ = v
+		return describeSchema(r.sc.Cols, nil, ""), nil
+	}
+	return "", parser.Errorf(pos, "table or view '%s' not found", name)
+}
+
+// Query plans one SELECT (for the shell and programs): its result columns
+// and a statement that prints nothing but whose rows the caller gets by
+// Subscribe.
+func (s *Session) Query(text string) (types.Schema, *Statement, error) {
+	text, err := parser.Substitute(text, s.cfg.vars)
+	if err != nil {
+		return nil, nil, err
+	}
+	stmts, err := parser.Parse(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(stmts) != 1 {
+		return nil, nil, fmt.Errorf("want one SELECT, got %d statements", len(stmts))
+	}
+	q, ok := stmts[0].(*parser.QueryStmt)
+	if !ok {
+		return nil, nil, parser.Errorf(stmts[0].StmtPos(), "want a SELECT")
+	}
+	r, err := (&planner{s: s, cfg: s.plan}).planQuery(q.Query)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.sc.Schema(), &Statement{root: r, text: text, query: true}, nil
+}
+
+// Job builds one job that runs statements (a statement set).
+func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
+	opts := []weir.JobOption{weir.Parallelism(s.parallelism())}
+	if s.cfg.checkpointDir != "" && s.cfg.interval > 0 {
+		opts = append(opts, weir.Checkpointing(s.cfg.interval, s.cfg.checkpointDir))
+	}
+	name := s.cfg.name
+	if v, ok := s.sets["pipeline.name"]; ok {
+		name = v
+	}
+	opts = append(opts, s.cfg.jobOpts...)
+	job := weir.NewJob(name, opts...)
+	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}}
+	for _, st := range stmts {
+		if err := b.prepare(st.root); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range stmts {
+		if st.sink == nil {
+			return nil, fmt.Errorf("statement %q has no sink (call Subscribe)", st.text)
+		}
+		in, err := b.stream(st.root)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.sink(b, in); err != nil {
+			return nil, err
+		}
+	}
+	feeds := map[*rel]bool{}
+	for _, st := range stmts {
+		if st.feed != nil {
+			feeds[st.feed.canonical()] = true
+		}
+	}
+	for r := range b.keysOnly {
+		feeds[r.canonical()] = true
+	}
+	b.settleLending(feeds)
+	return job, nil
+}
+
+// Plan runs text's DDL and plans all its INSERT INTO and SELECT statements
+// into one job (nil when there is nothing to run).
+func (s *Session) Plan(text string) (*weir.Job, error) {
+	stmts, err := s.Exec(text)
+	if err != nil || len(stmts) == 0 {
+		return nil, err
+	}
+	return s.Job(stmts)
+}
+
+// Run executes a SQL script as Flink's `sql-client.sh -f` does: DDL is
+// registered, every INSERT INTO (and SELECT, printed as a changelog) runs
+// in one job, and Run returns when the job ends (bounded inputs done) or
+// ctx is cancelled.
+func Run(ctx context.Context, text string, opts ...Option) error {
+	s := NewSession(opts...)
+	job, err := s.Plan(text)
+	if err != nil || job == nil {
+		return err
+	}
+	return job.Run(ctx)
+}

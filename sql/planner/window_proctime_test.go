@@ -1,0 +1,143 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/testing/weirtest"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// A 'test-feed' table is an unbounded source of BIGINT rows that a test
+// sends through a channel (registered under its 'feed-id'); closing the
+// channel ends it.
+var feeds sync.Map // feed-id -> chan int64
+
+type feedFactory struct{}
+
+func (feedFactory) Identifier() string { return "test-feed" }
+
+func init() { connector.Register(feedFactory{}) }
+
+func (feedFactory) CreateSource(t *connector.Table) (*connector.Source, error) {
+	ch, ok := feeds.Load(t.Options["feed-id"])
+	if !ok {
+		return nil, fmt.Errorf("no feed %q", t.Options["feed-id"])
+	}
+	return &connector.Source{Source: rowFeed(ch.(chan int64)), Changelog: types.InsertOnly}, nil
+}
+
+type rowFeed chan int64
+
+type feedSplit struct{}
+
+func (feedSplit) ID() string { return "feed" }
+
+func (f rowFeed) Splits(context.Context) ([]weir.Split, error) { return []weir.Split{feedSplit{}}, nil }
+func (f rowFeed) Open(context.Context, weir.Split) (weir.SplitReader[types.Row], error) {
+	return f, nil
+}
+
+func (f rowFeed) Read(ctx context.Context, dst []types.Row) (int, error) {
+	select {
+	case v, ok := <-f:
+		if !ok {
+			return 0, io.EOF
+		}
+		dst[0] = types.Row{Values: []types.Value{types.IntValue(v)}}
+		return 1, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(time.Millisecond):
+		return 0, nil
+	}
+}
+
+func (f rowFeed) Close() error { return nil }
+
+type testClock struct{ ms, reads atomic.Int64 }
+
+func (c *testClock) now() time.Time {
+	c.reads.Add(1)
+	return time.UnixMilli(c.ms.Load())
+}
+
+// Processing-time windows are windows of the job's clock (weir.Clock), not
+// of the wall clock or of the PROCTIME() column's value: a window fires
+// when the clock passes its end, before the input ends; the windows still
+// open at the end of a bounded input fire then.
+func TestProctimeTumbleOnTheJobClock(t *testing.T) {
+	ch := make(chan int64, 16)
+	feeds.Store(t.Name(), ch)
+	clock := &testClock{}
+	clock.ms.Store(25_500)
+	s := NewSession(JobOptions(weir.Clock(clock.now)))
+	if _, err := s.Exec(fmt.Sprintf(`CREATE TABLE bid (bidder BIGINT) WITH ('connector' = 'test-feed', 'feed-id' = '%s');
+CREATE VIEW B AS SELECT *, PROCTIME() AS p_time FROM bid;`, t.Name())); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := s.Query(`SELECT bidder, COUNT(*) AS n, window_start, window_end
+FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p_time), INTERVAL '10' SECOND)) GROUP BY bidder, window_start, window_end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []string
+	st.Subscribe(func(rows []types.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%s %d %d %d %d", r.Kind, r.Values[0].I, r.Values[1].I, r.Values[2].I/1000, r.Values[3].I/1000))
+		}
+		return nil
+	})
+	rows := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Clone(got)
+		slices.Sort(out)
+		return out
+	}
+	job, err := s.Job([]*Statement{st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- job.Run(context.Background()) }()
+	ch <- 1
+	ch <- 1
+	ch <- 2
+	// the rows have been read and the job has looked at the clock many
+	// times since (a count, not a duration: a busy machine only waits
+	// longer)
+	weirtest.WaitFor(t, "the feed to be read", 30*time.Second, func() bool { return len(ch) == 0 })
+	seen := clock.reads.Load()
+	weirtest.WaitFor(t, "the job to read the clock", 30*time.Second, func() bool { return clock.reads.Load() >= seen+50 })
+	if r := rows(); len(r) != 0 {
+		t.Fatalf("rows before the clock reached the window's end: %v", r)
+	}
+	clock.ms.Store(30_000) // past [20 s, 30 s)'s end-1
+	want := []string{"+I 1 2 20000 30000", "+I 2 1 20000 30000"}
+	weirtest.WaitFor(t, "the window to fire by the clock", 30*time.Second, func() bool { return len(rows()) == 2 })
+	if r := rows(); !slices.Equal(r, want) {
+		t.Fatalf("rows %v, want %v", r, want)
+	}
+	ch <- 1 // in [30 s, 40 s), open when the input ends
+	close(ch)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "+I 1 1 30000 40000")
+	slices.Sort(want)
+	if r := rows(); !slices.Equal(r, want) {
+		t.Fatalf("rows %v, want %v", r, want)
+	}
+}

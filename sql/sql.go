@@ -1,0 +1,71 @@
+package sql
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/planner"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Session is a SQL session: a catalog of tables and views and the
+// settings of SET. It is not safe for concurrent use.
+type Session = planner.Session
+
+// Statement is a planned statement that runs in a job: an INSERT INTO or
+// a SELECT whose rows print as a changelog.
+type Statement = planner.Statement
+
+// Option configures a Session or Run.
+type Option = planner.Option
+
+// NewSession returns an empty session.
+func NewSession(opts ...Option) *Session { return planner.NewSession(opts...) }
+
+// Run executes a SQL script as Flink's `sql-client.sh -f` does: DDL is
+// registered, every INSERT INTO (and SELECT, printed as a changelog) runs
+// in one job, and Run returns when the job ends (bounded inputs done) or
+// ctx is cancelled.
+func Run(ctx context.Context, text string, opts ...Option) error {
+	return planner.Run(ctx, text, opts...)
+}
+
+// Define sets the value of a ${name} variable of the statements.
+func Define(name, value string) Option { return planner.Define(name, value) }
+
+// JobOptions are passed to weir.NewJob for the jobs the session plans
+// (state backend, restarts, metrics and control addresses...).
+func JobOptions(opts ...weir.JobOption) Option { return planner.JobOptions(opts...) }
+
+// Parallelism is the jobs' default parallelism (SET
+// 'parallelism.default' overrides it).
+func Parallelism(n int) Option { return planner.Parallelism(n) }
+
+// Checkpointing makes the jobs checkpoint every interval into dir.
+func Checkpointing(interval time.Duration, dir string) Option {
+	return planner.Checkpointing(interval, dir)
+}
+
+// Stdout is where SELECT results, SHOW, DESCRIBE and EXPLAIN print, and
+// where 'print' tables write (default os.Stdout).
+func Stdout(w io.Writer) Option { return planner.Stdout(w) }
+
+// LogDir is the embedded log's directory for 'weir-log' tables.
+func LogDir(dir string) Option { return planner.LogDir(dir) }
+
+// JobName names the planned job (default "sql").
+func JobName(name string) Option { return planner.JobName(name) }
+
+// FormatRow prints a row as Flink's print connector does: "+I[1, a]".
+func FormatRow(row types.Row, sc types.Schema) string { return planner.FormatRow(row, sc) }
+
+// FormatValue prints a value of type t as Flink's print connector and SQL
+// client do (NULL as "NULL", strings bare, decimals with their scale).
+func FormatValue(v types.Value, t types.Type) string { return expr.FormatValue(v, t) }
+
+// ScalarFunctions lists the scalar functions the compiler knows, for docs
+// and the shell's completion.
+var ScalarFunctions = expr.ScalarFunctions
