@@ -149,7 +149,7 @@ func TestBitFlipBelowRecoveryPoint(t *testing.T) {
 
 // damageSeeds are the seeds of TestRandomDamage.
 var damageSeeds = func() []uint64 {
-	s := make([]uint64, 48)
+	s := make([]uint64, 120)
 	for i := range s {
 		s[i] = uint64(i + 1)
 	}

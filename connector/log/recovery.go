@@ -160,12 +160,7 @@ type chainEnt struct {
 // is not empty and valid to its end.
 func closedNext(topic string, p int, dir string, base, nextBase int64) (int64, error) {
 	path := logPath(dir, base)
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	st, err := os.Stat(path)
 	if err != nil {
 		return 0, err
 	}
@@ -174,6 +169,14 @@ func closedNext(topic string, p int, dir string, base, nextBase int64) (int64, e
 	chain.Unlock()
 	if ok && os.SameFile(c.file, st) && c.file.Size() == st.Size() && c.file.ModTime().Equal(st.ModTime()) {
 		return c.next, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return 0, err
 	}
 	if st.Size() == 0 {
 		return 0, &GapError{Topic: topic, Partition: p, Segment: path, From: base, To: nextBase,
