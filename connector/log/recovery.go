@@ -250,10 +250,9 @@ func gapBetween(topic string, p int, dir string, prevBase, from, to int64) error
 		return &GapError{Topic: topic, Partition: p, Segment: logPath(dir, to), From: to, To: from,
 			Reason: fmt.Sprintf("overlaps segment %s, which ends at offset %d", logPath(dir, prevBase), from)}
 	}
-	reason := "is missing"
+	reason := fmt.Sprintf("is missing: segment %s ends at offset %d (or was cut short), the next starts at %d", logPath(dir, prevBase), from, to)
 	if bases, _ := listSegments(dir); slices.Contains(bases, from) {
-		reason = "is empty"
+		reason = fmt.Sprintf("is empty (the next segment starts at offset %d)", to)
 	}
-	return &GapError{Topic: topic, Partition: p, Segment: logPath(dir, from), From: from, To: to,
-		Reason: fmt.Sprintf("%s: segment %s ends at offset %d (or was cut short), the next starts at %d", reason, logPath(dir, prevBase), from, to)}
+	return &GapError{Topic: topic, Partition: p, Segment: logPath(dir, from), From: from, To: to, Reason: reason}
 }
