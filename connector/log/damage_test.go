@@ -149,7 +149,7 @@ func TestBitFlipBelowRecoveryPoint(t *testing.T) {
 
 // damageSeeds are the seeds of TestRandomDamage.
 var damageSeeds = func() []uint64 {
-	s := make([]uint64, 120)
+	s := make([]uint64, 300)
 	for i := range s {
 		s[i] = uint64(i + 1)
 	}
@@ -271,7 +271,6 @@ func damageOnce(t *testing.T, seed uint64) (desc string, _ error) {
 	}
 	if writerOpen {
 		w.Close()
-		return desc, nil
 	}
 	w2, werr := tp.OpenWriter(0, WithLogger(quietLogger()))
 	if werr != nil {
