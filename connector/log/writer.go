@@ -116,11 +116,13 @@ type Writer struct {
 }
 
 // OpenWriter opens the writer of partition p, recovering the tail of the
-// last segment: a torn tail (from a crash during a write) is truncated and
-// logged. Damage before the end of the last segment (an invalid batch
-// that a valid one follows) is not a torn tail: OpenWriter fails with a
-// *CorruptError and changes nothing. It fails with a *LockedError if the
-// partition already has a writer.
+// last segment: a torn tail (from a crash during a write) past the
+// partition's recovery point is truncated and logged. Damage (an invalid
+// batch below the recovery point, or one that a valid batch follows) is
+// not a torn tail: OpenWriter fails with a *CorruptError and changes
+// nothing; missing data (a segment deleted or emptied, see checkChain) is
+// a *GapError. It fails with a *LockedError if the partition already has a
+// writer.
 func (t *Topic) OpenWriter(p int, opts ...WriterOption) (*Writer, error) {
 	if err := t.checkPartition(p); err != nil {
 		return nil, err
