@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -153,4 +154,19 @@ func damageError(f *os.File, dir string, base, pos, next int64, cause error) err
 	}
 	p, _ := strconv.Atoi(filepath.Base(dir))
 	return d.errorFor(filepath.Base(filepath.Dir(dir)), p, logPath(dir, base))
+}
+
+// belowRecovery is the error for invalid data at pos (expected offset
+// next) of a segment whose first durable bytes were fsynced: corruption,
+// not a torn tail.
+func belowRecovery(t string, p int, segment string, pos, next, durable int64, cause error) *CorruptError {
+	where := fmt.Sprintf("byte %d", durable)
+	if durable == math.MaxInt64 {
+		where = "its end (a closed segment)"
+	}
+	if cause == nil || cause == errShort {
+		cause = errors.New("batch cut short")
+	}
+	return &CorruptError{Topic: t, Partition: p, Segment: segment, Position: pos, Offset: next, NextPosition: -1, NextOffset: -1,
+		Err: fmt.Errorf("%w, below the recovery point at %s: fsynced data, not a torn tail, so not truncated", cause, where)}
 }

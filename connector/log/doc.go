@@ -7,6 +7,7 @@
 //
 //	DATA-DIR/TOPIC/topic.json                        configuration (partitions, retention, compaction)
 //	DATA-DIR/TOPIC/P/.lock                           flock of the partition's writer
+//	DATA-DIR/TOPIC/P/recovery-point                  where the data is known fsynced (recovery.go)
 //	DATA-DIR/TOPIC/P/00000000000000000000.log        segment, named by its base offset
 //	DATA-DIR/TOPIC/P/00000000000000000000.index      sparse offset/time index of the segment
 //	DATA-DIR/TOPIC/.txn/PRODUCER/                    output staged by the exactly-once Sink
@@ -21,11 +22,25 @@
 //
 // Topic.OpenWriter takes an exclusive flock on the partition, so there is
 // one writer per partition across processes; a second one gets a
-// *LockedError (errors.Is(err, ErrLocked)). Opening a writer scans the
-// tail of the last segment and truncates a torn or corrupt tail (logged).
-// Writer.Append assigns offsets; with SyncEveryBatch (the default) an
-// acknowledged batch is fsynced and survives a crash. Segments roll at
-// TopicConfig.SegmentBytes.
+// *LockedError (errors.Is(err, ErrLocked)). Writer.Append assigns
+// offsets; with SyncEveryBatch (the default) an acknowledged batch is
+// fsynced and survives a crash. Segments roll at TopicConfig.SegmentBytes.
+//
+// # Damage
+//
+// After each fsync the writer records the partition's recovery point (the
+// segment, byte and offset up to which data is on disk). Opening a writer
+// scans the active segment and truncates a torn tail only past the
+// recovery point (logged with the byte range); an invalid batch below it,
+// or followed by a valid one, is a *CorruptError, and the writer refuses
+// to open. Missing data is a *GapError: in a topic that is not compacted a
+// segment must start where the one before it ended (and the first at 0
+// without retention), and in any topic a closed segment is not empty and
+// the last one holds the recovery point. Readers, Describe and OpenWriter
+// all report both, naming topic, partition, segment and offsets; both
+// match ErrCorrupt. A partition without a recovery point (written by
+// older versions) treats invalid data at the end of its active segment as
+// a torn tail, as those versions did.
 //
 // Topic.OpenReader takes no lock: any number of readers, in any process,
 // start at Earliest, Latest, AtOffset or AtTimestamp. Read returns only

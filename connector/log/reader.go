@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"time"
 )
@@ -80,12 +81,14 @@ type Reader struct {
 	topic     string
 	partition int
 	dir       string
+	cfg       TopicConfig
 	follow    time.Duration // 0: stop at the end of the log
 
 	f      *os.File // current segment; nil if none yet
 	base   int64    // its base offset
 	pos    int64    // position of the next batch to read in f
 	next   int64    // offset of the next record to return
+	end    int64    // offset after the last batch read in f (or where its reading started)
 	buf    []byte   // cache of f from bufPos
 	bufPos int64
 	closed bool
@@ -110,7 +113,7 @@ func (t *Topic) OpenReader(p int, start StartAt, opts ...ReaderOption) (*Reader,
 	if err := t.checkPartition(p); err != nil {
 		return nil, err
 	}
-	r := &Reader{topic: t.Name, partition: p, dir: t.partDir(p)}
+	r := &Reader{topic: t.Name, partition: p, dir: t.partDir(p), cfg: t.Config}
 	for _, o := range opts {
 		o.applyReader(r)
 	}
@@ -148,6 +151,11 @@ func (r *Reader) seek(start StartAt) error {
 		}
 		return nil
 	}
+	if start.kind != startLatest {
+		if err := r.checkFirst(bases); err != nil {
+			return err
+		}
+	}
 	switch start.kind {
 	case startEarliest:
 		return r.openSegment(bases[0], 0, bases[0])
@@ -173,7 +181,7 @@ func (r *Reader) seek(start StartAt) error {
 			return err
 		}
 		if j >= 0 && r.validEntry(ents[j]) {
-			r.pos = int64(ents[j].pos)
+			r.pos, r.end = int64(ents[j].pos), bases[i]+int64(ents[j].rel)
 		}
 		return nil
 	}
@@ -184,9 +192,14 @@ func (r *Reader) seek(start StartAt) error {
 // holds the largest timestamp before its position, so the record sought
 // is after the last entry whose value is < ts: scan from there.
 func (r *Reader) seekTime(bases []int64, ts int64) error {
+	prevEnd, prevBase := int64(-1), int64(0)
 	for _, base := range bases {
+		if !r.cfg.Compact && prevEnd >= 0 && base > prevEnd {
+			return gapBetween(r.topic, r.partition, r.dir, prevBase, prevEnd, base)
+		}
 		f, err := os.Open(logPath(r.dir, base))
 		if errors.Is(err, fs.ErrNotExist) {
+			prevEnd = -1
 			continue // deleted by retention meanwhile
 		}
 		if err != nil {
@@ -195,7 +208,7 @@ func (r *Reader) seekTime(bases []int64, ts int64) error {
 		if r.f != nil {
 			r.f.Close()
 		}
-		r.f, r.base, r.pos, r.next, r.buf = f, base, 0, base, nil
+		r.f, r.base, r.pos, r.next, r.end, r.buf = f, base, 0, base, base, nil
 		ents, err := readIndex(indexPath(r.dir, base))
 		if err != nil {
 			return err
@@ -203,6 +216,7 @@ func (r *Reader) seekTime(bases []int64, ts int64) error {
 		j := sort.Search(len(ents), func(j int) bool { return ents[j].maxTS >= ts }) - 1
 		if j >= 0 && r.validEntry(ents[j]) {
 			r.pos, r.next = int64(ents[j].pos), base+int64(ents[j].rel)
+			r.end = r.next
 		}
 		var buf []byte
 		var hs []Header
@@ -234,7 +248,9 @@ func (r *Reader) seekTime(bases []int64, ts int64) error {
 			}
 			r.pos += h.size()
 			r.next = h.lastOffset + 1
+			r.end = r.next
 		}
+		prevEnd, prevBase = r.next, base
 	}
 	return nil // at the end of the log
 }
@@ -255,6 +271,10 @@ func (r *Reader) openSegment(base, pos, next int64) error {
 		r.f.Close()
 	}
 	r.f, r.base, r.pos, r.next, r.buf, r.bufPos = f, base, pos, next, nil, 0
+	r.end = base
+	if pos > 0 {
+		r.end = next
+	}
 	return nil
 }
 
@@ -311,8 +331,11 @@ func (r *Reader) readAvailable(max int) ([]Record, error) {
 		// finishes a batch before it rolls): read to its end once more,
 		// then move on.
 		ok, err := r.hasNewer()
-		if err != nil || !ok {
+		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			return nil, r.checkEnd()
 		}
 		if recs, err := r.readSegment(max); err != nil || len(recs) > 0 {
 			return recs, err
@@ -326,6 +349,41 @@ func (r *Reader) readAvailable(max int) ([]Record, error) {
 			return nil, err
 		}
 	}
+}
+
+// checkFirst checks the oldest segment of a topic without retention
+// or compaction: it starts at offset 0.
+func (r *Reader) checkFirst(bases []int64) error {
+	if len(bases) == 0 || bases[0] == 0 || r.cfg.Compact || r.cfg.Retention != 0 || r.cfg.RetentionBytes != 0 {
+		return nil
+	}
+	return &GapError{Topic: r.topic, Partition: r.partition, Segment: logPath(r.dir, 0), From: 0, To: bases[0],
+		Reason: "is missing (the topic has no retention, so its first segment starts at 0)"}
+}
+
+// checkEnd checks, at the end of the valid data of the last segment, that
+// the partition's recovery point is not beyond it: the recovery point is
+// read first, then the files, so a writer's progress meanwhile is no
+// damage.
+func (r *Reader) checkEnd() error {
+	rp, err := readRecovery(r.dir)
+	if err != nil || !rp.ok || rp.base < r.base {
+		return err
+	}
+	st, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	if rp.base == r.base && r.pos >= rp.pos {
+		return nil
+	}
+	if rp.base == r.base && st.Size() >= rp.pos {
+		return nil // more data now, or invalid data the next read classifies
+	}
+	if ok, err := r.hasNewer(); err != nil || ok {
+		return err
+	}
+	return checkLast(r.topic, r.partition, r.dir, r.base, st.Size(), rp)
 }
 
 func (r *Reader) hasNewer() (bool, error) {
@@ -353,6 +411,15 @@ func (r *Reader) nextSegment() (bool, error) {
 		}
 		if i >= len(bases) {
 			return false, nil
+		}
+		if r.f == nil {
+			if err := r.checkFirst(bases); err != nil {
+				return false, err
+			}
+		} else if _, listed := slices.BinarySearch(bases, r.base); listed && !r.cfg.Compact && bases[i] > r.end {
+			// The segment just read is still there, so retention (which
+			// deletes the oldest segments) did not make this gap.
+			return false, gapBetween(r.topic, r.partition, r.dir, r.base, r.end, bases[i])
 		}
 		err = r.openSegment(bases[i], 0, max(r.next, bases[i]))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -434,6 +501,7 @@ func (r *Reader) readSegment(max int) ([]Record, error) {
 			r.next = it.h.lastOffset + 1
 		}
 		r.pos += r.dec.size
+		r.end = it.h.lastOffset + 1
 	}
 	return out, nil
 }
@@ -504,6 +572,19 @@ func (r *Reader) damaged(pos int64, cause error) error {
 		return err
 	case d != nil:
 		cerr = d.errorFor(r.topic, r.partition, logPath(r.dir, r.base))
+	default:
+		rp, err := readRecovery(r.dir)
+		if err != nil {
+			return err
+		}
+		if durable := rp.durableEnd(r.base); pos < durable && pos < st.Size() {
+			// Read again after the recovery point: a batch being written
+			// when it was first read is complete now.
+			if _, _, err := batchAt(r.f, pos, nil); err == nil {
+				return nil
+			}
+			cerr = belowRecovery(r.topic, r.partition, logPath(r.dir, r.base), pos, max(r.next, r.base), durable, cause)
+		}
 	}
 	r.tail.f, r.tail.pos, r.tail.size, r.tail.err = r.f, pos, st.Size(), cerr
 	return cerr

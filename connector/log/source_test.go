@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -214,5 +215,64 @@ func TestLogSourceCorruptionFailsTheJob(t *testing.T) {
 	var ce *wlog.CorruptError
 	if !errors.As(err, &ce) || ce.Topic != "clicks" || ce.Segment != seg {
 		t.Fatalf("job ended with %v after %d records, want a *CorruptError", err, len(out.Items()))
+	}
+}
+
+// Issue 35: a job reading a partition whose second segment is gone, or
+// whose fsynced last batch has a flipped bit, fails naming the damage
+// instead of ending with fewer records.
+func TestLogSourceMissingDataFailsTheJob(t *testing.T) {
+	for _, damage := range []string{"delete-second-segment", "flip-last-batch"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := t.TempDir()
+			tp, err := wlog.CreateTopic(dir, "clicks", wlog.TopicConfig{Partitions: 1, SegmentBytes: 4096})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := tp.OpenWriter(0, wlog.WithSync(wlog.SyncEvery(time.Hour)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 1000; i += 10 {
+				var recs []wlog.Record
+				for j := i; j < i+10; j++ {
+					recs = append(recs, wlog.Record{Timestamp: int64(j), Value: []byte(strconv.Itoa(j))})
+				}
+				if _, err := w.Append(recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.Close()
+			pdir := filepath.Join(dir, "clicks", "0")
+			var logs []string
+			ents, _ := os.ReadDir(pdir)
+			for _, e := range ents {
+				if filepath.Ext(e.Name()) == ".log" {
+					logs = append(logs, filepath.Join(pdir, e.Name()))
+				}
+			}
+			sort.Strings(logs)
+			var seg string
+			if damage == "delete-second-segment" {
+				seg = logs[1]
+				err = os.Remove(seg)
+			} else {
+				seg = logs[len(logs)-1]
+				var b []byte
+				if b, err = os.ReadFile(seg); err == nil {
+					b[len(b)-3] ^= 0x01
+					err = os.WriteFile(seg, b, 0o644)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			job := weir.NewJob("damaged")
+			out := weir.Collect(weir.FromSource(job, "clicks", wlog.Source(dir, "clicks", decode), weir.NoWatermarks[click]()))
+			err = job.Run(context.Background())
+			if !errors.Is(err, wlog.ErrCorrupt) || !strings.Contains(err.Error(), seg) || !strings.Contains(err.Error(), "topic clicks partition 0") {
+				t.Fatalf("job ended with %v after %d records, want an error naming %s", err, len(out.Items()), seg)
+			}
+		})
 	}
 }

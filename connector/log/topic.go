@@ -314,6 +314,17 @@ func (t *Topic) Describe() ([]PartitionInfo, error) {
 			}
 		}
 		info.Segments = len(bases)
+		if err := checkChain(t.Name, p, dir, bases, t.Config); err != nil {
+			return nil, err
+		}
+		if len(bases) == 0 {
+			if rp, err := readRecovery(dir); err != nil {
+				return nil, err
+			} else if rp.ok {
+				return nil, &GapError{Topic: t.Name, Partition: p, Segment: logPath(dir, rp.base), From: rp.base, To: rp.next,
+					Reason: "is missing (the partition has no segments left, but its recovery point is in it)"}
+			}
+		}
 		if len(bases) > 0 {
 			info.Earliest = bases[0]
 			end, err := tailOf(t.Name, p, dir, bases[len(bases)-1])
@@ -328,8 +339,13 @@ func (t *Topic) Describe() ([]PartitionInfo, error) {
 }
 
 // tailOf scans the valid prefix of a segment without changing it. Damage
-// before its end (see CorruptError) is an error; a torn tail is not.
+// before its end (see CorruptError) or below the partition's recovery
+// point is an error; a torn tail is not.
 func tailOf(topic string, p int, dir string, base int64) (scanResult, error) {
+	rp, err := readRecovery(dir)
+	if err != nil {
+		return scanResult{}, err
+	}
 	f, err := os.Open(logPath(dir, base))
 	if err != nil {
 		return scanResult{}, err
@@ -346,6 +362,15 @@ func tailOf(topic string, p int, dir string, base int64) (scanResult, error) {
 	res, err := scanSegment(f, base, ents, st.Size())
 	if err == nil && res.damage != nil {
 		err = res.damage.errorFor(topic, p, logPath(dir, base))
+	}
+	if err == nil {
+		err = checkLast(topic, p, dir, base, st.Size(), rp)
+	}
+	if durable := rp.durableEnd(base); err == nil && res.end < st.Size() && res.end < durable {
+		// A batch being written then may be complete now.
+		if _, _, berr := batchAt(f, res.end, nil); berr != nil {
+			err = belowRecovery(topic, p, logPath(dir, base), res.end, res.nextOffset, durable, res.err)
+		}
 	}
 	return res, err
 }

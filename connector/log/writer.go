@@ -92,6 +92,7 @@ type Writer struct {
 	cfg       TopicConfig
 	wcfg      writerConfig
 	lock      *os.File
+	rpFile    *os.File // the recovery point (recovery.go)
 
 	cleanMu sync.Mutex // serialises Clean
 
@@ -106,6 +107,7 @@ type Writer struct {
 		maxTS       int64 // largest timestamp in the active segment
 		lastIndexed int64 // position of the last index entry
 		dirty       bool  // written since the last fsync
+		rpSeq       uint64
 		err         error // sticky: a failed write or fsync
 		closed      bool
 		buf         []byte
@@ -114,11 +116,13 @@ type Writer struct {
 }
 
 // OpenWriter opens the writer of partition p, recovering the tail of the
-// last segment: a torn tail (from a crash during a write) is truncated and
-// logged. Damage before the end of the last segment (an invalid batch
-// that a valid one follows) is not a torn tail: OpenWriter fails with a
-// *CorruptError and changes nothing. It fails with a *LockedError if the
-// partition already has a writer.
+// last segment: a torn tail (from a crash during a write) past the
+// partition's recovery point is truncated and logged. Damage (an invalid
+// batch below the recovery point, or one that a valid batch follows) is
+// not a torn tail: OpenWriter fails with a *CorruptError and changes
+// nothing; missing data (a segment deleted or emptied, see checkChain) is
+// a *GapError. It fails with a *LockedError if the partition already has a
+// writer.
 func (t *Topic) OpenWriter(p int, opts ...WriterOption) (*Writer, error) {
 	if err := t.checkPartition(p); err != nil {
 		return nil, err
@@ -137,8 +141,11 @@ func (t *Topic) OpenWriter(p int, opts ...WriterOption) (*Writer, error) {
 	}
 	w.lock = lock
 	if err := w.recover(); err != nil {
+		if w.rpFile != nil {
+			w.rpFile.Close()
+		}
 		lock.Close()
-		if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+		if errors.Is(err, ErrCorrupt) {
 			return nil, err // it names the topic and partition
 		}
 		return nil, fmt.Errorf("wlog: open partition %d of %s: %w", p, t.Name, err)
@@ -163,8 +170,23 @@ func (w *Writer) recover() error {
 	if err != nil {
 		return err
 	}
+	rp, err := readRecovery(w.dir)
+	if err != nil {
+		return err
+	}
+	w.mu.rpSeq = rp.seq
+	if w.rpFile, err = os.OpenFile(filepath.Join(w.dir, recoveryFile), os.O_RDWR|os.O_CREATE, 0o644); err != nil {
+		return err
+	}
 	if len(bases) == 0 {
+		if rp.ok {
+			return &GapError{Topic: w.topic, Partition: w.partition, Segment: logPath(w.dir, rp.base), From: rp.base, To: rp.next,
+				Reason: "is missing (the partition has no segments left, but its recovery point is in it)"}
+		}
 		return w.openSegmentLocked(0)
+	}
+	if err := checkChain(w.topic, w.partition, w.dir, bases, w.cfg); err != nil {
+		return err
 	}
 	base := bases[len(bases)-1]
 	f, err := os.OpenFile(logPath(w.dir, base), os.O_RDWR, 0o644)
@@ -173,6 +195,10 @@ func (w *Writer) recover() error {
 	}
 	st, err := f.Stat()
 	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := checkLast(w.topic, w.partition, w.dir, base, st.Size(), rp); err != nil {
 		f.Close()
 		return err
 	}
@@ -189,14 +215,19 @@ func (w *Writer) recover() error {
 	if err == nil && res.damage != nil {
 		err = res.damage.errorFor(w.topic, w.partition, logPath(w.dir, base))
 	}
+	if err == nil && res.end < st.Size() && res.end < rp.durableEnd(base) {
+		// Not a torn write: these bytes were fsynced.
+		err = belowRecovery(w.topic, w.partition, logPath(w.dir, base), res.end, res.nextOffset, rp.durableEnd(base), res.err)
+	}
 	if err != nil {
 		f.Close()
 		return err
 	}
 	if res.end < st.Size() {
-		w.wcfg.logger.Warn("wlog: truncating torn or corrupt tail",
+		w.wcfg.logger.Warn("wlog: truncating torn tail past the recovery point",
 			"topic", w.topic, "partition", w.partition, "segment", logPath(w.dir, base),
-			"valid_bytes", res.end, "dropped_bytes", st.Size()-res.end, "next_offset", res.nextOffset, "cause", res.err)
+			"from_byte", res.end, "to_byte", st.Size(), "dropped_bytes", st.Size()-res.end,
+			"recovery_point", rp.durableEnd(base), "next_offset", res.nextOffset, "cause", res.err)
 		if err := f.Truncate(res.end); err != nil {
 			f.Close()
 			return err
@@ -221,6 +252,18 @@ func (w *Writer) recover() error {
 	w.mu.base, w.mu.pos, w.mu.next = base, res.end, res.nextOffset
 	w.mu.maxTS, w.mu.lastIndexed = res.maxTS, res.lastIndexd
 	return nil
+}
+
+// writeRecoveryLocked records that the active segment is on disk up to
+// w.mu.pos; call it only after an fsync (or a roll) made that true. A
+// failed write leaves an older recovery point, which is safe.
+func (w *Writer) writeRecoveryLocked() {
+	if w.rpFile == nil {
+		return
+	}
+	w.mu.rpSeq++
+	b := encodeRecovery(recoveryPoint{seq: w.mu.rpSeq, base: w.mu.base, pos: w.mu.pos, next: w.mu.next})
+	w.rpFile.WriteAt(b, int64(w.mu.rpSeq%2)*recoverySlot)
 }
 
 // openSegmentLocked creates and opens a new, empty active segment.
@@ -364,6 +407,7 @@ func (w *Writer) syncLocked() error {
 		return w.failLocked(err)
 	}
 	w.mu.dirty = false
+	w.writeRecoveryLocked()
 	return nil
 }
 
@@ -439,7 +483,13 @@ func (w *Writer) rollLocked() error {
 	}
 	w.mu.f.Close()
 	w.mu.idx.Close()
-	return w.openSegmentLocked(w.mu.next)
+	if err := w.openSegmentLocked(w.mu.next); err != nil {
+		return err
+	}
+	if w.wcfg.sync.every >= 0 {
+		w.writeRecoveryLocked() // the new segment is empty, the closed one synced
+	}
+	return nil
 }
 
 // NextOffset returns the offset the next appended record will get.
@@ -474,6 +524,7 @@ func (w *Writer) Close() error {
 	}
 	w.mu.f.Close()
 	w.mu.idx.Close()
+	w.rpFile.Close()
 	w.mu.Unlock()
 	if w.stop != nil {
 		close(w.stop)
