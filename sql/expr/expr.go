@@ -237,8 +237,12 @@ func (c *Compiler) Compile(e parser.Expr) (Expr, error) {
 		return ce, err
 	}
 	if ce.Const {
-		// fold constants: evaluate once at planning
-		v := ce.Eval(nil)
+		// fold constants: evaluate once at planning; a failure (1/0) is
+		// the statement's error, as Flink's planner reports it
+		v, err := foldConst(ce)
+		if err != nil {
+			return Expr{}, ErrAt(e, "%s", strings.TrimPrefix(err.Error(), "sql: "))
+		}
 		return konst(v, ce.Type, c.GenericOnly), nil
 	}
 	ce.Deps, ce.whole = d, nil
@@ -960,6 +964,21 @@ func decArithBig(op string, a, b types.Value, lt, rt, da, db, out types.Type) ty
 		res = rescale(x.Rem(x, y), s, out.Scale)
 	}
 	return decValue(res, out)
+}
+
+// foldConst evaluates a constant expression, returning the runtimeError
+// it panics with (division by zero) as an error.
+func foldConst(ce Expr) (v types.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			re, ok := r.(runtimeError)
+			if !ok {
+				panic(r)
+			}
+			err = re
+		}
+	}()
+	return ce.Eval(nil), nil
 }
 
 // runtimeError is a failure of an expression on a record (division by
