@@ -85,7 +85,14 @@ type Compiler struct {
 	// GenericOnly compiles without typed forms (expr_typed.go): the
 	// reference tests compare the typed forms with.
 	GenericOnly bool
+	// depth is how deep Compile is in the expression tree (MaxDepth).
+	depth int
 }
+
+// MaxDepth bounds how deeply an expression nests (a flat chain of 100 K
+// "+" or AND is 100 K deep): deeper ones are refused with an error rather
+// than exhausting the stack of the compiler's recursion.
+const MaxDepth = 10_000
 
 // Column returns the expression of scope column i.
 func (c *Compiler) Column(i int) Expr {
@@ -227,6 +234,11 @@ func (c *Compiler) Compile(e parser.Expr) (Expr, error) {
 			return ce, err
 		}
 	}
+	if c.depth >= MaxDepth {
+		return Expr{}, ErrAt(e, "expression nested more than %d deep (a chain of that many operators): split it", MaxDepth)
+	}
+	c.depth++
+	defer func() { c.depth-- }()
 	// collect the leaves e reads (its sub-expressions' and columns')
 	outer := c.deps
 	c.deps = &DepSet{}
