@@ -10,8 +10,9 @@
 //   - random: 'fields.NAME.min' and 'fields.NAME.max' for numbers
 //     (default: the type's range; DOUBLE and FLOAT: Flink's defaults, the
 //     smallest positive value to the largest), 'fields.NAME.length' for
-//     strings, bytes (default 100, at most the declared length), arrays,
-//     multisets and maps (default 3), 'fields.NAME.max-past' for
+//     strings, bytes (default 100, at most the declared length and 16 Mi),
+//     arrays, multisets and maps (default 3, at most 1 Mi elements; weir's
+//     bounds, refused with an error), 'fields.NAME.max-past' for
 //     TIMESTAMP, TIMESTAMP_LTZ, DATE and TIME (a duration: values are the
 //     source's start time minus up to that much; default 0),
 //     'fields.NAME.null-rate' (0 to 1, default 0);
@@ -85,6 +86,13 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	src := &source{gens: gens, rows: rows, rate: float64(rate), seed: seed, splits: t.Settings.ParallelismOrOne()}
 	return &connector.Source{Source: src, Bounded: rows >= 0, Changelog: types.InsertOnly}, nil
 }
+
+// The longest generated string or byte string (16 MiB) and collection
+// (1 Mi elements): a longer one would be allocated for every row.
+const (
+	maxStringLength     = 1 << 24
+	maxCollectionLength = 1 << 20
+)
 
 // column compiles the generator of a column; seqLen is the length of a
 // sequence (-1 for random values).
@@ -247,6 +255,9 @@ func random(o *connector.Options, t types.Type, key func(string) string, now int
 		if n < 0 {
 			o.Invalid(key("length"), "must not be negative")
 			n = 0
+		} else if n > maxStringLength {
+			o.Invalid(key("length"), "must be at most %d", maxStringLength)
+			n = 0
 		}
 		hexChars := t.IsString()
 		return func(_ int64, r *rng, v *types.Value) {
@@ -286,6 +297,9 @@ func random(o *connector.Options, t types.Type, key func(string) string, now int
 		n := intOpt("length", 3)
 		if n < 0 {
 			o.Invalid(key("length"), "must not be negative")
+			n = 0
+		} else if n > maxCollectionLength {
+			o.Invalid(key("length"), "must be at most %d", maxCollectionLength)
 			n = 0
 		}
 		elem := random(o, *t.Elem, key, now, false)

@@ -139,6 +139,9 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"fields.score.min": "9", "fields.score.max": "1"}, "min 9 and max 1"},
 		{map[string]string{"rows-per-second": "0"}, "option 'rows-per-second' = '0': must be positive"},
 		{map[string]string{"fields.ts.max-past": "1 fortnight"}, "unknown time unit 'fortnight'"},
+		// lengths that would allocate tens of GB per row (issue 35: out of memory)
+		{map[string]string{"fields.name.length": "2000000000"}, "option 'fields.name.length' = '2000000000': must be at most 16777216"},
+		{map[string]string{"fields.tags.length": "2000000000"}, "option 'fields.tags.length' = '2000000000': must be at most 1048576"},
 	} {
 		c.opts["connector"] = "datagen"
 		_, err := connector.CreateSource(&connector.Table{Name: "gen", Schema: schema, Options: c.opts})
