@@ -336,8 +336,9 @@ func sumResult(c *AggCall, sum types.Value, n int64) types.Value {
 		return types.NullValue
 	}
 	if c.Kind != aggAvg {
-		if c.sumT.Kind == types.Decimal && !c.sumT.BigDecimal() {
-			return sum
+		if sh := wrapShift(c.OutT.Kind); sh != 0 {
+			// SUM(INT) is an INT: the BIGINT sum wraps, as Flink's does
+			return types.IntValue(sum.I << sh >> sh)
 		}
 		return sum
 	}

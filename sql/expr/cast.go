@@ -148,6 +148,35 @@ func parseDate(s string) (int64, bool) {
 	return d, err == nil
 }
 
+// javaLong is Java's (long) of a double: truncated toward zero, NaN 0,
+// saturating at the ends of BIGINT (Go's conversion is undefined there).
+func javaLong(f float64) int64 {
+	switch {
+	case f != f:
+		return 0
+	case f >= 9223372036854775807:
+		return math.MaxInt64
+	case f <= -9223372036854775808:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
+// parseInteger reads a string as an integer of the given bits, around
+// white space: a fraction of digits is dropped, as Flink's string to
+// integer cast does ('1.9' is 1); out of range is not a number.
+func parseInteger(s string, bits int) (int64, bool) {
+	s = strings.TrimSpace(s)
+	if whole, frac, ok := strings.Cut(s, "."); ok {
+		if strings.TrimLeft(frac, "0123456789") != "" || whole == "" || whole == "-" || whole == "+" {
+			return 0, false
+		}
+		s = whole
+	}
+	n, err := strconv.ParseInt(s, 10, bits)
+	return n, err == nil
+}
+
 // CastFn returns the conversion of a value of type from to type to, or an
 // error when SQL has no such cast. Failed string conversions give NULL
 // (TRY_CAST, and the planner's implicit casts); an explicit CAST wraps it
@@ -183,15 +212,27 @@ func CastFn(from, to types.Type) (func(types.Value) types.Value, error) {
 			}, nil
 		}
 	case to.IsInteger():
+		// to a narrower integer the low bits are kept, as Java's primitive
+		// casts (and Flink's) do: CAST(300 AS TINYINT) is 44; a double
+		// goes through BIGINT first, saturating, as Java's (long) does;
+		// a string out of the type's range is an error (NULL here)
+		sh := wrapShift(to.Kind)
 		switch {
-		case from.IsInteger(), from.Kind == types.Boolean:
+		case from.Kind == types.Boolean, from.IsInteger() && wrapShift(from.Kind) >= sh:
 			return id, nil
+		case from.IsInteger():
+			return func(v types.Value) types.Value {
+				if v.Null {
+					return v
+				}
+				return types.IntValue(v.I << sh >> sh)
+			}, nil
 		case from.Kind == types.Float || from.Kind == types.Double:
 			return func(v types.Value) types.Value {
 				if v.Null {
 					return v
 				}
-				return types.IntValue(int64(v.Float()))
+				return types.IntValue(javaLong(v.Float()) << sh >> sh)
 			}, nil
 		case from.Kind == types.Decimal:
 			return func(v types.Value) types.Value {
@@ -199,19 +240,19 @@ func CastFn(from, to types.Type) (func(types.Value) types.Value, error) {
 					return v
 				}
 				if !from.BigDecimal() {
-					return types.IntValue(v.I / pow10[from.Scale])
+					return types.IntValue(v.I / pow10[from.Scale] << sh >> sh)
 				}
 				u := decBig(v, from)
 				u.Quo(u, bigPow10(from.Scale))
-				return types.IntValue(u.Int64())
+				return types.IntValue(int64(u.Uint64()) << sh >> sh) // the low 64 bits, as BigDecimal.longValue
 			}, nil
 		case from.IsString():
 			return func(v types.Value) types.Value {
 				if v.Null {
 					return v
 				}
-				n, err := strconv.ParseInt(strings.TrimSpace(v.S), 10, 64)
-				if err != nil {
+				n, ok := parseInteger(v.S, 64-int(sh))
+				if !ok {
 					return types.NullValue
 				}
 				return types.IntValue(n)
@@ -222,7 +263,7 @@ func CastFn(from, to types.Type) (func(types.Value) types.Value, error) {
 				if v.Null {
 					return v
 				}
-				return types.IntValue(FloorDiv(v.I, 1e6))
+				return types.IntValue(FloorDiv(v.I, 1e6) << sh >> sh)
 			}, nil
 		}
 	case to.Kind == types.Double || to.Kind == types.Float:

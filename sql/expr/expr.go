@@ -334,7 +334,13 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 			}
 			return notExpr(x, c.GenericOnly), nil
 		case "-":
-			zero := konst(types.IntValue(0), types.Type{Kind: types.Int, NotNull: true}, c.GenericOnly)
+			// 0 - x in x's integer type, so that -CAST(-128 AS TINYINT)
+			// wraps as Java's does
+			zt := types.Type{Kind: types.Int, NotNull: true}
+			if x.Type.IsInteger() {
+				zt.Kind = x.Type.Kind
+			}
+			zero := konst(types.IntValue(0), zt, c.GenericOnly)
 			return arith("-", zero, x, e, c.GenericOnly)
 		}
 	case *parser.Binary:
@@ -726,6 +732,23 @@ func widerInt(a, b types.Type) types.Type {
 	return types.Type{Kind: k}
 }
 
+// wrapShift is the shift that brings an int64 to the width of integer kind
+// k: v<<s>>s keeps the low bits with their sign, as Java's arithmetic and
+// primitive casts do, and Flink keeps an integer expression in its declared
+// type (CAST(127 AS TINYINT) + CAST(1 AS TINYINT) is -128, INT's
+// 2147483647 * 2 is -2). 0 (no change) for BIGINT and other kinds.
+func wrapShift(k types.Kind) uint {
+	switch k {
+	case types.TinyInt:
+		return 56
+	case types.SmallInt:
+		return 48
+	case types.Int:
+		return 32
+	}
+	return 0
+}
+
 func isNumOrNull(t types.Type) bool { return t.IsNumeric() || t.Kind == types.Null }
 
 // toFloatFn converts a numeric value of type t to float64.
@@ -797,6 +820,7 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 	case numInt:
 		t := widerInt(l.Type, r.Type)
 		t.NotNull = nn
+		sh := wrapShift(t.Kind)
 		var fn func(a, b int64) int64
 		switch op {
 		case "+":
@@ -822,7 +846,7 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 		}
 		// the typed form (expr_typed.go) is the evaluation; the generic
 		// one below is what it must equal (expr_typed_test.go)
-		iv := intArith(op, l, r)
+		iv := intArith(op, l, r, sh)
 		ce := Expr{Type: t, Const: k, Col: -1, Eval: evalOfInt(iv), ival: iv}
 		if generic {
 			ce.ival, ce.Eval = nil, func(row []types.Value) types.Value {
@@ -830,7 +854,7 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 				if a.Null || b.Null {
 					return types.NullValue
 				}
-				return types.IntValue(fn(a.I, b.I))
+				return types.IntValue(fn(a.I, b.I) << sh >> sh)
 			}
 		}
 		return ce, nil

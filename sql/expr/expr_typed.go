@@ -168,21 +168,22 @@ func konstTyped(x Expr, v types.Value, generic bool) Expr {
 
 // intArith is the typed form of integer + - * / % (arith's numInt): the
 // operands are evaluated in order, NULL wins, and a division by zero fails
-// only on non-NULL operands, as the generic path.
-func intArith(op string, l, r Expr) IntFn {
+// only on non-NULL operands, as the generic path. sh is the result type's
+// wrapShift.
+func intArith(op string, l, r Expr, sh uint) IntFn {
 	f, g := IntOf(l), IntOf(r)
 	if r.Const && !l.Const {
 		c, cok := g(nil)
 		if cok && (c != 0 || (op != "/" && op != "%")) {
 			switch op {
 			case "+":
-				return func(row []types.Value) (int64, bool) { a, ok := f(row); return a + c, ok }
+				return func(row []types.Value) (int64, bool) { a, ok := f(row); return (a + c) << sh >> sh, ok }
 			case "-":
-				return func(row []types.Value) (int64, bool) { a, ok := f(row); return a - c, ok }
+				return func(row []types.Value) (int64, bool) { a, ok := f(row); return (a - c) << sh >> sh, ok }
 			case "*":
-				return func(row []types.Value) (int64, bool) { a, ok := f(row); return a * c, ok }
+				return func(row []types.Value) (int64, bool) { a, ok := f(row); return (a * c) << sh >> sh, ok }
 			case "/":
-				return func(row []types.Value) (int64, bool) { a, ok := f(row); return a / c, ok }
+				return func(row []types.Value) (int64, bool) { a, ok := f(row); return (a / c) << sh >> sh, ok }
 			case "%":
 				return func(row []types.Value) (int64, bool) { a, ok := f(row); return a % c, ok }
 			}
@@ -196,16 +197,16 @@ func intArith(op string, l, r Expr) IntFn {
 		}
 		switch op {
 		case "+":
-			return a + b, true
+			return (a + b) << sh >> sh, true
 		case "-":
-			return a - b, true
+			return (a - b) << sh >> sh, true
 		case "*":
-			return a * b, true
+			return (a * b) << sh >> sh, true
 		case "/":
 			if b == 0 {
 				panic(runtimeError("division by zero"))
 			}
-			return a / b, true
+			return (a / b) << sh >> sh, true
 		}
 		if b == 0 {
 			panic(runtimeError("division by zero"))

@@ -201,6 +201,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		}
 		f, t := x.Eval, x.Type
 		t.TimeAttr = 0
+		sh := wrapShift(t.Kind) // ABS of TINYINT -128 is -128, as Java's
 		return Expr{Type: t, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
 			v := f(r)
 			if v.Null {
@@ -213,7 +214,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 				return types.BigDecimalValue(decBig(v, t).Abs(decBig(v, t)))
 			}
 			if v.I < 0 {
-				return types.IntValue(-v.I)
+				return types.IntValue(-v.I << sh >> sh)
 			}
 			return v
 		}}, nil
