@@ -3,9 +3,9 @@ package nexmark
 import (
 	"errors"
 	"fmt"
-	"github.com/weirstream/weir/internal/jsonstr"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/weirstream/weir/internal/jsonstr"
 )
 
 // The JSON lines of events, exactly:
@@ -71,51 +71,7 @@ func appendIntField(dst []byte, key string, v int64) []byte {
 }
 
 func appendStringField(dst []byte, key, v string) []byte {
-	return appendString(append(dst, key...), v)
-}
-
-// appendString appends s as a JSON string. Generated strings need no
-// escaping but for the odd backslash of an extra; the rest is for decoded
-// files.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			if c >= utf8.RuneSelf { // invalid UTF-8: the replacement character
-				dst = append(dst, `\ufffd`...)
-			} else {
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return jsonstr.Append(append(dst, key...), v)
 }
 
 // ErrSyntax is returned (wrapped) by DecodeJSON for input that is not an

@@ -1,7 +1,8 @@
 // Package jsonstr reads the body of a JSON string (RFC 8259): the bytes up
-// to the closing quote, with escapes and UTF-16 surrogate pairs decoded.
-// The hand-written JSON decoders (package nexmark's event reader and the SQL
-// layer's json format) share it, so both accept and refuse the same strings.
+// to the closing quote, with escapes and UTF-16 surrogate pairs decoded;
+// and writes one, never with invalid UTF-8. The hand-written JSON codecs
+// (package nexmark's events and the SQL layer's json format) share it, so
+// both accept, refuse and write the same strings.
 package jsonstr
 
 import (
@@ -119,4 +120,62 @@ func hex4(b []byte, i int) (rune, bool) {
 		}
 	}
 	return r, true
+}
+
+// Append appends s as a JSON string, with its quotes: '"', '\\' and control
+// characters escaped, and each byte that is not part of valid UTF-8 written
+// as U+FFFD.
+func Append[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst, _ = AppendStrict(dst, s, false)
+	return dst
+}
+
+// AppendStrict appends s as Append does, or, with fail, ends the append at
+// the first byte that is not part of valid UTF-8: bad is then its offset
+// in s, else -1. Strict JSON parsers refuse invalid UTF-8, so it is never
+// written raw; U+FFFD is what Flink's JSON format writes (its strings are
+// decoded into Java strings with replacement before Jackson writes them).
+func AppendStrict[S ~string | ~[]byte](dst []byte, s S, fail bool) (out []byte, bad int) {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if c >= 0x20 && c != '"' && c != '\\' {
+				continue
+			}
+			dst = append(dst, s[start:i-1]...)
+			dst = appendEscape(dst, c)
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		if r == utf8.RuneError && size == 1 {
+			if fail {
+				return dst, i
+			}
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\ufffd"...)
+			start = i + 1
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"'), -1
+}
+
+func appendEscape(dst []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(dst, '\\', c)
+	case '\n':
+		return append(dst, '\\', 'n')
+	case '\r':
+		return append(dst, '\\', 'r')
+	case '\t':
+		return append(dst, '\\', 't')
+	}
+	const hex = "0123456789abcdef"
+	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
 }

@@ -41,3 +41,37 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// Append writes valid JSON in valid UTF-8 for any input, and what it writes
+// reads back as encoding/json's reading of encoding/json's writing (which
+// also replaces each invalid byte with U+FFFD); AppendStrict refuses at the
+// first invalid byte.
+func FuzzAppend(f *testing.F) {
+	for _, s := range []string{"plain", "tab\there \"q\" \\", "ctl \x01\x1f", "héllo €", "bad \xff byte", "cut \xe2\x82", "\xc3", "\xed\xa0\x80 surrogate", "a\x00b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Append(nil, s)
+		if !utf8.Valid(out) || !json.Valid(out) {
+			t.Fatalf("%q: wrote %q, not valid UTF-8 JSON", s, out)
+		}
+		var got, want string
+		ref, _ := json.Marshal(s)
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%q: reads back as %q, encoding/json's as %q", s, got, want)
+		}
+		strict, bad := AppendStrict(nil, []byte(s), true)
+		switch {
+		case utf8.ValidString(s) && (bad != -1 || string(strict) != string(out)):
+			t.Fatalf("%q: strict wrote %q, %d; want %q, -1", s, strict, bad, out)
+		case !utf8.ValidString(s) && (bad < 0 || utf8.ValidString(s[bad:]) || !utf8.ValidString(s[:bad])):
+			t.Fatalf("%q: strict stopped at %d, not the first invalid byte", s, bad)
+		}
+	})
+}

@@ -32,11 +32,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/weirstream/weir/internal/jsonstr"
 	"math"
 	"strconv"
 	"sync"
 
+	"github.com/weirstream/weir/internal/jsonstr"
 	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -69,6 +69,11 @@ type Options struct {
 	// when no column has its exact name ('json.key-matching' = 'loose', a
 	// weir extension): a ddl's dateTime reads a file's date_time.
 	LooseKeys bool
+	// FailOnInvalidUTF8 makes writing a string that is not valid UTF-8 an
+	// error ('json.encode.invalid-utf8' = 'FAIL', a weir extension); by
+	// default ('REPLACE') each invalid byte is written as U+FFFD, as
+	// Flink's JSON format does.
+	FailOnInvalidUTF8 bool
 }
 
 func readOptions(o *format.Scoped) (Options, error) {
@@ -80,6 +85,7 @@ func readOptions(o *format.Scoped) (Options, error) {
 		MapNullKey:         o.O.Enum(o.Key("map-null-key.mode"), "FAIL", "FAIL", "DROP", "LITERAL"),
 		MapNullKeyLiteral:  o.O.String(o.Key("map-null-key.literal"), "null"),
 		LooseKeys:          o.O.Enum(o.Key("key-matching"), "exact", "exact", "loose") == "loose",
+		FailOnInvalidUTF8:  o.O.Enum(o.Key("encode.invalid-utf8"), "REPLACE", "REPLACE", "FAIL") == "FAIL",
 	}
 	// Written as plain numbers always; accepted for Flink compatibility.
 	o.O.Bool(o.Key("encode.decimal-as-plain-number"), false)
@@ -854,7 +860,10 @@ func compileEnc(t types.Type, opt Options) (valueEnc, error) {
 					dst = append(dst, ',')
 				}
 				first = false
-				dst = appendStringBytes(dst, kb)
+				var bad int
+				if dst, bad = jsonstr.AppendStrict(dst, kb, opt.FailOnInvalidUTF8); bad >= 0 {
+					return dst, invalidUTF8(bad)
+				}
 				dst = append(dst, ':')
 				if vals[i+1].Null {
 					dst = append(dst, "null"...)
@@ -868,7 +877,14 @@ func compileEnc(t types.Type, opt Options) (valueEnc, error) {
 			return append(dst, '}'), nil
 		}, nil
 	case types.Char, types.Varchar:
-		return func(dst []byte, v *types.Value) ([]byte, error) { return AppendString(dst, v.S), nil }, nil
+		fail := opt.FailOnInvalidUTF8
+		return func(dst []byte, v *types.Value) ([]byte, error) {
+			dst, bad := jsonstr.AppendStrict(dst, v.S, fail)
+			if bad >= 0 {
+				return dst, invalidUTF8(bad)
+			}
+			return dst, nil
+		}, nil
 	case types.Boolean, types.TinyInt, types.SmallInt, types.Int, types.BigInt, types.Interval, types.Decimal:
 		text, _ := format.TextEncoder(t, sep)
 		return func(dst []byte, v *types.Value) ([]byte, error) { return text(dst, v), nil }, nil
@@ -898,50 +914,14 @@ func compileEnc(t types.Type, opt Options) (valueEnc, error) {
 	return nil, fmt.Errorf("the json format does not support type %s", t)
 }
 
-// AppendString appends s as a JSON string.
+// AppendString appends s as a JSON string; bytes that are not valid UTF-8
+// become U+FFFD.
 func AppendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		dst = appendEscape(dst, c)
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return jsonstr.Append(dst, s)
 }
 
-func appendStringBytes(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		dst = appendEscape(dst, c)
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-func appendEscape(dst []byte, c byte) []byte {
-	switch c {
-	case '"', '\\':
-		return append(dst, '\\', c)
-	case '\n':
-		return append(dst, '\\', 'n')
-	case '\r':
-		return append(dst, '\\', 'r')
-	case '\t':
-		return append(dst, '\\', 't')
-	}
-	const hex = "0123456789abcdef"
-	return append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+// invalidUTF8 is the error of a string that is not valid UTF-8 with
+// 'json.encode.invalid-utf8' = 'FAIL'.
+func invalidUTF8(at int) error {
+	return fmt.Errorf("json: a string that is not valid UTF-8 (byte %d); 'json.encode.invalid-utf8' = 'REPLACE' writes U+FFFD for it, as Flink does", at)
 }

@@ -1,6 +1,7 @@
 package json_test
 
 import (
+	stdjson "encoding/json"
 	"errors"
 	"math/big"
 	"strings"
@@ -177,6 +178,46 @@ func TestOptions(t *testing.T) {
 	out, _, err := enc.Encode(nil, &types.Row{Values: []types.Value{{I: 1_500}, types.NullValue}})
 	if err != nil || string(out) != `{"ts":"1970-01-01T00:00:00.001"}` {
 		t.Fatalf("ISO: %s %v", out, err)
+	}
+}
+
+// A string that is not valid UTF-8 (read raw from a CSV file, say) is
+// written with U+FFFD for each invalid byte, as Flink's JSON format writes
+// it, never raw: strict parsers refuse that. 'json.encode.invalid-utf8' =
+// 'FAIL' makes it an error instead (issue 35).
+func TestInvalidUTF8(t *testing.T) {
+	s := types.Schema{f("name", types.StringType), f("attrs", types.MapOf(types.StringType, types.IntType))}
+	row := types.Row{Values: []types.Value{types.StringValue("a\xffb\xc3"), {X: []types.Value{types.StringValue("k\xfe"), types.IntValue(1)}}}}
+	enc := func(m map[string]string) (format.Encoder, error) {
+		m["connector"], m["format"] = "filesystem", "json"
+		o := connector.NewOptions(&connector.Table{Name: "t", Options: m})
+		e, _ := format.NewEncoder(o, "format", s)
+		return e, o.Err()
+	}
+	e, err := enc(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := e.Encode(nil, &row)
+	if want := "{\"name\":\"a\uFFFDb\uFFFD\",\"attrs\":{\"k\uFFFD\":1}}"; err != nil || string(out) != want {
+		t.Fatalf("default: %q %v, want %q", out, err, want)
+	}
+	if !stdjson.Valid(out) {
+		t.Fatalf("%q is not valid JSON", out)
+	}
+	e, err = enc(map[string]string{"json.encode.invalid-utf8": "FAIL"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Encode(nil, &row); err == nil || !strings.Contains(err.Error(), "not valid UTF-8 (byte 1)") {
+		t.Fatalf("FAIL: %v", err)
+	}
+	row.Values[0] = types.StringValue("ok")
+	if _, _, err := e.Encode(nil, &row); err == nil || !strings.Contains(err.Error(), "not valid UTF-8 (byte 1)") {
+		t.Fatalf("FAIL on a map key: %v", err)
+	}
+	if _, err := enc(map[string]string{"json.encode.invalid-utf8": "DROP"}); err == nil {
+		t.Fatal("'DROP' accepted")
 	}
 }
 
