@@ -157,3 +157,13 @@ type SkipError struct{ Err error }
 
 func (e *SkipError) Error() string { return e.Err.Error() + " (skipped: ignore-parse-errors)" }
 func (e *SkipError) Unwrap() error { return e.Err }
+
+// ParseErrorSkipper is implemented by a Decoder whose options can skip the
+// records that do not parse ('json.ignore-parse-errors'): a source asks it
+// about a record it cannot even hand to the decoder (one longer than the
+// source's limit), to skip it as the decoder would have.
+type ParseErrorSkipper interface {
+	// SkipsParseErrors reports whether records that do not parse are
+	// skipped (and counted) rather than errors.
+	SkipsParseErrors() bool
+}

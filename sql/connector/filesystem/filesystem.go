@@ -276,12 +276,14 @@ var errTooLong = errors.New("record too long")
 
 // next returns the next record, without its line break, skipping blank
 // lines; it sets recOff and recLine. The slice is valid until the next
-// call.
+// call. A record longer than max is a bad record (rowbuf.Buf.Bad): when the
+// format skips parse errors or the job's bad-record policy takes it, the
+// rest of it is read past and the next record returned.
 func (r *reader) next() ([]byte, error) {
 	for {
 		r.recOff, r.recLine = r.off, r.line+1
 		r.rec = r.rec[:0]
-		inQuote := false
+		inQuote, tooLong := false, false
 		var rec []byte
 		var err error
 		for {
@@ -297,25 +299,28 @@ func (r *reader) next() ([]byte, error) {
 			if r.quote != 0 && bytes.Count(chunk, []byte{r.quote})%2 == 1 {
 				inQuote = !inQuote
 			}
-			if err == bufio.ErrBufferFull || (err == nil && inQuote) {
-				// The record goes on: a long line, or a line break
-				// inside a quoted CSV field.
+			more := err == bufio.ErrBufferFull || (err == nil && inQuote)
+			if !more && len(r.rec) == 0 {
+				rec = chunk // the whole record in the buffer: no copy
+				break
+			}
+			// A long line, or a line break inside a quoted CSV field.
+			if !tooLong {
 				r.rec = append(r.rec, chunk...)
-				if len(r.rec) > r.max {
-					return nil, r.recordError(fmt.Errorf("%w: more than %d bytes", errTooLong, r.max))
+				if len(trimEOL(r.rec)) > r.max {
+					if err := r.buf.Bad(r.rec[:r.max], r, fmt.Errorf("%w: more than %d bytes", errTooLong, r.max)); err != nil {
+						return nil, r.recordError(err)
+					}
+					tooLong = true
 				}
-				continue
 			}
-			if len(r.rec) > 0 {
-				r.rec = append(r.rec, chunk...)
+			if !more {
 				rec = r.rec
-			} else {
-				rec = chunk
+				break
 			}
-			break
 		}
 		rec = trimEOL(rec)
-		if len(bytes.TrimSpace(rec)) > 0 {
+		if !tooLong && len(bytes.TrimSpace(rec)) > 0 {
 			return rec, nil
 		}
 		if err == io.EOF {

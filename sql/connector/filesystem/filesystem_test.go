@@ -121,45 +121,61 @@ func TestJSONFilesToCSVDirectory(t *testing.T) {
 	}
 }
 
+// readIDs runs a job reading the JSON or CSV file in through a filesystem
+// table of opts, and returns the first column of its rows, the records
+// its sources skipped, and the job's error.
+func readIDs(t *testing.T, in string, opts map[string]string, settings connector.Settings) (got []int64, skipped int64, err error) {
+	t.Helper()
+	opts["connector"] = "filesystem"
+	opts["path"] = in
+	tab := table("events", opts)
+	tab.Settings = settings
+	src, err := connector.CreateSource(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := weir.NewJob("bad")
+	s := weir.FromSource(job, "events", src.Source, weir.NoWatermarks[types.Row](), src.Options...)
+	var mu sync.Mutex
+	weir.To(s, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rows {
+			got = append(got, r.Values[0].I)
+		}
+		return nil
+	}))
+	err = job.Run(context.Background())
+	for _, op := range job.Metrics().Operators {
+		skipped += op.BadRecordsSkipped
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return got, skipped, err
+}
+
+// deadLetters is a dead-letter policy that keeps what it receives.
+func deadLetters() (connector.Settings, func() []weir.BadRecord) {
+	var mu sync.Mutex
+	var letters []weir.BadRecord
+	dl := weir.DeadLetter(weir.SinkFunc[weir.BadRecord](func(_ context.Context, b []weir.BadRecord) error {
+		mu.Lock()
+		defer mu.Unlock()
+		letters = append(letters, b...)
+		return nil
+	}))
+	return connector.Settings{BadRecords: &dl}, func() []weir.BadRecord {
+		mu.Lock()
+		defer mu.Unlock()
+		return letters
+	}
+}
+
 func TestMalformedRecord(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
 	writeFile(t, in, "{\"id\": 1}\n\n{\"id\": \"x\"}\n{\"id\": 3}\n")
-	var mu sync.Mutex
-	var got []int64
-	run := func(opts map[string]string, settings connector.Settings) error {
-		opts["connector"] = "filesystem"
-		opts["path"] = in
-		tab := table("events", opts)
-		tab.Settings = settings
-		src, err := connector.CreateSource(tab)
-		if err != nil {
-			t.Fatal(err)
-		}
-		job := weir.NewJob("bad")
-		s := weir.FromSource(job, "events", src.Source, weir.NoWatermarks[types.Row](), src.Options...)
-		got = nil
-		weir.To(s, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, r := range rows {
-				got = append(got, r.Values[0].I)
-			}
-			return nil
-		}))
-		err = job.Run(context.Background())
-		if err == nil && settings.BadRecords == nil {
-			var skipped int64
-			for _, op := range job.Metrics().Operators {
-				skipped += op.BadRecordsSkipped
-			}
-			if want := int64(len(opts) - 3); skipped != want {
-				t.Errorf("BadRecordsSkipped = %d, want %d", skipped, want)
-			}
-		}
-		return err
-	}
-	err := run(map[string]string{"format": "json"}, connector.Settings{})
+	got, _, err := readIDs(t, in, map[string]string{"format": "json"}, connector.Settings{})
 	var re *file.RecordError
 	if !errors.As(err, &re) || re.Line != 3 || re.Offset != 11 || !strings.Contains(err.Error(), "in.jsonl:3 (byte offset 11)") ||
 		!strings.Contains(err.Error(), "field 'id'") {
@@ -169,25 +185,51 @@ func TestMalformedRecord(t *testing.T) {
 		t.Fatalf("rows before the bad one: %v", got)
 	}
 	// The format's ignore-parse-errors skips (and counts) it.
-	if err := run(map[string]string{"format": "json", "json.ignore-parse-errors": "true"}, connector.Settings{}); err != nil {
+	got, skipped, err := readIDs(t, in, map[string]string{"format": "json", "json.ignore-parse-errors": "true"}, connector.Settings{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got, []int64{1, 3}) {
-		t.Fatalf("rows %v", got)
+	if !slices.Equal(got, []int64{1, 3}) || skipped != 1 {
+		t.Fatalf("rows %v, %d skipped", got, skipped)
 	}
 	// The job's policy: dead letters with the position.
-	var letters []weir.BadRecord
-	dl := weir.DeadLetter(weir.SinkFunc[weir.BadRecord](func(_ context.Context, b []weir.BadRecord) error {
-		mu.Lock()
-		defer mu.Unlock()
-		letters = append(letters, b...)
-		return nil
-	}))
-	if err := run(map[string]string{"format": "json"}, connector.Settings{BadRecords: &dl}); err != nil {
+	settings, letters := deadLetters()
+	if _, _, err := readIDs(t, in, map[string]string{"format": "json"}, settings); err != nil {
 		t.Fatal(err)
 	}
-	if len(letters) != 1 || !strings.HasSuffix(letters[0].Position, "in.jsonl:3 (byte offset 11)") || string(letters[0].Raw) != `{"id": "x"}` {
-		t.Fatalf("dead letters %+v", letters)
+	if l := letters(); len(l) != 1 || !strings.HasSuffix(l[0].Position, "in.jsonl:3 (byte offset 11)") || string(l[0].Raw) != `{"id": "x"}` {
+		t.Fatalf("dead letters %+v", l)
+	}
+}
+
+// A record longer than the source's limit (16 MiB) is a bad record like
+// one that does not parse: an error naming its line by default, skipped
+// and counted with 'json.ignore-parse-errors', a dead letter (its first
+// 16 MiB) under that policy; the records after it are read (issue 35: it
+// failed the job even with ignore-parse-errors).
+func TestTooLongRecord(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.jsonl")
+	long := `{"id": 2, "pad": "` + strings.Repeat("x", file.DefaultMaxRecordBytes) + `"}`
+	writeFile(t, in, "{\"id\": 1}\n"+long+"\n{\"id\": 3}\n")
+	_, _, err := readIDs(t, in, map[string]string{"format": "json"}, connector.Settings{})
+	var re *file.RecordError
+	if !errors.As(err, &re) || re.Line != 2 || !strings.Contains(err.Error(), "record too long") {
+		t.Fatalf("error %v, want a RecordError at line 2 saying the record is too long", err)
+	}
+	got, skipped, err := readIDs(t, in, map[string]string{"format": "json", "json.ignore-parse-errors": "true"}, connector.Settings{})
+	if err != nil || !slices.Equal(got, []int64{1, 3}) || skipped != 1 {
+		t.Fatalf("ignore-parse-errors: rows %v, %d skipped, %v; want [1 3], 1 skipped", got, skipped, err)
+	}
+	settings, letters := deadLetters()
+	got, _, err = readIDs(t, in, map[string]string{"format": "json"}, settings)
+	if err != nil || !slices.Equal(got, []int64{1, 3}) {
+		t.Fatalf("dead letters: rows %v, %v", got, err)
+	}
+	if l := letters(); len(l) != 1 || !strings.HasSuffix(l[0].Position, "in.jsonl:2 (byte offset 10)") || len(l[0].Raw) != file.DefaultMaxRecordBytes {
+		for _, b := range l {
+			t.Logf("dead letter at %s, %d bytes", b.Position, len(b.Raw))
+		}
+		t.Fatalf("%d dead letters, want one of line 2 with its first 16 MiB", len(l))
 	}
 }
 
@@ -202,7 +244,7 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"path": "/tmp", "format": "avro"}, false, "option 'format' = 'avro': no such format (available: csv, debezium-json, json, raw)"},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.file-size": "12 parsecs"}, true, "unknown memory unit 'parsecs'"},
 		{map[string]string{"path": "/tmp", "format": "json", "pth": "x"}, false,
-			"unsupported options found for 'filesystem': 'pth' (supported options: connector, format, json.encode.decimal-as-plain-number, json.encode.ignore-null-fields, json.fail-on-missing-field, json.ignore-parse-errors"},
+			"unsupported options found for 'filesystem': 'pth' (supported options: connector, format, json.encode.decimal-as-plain-number, json.encode.ignore-null-fields, json.encode.invalid-utf8, json.fail-on-missing-field, json.ignore-parse-errors"},
 	} {
 		c.opts["connector"] = "filesystem"
 		var err error

@@ -136,6 +136,9 @@ func NewDecoder(schema types.Schema, opt Options) (*Decoder, error) {
 	return &Decoder{cols: cols, opt: opt}, nil
 }
 
+// SkipsParseErrors implements format.ParseErrorSkipper.
+func (d *Decoder) SkipsParseErrors() bool { return d.opt.IgnoreParseErrors }
+
 // Decode implements format.Decoder: one +I row per record. A trailing
 // line break is ignored; an empty record gives no row.
 func (d *Decoder) Decode(data []byte, dst []types.Row) ([]types.Row, error) {

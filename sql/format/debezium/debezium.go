@@ -108,6 +108,9 @@ type event struct {
 	payload       bool
 }
 
+// SkipsParseErrors implements format.ParseErrorSkipper.
+func (d *Decoder) SkipsParseErrors() bool { return d.ignore }
+
 // Decode implements format.Decoder.
 func (d *Decoder) Decode(data []byte, dst []types.Row) ([]types.Row, error) {
 	out, err := d.decode(data, dst)

@@ -164,6 +164,9 @@ func (d *Decoder) Decode(data []byte, dst []types.Row) ([]types.Row, error) {
 	return append(dst, types.Row{Kind: types.Insert, Values: vals}), nil
 }
 
+// SkipsParseErrors implements format.ParseErrorSkipper.
+func (d *Decoder) SkipsParseErrors() bool { return d.opt.IgnoreParseErrors }
+
 // DecodeValues decodes one JSON object into vals (len = the schema's
 // columns), for formats that wrap rows (debezium-json).
 func (d *Decoder) DecodeValues(p *Parser, vals []types.Value) error {

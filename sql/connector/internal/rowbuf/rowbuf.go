@@ -58,6 +58,22 @@ func (b *Buf) Decode(data []byte, w Where) error {
 		b.skipped.Add(1)
 		return nil
 	}
+	return b.bad(data, w, err)
+}
+
+// Bad is a record the reader could not hand to Decode (longer than its
+// limit, say; data is what was kept of it): skipped and counted when the
+// format skips parse errors, else given to OnBad if set; otherwise err is
+// returned for the caller to wrap with the record's position.
+func (b *Buf) Bad(data []byte, w Where, err error) error {
+	if s, ok := b.Dec.(format.ParseErrorSkipper); ok && s.SkipsParseErrors() {
+		b.skipped.Add(1)
+		return nil
+	}
+	return b.bad(data, w, err)
+}
+
+func (b *Buf) bad(data []byte, w Where, err error) error {
 	if b.OnBad != nil {
 		b.OnBad(data, w.Where(), err)
 		return nil
