@@ -6,7 +6,11 @@ import "strings"
 // predicates (IS, BETWEEN, IN, LIKE), additive (+ - ||), multiplicative
 // (* / %), unary sign, postfix ([i], .field).
 
-func (p *parser) expr() Expr { return p.orExpr() }
+func (p *parser) expr() Expr {
+	p.enter()
+	defer p.leave()
+	return p.orExpr()
+}
 
 func (p *parser) orExpr() Expr {
 	l := p.andExpr()
@@ -29,6 +33,8 @@ func (p *parser) andExpr() Expr {
 func (p *parser) notExpr() Expr {
 	if p.isKw("NOT") {
 		t := p.next()
+		p.enter()
+		defer p.leave()
 		return &Unary{Pos: t.pos, Op: "NOT", X: p.notExpr()}
 	}
 	return p.predicate()
@@ -142,9 +148,16 @@ func (p *parser) multiplicative() Expr {
 func (p *parser) unary() Expr {
 	if p.isOp("-") || p.isOp("+") {
 		t := p.next()
+		p.enter()
+		defer p.leave()
 		x := p.unary()
 		if lit, ok := x.(*Literal); ok && lit.Kind == NumberLit && t.text == "-" {
-			return &Literal{Pos: t.pos, Kind: NumberLit, Text: "-" + lit.Text}
+			// a negative number literal; - -1 is 1
+			text, neg := strings.CutPrefix(lit.Text, "-")
+			if !neg {
+				text = "-" + lit.Text
+			}
+			return &Literal{Pos: t.pos, Kind: NumberLit, Text: text}
 		}
 		return &Unary{Pos: t.pos, Op: t.text, X: x}
 	}

@@ -66,9 +66,27 @@ func (p *parser) guard(fn func()) (err error) {
 }
 
 type parser struct {
-	toks []token
-	i    int
+	toks  []token
+	i     int
+	depth int // how deep the descent is (MaxDepth)
 }
+
+// MaxDepth bounds how deeply a statement nests: parentheses, calls,
+// subqueries, NOT and signs, nested types each count one. A deeper
+// statement is an error rather than a stack overflow of the recursive
+// descent (a million parentheses ended the process); sql/expr bounds the
+// compiled expression alike.
+const MaxDepth = 10_000
+
+// enter goes one level deeper, failing beyond MaxDepth; the caller defers
+// leave.
+func (p *parser) enter() {
+	if p.depth++; p.depth > MaxDepth {
+		panic(bail{Errorf(p.tok().pos, "the statement nests more than %d deep: split it", MaxDepth)})
+	}
+}
+
+func (p *parser) leave() { p.depth-- }
 
 // bail is panicked with a *Error and recovered by statement, so the
 // recursive descent reads straight.
@@ -415,6 +433,8 @@ func (p *parser) tableElement(ct *CreateTable) {
 // dataType reads a type: Flink's names, ROW<...>/ROW(...), ARRAY<...>,
 // MAP<...>, `T ARRAY`, and NOT NULL / NULL.
 func (p *parser) dataType() types.Type {
+	p.enter()
+	defer p.leave()
 	t := p.tok()
 	if t.kind != tIdent {
 		p.fail("a data type")
@@ -618,6 +638,8 @@ func (p *parser) insert() Stmt {
 
 // query: set operations over query terms, then ORDER BY / LIMIT.
 func (p *parser) query() Query {
+	p.enter()
+	defer p.leave()
 	if p.isKw("WITH") {
 		w := &With{Pos: p.next().pos}
 		for {

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -89,4 +90,48 @@ func summary(s Stmt) string {
 		return "statement set {" + strings.Join(parts, "; ") + "}"
 	}
 	return fmt.Sprintf("%T", s)
+}
+
+// A statement nested deeper than MaxDepth is an error with a position, not
+// a stack overflow (issue 35: a million parentheses ended the process);
+// the same nesting at half the limit parses.
+func TestDeepNestingIsAnError(t *testing.T) {
+	forms := map[string]func(n int) string{
+		"parentheses": func(n int) string { return "SELECT " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) },
+		"signs":       func(n int) string { return "SELECT " + strings.Repeat("- ", n) + "1" },
+		"NOT":         func(n int) string { return "SELECT " + strings.Repeat("NOT ", n) + "TRUE" },
+		"calls":       func(n int) string { return "SELECT " + strings.Repeat("ABS(", n) + "1" + strings.Repeat(")", n) },
+		"CASE": func(n int) string {
+			return "SELECT " + strings.Repeat("CASE WHEN TRUE THEN ", n) + "1" + strings.Repeat(" END", n)
+		},
+		"subqueries": func(n int) string {
+			return "SELECT * FROM " + strings.Repeat("(SELECT * FROM ", n) + "t" + strings.Repeat(")", n)
+		},
+		"types": func(n int) string {
+			return "CREATE TABLE t (a " + strings.Repeat("ARRAY<", n) + "INT" + strings.Repeat(">", n) + ")"
+		},
+	}
+	for name, form := range forms {
+		_, err := Parse(form(MaxDepth + 10))
+		var pe *Error
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "nests more than 10000 deep") || pe.Pos.Line != 1 {
+			t.Errorf("%s nested %d deep: %v; want an error saying how deep", name, MaxDepth+10, err)
+		}
+		if _, err := Parse(form(MaxDepth / 2)); err != nil {
+			t.Errorf("%s nested %d deep: %v", name, MaxDepth/2, err)
+		}
+	}
+}
+
+// A minus before a negative number literal makes it positive.
+func TestDoubleMinus(t *testing.T) {
+	for in, want := range map[string]string{"- -1": "1", "-(-2.5)": "2.5", "- - -3": "-3"} {
+		e, err := ParseExpr(in)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if lit, ok := e.(*Literal); !ok || lit.Text != want {
+			t.Errorf("%s: %#v, want the literal %s", in, e, want)
+		}
+	}
 }
