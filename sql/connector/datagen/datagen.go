@@ -14,7 +14,9 @@
 //     arrays, multisets and maps (default 3, at most 1 Mi elements; weir's
 //     bounds, refused with an error), 'fields.NAME.max-past' for
 //     TIMESTAMP, TIMESTAMP_LTZ, DATE and TIME (a duration: values are the
-//     source's start time minus up to that much; default 0),
+//     row's time minus up to that much; default 0; row k's time is the
+//     source's start plus k / rows-per-second, when the pacing emits it,
+//     as Flink's are the current time, so event-time windows fire),
 //     'fields.NAME.null-rate' (0 to 1, default 0);
 //   - sequence (integers, DECIMAL, DOUBLE, FLOAT, strings):
 //     'fields.NAME.start' and 'fields.NAME.end' (both required) — row k
@@ -71,10 +73,15 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	h := fnv.New64a()
 	h.Write([]byte(t.Name))
 	seed := uint64(o.Int("seed", int64(h.Sum64()>>1)))
-	now := time.Now().UnixMicro()
+	// Row k's time is when the pacing emits it: the source's start plus
+	// k / rows-per-second, as Flink's datagen gives a TIMESTAMP column the
+	// current time (so event-time windows over it fire); a function of k,
+	// so the same on every split.
+	start, rps := time.Now().UnixMicro(), max(rate, 1)
+	at := func(k int64) int64 { return start + k/rps*1_000_000 + k%rps*1_000_000/rps }
 	gens := make([]gen, len(t.Schema))
 	for i, col := range t.Schema {
-		g, seqLen := column(o, col, now)
+		g, seqLen := column(o, col, at)
 		gens[i] = g
 		if seqLen >= 0 && (rows < 0 || seqLen < rows) {
 			rows = seqLen
@@ -96,13 +103,13 @@ const (
 
 // column compiles the generator of a column; seqLen is the length of a
 // sequence (-1 for random values).
-func column(o *connector.Options, col types.Field, now int64) (gen, int64) {
+func column(o *connector.Options, col types.Field, at func(k int64) int64) (gen, int64) {
 	key := func(s string) string { return "fields." + col.Name + "." + s }
 	kind := o.Enum(key("kind"), "random", "random", "sequence")
 	if kind == "sequence" {
 		return sequence(o, col, key)
 	}
-	g := random(o, col.Type, key, now, true)
+	g := random(o, col.Type, key, at, true)
 	if rate := o.Float(key("null-rate"), 0); rate > 0 {
 		if rate > 1 {
 			o.Invalid(key("null-rate"), "must be between 0 and 1")
@@ -163,7 +170,7 @@ func sequence(o *connector.Options, col types.Field, key func(string) string) (g
 	return nil, -1
 }
 
-func random(o *connector.Options, t types.Type, key func(string) string, now int64, top bool) gen {
+func random(o *connector.Options, t types.Type, key func(string) string, at func(k int64) int64, top bool) gen {
 	// Options are read for the top-level column only; nested values use
 	// the defaults.
 	intOpt := func(name string, def int64) int64 {
@@ -278,8 +285,8 @@ func random(o *connector.Options, t types.Type, key func(string) string, now int
 		}
 		kind := t.Kind
 		p := t.Precision
-		return func(_ int64, r *rng, v *types.Value) {
-			us := now
+		return func(k int64, r *rng, v *types.Value) {
+			us := at(k)
 			if past > 0 {
 				us -= int64(r.next() % uint64(past+1))
 			}
@@ -302,7 +309,7 @@ func random(o *connector.Options, t types.Type, key func(string) string, now int
 			o.Invalid(key("length"), "must be at most %d", maxCollectionLength)
 			n = 0
 		}
-		elem := random(o, *t.Elem, key, now, false)
+		elem := random(o, *t.Elem, key, at, false)
 		if t.Kind != types.Map {
 			return func(k int64, r *rng, v *types.Value) {
 				vals := make([]types.Value, n)
@@ -312,7 +319,7 @@ func random(o *connector.Options, t types.Type, key func(string) string, now int
 				*v = types.Value{X: vals}
 			}
 		}
-		kg := random(o, *t.Key, key, now, false)
+		kg := random(o, *t.Key, key, at, false)
 		return func(k int64, r *rng, v *types.Value) {
 			vals := make([]types.Value, 2*n)
 			for i := 0; i < len(vals); i += 2 {
@@ -324,7 +331,7 @@ func random(o *connector.Options, t types.Type, key func(string) string, now int
 	case types.Structured:
 		fields := make([]gen, len(t.Fields))
 		for i, f := range t.Fields {
-			fields[i] = random(o, f.Type, key, now, false)
+			fields[i] = random(o, f.Type, key, at, false)
 		}
 		return func(k int64, r *rng, v *types.Value) {
 			vals := make([]types.Value, len(fields))

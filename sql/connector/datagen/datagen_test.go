@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
@@ -147,6 +148,50 @@ func TestOptionErrors(t *testing.T) {
 		_, err := connector.CreateSource(&connector.Table{Name: "gen", Schema: schema, Options: c.opts})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.opts, err, c.want)
+		}
+	}
+}
+
+// A TIMESTAMP column is the time the pacing emits the row (the source's
+// start plus k / rows-per-second), as Flink's datagen gives the current
+// time, so event-time windows over it fire; with max-past, up to that much
+// earlier (issue 38: every row had the start time, and a TUMBLE window
+// over an unbounded datagen table never showed a row).
+func TestTimestampsFollowThePace(t *testing.T) {
+	sc := types.Schema{f("id", types.BigIntType), f("ts", types.Type{Kind: types.Timestamp, Precision: 6}), f("day", types.DateType), f("back", types.Type{Kind: types.Timestamp, Precision: 6})}
+	before := time.Now().UnixMicro()
+	src, err := connector.CreateSource(&connector.Table{Name: "gen", Schema: sc, Options: map[string]string{
+		"connector": "datagen", "rows-per-second": "100000", "fields.id.kind": "sequence", "fields.id.start": "0", "fields.id.end": "999",
+		"fields.back.max-past": "5 s",
+	}, Settings: connector.Settings{Parallelism: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().UnixMicro()
+	job := weir.NewJob("datagen", weir.Parallelism(2))
+	c := weir.Collect(weir.FromSource(job, "gen", src.Source, weir.NoWatermarks[types.Row]()))
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows := c.Items()
+	slices.SortFunc(rows, func(a, b types.Row) int { return int(a.Values[0].I - b.Values[0].I) })
+	if len(rows) != 1000 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	start := rows[0].Values[1].I
+	if start < before || start > after {
+		t.Fatalf("row 0 at %d, not the source's start (%d..%d)", start, before, after)
+	}
+	for k, r := range rows {
+		ts, back := r.Values[1].I, r.Values[3].I
+		if want := start + int64(k)*10; ts != want {
+			t.Fatalf("row %d at %d, want the start + %d µs (%d)", k, ts, k*10, want)
+		}
+		if back > ts || back < ts-5_000_000 {
+			t.Fatalf("row %d: max-past 5 s gave %d for the row's time %d", k, back, ts)
+		}
+		if r.Values[2].I != ts/86_400_000_000 {
+			t.Fatalf("row %d: DATE %d for %d", k, r.Values[2].I, ts)
 		}
 	}
 }
