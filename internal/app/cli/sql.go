@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -137,7 +139,17 @@ func runUntilDone(ctx context.Context, job *weir.Job) error {
 // DDL, SET, SHOW, DESCRIBE and EXPLAIN at once; INSERT INTO and SELECT as
 // a job each, SELECT printing its result as a changelog until the job
 // ends or the user interrupts it.
+//
+// The shell outlives Ctrl-C, as Flink's sql-client does: SIGINT cancels
+// the statement running and the session keeps its tables; SIGTERM, the
+// end of the input, QUIT or EXIT end the shell. (The command's context,
+// which SIGINT cancels, is therefore not the shell's.)
 func sqlShell(ctx context.Context, in io.Reader, out, errOut io.Writer, opts []sql.Option) error {
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	defer signal.Stop(interrupts)
+	ctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), syscall.SIGTERM)
+	defer stop()
 	var lr lineReader
 	if isTerminalInput(in) && in == io.Reader(os.Stdin) {
 		lr = newHistoryReader(sqlHistoryFile(), errOut)
@@ -145,11 +157,12 @@ func sqlShell(ctx context.Context, in io.Reader, out, errOut io.Writer, opts []s
 		lr = newScanReader(in, errOut)
 	}
 	defer lr.Close()
-	return shellLoop(ctx, lr, out, errOut, opts)
+	return shellLoop(ctx, lr, out, errOut, opts, interrupts)
 }
 
-// shellLoop runs the statements lr reads, each one added to its history.
-func shellLoop(ctx context.Context, lr lineReader, out, errOut io.Writer, opts []sql.Option) error {
+// shellLoop runs the statements lr reads, each one added to its history; a
+// value on interrupts cancels the statement running.
+func shellLoop(ctx context.Context, lr lineReader, out, errOut io.Writer, opts []sql.Option, interrupts <-chan os.Signal) error {
 	s := sql.NewSession(opts...)
 	var buf strings.Builder
 	for {
@@ -180,7 +193,7 @@ func shellLoop(ctx context.Context, lr lineReader, out, errOut io.Writer, opts [
 			strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "exit") {
 			return nil
 		}
-		if err := shellExec(ctx, s, text, out); err != nil {
+		if err := shellExec(ctx, s, text, out, errOut, interrupts); err != nil {
 			fmt.Fprintln(errOut, "[ERROR]", err)
 		}
 		if ctx.Err() != nil {
@@ -236,7 +249,7 @@ func statementComplete(text string) bool {
 	return last == ';' && !inStr && !inIdent && !inBlock
 }
 
-func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer) error {
+func shellExec(ctx context.Context, s *sql.Session, text string, out, errOut io.Writer, interrupts <-chan os.Signal) error {
 	stmts, err := s.Exec(text)
 	if err != nil || len(stmts) == 0 {
 		return err
@@ -269,10 +282,25 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer) 
 		}()
 		defer func() { io.WriteString(out, "\x1b[H\x1b[2J"); live.render(out, 1000) }()
 	}
-	// a SELECT runs until it ends or the user interrupts it (Ctrl-C ends
-	// the query, not the shell: the shell's context is the command's)
-	err = job.Run(ctx)
-	if err != nil && ctx.Err() != nil {
+	// a SELECT runs until it ends or the user interrupts it: Ctrl-C ends
+	// the query, not the shell
+	for len(interrupts) > 0 {
+		<-interrupts // pressed before the statement ran
+	}
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-interrupts:
+			cancel()
+		case <-jctx.Done():
+		}
+	}()
+	err = job.Run(jctx)
+	if err != nil && jctx.Err() != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintln(errOut, "[INFO] The statement was cancelled.")
+		}
 		return nil
 	}
 	return err

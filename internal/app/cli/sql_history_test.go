@@ -38,7 +38,7 @@ func (f *fakeLines) Close() error        { return nil }
 func TestShellHistory(t *testing.T) {
 	f := &fakeLines{lines: []string{"SHOW", "  TABLES;", "SELECT 1 +", "^C", "SELECT 2", ";", "quit;"}}
 	var out, errb strings.Builder
-	if err := shellLoop(context.Background(), f, &out, &errb, []sql.Option{sql.Stdout(&out)}); err != nil {
+	if err := shellLoop(context.Background(), f, &out, &errb, []sql.Option{sql.Stdout(&out)}, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"SHOW\n  TABLES;\n", "SELECT 2\n;\n", "quit;\n"}
