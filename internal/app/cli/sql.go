@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql"
 	_ "github.com/weirstream/weir/sql/connector/builtin" // the table connectors and formats
+	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -163,7 +165,8 @@ func sqlShell(ctx context.Context, in io.Reader, out, errOut io.Writer, opts []s
 // shellLoop runs the statements lr reads, each one added to its history; a
 // value on interrupts cancels the statement running.
 func shellLoop(ctx context.Context, lr lineReader, out, errOut io.Writer, opts []sql.Option, interrupts <-chan os.Signal) error {
-	s := sql.NewSession(opts...)
+	printed := &countingWriter{w: out}
+	s := sql.NewSession(append(opts, sql.Stdout(printed))...)
 	var buf strings.Builder
 	for {
 		prompt := "weir> "
@@ -189,12 +192,21 @@ func shellLoop(ctx context.Context, lr lineReader, out, errOut io.Writer, opts [
 		text := buf.String()
 		buf.Reset()
 		lr.AddHistory(text)
-		if strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "quit") ||
-			strings.EqualFold(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";")), "exit") {
+		switch word := strings.ToUpper(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(text), ";"))); word {
+		case "QUIT", "EXIT":
 			return nil
+		case "HELP":
+			io.WriteString(out, shellHelp)
+			continue
+		case "CLEAR":
+			io.WriteString(out, "\x1b[H\x1b[2J")
+			continue
 		}
-		if err := shellExec(ctx, s, text, out, errOut, interrupts); err != nil {
+		before := printed.n.Load()
+		if err := shellExec(ctx, s, text, out, interrupts); err != nil {
 			fmt.Fprintln(errOut, "[ERROR]", err)
+		} else if msg := shellInfo(text, printed.n.Load() > before); msg != "" {
+			fmt.Fprintln(out, msg)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -249,7 +261,71 @@ func statementComplete(text string) bool {
 	return last == ';' && !inStr && !inIdent && !inBlock
 }
 
-func shellExec(ctx context.Context, s *sql.Session, text string, out, errOut io.Writer, interrupts <-chan os.Signal) error {
+// shellHelp is what HELP; prints, after Flink's sql-client.
+const shellHelp = `The following commands are available:
+
+CLEAR		Clears the screen.
+CREATE TABLE	Create a table under the session, e.g. CREATE TABLE t (a INT) WITH ('connector' = 'datagen');
+CREATE VIEW	Create a view under the session, e.g. CREATE VIEW v AS SELECT ...;
+DESCRIBE	Describes the schema of a table, e.g. DESCRIBE t;
+DROP TABLE	Drops a table, e.g. DROP TABLE t;
+DROP VIEW	Drops a view, e.g. DROP VIEW v;
+EXPLAIN		Describes the plan of a query or an INSERT, e.g. EXPLAIN SELECT ...;
+EXIT		Quits the shell (also QUIT, or the end of input).
+HELP		Prints the available commands.
+INSERT INTO	Inserts the results of a query into a table; the job runs until its inputs end.
+RESET		Resets a session property to its default, e.g. RESET 'table.exec.state.ttl';
+SELECT		Runs a query and shows its result, updated as it changes; Ctrl-C cancels it.
+SET		Sets a session property, e.g. SET 'parallelism.default' = '2'; SET; lists them.
+SHOW TABLES	Shows the tables and views of the session (SHOW VIEWS: the views).
+BEGIN STATEMENT SET / END	Runs the INSERTs between them as one job.
+
+Hint: Make sure that a statement ends with ';' to finalize it (multi-line statements work).
+`
+
+// shellInfo is the line Flink's sql-client prints after a statement that
+// shows no result ("" for none): printed says whether it printed anything.
+func shellInfo(text string, printed bool) string {
+	stmts, err := parser.Parse(text)
+	if err != nil {
+		return "" // ${NAME} substitutions and the like: no line
+	}
+	msg := ""
+	for _, st := range stmts {
+		switch st := st.(type) {
+		case *parser.CreateTable, *parser.CreateView, *parser.Drop:
+			msg = "[INFO] Execute statement succeed."
+		case *parser.Set:
+			if st.Key != "" {
+				msg = "[INFO] Session property has been set."
+			} else if !printed {
+				msg = "Empty set"
+			}
+		case *parser.Reset:
+			msg = "[INFO] Session property has been reset."
+		case *parser.ShowTables:
+			if !printed {
+				msg = "Empty set"
+			}
+		}
+	}
+	return msg
+}
+
+// countingWriter counts the bytes written through it (by the jobs'
+// print sinks too).
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer, interrupts <-chan os.Signal) error {
 	stmts, err := s.Exec(text)
 	if err != nil || len(stmts) == 0 {
 		return err
@@ -299,7 +375,7 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out, errOut io.
 	err = job.Run(jctx)
 	if err != nil && jctx.Err() != nil {
 		if ctx.Err() == nil {
-			fmt.Fprintln(errOut, "[INFO] The statement was cancelled.")
+			fmt.Fprintln(out, "[INFO] The statement was cancelled.")
 		}
 		return nil
 	}

@@ -87,3 +87,29 @@ func TestShellHistoryFile(t *testing.T) {
 		t.Fatalf("warnings: %s", errb.String())
 	}
 }
+
+// The shell answers as Flink's sql-client does: HELP; lists the commands,
+// a statement without a result says it succeeded, SET says the property is
+// set, and an empty SHOW TABLES says "Empty set" (issue 38: the shell
+// printed nothing for any of them).
+func TestShellManners(t *testing.T) {
+	f := &fakeLines{lines: []string{"help;", "SHOW TABLES;", "CREATE TABLE t (a INT) WITH ('connector' = 'datagen');",
+		"SHOW TABLES;", "SET 'parallelism.default' = '2';", "RESET 'parallelism.default';", "DROP TABLE t;", "SELECT 1 +;"}}
+	var out, errb strings.Builder
+	if err := shellLoop(context.Background(), f, &out, &errb, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	help, rest, _ := strings.Cut(got, "(multi-line statements work).")
+	if !strings.HasPrefix(help, "The following commands are available:") || !strings.Contains(help, "SELECT\t") {
+		t.Fatalf("HELP printed %q", help)
+	}
+	want := "\nEmpty set\n[INFO] Execute statement succeed.\nt\n[INFO] Session property has been set.\n" +
+		"[INFO] Session property has been reset.\n[INFO] Execute statement succeed.\n"
+	if rest != want {
+		t.Fatalf("after HELP the shell printed\n%q\nwant\n%q", rest, want)
+	}
+	if !strings.Contains(errb.String(), "[ERROR]") {
+		t.Fatalf("the bad statement: stderr %q", errb.String())
+	}
+}

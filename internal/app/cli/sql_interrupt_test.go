@@ -69,7 +69,7 @@ func TestShellInterruptCancelsTheQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.WaitFor(t, "the query cancelled", 2*time.Minute, func() bool {
-		return strings.Contains(errOut.String(), "[INFO] The statement was cancelled.")
+		return strings.Contains(out.String(), "[INFO] The statement was cancelled.")
 	})
 	io.WriteString(in, "SHOW TABLES;\n")
 	poll.WaitFor(t, "SHOW TABLES after the Ctrl-C", 2*time.Minute, func() bool {
