@@ -457,7 +457,7 @@ func (p *parser) over(pos Pos) *Over {
 		}
 	}
 	p.wantOp("(")
-	if p.acceptKw("PARTITION", "BY") {
+	if p.acceptKwThen("PARTITION", "BY") {
 		for {
 			o.PartitionBy = append(o.PartitionBy, p.expr())
 			if !p.acceptOp(",") {
@@ -465,7 +465,7 @@ func (p *parser) over(pos Pos) *Over {
 			}
 		}
 	}
-	if p.acceptKw("ORDER", "BY") {
+	if p.acceptKwThen("ORDER", "BY") {
 		o.OrderBy = p.orderItems()
 	}
 	if p.isKw("ROWS") || p.isKw("RANGE") {

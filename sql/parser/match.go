@@ -56,7 +56,7 @@ func (p *parser) matchRecognize(in TableExpr) TableExpr {
 	}
 	m := &MatchRecognize{Pos: p.next().pos, Input: in}
 	p.wantOp("(")
-	if p.acceptKw("PARTITION", "BY") {
+	if p.acceptKwThen("PARTITION", "BY") {
 		for {
 			m.PartitionBy = append(m.PartitionBy, p.expr())
 			if !p.acceptOp(",") {

@@ -125,6 +125,16 @@ func (p *parser) isKwAt(n int, kw string) bool {
 }
 func (p *parser) isOp(op string) bool { t := p.tok(); return t.kind == tOp && t.text == op }
 
+// acceptKwThen accepts kw followed by the words then, which must follow
+// it: GROUP without BY is "expected BY", not an error further on.
+func (p *parser) acceptKwThen(kw string, then ...string) bool {
+	if !p.acceptKw(kw) {
+		return false
+	}
+	p.wantKw(then...)
+	return true
+}
+
 func (p *parser) acceptKw(kws ...string) bool {
 	for i, kw := range kws {
 		if !p.isKwAt(i, kw) {
@@ -686,7 +696,7 @@ func (p *parser) query() Query {
 			s = &Select{Pos: q.QueryPos(), Items: []SelectItem{{Star: true}}, From: &SubqueryTable{Pos: q.QueryPos(), Query: q}}
 			q = s
 		}
-		if p.acceptKw("ORDER", "BY") {
+		if p.acceptKwThen("ORDER", "BY") {
 			s.OrderBy = p.orderItems()
 		}
 		if p.acceptKw("LIMIT") {
@@ -748,7 +758,7 @@ func (p *parser) selectBlock() *Select {
 	if p.acceptKw("WHERE") {
 		s.Where = p.expr()
 	}
-	if p.acceptKw("GROUP", "BY") {
+	if p.acceptKwThen("GROUP", "BY") {
 		for {
 			s.GroupBy = append(s.GroupBy, p.expr())
 			if !p.acceptOp(",") {

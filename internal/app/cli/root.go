@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := NewRoot(stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
+		// the engine's errors already begin with "weir: "
+		fmt.Fprintln(stderr, "weir:", strings.TrimPrefix(err.Error(), "weir: "))
 		return 1
 	}
 	return 0

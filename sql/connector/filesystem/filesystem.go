@@ -72,6 +72,13 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
+	// a missing input is an error of the statement, where the table is
+	// used, not of the job once it runs (Splits checks again then)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("table '%s': its 'path' %s does not exist", t.Name, path)
+	} else if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", t.Name, err)
+	}
 	src := &Source{table: t.Name, path: path, dec: dec, quote: quote, maxRecord: file.DefaultMaxRecordBytes}
 	return &connector.Source{Source: src, Bounded: true, Changelog: mode, Options: t.Settings.SourceOptions()}, nil
 }
