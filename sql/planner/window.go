@@ -158,11 +158,9 @@ func (p *planner) planWindowTVF(tf *parser.TableFunc) (*rel, error) {
 		}
 		args[params[i]] = a
 	}
-	for _, req := range params[:len(params)-1] {
-		if tf.Name == "SESSION" && req == "TIMECOL" {
-			continue
-		}
-		if args[req] == nil && !(req == "OFFSET") {
+	for _, req := range params {
+		// OFFSET is optional; TIMECOL is checked once DATA is planned
+		if args[req] == nil && req != "OFFSET" && req != "TIMECOL" {
 			return nil, parser.Errorf(tf.Pos, "%s needs its %s argument", tf.Name, req)
 		}
 	}
