@@ -166,9 +166,13 @@ temporary directory, as in the published figures.`,
 					b, _ := json.Marshal(res)
 					fmt.Fprintln(out, string(b))
 				} else {
-					fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %7.0f MiB %10.1f %12d %12d %12.1f\n", res.Query, res.EventsPerSec/1e3,
-						res.EventsPerSecPerCore/1e3, float64(res.PeakRSSBytes)/(1<<20), res.P99LatencyMs, res.Rows,
-						res.LatencyRows, res.EndP99LatencyMs)
+					// without a latency run its columns are "-", not 0.0
+					p99, latRows, endP99 := "-", "-", "-"
+					if o.latencyDuration > 0 {
+						p99, latRows, endP99 = fmt.Sprintf("%.1f", res.P99LatencyMs), fmt.Sprint(res.LatencyRows), fmt.Sprintf("%.1f", res.EndP99LatencyMs)
+					}
+					fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %7.0f MiB %10s %12d %12s %12s\n", res.Query, res.EventsPerSec/1e3,
+						res.EventsPerSecPerCore/1e3, float64(res.PeakRSSBytes)/(1<<20), p99, res.Rows, latRows, endP99)
 				}
 				if withSQL {
 					if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON); err != nil {

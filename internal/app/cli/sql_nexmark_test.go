@@ -75,3 +75,22 @@ func TestBenchNexmarkSQLSideInput(t *testing.T) {
 		t.Fatalf("no q13 SQL line with its 1840 rows (one per bid):\n%s", out)
 	}
 }
+
+// Without a latency run (--latency-duration 0) the table's latency
+// columns say "-", not a p99 of 0.0 that was never measured (issue 38).
+func TestBenchNexmarkNoLatencyRun(t *testing.T) {
+	out, errText, code := run(t, "bench", "nexmark", "--queries", "q1", "--events", "2000",
+		"--parallelism", "1", "--latency-duration", "0", "--checkpoint-interval", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, out, errText)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "q1" {
+			if n := len(f); n < 3 || f[n-1] != "-" || f[n-2] != "-" || f[n-4] != "-" {
+				t.Fatalf("q1's line %q: want '-' for p99, latency rows and end p99", l)
+			}
+			return
+		}
+	}
+	t.Fatalf("no q1 line:\n%s", out)
+}
