@@ -249,7 +249,8 @@ func TestAuthRules(t *testing.T) {
 						ck = x
 					}
 				}
-				if ck == nil || ck.Value != tok || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || resp.Header.Get("Location") != "/" {
+				if ck == nil || ck.Value != tok || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || resp.Header.Get("Location") != "/" ||
+					ck.MaxAge <= 0 {
 					t.Fatalf("login: cookie %+v, Location %q", ck, resp.Header.Get("Location"))
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CookieName is the cookie that carries the token from a browser (set by
@@ -128,9 +129,16 @@ func (g *Guard) Authorized(r *http.Request) bool {
 
 // LoginCookie is the cookie that a login link sets in a browser: HttpOnly
 // (no script reads it) and SameSite=Strict (no other site's page sends it).
+// It is kept for LoginCookieAge, across browser restarts: the token it
+// holds lives as long as the job (a new one at every start), so the login
+// lasts as long as the token does.
 func LoginCookie(token string) *http.Cookie {
-	return &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}
+	return &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		MaxAge: int(LoginCookieAge.Seconds())}
 }
+
+// LoginCookieAge is how long a browser keeps the login cookie.
+const LoginCookieAge = 30 * 24 * time.Hour
 
 // SameOrigin reports whether r comes from no browser page or from a page
 // of this server: no Origin header (curl, `weir savepoint`), or an Origin
