@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,23 +21,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Ctrl-C (SIGINT) on a running query of the `weir sql` shell cancels the
 // query and keeps the session, as Flink's sql-client does: the table
 // created before it is still known after it (issue 38: SIGINT ended the
@@ -51,7 +32,7 @@ func TestShellInterruptCancelsTheQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, errOut lockedBuffer
+	var out, errOut syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
