@@ -110,6 +110,22 @@ func MonotonousTimestamps[T any](ts func(T) time.Time) WatermarkStrategy[T] {
 	return engine.MonotonousTimestamps[T](ts)
 }
 
+// BoundedOutOfOrdernessOrBad is BoundedOutOfOrderness with a timestamp
+// function that may refuse a record whose time cannot be read: the record
+// is then a bad record of its source, under the source's OnBadRecord
+// policy (Fail, the default, fails the job with the error and the split;
+// Skip counts it; DeadLetter sends it on as a BadRecord holding the
+// record as JSON). A refused record does not move the watermark.
+func BoundedOutOfOrdernessOrBad[T any](d time.Duration, ts func(T) (time.Time, error)) WatermarkStrategy[T] {
+	return engine.BoundedOutOfOrdernessOrBad[T](d, ts)
+}
+
+// MonotonousTimestampsOrBad is MonotonousTimestamps with a timestamp
+// function that may refuse a record, as BoundedOutOfOrdernessOrBad.
+func MonotonousTimestampsOrBad[T any](ts func(T) (time.Time, error)) WatermarkStrategy[T] {
+	return engine.MonotonousTimestampsOrBad[T](ts)
+}
+
 // NoWatermarks stamps each record with its ingestion time (the wall clock
 // when the source read it) and never advances the watermark until the input
 // ends: event-time windows then fire only at the end of a bounded input.

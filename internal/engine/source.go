@@ -54,7 +54,8 @@ type WatermarkStrategy[T any] struct {
 	kind     watermark.Kind
 	delay    int64
 	ts       func(T) time.Time
-	idleness int64 // ms; 0: splits never count as idle
+	tsErr    func(T) (time.Time, error) // instead of ts: the OrBad strategies
+	idleness int64                      // ms; 0: splits never count as idle
 }
 
 // WithIdleness marks a split idle when it has produced no record for d of
@@ -78,6 +79,27 @@ func BoundedOutOfOrderness[T any](d time.Duration, ts func(T) time.Time) Waterma
 // within a split: the watermark is the max event time seen - 1ms.
 func MonotonousTimestamps[T any](ts func(T) time.Time) WatermarkStrategy[T] {
 	return WatermarkStrategy[T]{kind: watermark.Bounded, delay: 0, ts: ts}
+}
+
+// BoundedOutOfOrdernessOrBad is BoundedOutOfOrderness with a timestamp
+// function that may refuse a record, when its time cannot be read (a
+// string field to parse, a value out of range): the record is then a bad
+// record of its source, handled by the source's OnBadRecord policy as one
+// its reader could not decode. Fail (the default) fails the job with the
+// error, naming the source and split; Skip drops it and counts it in
+// weir_bad_records_skipped_total; DeadLetter sends a BadRecord whose Raw
+// is the record as JSON (or as fmt's %+v when it has no JSON) and whose
+// Position is empty (the reader had already decoded it). A refused record
+// does not move the watermark. Kafka Streams' FailOnInvalidTimestamp and
+// LogAndSkipOnInvalidTimestamp extractors do the same for its records.
+func BoundedOutOfOrdernessOrBad[T any](d time.Duration, ts func(T) (time.Time, error)) WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{kind: watermark.Bounded, delay: d.Milliseconds(), tsErr: ts}
+}
+
+// MonotonousTimestampsOrBad is MonotonousTimestamps with a timestamp
+// function that may refuse a record, as BoundedOutOfOrdernessOrBad.
+func MonotonousTimestampsOrBad[T any](ts func(T) (time.Time, error)) WatermarkStrategy[T] {
+	return WatermarkStrategy[T]{kind: watermark.Bounded, delay: 0, tsErr: ts}
 }
 
 // NoWatermarks stamps each record with its ingestion time (the wall clock
@@ -138,7 +160,7 @@ func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[
 // subtask's other active splits.
 func stamp[T any](h *header, data []T, g *watermark.Generator, cur, others int64, ws WatermarkStrategy[T], st *subtask) {
 	ts, wm := h.ts[:len(data)], h.wm[:len(data)]
-	if ws.ts == nil {
+	if ws.ts == nil && ws.tsErr == nil {
 		now := st.now()
 		for i := range data {
 			ts[i] = now
@@ -158,6 +180,35 @@ func stamp[T any](h *header, data []T, g *watermark.Generator, cur, others int64
 		lg.OnEvent(t)
 	}
 	*g = lg
+}
+
+// stampOrBad is stamp for a timestamp function that may refuse a record:
+// the refused records are handed to bad and the others moved up in
+// place; it returns how many are left.
+func stampOrBad[T any](h *header, data []T, g *watermark.Generator, cur, others int64, ws WatermarkStrategy[T], bad func(T, error) error) (int, error) {
+	ts, wm := h.ts[:len(data)], h.wm[:len(data)]
+	lg, tsf := *g, ws.tsErr
+	k := 0
+	for i := range data {
+		t, err := tsf(data[i])
+		if err != nil {
+			*g = lg
+			if err := bad(data[i], err); err != nil {
+				return k, err
+			}
+			continue
+		}
+		wm[k] = watermark.At(cur, lg.Current(), others)
+		ms := t.UnixMilli()
+		ts[k] = ms
+		lg.OnEvent(ms)
+		if k != i {
+			data[k] = data[i]
+		}
+		k++
+	}
+	*g = lg
+	return k, nil
 }
 
 // SliceSource is a bounded source of one split that emits items in order.

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -174,6 +175,11 @@ func (t *sourceTask[T]) reportBadRecords() error {
 			continue
 		}
 		rep, ok := r.(BadRecordReporter)
+		if !ok && t.ws.tsErr != nil {
+			// The policy is for the records the timestamp function
+			// refuses; the reader fails on what it cannot decode.
+			continue
+		}
 		if !ok {
 			return permanent{fmt.Errorf("OnBadRecord(Skip) and OnBadRecord(DeadLetter) need split readers that implement weir.BadRecordReporter; %T does not", r)}
 		}
@@ -242,7 +248,9 @@ func (t *sourceTask[T]) readAll() error {
 			return err
 		}
 		progressed = progressed || k > 0
-		t.observe(s, k, eof)
+		if k, err = t.observe(s, k, eof); err != nil {
+			return err
+		}
 		if err := t.emit(k); err != nil {
 			return err
 		}
@@ -286,14 +294,27 @@ func (t *sourceTask[T]) read(s int) (k int, eof bool, err error) {
 // observe stamps the k records just read from split s with event times
 // and watermarks, and updates the split's watermark, its idleness (on the
 // job's clock: idle once it read nothing for the strategy's idleness), and
-// its end.
-func (t *sourceTask[T]) observe(s, k int, eof bool) {
+// its end. It returns how many records are left: a timestamp function
+// that may fail (BoundedOutOfOrdernessOrBad) takes the refused ones out.
+func (t *sourceTask[T]) observe(s, k int, eof bool) (int, error) {
 	comb, ws := t.comb, t.ws
 	if k > 0 {
 		if comb.Idle(s) {
 			comb.SetIdle(s, false)
 		}
-		stamp(&t.b.header, t.b.data[:k], &t.gens[s], comb.Current(), comb.Others(s), ws, t.st)
+		if ws.tsErr != nil {
+			var err error
+			k, err = stampOrBad(&t.b.header, t.b.data[:k], &t.gens[s], comb.Current(), comb.Others(s), ws,
+				func(v T, err error) error { return t.badTimestamp(s, v, err) })
+			if ferr := t.flushBad(); err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return 0, err
+			}
+		} else {
+			stamp(&t.b.header, t.b.data[:k], &t.gens[s], comb.Current(), comb.Others(s), ws, t.st)
+		}
 		t.holdWM(k)
 		comb.Update(s, t.gens[s].Current())
 		if ws.idleness > 0 {
@@ -320,6 +341,33 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) {
 			t.m.BadRecordsSkipped.Store(sc.Skipped())
 		}
 	}
+	return k, nil
+}
+
+// badTimestamp handles a record of split s whose timestamp function
+// refused it, under the source's bad-record policy.
+func (t *sourceTask[T]) badTimestamp(s int, v T, err error) error {
+	split := t.splits[s].ID()
+	if t.bad == skipBad {
+		t.m.BadRecordsSkipped.Add(1)
+		return nil
+	}
+	raw, jerr := json.Marshal(v)
+	if jerr != nil {
+		raw = fmt.Appendf(nil, "%+v", v)
+	}
+	switch t.bad {
+	case sideBad:
+		t.m.DeadLetters.Add(1)
+		now := t.st.now()
+		t.bb.add(BadRecord{Source: t.n.name, Split: split, Raw: raw, Err: "timestamp: " + err.Error(),
+			Time: time.UnixMilli(now).UTC()}, now, t.outWM())
+		return nil
+	}
+	if len(raw) > 256 {
+		raw = append(raw[:256:256], "..."...)
+	}
+	return fmt.Errorf("split %s: the timestamp of record %s: %w", split, raw, err)
 }
 
 // emit sends the k records read on with the combined watermark, or just
