@@ -49,6 +49,11 @@ func TestDemoAdclicksGolden(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	golden(t, "demo-adclicks.golden", out)
+	// Without --windows the output is short: the top windows, the
+	// true-up and the summary, which ends it.
+	if strings.Contains(out, "\nwindow ") || !strings.HasPrefix(out, "counting 300000 clicks") || !strings.Contains(out, "\ntop windows: ") {
+		t.Fatalf("the default output prints every window or lacks its head:\n%s", out)
+	}
 	// The in-memory generator gives the same results, without the log.
 	gen, stderr, code := run(t, "demo", "adclicks", "--source", "generator", "--data-dir", t.TempDir(), "--events", "300000", "--ads", "4", "--parallelism", "1", "--seed", "7")
 	if code != 0 {
@@ -106,9 +111,13 @@ func TestDemoLogTopicsAcrossRuns(t *testing.T) {
 // lines of different subtasks may interleave differently).
 func TestDemoSameResultsAtAnyParallelism(t *testing.T) {
 	lines := func(p string) []string {
-		out, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "200000", "--parallelism", p, "--seed", "3")
+		out, stderr, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--events", "200000", "--parallelism", p, "--seed", "3", "--windows")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		// --windows prints every per-ad result as it fires.
+		if n := len(regexp.MustCompile(`(?m)^window `).FindAllString(out, -1)); n < 100 {
+			t.Fatalf("--windows printed %d results:\n%s", n, out)
 		}
 		ls := strings.Split(regexp.MustCompile(`throughput .*`).ReplaceAllString(out, ""), "\n")
 		return sortedCopy(ls)
@@ -206,7 +215,7 @@ func TestDemoLatePolicies(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^late click `).FindAllString(side, -1)); strconv.Itoa(n) != cost(side) {
 		t.Fatalf("side-output printed %d late clicks, cost %s", n, cost(side))
 	}
-	if cost(corr) != "0" || !strings.Contains(corr, "corrections printed") {
+	if cost(corr) != "0" || !strings.Contains(corr, "corrections in this run") {
 		t.Fatalf("correct with 30m lateness lost %s clicks", cost(corr))
 	}
 	if _, _, code := run(t, "demo", "adclicks", "--data-dir", t.TempDir(), "--late-policy", "bogus"); code == 0 {

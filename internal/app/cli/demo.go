@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,6 +34,7 @@ func newDemoAdclicks() *cobra.Command {
 		parallelism int
 		metricsAddr string
 		quiet       bool
+		windows     bool
 		outOfOrder  time.Duration
 		lateness    time.Duration
 		policy      string
@@ -67,7 +70,7 @@ instead, without the log.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDemo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), c, demoOpts{
-				parallelism: parallelism, metricsAddr: metricsAddr, quiet: quiet, outOfOrder: outOfOrder,
+				parallelism: parallelism, metricsAddr: metricsAddr, quiet: quiet, windows: windows, outOfOrder: outOfOrder,
 				lateness: lateness, policy: policy, latenessSet: cmd.Flags().Changed("allowed-lateness"),
 				ckDir: ckDir, ckInterval: ckInterval, output: output, controlAddr: controlAddr, savepointDir: spDir,
 				dataDir: dataDir, source: source, failpoint: failpoint, failAfter: failAfter,
@@ -94,7 +97,8 @@ instead, without the log.`,
 	f.StringVar(&policy, "late-policy", "drop", "clicks later than the allowed lateness: drop (count them), side-output (print them); correct: like drop, with corrections for clicks within the allowed lateness")
 	f.StringVar(&metricsAddr, "metrics-addr", "", "serve Prometheus metrics at this address (loopback unless a host is given)")
 	webFlags.add(cmd, "CHECKPOINT_DIR/control.token, else DATA_DIR/web.token")
-	f.BoolVar(&quiet, "quiet", false, "do not print each result, only the summary")
+	f.BoolVar(&quiet, "quiet", false, "print the true-up and the summary only")
+	f.BoolVar(&windows, "windows", false, "print every per-ad result (and correction) as its window fires, not only the top windows at the end")
 	f.StringVar(&dataDir, "data-dir", defaultDataDir, "directory of the embedded log (topics clicks and click-counts)")
 	f.StringVar(&source, "source", "log", "log: a producer writes the clicks to topic clicks and the job reads them from there and writes results to topic click-counts; generator: the job reads the generator in memory (no log)")
 	// For the crash test: the process kills itself inside the checkpoint
@@ -110,6 +114,7 @@ type demoOpts struct {
 	parallelism int
 	metricsAddr string
 	quiet       bool
+	windows     bool // every result as it fires
 	outOfOrder  time.Duration
 	lateness    time.Duration
 	latenessSet bool
@@ -155,6 +160,15 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		}
 	default:
 		return fmt.Errorf("--late-policy %q: want drop, side-output or correct", o.policy)
+	}
+	if !o.quiet {
+		// What the demo does, at once: the log's producer and the job
+		// take a while before the first line of results.
+		fmt.Fprintf(stdout, "counting %d clicks per ad per minute of event time (watermark bound %v); the top windows, a true-up against a batch recount and a summary follow", c.Events, o.outOfOrder)
+		if !o.windows {
+			fmt.Fprint(stdout, " (--windows prints every result as it fires)")
+		}
+		fmt.Fprintln(stdout)
 	}
 	var dl *demoLog
 	switch o.source {
@@ -218,10 +232,6 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 
 	progress := newProgress(stderr, job)
 	var mu sync.Mutex // the two printing sinks share stdout and the tallies
-	type wk struct {
-		ad    string
-		start int64
-	}
 	final := map[wk]int64{}
 	var results, corrections, lateShown int64
 	// One printing subtask, so that lines never interleave.
@@ -243,7 +253,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 			} else {
 				corrections++
 			}
-			if o.quiet {
+			if o.quiet || !o.windows {
 				continue
 			}
 			progress.clear()
@@ -297,7 +307,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		fmt.Fprintf(stdout, "\nstopped with a savepoint into %s before the input was complete: no true-up\n", sp)
 		fmt.Fprintf(stdout, "\nsummary (partial)\n")
 		fmt.Fprintf(stdout, "  events         %d in the input, %d read by this run before the stop\n", c.Events, read)
-		fmt.Fprintf(stdout, "  windows fired  %d per-ad results and %d corrections printed by this run\n", results, corrections)
+		fmt.Fprintf(stdout, "  windows fired  %d per-ad results and %d corrections in this run\n", results, corrections)
 		fmt.Fprintf(stdout, "  late dropped   %d clicks arrived after their window fired, in this run\n", late)
 		if o.output != "" {
 			fmt.Fprintf(stdout, "  output         %s (committed part files, up to the savepoint)\n", o.output)
@@ -321,6 +331,9 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		for _, r := range rows {
 			final[wk{r.Ad, r.WindowStart}] = r.Clicks
 		}
+	}
+	if !o.quiet {
+		printTopWindows(stdout, final, results, 5)
 	}
 	streamed := map[int64]int64{}
 	var streamedTotal int64
@@ -348,7 +361,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 	}
 	fmt.Fprintf(stdout, "\nsummary\n")
 	fmt.Fprintf(stdout, "  events         %d\n", c.Events)
-	fmt.Fprintf(stdout, "  windows fired  %d (%d per-ad results and %d corrections printed by this run)\n", len(streamed), results, corrections)
+	fmt.Fprintf(stdout, "  windows fired  %d (%d per-ad results and %d corrections in this run)\n", len(streamed), results, corrections)
 	fmt.Fprintf(stdout, "  clicks counted %d\n", streamedTotal)
 	fmt.Fprintf(stdout, "  late dropped   %d clicks arrived after their window fired (watermark bound %v, allowed lateness %v, policy %s)\n",
 		late, o.outOfOrder, o.lateness, o.policy)
@@ -377,6 +390,39 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, c adclicks.DemoConfi
 		return fmt.Errorf("accounting error: %d late clicks shown, %d dropped", lateShown, late)
 	}
 	return nil
+}
+
+// wk is a per-ad window of the demo: the ad and the window's start (ms).
+type wk struct {
+	ad    string
+	start int64
+}
+
+// printTopWindows prints the n largest per-ad counts of final, of the
+// results printed by this run: the demo's windows at a glance, where
+// --windows prints every one.
+func printTopWindows(w io.Writer, final map[wk]int64, results int64, n int) {
+	keys := make([]wk, 0, len(final))
+	for k, v := range final {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b wk) int {
+		if c := cmp.Compare(final[b], final[a]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ad, b.ad)
+	})
+	keys = keys[:min(n, len(keys))]
+	fmt.Fprintf(w, "\ntop windows: the %d largest of %d per-ad counts (%d results fired in this run)\n", len(keys), len(final), results)
+	for _, k := range keys {
+		start := time.UnixMilli(k.start).UTC()
+		fmt.Fprintf(w, "  %s–%s  %-6s %7d clicks\n", start.Format("2006-01-02 15:04"), start.Add(time.Minute).Format("15:04"), k.ad, final[k])
+	}
 }
 
 // progress draws a live line on a terminal; elsewhere it does nothing.
