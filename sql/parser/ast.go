@@ -200,11 +200,12 @@ type (
 		AsOf  Expr
 		Hints []string
 	}
-	// SubqueryTable is (query) [AS] alias.
+	// SubqueryTable is (query) [AS] alias [(column, ...)].
 	SubqueryTable struct {
-		Pos   Pos
-		Query Query
-		Alias string
+		Pos     Pos
+		Query   Query
+		Alias   string
+		Columns []string // the alias's column names, if it names them
 	}
 	// Join is left JOIN right ON cond (or a comma, a CROSS JOIN).
 	Join struct {

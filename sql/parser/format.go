@@ -388,4 +388,14 @@ func writeTable(b *strings.Builder, t TableExpr) {
 	if alias != "" {
 		b.WriteString(" AS " + quoteIdent(alias))
 	}
+	if st, ok := t.(*SubqueryTable); ok && len(st.Columns) > 0 {
+		b.WriteByte('(')
+		for i, c := range st.Columns {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(quoteIdent(c))
+		}
+		b.WriteByte(')')
+	}
 }

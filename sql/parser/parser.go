@@ -864,7 +864,19 @@ func (p *parser) tablePrimary() TableExpr {
 		if p.isKw("SELECT") || p.isKw("VALUES") || p.isKw("WITH") || p.isOp("(") {
 			q := p.query()
 			p.wantOp(")")
-			return &SubqueryTable{Pos: t.pos, Query: q, Alias: p.alias()}
+			st := &SubqueryTable{Pos: t.pos, Query: q, Alias: p.alias()}
+			if st.Alias != "" && p.acceptOp("(") {
+				// (VALUES ...) AS t(a, b): the alias names the columns
+				for {
+					c, _ := p.ident("a column name")
+					st.Columns = append(st.Columns, c)
+					if p.acceptOp(")") {
+						break
+					}
+					p.wantOp(",")
+				}
+			}
+			return st
 		}
 		te := p.fromList()
 		p.wantOp(")")

@@ -233,6 +233,22 @@ func requalify(r *rel, alias string) *rel {
 	return &out
 }
 
+// renameColumns gives r's columns the names of a view's or an alias's
+// column list; mismatch is the error when the counts differ.
+func renameColumns(r *rel, names []string, mismatch func() error) (*rel, error) {
+	if len(names) != len(r.sc.Cols) {
+		return nil, mismatch()
+	}
+	sc := &expr.Scope{Cols: append([]expr.Column(nil), r.sc.Cols...)}
+	for i := range sc.Cols {
+		sc.Cols[i].Name = names[i]
+	}
+	out := *r
+	out.sc = sc
+	out.same = r.canonical()
+	return &out, nil
+}
+
 func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 	switch t := te.(type) {
 	case *parser.TableRef:
@@ -255,6 +271,13 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 		r, err := p.planQuery(t.Query)
 		if err != nil {
 			return nil, err
+		}
+		if len(t.Columns) > 0 {
+			if r, err = renameColumns(r, t.Columns, func() error {
+				return parser.Errorf(t.Pos, "'%s' names %d columns but its query has %d", t.Alias, len(t.Columns), len(r.sc.Cols))
+			}); err != nil {
+				return nil, err
+			}
 		}
 		return requalify(r, t.Alias), nil
 	case *parser.Join:
@@ -298,17 +321,11 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 			return nil, err
 		}
 		if len(v.ddl.Columns) > 0 {
-			if len(v.ddl.Columns) != len(r.sc.Cols) {
-				return nil, parser.Errorf(v.ddl.Pos, "view '%s' names %d columns but its query has %d", name, len(v.ddl.Columns), len(r.sc.Cols))
+			if r, err = renameColumns(r, v.ddl.Columns, func() error {
+				return parser.Errorf(v.ddl.Pos, "view '%s' names %d columns but its query has %d", name, len(v.ddl.Columns), len(r.sc.Cols))
+			}); err != nil {
+				return nil, err
 			}
-			sc := &expr.Scope{Cols: append([]expr.Column(nil), r.sc.Cols...)}
-			for i := range sc.Cols {
-				sc.Cols[i].Name = v.ddl.Columns[i]
-			}
-			out := *r
-			out.sc = sc
-			out.same = r.canonical()
-			r = &out
 		}
 		if len(p.ctes) == 0 {
 			if p.views == nil {

@@ -38,6 +38,12 @@ func NewSession(opts ...Option) *Session {
 	return s
 }
 
+// Setting is the value SET gave key in this session, if it gave one.
+func (s *Session) Setting(key string) (string, bool) {
+	v, ok := s.sets[key]
+	return v, ok
+}
+
 func (s *Session) parallelism() int {
 	if v, ok := s.sets["parallelism.default"]; ok {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {

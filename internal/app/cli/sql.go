@@ -276,6 +276,7 @@ HELP		Prints the available commands.
 INSERT INTO	Inserts the results of a query into a table; the job runs until its inputs end.
 RESET		Resets a session property to its default, e.g. RESET 'table.exec.state.ttl';
 SELECT		Runs a query and shows its result, updated as it changes; Ctrl-C cancels it.
+		SET 'sql-client.execution.result-mode' = 'table', 'changelog' or 'tableau' says how.
 SET		Sets a session property, e.g. SET 'parallelism.default' = '2'; SET; lists them.
 SHOW TABLES	Shows the tables and views of the session (SHOW VIEWS: the views).
 BEGIN STATEMENT SET / END	Runs the INSERTs between them as one job.
@@ -330,8 +331,18 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer, 
 	if err != nil || len(stmts) == 0 {
 		return err
 	}
+	mode, err := resultMode(s)
+	if err != nil {
+		return err
+	}
 	var live *liveTable
-	if isTerminal(out) && len(stmts) == 1 && stmts[0].IsQuery() {
+	var tab *tableau
+	query := len(stmts) == 1 && stmts[0].IsQuery()
+	switch {
+	case query && mode == modeTableau:
+		tab = newTableau(out, stmts[0].Schema())
+		stmts[0].Subscribe(tab.write)
+	case query && mode == modeTable && isTerminal(out):
 		// on a terminal a SELECT is a table updated in place
 		live = newLiveTable(stmts[0].Schema())
 		stmts[0].Subscribe(func(rows []types.Row) error { live.apply(rows); return nil })
@@ -340,7 +351,11 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer, 
 	if err != nil {
 		return err
 	}
+	if tab != nil {
+		tab.header()
+	}
 	if live != nil {
+		rows := liveRows(out)
 		done := make(chan struct{})
 		defer close(done)
 		go func() {
@@ -352,7 +367,7 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer, 
 					return
 				case <-tick.C:
 					io.WriteString(out, "\x1b[H\x1b[2J")
-					live.render(out, 40)
+					live.render(out, rows)
 				}
 			}
 		}()
@@ -373,8 +388,12 @@ func shellExec(ctx context.Context, s *sql.Session, text string, out io.Writer, 
 		}
 	}()
 	err = job.Run(jctx)
-	if err != nil && jctx.Err() != nil {
-		if ctx.Err() == nil {
+	cancelled := err != nil && jctx.Err() != nil
+	if tab != nil && (err == nil || cancelled) {
+		tab.footer(cancelled)
+	}
+	if cancelled {
+		if ctx.Err() == nil && tab == nil {
 			fmt.Fprintln(out, "[INFO] The statement was cancelled.")
 		}
 		return nil

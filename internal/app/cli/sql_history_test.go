@@ -113,3 +113,55 @@ func TestShellManners(t *testing.T) {
 		t.Fatalf("the bad statement: stderr %q", errb.String())
 	}
 }
+
+// SET 'sql-client.execution.result-mode' = 'tableau' prints a query's
+// changes as Flink's sql-client does in its tableau mode; 'changelog'
+// prints them as "+I[...]"; a mode that is none of Flink's is an error.
+func TestShellResultModes(t *testing.T) {
+	f := &fakeLines{lines: []string{
+		"SET 'sql-client.execution.result-mode' = 'tableau';",
+		"SELECT name, COUNT(*) AS cnt FROM (VALUES ('Bob'), ('Alice'), ('Bob'), (CAST(NULL AS STRING))) AS t(name) GROUP BY name;",
+		"SELECT * FROM (VALUES (1)) AS t(a) WHERE a > 1;",
+		"SELECT 'a string longer than thirty characters' AS s, TIMESTAMP '2024-01-01 12:00:00.123' AS ts, TRUE AS b;",
+		"SET 'sql-client.execution.result-mode' = 'CHANGELOG';",
+		"SELECT 1 AS one;",
+		"SET 'sql-client.execution.result-mode' = 'pretty';",
+		"SELECT 1 AS one;",
+	}}
+	var out, errb strings.Builder
+	if err := shellLoop(context.Background(), f, &out, &errb, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `[INFO] Session property has been set.
++----+--------------------------------+----------------------+
+| op |                           name |                  cnt |
++----+--------------------------------+----------------------+
+| +I |                            Bob |                    1 |
+| +I |                          Alice |                    1 |
+| -U |                            Bob |                    1 |
+| +U |                            Bob |                    2 |
+| +I |                         <NULL> |                    1 |
++----+--------------------------------+----------------------+
+Received a total of 5 rows
++----+-------------+
+| op |           a |
++----+-------------+
++----+-------------+
+Received a total of 0 row
++----+--------------------------------+-------------------------+--------+
+| op |                              s |                      ts |      b |
++----+--------------------------------+-------------------------+--------+
+| +I | a string longer than thirty... | 2024-01-01 12:00:00.123 |   TRUE |
++----+--------------------------------+-------------------------+--------+
+Received a total of 1 row
+[INFO] Session property has been set.
++I[1]
+[INFO] Session property has been set.
+`
+	if out.String() != want {
+		t.Fatalf("the shell printed\n%s\nwant\n%s\nstderr: %s", out.String(), want, errb.String())
+	}
+	if !strings.Contains(errb.String(), "[ERROR] 'sql-client.execution.result-mode' = 'pretty': want 'table', 'changelog' or 'tableau'") {
+		t.Fatalf("a bad mode: stderr %q", errb.String())
+	}
+}

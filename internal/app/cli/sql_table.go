@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -113,6 +115,21 @@ func (t *liveTable) render(w io.Writer, max int) {
 	}
 	fmt.Fprintf(&b, "%d rows (%d shown), %d changes\n", len(rows), len(shown), t.changes)
 	io.WriteString(w, b.String())
+}
+
+// liveRows is how many rows of the live table fit the terminal w: its
+// height less the header, the summary and the prompt (at least 10; 40
+// when the height is unknown).
+func liveRows(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 40
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil || ws.Row == 0 {
+		return 40
+	}
+	return max(int(ws.Row)-4, 10)
 }
 
 // isTerminal reports whether w is a terminal.
