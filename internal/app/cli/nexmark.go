@@ -102,6 +102,14 @@ func writeEvents(ctx context.Context, w io.Writer, gen *nexmark.Generator, n int
 	return bw.Flush()
 }
 
+// windowlessColumns explains the rows of the windowed queries whose
+// columns (Flink's) do not name the window: rows of different windows
+// may look alike.
+var windowlessColumns = map[string]string{
+	"q5": "each row is a window's hottest auction (hopping windows of 10 s every 2 s); Flink's q5 columns (auction, num) leave the window out, so the rows of consecutive windows may be equal",
+	"q7": "each row is a window's highest bid (tumbling windows of 10 s); Flink's q7 columns leave the window out",
+}
+
 func newNexmarkRun() *cobra.Command {
 	var (
 		g           genFlags
@@ -234,6 +242,9 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 			}
 			fmt.Fprintf(summary, "%s: %d events, %d rows%s, %.2fs, %.0f events/s (parallelism %d)\n",
 				q.Name, events, rows, changes, el.Seconds(), float64(events)/el.Seconds(), parallelism)
+			if note := windowlessColumns[q.Name]; note != "" {
+				fmt.Fprintf(summary, "  %s\n", note)
+			}
 			return nil
 		},
 	}

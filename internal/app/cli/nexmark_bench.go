@@ -55,6 +55,10 @@ type nexmarkBenchResult struct {
 	EndRows         int64   `json:"end_rows,omitempty"`
 	EndP99LatencyMs float64 `json:"end_p99_latency_ms,omitempty"`
 	EndMaxLatencyMs float64 `json:"end_max_latency_ms,omitempty"`
+	// LatencyRunSeconds is the latency run's wall time: longer than
+	// latency_seconds when the job could not keep up with the paced rate,
+	// and its latencies then are mostly the queue it fell behind by.
+	LatencyRunSeconds float64 `json:"latency_run_seconds,omitempty"`
 	Microbatch      string  `json:"microbatch,omitempty"` // --microbatch; "" is continuous
 
 	// The maximum the latency run is paced against (latency_rate =
@@ -173,6 +177,7 @@ temporary directory, as in the published figures.`,
 					}
 					fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %7.0f MiB %10s %12d %12s %12s\n", res.Query, res.EventsPerSec/1e3,
 						res.EventsPerSecPerCore/1e3, float64(res.PeakRSSBytes)/(1<<20), p99, res.Rows, latRows, endP99)
+					fmt.Fprintf(out, "      %s\n", benchRunsLine(res))
 				}
 				if withSQL {
 					if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON); err != nil {
@@ -205,6 +210,25 @@ temporary directory, as in the published figures.`,
 // freshHeap collects the garbage of the runs before and returns the freed
 // memory to the operating system, so that each measured run starts as a
 // new process would.
+// benchRunsLine says what a query's runs processed and how long they
+// took: the latency runs process far more events than --events, and a
+// latency run that fell behind its paced schedule measured a queue.
+func benchRunsLine(res nexmarkBenchResult) string {
+	line := fmt.Sprintf("runs: throughput %d events in %.1f s", res.Events, res.Seconds)
+	if res.PacingEvents > 0 {
+		line += fmt.Sprintf("; pacing %d events in %.1f s", res.PacingEvents, res.PacingSeconds)
+	}
+	if res.LatencyEvents == 0 {
+		return line
+	}
+	line += fmt.Sprintf("; latency %d events at %.0f K/s in %.1f s (schedule %.1f s)",
+		res.LatencyEvents, res.LatencyRate/1e3, res.LatencyRunSeconds, res.LatencySeconds)
+	if behind := res.LatencyRunSeconds - res.LatencySeconds; behind > 0.1*res.LatencySeconds && behind > 0.5 {
+		line += fmt.Sprintf(": %.1f s behind, the job did not keep up with the paced rate and its p99 is mostly that queue (try a lower --latency-fraction)", behind)
+	}
+	return line
+}
+
 func freshHeap() {
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -296,7 +320,9 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 			return res, err
 		}
 	}
+	lstart := time.Now()
 	_, err = runBenchJob(ctx, q, lsrc, lat.output(), o)
+	res.LatencyRunSeconds = time.Since(lstart).Seconds()
 	stop()
 	if err != nil {
 		return res, err

@@ -67,6 +67,10 @@ func TestNexmarkRunFileAndGenerated(t *testing.T) {
 		if !strings.HasPrefix(out, q+": 20000 events, ") {
 			t.Errorf("summary %q", out)
 		}
+		// The queries whose columns leave the window out say so.
+		if say := strings.Contains(out, "leave the window out"); say != (q != "q11") {
+			t.Errorf("%s: summary %q", q, out)
+		}
 		if _, stderr, code := run(t, "nexmark", "run", "--query", q, "--parallelism", "2", "--input", events, "--output", b); code != 0 {
 			t.Fatalf("%s --input: %s", q, stderr)
 		}

@@ -84,6 +84,9 @@ func TestBenchNexmarkNoLatencyRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out, errText)
 	}
+	if !strings.Contains(out, "\n      runs: throughput 2000 events in ") || strings.Contains(out, "; latency") {
+		t.Fatalf("the runs line: want the throughput run alone:\n%s", out)
+	}
 	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == "q1" {
 			if n := len(f); n < 3 || f[n-1] != "-" || f[n-2] != "-" || f[n-4] != "-" {
@@ -93,4 +96,19 @@ func TestBenchNexmarkNoLatencyRun(t *testing.T) {
 		}
 	}
 	t.Fatalf("no q1 line:\n%s", out)
+}
+
+// The runs line says what each run processed, and that a latency run
+// which fell behind its schedule measured a queue.
+func TestBenchRunsLine(t *testing.T) {
+	res := nexmarkBenchResult{Events: 2_000_000, Seconds: 0.25, PacingEvents: 5_000_000, PacingSeconds: 0.5,
+		LatencyEvents: 95_000_000, LatencyRate: 9_500_000, LatencySeconds: 10, LatencyRunSeconds: 10.2}
+	want := "runs: throughput 2000000 events in 0.2 s; pacing 5000000 events in 0.5 s; latency 95000000 events at 9500 K/s in 10.2 s (schedule 10.0 s)"
+	if got := benchRunsLine(res); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	res.LatencyRunSeconds = 21
+	if got := benchRunsLine(res); !strings.HasSuffix(got, "(schedule 10.0 s): 11.0 s behind, the job did not keep up with the paced rate and its p99 is mostly that queue (try a lower --latency-fraction)") {
+		t.Fatalf("behind: %q", got)
+	}
 }
