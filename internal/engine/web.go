@@ -110,8 +110,12 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 		}
 	}()
 	var addrs []string
+	controlOnly := 0 // addresses for the control endpoint alone, not announced as the dashboard
 	if j.cfg.controlAddr != "" {
 		addrs = append(addrs, j.cfg.controlAddr)
+		if j.cfg.webAddr != j.cfg.controlAddr {
+			controlOnly = 1
+		}
 	}
 	if j.cfg.webAddr != "" && j.cfg.webAddr != j.cfg.controlAddr {
 		addrs = append(addrs, j.cfg.webAddr)
@@ -133,7 +137,7 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 	}
 	cfg := web.Config{
 		Addrs: addrs, Token: token, TokenFile: tokenFile, Registry: j.metrics, Job: j.webJob,
-		SavepointTimeout: j.cfg.ckTimeout, Status: j.status, Logger: j.cfg.logger,
+		SavepointTimeout: j.cfg.ckTimeout, Status: j.status, Logger: j.cfg.logger, ControlAddrs: controlOnly,
 	}
 	if j.cfg.ckDir != "" {
 		cfg.AddrFile = filepath.Join(j.cfg.ckDir, control.AddrFile)

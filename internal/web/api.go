@@ -51,8 +51,17 @@ type OperatorJSON struct {
 	// before its first, 9223372036854775807 after its input ended.
 	// WatermarkLagMs is processing time minus it (null when there is none
 	// or it ended).
-	WatermarkMs        []*int64 `json:"watermark_ms"`
-	WatermarkLagMs     []*int64 `json:"watermark_lag_ms"`
+	WatermarkMs    []*int64 `json:"watermark_ms"`
+	WatermarkLagMs []*int64 `json:"watermark_lag_ms"`
+	// WatermarkPace is how many seconds of event time the operator's
+	// lowest watermark moved per second of wall time over the rate window
+	// (null until the window has two watermarks): 1 keeps up with the
+	// clock, 0 is stalled, and a replay of old data runs far above 1.
+	// WatermarkBehind says the job falls behind its input: a lag above a
+	// minute that grows (pace below 0.5). A large lag alone is not a
+	// warning: a job replaying last week's events has one for ever.
+	WatermarkPace      *float64 `json:"watermark_pace"`
+	WatermarkBehind    bool     `json:"watermark_behind"`
 	LateRecordsDropped int64    `json:"late_records_dropped"`
 	DeadLetters        int64    `json:"dead_letters"`
 	BadRecordsSkipped  int64    `json:"bad_records_skipped"`
@@ -159,6 +168,15 @@ func (s *Server) job() *JobJSON {
 		}
 		rt := rates[op.Name]
 		o.RecordsPerSec, o.RecordsOutPerSec, o.BackpressureRatio = round(rt.in), round(rt.out), round(rt.backpressure)
+		if rt.wmPaced {
+			pace := round(rt.wmPace)
+			o.WatermarkPace = &pace
+			for _, lag := range o.WatermarkLagMs {
+				if lag != nil && *lag > behindLagMs && rt.wmPace < behindPace {
+					o.WatermarkBehind = true
+				}
+			}
+		}
 		if !hasInput[op.ID] && op.SideOutputOf < 0 {
 			o.RecordsPerSec = o.RecordsOutPerSec
 		}
@@ -186,6 +204,13 @@ func level(ratio float64) string {
 
 // round keeps three decimals: rates are estimates, and long fractions
 // only make the JSON harder to read.
+// A watermark is behind when its lag is above behindLagMs and it moves at
+// less than behindPace of the wall clock.
+const (
+	behindLagMs = 60_000
+	behindPace  = 0.5
+)
+
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func (s *Server) getCheckpoints(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,29 @@ func TestDashboardInBrowser(t *testing.T) {
 		return c != first && c != "–"
 	})
 
+	// The watermark lag: the job's event time is years old but moves 5
+	// times the clock (5,000 clicks/s a millisecond apart), so the lag is
+	// shown, with its pace, and not in red (it shrinks).
+	weirtest.WaitFor(t, "a watermark lag with its pace", 30*time.Second, func() bool {
+		title, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+			`[...document.querySelectorAll("#watermarks td")].map((td) => td.title).join("|")`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(title, "× the wall clock") && strings.Contains(text("#watermarks"), " h ")
+	})
+	warned, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#watermarks td.warn").length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Times of day on the 24-hour clock, as the watermarks.
+	if u := text("#updated"); !regexp.MustCompile(`^\d{2}:\d{2}:\d{2}$`).MatchString(u) {
+		t.Fatalf("the page's update time %q is not on the 24-hour clock", u)
+	}
+	if warned != 0 {
+		t.Fatalf("%d watermark lags in red for a job replaying old events faster than the clock:\n%s", warned, text("#watermarks"))
+	}
+
 	if shot := os.Getenv("WEIR_SCREENSHOT"); shot != "" {
 		// Wait for a rate and a completed checkpoint, so that the picture
 		// shows a job at work.
@@ -158,6 +182,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if overflow {
 		t.Fatal("the page is wider than a phone's screen")
+	}
+	// Nor is anything cut off inside its box: the graph runs top to
+	// bottom, the tables stack (issue 38: the graph and the operator
+	// table were clipped at 390 px).
+	clipped, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(".scroll")]
+		.filter((b) => b.offsetParent !== null && b.scrollWidth > b.clientWidth + 1)
+		.map((b) => (b.id || b.firstElementChild.id) + " " + b.scrollWidth + ">" + b.clientWidth)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(clipped) > 0 {
+		t.Fatalf("cut off at 390 px: %v", clipped)
+	}
+	if shot := os.Getenv("WEIR_SCREENSHOT_PHONE"); shot != "" {
+		// The first screen, as the phone shows it.
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(shot, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -11,7 +12,13 @@ import (
 // subtasks at one moment.
 type counters struct {
 	in, out, bpNanos int64
+	// wm is the lowest watermark of the subtasks that have one and have
+	// not ended (noWM when none has).
+	wm int64
 }
+
+// noWM is counters.wm of an operator without a live watermark.
+const noWM = math.MinInt64
 
 type sample struct {
 	at  time.Time
@@ -35,7 +42,13 @@ func newSampler(window time.Duration) *sampler { return &sampler{window: window}
 func take(reg *metrics.Registry, at time.Time) sample {
 	s := sample{at: at, ops: map[string]counters{}}
 	for _, o := range reg.Snapshot() {
-		c := s.ops[o.Name]
+		c, ok := s.ops[o.Name]
+		if !ok {
+			c.wm = noWM
+		}
+		if w := o.Watermark.Load(); w != math.MinInt64 && w != math.MaxInt64 && (c.wm == noWM || w < c.wm) {
+			c.wm = w
+		}
 		c.in += o.RecordsIn.Load()
 		c.out += o.RecordsOut.Load()
 		c.bpNanos += o.BackpressureNanos.Load()
@@ -75,6 +88,11 @@ func (r *sampler) base(now time.Time) (sample, bool) {
 type rate struct {
 	in, out      float64 // records per second
 	backpressure float64 // share of its subtasks' time blocked, 0..1
+	// wmPace is how far the lowest watermark moved per unit of wall time
+	// over the window (1: as fast as the clock; 0: stalled); wmPaced says
+	// whether both ends of the window had one.
+	wmPace  float64
+	wmPaced bool
 }
 
 // rates of cur against the window's base sample; parallelism divides the
@@ -95,6 +113,9 @@ func (r *sampler) rates(cur sample, parallelism map[string]int) map[string]rate 
 		}
 		if n := parallelism[name]; n > 0 {
 			x.backpressure = min(1, max(0, float64(c.bpNanos-p.bpNanos)/1e9/dt/float64(n)))
+		}
+		if c.wm != noWM && p.wm != noWM {
+			x.wmPace, x.wmPaced = float64(c.wm-p.wm)/1e3/dt, true
 		}
 		out[name] = x
 	}

@@ -12,7 +12,7 @@ func TestSamplerRates(t *testing.T) {
 	s := newSampler(10 * time.Second)
 	t0 := time.Unix(1000, 0)
 	at := func(sec float64, in, out, bp int64) sample {
-		return sample{at: t0.Add(time.Duration(sec * float64(time.Second))), ops: map[string]counters{"op": {in, out, bp}}}
+		return sample{at: t0.Add(time.Duration(sec * float64(time.Second))), ops: map[string]counters{"op": {in, out, bp, noWM}}}
 	}
 	if got := s.rates(at(0, 5, 5, 0), map[string]int{"op": 2}); len(got) != 0 {
 		t.Fatalf("rates without a sample: %v", got)

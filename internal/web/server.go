@@ -65,6 +65,12 @@ type Config struct {
 	SampleEvery time.Duration
 	Window      time.Duration
 	Logger      *slog.Logger
+	// ControlAddrs is how many of the first Addrs are there for the
+	// control endpoint (--control-addr, often a random port) rather than
+	// for the dashboard: their listeners are logged as "control endpoint
+	// listening", the others' as "web dashboard listening", so a user
+	// sees one dashboard line, with the address they asked for.
+	ControlAddrs int
 }
 
 // Job is the description of the job that Config.Job returns.
@@ -170,7 +176,11 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	for i, srv := range s.srvs {
 		go srv.Serve(s.lns[i])
-		if cfg.Logger != nil {
+		switch {
+		case cfg.Logger == nil:
+		case i < cfg.ControlAddrs:
+			cfg.Logger.Info("control endpoint listening", "addr", s.lns[i].Addr().String(), "token_file", cfg.TokenFile)
+		default:
 			cfg.Logger.Info("web dashboard listening", "url", "http://"+s.lns[i].Addr().String()+"/", "token_file", cfg.TokenFile,
 				"login", "open /login?token=TOKEN with the file's contents")
 		}

@@ -51,12 +51,22 @@
   function pct(r) { return Math.round(r * 100) + "%"; }
   function time(iso) {
     const d = new Date(iso);
-    return isNaN(d) ? "–" : d.toLocaleTimeString();
+    return isNaN(d) ? "–" : clock(d);
+  }
+  // clock is a time of day on the 24-hour clock, as the watermarks are.
+  function clock(d) {
+    return d.toLocaleTimeString([], { hourCycle: "h23" });
   }
 
   function replaceRows(tbody, rows) {
+    // Each cell carries its column's name, which a phone shows beside it
+    // (the tables stack there: one block per row).
+    const head = tbody.parentNode.tHead ? [...tbody.parentNode.tHead.rows[0].cells].map((c) => c.textContent) : [];
     const f = document.createDocumentFragment();
-    for (const r of rows) f.appendChild(r);
+    for (const r of rows) {
+      [...r.cells].forEach((td, i) => { if (head[i]) td.dataset.label = head[i]; });
+      f.appendChild(r);
+    }
     tbody.replaceChildren(f);
   }
   function row(cells, cls) {
@@ -92,7 +102,7 @@
     return layer;
   }
 
-  const W = 190, H = 70, GX = 70, GY = 24, PAD = 12;
+  const W = 190, H = 70, GX = 70, GY = 24, GXD = 36, PAD = 12; // GXD: between layers top to bottom
 
   function drawGraph(job) {
     const layer = layers(job);
@@ -103,12 +113,19 @@
     });
     const pos = new Map();
     let rows = 0;
+    cols.forEach((c) => { rows = Math.max(rows, c.length); });
+    // Left to right where it fits; top to bottom where it does not (a
+    // phone), so that the graph is seen whole rather than cut off.
+    const across = PAD * 2 + cols.length * W + Math.max(0, cols.length - 1) * GX;
+    const box = $("graph").clientWidth;
+    const down = box > 0 && across > box;
     cols.forEach((c, l) => {
-      c.forEach((o, i) => pos.set(o.id, { x: PAD + l * (W + GX), y: PAD + i * (H + GY) }));
-      rows = Math.max(rows, c.length);
+      c.forEach((o, i) => pos.set(o.id, down ? { x: PAD + i * (W + GY), y: PAD + l * (H + GXD) }
+        : { x: PAD + l * (W + GX), y: PAD + i * (H + GY) }));
     });
-    const width = PAD * 2 + cols.length * W + Math.max(0, cols.length - 1) * GX;
-    const height = PAD * 2 + rows * H + Math.max(0, rows - 1) * GY;
+    const width = down ? PAD * 2 + rows * W + Math.max(0, rows - 1) * GY : across;
+    const height = down ? PAD * 2 + cols.length * H + Math.max(0, cols.length - 1) * GXD
+      : PAD * 2 + rows * H + Math.max(0, rows - 1) * GY;
     const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width: width, height: height, role: "img",
       "aria-label": "Job graph: " + job.operators.map((o) => o.name).join(", ") });
     const defs = svg("defs");
@@ -120,6 +137,12 @@
     const edge = (from, to, label, cls) => {
       const a = pos.get(from), b = pos.get(to);
       if (!a || !b) return;
+      if (down) {
+        const x1 = a.x + W / 2, y1 = a.y + H, x2 = b.x + W / 2, y2 = b.y, my = (y1 + y2) / 2;
+        root.appendChild(svg("path", { d: `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}`, class: "edge " + cls, "marker-end": "url(#arrow)" }));
+        root.appendChild(svg("text", { x: (x1 + x2) / 2 + 8, y: my + 4, class: "edge-label" }, label));
+        return;
+      }
       const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mx = (x1 + x2) / 2;
       root.appendChild(svg("path", { d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`, class: "edge " + cls, "marker-end": "url(#arrow)" }));
       root.appendChild(svg("text", { x: mx, y: (y1 + y2) / 2 - 4, class: "edge-label", "text-anchor": "middle" }, label));
@@ -184,7 +207,14 @@
         let wt = "none yet", lt = "–";
         if (w !== null && w >= END) { wt = "end of input"; }
         else if (w !== null) { wt = new Date(w).toISOString().replace("T", " ").replace("Z", ""); lt = dur(lag); }
-        wm.push(row([o.name, String(i), wt, lt], ["name", "", "", lag > 60000 ? "warn" : ""]));
+        // Red only when the job falls behind (a lag over a minute that
+        // grows): a replay of old events has a large lag that shrinks.
+        const r = row([o.name, String(i), wt, lt], ["name", "", "", o.watermark_behind && lag > 60000 ? "warn" : ""]);
+        if (o.watermark_pace !== null && o.watermark_pace !== undefined && lt !== "–") {
+          r.cells[3].title = `event time moves ${o.watermark_pace.toFixed(2)}× the wall clock` +
+            (o.watermark_behind ? ": the job falls behind its input" : "");
+        }
+        wm.push(r);
       });
     }
     replaceRows($("watermarks").tBodies[0], wm);
@@ -252,7 +282,7 @@
       const [job, ck] = await Promise.all([get("/v1/job"), get("/v1/checkpoints")]);
       drawJob(job);
       drawCheckpoints(ck);
-      $("updated").textContent = new Date().toLocaleTimeString();
+      $("updated").textContent = clock(new Date());
       $("conn").textContent = "live";
       $("conn").className = "";
     } catch (e) {
