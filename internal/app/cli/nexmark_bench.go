@@ -59,7 +59,7 @@ type nexmarkBenchResult struct {
 	// latency_seconds when the job could not keep up with the paced rate,
 	// and its latencies then are mostly the queue it fell behind by.
 	LatencyRunSeconds float64 `json:"latency_run_seconds,omitempty"`
-	Microbatch      string  `json:"microbatch,omitempty"` // --microbatch; "" is continuous
+	Microbatch        string  `json:"microbatch,omitempty"` // --microbatch; "" is continuous
 
 	// The maximum the latency run is paced against (latency_rate =
 	// --latency-fraction × pacing_max_events_per_sec) and the run it comes
