@@ -74,7 +74,7 @@ func (o *Options) Required(key string) string {
 
 // Invalid records that the value of key is wrong, saying why.
 func (o *Options) Invalid(key, why string, args ...any) {
-	o.errs = append(o.errs, fmt.Errorf("option '%s' = '%s': %s", key, o.m[key], fmt.Sprintf(why, args...)))
+	o.errs = append(o.errs, &invalidError{key, fmt.Sprintf("option '%s' = '%s': %s", key, o.m[key], fmt.Sprintf(why, args...))})
 }
 
 // Errorf records an error about the options as a whole.
@@ -209,6 +209,11 @@ func (o *Options) Prefixed(prefix string) map[string]string {
 	return out
 }
 
+// invalidError is an option whose value is wrong.
+type invalidError struct{ key, msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+
 type missingError struct{ key string }
 
 func (e *missingError) Error() string { return "missing required option '" + e.key + "'" }
@@ -274,6 +279,20 @@ type OptionsError struct {
 
 func (e *OptionsError) Error() string   { return e.msg }
 func (e *OptionsError) Unwrap() []error { return e.Errs }
+
+// Keys returns the keys of the options that are wrong, in the order of
+// the message: the invalid values, then the unsupported keys. A missing
+// option has no key in the WITH clause and is not among them.
+func (e *OptionsError) Keys() []string {
+	var keys []string
+	for _, err := range e.Errs {
+		var iv *invalidError
+		if errors.As(err, &iv) {
+			keys = append(keys, iv.key)
+		}
+	}
+	return append(keys, e.Unsupported...)
+}
 
 // Missing returns the missing required options' keys.
 func (e *OptionsError) Missing() []string {

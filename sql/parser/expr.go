@@ -347,6 +347,9 @@ func (p *parser) primary() Expr {
 	if isReserved(t.text) && !(p.peek(1).kind == tOp && p.peek(1).text == "(" && callableKeyword[kw]) {
 		p.fail("an expression")
 	}
+	if !(p.peek(1).kind == tOp && p.peek(1).text == "(") {
+		p.refuseFlinkReserved(t) // a name, not a call
+	}
 	p.next()
 	return p.maybeCall(t)
 }

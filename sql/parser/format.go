@@ -20,7 +20,7 @@ func QueryString(q Query) string {
 }
 
 func quoteIdent(s string) string {
-	plain := s != "" && !isReserved(s) && isIdentStart(s[0]) && s[0] != '$'
+	plain := s != "" && !isReserved(s) && !flinkReserved[strings.ToUpper(s)] && isIdentStart(s[0]) && s[0] != '$'
 	for i := 0; i < len(s) && plain; i++ {
 		plain = isIdentPart(s[i])
 	}

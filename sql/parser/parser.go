@@ -181,10 +181,34 @@ func init() {
 
 func isReserved(s string) bool { return reserved[strings.ToUpper(s)] }
 
+// flinkReserved are words Flink's parser (Calcite's, SQL:2003's reserved
+// words) refuses as bare names that weir's grammar does not need as
+// keywords: weir refuses them too, so that a file it accepts runs on
+// Flink. Quoted (`user`) they are names like any other.
+var flinkReserved = map[string]bool{}
+
+func init() {
+	// The ones users meet as column names (Flink's documentation quotes
+	// `value` and `user` for that reason); more of Calcite's reserved
+	// words could follow.
+	for _, w := range strings.Fields(`USER CURRENT_USER SESSION_USER SYSTEM_USER VALUE`) {
+		flinkReserved[w] = true
+	}
+}
+
+// refuseFlinkReserved fails on t when it is a bare word that Flink
+// reserves, with the way to write it.
+func (p *parser) refuseFlinkReserved(t token) {
+	if t.kind == tIdent && flinkReserved[strings.ToUpper(t.text)] {
+		panic(bail{Errorf(t.pos, "'%s' is a reserved word in Flink SQL: write `%s` (back-quoted) to use it as a name, as Flink requires", t.text, t.text)})
+	}
+}
+
 // ident reads an identifier (bare or back-quoted).
 func (p *parser) ident(what string) (string, Pos) {
 	t := p.tok()
 	if t.kind == tQuotedIdent || (t.kind == tIdent && !isReserved(t.text)) {
+		p.refuseFlinkReserved(t)
 		p.next()
 		return t.text, t.pos
 	}

@@ -94,7 +94,7 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 	}
 	sink, err := connector.CreateSink(ct)
 	if err != nil {
-		return nil, parser.Errorf(ins.TablePos, "%v", err)
+		return nil, optionsErr(td, ins.TablePos, err)
 	}
 	if q.mode > sink.Accepts {
 		if sink.Accepts == types.InsertOnly {

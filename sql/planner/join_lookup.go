@@ -122,7 +122,7 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 	resText = append(resText, text...)
 	ls, err := connector.CreateLookup(ct, keyCols)
 	if err != nil {
-		return nil, true, parser.Errorf(ref.Pos, "%v", err)
+		return nil, true, optionsErr(td, ref.Pos, err)
 	}
 	op := fmt.Sprintf("LookupJoin(table=[%s], joinType=[%s], lookup=[%s]", td.ddl.Name, j.Kind, strings.Join(keyText, " AND "))
 	if len(resText) > 0 {

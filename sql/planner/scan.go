@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,31 @@ import (
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
+
+// optionsErr is the error of a connector for table td used at pos: where
+// the options are wrong, at the first wrong option in the table's WITH
+// clause (or at its CREATE TABLE for a missing one), naming the use;
+// otherwise at the use. Flink checks options where a table is used too,
+// and names no place at all.
+func optionsErr(td *tableDef, pos parser.Pos, err error) error {
+	var oe *connector.OptionsError
+	if !errors.As(err, &oe) {
+		return parser.Errorf(pos, "%v", err)
+	}
+	at := td.ddl.Pos
+	if keys := oe.Keys(); len(keys) > 0 {
+		for _, o := range td.ddl.Options {
+			if o.Key == keys[0] {
+				at = o.Pos
+				break
+			}
+		}
+	}
+	if at == pos {
+		return parser.Errorf(pos, "%v", err)
+	}
+	return parser.Errorf(at, "%v (the table is used at %v)", err, pos)
+}
 
 // sourceRel plans a read of a table: the connector's source, the
 // watermark strategy of its WATERMARK clause and a Calc that appends the
@@ -25,7 +51,7 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 	ct.PrimaryKey = td.pk
 	src, err := connector.CreateSource(ct)
 	if err != nil {
-		return nil, parser.Errorf(pos, "%v", err)
+		return nil, optionsErr(td, pos, err)
 	}
 	sc := &expr.Scope{Cols: append([]expr.Column(nil), td.cols...)}
 	phys := &expr.Scope{}
