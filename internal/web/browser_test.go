@@ -18,7 +18,7 @@ import (
 // scripts/chromium.sh; WEIR_CHROMIUM names another). Without one the test
 // skips, unless WEIR_REQUIRE_CHROMIUM=1 (scripts/test.sh) makes that a
 // failure.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := os.Getenv("WEIR_CHROMIUM")
 	if path == "" {
@@ -37,6 +37,7 @@ func browser(t *testing.T) context.Context {
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 800), chromedp.Flag("disable-dev-shm-usage", true))
+	opts = append(opts, extra...)
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
 	ctx, cancel2 := chromedp.NewContext(actx)
@@ -214,4 +215,35 @@ func mustEval(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A login survives a browser restart while the job's token lives: the
+// cookie is kept (Max-Age), not dropped with the browser session (issue
+// 38). The browser is closed and started again on the same profile.
+func TestLoginSurvivesBrowserRestart(t *testing.T) {
+	r := start(t, false)
+	base := "http://" + r.addr
+	profile := t.TempDir()
+	loggedIn := func(ctx context.Context) bool {
+		body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(body, "count-per-second") && strings.Contains(body, "live")
+	}
+	first := browser(t, chromedp.UserDataDir(profile))
+	if err := chromedp.Do(first, chromedp.Navigate(base+"/login?token="+r.token)); err != nil {
+		t.Fatal(err)
+	}
+	weirtest.WaitFor(t, "the dashboard after the login", 30*time.Second, func() bool { return loggedIn(first) })
+	// Close the browser as a user does (it writes its cookies to the
+	// profile), and start it again.
+	if err := chromedp.Cancel(first); err != nil {
+		t.Fatal(err)
+	}
+	second := browser(t, chromedp.UserDataDir(profile))
+	if err := chromedp.Do(second, chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	weirtest.WaitFor(t, "the dashboard after the restart, without a new login", 30*time.Second, func() bool { return loggedIn(second) })
 }
