@@ -200,14 +200,8 @@ func writeExpr(b *strings.Builder, e Expr) {
 		writeExpr(b, e.X)
 		b.WriteByte(')')
 	case *Descriptor:
-		b.WriteString("DESCRIPTOR(")
-		for i, c := range e.Cols {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(quoteIdent(c))
-		}
-		b.WriteByte(')')
+		b.WriteString("DESCRIPTOR")
+		writeColumnList(b, e.Cols)
 	case *TableArg:
 		b.WriteString("TABLE ")
 		writeTable(b, e.Table)
@@ -265,14 +259,8 @@ func writeQuery(b *strings.Builder, q Query) {
 			}
 			b.WriteString(quoteIdent(n))
 			if len(q.Columns[i]) > 0 {
-				b.WriteString(" (")
-				for j, c := range q.Columns[i] {
-					if j > 0 {
-						b.WriteString(", ")
-					}
-					b.WriteString(quoteIdent(c))
-				}
-				b.WriteByte(')')
+				b.WriteByte(' ')
+				writeColumnList(b, q.Columns[i])
 			}
 			b.WriteString(" AS (")
 			writeQuery(b, q.Queries[i])
@@ -389,13 +377,18 @@ func writeTable(b *strings.Builder, t TableExpr) {
 		b.WriteString(" AS " + quoteIdent(alias))
 	}
 	if st, ok := t.(*SubqueryTable); ok && len(st.Columns) > 0 {
-		b.WriteByte('(')
-		for i, c := range st.Columns {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(quoteIdent(c))
-		}
-		b.WriteByte(')')
+		writeColumnList(b, st.Columns)
 	}
+}
+
+// writeColumnList writes "(a, b, c)", the names quoted where they must be.
+func writeColumnList(b *strings.Builder, cols []string) {
+	b.WriteByte('(')
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(c))
+	}
+	b.WriteByte(')')
 }

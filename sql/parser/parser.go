@@ -216,6 +216,21 @@ func (p *parser) ident(what string) (string, Pos) {
 	return "", Pos{}
 }
 
+// columnList reads "a, b, c)" after its "(": the column names of a view,
+// a WITH query, a derived table's alias, a primary key, an INSERT, USING
+// or DESCRIPTOR.
+func (p *parser) columnList() []string {
+	var cols []string
+	for {
+		c, _ := p.ident("a column name")
+		cols = append(cols, c)
+		if p.acceptOp(")") {
+			return cols
+		}
+		p.wantOp(",")
+	}
+}
+
 // qualifiedName reads a[.b[.c]] and joins the parts with dots (catalog and
 // database parts are kept in the name; the catalog resolves them).
 func (p *parser) qualifiedName(what string) (string, Pos) {
@@ -378,14 +393,7 @@ func (p *parser) create() Stmt {
 		cv.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
 		cv.Name, _ = p.qualifiedName("a view name")
 		if p.acceptOp("(") {
-			for {
-				c, _ := p.ident("a column name")
-				cv.Columns = append(cv.Columns, c)
-				if p.acceptOp(")") {
-					break
-				}
-				p.wantOp(",")
-			}
+			cv.Columns = p.columnList()
 		}
 		p.wantKw("AS")
 		cv.Query = p.query()
@@ -429,14 +437,7 @@ func (p *parser) tableElement(ct *CreateTable) {
 		}
 		p.wantKw("PRIMARY", "KEY")
 		p.wantOp("(")
-		for {
-			c, _ := p.ident("a column name")
-			ct.PrimaryKey = append(ct.PrimaryKey, c)
-			if p.acceptOp(")") {
-				break
-			}
-			p.wantOp(",")
-		}
+		ct.PrimaryKey = p.columnList()
 		p.wantKw("NOT", "ENFORCED")
 		return
 	}
@@ -657,14 +658,7 @@ func (p *parser) insert() Stmt {
 	ins.Table, _ = p.qualifiedName("a table name")
 	if p.isOp("(") && !(p.isKwAt(1, "SELECT") || p.isKwAt(1, "WITH") || p.isKwAt(1, "VALUES")) {
 		p.next()
-		for {
-			c, _ := p.ident("a column name")
-			ins.Columns = append(ins.Columns, c)
-			if p.acceptOp(")") {
-				break
-			}
-			p.wantOp(",")
-		}
+		ins.Columns = p.columnList()
 	}
 	ins.Query = p.query()
 	return ins
@@ -680,14 +674,7 @@ func (p *parser) query() Query {
 			name, _ := p.ident("a name for the WITH query")
 			var cols []string
 			if p.acceptOp("(") {
-				for {
-					c, _ := p.ident("a column name")
-					cols = append(cols, c)
-					if p.acceptOp(")") {
-						break
-					}
-					p.wantOp(",")
-				}
+				cols = p.columnList()
 			}
 			p.wantKw("AS")
 			p.wantOp("(")
@@ -852,14 +839,7 @@ func (p *parser) joinedTable() TableExpr {
 				j.On = p.expr()
 			} else if p.acceptKw("USING") {
 				p.wantOp("(")
-				for {
-					c, _ := p.ident("a column name")
-					j.Using = append(j.Using, c)
-					if p.acceptOp(")") {
-						break
-					}
-					p.wantOp(",")
-				}
+				j.Using = p.columnList()
 			} else {
 				p.fail("ON or USING")
 			}
@@ -891,14 +871,7 @@ func (p *parser) tablePrimary() TableExpr {
 			st := &SubqueryTable{Pos: t.pos, Query: q, Alias: p.alias()}
 			if st.Alias != "" && p.acceptOp("(") {
 				// (VALUES ...) AS t(a, b): the alias names the columns
-				for {
-					c, _ := p.ident("a column name")
-					st.Columns = append(st.Columns, c)
-					if p.acceptOp(")") {
-						break
-					}
-					p.wantOp(",")
-				}
+				st.Columns = p.columnList()
 			}
 			return st
 		}
@@ -960,14 +933,7 @@ func (p *parser) tvfArg() Expr {
 		p.next()
 		d := &Descriptor{Pos: t.pos}
 		p.wantOp("(")
-		for {
-			c, _ := p.ident("a column name")
-			d.Cols = append(d.Cols, c)
-			if p.acceptOp(")") {
-				break
-			}
-			p.wantOp(",")
-		}
+		d.Cols = p.columnList()
 		return d
 	}
 	return p.expr()
