@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -409,15 +408,6 @@ func (w *Writer) syncLocked() error {
 	w.mu.dirty = false
 	w.writeRecoveryLocked()
 	return nil
-}
-
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			return err
-		}
-	}
 }
 
 // Sync fsyncs the active segment.

@@ -142,8 +142,9 @@ func Start(ctx context.Context, timeout time.Duration, settings ...string) (*Ser
 	}
 	s.cmd.Dir, s.cmd.Env = dir, env
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	// Pdeathsig is tied to the thread that forks: keep it for the call.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT}
+	// Pdeathsig (Linux) is tied to the thread that forks: keep it for the
+	// call.
+	s.cmd.SysProcAttr = procAttr(cred)
 	runtime.LockOSThread()
 	err = s.cmd.Start()
 	runtime.UnlockOSThread()
