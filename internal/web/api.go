@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/weirstream/weir/internal/control"
@@ -171,11 +172,9 @@ func (s *Server) job() *JobJSON {
 		if rt.wmPaced {
 			pace := round(rt.wmPace)
 			o.WatermarkPace = &pace
-			for _, lag := range o.WatermarkLagMs {
-				if lag != nil && *lag > behindLagMs && rt.wmPace < behindPace {
-					o.WatermarkBehind = true
-				}
-			}
+			o.WatermarkBehind = rt.wmPace < behindPace && slices.ContainsFunc(o.WatermarkLagMs, func(lag *int64) bool {
+				return lag != nil && *lag > behindLagMs
+			})
 		}
 		if !hasInput[op.ID] && op.SideOutputOf < 0 {
 			o.RecordsPerSec = o.RecordsOutPerSec
@@ -202,8 +201,6 @@ func level(ratio float64) string {
 	}
 }
 
-// round keeps three decimals: rates are estimates, and long fractions
-// only make the JSON harder to read.
 // A watermark is behind when its lag is above behindLagMs and it moves at
 // less than behindPace of the wall clock.
 const (
@@ -211,6 +208,8 @@ const (
 	behindPace  = 0.5
 )
 
+// round keeps three decimals: rates are estimates, and long fractions
+// only make the JSON harder to read.
 func round(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 func (s *Server) getCheckpoints(w http.ResponseWriter, r *http.Request) {

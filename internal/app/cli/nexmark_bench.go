@@ -207,9 +207,6 @@ temporary directory, as in the published figures.`,
 	return cmd
 }
 
-// freshHeap collects the garbage of the runs before and returns the freed
-// memory to the operating system, so that each measured run starts as a
-// new process would.
 // benchRunsLine says what a query's runs processed and how long they
 // took: the latency runs process far more events than --events, and a
 // latency run that fell behind its paced schedule measured a queue.
@@ -229,6 +226,9 @@ func benchRunsLine(res nexmarkBenchResult) string {
 	return line
 }
 
+// freshHeap collects the garbage of the runs before and returns the freed
+// memory to the operating system, so that each measured run starts as a
+// new process would.
 func freshHeap() {
 	runtime.GC()
 	debug.FreeOSMemory()
