@@ -160,7 +160,7 @@ func FromSource[T any](j *Job, name string, src Source[T], ws WatermarkStrategy[
 // subtask's other active splits.
 func stamp[T any](h *header, data []T, g *watermark.Generator, cur, others int64, ws WatermarkStrategy[T], st *subtask) {
 	ts, wm := h.ts[:len(data)], h.wm[:len(data)]
-	if ws.ts == nil && ws.tsErr == nil {
+	if ws.ts == nil {
 		now := st.now()
 		for i := range data {
 			ts[i] = now
@@ -180,35 +180,6 @@ func stamp[T any](h *header, data []T, g *watermark.Generator, cur, others int64
 		lg.OnEvent(t)
 	}
 	*g = lg
-}
-
-// stampOrBad is stamp for a timestamp function that may refuse a record:
-// the refused records are handed to bad and the others moved up in
-// place; it returns how many are left.
-func stampOrBad[T any](h *header, data []T, g *watermark.Generator, cur, others int64, ws WatermarkStrategy[T], bad func(T, error) error) (int, error) {
-	ts, wm := h.ts[:len(data)], h.wm[:len(data)]
-	lg, tsf := *g, ws.tsErr
-	k := 0
-	for i := range data {
-		t, err := tsf(data[i])
-		if err != nil {
-			*g = lg
-			if err := bad(data[i], err); err != nil {
-				return k, err
-			}
-			continue
-		}
-		wm[k] = watermark.At(cur, lg.Current(), others)
-		ms := t.UnixMilli()
-		ts[k] = ms
-		lg.OnEvent(ms)
-		if k != i {
-			data[k] = data[i]
-		}
-		k++
-	}
-	*g = lg
-	return k, nil
 }
 
 // SliceSource is a bounded source of one split that emits items in order.

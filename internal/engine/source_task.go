@@ -304,8 +304,7 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) (int, error) {
 		}
 		if ws.tsErr != nil {
 			var err error
-			k, err = stampOrBad(&t.b.header, t.b.data[:k], &t.gens[s], comb.Current(), comb.Others(s), ws,
-				func(v T, err error) error { return t.badTimestamp(s, v, err) })
+			k, err = t.stampOrBad(s, k)
 			if ferr := t.flushBad(); err == nil {
 				err = ferr
 			}
@@ -342,6 +341,33 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) (int, error) {
 		}
 	}
 	return k, nil
+}
+
+// stampOrBad is stamp for a timestamp function that may refuse a record
+// (the OrBad strategies), over the k records just read from split s: the
+// refused ones go to badTimestamp and the others move up in place; it
+// returns how many are left. stamp's loop stays free of the error path.
+func (t *sourceTask[T]) stampOrBad(s, k int) (int, error) {
+	data, ts, wm := t.b.data[:k], t.b.ts[:k], t.b.wm[:k]
+	cur, others := t.comb.Current(), t.comb.Others(s)
+	g, tsf := &t.gens[s], t.ws.tsErr
+	n := 0
+	for i := range data {
+		at, err := tsf(data[i])
+		if err != nil {
+			if err := t.badTimestamp(s, data[i], err); err != nil {
+				return n, err
+			}
+			continue
+		}
+		wm[n] = watermark.At(cur, g.Current(), others)
+		ms := at.UnixMilli()
+		ts[n] = ms
+		g.OnEvent(ms)
+		data[n] = data[i]
+		n++
+	}
+	return n, nil
 }
 
 // badTimestamp handles a record of split s whose timestamp function
