@@ -350,7 +350,10 @@ func (t *sourceTask[T]) observe(s, k int, eof bool) (int, error) {
 func (t *sourceTask[T]) stampOrBad(s, k int) (int, error) {
 	data, ts, wm := t.b.data[:k], t.b.ts[:k], t.b.wm[:k]
 	cur, others := t.comb.Current(), t.comb.Others(s)
-	g, tsf := &t.gens[s], t.ws.tsErr
+	// The generator in a local variable, as in stamp: its fields stay in
+	// registers.
+	g, tsf := t.gens[s], t.ws.tsErr
+	defer func() { t.gens[s] = g }()
 	n := 0
 	for i := range data {
 		at, err := tsf(data[i])
