@@ -212,11 +212,28 @@ func (o *Options) Prefixed(prefix string) map[string]string {
 // invalidError is an option whose value is wrong.
 type invalidError struct{ key, msg string }
 
-func (e *invalidError) Error() string { return e.msg }
+func (e *invalidError) Error() string     { return e.msg }
+func (e *invalidError) optionKey() string { return e.key }
 
 type missingError struct{ key string }
 
-func (e *missingError) Error() string { return "missing required option '" + e.key + "'" }
+func (e *missingError) Error() string     { return "missing required option '" + e.key + "'" }
+func (e *missingError) optionKey() string { return e.key }
+
+// keysOf returns the keys of the errors of type E among errs.
+func keysOf[E interface {
+	error
+	optionKey() string
+}](errs []error) []string {
+	var keys []string
+	for _, err := range errs {
+		var e E
+		if errors.As(err, &e) {
+			keys = append(keys, e.optionKey())
+		}
+	}
+	return keys
+}
 
 // Err returns nil if the options are good, or one error naming the table
 // and the connector that lists the missing required options, the invalid
@@ -284,27 +301,11 @@ func (e *OptionsError) Unwrap() []error { return e.Errs }
 // the message: the invalid values, then the unsupported keys. A missing
 // option has no key in the WITH clause and is not among them.
 func (e *OptionsError) Keys() []string {
-	var keys []string
-	for _, err := range e.Errs {
-		var iv *invalidError
-		if errors.As(err, &iv) {
-			keys = append(keys, iv.key)
-		}
-	}
-	return append(keys, e.Unsupported...)
+	return append(keysOf[*invalidError](e.Errs), e.Unsupported...)
 }
 
 // Missing returns the missing required options' keys.
-func (e *OptionsError) Missing() []string {
-	var keys []string
-	for _, err := range e.Errs {
-		var m *missingError
-		if errors.As(err, &m) {
-			keys = append(keys, m.key)
-		}
-	}
-	return keys
-}
+func (e *OptionsError) Missing() []string { return keysOf[*missingError](e.Errs) }
 
 // MemorySize returns the value of key as a size in bytes written as
 // Flink writes them ("128MB", "64 kb", "1gb", "1024" = bytes), or def.

@@ -234,11 +234,8 @@ func requalify(r *rel, alias string) *rel {
 }
 
 // renameColumns gives r's columns the names of a view's or an alias's
-// column list; mismatch is the error when the counts differ.
-func renameColumns(r *rel, names []string, mismatch func() error) (*rel, error) {
-	if len(names) != len(r.sc.Cols) {
-		return nil, mismatch()
-	}
+// column list, one name per column (the caller checks the count).
+func renameColumns(r *rel, names []string) *rel {
 	sc := &expr.Scope{Cols: append([]expr.Column(nil), r.sc.Cols...)}
 	for i := range sc.Cols {
 		sc.Cols[i].Name = names[i]
@@ -246,7 +243,7 @@ func renameColumns(r *rel, names []string, mismatch func() error) (*rel, error) 
 	out := *r
 	out.sc = sc
 	out.same = r.canonical()
-	return &out, nil
+	return &out
 }
 
 func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
@@ -273,11 +270,10 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 			return nil, err
 		}
 		if len(t.Columns) > 0 {
-			if r, err = renameColumns(r, t.Columns, func() error {
-				return parser.Errorf(t.Pos, "'%s' names %d columns but its query has %d", t.Alias, len(t.Columns), len(r.sc.Cols))
-			}); err != nil {
-				return nil, err
+			if len(t.Columns) != len(r.sc.Cols) {
+				return nil, parser.Errorf(t.Pos, "'%s' names %d columns but its query has %d", t.Alias, len(t.Columns), len(r.sc.Cols))
 			}
+			r = renameColumns(r, t.Columns)
 		}
 		return requalify(r, t.Alias), nil
 	case *parser.Join:
@@ -321,11 +317,10 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 			return nil, err
 		}
 		if len(v.ddl.Columns) > 0 {
-			if r, err = renameColumns(r, v.ddl.Columns, func() error {
-				return parser.Errorf(v.ddl.Pos, "view '%s' names %d columns but its query has %d", name, len(v.ddl.Columns), len(r.sc.Cols))
-			}); err != nil {
-				return nil, err
+			if len(v.ddl.Columns) != len(r.sc.Cols) {
+				return nil, parser.Errorf(v.ddl.Pos, "view '%s' names %d columns but its query has %d", name, len(v.ddl.Columns), len(r.sc.Cols))
 			}
+			r = renameColumns(r, v.ddl.Columns)
 		}
 		if len(p.ctes) == 0 {
 			if p.views == nil {
