@@ -31,6 +31,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/weirstream/weir/internal/datetime"
@@ -68,7 +69,7 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
-		return errors.New("jsontime: timestamp " + truncate(b) + " is not a JSON string")
+		return fmt.Errorf("jsontime: timestamp %.64s is not a JSON string", b)
 	}
 	s := b[1 : len(b)-1]
 	if bytes.IndexByte(s, '\\') >= 0 {
@@ -79,12 +80,7 @@ func (t *Timestamp) UnmarshalJSON(b []byte) error {
 		}
 		s = []byte(u)
 	}
-	v, err := parse(s)
-	if err != nil {
-		return err
-	}
-	t.Time = v
-	return nil
+	return t.UnmarshalText(s)
 }
 
 // UnmarshalText reads a timestamp in one of the accepted forms.
@@ -126,11 +122,4 @@ func (t Timestamp) AppendSQL(b []byte) []byte {
 		layout = "2006-01-02 15:04:05.000000"
 	}
 	return u.AppendFormat(b, layout)
-}
-
-func truncate(b []byte) string {
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	return string(b)
 }
