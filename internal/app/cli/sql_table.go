@@ -34,12 +34,7 @@ func (t *liveTable) apply(rows []types.Row) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, r := range rows {
-		cells := make([]string, len(r.Values))
-		for i, v := range r.Values {
-			if i < len(t.schema) {
-				cells[i] = sql.FormatValue(v, t.schema[i].Type)
-			}
-		}
+		cells := appendCells(make([]string, 0, len(t.schema)), r.Values, t.schema, "NULL")
 		k := strings.Join(cells, "\x00")
 		if _, seen := t.cells[k]; !seen {
 			t.cells[k] = cells
@@ -115,6 +110,19 @@ func (t *liveTable) render(w io.Writer, max int) {
 	}
 	fmt.Fprintf(&b, "%d rows (%d shown), %d changes\n", len(rows), len(shown), t.changes)
 	io.WriteString(w, b.String())
+}
+
+// appendCells appends the values of a row as the shell prints them, one
+// per column of schema, NULL as null.
+func appendCells(dst []string, vals []types.Value, schema types.Schema, null string) []string {
+	for i, v := range vals[:min(len(vals), len(schema))] {
+		if v.Null {
+			dst = append(dst, null)
+		} else {
+			dst = append(dst, sql.FormatValue(v, schema[i].Type))
+		}
+	}
+	return dst
 }
 
 // liveRows is how many rows of the live table fit the terminal w: its

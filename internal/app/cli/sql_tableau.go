@@ -126,17 +126,7 @@ func (t *tableau) write(rows []types.Row) error {
 	defer t.mu.Unlock()
 	t.b.Reset()
 	for _, r := range rows {
-		t.cells = append(t.cells[:0], r.Kind.String())
-		for i, v := range r.Values {
-			if i >= len(t.schema) {
-				break
-			}
-			if v.Null {
-				t.cells = append(t.cells, tableauNull)
-			} else {
-				t.cells = append(t.cells, sql.FormatValue(v, t.schema[i].Type))
-			}
-		}
+		t.cells = appendCells(append(t.cells[:0], r.Kind.String()), r.Values, t.schema, tableauNull)
 		t.line(t.cells)
 		t.n++
 	}
