@@ -344,10 +344,11 @@ func (p *parser) primary() Expr {
 		}
 		return &Call{Pos: t.pos, Name: kw}
 	}
-	if isReserved(t.text) && !(p.peek(1).kind == tOp && p.peek(1).text == "(" && callableKeyword[kw]) {
+	call := p.peek(1).kind == tOp && p.peek(1).text == "("
+	if isReserved(t.text) && !(call && callableKeyword[kw]) {
 		p.fail("an expression")
 	}
-	if !(p.peek(1).kind == tOp && p.peek(1).text == "(") {
+	if !call {
 		p.refuseFlinkReserved(t) // a name, not a call
 	}
 	p.next()

@@ -184,17 +184,11 @@ func isReserved(s string) bool { return reserved[strings.ToUpper(s)] }
 // flinkReserved are words Flink's parser (Calcite's, SQL:2003's reserved
 // words) refuses as bare names that weir's grammar does not need as
 // keywords: weir refuses them too, so that a file it accepts runs on
-// Flink. Quoted (`user`) they are names like any other.
-var flinkReserved = map[string]bool{}
-
-func init() {
-	// The ones users meet as column names (Flink's documentation quotes
-	// `value` and `user` for that reason); more of Calcite's reserved
-	// words could follow.
-	for _, w := range strings.Fields(`USER CURRENT_USER SESSION_USER SYSTEM_USER VALUE`) {
-		flinkReserved[w] = true
-	}
-}
+// Flink. Quoted (`user`) they are names like any other. These are the
+// ones users meet as column names (Flink's documentation quotes `value`
+// and `user` for that reason); more of Calcite's reserved words could
+// follow.
+var flinkReserved = map[string]bool{"USER": true, "CURRENT_USER": true, "SESSION_USER": true, "SYSTEM_USER": true, "VALUE": true}
 
 // refuseFlinkReserved fails on t when it is a bare word that Flink
 // reserves, with the way to write it.
