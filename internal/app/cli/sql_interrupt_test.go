@@ -21,13 +21,34 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// weirCommand is this test binary run as `weir args...` (TestMain), with
+// env added to the environment.
+func weirCommand(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "WEIR_TEST_MAIN=1"), env...)
+	return cmd
+}
+
+// waitExit waits for a shell started with weirCommand to end well after
+// what ended it (its exit status arrives on exited).
+func waitExit(t *testing.T, exited <-chan error, after string) {
+	t.Helper()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the shell ended with %v after %s", err, after)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the shell did not end after %s", after)
+	}
+}
+
 // Ctrl-C (SIGINT) on a running query of the `weir sql` shell cancels the
 // query and keeps the session, as Flink's sql-client does: the table
 // created before it is still known after it (issue 38: SIGINT ended the
 // shell and lost every table). The end of the input ends the shell.
 func TestShellInterruptCancelsTheQuery(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "sql")
-	cmd.Env = append(os.Environ(), "WEIR_TEST_MAIN=1")
+	cmd := weirCommand(nil, "sql")
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -62,12 +83,5 @@ func TestShellInterruptCancelsTheQuery(t *testing.T) {
 		return false
 	})
 	in.Close()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("the shell ended with %v after the end of its input", err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the shell did not end at the end of its input")
-	}
+	waitExit(t, exited, "the end of its input")
 }

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"io"
-	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,8 +21,7 @@ import (
 // lines appear; the tableau result mode prints a bounded query's rows as
 // Flink's sql-client does (issue 38).
 func TestShellInATerminal(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "sql")
-	cmd.Env = append(os.Environ(), "WEIR_TEST_MAIN=1", "TERM=xterm", "XDG_CONFIG_HOME="+t.TempDir())
+	cmd := weirCommand([]string{"TERM=xterm", "XDG_CONFIG_HOME=" + t.TempDir()}, "sql")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 160})
 	if err != nil {
 		t.Fatal(err)
@@ -113,14 +110,7 @@ func TestShellInATerminal(t *testing.T) {
 	}
 
 	typeLine("QUIT;")
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("the shell ended with %v after QUIT", err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatal("the shell did not end after QUIT")
-	}
+	waitExit(t, exited, "QUIT")
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Minute):
