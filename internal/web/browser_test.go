@@ -145,13 +145,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		weirtest.WaitFor(t, "a checkpoint in the page", 30*time.Second, func() bool {
 			return strings.Contains(text("#checkpoints"), "COMPLETED")
 		})
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(shot, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		saveScreenshot(t, ctx, shot, chromedp.FullScreenshot(100))
 	}
 
 	// The savepoint button: a POST from the page, with the cookie and the
@@ -197,14 +191,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("cut off at 390 px: %v", clipped)
 	}
 	if shot := os.Getenv("WEIR_SCREENSHOT_PHONE"); shot != "" {
-		// The first screen, as the phone shows it.
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(shot, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		saveScreenshot(t, ctx, shot, chromedp.CaptureScreenshot()) // the first screen, as the phone shows it
+	}
+}
+
+// saveScreenshot writes the PNG that shot takes to file.
+func saveScreenshot(t *testing.T, ctx context.Context, file string, shot chromedp.Action[[]byte]) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
