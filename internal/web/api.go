@@ -130,15 +130,12 @@ func (s *Server) job() *JobJSON {
 	for _, o := range s.cfg.Registry.Snapshot() {
 		subs[o.Name] = append(subs[o.Name], o)
 	}
-	par := map[string]int{}
+	par := parallelism(j)
 	hasInput := map[int]bool{}
 	for _, e := range j.Edges {
 		hasInput[e.To] = true
 	}
-	for _, op := range j.Operators {
-		par[op.Name] += op.Parallelism
-	}
-	rates := s.rates.rates(take(s.cfg.Registry, now), par)
+	rates := s.rates.rates(take(s.cfg.Registry, now, par), par)
 	procNow := s.cfg.Registry.Now // the job's processing time, as the Prometheus lag
 	if procNow == nil {
 		procNow = time.Now

@@ -29,7 +29,7 @@ func BenchmarkGetJob(b *testing.B) {
 	}
 	now := time.Unix(2000, 0)
 	s := &Server{cfg: Config{Registry: reg, Job: func() Job { return j }, Now: func() time.Time { return now }}, rates: newSampler(10 * time.Second)}
-	s.rates.add(take(reg, now.Add(-5*time.Second)))
+	s.rates.add(take(reg, now.Add(-5*time.Second), nil))
 	r := httptest.NewRequest("GET", "/v1/job", nil)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -38,15 +38,20 @@ type sampler struct {
 
 func newSampler(window time.Duration) *sampler { return &sampler{window: window} }
 
-// take reads the registry's counters.
-func take(reg *metrics.Registry, at time.Time) sample {
+// take reads the registry's counters. The watermark is the lowest of the
+// operator's current subtasks (below par[name], when par has the name): a
+// subtask of an earlier attempt at a higher parallelism keeps its last
+// watermark, which must not hold the pace at 0, as the API's lags skip it.
+// The counters count every subtask since the process started.
+func take(reg *metrics.Registry, at time.Time, par map[string]int) sample {
 	s := sample{at: at, ops: map[string]counters{}}
 	for _, o := range reg.Snapshot() {
 		c, ok := s.ops[o.Name]
 		if !ok {
 			c.wm = noWM
 		}
-		if w := o.Watermark.Load(); w != math.MinInt64 && w != math.MaxInt64 && (c.wm == noWM || w < c.wm) {
+		current := par[o.Name] == 0 || o.Subtask < par[o.Name]
+		if w := o.Watermark.Load(); current && w != math.MinInt64 && w != math.MaxInt64 && (c.wm == noWM || w < c.wm) {
 			c.wm = w
 		}
 		c.in += o.RecordsIn.Load()
@@ -123,4 +128,13 @@ func (r *sampler) rates(cur sample, parallelism map[string]int) map[string]rate 
 }
 
 // sample adds a sample of the registry now.
-func (s *Server) sample() { s.rates.add(take(s.cfg.Registry, s.cfg.Now())) }
+func (s *Server) sample() { s.rates.add(take(s.cfg.Registry, s.cfg.Now(), parallelism(s.cfg.Job()))) }
+
+// parallelism is the parallelism of each of j's operators, by name.
+func parallelism(j Job) map[string]int {
+	par := map[string]int{}
+	for _, op := range j.Operators {
+		par[op.Name] += op.Parallelism
+	}
+	return par
+}

@@ -24,6 +24,9 @@ func TestWatermarkBehind(t *testing.T) {
 	op0, op1 := reg.Operator("win", 0), reg.Operator("win", 1)
 	week := 7 * 24 * time.Hour
 	t0 := time.Unix(1_800_000_000, 0)
+	// A subtask of an earlier attempt at parallelism 3 keeps its last
+	// watermark: it is not the operator's and must not stall its pace.
+	reg.Operator("win", 2).Watermark.Store(t0.Add(-week).UnixMilli())
 
 	// at sets the clocks to t0+sec and the watermarks (ms since t0-week,
 	// subtask 1 a second ahead), samples, and returns the operator's JSON.
