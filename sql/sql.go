@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/expr"
+	_ "github.com/weirstream/weir/sql/nexmarksql" // Nexmark's UDF classes (count_char)
 	"github.com/weirstream/weir/sql/planner"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -69,3 +70,26 @@ func FormatValue(v types.Value, t types.Type) string { return expr.FormatValue(v
 // ScalarFunctions lists the scalar functions the compiler knows, for docs
 // and the shell's completion.
 var ScalarFunctions = expr.ScalarFunctions
+
+// Function is a user-defined function: a *ScalarFunction or an
+// *AggregateFunction.
+type Function = expr.Function
+
+// ScalarFunction is a user-defined scalar function (Flink's
+// ScalarFunction), written in Go.
+type ScalarFunction = expr.ScalarFunction
+
+// AggregateFunction is a user-defined aggregate function (Flink's
+// AggregateFunction), written in Go, its accumulator kept in state.
+type AggregateFunction = expr.AggregateFunction
+
+// WithFunction registers f under name in the session, as Flink's
+// createTemporarySystemFunction: SQL calls it by name (case-insensitive),
+// and it is found before a built-in function of the same name.
+func WithFunction(name string, f Function) Option { return planner.WithFunction(name, f) }
+
+// RegisterClass binds a Java class name to a Go function, so that
+// `CREATE FUNCTION f AS 'the.Class'` in a Flink SQL file finds it: a
+// file whose Java UDF has a Go twin runs unchanged. Call it from an init
+// function; it panics if the class is registered twice.
+func RegisterClass(class string, f Function) { expr.RegisterClass(class, f) }

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"fmt"
 	"math/big"
 	"sort"
 
@@ -25,6 +26,7 @@ const (
 	AggMin
 	AggMax
 	aggAvg
+	aggUser // a user-defined AggregateFunction
 )
 
 // AggCall is one compiled aggregate call.
@@ -45,6 +47,12 @@ type AggCall struct {
 	sumT types.Type
 	toS  func(types.Value) types.Value
 	cmp  func(a, b types.Value) int
+	// a user-defined aggregate: its function, name, arguments and their
+	// (parameter) types
+	udf   *AggregateFunction
+	uName string
+	uArgs []EvalFn
+	uTs   []types.Type
 }
 
 func (a *AggCall) slots() int {
@@ -76,6 +84,9 @@ func CompileAgg(c *parser.Call, ec *Compiler, retract bool) (*AggCall, error) {
 			return nil, err
 		}
 		a.Filter = f.Eval
+	}
+	if f, ok := ec.Funcs[c.Name].(*AggregateFunction); ok {
+		return compileUserAgg(a, c, ec, f)
 	}
 	if c.Star || (c.Name == "COUNT" && len(c.Args) == 0) {
 		if c.Name != "COUNT" {
@@ -182,6 +193,17 @@ func NewAggLayout(nkeys int, calls []*AggCall) *AggLayout {
 	return l
 }
 
+// MergeErr says why the accumulators cannot be merged (session windows):
+// a user-defined aggregate without Merge.
+func (l *AggLayout) MergeErr() error {
+	for _, c := range l.Calls {
+		if c.Kind == aggUser && c.udf.Merge == nil {
+			return fmt.Errorf("aggregate function %s cannot aggregate a SESSION window: it has no Merge (Flink's merge method)", c.uName)
+		}
+	}
+	return nil
+}
+
 // Create returns a new accumulator holding the group's keys.
 func (l *AggLayout) Create(keys []types.Value) []types.Value {
 	acc := make([]types.Value, l.size)
@@ -192,6 +214,8 @@ func (l *AggLayout) Create(keys []types.Value) []types.Value {
 			if !c.Retract {
 				acc[c.slot] = types.NullValue
 			}
+		case aggUser:
+			acc[c.slot] = c.userCreate()
 		}
 	}
 	return acc
@@ -212,6 +236,10 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		}
 		if c.Kind == AggCountStar {
 			acc[c.slot].I += sign
+			continue
+		}
+		if c.Kind == aggUser {
+			acc[c.slot] = c.userAccumulate(acc[c.slot], in, sign)
 			continue
 		}
 		v := c.Arg(in)
@@ -257,6 +285,10 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 func (l *AggLayout) Merge(dst, src []types.Value) {
 	dst[l.NKeys].I += src[l.NKeys].I
 	for _, c := range l.Calls {
+		if c.Kind == aggUser {
+			dst[c.slot] = c.userMerge(dst[c.slot], src[c.slot])
+			continue
+		}
 		if c.Distinct || ((c.Kind == AggMin || c.Kind == AggMax) && c.Retract) {
 			for _, e := range pairs(src[c.slot]) {
 				dst[c.slot], _ = multisetAdd(dst[c.slot], e[0], e[1].I, c.cmp)
@@ -289,6 +321,9 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 
 // Result computes aggregate i's value.
 func (l *AggLayout) Result(acc []types.Value, c *AggCall) types.Value {
+	if c.Kind == aggUser {
+		return c.userResult(acc[c.slot])
+	}
 	if c.Distinct {
 		// read the multiset in place: a copy per result made COUNT(DISTINCT)
 		// of a group with many values quadratic (Nexmark q15, q16)

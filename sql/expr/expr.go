@@ -87,6 +87,9 @@ type Compiler struct {
 	GenericOnly bool
 	// depth is how deep Compile is in the expression tree (MaxDepth).
 	depth int
+	// Funcs resolves the user-defined functions a call may name (upper
+	// case names).
+	Funcs map[string]Function
 }
 
 // MaxDepth bounds how deeply an expression nests (a flat chain of 100 K

@@ -164,6 +164,9 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 	if e.Over != nil {
 		return Expr{}, ErrAt(e, "%s OVER (...) is not allowed here", e.Name)
 	}
+	if x, ok, err := c.userCall(e); ok {
+		return x, err
+	}
 	if AggregateNames[e.Name] {
 		where := c.What
 		if where == "" {
@@ -700,6 +703,26 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		}}, nil
 	}
 	return Expr{}, ErrAt(e, "no function named %s", e.Name)
+}
+
+// userCall compiles a call of a user-defined function, if e names one.
+func (c *Compiler) userCall(e *parser.Call) (Expr, bool, error) {
+	f, ok := c.Funcs[e.Name]
+	if !ok {
+		return Expr{}, false, nil
+	}
+	switch f := f.(type) {
+	case *ScalarFunction:
+		x, err := c.scalarCall(e, strings.ToLower(e.Name), f)
+		return x, true, err
+	case *AggregateFunction:
+		where := c.What
+		if where == "" {
+			where = "this place"
+		}
+		return Expr{}, true, ErrAt(e, "aggregate function %s is not allowed in %s", strings.ToLower(e.Name), where)
+	}
+	return Expr{}, true, ErrAt(e, "function %s is not a scalar function", strings.ToLower(e.Name))
 }
 
 func (x Expr) nullable() Expr { x.Type.NotNull = false; return x }

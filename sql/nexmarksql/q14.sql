@@ -1,5 +1,6 @@
 -- Nexmark q14 as Flink's Nexmark suite has it: github.com/nexmark/nexmark,
--- nexmark-flink/src/main/resources/queries/q14.sql (Apache License 2.0); the UDF replaced: see below.
+-- nexmark-flink/src/main/resources/queries/q14.sql (Apache License 2.0), unchanged: count_char is
+-- Nexmark's Java UDF, which resolves to its Go twin (sql/nexmarksql.CountChar).
 -- Run after ddl.sql (the source table and views): weir sql -f FILE with both.
 -- -------------------------------------------------------------------------------------------------
 -- Query 14: Calculation (Not in original suite)
@@ -8,12 +9,7 @@
 -- Illustrates duplicate expressions and usage of user-defined-functions.
 -- -------------------------------------------------------------------------------------------------
 
--- weir: Flink's file registers a Java UDF,
---   CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';
--- weir runs no code shipped as a class name, and count_char is not a Flink
--- built-in, so the call is written as what it computes, the number of
--- 'c' characters in extra, in standard functions (which Flink runs too):
---   CHAR_LENGTH(extra) - CHAR_LENGTH(REPLACE(extra, 'c', '')).
+CREATE FUNCTION count_char AS 'com.github.nexmark.flink.udf.CountChar';
 
 CREATE TABLE nexmark_q14 (
     auction BIGINT,
@@ -39,6 +35,6 @@ SELECT
     END AS bidTimeType,
     `dateTime`,
     extra,
-    CHAR_LENGTH(extra) - CHAR_LENGTH(REPLACE(extra, 'c', '')) AS c_counts
+    count_char(extra, 'c') AS c_counts
 FROM bid
 WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000;

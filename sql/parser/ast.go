@@ -37,10 +37,26 @@ type (
 		Columns     []string
 		Query       Query
 	}
-	// Drop is DROP [TEMPORARY] TABLE|VIEW [IF EXISTS] name.
+	// CreateFunction is CREATE [TEMPORARY [SYSTEM]] FUNCTION [IF NOT
+	// EXISTS] f AS 'identifier' [LANGUAGE lang] [USING JAR 'path', ...]:
+	// the identifier is a class name (Flink's Java UDF, resolved in weir's
+	// registry of Go functions) or, with LANGUAGE WASM, a module's path.
+	CreateFunction struct {
+		Pos         Pos
+		Name        string
+		Temporary   bool
+		System      bool
+		IfNotExists bool
+		Identifier  string
+		IdentPos    Pos
+		Language    string // upper case; "" when not given
+		Using       []string
+	}
+	// Drop is DROP [TEMPORARY [SYSTEM]] TABLE|VIEW|FUNCTION [IF EXISTS] name.
 	Drop struct {
 		Pos       Pos
 		View      bool
+		Function  bool
 		Temporary bool
 		IfExists  bool
 		Name      string
@@ -60,6 +76,11 @@ type (
 	ShowTables struct {
 		Pos   Pos
 		Views bool
+	}
+	// ShowFunctions is SHOW [USER] FUNCTIONS.
+	ShowFunctions struct {
+		Pos  Pos
+		User bool
 	}
 	// Describe is DESCRIBE|DESC name.
 	Describe struct {
@@ -89,17 +110,19 @@ type (
 	}
 )
 
-func (s *CreateTable) StmtPos() Pos  { return s.Pos }
-func (s *CreateView) StmtPos() Pos   { return s.Pos }
-func (s *Drop) StmtPos() Pos         { return s.Pos }
-func (s *Insert) StmtPos() Pos       { return s.Pos }
-func (s *QueryStmt) StmtPos() Pos    { return s.Query.QueryPos() }
-func (s *ShowTables) StmtPos() Pos   { return s.Pos }
-func (s *Describe) StmtPos() Pos     { return s.Pos }
-func (s *Explain) StmtPos() Pos      { return s.Pos }
-func (s *Set) StmtPos() Pos          { return s.Pos }
-func (s *Reset) StmtPos() Pos        { return s.Pos }
-func (s *StatementSet) StmtPos() Pos { return s.Pos }
+func (s *CreateTable) StmtPos() Pos    { return s.Pos }
+func (s *CreateView) StmtPos() Pos     { return s.Pos }
+func (s *Drop) StmtPos() Pos           { return s.Pos }
+func (s *CreateFunction) StmtPos() Pos { return s.Pos }
+func (s *Insert) StmtPos() Pos         { return s.Pos }
+func (s *QueryStmt) StmtPos() Pos      { return s.Query.QueryPos() }
+func (s *ShowTables) StmtPos() Pos     { return s.Pos }
+func (s *ShowFunctions) StmtPos() Pos  { return s.Pos }
+func (s *Describe) StmtPos() Pos       { return s.Pos }
+func (s *Explain) StmtPos() Pos        { return s.Pos }
+func (s *Set) StmtPos() Pos            { return s.Pos }
+func (s *Reset) StmtPos() Pos          { return s.Pos }
+func (s *StatementSet) StmtPos() Pos   { return s.Pos }
 
 // ColumnDef is a column of CREATE TABLE: physical (Type set), computed
 // (Computed set) or metadata (Metadata set).

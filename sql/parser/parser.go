@@ -270,7 +270,13 @@ func (p *parser) stmt() Stmt {
 		if p.acceptKw("VIEWS") {
 			return &ShowTables{Pos: t.pos, Views: true}
 		}
-		p.fail("TABLES or VIEWS")
+		if p.acceptKw("FUNCTIONS") {
+			return &ShowFunctions{Pos: t.pos}
+		}
+		if p.acceptKw("USER", "FUNCTIONS") {
+			return &ShowFunctions{Pos: t.pos, User: true}
+		}
+		p.fail("TABLES, VIEWS, FUNCTIONS or USER FUNCTIONS")
 	case p.isKw("DESCRIBE"), p.isKw("DESC"):
 		p.next()
 		name, _ := p.qualifiedName("a table name")
@@ -344,12 +350,32 @@ func (p *parser) statementSetBody(pos Pos) Stmt {
 func (p *parser) create() Stmt {
 	pos := p.next().pos
 	temporary := p.acceptKw("TEMPORARY")
-	if p.acceptKw("SYSTEM") {
-		// CREATE TEMPORARY SYSTEM FUNCTION: not supported; let the
-		// expectation below report it.
-		p.i--
+	system := temporary && p.acceptKw("SYSTEM")
+	if system && !p.isKw("FUNCTION") {
+		p.fail("FUNCTION")
 	}
 	switch {
+	case p.acceptKw("FUNCTION"):
+		cf := &CreateFunction{Pos: pos, Temporary: temporary, System: system}
+		cf.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
+		cf.Name, _ = p.qualifiedName("a function name")
+		p.wantKw("AS")
+		cf.Identifier, cf.IdentPos = p.stringLit("the function's class name or module path, quoted")
+		if p.acceptKw("LANGUAGE") {
+			lang, _ := p.ident("a language (JAVA, SCALA, PYTHON, WASM)")
+			cf.Language = strings.ToUpper(lang)
+		}
+		if p.acceptKw("USING") {
+			for {
+				p.wantKw("JAR")
+				path, _ := p.stringLit("a quoted path")
+				cf.Using = append(cf.Using, path)
+				if !p.acceptOp(",") {
+					break
+				}
+			}
+		}
+		return cf
 	case p.acceptKw("TABLE"):
 		ct := &CreateTable{Pos: pos, Temporary: temporary}
 		ct.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
@@ -393,7 +419,7 @@ func (p *parser) create() Stmt {
 		cv.Query = p.query()
 		return cv
 	}
-	p.fail("TABLE or VIEW")
+	p.fail("TABLE, VIEW or FUNCTION")
 	return nil
 }
 
@@ -626,12 +652,15 @@ func (p *parser) drop() Stmt {
 	pos := p.next().pos
 	d := &Drop{Pos: pos}
 	d.Temporary = p.acceptKw("TEMPORARY")
+	system := d.Temporary && p.acceptKw("SYSTEM")
 	switch {
-	case p.acceptKw("TABLE"):
-	case p.acceptKw("VIEW"):
+	case !system && p.acceptKw("TABLE"):
+	case !system && p.acceptKw("VIEW"):
 		d.View = true
+	case p.acceptKw("FUNCTION"):
+		d.Function = true
 	default:
-		p.fail("TABLE or VIEW")
+		p.fail("TABLE, VIEW or FUNCTION")
 	}
 	d.IfExists = p.acceptKw("IF", "EXISTS")
 	d.Name, _ = p.qualifiedName("a name")

@@ -67,7 +67,12 @@ func summary(s Stmt) string {
 	case *CreateView:
 		return "create view " + s.Name + " AS " + QueryString(s.Query)
 	case *Drop:
+		if s.Function {
+			return fmt.Sprintf("drop function temporary=%v ifexists=%v %s", s.Temporary, s.IfExists, s.Name)
+		}
 		return fmt.Sprintf("drop view=%v ifexists=%v %s", s.View, s.IfExists, s.Name)
+	case *CreateFunction:
+		return fmt.Sprintf("create function temporary=%v system=%v ifnotexists=%v %s as %q language=%s using=%q", s.Temporary, s.System, s.IfNotExists, s.Name, s.Identifier, s.Language, s.Using)
 	case *Insert:
 		return fmt.Sprintf("insert into %s %v %s", s.Table, s.Columns, QueryString(s.Query))
 	case *QueryStmt:

@@ -21,11 +21,11 @@ type calcSpec struct {
 // evaluates them on r's input when r is a Calc (so the two Calcs run as
 // one operator, with no row in between), the rel to evaluate on, and r's
 // own filter to apply first.
-func fused(r *rel, what string) (*expr.Compiler, *rel, *expr.Expr) {
+func fused(r *rel, what string, funcs map[string]expr.Function) (*expr.Compiler, *rel, *expr.Expr) {
 	if r.calc == nil {
-		return &expr.Compiler{Scope: r.sc, What: what}, r, nil
+		return &expr.Compiler{Funcs: funcs, Scope: r.sc, What: what}, r, nil
 	}
-	return &expr.Compiler{Scope: r.sc, What: what, Cols: r.calc.exprs}, r.calc.input, r.calc.filter
+	return &expr.Compiler{Funcs: funcs, Scope: r.sc, What: what, Cols: r.calc.exprs}, r.calc.input, r.calc.filter
 }
 
 // projection is a compiled select list.

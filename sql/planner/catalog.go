@@ -45,10 +45,14 @@ type viewDef struct {
 type catalog struct {
 	tables map[string]*tableDef
 	views  map[string]*viewDef
+	// funcs are the user-defined functions by upper-case name; fnMap
+	// their functions, for expression compilers (built when needed).
+	funcs map[string]*funcDef
+	fnMap map[string]expr.Function
 }
 
 func newCatalog() *catalog {
-	return &catalog{tables: map[string]*tableDef{}, views: map[string]*viewDef{}}
+	return &catalog{tables: map[string]*tableDef{}, views: map[string]*viewDef{}, funcs: map[string]*funcDef{}}
 }
 
 func normName(n string) string {
@@ -111,7 +115,7 @@ func (c *catalog) createTable(ct *parser.CreateTable) error {
 	}
 	// computed columns, compiled against the physical row to find their
 	// types (they cannot refer to each other, as in Flink)
-	ec := &expr.Compiler{Scope: &phys, What: "a computed column"}
+	ec := &expr.Compiler{Funcs: c.functions(), Scope: &phys, What: "a computed column"}
 	out := make([]expr.Column, 0, len(ct.Columns))
 	pi := 0
 	for _, col := range ct.Columns {

@@ -17,7 +17,7 @@ import (
 func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	groupBy := s.GroupBy
 	if s.Distinct {
-		if len(groupBy) > 0 || hasAggregateItems(s.Items) {
+		if len(groupBy) > 0 || hasAggregateItems(s.Items, p.s.cat.functions()) {
 			return nil, parser.Errorf(s.Pos, "SELECT DISTINCT with GROUP BY or aggregates is not supported yet")
 		}
 		// SELECT DISTINCT a, b == SELECT a, b ... GROUP BY a, b
@@ -31,7 +31,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 			groupBy = append(groupBy, it.Expr)
 		}
 	}
-	ec := &expr.Compiler{Scope: from.sc, What: "GROUP BY"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: from.sc, What: "GROUP BY"}
 
 	// the window: a legacy group window call among the GROUP BY items, or
 	// window_start/window_end of a window TVF
@@ -96,10 +96,10 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		for _, it := range s.Items {
 			selects = append(selects, it.Expr)
 		}
-		win = narrowWindowInput(win, keys, selects)
+		win = narrowWindowInput(win, keys, selects, p.s.cat.functions())
 		aggScope = win.input
 	}
-	kec := &expr.Compiler{Scope: aggScope.sc, What: "GROUP BY"}
+	kec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: aggScope.sc, What: "GROUP BY"}
 	keyExprs := make([]expr.Expr, len(keys))
 	for i, k := range keys {
 		ce, err := kec.Compile(k)
@@ -119,14 +119,14 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		var err error
 		walkExpr(e, func(x parser.Expr) bool {
 			c, ok := x.(*parser.Call)
-			if !ok || c.Over != nil || !expr.AggregateNames[c.Name] || err != nil {
+			if !ok || c.Over != nil || !expr.IsAggregate(c.Name, p.s.cat.functions()) || err != nil {
 				return err == nil
 			}
 			key := parser.ExprString(c)
 			if _, seen := callIdx[key]; seen {
 				return false
 			}
-			aec := &expr.Compiler{Scope: aggScope.sc, What: "an aggregate's argument"}
+			aec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: aggScope.sc, What: "an aggregate's argument"}
 			var a *expr.AggCall
 			a, err = expr.CompileAgg(c, aec, aggScope.mode != types.InsertOnly)
 			if err != nil {
@@ -167,6 +167,11 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		keyText[i] = parser.ExprString(k)
 	}
 	if win != nil {
+		if win.kind == "SESSION" {
+			if err := layout.MergeErr(); err != nil {
+				return nil, parser.Errorf(s.Pos, "%v", err)
+			}
+		}
 		ts := win.timeType
 		ts.TimeAttr, ts.NotNull = 0, true
 		wt := ts
@@ -192,7 +197,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	nk := len(keys)
 	subst := func(e parser.Expr) (expr.Expr, bool, error) {
 		if c, ok := e.(*parser.Call); ok {
-			if c.Over == nil && expr.AggregateNames[c.Name] {
+			if c.Over == nil && expr.IsAggregate(c.Name, p.s.cat.functions()) {
 				i := callIdx[parser.ExprString(c)]
 				return expr.ColRef(nk+i, out.Cols[nk+i].Type), true, nil
 			}
@@ -245,7 +250,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		}
 		return expr.Expr{}, false, nil
 	}
-	pec := &expr.Compiler{Scope: out, Subst: subst, What: "SELECT"}
+	pec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: out, Subst: subst, What: "SELECT"}
 	var having *expr.Expr
 	if s.Having != nil {
 		pec.What = "HAVING"
@@ -278,9 +283,9 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	return calcRel(agg, having, pr, desc+")"), nil
 }
 
-func hasAggregateItems(items []parser.SelectItem) bool {
+func hasAggregateItems(items []parser.SelectItem, funcs map[string]expr.Function) bool {
 	for _, it := range items {
-		if it.Expr != nil && hasAggregate(it.Expr) {
+		if it.Expr != nil && hasAggregate(it.Expr, funcs) {
 			return true
 		}
 	}

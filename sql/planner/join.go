@@ -87,15 +87,15 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 			}
 		}
 	}
-	ec := &expr.Compiler{Scope: sc, What: "a join condition"}
-	lec := &expr.Compiler{Scope: left.sc, What: "a join condition"}
-	rec := &expr.Compiler{Scope: right.sc, What: "a join condition"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: sc, What: "a join condition"}
+	lec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: left.sc, What: "a join condition"}
+	rec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: right.sc, What: "a join condition"}
 	var lkeys, rkeys []expr.Expr
 	var keyText []string
 	var keyCols [][2]int // the columns of bare column keys (else -1), for window joins
 	var residual []parser.Expr
 	for _, c := range splitAnd(cond) {
-		if hasAggregate(c) {
+		if hasAggregate(c, p.s.cat.functions()) {
 			return nil, expr.ErrAt(c, "aggregate functions are not allowed in a join condition")
 		}
 		b, ok := c.(*parser.Binary)

@@ -47,7 +47,7 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 	if !ok {
 		return nil, true, expr.ErrAt(ref.AsOf, "FOR SYSTEM_TIME AS OF of a lookup join takes the probe side's processing-time attribute")
 	}
-	ai, rest, err := (&expr.Compiler{Scope: left.sc}).Resolve(id)
+	ai, rest, err := (&expr.Compiler{Funcs: p.s.cat.functions(), Scope: left.sc}).Resolve(id)
 	if err != nil {
 		return nil, true, err
 	}
@@ -85,8 +85,8 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 			sc.Cols[i].Type = sc.Cols[i].Type.Nullable()
 		}
 	}
-	ec := &expr.Compiler{Scope: sc, What: "a join condition"}
-	lec := &expr.Compiler{Scope: left.sc, What: "a join condition"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: sc, What: "a join condition"}
+	lec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: left.sc, What: "a join condition"}
 	var lkeys []expr.Expr
 	var keyCols []int
 	var keyText, resText []string

@@ -66,9 +66,9 @@ func (p *planner) planProctimeTemporalJoin(j *parser.Join, ref *parser.TableRef,
 		sc.Cols[i].Type = sc.Cols[i].Type.Nullable()
 		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
 	}
-	ec := &expr.Compiler{Scope: sc, What: "a join condition"}
-	lec := &expr.Compiler{Scope: left.sc, What: "a join condition"}
-	rec := &expr.Compiler{Scope: right.sc, What: "a join condition"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: sc, What: "a join condition"}
+	lec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: left.sc, What: "a join condition"}
+	rec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: right.sc, What: "a join condition"}
 	var lkeys, rkeys []expr.Expr
 	var keyText []string
 	var residual []parser.Expr

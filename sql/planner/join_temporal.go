@@ -56,8 +56,8 @@ func (p *planner) planTemporalJoin(j *parser.Join, ref *parser.TableRef) (*rel, 
 		sc.Cols[i].Type = sc.Cols[i].Type.Nullable()
 		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
 	}
-	ec := &expr.Compiler{Scope: sc, What: "a join condition"}
-	lec := &expr.Compiler{Scope: left.sc, What: "a join condition"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: sc, What: "a join condition"}
+	lec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: left.sc, What: "a join condition"}
 	var lkeys []expr.Expr
 	keyOfCol := map[int]expr.Expr{} // right pk column -> left key expression
 	var residual []parser.Expr

@@ -3,6 +3,7 @@ package planner
 import (
 	"strings"
 
+	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 )
 
@@ -18,9 +19,9 @@ import (
 // with an unqualified column, or none, goes to the topmost join. Outer
 // joins are not entered. s is not changed: a view's query is planned once
 // per reference, so the rewrite returns a new Select.
-func pushWhereIntoJoins(s *parser.Select) *parser.Select {
+func pushWhereIntoJoins(s *parser.Select, funcs map[string]expr.Function) *parser.Select {
 	j, ok := s.From.(*parser.Join)
-	if !ok || j.Kind != parser.CrossJoin || s.Where == nil || hasAggregate(s.Where) || hasOver(s.Where) {
+	if !ok || j.Kind != parser.CrossJoin || s.Where == nil || hasAggregate(s.Where, funcs) || hasOver(s.Where) {
 		return s
 	}
 	// the chain: top, top.Left, ... while cross or inner joins

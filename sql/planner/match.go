@@ -43,6 +43,7 @@ type mrCompiler struct {
 	measure bool
 	rowtime int // the input's rowtime column
 	slots   []mrSlot
+	funcs   map[string]expr.Function
 }
 
 func (mc *mrCompiler) varOf(name string) (string, bool) {
@@ -55,7 +56,7 @@ func (mc *mrCompiler) varOf(name string) (string, bool) {
 // column without one).
 func (mc *mrCompiler) stripped(e parser.Expr) (expr.Expr, map[string]bool, error) {
 	used := map[string]bool{}
-	ec := &expr.Compiler{Scope: mc.in, What: "a pattern navigation"}
+	ec := &expr.Compiler{Funcs: mc.funcs, Scope: mc.in, What: "a pattern navigation"}
 	ec.Subst = func(x parser.Expr) (expr.Expr, bool, error) {
 		id, ok := x.(*parser.Ident)
 		if !ok {
@@ -67,7 +68,7 @@ func (mc *mrCompiler) stripped(e parser.Expr) (expr.Expr, map[string]bool, error
 		if len(id.Parts) >= 2 {
 			if v, ok := mc.varOf(id.Parts[0]); ok {
 				used[v] = true
-				ce, err := (&expr.Compiler{Scope: mc.in}).Compile(&parser.Ident{Pos: id.Pos, Parts: id.Parts[1:]})
+				ce, err := (&expr.Compiler{Funcs: mc.funcs, Scope: mc.in}).Compile(&parser.Ident{Pos: id.Pos, Parts: id.Parts[1:]})
 				return ce, true, err
 			}
 		}
@@ -113,7 +114,7 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 		if !ok {
 			return expr.Expr{}, false, nil
 		}
-		ce, err := (&expr.Compiler{Scope: mc.in}).Compile(&parser.Ident{Pos: x.Pos, Parts: x.Parts[1:]})
+		ce, err := (&expr.Compiler{Funcs: mc.funcs, Scope: mc.in}).Compile(&parser.Ident{Pos: x.Pos, Parts: x.Parts[1:]})
 		if err != nil {
 			return expr.Expr{}, true, err
 		}
@@ -182,14 +183,14 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 		case "PREV", "NEXT", "MATCH_PROCTIME", "CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL":
 			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (FIRST, LAST, aggregates and MATCH_ROWTIME are; LAST(X.col, 1) is the row before X's last)", x.Name)
 		}
-		if !expr.AggregateNames[x.Name] {
+		if !expr.IsAggregate(x.Name, mc.funcs) {
 			return expr.Expr{}, false, nil
 		}
 		if x.Distinct {
 			return expr.Expr{}, true, expr.ErrAt(x, "DISTINCT aggregates are not supported in MATCH_RECOGNIZE")
 		}
 		used := map[string]bool{}
-		ec := &expr.Compiler{Scope: mc.in, What: "an aggregate of a pattern variable"}
+		ec := &expr.Compiler{Funcs: mc.funcs, Scope: mc.in, What: "an aggregate of a pattern variable"}
 		ec.Subst = func(y parser.Expr) (expr.Expr, bool, error) {
 			if y == parser.Expr(x) {
 				return expr.Expr{}, false, nil
@@ -224,7 +225,7 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 // and the slots to fill.
 func (mc *mrCompiler) compile(e parser.Expr) (expr.Expr, []mrSlot, error) {
 	mc.slots = nil
-	ec := &expr.Compiler{Scope: mc.in, Subst: mc.subst, What: "MATCH_RECOGNIZE"}
+	ec := &expr.Compiler{Funcs: mc.funcs, Scope: mc.in, Subst: mc.subst, What: "MATCH_RECOGNIZE"}
 	if mc.define != "" {
 		ec.What = "DEFINE"
 	}
@@ -267,7 +268,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	if !ok {
 		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE must be ordered by a time attribute column")
 	}
-	rowtime, rest, err := (&expr.Compiler{Scope: in.sc}).Resolve(id)
+	rowtime, rest, err := (&expr.Compiler{Funcs: p.s.cat.functions(), Scope: in.sc}).Resolve(id)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +301,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		defines[v] = d.Cond
 	}
 	// partition keys
-	pec := &expr.Compiler{Scope: in.sc, What: "PARTITION BY"}
+	pec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: in.sc, What: "PARTITION BY"}
 	var keys []expr.Expr
 	out := &expr.Scope{}
 	for i, e := range m.PartitionBy {
@@ -320,7 +321,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	}
 	var measures []measure
 	for _, it := range m.Measures {
-		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime}
+		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions()}
 		ce, slots, err := mc.compile(it.Expr)
 		if err != nil {
 			return nil, err
@@ -335,7 +336,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	}
 	conds := map[string]condition{}
 	for v, e := range defines {
-		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime}
+		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions()}
 		ce, slots, err := mc.compile(e)
 		if err != nil {
 			return nil, err

@@ -23,6 +23,7 @@ type config struct {
 	stdout        io.Writer
 	logDir        string
 	name          string
+	funcs         []funcDef
 }
 
 // Define sets the value of a ${name} variable of the statements.

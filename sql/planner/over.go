@@ -60,7 +60,7 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 	if rank.Over.Frame != nil {
 		return nil, expr.ErrAt(rank, "ROW_NUMBER() OVER takes no frame")
 	}
-	ec := &expr.Compiler{Scope: from.sc, What: "OVER"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: from.sc, What: "OVER"}
 	spec := &rankSpec{input: from, text: parser.ExprString(rank), kind: rank.Name}
 	for _, e := range rank.Over.PartitionBy {
 		ce, err := ec.Compile(e)

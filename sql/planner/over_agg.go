@@ -42,7 +42,7 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 			if !ok || c.Over == nil || err != nil {
 				return err == nil
 			}
-			if !expr.AggregateNames[c.Name] {
+			if !expr.IsAggregate(c.Name, p.s.cat.functions()) {
 				err = expr.ErrAt(c, "%s OVER is not supported (aggregates and ROW_NUMBER are)", c.Name)
 				return false
 			}
@@ -64,7 +64,7 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 			return nil, err
 		}
 	}
-	ec := &expr.Compiler{Scope: from.sc, What: "OVER"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: from.sc, What: "OVER"}
 	if len(over.OrderBy) != 1 || over.OrderBy[0].Desc {
 		return nil, parser.Errorf(over.Pos, "an OVER window must be ordered by one time attribute, ascending")
 	}
@@ -109,7 +109,7 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 		}
 		part = append(part, ce.Eval)
 	}
-	aec := &expr.Compiler{Scope: from.sc, What: "an aggregate's argument"}
+	aec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: from.sc, What: "an aggregate's argument"}
 	var aggs []*expr.AggCall
 	for _, c := range calls {
 		plain := *c
@@ -150,7 +150,7 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 		}
 		return expr.Expr{}, false, nil
 	}
-	pec := &expr.Compiler{Scope: out, Subst: subst, What: "SELECT"}
+	pec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: out, Subst: subst, What: "SELECT"}
 	pr, err := expandSelect(s.Items, pec)
 	if err != nil {
 		return nil, err

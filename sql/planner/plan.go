@@ -348,10 +348,10 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 	return r, err
 }
 
-func hasAggregate(e parser.Expr) bool {
+func hasAggregate(e parser.Expr, funcs map[string]expr.Function) bool {
 	found := false
 	walkExpr(e, func(x parser.Expr) bool {
-		if c, ok := x.(*parser.Call); ok && c.Over == nil && expr.AggregateNames[c.Name] {
+		if c, ok := x.(*parser.Call); ok && c.Over == nil && expr.IsAggregate(c.Name, funcs) {
 			found = true
 			return false
 		}
@@ -428,7 +428,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 	if len(s.OrderBy) > 0 || s.Limit != nil {
 		return p.planOrderBy(s)
 	}
-	s = pushWhereIntoJoins(s)
+	s = pushWhereIntoJoins(s, p.s.cat.functions())
 	p.noteJoinWhere(s)
 	var from *rel
 	var err error
@@ -442,7 +442,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 		return nil, err
 	}
 	if s.Where != nil {
-		if hasAggregate(s.Where) {
+		if hasAggregate(s.Where, p.s.cat.functions()) {
 			return nil, parser.Errorf(s.Where.ExprPos(), "aggregate functions are not allowed in WHERE (use HAVING)")
 		}
 		from, err = p.where(from, s.Where)
@@ -452,7 +452,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 	}
 	agg := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct
 	for _, it := range s.Items {
-		if it.Expr != nil && hasAggregate(it.Expr) {
+		if it.Expr != nil && hasAggregate(it.Expr, p.s.cat.functions()) {
 			agg = true
 		}
 	}
@@ -464,7 +464,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 			return p.planOver(s, from)
 		}
 	}
-	ec, input, filter := fused(from, "SELECT")
+	ec, input, filter := fused(from, "SELECT", p.s.cat.functions())
 	pr, err := expandSelect(s.Items, ec)
 	if err != nil {
 		return nil, err
@@ -477,7 +477,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 // assigned, so the window aggregation still sees the TVF.
 func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 	if from.rank != nil {
-		ec := &expr.Compiler{Scope: from.sc, What: "WHERE"}
+		ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: from.sc, What: "WHERE"}
 		limit, rest := rankLimit(w, ec, from.rank.rnPos)
 		if limit >= 1 {
 			spec := *from.rank
@@ -499,7 +499,7 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 	}
 	if from.win != nil {
 		in := from.win.input
-		ec := &expr.Compiler{Scope: in.sc, What: "WHERE"}
+		ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: in.sc, What: "WHERE"}
 		if cond, err := ec.Compile(w); err == nil {
 			if cond.Type.Kind != types.Boolean {
 				return nil, expr.ErrAt(w, "WHERE needs a BOOLEAN condition, not %s", cond.Type)
@@ -510,7 +510,7 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 			return p.windowTVFRel(&spec, from.sc), nil
 		}
 	}
-	ec, input, inner := fused(from, "WHERE")
+	ec, input, inner := fused(from, "WHERE", p.s.cat.functions())
 	cond, err := ec.Compile(w)
 	if err != nil {
 		return nil, err

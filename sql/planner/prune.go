@@ -18,7 +18,7 @@ import (
 // input is a Calc directly over a rel that is not a Calc (the narrow Calc
 // replaces it); else it returns w. The narrow spec's narrow field maps the
 // input's column indices to the narrow row's (-1: not read).
-func narrowWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr) *windowSpec {
+func narrowWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr, funcs map[string]expr.Function) *windowSpec {
 	in := w.input
 	if in.calc == nil || in.calc.input.calc != nil || w.kind == "CUMULATE" {
 		return w
@@ -45,7 +45,7 @@ func narrowWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr)
 	}
 	for _, e := range selects {
 		walkExpr(e, func(x parser.Expr) bool {
-			if c, isCall := x.(*parser.Call); isCall && c.Over == nil && expr.AggregateNames[c.Name] {
+			if c, isCall := x.(*parser.Call); isCall && c.Over == nil && expr.IsAggregate(c.Name, funcs) {
 				mark(c)
 				return false
 			}

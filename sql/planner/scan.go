@@ -58,7 +58,7 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 	for _, pi := range td.physical {
 		phys.Cols = append(phys.Cols, td.cols[pi])
 	}
-	ec := &expr.Compiler{Scope: phys}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: phys}
 	var push *expr.PushLayout
 	if src.Project != nil && !p.cfg.DisablePushdown {
 		// the connector projects: the scan's rows hold what is read

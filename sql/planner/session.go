@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
@@ -34,6 +35,9 @@ func NewSession(opts ...Option) *Session {
 	s := &Session{cfg: config{vars: map[string]string{}, stdout: os.Stdout, name: "sql"}, cat: newCatalog(), sets: map[string]string{}}
 	for _, o := range opts {
 		o.apply(&s.cfg)
+	}
+	for _, f := range s.cfg.funcs {
+		s.cat.funcs[strings.ToUpper(f.name)] = &f
 	}
 	return s
 }
@@ -114,7 +118,15 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 		}
 		return nil, s.cat.createView(st)
 	case *parser.Drop:
+		if st.Function {
+			return nil, s.cat.dropFunction(st)
+		}
 		return nil, s.cat.drop(st)
+	case *parser.CreateFunction:
+		return nil, s.cat.createFunction(st)
+	case *parser.ShowFunctions:
+		s.cat.showFunctions(w, st.User)
+		return nil, nil
 	case *parser.Set:
 		if st.Key == "" {
 			keys := make([]string, 0, len(s.sets))

@@ -35,7 +35,7 @@ func (p *planner) planOrderBy(s *parser.Select) (*rel, error) {
 	}
 	// ORDER BY items that are not output columns are added to the select
 	// list for the sort and projected away after it
-	ec := &expr.Compiler{Scope: r.sc}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: r.sc}
 	var extra []parser.SelectItem
 	order := append([]parser.OrderItem(nil), s.OrderBy...)
 	for i, o := range order {
@@ -84,7 +84,7 @@ func (p *planner) planSort(s *parser.Select, in *rel, orig []parser.OrderItem) (
 		}
 		limit = n
 	}
-	ec := &expr.Compiler{Scope: in.sc, What: "ORDER BY"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: in.sc, What: "ORDER BY"}
 	var keys []orderKey
 	var text []string
 	timeCol := -1

@@ -12,7 +12,7 @@ import (
 // planValues plans a VALUES list: constant rows, cast to their columns'
 // common types, read from a bounded slice source.
 func (p *planner) planValues(q *parser.Values) (*rel, error) {
-	ec := &expr.Compiler{Scope: &expr.Scope{}, What: "VALUES"}
+	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: &expr.Scope{}, What: "VALUES"}
 	var rows [][]expr.Expr
 	for _, r := range q.Rows {
 		var row []expr.Expr
