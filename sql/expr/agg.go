@@ -53,9 +53,14 @@ type AggCall struct {
 	uName string
 	uArgs []EvalFn
 	uTs   []types.Type
+	// sep is LISTAGG's separator
+	sep string
 }
 
 func (a *AggCall) slots() int {
+	if a.Kind >= aggFirst {
+		return a.moreSlots()
+	}
 	n := 1
 	switch a.Kind {
 	case aggSum, aggSum0, aggAvg:
@@ -95,6 +100,9 @@ func CompileAgg(c *parser.Call, ec *Compiler, retract bool) (*AggCall, error) {
 		a.Kind = AggCountStar
 		a.OutT = types.Type{Kind: types.BigInt, NotNull: true}
 		return a, nil
+	}
+	if m, ok, err := compileMoreAgg(a, c, ec); ok {
+		return m, err
 	}
 	if len(c.Args) != 1 {
 		if c.Name == "COUNT" && len(c.Args) > 1 && !c.Distinct {
@@ -197,6 +205,11 @@ func NewAggLayout(nkeys int, calls []*AggCall) *AggLayout {
 // a user-defined aggregate without Merge.
 func (l *AggLayout) MergeErr() error {
 	for _, c := range l.Calls {
+		if c.Kind >= aggFirst {
+			if err := c.mergeErr(); err != nil {
+				return err
+			}
+		}
 		if c.Kind == aggUser && c.udf.Merge == nil {
 			return fmt.Errorf("aggregate function %s cannot aggregate a SESSION window: it has no Merge (Flink's merge method)", c.uName)
 		}
@@ -261,6 +274,8 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		switch c.Kind {
 		case AggCount:
 			acc[c.slot].I += sign
+		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp:
+			c.accumulateMore(acc, v, sign)
 		case aggSum, aggSum0, aggAvg:
 			s := c.toS(v)
 			ss := c.sumSlot()
@@ -287,6 +302,10 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 	for _, c := range l.Calls {
 		if c.Kind == aggUser {
 			dst[c.slot] = c.userMerge(dst[c.slot], src[c.slot])
+			continue
+		}
+		if c.Kind >= aggFirst {
+			c.mergeMore(dst, src)
 			continue
 		}
 		if c.Distinct || ((c.Kind == AggMin || c.Kind == AggMax) && c.Retract) {
@@ -323,6 +342,9 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 func (l *AggLayout) Result(acc []types.Value, c *AggCall) types.Value {
 	if c.Kind == aggUser {
 		return c.userResult(acc[c.slot])
+	}
+	if c.Kind >= aggFirst {
+		return c.resultMore(acc)
 	}
 	if c.Distinct {
 		// read the multiset in place: a copy per result made COUNT(DISTINCT)

@@ -16,6 +16,7 @@ import (
 var AggregateNames = map[string]bool{
 	"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true, "SUM0": true,
 	"FIRST_VALUE": true, "LAST_VALUE": true, "LISTAGG": true,
+	"VAR_POP": true, "VAR_SAMP": true, "VARIANCE": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "STDDEV": true,
 }
 
 // WindowPropNames are the legacy group window properties.
