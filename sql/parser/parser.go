@@ -51,6 +51,23 @@ func ParseExpr(text string) (Expr, error) {
 	return e, err
 }
 
+// ParseType parses a SQL type ("DECIMAL(10, 2)", "STRING NOT NULL").
+func ParseType(text string) (types.Type, error) {
+	toks, err := lex(text)
+	if err != nil {
+		return types.Type{}, err
+	}
+	p := &parser{toks: toks}
+	var t types.Type
+	err = p.guard(func() {
+		t = p.dataType()
+		if p.tok().kind != tEOF {
+			p.fail("end of the type")
+		}
+	})
+	return t, err
+}
+
 func (p *parser) guard(fn func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
+	"github.com/weirstream/weir/sql/wasmudf/wasmtest"
 )
 
 // The 'values' connector of the tests, as Flink's ITCases use one: a
@@ -147,9 +148,11 @@ func materialize(lines []string) ([]string, error) {
 // sorted multiset), or the error with its line and column.
 //
 //	rows id=NAME            lines "+I v1, v2" (SQL literals) for a 'values' table
-//	exec [parallelism=N] [changelog]
+//	exec [parallelism=N] [changelog] [wasm]
 //	                        runs the statements; prints each values sink's rows
-//	                        and the printed SELECT results
+//	                        and the printed SELECT results; with wasm, the
+//	                        WebAssembly test functions' module (wasmtest) is
+//	                        udfs.wasm in the function directory
 func TestConformance(t *testing.T) {
 	datadriven.Walk(t, "testdata/conformance", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -187,7 +190,13 @@ func runExec(t *testing.T, d *datadriven.TestData) string {
 	values.mu.Unlock()
 	var out strings.Builder
 	var printed syncBuffer
-	s := NewSession(append([]Option{Parallelism(par), Stdout(&printed), Define("PAR", fmt.Sprint(par))}, execOptions...)...)
+	opts := append([]Option{Parallelism(par), Stdout(&printed), Define("PAR", fmt.Sprint(par))}, execOptions...)
+	if d.HasArg("wasm") {
+		// the test module of WebAssembly functions, udfs.wasm, in the
+		// function directory
+		opts = append(opts, FunctionDir(filepath.Dir(wasmtest.Module(t))))
+	}
+	s := NewSession(opts...)
 	job, err := s.Plan(d.Input)
 	if err != nil {
 		return "error: " + err.Error() + "\n"

@@ -1,13 +1,19 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/wasmudf"
 )
 
 // funcDef is a user-defined function of the session: registered by the
@@ -58,7 +64,7 @@ func (c *catalog) functions() map[string]expr.Function {
 // createFunction runs CREATE FUNCTION: the identifier names a class
 // registered in weir (expr.RegisterClass), Flink's Java UDF with a Go
 // twin.
-func (c *catalog) createFunction(cf *parser.CreateFunction) error {
+func (c *catalog) createFunction(cf *parser.CreateFunction, load func(cf *parser.CreateFunction, name string) (expr.Function, error)) error {
 	key := strings.ToUpper(cf.Name)
 	if i := strings.LastIndexByte(key, '.'); i >= 0 {
 		key = key[i+1:]
@@ -75,8 +81,16 @@ func (c *catalog) createFunction(cf *parser.CreateFunction) error {
 	}
 	switch cf.Language {
 	case "", "JAVA", "SCALA":
+	case "WASM":
+		f, err := load(cf, name)
+		if err != nil {
+			return err
+		}
+		c.funcs[key] = &funcDef{name: name, fn: f, system: cf.System, class: cf.Identifier}
+		c.fnMap = nil
+		return nil
 	default:
-		return parser.Errorf(cf.Pos, "function %s: LANGUAGE %s is not supported (weir resolves a JAVA or SCALA class name in its registry of Go functions)", name, cf.Language)
+		return parser.Errorf(cf.Pos, "function %s: LANGUAGE %s is not supported (weir resolves a JAVA or SCALA class name in its registry of Go functions, and runs WASM modules)", name, cf.Language)
 	}
 	f, ok := expr.LookupClass(cf.Identifier)
 	if !ok {
@@ -125,4 +139,49 @@ func (c *catalog) showFunctions(w io.Writer, user bool) {
 		}
 		fmt.Fprintln(w, n)
 	}
+}
+
+// FunctionDir is the directory the paths of WebAssembly functions are
+// resolved in (CREATE FUNCTION f AS 'udfs/f.wasm' LANGUAGE WASM): a path
+// must name a file inside it (default: the current directory).
+func FunctionDir(dir string) Option { return optionFunc(func(c *config) { c.funcDir = dir }) }
+
+// loadWasm loads a LANGUAGE WASM function: 'path.wasm' with the export
+// named as the function, or 'path.wasm#export'. The path is confined to
+// the function directory.
+func (s *Session) loadWasm(cf *parser.CreateFunction, name string) (expr.Function, error) {
+	path, export, _ := strings.Cut(cf.Identifier, "#")
+	if export == "" {
+		export = name
+	}
+	if !filepath.IsLocal(path) {
+		return nil, parser.Errorf(cf.IdentPos, "function %s: the module path '%s' must be relative and inside the function directory", name, path)
+	}
+	dir := s.cfg.funcDir
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.OpenInRoot(dir, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, parser.Errorf(cf.IdentPos, "function %s: no module %s in the function directory (weir sql --function-dir, default the current directory)", name, path)
+	}
+	if err != nil {
+		return nil, parser.Errorf(cf.IdentPos, "function %s: %v", name, err)
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, parser.Errorf(cf.IdentPos, "function %s: reading %s: %v", name, path, err)
+	}
+	timeout := wasmudf.DefaultCallTimeout
+	if v, ok := s.Setting(wasmudf.TimeoutKey); ok {
+		if timeout, err = connector.ParseDuration(v); err != nil || timeout <= 0 {
+			return nil, parser.Errorf(cf.Pos, "'%s' = '%s' is not a positive duration", wasmudf.TimeoutKey, v)
+		}
+	}
+	fn, err := wasmudf.Load(b, path, export, wasmudf.Options{CallTimeout: timeout})
+	if err != nil {
+		return nil, parser.Errorf(cf.IdentPos, "function %s: %v", name, err)
+	}
+	return fn, nil
 }

@@ -24,6 +24,7 @@ type config struct {
 	logDir        string
 	name          string
 	funcs         []funcDef
+	funcDir       string
 }
 
 // Define sets the value of a ${name} variable of the statements.

@@ -123,7 +123,7 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 		}
 		return nil, s.cat.drop(st)
 	case *parser.CreateFunction:
-		return nil, s.cat.createFunction(st)
+		return nil, s.cat.createFunction(st, s.loadWasm)
 	case *parser.ShowFunctions:
 		s.cat.showFunctions(w, st.User)
 		return nil, nil
