@@ -93,3 +93,8 @@ func WithFunction(name string, f Function) Option { return planner.WithFunction(
 // file whose Java UDF has a Go twin runs unchanged. Call it from an init
 // function; it panics if the class is registered twice.
 func RegisterClass(class string, f Function) { expr.RegisterClass(class, f) }
+
+// FunctionDir is the directory the module paths of WebAssembly functions
+// are resolved in (CREATE FUNCTION f AS 'udfs/f.wasm' LANGUAGE WASM): a
+// path must name a file inside it. Default: the current directory.
+func FunctionDir(dir string) Option { return planner.FunctionDir(dir) }

@@ -31,6 +31,7 @@ func newSQL() *cobra.Command {
 		ckInterval  time.Duration
 		defines     []string
 		logDir      string
+		funcDir     string
 		appID       string
 		web         webFlags
 		microbatch  time.Duration
@@ -55,7 +56,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			opts := []sql.Option{sql.Parallelism(parallelism), sql.Stdout(cmd.OutOrStdout()), sql.LogDir(logDir),
-				sql.JobOptions(weir.Logger(web.logger(cmd.ErrOrStderr())))}
+				sql.JobOptions(weir.Logger(web.logger(cmd.ErrOrStderr()))), sql.FunctionDir(funcDir)}
 			for _, d := range defines {
 				k, v, ok := strings.Cut(d, "=")
 				if !ok || k == "" {
@@ -118,6 +119,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 	f.DurationVar(&microbatch, "microbatch", 0, microbatchUsage)
 	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
 	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
+	f.StringVar(&funcDir, "function-dir", ".", "directory of the WebAssembly modules of CREATE FUNCTION ... LANGUAGE WASM (their paths must stay inside it)")
 	f.StringVar(&appID, "app-id", "", "run as one process of application ID: the processes started with the same id share the Kafka input through a consumer group (docs/scale-out.md)")
 	f.StringVar(&logLevel, "log-level", "warn", "least level of the job's log lines on stderr: debug, info, warn or error (info adds the job's start, restore and end and, with --app-id, the group's assignments, restores and aborted transactions)")
 	web.add(cmd, "control.token in --checkpoint-dir")
