@@ -138,7 +138,7 @@ func hashBytes(b []byte) uint64 {
 // arguments and result at a time.
 type instance struct {
 	mod    api.Module
-	cancel context.CancelFunc
+	cancel func()
 	ctx    context.Context
 	buffer api.Function
 	ptr    uint32 // the argument buffer and its capacity
@@ -146,6 +146,9 @@ type instance struct {
 	stack  [2]uint64
 	enc    []byte
 	stderr bytes.Buffer
+	// fns caches the exports called: each ExportedFunction call makes a
+	// new call engine (a stack of its own)
+	fns map[string]api.Function
 	// start is when the running call started (UnixNano; 0: idle);
 	// overran is set when the watchdog stopped it
 	start   atomic.Int64
@@ -161,8 +164,11 @@ func (m *module) get() (*instance, error) {
 		return in, nil
 	}
 	m.mu.Unlock()
-	in := &instance{}
-	in.ctx, in.cancel = context.WithCancel(context.Background())
+	// calls run under a context that is never done: a cancelable one
+	// makes wazero watch it with a goroutine per call; the watchdog closes
+	// an overrunning instance's module instead, which stops its call too
+	// (WithCloseOnContextDone)
+	in := &instance{ctx: context.Background(), cancel: func() {}}
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize").WithStderr(&in.stderr)
 	mod, err := m.rt.InstantiateModule(in.ctx, m.compiled, cfg)
 	if err != nil {
@@ -196,8 +202,8 @@ func (m *module) discard(in *instance) {
 	in.cancel()
 }
 
-// watchdog stops calls that overrun the timeout: cancelling an instance's
-// context makes wazero stop its running call (WithCloseOnContextDone).
+// watchdog stops calls that overrun the timeout: closing an instance's
+// module makes wazero stop its running call (WithCloseOnContextDone).
 func (m *module) watchdog() {
 	tick := time.NewTicker(max(m.timeout/8, time.Millisecond))
 	defer tick.Stop()
@@ -205,13 +211,26 @@ func (m *module) watchdog() {
 		now := time.Now().UnixNano()
 		m.mu.Lock()
 		for in := range m.live {
-			if s := in.start.Load(); s != 0 && now-s > int64(m.timeout) {
+			if s := in.start.Load(); s != 0 && now-s > int64(m.timeout) && !in.overran.Load() {
 				in.overran.Store(true)
-				in.cancel()
+				go in.mod.CloseWithExitCode(context.Background(), 1)
 			}
 		}
 		m.mu.Unlock()
 	}
+}
+
+// fn returns the instance's export name.
+func (in *instance) fn(name string) api.Function {
+	if f, ok := in.fns[name]; ok {
+		return f
+	}
+	if in.fns == nil {
+		in.fns = map[string]api.Function{}
+	}
+	f := in.mod.ExportedFunction(name)
+	in.fns[name] = f
+	return f
 }
 
 func (in *instance) stderrTail() string {
@@ -543,7 +562,7 @@ func (m *module) invokeRaw(name string, enc func([]byte) []byte) (types.Value, e
 	if err != nil {
 		return types.Value{}, err
 	}
-	fn := in.mod.ExportedFunction(name)
+	fn := in.fn(name)
 	in.enc = enc(in.enc[:0])
 	b, err := m.call(in, fn)
 	if err != nil {
@@ -570,7 +589,7 @@ func (m *module) invoke(name string, codecs []codec, res codec, acc *types.Value
 	if err != nil {
 		return types.Value{}, err
 	}
-	fn := in.mod.ExportedFunction(name)
+	fn := in.fn(name)
 	b := in.enc[:0]
 	if acc != nil {
 		b = appendAcc(b, *acc)

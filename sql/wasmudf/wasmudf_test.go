@@ -12,7 +12,7 @@ import (
 	"github.com/weirstream/weir/sql/wasmudf/wasmtest"
 )
 
-func load(t *testing.T, export string, timeout time.Duration) expr.Function {
+func load(t testing.TB, export string, timeout time.Duration) expr.Function {
 	t.Helper()
 	b, err := os.ReadFile(wasmtest.Module(t))
 	if err != nil {
