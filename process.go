@@ -88,6 +88,13 @@ type KeyedContext[K comparable, OUT any] = engine.KeyedContext[K, OUT]
 // state (ValueState.Entries) after a restore.
 type WatermarkHandler[K comparable, OUT any] = engine.WatermarkHandler[K, OUT]
 
+// BatchEndHandler is implemented by process functions that work on the
+// records of an input batch together: EndBatch runs after each input
+// batch, before its watermark advances and before a checkpoint barrier,
+// with no current key (SetKey returns to one). A mini-batch aggregation
+// buffers a batch's records per key and emits one change per key.
+type BatchEndHandler[K comparable, OUT any] = engine.BatchEndHandler[K, OUT]
+
 // KeyRef is a key with its hash, as the operator received it: what it
 // takes to return to the key later (KeyedContext.SetKey) without hashing
 // it again.

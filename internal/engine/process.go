@@ -136,6 +136,7 @@ func (op *processOp[K, T, OUT]) open(st *subtask, n *node) error {
 	op.ctx = &KeyedContext[K, OUT]{op: &op.procCore}
 	op.onTimer, _ = op.fn.(TimerHandler[K, OUT])
 	op.onWM, _ = op.fn.(WatermarkHandler[K, OUT])
+	op.onEnd, _ = op.fn.(BatchEndHandler[K, OUT])
 	rc := &RuntimeContext[K]{Subtask: st.index, Parallelism: parallelism, keys: &op.cur, backend: be}
 	if o, ok := op.fn.(Opener[K]); ok {
 		err := o.Open(rc)
@@ -273,6 +274,7 @@ type processOp[K comparable, T, OUT any] struct {
 	fn      KeyedProcessFunction[K, T, OUT]
 	onTimer TimerHandler[K, OUT]
 	onWM    WatermarkHandler[K, OUT]
+	onEnd   BatchEndHandler[K, OUT]
 	ctx     *KeyedContext[K, OUT]
 	out     consumer[OUT]
 	size    int
@@ -299,6 +301,14 @@ func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {
 			if err := op.emit(op.wm); err != nil {
 				return err
 			}
+		}
+	}
+	if op.onEnd != nil {
+		op.nowOK = false
+		err := op.onEnd.EndBatch(op.ctx)
+		op.cur = currentKey[K]{}
+		if err != nil {
+			return err
 		}
 	}
 	if b.watermark > op.wm {

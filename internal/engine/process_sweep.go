@@ -20,6 +20,19 @@ type WatermarkHandler[K comparable, OUT any] interface {
 	OnWatermark(ctx *KeyedContext[K, OUT], wm time.Time) error
 }
 
+// BatchEndHandler is implemented by process functions that work on the
+// records of an input batch together: EndBatch runs after the last record
+// of each batch the operator receives, before the batch's watermark
+// advances and before any checkpoint barrier after it, with no current key
+// (SetKey returns to one). A mini-batch aggregation buffers a batch's
+// records per key in ProcessElement and folds each key's records into its
+// state in EndBatch, emitting one change per key instead of one per record
+// (Flink's table.exec.mini-batch); what it buffers is never in a
+// checkpoint, as EndBatch has emptied it by then.
+type BatchEndHandler[K comparable, OUT any] interface {
+	EndBatch(ctx *KeyedContext[K, OUT]) error
+}
+
 // KeyRef is a key with its hash, as the operator received it: what it
 // takes to return to the key later (KeyedContext.SetKey) without hashing
 // it again.

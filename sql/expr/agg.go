@@ -274,7 +274,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		switch c.Kind {
 		case AggCount:
 			acc[c.slot].I += sign
-		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp:
+		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject:
 			c.accumulateMore(acc, v, sign)
 		case aggSum, aggSum0, aggAvg:
 			s := c.toS(v)

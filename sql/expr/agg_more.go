@@ -33,6 +33,8 @@ const (
 	aggVarSamp
 	aggStddevPop
 	aggStddevSamp
+	aggJSONArray  // JSON_ARRAYAGG (json_agg.go)
+	aggJSONObject // JSON_OBJECTAGG (json_agg.go)
 )
 
 var moreAggKinds = map[string]AggKind{
@@ -46,6 +48,9 @@ func isVariance(k AggKind) bool { return k >= aggVarPop && k <= aggStddevSamp }
 // compileMoreAgg compiles the aggregates of this file; ok is false for
 // other names.
 func compileMoreAgg(a *AggCall, c *parser.Call, ec *Compiler) (*AggCall, bool, error) {
+	if m, ok, err := compileJSONAgg(a, c, ec); ok {
+		return m, true, err
+	}
 	kind, ok := moreAggKinds[c.Name]
 	if !ok {
 		return nil, false, nil
@@ -130,6 +135,8 @@ func compileMoreAgg(a *AggCall, c *parser.Call, ec *Compiler) (*AggCall, bool, e
 // moreSlots is the number of accumulator slots of the kinds of this file.
 func (a *AggCall) moreSlots() int {
 	switch {
+	case isJSONAgg(a.Kind):
+		return 1 // the values' JSON texts (json_agg.go)
 	case isVariance(a.Kind):
 		if a.Distinct {
 			return 4 // the multiset of values, then sum, sum of squares, count
@@ -154,6 +161,10 @@ func (a *AggCall) varSlot() int {
 // accumulateMore adds (sign 1) or retracts (sign -1) the non-NULL v.
 func (a *AggCall) accumulateMore(acc []types.Value, v types.Value, sign int64) {
 	s := a.slot
+	if isJSONAgg(a.Kind) {
+		a.accumulateJSON(acc, v, sign)
+		return
+	}
 	if isVariance(a.Kind) {
 		vs := a.varSlot()
 		x := a.toS(v)
@@ -204,6 +215,10 @@ func (a *AggCall) accumulateMore(acc []types.Value, v types.Value, sign int64) {
 // variances; MergeErr refuses FIRST_VALUE and LAST_VALUE).
 func (a *AggCall) mergeMore(dst, src []types.Value) {
 	s := a.slot
+	if isJSONAgg(a.Kind) {
+		a.mergeJSON(dst, src)
+		return
+	}
 	if isVariance(a.Kind) {
 		if a.Distinct {
 			for _, e := range pairs(src[s]) {
@@ -241,6 +256,9 @@ func (a *AggCall) mergeMore(dst, src []types.Value) {
 // resultMore is the aggregate's value.
 func (a *AggCall) resultMore(acc []types.Value) types.Value {
 	s := a.slot
+	if isJSONAgg(a.Kind) {
+		return a.resultJSON(acc)
+	}
 	if isVariance(a.Kind) {
 		return a.variance(acc[a.varSlot()], acc[a.varSlot()+1], acc[a.varSlot()+2].I)
 	}

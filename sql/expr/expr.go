@@ -487,7 +487,7 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		}
 		return extract(e.Unit, x, e)
 	case *parser.Subquery:
-		return Expr{}, ErrAt(e, "subqueries in expressions are not supported yet")
+		return Expr{}, ErrAt(e, "a subquery is supported as a condition of WHERE (x [NOT] IN (SELECT ...), [NOT] EXISTS (...), joined by AND) and as an uncorrelated scalar subquery in WHERE and SELECT, not here")
 	case *parser.Descriptor, *parser.TableArg, *parser.NamedArg:
 		return Expr{}, ErrAt(e, "this argument is only allowed in a window table function")
 	}

@@ -15,7 +15,7 @@ import (
 // aggregation's select list or HAVING is a planning error.
 var AggregateNames = map[string]bool{
 	"COUNT": true, "SUM": true, "MIN": true, "MAX": true, "AVG": true, "SUM0": true,
-	"FIRST_VALUE": true, "LAST_VALUE": true, "LISTAGG": true,
+	"FIRST_VALUE": true, "LAST_VALUE": true, "LISTAGG": true, "JSON_OBJECTAGG": true, "JSON_ARRAYAGG": true,
 	"VAR_POP": true, "VAR_SAMP": true, "VARIANCE": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "STDDEV": true,
 }
 
@@ -35,7 +35,7 @@ var ScalarFunctions = []string{
 	"TO_DATE", "COALESCE", "IF", "NULLIF", "IFNULL", "FLOOR", "CEIL", "CEILING", "ROUND", "POWER", "SQRT",
 	"LN", "LOG10", "EXP", "SIGN", "HOUR", "MINUTE", "SECOND", "YEAR", "MONTH", "DAYOFMONTH",
 	"UNIX_TIMESTAMP", "FROM_UNIXTIME", "CURRENT_TIMESTAMP", "NOW", "PROCTIME", "ROW", "HASH_CODE",
-	"GREATEST", "LEAST",
+	"GREATEST", "LEAST", "JSON_EXISTS", "JSON_VALUE", "JSON_QUERY", "JSON_STRING", "JSON_OBJECT", "JSON_ARRAY",
 }
 
 func (c *Compiler) args(e *parser.Call) ([]Expr, error) { return c.compileAll(e.Args...) }
@@ -195,6 +195,8 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		return Expr{}, err
 	}
 	switch e.Name {
+	case "JSON_EXISTS", "JSON_VALUE", "JSON_QUERY", "JSON_STRING", "JSON_OBJECT", "JSON_ARRAY", "IS JSON", "IS NOT JSON":
+		return c.jsonCall(e, xs) // json_funcs.go
 	case "ABS":
 		if err := wantArgs(e, xs, 1, 1); err != nil {
 			return Expr{}, err

@@ -72,8 +72,28 @@ type AggregateFunction struct {
 	CallOnNull bool
 }
 
+// TableFunction is a user-defined table function, as Flink's
+// TableFunction: zero or more rows per call, joined to the row of the
+// left side that called it (FROM t, LATERAL TABLE(f(t.x)) AS r(a, b), or
+// LEFT JOIN LATERAL TABLE(...) ON TRUE to keep rows without any).
+type TableFunction struct {
+	Args     []types.Type
+	Variadic bool
+	// Columns are the columns of the rows (AS r(a, b) renames them).
+	Columns types.Schema
+	// Infer, when set, replaces Args and Columns, as ScalarFunction's.
+	Infer func(args []types.Type) (params []types.Type, columns types.Schema, err error)
+	// Eval calls emit for each row of the call's result (emit copies the
+	// row). An error fails the job, as ScalarFunction's.
+	Eval func(args []types.Value, emit func(row []types.Value)) error
+	// CallOnNull makes Eval see NULL arguments; by default a NULL
+	// argument gives no rows without a call.
+	CallOnNull bool
+}
+
 func (*ScalarFunction) isFunction()    {}
 func (*AggregateFunction) isFunction() {}
+func (*TableFunction) isFunction()     {}
 
 var classes struct {
 	sync.RWMutex
@@ -350,4 +370,135 @@ func (a *AggCall) userResult(acc types.Value) types.Value {
 		panic(runtimeError(fmt.Sprintf("aggregate function %s: Result failed: %v", a.uName, err)))
 	}
 	return v
+}
+
+// TableCall is a compiled call of a table function: Eval runs it on a row
+// of the left side, calling emit per result row.
+type TableCall struct {
+	Columns types.Schema
+	Eval    func(row []types.Value, emit func([]types.Value))
+}
+
+// CompileTableCall compiles name(args) in FROM ... LATERAL TABLE(...) or
+// UNNEST(x) against the left side's scope.
+func (c *Compiler) CompileTableCall(at parser.Expr, name string, args []parser.Expr) (*TableCall, error) {
+	if name == "UNNEST" {
+		return c.unnest(at, args)
+	}
+	f, ok := c.Funcs[name].(*TableFunction)
+	if !ok {
+		if _, other := c.Funcs[name]; other {
+			return nil, ErrAt(at, "function %s is not a table function", strings.ToLower(name))
+		}
+		return nil, ErrAt(at, "no table function named %s", strings.ToLower(name))
+	}
+	lname := strings.ToLower(name)
+	xs, err := c.compileAll(args...)
+	if err != nil {
+		return nil, err
+	}
+	call := &parser.Call{Pos: at.ExprPos(), Name: name, Args: args}
+	params, cols, variadic := f.Args, f.Columns, f.Variadic
+	if f.Infer != nil {
+		if params, cols, err = f.Infer(argTypes(xs)); err != nil {
+			return nil, ErrAt(at, "function %s: %v", lname, err)
+		}
+		variadic = false
+	}
+	if err := castParams(call, lname, xs, params, variadic); err != nil {
+		return nil, err
+	}
+	if f.Eval == nil || len(cols) == 0 {
+		return nil, ErrAt(at, "table function %s needs Eval and Columns", lname)
+	}
+	fs := make([]EvalFn, len(xs))
+	for i, x := range xs {
+		fs[i] = x.Eval
+	}
+	eval, callOnNull := f.Eval, f.CallOnNull
+	return &TableCall{Columns: cols, Eval: func(row []types.Value, emit func([]types.Value)) {
+		p := argsPool.Get().(*[]types.Value)
+		a := (*p)[:0]
+		for _, g := range fs {
+			v := g(row)
+			if v.Null && !callOnNull {
+				*p = a[:0]
+				argsPool.Put(p)
+				return
+			}
+			a = append(a, v)
+		}
+		if err := eval(a, emit); err != nil {
+			panic(udfError(lname, a, params, err))
+		}
+		clear(a)
+		*p = a[:0]
+		argsPool.Put(p)
+	}}, nil
+}
+
+// unnest is UNNEST(x): an array's elements (a ROW element's fields as
+// columns), a multiset's, or a map's entries as (key, value) rows; NULL or
+// empty gives no rows.
+func (c *Compiler) unnest(at parser.Expr, args []parser.Expr) (*TableCall, error) {
+	if len(args) != 1 {
+		return nil, ErrAt(at, "UNNEST takes one array, multiset or map")
+	}
+	x, err := c.Compile(args[0])
+	if err != nil {
+		return nil, err
+	}
+	f := x.Eval
+	switch x.Type.Kind {
+	case types.Array, types.Multiset:
+		et := *x.Type.Elem
+		if et.Kind == types.Structured {
+			cols := make(types.Schema, len(et.Fields))
+			for i, fd := range et.Fields {
+				cols[i] = types.Field{Name: fd.Name, Type: fd.Type.Nullable()}
+			}
+			return &TableCall{Columns: cols, Eval: func(row []types.Value, emit func([]types.Value)) {
+				v := f(row)
+				if v.Null {
+					return
+				}
+				for _, e := range v.List() {
+					if e.Null {
+						nulls := make([]types.Value, len(cols))
+						for i := range nulls {
+							nulls[i] = types.NullValue
+						}
+						emit(nulls)
+						continue
+					}
+					emit(e.List())
+				}
+			}}, nil
+		}
+		cols := types.Schema{{Name: "f0", Type: et}}
+		return &TableCall{Columns: cols, Eval: func(row []types.Value, emit func([]types.Value)) {
+			v := f(row)
+			if v.Null {
+				return
+			}
+			var one [1]types.Value
+			for _, e := range v.List() {
+				one[0] = e
+				emit(one[:])
+			}
+		}}, nil
+	case types.Map:
+		cols := types.Schema{{Name: "f0", Type: *x.Type.Key}, {Name: "f1", Type: *x.Type.Elem}}
+		return &TableCall{Columns: cols, Eval: func(row []types.Value, emit func([]types.Value)) {
+			v := f(row)
+			if v.Null {
+				return
+			}
+			l := v.List()
+			for i := 0; i+1 < len(l); i += 2 {
+				emit(l[i : i+2])
+			}
+		}}, nil
+	}
+	return nil, ErrAt(args[0], "UNNEST needs an array, multiset or map, not %s", x.Type)
 }

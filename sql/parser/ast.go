@@ -244,6 +244,11 @@ type (
 		Name  string
 		Args  []Expr
 		Alias string
+		// Lateral marks LATERAL TABLE(f(args)) and UNNEST(x), evaluated
+		// per row of the join's left side; Columns are the alias's
+		// column names, AS t(a, b).
+		Lateral bool
+		Columns []string
 	}
 )
 
@@ -392,12 +397,14 @@ type (
 		Name string
 		X    Expr
 	}
-	// Subquery is a query used as an expression (IN (SELECT ...), EXISTS);
-	// the planner refuses it for now.
+	// Subquery is a query used as an expression: x [NOT] IN (SELECT ...)
+	// (X, Not), EXISTS (SELECT ...), or a scalar subquery (Op "").
 	Subquery struct {
 		Pos   Pos
 		Query Query
 		Op    string // "", EXISTS, IN
+		X     Expr   // IN's operand
+		Not   bool   // NOT IN
 	}
 )
 

@@ -1,6 +1,10 @@
 package parser
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/weirstream/weir/sql/types"
+)
 
 // Operator precedence, lowest first: OR, AND, NOT, comparison and the
 // predicates (IS, BETWEEN, IN, LIKE), additive (+ - ||), multiplicative
@@ -81,8 +85,11 @@ func (p *parser) predicate() Expr {
 			case p.acceptKw("DISTINCT", "FROM"):
 				is.What = "DISTINCT"
 				is.From = p.additive()
+			case p.acceptKw("JSON"):
+				l = p.isJSON(t.pos, l, is.Not)
+				continue
 			default:
-				p.fail("NULL, TRUE, FALSE, UNKNOWN or DISTINCT FROM")
+				p.fail("NULL, TRUE, FALSE, UNKNOWN, JSON or DISTINCT FROM")
 			}
 			l = is
 		case p.acceptKw("BETWEEN"):
@@ -100,7 +107,7 @@ func (p *parser) predicate() Expr {
 			if p.isKw("SELECT") {
 				q := p.query()
 				p.wantOp(")")
-				l = &Subquery{Pos: t.pos, Query: q, Op: "IN"}
+				l = &Subquery{Pos: t.pos, Query: q, Op: "IN", X: l, Not: not}
 				continue
 			}
 			for {
@@ -367,6 +374,8 @@ func (p *parser) maybeCall(t token) Expr {
 	p.next()
 	c := &Call{Pos: t.pos, Name: strings.ToUpper(t.text)}
 	switch {
+	case jsonSyntax[c.Name]:
+		p.jsonArgs(c)
 	case p.acceptOp(")"):
 	case p.isOp("*"):
 		p.next()
@@ -507,4 +516,219 @@ func (p *parser) bound() Bound {
 	}
 	p.fail("PRECEDING or FOLLOWING")
 	return Bound{}
+}
+
+// The SQL/JSON functions have clauses rather than plain arguments. The
+// parser keeps each call a *Call whose arguments come in a fixed layout,
+// every clause a string literal naming the behaviour (defaults filled in),
+// so that the compiler and the planner's walks see ordinary arguments and
+// ExprString prints the clauses back as written (format.go):
+//
+//	JSON_EXISTS(json, path, onError)                 onError: TRUE FALSE UNKNOWN ERROR
+//	JSON_VALUE(json, path, CAST(NULL AS returning),
+//	           emptyMode, emptyDefault, errorMode, errorDefault)
+//	                                                 modes: NULL ERROR DEFAULT; defaults NULL unless DEFAULT
+//	JSON_QUERY(json, path, wrapper, onEmpty, onError) wrapper: WITHOUT ARRAY, WITH CONDITIONAL ARRAY,
+//	                                                 WITH UNCONDITIONAL ARRAY; on*: NULL ERROR EMPTY ARRAY EMPTY OBJECT
+//	JSON_OBJECT(onNull, key, value, key, value...)   onNull: NULL ABSENT
+//	JSON_ARRAY(onNull, value...)
+//	JSON_OBJECTAGG(onNull, key, value)
+//	JSON_ARRAYAGG(onNull, value)
+//	x IS [NOT] JSON [kind]: Call{Name: "IS JSON" or "IS NOT JSON", Args: x, kind}
+var jsonSyntax = map[string]bool{
+	"JSON_EXISTS": true, "JSON_VALUE": true, "JSON_QUERY": true, "JSON_OBJECT": true,
+	"JSON_ARRAY": true, "JSON_OBJECTAGG": true, "JSON_ARRAYAGG": true,
+}
+
+// jsonDefaultOnNull is the ON NULL behaviour of a JSON constructor when
+// its call has none: ABSENT for the arrays, NULL for the objects.
+func jsonDefaultOnNull(fn string) string {
+	if fn == "JSON_ARRAY" || fn == "JSON_ARRAYAGG" {
+		return "ABSENT"
+	}
+	return "NULL"
+}
+
+// isJSON reads the kind after x IS [NOT] JSON.
+func (p *parser) isJSON(pos Pos, x Expr, not bool) Expr {
+	kind := "VALUE"
+	for _, k := range []string{"VALUE", "SCALAR", "ARRAY", "OBJECT"} {
+		if p.acceptKw(k) {
+			kind = k
+			break
+		}
+	}
+	name := "IS JSON"
+	if not {
+		name = "IS NOT JSON"
+	}
+	return &Call{Pos: pos, Name: name, Args: []Expr{x, &Literal{Pos: pos, Kind: StringLit, Text: kind}}}
+}
+
+// jsonArgs reads the arguments and clauses of a SQL/JSON function after
+// its "(", through the ")", into c.Args in the layout above.
+func (p *parser) jsonArgs(c *Call) {
+	flag := func(pos Pos, s string) Expr { return &Literal{Pos: pos, Kind: StringLit, Text: s} }
+	null := func(pos Pos) Expr { return &Literal{Pos: pos, Kind: NullLit} }
+	switch c.Name {
+	case "JSON_EXISTS", "JSON_VALUE", "JSON_QUERY":
+		x := p.expr()
+		p.wantOp(",")
+		path := p.expr()
+		c.Args = []Expr{x, path}
+		pos := p.tok().pos
+		switch c.Name {
+		case "JSON_EXISTS":
+			onError := "FALSE"
+			if b, ok := p.jsonBehaviour("TRUE", "FALSE", "UNKNOWN", "ERROR"); ok {
+				onError = b
+				p.wantKw("ON", "ERROR")
+			}
+			c.Args = append(c.Args, flag(pos, onError))
+		case "JSON_VALUE":
+			ret := &Cast{Pos: pos, X: null(pos), Type: types.StringType}
+			if p.acceptKw("RETURNING") {
+				ret.Pos = p.tok().pos
+				ret.Type = p.dataType()
+				if prev := p.toks[p.i-1]; p.isKw("ON") && prev.kind == tIdent && strings.EqualFold(prev.text, "NULL") && !ret.Type.NotNull {
+					// the type read NULL ON EMPTY's NULL as its nullability
+					p.i--
+				}
+				if ret.Type.NotNull {
+					panic(bail{Errorf(ret.Pos, "the RETURNING type of JSON_VALUE cannot be NOT NULL")})
+				}
+			}
+			c.Args = append(c.Args, ret, flag(pos, "NULL"), null(pos), flag(pos, "NULL"), null(pos))
+			seen := map[string]bool{}
+			for {
+				bpos := p.tok().pos
+				mode, ok := p.jsonBehaviour("NULL", "ERROR")
+				var def Expr = null(bpos)
+				if !ok {
+					if !p.acceptKw("DEFAULT") {
+						break
+					}
+					mode, def = "DEFAULT", p.expr()
+				}
+				at := 3 // ON EMPTY's mode and default
+				if p.jsonWhen(c.Name, bpos, seen) == "ERROR" {
+					at = 5
+				}
+				c.Args[at], c.Args[at+1] = flag(bpos, mode), def
+			}
+		case "JSON_QUERY":
+			wrapper := "WITHOUT ARRAY"
+			switch {
+			case p.acceptKw("WITHOUT"):
+				p.acceptKw("ARRAY")
+				p.wantKw("WRAPPER")
+			case p.acceptKw("WITH"):
+				wrapper = "WITH UNCONDITIONAL ARRAY"
+				if p.acceptKw("CONDITIONAL") {
+					wrapper = "WITH CONDITIONAL ARRAY"
+				} else {
+					p.acceptKw("UNCONDITIONAL")
+				}
+				p.acceptKw("ARRAY")
+				p.wantKw("WRAPPER")
+			}
+			c.Args = append(c.Args, flag(pos, wrapper), flag(pos, "NULL"), flag(pos, "NULL"))
+			seen := map[string]bool{}
+			for {
+				bpos := p.tok().pos
+				mode, ok := p.jsonBehaviour("NULL", "ERROR")
+				if !ok {
+					if !p.isKw("EMPTY") || !(p.isKwAt(1, "ARRAY") || p.isKwAt(1, "OBJECT")) {
+						break
+					}
+					p.next()
+					mode = "EMPTY " + strings.ToUpper(p.next().text)
+				}
+				at := 3 // ON EMPTY's behaviour
+				if p.jsonWhen(c.Name, bpos, seen) == "ERROR" {
+					at = 4
+				}
+				c.Args[at] = flag(bpos, mode)
+			}
+		}
+	case "JSON_OBJECT", "JSON_OBJECTAGG":
+		var kv []Expr
+		if !p.isOp(")") && !p.isOnNull() {
+			for {
+				if p.isKw("KEY") && !p.isKwAt(1, "VALUE") && !(p.peek(1).kind == tOp && p.peek(1).text == ",") {
+					p.next() // KEY 'k' VALUE v; a column named key is `KEY VALUE v`
+				}
+				k := p.expr()
+				p.wantKw("VALUE")
+				kv = append(kv, k, p.expr())
+				if c.Name == "JSON_OBJECTAGG" || !p.acceptOp(",") {
+					break
+				}
+			}
+		}
+		if c.Name == "JSON_OBJECTAGG" && len(kv) == 0 {
+			p.fail("a key")
+		}
+		pos := p.tok().pos
+		c.Args = append([]Expr{flag(pos, p.onNull(c.Name))}, kv...)
+	case "JSON_ARRAY", "JSON_ARRAYAGG":
+		var vs []Expr
+		if !p.isOp(")") && !p.isOnNull() {
+			for {
+				vs = append(vs, p.expr())
+				if c.Name == "JSON_ARRAYAGG" || !p.acceptOp(",") {
+					break
+				}
+			}
+		}
+		if c.Name == "JSON_ARRAYAGG" && len(vs) == 0 {
+			p.fail("an expression")
+		}
+		pos := p.tok().pos
+		c.Args = append([]Expr{flag(pos, p.onNull(c.Name))}, vs...)
+	}
+	p.wantOp(")")
+}
+
+// jsonWhen reads ON EMPTY or ON ERROR, once each per call.
+func (p *parser) jsonWhen(fn string, pos Pos, seen map[string]bool) string {
+	p.wantKw("ON")
+	when := "EMPTY"
+	if !p.acceptKw("EMPTY") {
+		if !p.acceptKw("ERROR") {
+			p.fail("EMPTY or ERROR")
+		}
+		when = "ERROR"
+	}
+	if seen[when] {
+		panic(bail{Errorf(pos, "%s has two ON %s clauses", fn, when)})
+	}
+	seen[when] = true
+	return when
+}
+
+// jsonBehaviour accepts one of the words when ON follows it.
+func (p *parser) jsonBehaviour(words ...string) (string, bool) {
+	for _, w := range words {
+		if p.isKw(w) && p.isKwAt(1, "ON") {
+			p.next()
+			return w, true
+		}
+	}
+	return "", false
+}
+
+func (p *parser) isOnNull() bool {
+	return (p.isKw("NULL") || p.isKw("ABSENT")) && p.isKwAt(1, "ON") && p.isKwAt(2, "NULL")
+}
+
+// onNull reads [NULL | ABSENT] ON NULL, giving fn's default without it.
+func (p *parser) onNull(fn string) string {
+	if !p.isOnNull() {
+		return jsonDefaultOnNull(fn)
+	}
+	mode := strings.ToUpper(p.next().text)
+	p.next()
+	p.next()
+	return mode
 }

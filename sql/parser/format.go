@@ -2,6 +2,8 @@ package parser
 
 import (
 	"strings"
+
+	"github.com/weirstream/weir/sql/types"
 )
 
 // ExprString prints an expression back as SQL (fully parenthesised binary
@@ -83,6 +85,9 @@ func writeExpr(b *strings.Builder, e Expr) {
 		writeExpr(b, e.R)
 		b.WriteByte(')')
 	case *Call:
+		if writeIsJSON(b, e) {
+			break
+		}
 		b.WriteString(e.Name + "(")
 		if e.Distinct {
 			b.WriteString("DISTINCT ")
@@ -90,7 +95,9 @@ func writeExpr(b *strings.Builder, e Expr) {
 		if e.Star {
 			b.WriteByte('*')
 		}
-		writeList(b, e.Args)
+		if !writeJSONArgs(b, e) {
+			writeList(b, e.Args)
+		}
 		b.WriteByte(')')
 		if e.Filter != nil {
 			b.WriteString(" FILTER (WHERE ")
@@ -209,12 +216,23 @@ func writeExpr(b *strings.Builder, e Expr) {
 		b.WriteString(e.Name + " => ")
 		writeExpr(b, e.X)
 	case *Subquery:
+		if e.X != nil {
+			b.WriteByte('(')
+			writeExpr(b, e.X)
+			if e.Not {
+				b.WriteString(" NOT")
+			}
+			b.WriteString(" ")
+		}
 		if e.Op != "" {
 			b.WriteString(e.Op + " ")
 		}
 		b.WriteByte('(')
 		writeQuery(b, e.Query)
 		b.WriteByte(')')
+		if e.X != nil {
+			b.WriteByte(')')
+		}
 	default:
 		b.WriteString("?")
 	}
@@ -336,6 +354,13 @@ func writeQuery(b *strings.Builder, q Query) {
 	}
 }
 
+// TableString formats a FROM item as SQL.
+func TableString(t TableExpr) string {
+	var b strings.Builder
+	writeTable(&b, t)
+	return b.String()
+}
+
 func writeTable(b *strings.Builder, t TableExpr) {
 	alias := ""
 	switch t := t.(type) {
@@ -368,13 +393,27 @@ func writeTable(b *strings.Builder, t TableExpr) {
 		b.WriteString(" MATCH_RECOGNIZE (PATTERN (" + formatPattern(t.Pattern) + ") ...)")
 		alias = t.Alias
 	case *TableFunc:
-		b.WriteString("TABLE(" + t.Name + "(")
-		writeList(b, t.Args)
-		b.WriteString("))")
+		switch {
+		case t.Lateral && t.Name == "UNNEST":
+			b.WriteString("UNNEST(")
+			writeList(b, t.Args)
+			b.WriteString(")")
+		case t.Lateral:
+			b.WriteString("LATERAL TABLE(" + t.Name + "(")
+			writeList(b, t.Args)
+			b.WriteString("))")
+		default:
+			b.WriteString("TABLE(" + t.Name + "(")
+			writeList(b, t.Args)
+			b.WriteString("))")
+		}
 		alias = t.Alias
 	}
 	if alias != "" {
 		b.WriteString(" AS " + quoteIdent(alias))
+	}
+	if tf, ok := t.(*TableFunc); ok && len(tf.Columns) > 0 {
+		writeColumnList(b, tf.Columns)
 	}
 	if st, ok := t.(*SubqueryTable); ok && len(st.Columns) > 0 {
 		writeColumnList(b, st.Columns)
@@ -391,4 +430,128 @@ func writeColumnList(b *strings.Builder, cols []string) {
 		b.WriteString(quoteIdent(c))
 	}
 	b.WriteByte(')')
+}
+
+// flagArg is argument i of c when it is a string literal: a clause of a
+// SQL/JSON function (see jsonArgs).
+func flagArg(c *Call, i int) (string, bool) {
+	if i >= len(c.Args) {
+		return "", false
+	}
+	l, ok := c.Args[i].(*Literal)
+	if !ok || l.Kind != StringLit {
+		return "", false
+	}
+	return l.Text, true
+}
+
+// writeIsJSON prints x IS [NOT] JSON [kind] (the kind only when not the
+// default VALUE).
+func writeIsJSON(b *strings.Builder, c *Call) bool {
+	kind, ok := flagArg(c, 1)
+	if (c.Name != "IS JSON" && c.Name != "IS NOT JSON") || len(c.Args) != 2 || !ok {
+		return false
+	}
+	writeExpr(b, c.Args[0])
+	b.WriteString(" " + c.Name)
+	if kind != "VALUE" {
+		b.WriteString(" " + kind)
+	}
+	return true
+}
+
+// writeJSONArgs prints the arguments and clauses of a SQL/JSON function in
+// the layout jsonArgs gives them, leaving out the clauses that say the
+// default; false when c is not such a call.
+func writeJSONArgs(b *strings.Builder, c *Call) bool {
+	if !jsonSyntax[c.Name] {
+		return false
+	}
+	flags := func(idx ...int) ([]string, bool) {
+		out := make([]string, len(idx))
+		for i, j := range idx {
+			f, ok := flagArg(c, j)
+			if !ok {
+				return nil, false
+			}
+			out[i] = f
+		}
+		return out, true
+	}
+	switch c.Name {
+	case "JSON_EXISTS":
+		f, ok := flags(2)
+		if !ok || len(c.Args) != 3 {
+			return false
+		}
+		writeList(b, c.Args[:2])
+		if f[0] != "FALSE" {
+			b.WriteString(" " + f[0] + " ON ERROR")
+		}
+	case "JSON_VALUE":
+		if len(c.Args) != 7 {
+			return false
+		}
+		f, ok := flags(3, 5)
+		ret, isCast := c.Args[2].(*Cast)
+		if !ok || !isCast {
+			return false
+		}
+		writeList(b, c.Args[:2])
+		if ret.Type.Kind != types.Varchar || ret.Type.Length != types.MaxLength {
+			b.WriteString(" RETURNING " + ret.Type.String())
+		}
+		for i, when := range []string{"EMPTY", "ERROR"} {
+			switch f[i] {
+			case "NULL":
+			case "DEFAULT":
+				b.WriteString(" DEFAULT ")
+				writeExpr(b, c.Args[4+2*i])
+				b.WriteString(" ON " + when)
+			default:
+				b.WriteString(" " + f[i] + " ON " + when)
+			}
+		}
+	case "JSON_QUERY":
+		f, ok := flags(2, 3, 4)
+		if !ok || len(c.Args) != 5 {
+			return false
+		}
+		writeList(b, c.Args[:2])
+		if f[0] != "WITHOUT ARRAY" {
+			b.WriteString(" " + f[0] + " WRAPPER")
+		}
+		for i, when := range []string{"EMPTY", "ERROR"} {
+			if f[i+1] != "NULL" {
+				b.WriteString(" " + f[i+1] + " ON " + when)
+			}
+		}
+	case "JSON_OBJECT", "JSON_OBJECTAGG", "JSON_ARRAY", "JSON_ARRAYAGG":
+		f, ok := flags(0)
+		object := c.Name == "JSON_OBJECT" || c.Name == "JSON_OBJECTAGG"
+		if !ok || (object && len(c.Args)%2 != 1) {
+			return false
+		}
+		rest := c.Args[1:]
+		if object {
+			for i := 0; i+1 < len(rest); i += 2 {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("KEY ")
+				writeExpr(b, rest[i])
+				b.WriteString(" VALUE ")
+				writeExpr(b, rest[i+1])
+			}
+		} else {
+			writeList(b, rest)
+		}
+		if f[0] != jsonDefaultOnNull(c.Name) {
+			if len(rest) > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(f[0] + " ON NULL")
+		}
+	}
+	return true
 }

@@ -919,7 +919,40 @@ func (p *parser) tablePrimary() TableExpr {
 		p.wantOp(")")
 		return te
 	case p.isKw("LATERAL"):
-		p.fail("a table (LATERAL is not supported yet)")
+		// LATERAL TABLE(f(args)) [AS] t[(a, b)]: a table function per row
+		p.next()
+		p.wantKw("TABLE")
+		p.wantOp("(")
+		ft := p.tok()
+		name, _ := p.ident("a table function name")
+		tf := &TableFunc{Pos: ft.pos, Name: strings.ToUpper(name), Lateral: true}
+		p.wantOp("(")
+		if !p.acceptOp(")") {
+			for {
+				tf.Args = append(tf.Args, p.expr())
+				if p.acceptOp(")") {
+					break
+				}
+				p.wantOp(",")
+			}
+		}
+		p.wantOp(")")
+		tf.Alias = p.alias()
+		if tf.Alias != "" && p.acceptOp("(") {
+			tf.Columns = p.columnList()
+		}
+		return tf
+	case p.isKw("UNNEST") && p.peek(1).kind == tOp && p.peek(1).text == "(":
+		// UNNEST(array or map) [AS] t[(a, b)]: its elements as rows
+		p.next()
+		p.next()
+		tf := &TableFunc{Pos: t.pos, Name: "UNNEST", Lateral: true, Args: []Expr{p.expr()}}
+		p.wantOp(")")
+		tf.Alias = p.alias()
+		if tf.Alias != "" && p.acceptOp("(") {
+			tf.Columns = p.columnList()
+		}
+		return tf
 	case p.isKw("TABLE") && p.peek(1).kind == tOp && p.peek(1).text == "(":
 		p.next()
 		p.next()

@@ -55,6 +55,20 @@ func init() {
 			return a[0], nil
 		},
 	})
+	// split(s, sep): a row (word, length) per part of s
+	expr.RegisterClass("weir.test.Split", &expr.TableFunction{
+		Args:    []types.Type{types.StringType, types.StringType},
+		Columns: types.Schema{{Name: "word", Type: types.StringType}, {Name: "length", Type: types.IntType}},
+		Eval: func(a []types.Value, emit func([]types.Value)) error {
+			if a[0].S == "" {
+				return nil
+			}
+			for _, w := range strings.Split(a[0].S, a[1].S) {
+				emit([]types.Value{types.StringValue(w), types.IntValue(int64(len(w)))})
+			}
+			return nil
+		},
+	})
 	// weighted_avg(v, w): sum(v*w)/sum(w) as BIGINT, Flink's documented
 	// example; the accumulator is [sum, weight]; it retracts and merges
 	wavg := func(sign int64) func(acc types.Value, a []types.Value) (types.Value, error) {

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/expr"
@@ -189,8 +190,15 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))
 	} else {
-		agg = groupAggRel(from, keyExprs, layout, out,
-			fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keyText, ", "), strings.Join(callText, ", ")))
+		mb, err := p.s.miniBatch(s.Pos)
+		if err != nil {
+			return nil, err
+		}
+		text := fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(keyText, ", "), strings.Join(callText, ", "))
+		if mb > 0 {
+			text = fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
+		}
+		agg = groupAggRel(from, keyExprs, layout, out, text, mb)
 	}
 
 	// the select list and HAVING over the aggregation's output
@@ -297,7 +305,7 @@ func hasAggregateItems(items []parser.SelectItem, funcs map[string]expr.Function
 // input row, the change of the group's result (+I for a new group,
 // -U/+U for an update, -D when the group empties), as Flink's
 // GroupAggFunction does without mini-batches.
-func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string) *rel {
+func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, miniBatch int) *rel {
 	keyEvals := make([]expr.EvalFn, len(keys))
 	for i, k := range keys {
 		keyEvals[i] = k.Eval
@@ -320,6 +328,11 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 			}
 			return types.Key(vs)
 		})
+		if miniBatch > 0 {
+			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+				return &miniBatchAggFn{groupAggFn: groupAggFn{layout: layout, keys: keyEvals}, size: miniBatch}
+			}, b.uid("group-agg")), nil
+		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &groupAggFn{layout: layout, keys: keyEvals}
 		}, b.uid("group-agg")), nil
@@ -391,5 +404,109 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
 		ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
 	}
+	return nil
+}
+
+// miniBatchAggFn is groupAggFn over mini-batches (Flink's
+// table.exec.mini-batch): the rows of an input batch (at most size) are
+// buffered per key, and at the batch's end each key's rows are folded into
+// its accumulator at once, emitting one change per key — one -U/+U pair
+// where the row-at-a-time function emits one per row. The buffer is empty
+// at every checkpoint barrier (EndBatch runs before it).
+type miniBatchAggFn struct {
+	groupAggFn
+	size    int
+	index   map[string]int // key -> pending index
+	pending []pendingKey
+	n       int // rows buffered
+}
+
+type pendingKey struct {
+	ref  weir.KeyRef[string]
+	ts   time.Time
+	rows []types.Row
+}
+
+func (f *miniBatchAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	if f.index == nil {
+		f.index = map[string]int{}
+	}
+	k := ctx.Key()
+	i, ok := f.index[k]
+	if !ok {
+		i = len(f.pending)
+		f.index[k] = i
+		if i < cap(f.pending) {
+			f.pending = f.pending[:i+1]
+			f.pending[i].ref = ctx.KeyRef()
+		} else {
+			f.pending = append(f.pending, pendingKey{ref: ctx.KeyRef()})
+		}
+	}
+	p := &f.pending[i]
+	p.ts = ctx.Timestamp()
+	p.rows = append(p.rows, in)
+	f.n++
+	if f.n >= f.size {
+		return f.EndBatch(ctx)
+	}
+	return nil
+}
+
+// EndBatch folds each key's buffered rows into its accumulator and emits
+// the key's change.
+func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error {
+	l := f.layout
+	for i := range f.pending {
+		p := &f.pending[i]
+		ctx.SetKey(p.ref, p.ts)
+		st, ok := f.acc.Value()
+		var prev, acc []types.Value
+		if ok {
+			prev = f.output(st.Values)
+			acc = st.Values
+		}
+		for _, in := range p.rows {
+			sign := int64(1)
+			if in.Kind.IsRetraction() {
+				sign = -1
+				if acc == nil {
+					continue // a retraction of a group never seen
+				}
+			}
+			if acc == nil {
+				keys := make([]types.Value, len(f.keys))
+				for j, k := range f.keys {
+					keys[j] = k(in.Values)
+				}
+				acc = l.Create(keys)
+			}
+			l.Accumulate(acc, in.Values, sign)
+		}
+		clear(p.rows)
+		p.rows = p.rows[:0]
+		switch {
+		case acc == nil:
+		case l.Count(acc) <= 0:
+			if prev != nil {
+				ctx.Emit(types.Row{Kind: types.Delete, Values: prev})
+			}
+			f.acc.Clear()
+		default:
+			f.acc.Update(types.Row{Values: acc})
+			next := f.output(acc)
+			switch {
+			case prev == nil:
+				ctx.Emit(types.Row{Kind: types.Insert, Values: next})
+			case types.EqualValues(prev, next):
+			default:
+				ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+				ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+			}
+		}
+	}
+	f.pending = f.pending[:0]
+	clear(f.index)
+	f.n = 0
 	return nil
 }

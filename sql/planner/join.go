@@ -42,6 +42,9 @@ func sideOf(ce expr.Expr, e parser.Expr, ec *expr.Compiler, nleft int) int {
 }
 
 func (p *planner) planJoin(j *parser.Join) (*rel, error) {
+	if tf, ok := j.Right.(*parser.TableFunc); ok && tf.Lateral {
+		return p.planCorrelate(j, tf)
+	}
 	if ref, ok := j.Right.(*parser.TableRef); ok && ref.AsOf != nil {
 		if r, ok, err := p.planLookupJoin(j, ref); ok || err != nil {
 			return r, err

@@ -144,6 +144,8 @@ type planner struct {
 	cfg Config
 	// viewDepth guards against views that refer to themselves.
 	viewDepth int
+	// nsub numbers the subqueries planned (their columns' qualifiers).
+	nsub int
 	// ctes are the WITH queries in scope, by lower-case name.
 	ctes map[string]*parser.CreateView
 	// views are the views planned so far, by normalized name: a view
@@ -279,6 +281,9 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 	case *parser.Join:
 		return p.planJoin(t)
 	case *parser.TableFunc:
+		if t.Lateral {
+			return nil, parser.Errorf(t.Pos, "%s must follow a table it is joined to (FROM t, LATERAL TABLE(f(t.x)) or FROM t CROSS JOIN UNNEST(t.a))", parser.TableString(t))
+		}
 		return p.planWindowTVF(t)
 	case *parser.MatchRecognize:
 		r, err := p.planMatchRecognize(t)
@@ -439,6 +444,9 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 		}
 		from.sc = &expr.Scope{}
 	} else if from, err = p.planFrom(s.From); err != nil {
+		return nil, err
+	}
+	if s, from, err = p.planSubqueries(s, from); err != nil {
 		return nil, err
 	}
 	if s.Where != nil {

@@ -311,3 +311,42 @@ func Run(ctx context.Context, text string, opts ...Option) error {
 	}
 	return job.Run(ctx)
 }
+
+// The mini-batch options, Flink's names.
+const (
+	miniBatchEnabled = "table.exec.mini-batch.enabled"
+	miniBatchLatency = "table.exec.mini-batch.allow-latency"
+	miniBatchSize    = "table.exec.mini-batch.size"
+)
+
+// miniBatch is the mini-batch size of group aggregations: 0 when
+// 'table.exec.mini-batch.enabled' is not 'true'. As Flink, enabled needs
+// 'allow-latency' (a positive duration) and 'size' (a positive count). A
+// mini-batch in weir is the rows of an input batch that arrived together,
+// at most size: it never waits for more, so it adds no latency, and
+// allow-latency is an upper bound it keeps trivially.
+func (s *Session) miniBatch(pos parser.Pos) (int, error) {
+	on, ok := s.sets[miniBatchEnabled]
+	if !ok || !strings.EqualFold(on, "true") {
+		if ok && !strings.EqualFold(on, "false") {
+			return 0, parser.Errorf(pos, "'%s' = '%s': want true or false", miniBatchEnabled, on)
+		}
+		return 0, nil
+	}
+	lat, ok := s.sets[miniBatchLatency]
+	if !ok {
+		return 0, parser.Errorf(pos, "'%s' is 'true' but '%s' is not set (Flink requires it)", miniBatchEnabled, miniBatchLatency)
+	}
+	if d, err := connector.ParseDuration(lat); err != nil || d <= 0 {
+		return 0, parser.Errorf(pos, "'%s' = '%s': want a positive duration ('2 s', '500 ms')", miniBatchLatency, lat)
+	}
+	size, ok := s.sets[miniBatchSize]
+	if !ok {
+		return 0, parser.Errorf(pos, "'%s' is 'true' but '%s' is not set (Flink requires it)", miniBatchEnabled, miniBatchSize)
+	}
+	n, err := strconv.Atoi(size)
+	if err != nil || n <= 0 {
+		return 0, parser.Errorf(pos, "'%s' = '%s': want a positive number of rows", miniBatchSize, size)
+	}
+	return n, nil
+}

@@ -105,6 +105,9 @@ func newBenchNexmark() *cobra.Command {
 		queries string
 		asJSON  bool
 		withSQL bool
+		// miniBatch > 0 adds a run of the SQL plan with Flink's
+		// table.exec.mini-batch options, that size
+		miniBatch int
 	)
 	cmd := &cobra.Command{
 		Use:   "nexmark",
@@ -180,8 +183,13 @@ temporary directory, as in the published figures.`,
 					fmt.Fprintf(out, "      %s\n", benchRunsLine(res))
 				}
 				if withSQL {
-					if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON); err != nil {
+					if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON, 0); err != nil {
 						return fmt.Errorf("%s (sql): %w", q, err)
+					}
+					if miniBatch > 0 {
+						if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON, miniBatch); err != nil {
+							return fmt.Errorf("%s (sql, mini-batch): %w", q, err)
+						}
 					}
 				}
 			}
@@ -192,6 +200,7 @@ temporary directory, as in the published figures.`,
 	f.StringVar(&queries, "queries", strings.Join(nexmark.QueryNames(), ","), "comma-separated queries")
 	f.BoolVar(&asJSON, "json", false, "one JSON object per query per line")
 	f.BoolVar(&withSQL, "sql", false, "also run each query's Flink SQL (weir sql's plan, throughput only) and print it beside the hand-written query")
+	f.IntVar(&miniBatch, "mini-batch", 0, "with --sql: also run the SQL plan with 'table.exec.mini-batch.enabled' and this 'table.exec.mini-batch.size' (updating GROUP BY aggregations fold each batch's rows per key), printed as QUERY/sql-mb")
 	f.Int64Var(&o.events, "events", 10_000_000, "events of the throughput run")
 	f.Float64Var(&o.eventRate, "event-rate", nexmark.DefaultEventRate, "event-time rate of the throughput run (events per second of date_time)")
 	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism (and generator splits)")

@@ -35,11 +35,15 @@ type nexmarkSQLResult struct {
 // benchNexmarkSQLLine runs query q's Flink SQL over the 'nexmark'
 // connector with the throughput run's settings and prints its rate beside
 // the hand-written query's.
-func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmarkBenchOpts, goRes nexmarkBenchResult, asJSON bool) error {
+func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmarkBenchOpts, goRes nexmarkBenchResult, asJSON bool, miniBatch int) error {
+	label, plan := q+"/sql", "sql"
+	if miniBatch > 0 {
+		label, plan = q+"/sql-mb", "sql-mini-batch"
+	}
 	query, err := nexmarksql.Query(q)
 	if err != nil {
 		if !asJSON {
-			fmt.Fprintf(out, "%-5s %s\n", q+"/sql", "(no SQL yet)")
+			fmt.Fprintf(out, "%-5s %s\n", label, "(no SQL yet)")
 		}
 		return nil
 	}
@@ -67,6 +71,11 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 		opts = append(opts, sql.Define("SIDE_INPUT", side))
 	}
 	s := sql.NewSession(opts...)
+	if miniBatch > 0 {
+		if _, err := s.Exec(fmt.Sprintf("SET 'table.exec.mini-batch.enabled' = 'true'; SET 'table.exec.mini-batch.allow-latency' = '1 s'; SET 'table.exec.mini-batch.size' = '%d';", miniBatch)); err != nil {
+			return err
+		}
+	}
 	if _, err := s.Exec(nexmarksql.DDL() + "\n" + setup); err != nil {
 		return err
 	}
@@ -102,7 +111,7 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 	if err != nil {
 		return err
 	}
-	res := nexmarkSQLResult{Query: q, Plan: "sql", EventsPerSec: float64(o.events) / el.Seconds(),
+	res := nexmarkSQLResult{Query: q, Plan: plan, EventsPerSec: float64(o.events) / el.Seconds(),
 		EventsPerSecPerCore: float64(o.events) / cpu.Seconds(), Rows: rows.Load()}
 	if goRes.EventsPerSecPerCore > 0 {
 		res.PerCoreOfGo = res.EventsPerSecPerCore / goRes.EventsPerSecPerCore
@@ -112,7 +121,7 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 		fmt.Fprintln(out, string(b))
 		return nil
 	}
-	fmt.Fprintf(out, "%-5s %10.0f K %12.0f K %10s %10s %12d   %.0f%% of the hand-written query per core\n", q+"/sql",
+	fmt.Fprintf(out, "%-8s %10.0f K %12.0f K %10s %10s %12d   %.0f%% of the hand-written query per core\n", label,
 		res.EventsPerSec/1e3, res.EventsPerSecPerCore/1e3, "", "", res.Rows, 100*res.PerCoreOfGo)
 	return nil
 }

@@ -1,0 +1,649 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Subqueries, as Flink's planner rewrites them into joins:
+//
+//   - a WHERE conjunct x [NOT] IN (SELECT e ...) or [NOT] EXISTS (SELECT
+//     ...) is a semi join (anti join for NOT) of the FROM with the
+//     subquery: the FROM's rows that have a match (none). A simple
+//     subquery (no GROUP BY, aggregates, DISTINCT, ORDER BY or LIMIT) may
+//     read the outer row's columns in its WHERE (a correlated subquery):
+//     those conditions become the join's condition. x NOT IN keeps SQL's
+//     NULL rule: a NULL x, or a NULL among the subquery's values, matches
+//     every row, so that x NOT IN (... NULL ...) is never true.
+//   - a scalar subquery, (SELECT one column ...) in WHERE or the SELECT
+//     list, uncorrelated, is a left join of every row with the subquery's
+//     single row (NULL when it has none; more than one fails the job, as in
+//     Flink). All rows of the FROM meet the subquery's row in one task.
+//
+// Both are joins over changelogs: when the subquery's result changes, the
+// rows it selected are retracted or emitted (or updated, for a scalar).
+
+// subqueryQual qualifies a subquery's columns in the joined row.
+const subqueryQual = "$subquery"
+
+// planSubqueries plans the subqueries of s's WHERE and SELECT list over
+// from, returning s without them (a copy) and the joined input.
+func (p *planner) planSubqueries(s *parser.Select, from *rel) (*parser.Select, *rel, error) {
+	has := false
+	check := func(e parser.Expr) {
+		walkExpr(e, func(x parser.Expr) bool {
+			if _, ok := x.(*parser.Subquery); ok {
+				has = true
+			}
+			return !has
+		})
+	}
+	check(s.Where)
+	for _, it := range s.Items {
+		check(it.Expr)
+	}
+	if !has {
+		return s, from, nil
+	}
+	cp := *s
+	s = &cp
+	var err error
+	if s.Where != nil {
+		var kept []parser.Expr
+		for _, c := range splitAnd(s.Where) {
+			sq, anti, ok := semiJoinable(c)
+			if !ok {
+				kept = append(kept, c)
+				continue
+			}
+			if from, err = p.planSemiJoin(from, sq, anti); err != nil {
+				return nil, nil, err
+			}
+		}
+		s.Where = andAll(kept)
+	}
+	// scalar subqueries: each a column of the joined row
+	repl := map[*parser.Subquery]parser.Expr{}
+	scalar := func(e parser.Expr) error {
+		var err error
+		walkExpr(e, func(x parser.Expr) bool {
+			sq, ok := x.(*parser.Subquery)
+			if !ok || err != nil {
+				return err == nil
+			}
+			if sq.Op != "" || repl[sq] != nil {
+				return false
+			}
+			p.nsub++
+			qual := fmt.Sprintf("%s%d", subqueryQual, p.nsub)
+			var col string
+			from, col, err = p.planScalarSubquery(from, sq, qual)
+			repl[sq] = &parser.Ident{Pos: sq.Pos, Parts: []string{qual, col}}
+			return false
+		})
+		return err
+	}
+	if err := scalar(s.Where); err != nil {
+		return nil, nil, err
+	}
+	items := make([]parser.SelectItem, len(s.Items))
+	for i, it := range s.Items {
+		if err := scalar(it.Expr); err != nil {
+			return nil, nil, err
+		}
+		items[i] = it
+		if it.Expr != nil {
+			items[i].Expr = rewriteSubqueries(it.Expr, repl)
+		}
+	}
+	s.Items = items
+	if s.Where != nil {
+		s.Where = rewriteSubqueries(s.Where, repl)
+	}
+	return s, from, nil
+}
+
+// semiJoinable recognizes x [NOT] IN (SELECT ...), [NOT] EXISTS (...).
+func semiJoinable(c parser.Expr) (*parser.Subquery, bool, bool) {
+	not := false
+	for {
+		u, ok := c.(*parser.Unary)
+		if !ok || !strings.EqualFold(u.Op, "NOT") {
+			break
+		}
+		not, c = !not, u.X
+	}
+	sq, ok := c.(*parser.Subquery)
+	if !ok || (sq.Op != "IN" && sq.Op != "EXISTS") {
+		return nil, false, false
+	}
+	return sq, not != sq.Not, true
+}
+
+func andAll(cs []parser.Expr) parser.Expr {
+	if len(cs) == 0 {
+		return nil
+	}
+	e := cs[0]
+	for _, c := range cs[1:] {
+		e = &parser.Binary{Pos: c.ExprPos(), Op: "AND", L: e, R: c}
+	}
+	return e
+}
+
+// simpleSelect reports whether q is a SELECT whose FROM and WHERE can be
+// planned apart from its select list: the form a correlated subquery
+// takes.
+func simpleSelect(q parser.Query, funcs map[string]expr.Function) (*parser.Select, bool) {
+	sel, ok := q.(*parser.Select)
+	if !ok || sel.From == nil || sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil || len(sel.OrderBy) > 0 || sel.Limit != nil {
+		return nil, false
+	}
+	for _, it := range sel.Items {
+		if it.Expr != nil && (hasAggregate(it.Expr, funcs) || hasOver(it.Expr)) {
+			return nil, false
+		}
+	}
+	return sel, true
+}
+
+// planSemiJoin plans left's rows that have (anti: have no) match in the
+// subquery.
+func (p *planner) planSemiJoin(left *rel, sq *parser.Subquery, anti bool) (*rel, error) {
+	funcs := p.s.cat.functions()
+	var inner *rel
+	var conds []parser.Expr
+	var err error
+	p.nsub++
+	qual := fmt.Sprintf("%s%d", subqueryQual, p.nsub)
+	if sel, ok := simpleSelect(sq.Query, funcs); ok {
+		// FROM and the local part of WHERE inside; the conditions that
+		// read the outer row (correlated) join
+		if inner, err = p.planFrom(sel.From); err != nil {
+			return nil, err
+		}
+		var local []parser.Expr
+		iec := &expr.Compiler{Funcs: funcs, Scope: inner.sc}
+		for _, c := range splitAnd(sel.Where) {
+			if _, err := iec.Compile(c); err == nil {
+				local = append(local, c)
+				continue
+			} else if _, _, jerr := p.corrCompile(left, inner, sq, c); jerr != nil {
+				return nil, err
+			}
+			conds = append(conds, c)
+		}
+		if w := andAll(local); w != nil {
+			if inner, err = p.where(inner, w); err != nil {
+				return nil, err
+			}
+		}
+		if sq.Op == "IN" {
+			if len(sel.Items) != 1 || sel.Items[0].Star {
+				return nil, parser.Errorf(sq.Pos, "the subquery of IN must select one column")
+			}
+			conds = append(conds, inCond(sq, sel.Items[0].Expr, anti))
+		}
+	} else {
+		if inner, err = p.planQuery(sq.Query); err != nil {
+			return nil, fmt.Errorf("%w (a subquery with GROUP BY, aggregates, DISTINCT, ORDER BY, LIMIT or set operations cannot read the outer query's columns)", err)
+		}
+		inner = requalify(inner, qual)
+		if sq.Op == "IN" {
+			if len(inner.sc.Cols) != 1 {
+				return nil, parser.Errorf(sq.Pos, "the subquery of IN must select one column, not %d", len(inner.sc.Cols))
+			}
+			conds = append(conds, inCond(sq, &parser.Ident{Pos: sq.Pos, Parts: []string{qual, inner.sc.Cols[0].Name}}, anti))
+		}
+	}
+	return p.semiJoinRel(left, inner, conds, anti, sq)
+}
+
+// corrCompile compiles a condition of a subquery over the joined row
+// (left's columns, then inner's) with SQL's scoping: a name resolves in the
+// subquery first, then in the outer query; sq.X (IN's operand) is the
+// outer query's. sides reports what it read: 1 the outer row, 2 the
+// subquery's.
+func (p *planner) corrCompile(left, inner *rel, sq *parser.Subquery, e parser.Expr) (expr.Expr, int, error) {
+	funcs := p.s.cat.functions()
+	nl := len(left.sc.Cols)
+	lc := &expr.Compiler{Funcs: funcs, Scope: left.sc}
+	ic := &expr.Compiler{Funcs: funcs, Scope: inner.sc}
+	sides := 0
+	c := &expr.Compiler{Funcs: funcs, Scope: &expr.Scope{Cols: append(append([]expr.Column(nil), left.sc.Cols...), inner.sc.Cols...)}, What: "a subquery's condition"}
+	c.Subst = func(x parser.Expr) (expr.Expr, bool, error) {
+		if sq.X != nil && x == sq.X {
+			ce, err := lc.Compile(sq.X)
+			sides |= 1
+			return ce, true, err
+		}
+		id, ok := x.(*parser.Ident)
+		if !ok {
+			return expr.Expr{}, false, nil
+		}
+		if idx, rest, err := ic.Resolve(id); err == nil && len(rest) == 0 {
+			sides |= 2
+			return expr.ColRef(nl+idx, inner.sc.Cols[idx].Type), true, nil
+		}
+		if idx, rest, err := lc.Resolve(id); err == nil && len(rest) == 0 {
+			sides |= 1
+			return expr.ColRef(idx, left.sc.Cols[idx].Type), true, nil
+		}
+		return expr.Expr{}, false, nil
+	}
+	ce, err := c.Compile(e)
+	return ce, sides, err
+}
+
+// inCond is x = e, or for NOT IN over nullable values x = e OR x IS NULL
+// OR e IS NULL: the anti join's match that makes NOT IN never true when
+// x or a value of the subquery is NULL.
+func inCond(sq *parser.Subquery, e parser.Expr, anti bool) parser.Expr {
+	eq := &parser.Binary{Pos: sq.Pos, Op: "=", L: sq.X, R: e}
+	if !anti {
+		return eq
+	}
+	var c parser.Expr = &parser.Binary{Pos: sq.Pos, Op: "OR", L: eq, R: &parser.Is{Pos: sq.Pos, X: sq.X, What: "NULL"}}
+	return &parser.Binary{Pos: sq.Pos, Op: "OR", L: c, R: &parser.Is{Pos: sq.Pos, X: e, What: "NULL"}}
+}
+
+func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, sq *parser.Subquery) (*rel, error) {
+	nl := len(left.sc.Cols)
+	var lkeys, rkeys []expr.Expr
+	var keyText []string
+	var res *expr.Expr
+	var resText []string
+	for _, c := range conds {
+		c = p.dropNullOrs(left, inner, sq, c)
+		if b, ok := c.(*parser.Binary); ok && b.Op == "=" {
+			lc, ls, errL := p.corrCompile(left, inner, sq, b.L)
+			rc, rs, errR := p.corrCompile(left, inner, sq, b.R)
+			if errL == nil && errR == nil && (ls == 1 && rs == 2 || ls == 2 && rs == 1) {
+				le, re := b.L, b.R
+				if ls == 2 {
+					lc, le, re = rc, b.R, b.L
+				}
+				// the inner key reads the subquery's row alone
+				var err error
+				rc, err = (&expr.Compiler{Funcs: p.s.cat.functions(), Scope: inner.sc}).Compile(re)
+				if ct, ok := expr.CommonType([]types.Type{lc.Type, rc.Type}); ok && err == nil {
+					lk, err1 := expr.Cast(lc, ct, le)
+					rk, err2 := expr.Cast(rc, ct, re)
+					if err1 == nil && err2 == nil {
+						lkeys, rkeys = append(lkeys, lk), append(rkeys, rk)
+						keyText = append(keyText, parser.ExprString(c))
+						continue
+					}
+				}
+			}
+		}
+		ce, _, err := p.corrCompile(left, inner, sq, c)
+		if err != nil {
+			return nil, err
+		}
+		if ce.Type.Kind != types.Boolean {
+			return nil, expr.ErrAt(c, "a subquery's condition must be BOOLEAN, not %s", ce.Type)
+		}
+		if res == nil {
+			res = &ce
+		} else {
+			x := expr.Logic("AND", *res, ce)
+			res = &x
+		}
+		resText = append(resText, parser.ExprString(c))
+	}
+	kind := "LeftSemiJoin"
+	if anti {
+		kind = "LeftAntiJoin"
+	}
+	op := fmt.Sprintf("Join(joinType=[%s], where=[%s])", kind, strings.Join(append(keyText, resText...), " AND "))
+	mode := maxMode(left.mode, inner.mode)
+	if anti || inner.mode != types.InsertOnly {
+		mode = types.All // a later row of the subquery takes rows back
+	}
+	if mode == types.Upsert {
+		mode = types.All
+	}
+	updater := mergeUpdater(left, inner)
+	if mode == types.All && updater == "" {
+		updater = op
+	}
+	// the output has the left side's columns, qualifiers and all
+	sc := withoutWindowMarks(&expr.Scope{Cols: append([]expr.Column(nil), left.sc.Cols...)}, 0, nl)
+	for i := range sc.Cols {
+		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
+	}
+	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, inner}, updater: updater, bounded: allBounded(left, inner)}
+	ni := len(inner.sc.Cols)
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		ls, err := b.stream(left)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := b.stream(inner)
+		if err != nil {
+			return nil, err
+		}
+		lk, rk := evals(lkeys), evals(rkeys)
+		var resEval expr.EvalFn
+		if res != nil {
+			resEval = res.Eval
+		}
+		tagged := weir.Map(rs, func(row types.Row) types.Row {
+			row.Kind |= rightTag
+			return row
+		}, b.uid("semi-join-tag"))
+		ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
+			if row.Kind&rightTag != 0 {
+				return keyOf(rk, row.Values)
+			}
+			return keyOf(lk, row.Values)
+		})
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &semiJoinFn{nl: nl, nr: ni, residual: resEval, anti: anti}
+		}, b.uid("semi-join")), nil
+	}
+	return r, nil
+}
+
+// dropNullOrs turns NOT IN's x = e OR x IS NULL OR e IS NULL back into
+// x = e when neither side can be NULL, so that it keys the join.
+func (p *planner) dropNullOrs(left, inner *rel, sq *parser.Subquery, c parser.Expr) parser.Expr {
+	b, ok := c.(*parser.Binary)
+	if !ok || b.Op != "OR" {
+		return c
+	}
+	l, ok := b.L.(*parser.Binary)
+	if !ok || l.Op != "OR" {
+		return c
+	}
+	eq, ok := l.L.(*parser.Binary)
+	if !ok || eq.Op != "=" {
+		return c
+	}
+	x, _, errX := p.corrCompile(left, inner, sq, eq.L)
+	y, _, errY := p.corrCompile(left, inner, sq, eq.R)
+	if errX == nil && errY == nil && x.Type.NotNull && y.Type.NotNull {
+		return eq
+	}
+	return c
+}
+
+// semiJoinFn keeps both sides' rows per join key, with their multiplicity
+// and (left rows) how many right rows they match; a left row is in the
+// output while it matches some right row (semi) or none (anti). Output
+// kinds are +I and -D.
+type semiJoinFn struct {
+	nl, nr   int
+	residual expr.EvalFn
+	anti     bool
+	side     [2]*weir.MapState[string, string, types.Row]
+}
+
+func (f *semiJoinFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.side[0] = weir.NewMapState[string, types.Row](rc, "left")
+	f.side[1] = weir.NewMapState[string, types.Row](rc, "right")
+	return nil
+}
+
+func (f *semiJoinFn) matches(l, r []types.Value) bool {
+	if f.residual == nil {
+		return true
+	}
+	v := f.residual(joinedValues(f.nl, f.nr, l, r))
+	return !v.Null && v.Bool()
+}
+
+// visible: whether a left row with n matches is in the output.
+func (f *semiJoinFn) visible(n int64) bool { return (n > 0) != f.anti }
+
+func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	s, kind := 0, in.Kind
+	if kind&rightTag != 0 {
+		s, kind = 1, kind&^rightTag
+	}
+	width := f.nl
+	if s == 1 {
+		width = f.nr
+	}
+	x := in.Values[:width]
+	xkey := types.Key(x)
+	mine := f.side[s]
+	acc := !kind.IsRetraction()
+	stored, have := mine.Get(xkey)
+	if !acc && !have {
+		return nil // retracting a row never seen
+	}
+	sign := int64(1)
+	if !acc {
+		sign = -1
+	}
+	emit := func(k types.RowKind, vs []types.Value, n int64) {
+		for range n {
+			ctx.Emit(types.Row{Kind: k, Values: append([]types.Value(nil), vs...)})
+		}
+	}
+	if s == 0 {
+		var n int64
+		if have {
+			n = stored.Values[width+1].I
+		} else {
+			for _, y := range f.side[1].All() {
+				if f.matches(x, y.Values[:f.nr]) {
+					n += y.Values[f.nr].I
+				}
+			}
+		}
+		if f.visible(n) {
+			k := types.Insert
+			if !acc {
+				k = types.Delete
+			}
+			emit(k, x, 1)
+		}
+		f.put(mine, xkey, x, stored, have, sign, n)
+		return nil
+	}
+	// a right row: the left rows it matches may appear or disappear
+	for k, l := range f.side[0].All() {
+		lv := l.Values
+		if !f.matches(lv[:f.nl], x) {
+			continue
+		}
+		cnt, n := lv[f.nl].I, lv[f.nl+1].I
+		was := f.visible(n)
+		nv := append([]types.Value(nil), lv...)
+		nv[f.nl+1].I += sign
+		f.side[0].Put(k, types.Row{Values: nv})
+		if now := f.visible(nv[f.nl+1].I); now != was {
+			kd := types.Insert
+			if !now {
+				kd = types.Delete
+			}
+			emit(kd, lv[:f.nl], cnt)
+		}
+	}
+	f.put(mine, xkey, x, stored, have, sign, 0)
+	return nil
+}
+
+// put changes a stored row's multiplicity by sign (a new row starts with
+// n matches), removing it at 0.
+func (f *semiJoinFn) put(m *weir.MapState[string, string, types.Row], key string, x []types.Value, stored types.Row, have bool, sign, n int64) {
+	if !have {
+		if sign < 0 {
+			return
+		}
+		vs := make([]types.Value, len(x)+2)
+		copy(vs, x)
+		vs[len(x)], vs[len(x)+1] = types.IntValue(1), types.IntValue(n)
+		m.Put(key, types.Row{Values: vs})
+		return
+	}
+	c := stored.Values[len(x)].I + sign
+	if c <= 0 {
+		m.Remove(key)
+		return
+	}
+	vs := append([]types.Value(nil), stored.Values...)
+	vs[len(x)].I = c
+	m.Put(key, types.Row{Values: vs})
+}
+
+// planScalarSubquery joins from with the single row of an uncorrelated
+// scalar subquery, as a column qualified by qual; it returns the column's
+// name.
+func (p *planner) planScalarSubquery(from *rel, sq *parser.Subquery, qual string) (*rel, string, error) {
+	inner, err := p.planQuery(sq.Query)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (a scalar subquery cannot read the outer query's columns yet)", err)
+	}
+	if len(inner.sc.Cols) != 1 {
+		return nil, "", parser.Errorf(sq.Pos, "a scalar subquery must select one column, not %d", len(inner.sc.Cols))
+	}
+	inner = requalify(inner, qual)
+	col := inner.sc.Cols[0].Name
+	nl := len(from.sc.Cols)
+	sc := &expr.Scope{Cols: append(append([]expr.Column(nil), from.sc.Cols...), inner.sc.Cols...)}
+	sc.Cols[nl].Type = sc.Cols[nl].Type.Nullable()
+	for i := range sc.Cols {
+		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
+	}
+	sc = withoutWindowMarks(sc, 0, len(sc.Cols))
+	op := fmt.Sprintf("Join(joinType=[LeftOuterJoin], where=[true], scalar=[%s])", parser.QueryString(sq.Query))
+	updater := mergeUpdater(from, inner)
+	if updater == "" {
+		updater = op
+	}
+	r := &rel{op: op, sc: sc, mode: types.All, inputs: []*rel{from, inner}, updater: updater, bounded: allBounded(from, inner)}
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		ls, err := b.stream(from)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := b.stream(inner)
+		if err != nil {
+			return nil, err
+		}
+		one := weir.ProcessWith(weir.KeyBy(rs, func(types.Row) string { return "" }), func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &singleRowFn{}
+		}, b.uid("scalar-subquery"), weir.Name("ScalarSubquery"))
+		tagged := weir.Map(one, func(row types.Row) types.Row {
+			row.Kind |= rightTag
+			return row
+		}, b.uid("scalar-join-tag"))
+		ks := weir.KeyBy(weir.Union(ls, tagged), func(types.Row) string { return "" })
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &joinFn{nl: nl, nr: 1, outer: [2]bool{true, false}}
+		}, b.uid("scalar-join")), nil
+	}
+	return r, col, nil
+}
+
+// singleRowFn passes a scalar subquery's rows on and fails the job when
+// more than one is live at once, as Flink does.
+type singleRowFn struct {
+	live *weir.ValueState[string, int64]
+}
+
+func (f *singleRowFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.live = weir.NewValueState[int64](rc, "live")
+	return nil
+}
+
+func (f *singleRowFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	n, _ := f.live.Value()
+	if in.Kind.IsRetraction() {
+		n--
+	} else {
+		n++
+	}
+	if n > 1 {
+		return fmt.Errorf("a scalar subquery returned more than one row")
+	}
+	f.live.Update(n)
+	ctx.Emit(in)
+	return nil
+}
+
+// rewriteSubqueries returns e with the subqueries of repl replaced (a
+// copy of the nodes on the way; e itself is not changed).
+func rewriteSubqueries(e parser.Expr, repl map[*parser.Subquery]parser.Expr) parser.Expr {
+	if e == nil || len(repl) == 0 {
+		return e
+	}
+	r := func(x parser.Expr) parser.Expr { return rewriteSubqueries(x, repl) }
+	switch e := e.(type) {
+	case *parser.Subquery:
+		if x, ok := repl[e]; ok {
+			return x
+		}
+		return e
+	case *parser.Unary:
+		c := *e
+		c.X = r(e.X)
+		return &c
+	case *parser.Binary:
+		c := *e
+		c.L, c.R = r(e.L), r(e.R)
+		return &c
+	case *parser.Call:
+		c := *e
+		c.Args = make([]parser.Expr, len(e.Args))
+		for i, a := range e.Args {
+			c.Args[i] = r(a)
+		}
+		c.Filter = r(e.Filter)
+		return &c
+	case *parser.Case:
+		c := *e
+		c.Operand, c.Else = r(e.Operand), r(e.Else)
+		c.Whens = make([]parser.When, len(e.Whens))
+		for i, w := range e.Whens {
+			c.Whens[i] = parser.When{Cond: r(w.Cond), Then: r(w.Then)}
+		}
+		return &c
+	case *parser.Cast:
+		c := *e
+		c.X = r(e.X)
+		return &c
+	case *parser.Between:
+		c := *e
+		c.X, c.Lo, c.Hi = r(e.X), r(e.Lo), r(e.Hi)
+		return &c
+	case *parser.In:
+		c := *e
+		c.X = r(e.X)
+		c.List = make([]parser.Expr, len(e.List))
+		for i, x := range e.List {
+			c.List[i] = r(x)
+		}
+		return &c
+	case *parser.Like:
+		c := *e
+		c.X, c.Pattern = r(e.X), r(e.Pattern)
+		return &c
+	case *parser.Is:
+		c := *e
+		c.X, c.From = r(e.X), r(e.From)
+		return &c
+	case *parser.Index:
+		c := *e
+		c.X, c.Index = r(e.X), r(e.Index)
+		return &c
+	case *parser.Field:
+		c := *e
+		c.X = r(e.X)
+		return &c
+	case *parser.Extract:
+		c := *e
+		c.X = r(e.X)
+		return &c
+	}
+	return e
+}
