@@ -631,6 +631,11 @@ func (c *Compiler) binary(e *parser.Binary) (Expr, error) {
 	case "=", "<>", "<", ">", "<=", ">=":
 		return compare(e.Op, l, r, e, c.GenericOnly)
 	case "||":
+		for _, x := range []Expr{l, r} {
+			if !x.Type.IsString() && x.Type.Kind != types.Null && x.Type.Kind != types.Binary && x.Type.Kind != types.Varbinary {
+				return Expr{}, ErrAt(e, "|| needs string operands, not %s and %s", l.Type, r.Type)
+			}
+		}
 		return concat([]Expr{l, r}), nil
 	}
 	return arith(e.Op, l, r, e, c.GenericOnly)
@@ -1389,7 +1394,7 @@ func (c *Compiler) like(e *parser.Like) (Expr, error) {
 	}
 	var match func(string) bool
 	if e.Similar {
-		re, err := regexp.Compile("^(?:" + pv.S + ")$")
+		re, err := regexp.Compile("^(?:" + similarRegexp(pv.S, escape) + ")$")
 		if err != nil {
 			return Expr{}, ErrAt(e.Pattern, "invalid SIMILAR TO pattern: %v", err)
 		}
@@ -1540,4 +1545,43 @@ func isIntText(s string) bool {
 func mustInt(e parser.Expr) int64 {
 	n, _ := strconv.ParseInt(e.(*parser.Literal).Text, 10, 64)
 	return n
+}
+
+// similarRegexp translates a SIMILAR TO pattern to a Go regular
+// expression: % is any string, _ any character, the escape character (if
+// any) makes the next one literal, | * + ? {m,n} ( ) [ ] are operators,
+// and every other character (. ^ $ \ among them) is literal.
+func similarRegexp(pat string, escape byte) string {
+	var b strings.Builder
+	rs := []rune(pat)
+	inClass := false
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case escape != 0 && r == rune(escape) && i+1 < len(rs):
+			i++
+			b.WriteString(regexp.QuoteMeta(string(rs[i])))
+		case inClass:
+			if r == ']' {
+				inClass = false
+			}
+			if r == '\\' {
+				b.WriteString(`\\`)
+				continue
+			}
+			b.WriteRune(r)
+		case r == '%':
+			b.WriteString("(?s:.*)")
+		case r == '_':
+			b.WriteString("(?s:.)")
+		case r == '[':
+			inClass = true
+			b.WriteRune(r)
+		case strings.ContainsRune("|*+?{}()", r):
+			b.WriteRune(r)
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return b.String()
 }

@@ -244,15 +244,15 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		if err := wantArgs(e, xs, 1, 2); err != nil {
 			return Expr{}, err
 		}
-		if xs[0].Type.IsInteger() {
-			return xs[0], nil
-		}
 		digits := 0
 		if len(xs) == 2 {
 			if !xs[1].Const {
 				return Expr{}, ErrAt(e, "ROUND's digits must be a constant")
 			}
 			digits = int(xs[1].Eval(nil).I)
+		}
+		if xs[0].Type.IsInteger() {
+			return intRound(e.Name, xs[0], digits), nil
 		}
 		m := math.Pow10(digits)
 		fn := map[string]func(float64) float64{"FLOOR": math.Floor, "CEIL": math.Ceil, "CEILING": math.Ceil,
@@ -268,9 +268,12 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			"ROUND": func(f float64) float64 { return math.Round(f*m) / m }}[e.Name]
 		if xs[0].Type.Kind == types.Decimal {
 			out := xs[0].Type
-			if e.Name == "ROUND" {
-				out = types.DecimalType(out.Precision, min(digits, out.Scale))
-			} else {
+			switch e.Name {
+			case "ROUND":
+				out = types.DecimalType(out.Precision, min(max(digits, 0), out.Scale))
+			case "SIGN":
+				// the argument's type, as Flink's
+			default:
 				out = types.DecimalType(out.Precision, 0)
 			}
 			d := floatFn1(xs[0], fn)
@@ -569,8 +572,26 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 				return types.IntValue(time.Now().Unix())
 			}}, nil
 		}
-		if err := stringArgs(e, xs, 0); err != nil {
+		if err := wantArgs(e, xs, 1, 2); err != nil {
 			return Expr{}, err
+		}
+		if err := stringArgs(e, xs, 0, 1); err != nil {
+			return Expr{}, err
+		}
+		if len(xs) == 2 {
+			// UNIX_TIMESTAMP(s, format): s read with the Java pattern, in
+			// the session's time zone (UTC); NULL when it does not parse
+			if !xs[1].Const {
+				return Expr{}, ErrAt(e, "UNIX_TIMESTAMP needs a constant format")
+			}
+			layout := javaLayout(xs[1].Eval(nil).S)
+			return strFn(xs[:1], types.BigIntType, func(a []types.Value) types.Value {
+				tm, err := time.Parse(layout, a[0].S)
+				if err != nil {
+					return types.NullValue
+				}
+				return types.IntValue(tm.Unix())
+			}).nullable(), nil
 		}
 		ts, err := Cast(xs[0], types.Timestamp3, e)
 		if err != nil {
@@ -867,4 +888,49 @@ func padded(n int, unpadded, zeroPadded string) string {
 		return unpadded
 	}
 	return zeroPadded
+}
+
+// intRound is FLOOR, CEIL, SIGN and ROUND of an integer: itself, but for
+// SIGN (-1, 0 or 1) and ROUND to negative digits (HALF_UP, as Flink's:
+// ROUND(15, -1) is 20), in the argument's type.
+func intRound(name string, x Expr, digits int) Expr {
+	switch {
+	case name == "SIGN":
+	case name == "ROUND" && digits < 0:
+	default:
+		return x
+	}
+	f := x.Eval
+	t := x.Type
+	t.TimeAttr = 0
+	sh := wrapShift(t.Kind)
+	var p int64 = 1
+	for i := 0; i < -digits && i < 19; i++ {
+		p *= 10
+	}
+	return Expr{Type: t, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
+		v := f(r)
+		if v.Null {
+			return v
+		}
+		if name == "SIGN" {
+			switch {
+			case v.I > 0:
+				return types.IntValue(1)
+			case v.I < 0:
+				return types.IntValue(-1)
+			}
+			return types.IntValue(0)
+		}
+		if -digits >= 19 {
+			return types.IntValue(0)
+		}
+		q, rem := v.I/p, v.I%p
+		if rem >= p-p/2 {
+			q++
+		} else if rem <= -(p - p/2) {
+			q--
+		}
+		return types.IntValue(q * p << sh >> sh)
+	}}
 }
