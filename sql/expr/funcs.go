@@ -36,6 +36,7 @@ var ScalarFunctions = []string{
 	"LN", "LOG10", "EXP", "SIGN", "HOUR", "MINUTE", "SECOND", "YEAR", "MONTH", "DAYOFMONTH",
 	"UNIX_TIMESTAMP", "FROM_UNIXTIME", "CURRENT_TIMESTAMP", "NOW", "PROCTIME", "ROW", "HASH_CODE",
 	"GREATEST", "LEAST", "JSON_EXISTS", "JSON_VALUE", "JSON_QUERY", "JSON_STRING", "JSON_OBJECT", "JSON_ARRAY",
+	"CARDINALITY", "ARRAY", "MAP",
 }
 
 func (c *Compiler) args(e *parser.Call) ([]Expr, error) { return c.compileAll(e.Args...) }
@@ -696,6 +697,27 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			}
 			return best
 		}), nil
+	case "ARRAY", "MAP":
+		return constructor(e, xs)
+	case "CARDINALITY":
+		if err := wantArgs(e, xs, 1, 1); err != nil {
+			return Expr{}, err
+		}
+		k := xs[0].Type.Kind
+		if k != types.Array && k != types.Map && k != types.Multiset {
+			return Expr{}, ErrAt(e, "CARDINALITY needs an array, map or multiset, not %s", xs[0].Type)
+		}
+		f, per := xs[0].Eval, 1
+		if k == types.Map {
+			per = 2
+		}
+		return Expr{Type: types.Type{Kind: types.Int, NotNull: xs[0].Type.NotNull}, Const: xs[0].Const, Col: -1, Eval: func(r []types.Value) types.Value {
+			v := f(r)
+			if v.Null {
+				return v
+			}
+			return types.IntValue(int64(len(v.List()) / per))
+		}}, nil
 	case "ROW":
 		fields := make([]types.Field, len(xs))
 		fs := make([]EvalFn, len(xs))
@@ -933,4 +955,92 @@ func intRound(name string, x Expr, digits int) Expr {
 		}
 		return types.IntValue(q * p << sh >> sh)
 	}}
+}
+
+// constructor is ARRAY[a, b, ...] or MAP[k1, v1, k2, v2, ...]: the
+// elements (keys, values) cast to their common type; a map's later value
+// of a key replaces the earlier, as in Flink.
+func constructor(e *parser.Call, xs []Expr) (Expr, error) {
+	isMap := e.Name == "MAP"
+	if len(xs) == 0 || (isMap && len(xs)%2 != 0) {
+		if isMap {
+			return Expr{}, ErrAt(e, "MAP[...] needs keys and values in pairs")
+		}
+		return Expr{}, ErrAt(e, "ARRAY[...] needs at least one element")
+	}
+	common := func(idx []int, what string) (types.Type, error) {
+		ts := make([]types.Type, len(idx))
+		for i, j := range idx {
+			ts[i] = xs[j].Type
+		}
+		t, ok := CommonType(ts)
+		if !ok {
+			return types.Type{}, ErrAt(e, "the %s of %s[...] have no common type", what, e.Name)
+		}
+		t.TimeAttr = 0
+		for _, j := range idx {
+			x, err := Cast(xs[j], t, e.Args[j])
+			if err != nil {
+				return types.Type{}, err
+			}
+			xs[j] = x
+		}
+		return t, nil
+	}
+	var t types.Type
+	if isMap {
+		var ks, vs []int
+		for i := range xs {
+			if i%2 == 0 {
+				ks = append(ks, i)
+			} else {
+				vs = append(vs, i)
+			}
+		}
+		kt, err := common(ks, "keys")
+		if err != nil {
+			return Expr{}, err
+		}
+		vt, err := common(vs, "values")
+		if err != nil {
+			return Expr{}, err
+		}
+		t = types.MapOf(kt, vt)
+	} else {
+		all := make([]int, len(xs))
+		for i := range all {
+			all[i] = i
+		}
+		et, err := common(all, "elements")
+		if err != nil {
+			return Expr{}, err
+		}
+		t = types.ArrayOf(et)
+	}
+	t.NotNull = true
+	fs := make([]EvalFn, len(xs))
+	for i, x := range xs {
+		fs[i] = x.Eval
+	}
+	return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+		vs := make([]types.Value, 0, len(fs))
+		if !isMap {
+			for _, f := range fs {
+				vs = append(vs, f(r))
+			}
+			return types.ListValue(vs)
+		}
+	pairs:
+		for i := 0; i+1 < len(fs); i += 2 {
+			k, v := fs[i](r), fs[i+1](r)
+			for j := 0; j < len(vs); j += 2 {
+				if vs[j].Equal(k) {
+					vs[j+1] = v
+					continue pairs
+				}
+			}
+			vs = append(vs, k, v)
+		}
+		return types.ListValue(vs)
+	}}, nil
 }

@@ -258,6 +258,23 @@ func (p *parser) primary() Expr {
 	case "TRUE", "FALSE":
 		p.next()
 		return &Literal{Pos: t.pos, Kind: BoolLit, Text: kw}
+	case "ARRAY", "MAP":
+		// the value constructors ARRAY[a, b] and MAP[k1, v1, k2, v2]
+		if n := p.peek(1); n.kind == tOp && n.text == "[" {
+			p.next()
+			p.next()
+			c := &Call{Pos: t.pos, Name: kw}
+			if !p.acceptOp("]") {
+				for {
+					c.Args = append(c.Args, p.expr())
+					if p.acceptOp("]") {
+						break
+					}
+					p.wantOp(",")
+				}
+			}
+			return c
+		}
 	case "DATE", "TIME", "TIMESTAMP", "TIMESTAMP_LTZ":
 		if p.peek(1).kind == tString {
 			p.next()

@@ -88,6 +88,12 @@ func writeExpr(b *strings.Builder, e Expr) {
 		if writeIsJSON(b, e) {
 			break
 		}
+		if (e.Name == "ARRAY" || e.Name == "MAP") && !e.Distinct && !e.Star && e.Filter == nil && e.Over == nil {
+			b.WriteString(e.Name + "[")
+			writeList(b, e.Args)
+			b.WriteString("]")
+			break
+		}
 		b.WriteString(e.Name + "(")
 		if e.Distinct {
 			b.WriteString("DISTINCT ")
