@@ -27,6 +27,10 @@ type (
 		PrimaryKey  []string
 		Options     []Option
 		Comment     string
+		// Like is CREATE TABLE ... LIKE source [(options)]; AsQuery is
+		// CREATE TABLE ... AS query (CTAS).
+		Like    *TableLike
+		AsQuery Query
 	}
 	// CreateView is CREATE [TEMPORARY] VIEW [IF NOT EXISTS] v [(cols)] AS query.
 	CreateView struct {
@@ -123,6 +127,22 @@ func (s *Explain) StmtPos() Pos        { return s.Pos }
 func (s *Set) StmtPos() Pos            { return s.Pos }
 func (s *Reset) StmtPos() Pos          { return s.Pos }
 func (s *StatementSet) StmtPos() Pos   { return s.Pos }
+
+// TableLike is LIKE source [(INCLUDING|EXCLUDING|OVERWRITING what, ...)]
+// of a CREATE TABLE: what is ALL, CONSTRAINTS, GENERATED, OPTIONS,
+// WATERMARKS, PARTITIONS or METADATA.
+type TableLike struct {
+	Pos     Pos
+	Name    string
+	Options []LikeOption
+}
+
+// LikeOption is one merging strategy of LIKE.
+type LikeOption struct {
+	Pos  Pos
+	Mode string // INCLUDING, EXCLUDING, OVERWRITING
+	What string
+}
 
 // ColumnDef is a column of CREATE TABLE: physical (Type set), computed
 // (Computed set) or metadata (Metadata set).

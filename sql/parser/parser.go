@@ -397,11 +397,8 @@ func (p *parser) create() Stmt {
 		ct := &CreateTable{Pos: pos, Temporary: temporary}
 		ct.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
 		ct.Name, _ = p.qualifiedName("a table name")
-		if p.isKw("AS") {
-			p.fail(`"(" (CREATE TABLE ... AS SELECT is not supported yet)`)
-		}
-		p.wantOp("(")
-		for {
+		parens := p.acceptOp("(")
+		for parens {
 			p.tableElement(ct)
 			if p.acceptOp(")") {
 				break
@@ -423,6 +420,42 @@ func (p *parser) create() Stmt {
 		}
 		if p.acceptKw("WITH") {
 			ct.Options = p.options()
+		}
+		if lt := p.tok(); p.acceptKw("LIKE") {
+			ct.Like = &TableLike{Pos: lt.pos}
+			ct.Like.Name, _ = p.qualifiedName("the name of the table to copy")
+			if p.acceptOp("(") {
+				for {
+					ot := p.tok()
+					var mode string
+					switch {
+					case p.acceptKw("INCLUDING"):
+						mode = "INCLUDING"
+					case p.acceptKw("EXCLUDING"):
+						mode = "EXCLUDING"
+					case p.acceptKw("OVERWRITING"):
+						mode = "OVERWRITING"
+					default:
+						p.fail("INCLUDING, EXCLUDING or OVERWRITING")
+					}
+					wt := p.tok()
+					if wt.kind != tIdent {
+						p.fail("ALL, CONSTRAINTS, GENERATED, OPTIONS, WATERMARKS, PARTITIONS or METADATA")
+					}
+					p.next()
+					ct.Like.Options = append(ct.Like.Options, LikeOption{Pos: ot.pos, Mode: mode, What: strings.ToUpper(wt.text)})
+					if p.acceptOp(")") {
+						break
+					}
+					p.wantOp(",")
+				}
+			}
+		}
+		if p.acceptKw("AS") {
+			ct.AsQuery = p.query()
+		}
+		if !parens && ct.Like == nil && ct.AsQuery == nil {
+			p.fail(`"(", LIKE or AS`)
 		}
 		return ct
 	case p.acceptKw("VIEW"):

@@ -63,6 +63,16 @@ func summary(s Stmt) string {
 		for _, o := range s.Options {
 			out += fmt.Sprintf(" %s=%s", o.Key, o.Value)
 		}
+		if s.Like != nil {
+			var opts []string
+			for _, o := range s.Like.Options {
+				opts = append(opts, o.Mode+" "+o.What)
+			}
+			out += fmt.Sprintf(" like %s %v", s.Like.Name, opts)
+		}
+		if s.AsQuery != nil {
+			out += " as " + QueryString(s.AsQuery)
+		}
 		return out
 	case *CreateView:
 		return "create view " + s.Name + " AS " + QueryString(s.Query)

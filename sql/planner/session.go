@@ -110,6 +110,19 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 	w := s.cfg.stdout
 	switch st := st.(type) {
 	case *parser.CreateTable:
+		if st.AsQuery != nil {
+			return s.createTableAs(st)
+		}
+		if st.Like != nil {
+			if s.cat.exists(st.Name) && st.IfNotExists {
+				return nil, nil
+			}
+			merged, err := s.cat.mergeLike(st)
+			if err != nil {
+				return nil, err
+			}
+			return nil, s.cat.createTable(merged)
+		}
 		return nil, s.cat.createTable(st)
 	case *parser.CreateView:
 		// plan it now so that errors point at the view's definition
