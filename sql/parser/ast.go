@@ -468,6 +468,9 @@ type Over struct {
 	PartitionBy []Expr
 	OrderBy     []OrderItem
 	Frame       *Frame
+	// Ref names a window of the WINDOW clause (OVER w) until the parser
+	// resolves it.
+	Ref string
 }
 
 // Frame is ROWS|RANGE BETWEEN start AND end.

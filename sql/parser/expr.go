@@ -483,7 +483,11 @@ func (p *parser) over(pos Pos) *Over {
 	if !p.isOp("(") {
 		t := p.tok()
 		if t.kind == tIdent || t.kind == tQuotedIdent {
-			panic(bail{Errorf(t.pos, "named windows (OVER %s with WINDOW %s AS ...) are not supported yet; write the window in OVER (...)", t.text, t.text)})
+			// OVER w: a window of the SELECT's WINDOW clause
+			p.next()
+			o.Ref, o.Pos = t.text, t.pos
+			p.overRefs = append(p.overRefs, o)
+			return o
 		}
 	}
 	p.wantOp("(")

@@ -86,6 +86,9 @@ type parser struct {
 	toks  []token
 	i     int
 	depth int // how deep the descent is (MaxDepth)
+	// overRefs are the OVER w references not yet resolved by their
+	// SELECT's WINDOW clause
+	overRefs []*Over
 }
 
 // MaxDepth bounds how deeply a statement nests: parentheses, calls,
@@ -824,6 +827,41 @@ func (p *parser) queryTerm() Query {
 }
 
 func (p *parser) selectBlock() *Select {
+	refs := len(p.overRefs)
+	s := p.selectBlock1()
+	// OVER w: the window of this SELECT's WINDOW w AS (...)
+	named := map[string]*Over{}
+	if p.acceptKw("WINDOW") {
+		for {
+			name, pos := p.ident("a window name")
+			p.wantKw("AS")
+			o := p.over(pos)
+			if o.Ref != "" {
+				p.fail(`"(" (a window defined by another name is not supported)`)
+			}
+			if _, dup := named[strings.ToLower(name)]; dup {
+				panic(bail{Errorf(pos, "window '%s' is defined twice", name)})
+			}
+			named[strings.ToLower(name)] = o
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	}
+	for _, o := range p.overRefs[refs:] {
+		w, ok := named[strings.ToLower(o.Ref)]
+		if !ok {
+			panic(bail{Errorf(o.Pos, "window '%s' is not defined (WINDOW %s AS (...) after the SELECT's HAVING)", o.Ref, o.Ref)})
+		}
+		pos := o.Pos
+		*o = *w
+		o.Pos = pos
+	}
+	p.overRefs = p.overRefs[:refs]
+	return s
+}
+
+func (p *parser) selectBlock1() *Select {
 	s := &Select{Pos: p.next().pos}
 	if p.acceptKw("DISTINCT") {
 		s.Distinct = true
