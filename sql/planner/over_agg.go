@@ -19,6 +19,10 @@ type overSpec struct {
 	n         int64         // ROWS n PRECEDING
 	span      time.Duration // RANGE INTERVAL PRECEDING
 	tsCol     int
+	// proctime: ordered by a PROCTIME() attribute: each row is computed
+	// and emitted when it arrives, its frame the rows that arrived before
+	// it (ROWS) or within the interval of its processing time (RANGE)
+	proctime bool
 }
 
 // planOverAgg plans aggregates OVER (PARTITION BY ... ORDER BY rowtime
@@ -70,7 +74,7 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 	}
 	spec := &overSpec{}
 	var err error
-	if spec.tsCol, err = timeAttr(over.OrderBy[0].Expr, from.sc, "OVER"); err != nil {
+	if spec.tsCol, spec.proctime, err = windowTimeAttr(over.OrderBy[0].Expr, from.sc, "OVER"); err != nil {
 		return nil, err
 	}
 	f := over.Frame
@@ -186,6 +190,10 @@ func (f *overFn) Open(rc *weir.RuntimeContext[string]) error {
 
 func (f *overFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	ts := in.Values[f.spec.tsCol].I
+	if f.spec.proctime {
+		// processing time: the row's frame is what arrived before it
+		return f.compute(ctx, ts, []types.Value{types.ListValue(in.Values)})
+	}
 	if wm := ctx.Watermark(); wm.UnixMicro() >= ts && wm.After(time.UnixMicro(-1<<60)) {
 		return nil // late, as Flink drops it
 	}
@@ -205,6 +213,13 @@ func (f *overFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time.Time)
 		return nil
 	}
 	f.pending.Remove(ts)
+	return f.compute(ctx, ts, list.Values)
+}
+
+// compute emits the rows of time ts (in arrival order) with their frames'
+// aggregates, and keeps the accumulator and the frame's rows.
+func (f *overFn) compute(ctx *weir.KeyedContext[string, types.Row], ts int64, rows []types.Value) error {
+	list := types.Row{Values: rows}
 	st, ok := f.acc.Value()
 	acc := st.Values
 	if !ok {

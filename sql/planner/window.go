@@ -417,6 +417,9 @@ func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *
 		base := nk + len(layout.Calls)
 		if w.proctime {
 			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+				if w.kind == "SESSION" {
+					return &procSessionFn{gap: w.gap.Microseconds(), agg: agg, base: base}
+				}
 				return &procWindowFn{w: w, agg: agg, base: base}
 			}, b.uid("proctime-window-agg")), nil
 		}

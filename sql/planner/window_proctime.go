@@ -41,9 +41,6 @@ func windowTimeAttr(e parser.Expr, sc *expr.Scope, name string) (idx int, procti
 	if id != nil {
 		ec := &expr.Compiler{Scope: sc}
 		if i, rest, err := ec.Resolve(id); err == nil && len(rest) == 0 && sc.Cols[i].Type.TimeAttr == types.ProctimeAttr {
-			if name == "SESSION" {
-				return 0, false, expr.ErrAt(e, "SESSION windows over processing time are not supported yet; '%s' is PROCTIME() (TUMBLE, HOP and CUMULATE are)", sc.Cols[i].Name)
-			}
 			return i, true, nil
 		}
 	}
@@ -117,4 +114,67 @@ func (f *procWindowFn) fire(ctx *weir.KeyedContext[string, types.Row], end int64
 	vs[f.base], vs[f.base+1], vs[f.base+2] = types.IntValue(start), types.IntValue(end), types.IntValue(end-1000)
 	ctx.Emit(types.Row{Values: vs})
 	f.accs.Remove(end)
+}
+
+// procSessionFn is a SESSION window over processing time per key: rows
+// arrive in processing-time order, so a key has at most one open session,
+// extended by each row that comes within the gap of the last; a
+// processing-time timer at its end (the last row's time + gap) fires it.
+type procSessionFn struct {
+	gap    int64 // µs
+	agg    rowAgg
+	base   int
+	acc    *weir.ValueState[string, types.Row]
+	bounds *weir.ValueState[string, types.Row] // [start, end] µs
+}
+
+func (f *procSessionFn) Open(rc *weir.RuntimeContext[string]) error {
+	f.acc = weir.NewValueState[types.Row](rc, "proctime-session")
+	f.bounds = weir.NewValueState[types.Row](rc, "proctime-session-bounds")
+	return nil
+}
+
+func (f *procSessionFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	now := ctx.CurrentProcessingTime().UnixMicro()
+	b, open := f.bounds.Value()
+	var acc types.Row
+	if open && now <= b.Values[1].I {
+		// within the gap: the session goes on, its end moves
+		ctx.DeleteProcessingTimeTimer(time.UnixMicro(b.Values[1].I - 1000))
+		acc, _ = f.acc.Value()
+		b = types.Row{Values: []types.Value{b.Values[0], types.IntValue(now + f.gap)}}
+	} else {
+		if open {
+			f.fire(ctx) // its timer is due but has not fired yet
+		} else {
+			ctx.RegisterEventTimeTimer(endOfInput)
+		}
+		acc = f.agg.Create()
+		b = types.Row{Values: []types.Value{types.IntValue(now), types.IntValue(now + f.gap)}}
+	}
+	ctx.RegisterProcessingTimeTimer(time.UnixMicro(b.Values[1].I - 1000))
+	f.bounds.Update(b)
+	f.acc.Update(f.agg.Add(acc, in))
+	return nil
+}
+
+func (f *procSessionFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time.Time) error {
+	if b, ok := f.bounds.Value(); ok && (ctx.TimeDomain() == weir.EventTime || t.UnixMicro()+1000 >= b.Values[1].I) {
+		f.fire(ctx)
+	}
+	return nil
+}
+
+func (f *procSessionFn) fire(ctx *weir.KeyedContext[string, types.Row]) {
+	b, ok := f.bounds.Value()
+	if !ok {
+		return
+	}
+	acc, _ := f.acc.Value()
+	start, end := b.Values[0].I, b.Values[1].I
+	vs := f.agg.Result(acc).Values
+	vs[f.base], vs[f.base+1], vs[f.base+2] = types.IntValue(start), types.IntValue(end), types.IntValue(end-1000)
+	ctx.Emit(types.Row{Values: vs})
+	f.bounds.Clear()
+	f.acc.Clear()
 }
