@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // A Go program registers its functions on the session and calls them from
 // SQL: a scalar function and an aggregate over an updating input.
 func TestGoFunctions(t *testing.T) {
-	var out bytes.Buffer
+	var out lockedBuffer // the two SELECTs' sinks print from their own tasks
 	double := &sql.ScalarFunction{
 		Args: []types.Type{types.BigIntType}, Returns: types.BigIntType,
 		Eval: func(a []types.Value) (types.Value, error) { return types.IntValue(2 * a[0].I), nil },
@@ -76,4 +77,21 @@ SELECT PRODUCT(n) FROM (SELECT k, COUNT(*) AS n FROM (VALUES (1), (1), (2), (2),
 	if last != "+U[6]" {
 		t.Errorf("the product's last row is %q, want +U[6]:\n%s", last, got)
 	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
