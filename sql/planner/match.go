@@ -44,6 +44,7 @@ type mrCompiler struct {
 	rowtime int // the input's rowtime column
 	slots   []mrSlot
 	funcs   map[string]expr.Function
+	order   []string // the PATTERN's variables in order
 }
 
 func (mc *mrCompiler) varOf(name string) (string, bool) {
@@ -180,8 +181,27 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 				rows := env.rows("")
 				return rows[len(rows)-1].Values[col]
 			}), true, nil
-		case "PREV", "NEXT", "MATCH_PROCTIME", "CLASSIFIER", "MATCH_NUMBER", "RUNNING", "FINAL":
-			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (FIRST, LAST, aggregates and MATCH_ROWTIME are; LAST(X.col, 1) is the row before X's last)", x.Name)
+		case "PREV":
+			return mc.prev(x)
+		case "CLASSIFIER":
+			if len(x.Args) != 0 {
+				return expr.Expr{}, true, expr.ErrAt(x, "CLASSIFIER takes no arguments")
+			}
+			if mc.define != "" {
+				return expr.Const(types.StringValue(mc.define), types.Type{Kind: types.Varchar, Length: types.MaxLength, NotNull: true}), true, nil
+			}
+			order := mc.order
+			// the variable of the match's last row
+			return mc.slot(types.Type{Kind: types.Varchar, Length: types.MaxLength}, func(env *mrEnv) types.Value {
+				for i := len(order) - 1; i >= 0; i-- {
+					if len(env.rows(order[i])) > 0 {
+						return types.StringValue(order[i])
+					}
+				}
+				return types.NullValue
+			}), true, nil
+		case "NEXT", "MATCH_PROCTIME", "MATCH_NUMBER", "RUNNING", "FINAL":
+			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, FIRST, LAST, CLASSIFIER, aggregates and MATCH_ROWTIME are)", x.Name)
 		}
 		if !expr.IsAggregate(x.Name, mc.funcs) {
 			return expr.Expr{}, false, nil
@@ -319,9 +339,13 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		ce    expr.Expr
 		slots []mrSlot
 	}
+	order := make([]string, len(m.Pattern))
+	for i, t := range m.Pattern {
+		order[i] = t.Var
+	}
 	var measures []measure
 	for _, it := range m.Measures {
-		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions()}
+		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions(), order: order}
 		ce, slots, err := mc.compile(it.Expr)
 		if err != nil {
 			return nil, err
@@ -336,7 +360,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	}
 	conds := map[string]condition{}
 	for v, e := range defines {
-		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions()}
+		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions(), order: order}
 		ce, slots, err := mc.compile(e)
 		if err != nil {
 			return nil, err
@@ -394,10 +418,6 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		if i == 0 && t.Min == 0 {
 			return nil, parser.Errorf(t.Pos, "the first variable of a PATTERN cannot be optional ('%s%s'), as in Flink", t.Var, t.Quant)
 		}
-	}
-	order := make([]string, len(m.Pattern))
-	for i, t := range m.Pattern {
-		order[i] = t.Var
 	}
 	build := func() *cep.Pattern[types.Row] {
 		var pat *cep.Pattern[types.Row]
@@ -513,4 +533,61 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		}, b.uid("match-recognize")), nil
 	}
 	return r, nil
+}
+
+// prev compiles PREV(col [, n]) or PREV(X.col [, n]): the column of the
+// row n (default 1) before, in the match's order of rows, the current row
+// (a column without a variable: the row being tested in DEFINE, the
+// match's last row in MEASURES) or X's last row; NULL before the match's
+// first row.
+func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
+	if len(x.Args) < 1 || len(x.Args) > 2 {
+		return expr.Expr{}, true, expr.ErrAt(x, "PREV takes a column and an optional offset")
+	}
+	ce, used, err := mc.stripped(x.Args[0])
+	if err != nil {
+		return expr.Expr{}, true, err
+	}
+	v, err := oneVar(used, x.Args[0])
+	if err != nil {
+		return expr.Expr{}, true, err
+	}
+	off := 1
+	if len(x.Args) == 2 {
+		lit, ok := x.Args[1].(*parser.Literal)
+		if !ok || lit.Kind != parser.NumberLit {
+			return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of PREV must be a non-negative integer literal")
+		}
+		if _, err := fmt.Sscan(lit.Text, &off); err != nil || off < 0 {
+			return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of PREV must be a non-negative integer literal")
+		}
+	}
+	if v == mc.define {
+		v = "" // the row being tested is the last of the match so far
+	}
+	ev := ce.Eval
+	return mc.slot(ce.Type.Nullable(), func(env *mrEnv) types.Value {
+		all := env.rows("")
+		at := len(all) - 1
+		if v != "" {
+			rows := env.rows(v)
+			if len(rows) == 0 {
+				return types.NullValue
+			}
+			last := rows[len(rows)-1].Values
+			for at >= 0 && !sameRow(all[at].Values, last) {
+				at--
+			}
+		}
+		i := at - off
+		if at < 0 || i < 0 {
+			return types.NullValue
+		}
+		return ev(all[i].Values)
+	}), true, nil
+}
+
+// sameRow reports whether two rows are the same row (its values' slice).
+func sameRow(a, b []types.Value) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
