@@ -71,8 +71,8 @@ func FormatValue(v types.Value, t types.Type) string { return expr.FormatValue(v
 // and the shell's completion.
 var ScalarFunctions = expr.ScalarFunctions
 
-// Function is a user-defined function: a *ScalarFunction or an
-// *AggregateFunction.
+// Function is a user-defined function: a *ScalarFunction, a
+// *TableFunction or an *AggregateFunction.
 type Function = expr.Function
 
 // ScalarFunction is a user-defined scalar function (Flink's
@@ -98,3 +98,7 @@ func RegisterClass(class string, f Function) { expr.RegisterClass(class, f) }
 // are resolved in (CREATE FUNCTION f AS 'udfs/f.wasm' LANGUAGE WASM): a
 // path must name a file inside it. Default: the current directory.
 func FunctionDir(dir string) Option { return planner.FunctionDir(dir) }
+
+// TableFunction is a user-defined table function (Flink's TableFunction),
+// written in Go: rows per call, for FROM t, LATERAL TABLE(f(t.x)).
+type TableFunction = expr.TableFunction

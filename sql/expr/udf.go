@@ -10,8 +10,8 @@ import (
 	"github.com/weirstream/weir/sql/types"
 )
 
-// Function is a user-defined function: a *ScalarFunction or an
-// *AggregateFunction. A session registers it under a name (Go programs)
+// Function is a user-defined function: a *ScalarFunction, a
+// *TableFunction or an *AggregateFunction. A session registers it under a name (Go programs)
 // or a CREATE FUNCTION statement binds a name to one registered under a
 // class name (RegisterClass).
 type Function interface{ isFunction() }

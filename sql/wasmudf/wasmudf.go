@@ -60,6 +60,7 @@ const (
 	tagInt    = 2
 	tagFloat  = 3
 	tagString = 4
+	tagTable  = 0xFE
 	tagError  = 0xFF
 )
 
@@ -344,7 +345,22 @@ func parseSignature(sig string) ([]types.Type, types.Type, bool, error) {
 			args = append(args, t)
 		}
 	}
-	rt, err := parser.ParseType(strings.TrimSpace(res))
+	res = strings.TrimSpace(res)
+	if rest, ok := strings.CutPrefix(strings.ToUpper(res), "TABLE"); ok && strings.HasPrefix(strings.TrimSpace(rest), "<") {
+		// a table function: TABLE<name TYPE, ...>, its rows' columns
+		rt, err := parser.ParseType("ROW" + strings.TrimSpace(res[len(res)-len(rest):]))
+		if err != nil {
+			return nil, types.Type{}, false, err
+		}
+		for _, f := range rt.Fields {
+			if wireTag(f.Type) < 0 {
+				return nil, types.Type{}, false, fmt.Errorf("column %s: %s is not a type of the ABI", f.Name, f.Type)
+			}
+		}
+		rt.Kind = tableKind
+		return args, rt, callOnNull, nil
+	}
+	rt, err := parser.ParseType(res)
 	if err != nil {
 		return nil, types.Type{}, false, err
 	}
@@ -353,6 +369,10 @@ func parseSignature(sig string) ([]types.Type, types.Type, bool, error) {
 	}
 	return args, rt, callOnNull, nil
 }
+
+// tableKind marks a parsed signature's TABLE<...> result (its Fields are
+// the columns); it is not a SQL type.
+const tableKind = types.Kind(255)
 
 // splitTypes splits at the commas outside parentheses (DECIMAL(10, 2)).
 func splitTypes(s string) []string {
@@ -496,6 +516,12 @@ func (m *module) function(export string) (expr.Function, error) {
 			return nil, err
 		}
 	}
+	if result.Kind == tableKind {
+		if !scalar {
+			return nil, fmt.Errorf("%s exports no %s for its table function", m.where, export)
+		}
+		return m.tableFunction(export, args, argCodecs, result.Fields, callOnNull)
+	}
 	res, err := newCodec(result)
 	if err != nil {
 		return nil, err
@@ -606,4 +632,95 @@ func (m *module) invoke(name string, codecs []codec, res codec, acc *types.Value
 	v, err := res.decode(out)
 	m.put(in)
 	return v, err
+}
+
+// tableFunction builds a table function export: its result is tag 0xFE, a
+// row count (u32) and the rows' values, one per column.
+func (m *module) tableFunction(export string, args []types.Type, argCodecs []codec, fields []types.Field, callOnNull bool) (expr.Function, error) {
+	cols := make(types.Schema, len(fields))
+	codecs := make([]codec, len(fields))
+	for i, f := range fields {
+		t := f.Type.Nullable()
+		cols[i] = types.Field{Name: f.Name, Type: t}
+		c, err := newCodec(t)
+		if err != nil {
+			return nil, err
+		}
+		codecs[i] = c
+	}
+	return &expr.TableFunction{
+		Args: args, Columns: cols, CallOnNull: callOnNull,
+		Eval: func(a []types.Value, emit func([]types.Value)) error {
+			in, err := m.get()
+			if err != nil {
+				return err
+			}
+			fn := in.fn(export)
+			b := in.enc[:0]
+			for i, v := range a {
+				b = argCodecs[i].append(b, v)
+			}
+			in.enc = b
+			out, err := m.call(in, fn)
+			if err != nil {
+				m.discard(in)
+				return err
+			}
+			defer m.put(in)
+			if len(out) > 0 && out[0] == tagError {
+				msg, err := readString(out[1:])
+				if err != nil {
+					return err
+				}
+				return errors.New(msg)
+			}
+			if len(out) < 5 || out[0] != tagTable {
+				return errors.New("a table function's result must begin with tag 0xFE and a row count")
+			}
+			n := binary.LittleEndian.Uint32(out[1:])
+			rest := out[5:]
+			row := make([]types.Value, len(codecs))
+			for range n {
+				for j, c := range codecs {
+					v, size, err := c.decodeOne(rest)
+					if err != nil {
+						return fmt.Errorf("row %d, column %s: %w", j, cols[j].Name, err)
+					}
+					row[j] = v
+					rest = rest[size:]
+				}
+				emit(row)
+			}
+			return nil
+		},
+	}, nil
+}
+
+// decodeOne reads one value of the codec's type from the front of b and
+// returns how many bytes it took.
+func (c codec) decodeOne(b []byte) (types.Value, int, error) {
+	if len(b) == 0 {
+		return types.Value{}, 0, errors.New("a short result")
+	}
+	switch int(b[0]) {
+	case tagNull:
+		return types.NullValue, 1, nil
+	case tagBool, tagInt, tagFloat:
+		if len(b) < 9 {
+			return types.Value{}, 0, errors.New("a short result")
+		}
+		v, err := c.decode(b[:9])
+		return v, 9, err
+	case tagString:
+		if len(b) < 5 {
+			return types.Value{}, 0, errors.New("a short result")
+		}
+		l := int(binary.LittleEndian.Uint32(b[1:]))
+		if len(b) < 5+l {
+			return types.Value{}, 0, errors.New("a short result")
+		}
+		v, err := c.decode(b[:5+l])
+		return v, 5 + l, err
+	}
+	return types.Value{}, 0, fmt.Errorf("unknown value tag %d", b[0])
 }

@@ -4,9 +4,9 @@
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o f.wasm .
 //
 // A module built with it exports weir_buffer (its argument buffer) and, per
-// SQL function f, f (the call) and f_signature (its SQL types); an
-// aggregate exports f_accumulate, f_result and, optionally, f_retract and
-// f_merge instead of f. See docs/udf-wasm.md for the ABI, which a module in
+// SQL function f, f (the call: Scalar, or Table for a table function) and
+// f_signature (its SQL types); an aggregate exports f_accumulate, f_result
+// and, optionally, f_retract and f_merge instead of f. See docs/udf-wasm.md for the ABI, which a module in
 // any language can implement, and sql/wasmudf for the host.
 //
 //	//go:wasmexport count_char

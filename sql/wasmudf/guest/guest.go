@@ -119,8 +119,12 @@ func decode(n int32, args []Value) ([]Value, error) {
 	return args, nil
 }
 
-// errTag marks a result that is an error message.
-const errTag = 0xFF
+// errTag marks a result that is an error message, tableTag a table
+// function's rows.
+const (
+	errTag   = 0xFF
+	tableTag = 0xFE
+)
 
 func encode(v Value, err error) int64 {
 	out = out[:0]
@@ -130,16 +134,44 @@ func encode(v Value, err error) int64 {
 		out = append(out, err.Error()...)
 		return pack(out)
 	}
-	out = append(out, byte(v.Kind))
+	out = appendValue(out, v)
+	return pack(out)
+}
+
+func appendValue(b []byte, v Value) []byte {
+	b = append(b, byte(v.Kind))
 	switch v.Kind {
 	case Bool, Int:
-		out = binary.LittleEndian.AppendUint64(out, uint64(v.I))
+		b = binary.LittleEndian.AppendUint64(b, uint64(v.I))
 	case Float:
-		out = binary.LittleEndian.AppendUint64(out, math.Float64bits(v.F))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.F))
 	case String:
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(v.S)))
-		out = append(out, v.S...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(v.S)))
+		b = append(b, v.S...)
 	}
+	return b
+}
+
+// Table runs a table function's call: fn calls emit once per row of its
+// result, with one value per column of the signature's TABLE<...>.
+func Table(n int32, fn func(args []Value, emit func(row ...Value)) error) int64 {
+	args, err := decode(n, scratch[:0])
+	if err != nil {
+		return encode(Value{}, err)
+	}
+	scratch = args
+	out = append(out[:0], tableTag, 0, 0, 0, 0)
+	count := uint32(0)
+	err = fn(args, func(row ...Value) {
+		for _, v := range row {
+			out = appendValue(out, v)
+		}
+		count++
+	})
+	if err != nil {
+		return encode(Value{}, err)
+	}
+	binary.LittleEndian.PutUint32(out[1:], count)
 	return pack(out)
 }
 

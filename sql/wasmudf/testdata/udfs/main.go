@@ -131,3 +131,23 @@ func totalResult(n int32) int64 {
 
 //go:wasmexport total_signature
 func totalSignature() int64 { return guest.Signature("BIGINT -> BIGINT NOT NULL") }
+
+// split_words(s, sep) is a table function: a row (word, length) per part.
+//
+//go:wasmexport split_words
+func splitWords(n int32) int64 {
+	return guest.Table(n, func(a []guest.Value, emit func(row ...guest.Value)) error {
+		if a[0].S == "" {
+			return nil
+		}
+		for _, w := range strings.Split(a[0].S, a[1].S) {
+			emit(guest.StringValue(w), guest.IntValue(int64(len(w))))
+		}
+		return nil
+	})
+}
+
+//go:wasmexport split_words_signature
+func splitWordsSignature() int64 {
+	return guest.Signature("STRING, STRING -> TABLE<word STRING, length INT>")
+}
