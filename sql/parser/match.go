@@ -14,7 +14,7 @@ type MatchRecognize struct {
 	OrderBy     []OrderItem
 	OrderPos    Pos
 	Measures    []SelectItem
-	// AllRows is ALL ROWS PER MATCH (refused by the planner, as Flink).
+	// AllRows is ALL ROWS PER MATCH.
 	AllRows    bool
 	AllRowsPos Pos
 	// After is the AFTER MATCH SKIP strategy: "" (the default), "NEXT

@@ -274,9 +274,6 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	if in.mode != types.InsertOnly {
 		return nil, parser.Errorf(m.Pos, "MATCH_RECOGNIZE needs an insert-only input, but %s updates", in.updater)
 	}
-	if m.AllRows {
-		return nil, parser.Errorf(m.AllRowsPos, "ALL ROWS PER MATCH is not supported (Flink supports ONE ROW PER MATCH only)")
-	}
 	if len(m.OrderBy) == 0 {
 		return nil, parser.Errorf(m.Pos, "MATCH_RECOGNIZE needs ORDER BY the input's event-time attribute")
 	}
@@ -330,9 +327,21 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 			return nil, err
 		}
 		keys = append(keys, ce)
+		if m.AllRows {
+			continue
+		}
 		t := ce.Type
 		t.TimeAttr = 0
 		out.Cols = append(out.Cols, expr.Column{Qual: m.Alias, Name: derivedName(e, i), Type: t})
+	}
+	if m.AllRows {
+		// ALL ROWS PER MATCH: each row of the match, all its columns, then
+		// the measures as of that row (RUNNING)
+		for _, c := range in.sc.Cols {
+			c.Qual, c.Win = m.Alias, 0
+			c.Type.TimeAttr = 0
+			out.Cols = append(out.Cols, c)
+		}
 	}
 	// measures over the match, the current row being its last
 	type measure struct {
@@ -496,8 +505,12 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	for _, it := range m.Measures {
 		measureText = append(measureText, parser.ExprString(it.Expr)+" AS "+it.Alias)
 	}
-	op := fmt.Sprintf("Match(partitionBy=[%s], orderBy=[%s], measures=[%s], rowsPerMatch=[ONE ROW PER MATCH], after=[%s], pattern=[%s]",
-		strings.Join(keyText, ", "), in.sc.Cols[rowtime].Name, strings.Join(measureText, ", "), skipText, parser.PatternString(m.Pattern))
+	perMatch := "ONE ROW PER MATCH"
+	if m.AllRows {
+		perMatch = "ALL ROWS PER MATCH"
+	}
+	op := fmt.Sprintf("Match(partitionBy=[%s], orderBy=[%s], measures=[%s], rowsPerMatch=[%s], after=[%s], pattern=[%s]",
+		strings.Join(keyText, ", "), in.sc.Cols[rowtime].Name, strings.Join(measureText, ", "), perMatch, skipText, parser.PatternString(m.Pattern))
 	if within > 0 {
 		op += fmt.Sprintf(", within=[%s]", within)
 	}
@@ -510,6 +523,49 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		}
 		kf := evals(keys)
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(kf, row.Values) })
+		if m.AllRows {
+			matches := cep.Detect(ks, build(), func(_ string, mt cep.Match[types.Row]) []types.Row {
+				var all []types.Row
+				var owner []int // the variable (index in order) of each row
+				for vi, o := range order {
+					all = append(all, mt[o]...)
+					for range mt[o] {
+						owner = append(owner, vi)
+					}
+				}
+				outRows := make([]types.Row, len(all))
+				counts := make([]int, len(order))
+				for i, r := range all {
+					counts[owner[i]]++
+					upto := i + 1
+					env := &mrEnv{rows: func(name string) []types.Row {
+						if name == "" {
+							return all[:upto]
+						}
+						for vi, o := range order {
+							if o == name {
+								return mt[o][:counts[vi]]
+							}
+						}
+						return nil
+					}}
+					vs := make([]types.Value, 0, len(out.Cols))
+					vs = append(vs, r.Values...)
+					for _, ms := range measures {
+						vs = append(vs, evalWith(ms.ce, ms.slots, r.Values, env))
+					}
+					outRows[i] = types.Row{Values: vs}
+				}
+				return outRows
+			}, b.uid("match-recognize"))
+			return weir.FlatMapWith(matches, func() func([]types.Row, func(types.Row)) {
+				return func(rows []types.Row, emit func(types.Row)) {
+					for _, r := range rows {
+						emit(r)
+					}
+				}
+			}, b.uid("match-rows")), nil
+		}
 		return cep.Detect(ks, build(), func(_ string, mt cep.Match[types.Row]) types.Row {
 			var all []types.Row
 			for _, o := range order {
