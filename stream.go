@@ -78,3 +78,12 @@ func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
 	return engine.FlatMapWith[T, U](s, newFn, opts...)
 }
+
+// FlatMapFlushWith is FlatMapWith whose function per subtask comes with a
+// flush, called after the records of each input batch, before the batch's
+// watermark goes on and before any checkpoint barrier after it: a function
+// that gathers a batch's records (SQL's local pre-aggregation) emits them
+// there, so what it holds is never part of a checkpoint.
+func FlatMapFlushWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit func(U)), flush func(emit func(U))), opts ...OperatorOption) *Stream[U] {
+	return engine.FlatMapFlushWith[T, U](s, newFn, opts...)
+}

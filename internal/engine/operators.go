@@ -58,7 +58,10 @@ func (op *filterOp[T]) push(b *batch[T]) error {
 func (op *filterOp[T]) finish() error { return op.out.finish() }
 
 type flatMapOp[T, U any] struct {
-	fn     func(T, func(U))
+	fn func(T, func(U))
+	// flush, when set, runs after each input batch's records, before the
+	// batch goes on (FlatMapFlushWith)
+	flush  func(func(U))
 	emit   func(U)
 	out    consumer[U]
 	ob     *batch[U]
@@ -89,6 +92,12 @@ func (op *flatMapOp[T, U]) push(b *batch[T]) error {
 	for i := range b.data {
 		op.ts, op.wm = b.ts[i], b.wm[i]
 		op.fn(b.data[i], op.emit)
+		if op.err != nil {
+			return op.err
+		}
+	}
+	if op.flush != nil {
+		op.flush(op.emit)
 		if op.err != nil {
 			return op.err
 		}

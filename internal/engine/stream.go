@@ -132,6 +132,25 @@ func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 // for each subtask when the job starts, so the function it returns may keep
 // state of its own (a buffer it reuses) without locks, as ProcessWith does
 // for keyed functions. The state is not checkpointed.
+// FlatMapFlushWith is FlatMapWith whose function per subtask comes with a
+// flush, called after the records of each input batch, before the batch's
+// watermark goes on and before any checkpoint barrier after it: a function
+// that gathers a batch's records (a local pre-aggregation) emits what it
+// gathered there, so nothing it holds is ever in a checkpoint. The records
+// flush emits carry the timestamp and watermark of the batch's last record.
+func FlatMapFlushWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit func(U)), flush func(emit func(U))), opts ...OperatorOption) *Stream[U] {
+	cfg := s.job.opConfig(opts)
+	out, n := newStream[U](s.job, "flatmap", cfg)
+	connect(s, n, forward)
+	n.build = func(st *subtask, o any) ([]any, error) {
+		fn, flush := newFn()
+		op := &flatMapOp[T, U]{fn: fn, flush: flush, out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
+		op.emit = op.add
+		return []any{consumer[T](op)}, nil
+	}
+	return out
+}
+
 func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
 	cfg := s.job.opConfig(opts)
 	out, n := newStream[U](s.job, "flatmap", cfg)

@@ -198,7 +198,15 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		if mb > 0 {
 			text = fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
 		}
-		agg = groupAggRel(from, keyExprs, layout, out, text, mb)
+		if p.twoPhase(from, layout, mb) {
+			if mb <= 0 {
+				mb = 1024
+			}
+			text = fmt.Sprintf("GlobalGroupAggregate(groupBy=[%s], select=[%s], local=[LocalGroupAggregate], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
+			agg = twoPhaseAggRel(from, keyExprs, layout, out, text, mb)
+		} else {
+			agg = groupAggRel(from, keyExprs, layout, out, text, mb)
+		}
 	}
 
 	// the select list and HAVING over the aggregation's output
@@ -428,6 +436,17 @@ type pendingKey struct {
 }
 
 func (f *miniBatchAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	if err := f.buffer(ctx, in); err != nil {
+		return err
+	}
+	if f.n >= f.size {
+		return f.EndBatch(ctx)
+	}
+	return nil
+}
+
+// buffer keeps in with its key's rows of the batch.
+func (f *miniBatchAggFn) buffer(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	if f.index == nil {
 		f.index = map[string]int{}
 	}
@@ -447,9 +466,6 @@ func (f *miniBatchAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row
 	p.ts = ctx.Timestamp()
 	p.rows = append(p.rows, in)
 	f.n++
-	if f.n >= f.size {
-		return f.EndBatch(ctx)
-	}
 	return nil
 }
 
@@ -509,4 +525,156 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 	clear(f.index)
 	f.n = 0
 	return nil
+}
+
+// Two-phase (local-global) group aggregation, Flink's
+// table.optimizer.agg-phase-strategy TWO_PHASE (or AUTO, its default,
+// with mini-batch on): before the shuffle, each subtask folds the rows of
+// an input batch per group into partial accumulators (the local phase, a
+// FlatMap flushed at the batch's end); the shuffle carries one partial per
+// group and batch, and the global phase merges them into the group's state
+// (AggLayout.Merge), emitting one change per group and batch. A hot key's
+// rows are then counted where they arrive, not all on one subtask. Planned
+// for insert-only inputs whose aggregates all merge.
+
+// twoPhase reports whether an aggregation of in with layout runs in two
+// phases.
+func (p *planner) twoPhase(in *rel, layout *expr.AggLayout, miniBatch int) bool {
+	strategy := "AUTO"
+	if v, ok := p.s.sets["table.optimizer.agg-phase-strategy"]; ok {
+		strategy = strings.ToUpper(v)
+	}
+	switch {
+	case strategy == "ONE_PHASE", miniBatch <= 0 && strategy != "TWO_PHASE":
+		return false
+	case in.mode != types.InsertOnly, layout.MergeErr() != nil:
+		return false
+	}
+	if strategy == "AUTO" {
+		// a DISTINCT aggregate's partials are multisets of values, whose
+		// merge costs more than it saves (Flink splits them instead:
+		// table.optimizer.distinct-agg.split.enabled, not yet in weir)
+		for _, c := range layout.Calls {
+			if c.Distinct {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// localAggFn is the local phase: partial accumulators per group key for
+// one input batch.
+func localAggFn(layout *expr.AggLayout, keys []expr.EvalFn) (func(types.Row, func(types.Row)), func(func(types.Row))) {
+	index := map[string]int{}
+	var accs [][]types.Value
+	fn := func(in types.Row, _ func(types.Row)) {
+		kv := make([]types.Value, len(keys))
+		for i, k := range keys {
+			kv[i] = k(in.Values)
+		}
+		key := types.Key(kv)
+		i, ok := index[key]
+		if !ok {
+			i = len(accs)
+			index[key] = i
+			accs = append(accs, layout.Create(kv))
+		}
+		layout.Accumulate(accs[i], in.Values, 1)
+	}
+	flush := func(emit func(types.Row)) {
+		for _, acc := range accs {
+			emit(types.Row{Kind: types.Insert, Values: acc})
+		}
+		accs = accs[:0]
+		clear(index)
+	}
+	return fn, flush
+}
+
+// globalAggFn is the global phase: it merges a batch's partials per group
+// into the group's accumulator and emits the group's change.
+type globalAggFn struct {
+	miniBatchAggFn
+}
+
+// EndBatch merges each key's partials into its state.
+func (f *globalAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error {
+	l := f.layout
+	for i := range f.pending {
+		p := &f.pending[i]
+		ctx.SetKey(p.ref, p.ts)
+		st, ok := f.acc.Value()
+		var prev, acc []types.Value
+		if ok {
+			prev = f.output(st.Values)
+			acc = st.Values
+		}
+		for _, part := range p.rows {
+			if acc == nil {
+				acc = append([]types.Value(nil), part.Values...)
+				continue
+			}
+			l.Merge(acc, part.Values)
+		}
+		clear(p.rows)
+		p.rows = p.rows[:0]
+		if acc == nil || l.Count(acc) <= 0 {
+			continue
+		}
+		f.acc.Update(types.Row{Values: acc})
+		next := f.output(acc)
+		switch {
+		case prev == nil:
+			ctx.Emit(types.Row{Kind: types.Insert, Values: next})
+		case types.EqualValues(prev, next):
+		default:
+			ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+			ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+		}
+	}
+	f.pending = f.pending[:0]
+	clear(f.index)
+	f.n = 0
+	return nil
+}
+
+func (f *globalAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	if err := f.miniBatchAggFn.buffer(ctx, in); err != nil {
+		return err
+	}
+	if f.n >= f.size {
+		return f.EndBatch(ctx)
+	}
+	return nil
+}
+
+// twoPhaseAggRel is a group aggregation in two phases: local partial
+// accumulators per batch before the shuffle, merged by the global phase.
+func twoPhaseAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, size int) *rel {
+	keyEvals := make([]expr.EvalFn, len(keys))
+	for i, k := range keys {
+		keyEvals[i] = k.Eval
+	}
+	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		s, err := b.stream(in)
+		if err != nil {
+			return nil, err
+		}
+		local := weir.FlatMapFlushWith(s, func() (func(types.Row, func(types.Row)), func(func(types.Row))) {
+			return localAggFn(layout, keyEvals)
+		}, b.uid("local-agg"), weir.Name("LocalGroupAggregate"))
+		nk := len(keyEvals)
+		ks := weir.KeyBy(local, func(row types.Row) string {
+			if nk == 0 {
+				return ""
+			}
+			return types.Key(row.Values[:nk])
+		})
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &globalAggFn{miniBatchAggFn{groupAggFn: groupAggFn{layout: layout, keys: keyEvals}, size: size}}
+		}, b.uid("global-agg")), nil
+	}
+	return r
 }
