@@ -1008,10 +1008,7 @@ func (p *parser) tablePrimary() TableExpr {
 			}
 		}
 		p.wantOp(")")
-		tf.Alias = p.alias()
-		if tf.Alias != "" && p.acceptOp("(") {
-			tf.Columns = p.columnList()
-		}
+		p.tableFuncAlias(tf)
 		return tf
 	case p.isKw("UNNEST") && p.peek(1).kind == tOp && p.peek(1).text == "(":
 		// UNNEST(array or map) [AS] t[(a, b)]: its elements as rows
@@ -1019,10 +1016,7 @@ func (p *parser) tablePrimary() TableExpr {
 		p.next()
 		tf := &TableFunc{Pos: t.pos, Name: "UNNEST", Lateral: true, Args: []Expr{p.expr()}}
 		p.wantOp(")")
-		tf.Alias = p.alias()
-		if tf.Alias != "" && p.acceptOp("(") {
-			tf.Columns = p.columnList()
-		}
+		p.tableFuncAlias(tf)
 		return tf
 	case p.isKw("TABLE") && p.peek(1).kind == tOp && p.peek(1).text == "(":
 		p.next()
@@ -1054,6 +1048,14 @@ func (p *parser) tablePrimary() TableExpr {
 	}
 	ref.Alias = p.alias()
 	return ref
+}
+
+// tableFuncAlias reads a lateral table function's [AS] t [(a, b)].
+func (p *parser) tableFuncAlias(tf *TableFunc) {
+	tf.Alias = p.alias()
+	if tf.Alias != "" && p.acceptOp("(") {
+		tf.Columns = p.columnList()
+	}
 }
 
 func (p *parser) tvfArg() Expr {

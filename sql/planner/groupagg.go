@@ -394,25 +394,34 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		acc = l.Create(keys)
 	}
 	l.Accumulate(acc, in.Values, sign)
-	if l.Count(acc) <= 0 {
+	f.settle(ctx, prev, acc)
+	return nil
+}
+
+// settle keeps the group's new accumulator (acc nil: the group was not
+// touched) and emits its change from prev, the result before (nil: a new
+// group): -D when the group empties, +I for a new one, -U/+U for a changed
+// result, nothing for an unchanged one (as Flink).
+func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], prev, acc []types.Value) {
+	switch {
+	case acc == nil:
+	case f.layout.Count(acc) <= 0:
 		if prev != nil {
 			ctx.Emit(types.Row{Kind: types.Delete, Values: prev})
 		}
 		f.acc.Clear()
-		return nil
-	}
-	f.acc.Update(types.Row{Values: acc})
-	next := f.output(acc)
-	switch {
-	case prev == nil:
-		ctx.Emit(types.Row{Kind: types.Insert, Values: next})
-	case types.EqualValues(prev, next):
-		// unchanged result: no update, as Flink
 	default:
-		ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
-		ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+		f.acc.Update(types.Row{Values: acc})
+		next := f.output(acc)
+		switch {
+		case prev == nil:
+			ctx.Emit(types.Row{Kind: types.Insert, Values: next})
+		case types.EqualValues(prev, next):
+		default:
+			ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+			ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+		}
 	}
-	return nil
 }
 
 // miniBatchAggFn is groupAggFn over mini-batches (Flink's
@@ -501,25 +510,7 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 		}
 		clear(p.rows)
 		p.rows = p.rows[:0]
-		switch {
-		case acc == nil:
-		case l.Count(acc) <= 0:
-			if prev != nil {
-				ctx.Emit(types.Row{Kind: types.Delete, Values: prev})
-			}
-			f.acc.Clear()
-		default:
-			f.acc.Update(types.Row{Values: acc})
-			next := f.output(acc)
-			switch {
-			case prev == nil:
-				ctx.Emit(types.Row{Kind: types.Insert, Values: next})
-			case types.EqualValues(prev, next):
-			default:
-				ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
-				ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
-			}
-		}
+		f.settle(ctx, prev, acc)
 	}
 	f.pending = f.pending[:0]
 	clear(f.index)
@@ -619,19 +610,7 @@ func (f *globalAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error 
 		}
 		clear(p.rows)
 		p.rows = p.rows[:0]
-		if acc == nil || l.Count(acc) <= 0 {
-			continue
-		}
-		f.acc.Update(types.Row{Values: acc})
-		next := f.output(acc)
-		switch {
-		case prev == nil:
-			ctx.Emit(types.Row{Kind: types.Insert, Values: next})
-		case types.EqualValues(prev, next):
-		default:
-			ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
-			ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
-		}
+		f.settle(ctx, prev, acc)
 	}
 	f.pending = f.pending[:0]
 	clear(f.index)

@@ -208,11 +208,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		}
 	}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		ls, err := b.stream(leftIn)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := b.stream(right)
+		ls, rs, err := b.streams(leftIn, right)
 		if err != nil {
 			return nil, err
 		}
@@ -243,16 +239,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 		}
 		// a changelog join: both sides in one keyed process function; the
 		// right side's rows are tagged in their kind's high bit
-		tagged := weir.Map(rs, func(row types.Row) types.Row {
-			row.Kind |= rightTag
-			return row
-		}, b.uid("join-tag"))
-		ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
-			if row.Kind&rightTag != 0 {
-				return keyOf(rk, row.Values)
-			}
-			return keyOf(lk, row.Values)
-		})
+		ks := sidesKeyed(b, ls, rs, lk, rk, "join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &joinFn{nl: nl, nr: nr, residual: resEval, outer: [2]bool{leftOuter, rightOuter}}
 		}, b.uid("changelog-join")), nil
@@ -261,6 +248,31 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 }
 
 const rightTag types.RowKind = 0x40 // one of types.KindFlags: the rows' binary encoding keeps it
+
+// streams builds the streams of two inputs.
+func (b *builder) streams(l, r *rel) (ls, rs *weir.Stream[types.Row], err error) {
+	if ls, err = b.stream(l); err != nil {
+		return nil, nil, err
+	}
+	rs, err = b.stream(r)
+	return ls, rs, err
+}
+
+// sidesKeyed is both sides of a changelog join in one keyed stream: the
+// right side's rows tagged in their kind's high bit (rightTag), each side
+// keyed by its key expressions.
+func sidesKeyed(b *builder, ls, rs *weir.Stream[types.Row], lk, rk []expr.EvalFn, tagUID string) *weir.KeyedStream[string, types.Row] {
+	tagged := weir.Map(rs, func(row types.Row) types.Row {
+		row.Kind |= rightTag
+		return row
+	}, b.uid(tagUID))
+	return weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
+		if row.Kind&rightTag != 0 {
+			return keyOf(rk, row.Values)
+		}
+		return keyOf(lk, row.Values)
+	})
+}
 
 func evals(cs []expr.Expr) []expr.EvalFn {
 	out := make([]expr.EvalFn, len(cs))

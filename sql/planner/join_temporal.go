@@ -118,11 +118,7 @@ func (p *planner) planTemporalJoin(j *parser.Join, ref *parser.TableRef) (*rel, 
 	inner := j.Kind == parser.InnerJoin
 	nr := len(right.sc.Cols)
 	out.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		ls, err := b.stream(left)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := b.stream(right)
+		ls, rs, err := b.streams(left, right)
 		if err != nil {
 			return nil, err
 		}

@@ -148,15 +148,9 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 			if err != nil {
 				return expr.Expr{}, true, err
 			}
-			off := 0
-			if len(x.Args) == 2 {
-				lit, ok := x.Args[1].(*parser.Literal)
-				if !ok || lit.Kind != parser.NumberLit {
-					return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of %s must be a non-negative integer literal", x.Name)
-				}
-				if _, err := fmt.Sscan(lit.Text, &off); err != nil || off < 0 {
-					return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of %s must be a non-negative integer literal", x.Name)
-				}
+			off, err := navOffset(x, 0)
+			if err != nil {
+				return expr.Expr{}, true, err
 			}
 			ev, first := ce.Eval, x.Name == "FIRST"
 			return mc.slot(ce.Type.Nullable(), func(env *mrEnv) types.Value {
@@ -608,15 +602,9 @@ func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
 	if err != nil {
 		return expr.Expr{}, true, err
 	}
-	off := 1
-	if len(x.Args) == 2 {
-		lit, ok := x.Args[1].(*parser.Literal)
-		if !ok || lit.Kind != parser.NumberLit {
-			return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of PREV must be a non-negative integer literal")
-		}
-		if _, err := fmt.Sscan(lit.Text, &off); err != nil || off < 0 {
-			return expr.Expr{}, true, expr.ErrAt(x.Args[1], "the offset of PREV must be a non-negative integer literal")
-		}
+	off, err := navOffset(x, 1)
+	if err != nil {
+		return expr.Expr{}, true, err
 	}
 	if v == mc.define {
 		v = "" // the row being tested is the last of the match so far
@@ -646,4 +634,22 @@ func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
 // sameRow reports whether two rows are the same row (its values' slice).
 func sameRow(a, b []types.Value) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// navOffset reads a navigation's optional offset argument (def when
+// absent): a non-negative integer literal.
+func navOffset(x *parser.Call, def int) (int, error) {
+	if len(x.Args) < 2 {
+		return def, nil
+	}
+	lit, ok := x.Args[1].(*parser.Literal)
+	off := 0
+	if ok && lit.Kind == parser.NumberLit {
+		_, err := fmt.Sscan(lit.Text, &off)
+		ok = err == nil && off >= 0
+	}
+	if !ok {
+		return 0, expr.ErrAt(x.Args[1], "the offset of %s must be a non-negative integer literal", x.Name)
+	}
+	return off, nil
 }

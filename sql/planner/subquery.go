@@ -321,29 +321,15 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, inner}, updater: updater, bounded: allBounded(left, inner)}
 	ni := len(inner.sc.Cols)
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		ls, err := b.stream(left)
+		ls, rs, err := b.streams(left, inner)
 		if err != nil {
 			return nil, err
 		}
-		rs, err := b.stream(inner)
-		if err != nil {
-			return nil, err
-		}
-		lk, rk := evals(lkeys), evals(rkeys)
 		var resEval expr.EvalFn
 		if res != nil {
 			resEval = res.Eval
 		}
-		tagged := weir.Map(rs, func(row types.Row) types.Row {
-			row.Kind |= rightTag
-			return row
-		}, b.uid("semi-join-tag"))
-		ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
-			if row.Kind&rightTag != 0 {
-				return keyOf(rk, row.Values)
-			}
-			return keyOf(lk, row.Values)
-		})
+		ks := sidesKeyed(b, ls, rs, evals(lkeys), evals(rkeys), "semi-join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &semiJoinFn{nl: nl, nr: ni, residual: resEval, anti: anti}
 		}, b.uid("semi-join")), nil
@@ -522,22 +508,14 @@ func (p *planner) planScalarSubquery(from *rel, sq *parser.Subquery, qual string
 	}
 	r := &rel{op: op, sc: sc, mode: types.All, inputs: []*rel{from, inner}, updater: updater, bounded: allBounded(from, inner)}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		ls, err := b.stream(from)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := b.stream(inner)
+		ls, rs, err := b.streams(from, inner)
 		if err != nil {
 			return nil, err
 		}
 		one := weir.ProcessWith(weir.KeyBy(rs, func(types.Row) string { return "" }), func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &singleRowFn{}
 		}, b.uid("scalar-subquery"), weir.Name("ScalarSubquery"))
-		tagged := weir.Map(one, func(row types.Row) types.Row {
-			row.Kind |= rightTag
-			return row
-		}, b.uid("scalar-join-tag"))
-		ks := weir.KeyBy(weir.Union(ls, tagged), func(types.Row) string { return "" })
+		ks := sidesKeyed(b, ls, one, nil, nil, "scalar-join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &joinFn{nl: nl, nr: 1, outer: [2]bool{true, false}}
 		}, b.uid("scalar-join")), nil
