@@ -482,16 +482,8 @@ func (f *miniBatchAggFn) buffer(ctx *weir.KeyedContext[string, types.Row], in ty
 // the key's change.
 func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error {
 	l := f.layout
-	for i := range f.pending {
-		p := &f.pending[i]
-		ctx.SetKey(p.ref, p.ts)
-		st, ok := f.acc.Value()
-		var prev, acc []types.Value
-		if ok {
-			prev = f.output(st.Values)
-			acc = st.Values
-		}
-		for _, in := range p.rows {
+	f.endBatch(ctx, func(acc []types.Value, rows []types.Row) []types.Value {
+		for _, in := range rows {
 			sign := int64(1)
 			if in.Kind.IsRetraction() {
 				sign = -1
@@ -508,6 +500,25 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 			}
 			l.Accumulate(acc, in.Values, sign)
 		}
+		return acc
+	})
+	return nil
+}
+
+// endBatch visits the keys of the batch: fold turns a key's accumulator
+// (nil: a new group) and its buffered rows into the new accumulator,
+// which settle keeps and emits the change of.
+func (f *miniBatchAggFn) endBatch(ctx *weir.KeyedContext[string, types.Row], fold func(acc []types.Value, rows []types.Row) []types.Value) {
+	for i := range f.pending {
+		p := &f.pending[i]
+		ctx.SetKey(p.ref, p.ts)
+		st, ok := f.acc.Value()
+		var prev, acc []types.Value
+		if ok {
+			prev = f.output(st.Values)
+			acc = st.Values
+		}
+		acc = fold(acc, p.rows)
 		clear(p.rows)
 		p.rows = p.rows[:0]
 		f.settle(ctx, prev, acc)
@@ -515,7 +526,6 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 	f.pending = f.pending[:0]
 	clear(f.index)
 	f.n = 0
-	return nil
 }
 
 // Two-phase (local-global) group aggregation, Flink's
@@ -592,29 +602,16 @@ type globalAggFn struct {
 // EndBatch merges each key's partials into its state.
 func (f *globalAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error {
 	l := f.layout
-	for i := range f.pending {
-		p := &f.pending[i]
-		ctx.SetKey(p.ref, p.ts)
-		st, ok := f.acc.Value()
-		var prev, acc []types.Value
-		if ok {
-			prev = f.output(st.Values)
-			acc = st.Values
-		}
-		for _, part := range p.rows {
+	f.endBatch(ctx, func(acc []types.Value, parts []types.Row) []types.Value {
+		for _, part := range parts {
 			if acc == nil {
 				acc = append([]types.Value(nil), part.Values...)
 				continue
 			}
 			l.Merge(acc, part.Values)
 		}
-		clear(p.rows)
-		p.rows = p.rows[:0]
-		f.settle(ctx, prev, acc)
-	}
-	f.pending = f.pending[:0]
-	clear(f.index)
-	f.n = 0
+		return acc
+	})
 	return nil
 }
 

@@ -137,18 +137,7 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 		}
 		switch x.Name {
 		case "FIRST", "LAST":
-			if len(x.Args) < 1 || len(x.Args) > 2 {
-				return expr.Expr{}, true, expr.ErrAt(x, "%s takes a column and an optional offset", x.Name)
-			}
-			ce, used, err := mc.stripped(x.Args[0])
-			if err != nil {
-				return expr.Expr{}, true, err
-			}
-			v, err := oneVar(used, x.Args[0])
-			if err != nil {
-				return expr.Expr{}, true, err
-			}
-			off, err := navOffset(x, 0)
+			ce, v, off, err := mc.navArgs(x, 0)
 			if err != nil {
 				return expr.Expr{}, true, err
 			}
@@ -591,18 +580,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 // match's last row in MEASURES) or X's last row; NULL before the match's
 // first row.
 func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
-	if len(x.Args) < 1 || len(x.Args) > 2 {
-		return expr.Expr{}, true, expr.ErrAt(x, "PREV takes a column and an optional offset")
-	}
-	ce, used, err := mc.stripped(x.Args[0])
-	if err != nil {
-		return expr.Expr{}, true, err
-	}
-	v, err := oneVar(used, x.Args[0])
-	if err != nil {
-		return expr.Expr{}, true, err
-	}
-	off, err := navOffset(x, 1)
+	ce, v, off, err := mc.navArgs(x, 1)
 	if err != nil {
 		return expr.Expr{}, true, err
 	}
@@ -634,6 +612,24 @@ func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
 // sameRow reports whether two rows are the same row (its values' slice).
 func sameRow(a, b []types.Value) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// navArgs compiles a navigation's arguments: the column (of one pattern
+// variable, or none) and the optional offset (def when absent).
+func (mc *mrCompiler) navArgs(x *parser.Call, def int) (expr.Expr, string, int, error) {
+	if len(x.Args) < 1 || len(x.Args) > 2 {
+		return expr.Expr{}, "", 0, expr.ErrAt(x, "%s takes a column and an optional offset", x.Name)
+	}
+	ce, used, err := mc.stripped(x.Args[0])
+	if err != nil {
+		return expr.Expr{}, "", 0, err
+	}
+	v, err := oneVar(used, x.Args[0])
+	if err != nil {
+		return expr.Expr{}, "", 0, err
+	}
+	off, err := navOffset(x, def)
+	return ce, v, off, err
 }
 
 // navOffset reads a navigation's optional offset argument (def when
