@@ -81,6 +81,14 @@ func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T],
 	return DetectAll(ks, []*Pattern[T]{p}, func(key K, _ int, m Match[T]) OUT { return fn(key, m) }, opts...)
 }
 
+// DetectNumbered is Detect whose fn also gets the match's number within
+// its key: 1 for the key's first match, 2 for the next... (SQL's
+// MATCH_NUMBER()). The count is keyed state, in checkpoints, one integer
+// per key that ever matched.
+func DetectNumbered[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, n int64, m Match[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	return detectAll(ks, []*Pattern[T]{p}, nil, fn, opts...)
+}
+
 // DetectAll runs several patterns over the same keyed stream in one
 // operator: each event is buffered once per key and one timer per key
 // serves every pattern, so many patterns cost little more than one. fn
@@ -88,6 +96,12 @@ func Detect[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T],
 // skip strategy and window; the matches of one pattern are emitted in the
 // order of their first events.
 func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	return detectAll(ks, ps, fn, nil, opts...)
+}
+
+// detectAll is DetectAll, or DetectNumbered when numbered is set (one
+// pattern).
+func detectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, numbered func(key K, n int64, m Match[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
 	d := &detection{}
 	var nfas []*nfa[T]
 	var errs []error
@@ -103,7 +117,7 @@ func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Patte
 	}
 	err := errors.Join(errs...)
 	all := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[K, T, envelope[K, T, OUT]] {
-		return &detectFn[K, T, OUT]{nfas: nfas, err: err, fn: fn, d: d}
+		return &detectFn[K, T, OUT]{nfas: nfas, err: err, fn: fn, numbered: numbered, d: d}
 	}, append([]weir.OperatorOption{weir.Name("cep")}, opts...)...)
 	d.all = all
 	out := weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(OUT)) {
@@ -178,6 +192,10 @@ type detectFn[K comparable, T, OUT any] struct {
 	err  error
 	fn   func(K, int, Match[T]) OUT
 	d    *detection
+	// numbered, when set, replaces fn: it gets the key's match count,
+	// kept in matches
+	numbered func(K, int64, Match[T]) OUT
+	matches  *weir.ValueState[K, int64]
 
 	st    *weir.ValueState[K, *keyState[T]]
 	rs    []*runner[T]
@@ -203,6 +221,9 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 		return f.err
 	}
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
+	if f.numbered != nil {
+		f.matches = weir.NewValueState[int64](rc, "cep-match-number")
+	}
 	f.inPlace = rc.ValuesInPlace()
 	f.visitFn = f.visitAll
 	f.inert = true
@@ -211,6 +232,13 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 		r.timeouts = f.d.timeouts.Load()
 		r.onMatch = func(m Match[T]) {
 			key := f.ctx.Key()
+			if f.numbered != nil {
+				n, _ := f.matches.Value()
+				n++
+				f.matches.Update(n)
+				f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, pattern: i, out: f.numbered(key, n, m)})
+				return
+			}
 			f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, pattern: i, out: f.fn(key, i, m)})
 		}
 		r.onTimeout = func(m Match[T], at int64) {

@@ -31,6 +31,8 @@ import (
 // mrEnv is what a navigation reads: the rows of each variable.
 type mrEnv struct {
 	rows func(v string) []types.Row // v "" is every row of the match
+	// number is the match's MATCH_NUMBER() (MEASURES)
+	number int64
 }
 
 type mrSlot func(env *mrEnv) types.Value
@@ -45,6 +47,8 @@ type mrCompiler struct {
 	slots   []mrSlot
 	funcs   map[string]expr.Function
 	order   []string // the PATTERN's variables in order
+	// numbered is set when a measure calls MATCH_NUMBER()
+	numbered *bool
 }
 
 func (mc *mrCompiler) varOf(name string) (string, bool) {
@@ -183,8 +187,16 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 				}
 				return types.NullValue
 			}), true, nil
-		case "NEXT", "MATCH_PROCTIME", "MATCH_NUMBER", "RUNNING", "FINAL":
-			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, FIRST, LAST, CLASSIFIER, aggregates and MATCH_ROWTIME are)", x.Name)
+		case "MATCH_NUMBER":
+			if !mc.measure || len(x.Args) != 0 {
+				return expr.Expr{}, true, expr.ErrAt(x, "MATCH_NUMBER() takes no arguments and is only allowed in MEASURES")
+			}
+			*mc.numbered = true
+			return mc.slot(types.Type{Kind: types.BigInt, NotNull: true}, func(env *mrEnv) types.Value {
+				return types.IntValue(env.number)
+			}), true, nil
+		case "NEXT", "MATCH_PROCTIME", "RUNNING", "FINAL":
+			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, aggregates and MATCH_ROWTIME are)", x.Name)
 		}
 		if !expr.IsAggregate(x.Name, mc.funcs) {
 			return expr.Expr{}, false, nil
@@ -336,8 +348,9 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		order[i] = t.Var
 	}
 	var measures []measure
+	numbered := false
 	for _, it := range m.Measures {
-		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions(), order: order}
+		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions(), order: order, numbered: &numbered}
 		ce, slots, err := mc.compile(it.Expr)
 		if err != nil {
 			return nil, err
@@ -352,7 +365,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	}
 	conds := map[string]condition{}
 	for v, e := range defines {
-		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions(), order: order}
+		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions(), order: order, numbered: new(bool)}
 		ce, slots, err := mc.compile(e)
 		if err != nil {
 			return nil, err
@@ -507,7 +520,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		kf := evals(keys)
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(kf, row.Values) })
 		if m.AllRows {
-			matches := cep.Detect(ks, build(), func(_ string, mt cep.Match[types.Row]) []types.Row {
+			matches := detectMatches(ks, build(), numbered, func(n int64, mt cep.Match[types.Row]) []types.Row {
 				var all []types.Row
 				var owner []int // the variable (index in order) of each row
 				for vi, o := range order {
@@ -521,7 +534,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 				for i, r := range all {
 					counts[owner[i]]++
 					upto := i + 1
-					env := &mrEnv{rows: func(name string) []types.Row {
+					env := &mrEnv{number: n, rows: func(name string) []types.Row {
 						if name == "" {
 							return all[:upto]
 						}
@@ -549,12 +562,12 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 				}
 			}, b.uid("match-rows")), nil
 		}
-		return cep.Detect(ks, build(), func(_ string, mt cep.Match[types.Row]) types.Row {
+		return detectMatches(ks, build(), numbered, func(n int64, mt cep.Match[types.Row]) types.Row {
 			var all []types.Row
 			for _, o := range order {
 				all = append(all, mt[o]...)
 			}
-			env := &mrEnv{rows: func(name string) []types.Row {
+			env := &mrEnv{number: n, rows: func(name string) []types.Row {
 				if name == "" {
 					return all
 				}
@@ -648,4 +661,13 @@ func navOffset(x *parser.Call, def int) (int, error) {
 		return 0, expr.ErrAt(x.Args[1], "the offset of %s must be a non-negative integer literal", x.Name)
 	}
 	return off, nil
+}
+
+// detectMatches runs the pattern, numbering each partition's matches from
+// 1 when numbered (MATCH_NUMBER(), keyed state) and passing 0 otherwise.
+func detectMatches[OUT any](ks *weir.KeyedStream[string, types.Row], p *cep.Pattern[types.Row], numbered bool, fn func(n int64, mt cep.Match[types.Row]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	if numbered {
+		return cep.DetectNumbered(ks, p, func(_ string, n int64, mt cep.Match[types.Row]) OUT { return fn(n, mt) }, opts...)
+	}
+	return cep.Detect(ks, p, func(_ string, mt cep.Match[types.Row]) OUT { return fn(0, mt) }, opts...)
 }
