@@ -169,7 +169,12 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 				return rows[len(rows)-1].Values[col]
 			}), true, nil
 		case "PREV":
-			return mc.prev(x)
+			return mc.prev(x, -1)
+		case "NEXT":
+			if !mc.measure {
+				return expr.Expr{}, true, expr.ErrAt(x, "NEXT is only allowed in MEASURES (a DEFINE condition cannot see rows after the one it tests)")
+			}
+			return mc.prev(x, 1)
 		case "CLASSIFIER":
 			if len(x.Args) != 0 {
 				return expr.Expr{}, true, expr.ErrAt(x, "CLASSIFIER takes no arguments")
@@ -195,8 +200,8 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 			return mc.slot(types.Type{Kind: types.BigInt, NotNull: true}, func(env *mrEnv) types.Value {
 				return types.IntValue(env.number)
 			}), true, nil
-		case "NEXT", "MATCH_PROCTIME", "RUNNING", "FINAL":
-			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, aggregates and MATCH_ROWTIME are)", x.Name)
+		case "MATCH_PROCTIME", "RUNNING", "FINAL":
+			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, NEXT, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, aggregates and MATCH_ROWTIME are)", x.Name)
 		}
 		if !expr.IsAggregate(x.Name, mc.funcs) {
 			return expr.Expr{}, false, nil
@@ -587,12 +592,12 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	return r, nil
 }
 
-// prev compiles PREV(col [, n]) or PREV(X.col [, n]): the column of the
-// row n (default 1) before, in the match's order of rows, the current row
-// (a column without a variable: the row being tested in DEFINE, the
-// match's last row in MEASURES) or X's last row; NULL before the match's
-// first row.
-func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
+// prev compiles PREV(col [, n]) or PREV(X.col [, n]) (dir -1), NEXT(...)
+// (dir 1): the column of the row n (default 1) before (after), in the
+// match's order of rows, the current row (a column without a variable:
+// the row being tested in DEFINE, the match's last row in MEASURES) or X's
+// last row; NULL beyond the match's rows.
+func (mc *mrCompiler) prev(x *parser.Call, dir int) (expr.Expr, bool, error) {
 	ce, v, off, err := mc.navArgs(x, 1)
 	if err != nil {
 		return expr.Expr{}, true, err
@@ -614,8 +619,8 @@ func (mc *mrCompiler) prev(x *parser.Call) (expr.Expr, bool, error) {
 				at--
 			}
 		}
-		i := at - off
-		if at < 0 || i < 0 {
+		i := at + dir*off
+		if at < 0 || i < 0 || i >= len(all) {
 			return types.NullValue
 		}
 		return ev(all[i].Values)
