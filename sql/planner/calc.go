@@ -44,6 +44,9 @@ func expandSelect(items []parser.SelectItem, ec *expr.Compiler) (*projection, er
 				if it.StarOf != "" && !strings.EqualFold(c.Qual, it.StarOf) {
 					continue
 				}
+				if strings.HasPrefix(c.Qual, subqueryQual) {
+					continue // a scalar subquery's value, joined for its use
+				}
 				pr.names = append(pr.names, c.Name)
 				pr.exprs = append(pr.exprs, ec.Column(j))
 				n++
