@@ -67,7 +67,8 @@ func (p *planner) planSubqueries(s *parser.Select, from *rel) (*parser.Select, *
 		}
 		s.Where = andAll(kept)
 	}
-	// scalar subqueries: each a column of the joined row
+	// scalar subqueries: each a column of the joined row; IN and EXISTS
+	// elsewhere than a WHERE conjunct: a mark join's column
 	repl := map[*parser.Subquery]parser.Expr{}
 	scalar := func(e parser.Expr) error {
 		var err error
@@ -76,7 +77,21 @@ func (p *planner) planSubqueries(s *parser.Select, from *rel) (*parser.Select, *
 			if !ok || err != nil {
 				return err == nil
 			}
-			if sq.Op != "" || repl[sq] != nil {
+			if repl[sq] != nil {
+				return false
+			}
+			if sq.Op != "" {
+				p.nsub++
+				qual := fmt.Sprintf("%s%d", subqueryQual, p.nsub)
+				var r *rel
+				if r, err = p.planSubqueryJoin(from, sq, false, qual); err == nil {
+					from = r
+					var m parser.Expr = &parser.Ident{Pos: sq.Pos, Parts: []string{qual, "$m"}}
+					if sq.Not {
+						m = &parser.Unary{Pos: sq.Pos, Op: "NOT", X: m}
+					}
+					repl[sq] = m
+				}
 				return false
 			}
 			p.nsub++
@@ -164,6 +179,13 @@ func simpleSelect(q parser.Query, funcs map[string]expr.Function) (*parser.Selec
 // planSemiJoin plans left's rows that have (anti: have no) match in the
 // subquery.
 func (p *planner) planSemiJoin(left *rel, sq *parser.Subquery, anti bool) (*rel, error) {
+	return p.planSubqueryJoin(left, sq, anti, "")
+}
+
+// planSubqueryJoin plans a semi or anti join, or, with markQual, a mark
+// join: every left row with a BOOLEAN column (markQual.$m) saying whether
+// it has a match.
+func (p *planner) planSubqueryJoin(left *rel, sq *parser.Subquery, anti bool, markQual string) (*rel, error) {
 	funcs := p.s.cat.functions()
 	var inner *rel
 	var conds []parser.Expr
@@ -210,7 +232,7 @@ func (p *planner) planSemiJoin(left *rel, sq *parser.Subquery, anti bool) (*rel,
 			conds = append(conds, inCond(sq, &parser.Ident{Pos: sq.Pos, Parts: []string{qual, inner.sc.Cols[0].Name}}, anti))
 		}
 	}
-	return p.semiJoinRel(left, inner, conds, anti, sq)
+	return p.semiJoinRel(left, inner, conds, anti, sq, markQual)
 }
 
 // corrCompile compiles a condition of a subquery over the joined row
@@ -261,7 +283,7 @@ func inCond(sq *parser.Subquery, e parser.Expr, anti bool) parser.Expr {
 	return &parser.Binary{Pos: sq.Pos, Op: "OR", L: c, R: &parser.Is{Pos: sq.Pos, X: e, What: "NULL"}}
 }
 
-func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, sq *parser.Subquery) (*rel, error) {
+func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, sq *parser.Subquery, markQual string) (*rel, error) {
 	nl := len(left.sc.Cols)
 	var lkeys, rkeys []expr.Expr
 	var keyText []string
@@ -310,9 +332,24 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 	if anti {
 		kind = "LeftAntiJoin"
 	}
+	mark := markQual != ""
+	if mark {
+		kind = "LeftMarkJoin"
+		if sq.Op == "IN" {
+			// x IN (...) is two-valued only when neither side is NULL
+			for i := range lkeys {
+				if !lkeys[i].Type.NotNull || !rkeys[i].Type.NotNull {
+					return nil, parser.Errorf(sq.Pos, "IN (SELECT ...) over nullable values is supported as a condition of WHERE joined by AND, not here (under OR or in SELECT): its NULL case is not yet")
+				}
+			}
+			if res != nil && len(lkeys) == 0 {
+				return nil, parser.Errorf(sq.Pos, "IN (SELECT ...) over nullable values is supported as a condition of WHERE joined by AND, not here (under OR or in SELECT): its NULL case is not yet")
+			}
+		}
+	}
 	op := fmt.Sprintf("Join(joinType=[%s], where=[%s])", kind, strings.Join(append(keyText, resText...), " AND "))
 	mode := maxMode(left.mode, inner.mode)
-	if anti || inner.mode != types.InsertOnly {
+	if anti || mark || inner.mode != types.InsertOnly {
 		mode = types.All // a later row of the subquery takes rows back
 	}
 	if mode == types.Upsert {
@@ -327,6 +364,9 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 	for i := range sc.Cols {
 		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
 	}
+	if mark {
+		sc.Cols = append(sc.Cols, expr.Column{Qual: markQual, Name: "$m", Type: types.Type{Kind: types.Boolean, NotNull: true}})
+	}
 	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, inner}, updater: updater, bounded: allBounded(left, inner)}
 	ni := len(inner.sc.Cols)
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
@@ -340,7 +380,7 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 		}
 		ks := sidesKeyed(b, ls, rs, evals(lkeys), evals(rkeys), "semi-join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &semiJoinFn{nl: nl, nr: ni, residual: resEval, anti: anti}
+			return &semiJoinFn{nl: nl, nr: ni, residual: resEval, anti: anti, mark: mark}
 		}, b.uid("semi-join")), nil
 	}
 	return r, nil
@@ -377,6 +417,10 @@ type semiJoinFn struct {
 	nl, nr   int
 	residual expr.EvalFn
 	anti     bool
+	// mark: every left row is in the output, with a BOOLEAN column after
+	// its own: whether it has a match (a mark join: IN or EXISTS where a
+	// semi join cannot stand, under OR or in SELECT)
+	mark bool
 	side     [2]*weir.MapState[string, string, types.Row]
 }
 
@@ -423,6 +467,12 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 			ctx.Emit(types.Row{Kind: k, Values: append([]types.Value(nil), vs...)})
 		}
 	}
+	marked := func(k types.RowKind, vs []types.Value, matches, cnt int64) {
+		out := make([]types.Value, len(vs)+1)
+		copy(out, vs)
+		out[len(vs)] = types.BoolValue(matches > 0)
+		emit(k, out, cnt)
+	}
 	if s == 0 {
 		var n int64
 		if have {
@@ -434,11 +484,14 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 				}
 			}
 		}
-		if f.visible(n) {
-			k := types.Insert
-			if !acc {
-				k = types.Delete
-			}
+		k := types.Insert
+		if !acc {
+			k = types.Delete
+		}
+		switch {
+		case f.mark:
+			marked(k, x, n, 1)
+		case f.visible(n):
 			emit(k, x, 1)
 		}
 		f.put(mine, xkey, x, stored, have, sign, n)
@@ -455,6 +508,13 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		nv := append([]types.Value(nil), lv...)
 		nv[f.nl+1].I += sign
 		f.side[0].Put(k, types.Row{Values: nv})
+		if f.mark {
+			if (n > 0) != (nv[f.nl+1].I > 0) {
+				marked(types.Delete, lv[:f.nl], n, cnt)
+				marked(types.Insert, lv[:f.nl], nv[f.nl+1].I, cnt)
+			}
+			continue
+		}
 		if now := f.visible(nv[f.nl+1].I); now != was {
 			kd := types.Insert
 			if !now {
