@@ -421,7 +421,7 @@ type semiJoinFn struct {
 	// its own: whether it has a match (a mark join: IN or EXISTS where a
 	// semi join cannot stand, under OR or in SELECT)
 	mark bool
-	side     [2]*weir.MapState[string, string, types.Row]
+	side [2]*weir.MapState[string, string, types.Row]
 }
 
 func (f *semiJoinFn) Open(rc *weir.RuntimeContext[string]) error {
