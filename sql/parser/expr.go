@@ -258,6 +258,13 @@ func (p *parser) primary() Expr {
 	case "TRUE", "FALSE":
 		p.next()
 		return &Literal{Pos: t.pos, Kind: BoolLit, Text: kw}
+	case "RUNNING", "FINAL":
+		// MATCH_RECOGNIZE's RUNNING/FINAL before a navigation or aggregate:
+		// a call FINAL(x) for the planner
+		if n := p.peek(1); n.kind == tIdent && p.peek(2).kind == tOp && p.peek(2).text == "(" {
+			p.next()
+			return &Call{Pos: t.pos, Name: kw, Args: []Expr{p.primary()}}
+		}
 	case "ARRAY", "MAP":
 		// the value constructors ARRAY[a, b] and MAP[k1, v1, k2, v2]
 		if n := p.peek(1); n.kind == tOp && n.text == "[" {

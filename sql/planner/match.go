@@ -31,6 +31,9 @@ import (
 // mrEnv is what a navigation reads: the rows of each variable.
 type mrEnv struct {
 	rows func(v string) []types.Row // v "" is every row of the match
+	// final is the whole match's rows (ALL ROWS PER MATCH: rows is the
+	// running part, up to the current row); nil: rows
+	final *mrEnv
 	// number is the match's MATCH_NUMBER() (MEASURES)
 	number int64
 }
@@ -200,8 +203,33 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 			return mc.slot(types.Type{Kind: types.BigInt, NotNull: true}, func(env *mrEnv) types.Value {
 				return types.IntValue(env.number)
 			}), true, nil
-		case "MATCH_PROCTIME", "RUNNING", "FINAL":
-			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, NEXT, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, aggregates and MATCH_ROWTIME are)", x.Name)
+		case "RUNNING", "FINAL":
+			if len(x.Args) != 1 {
+				return expr.Expr{}, true, expr.ErrAt(x, "%s goes before a navigation or an aggregate", x.Name)
+			}
+			first := len(mc.slots)
+			ce, err := (&expr.Compiler{Funcs: mc.funcs, Scope: mc.in, Subst: mc.subst, What: "MEASURES"}).Compile(x.Args[0])
+			if err != nil {
+				return expr.Expr{}, true, err
+			}
+			if x.Name == "FINAL" {
+				if mc.define != "" {
+					return expr.Expr{}, true, expr.ErrAt(x, "FINAL is only allowed in MEASURES")
+				}
+				// its navigations read the whole match
+				for i := first; i < len(mc.slots); i++ {
+					s := mc.slots[i]
+					mc.slots[i] = func(env *mrEnv) types.Value {
+						if env.final != nil {
+							return s(env.final)
+						}
+						return s(env)
+					}
+				}
+			}
+			return ce, true, nil
+		case "MATCH_PROCTIME":
+			return expr.Expr{}, true, expr.ErrAt(x, "%s in MATCH_RECOGNIZE is not supported yet (PREV, NEXT, FIRST, LAST, CLASSIFIER, MATCH_NUMBER, RUNNING, FINAL, aggregates and MATCH_ROWTIME are)", x.Name)
 		}
 		if !expr.IsAggregate(x.Name, mc.funcs) {
 			return expr.Expr{}, false, nil
@@ -536,10 +564,16 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 				}
 				outRows := make([]types.Row, len(all))
 				counts := make([]int, len(order))
+				final := &mrEnv{number: n, rows: func(name string) []types.Row {
+					if name == "" {
+						return all
+					}
+					return mt[name]
+				}}
 				for i, r := range all {
 					counts[owner[i]]++
 					upto := i + 1
-					env := &mrEnv{number: n, rows: func(name string) []types.Row {
+					env := &mrEnv{number: n, final: final, rows: func(name string) []types.Row {
 						if name == "" {
 							return all[:upto]
 						}
