@@ -61,6 +61,9 @@ func (a *AggCall) slots() int {
 	if a.Kind >= aggFirst {
 		return a.moreSlots()
 	}
+	if a.Kind == aggUser && a.Distinct {
+		return 2 // the multiset of distinct argument rows, the accumulator
+	}
 	n := 1
 	switch a.Kind {
 	case aggSum, aggSum0, aggAvg:
@@ -210,6 +213,9 @@ func (l *AggLayout) MergeErr() error {
 				return err
 			}
 		}
+		if c.Kind == aggUser && c.Distinct {
+			return fmt.Errorf("aggregate function %s with DISTINCT cannot aggregate a SESSION window", c.uName)
+		}
 		if c.Kind == aggUser && c.udf.Merge == nil {
 			return fmt.Errorf("aggregate function %s cannot aggregate a SESSION window: it has no Merge (Flink's merge method)", c.uName)
 		}
@@ -228,7 +234,7 @@ func (l *AggLayout) Create(keys []types.Value) []types.Value {
 				acc[c.slot] = types.NullValue
 			}
 		case aggUser:
-			acc[c.slot] = c.userCreate()
+			acc[c.userSlot()] = c.userCreate()
 		}
 	}
 	return acc
@@ -252,7 +258,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 			continue
 		}
 		if c.Kind == aggUser {
-			acc[c.slot] = c.userAccumulate(acc[c.slot], in, sign)
+			c.userAdd(acc, in, sign)
 			continue
 		}
 		v := c.Arg(in)
@@ -301,7 +307,7 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 	dst[l.NKeys].I += src[l.NKeys].I
 	for _, c := range l.Calls {
 		if c.Kind == aggUser {
-			dst[c.slot] = c.userMerge(dst[c.slot], src[c.slot])
+			dst[c.userSlot()] = c.userMerge(dst[c.userSlot()], src[c.userSlot()])
 			continue
 		}
 		if c.Kind >= aggFirst {
@@ -341,7 +347,7 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 // Result computes aggregate i's value.
 func (l *AggLayout) Result(acc []types.Value, c *AggCall) types.Value {
 	if c.Kind == aggUser {
-		return c.userResult(acc[c.slot])
+		return c.userResult(acc[c.userSlot()])
 	}
 	if c.Kind >= aggFirst {
 		return c.resultMore(acc)

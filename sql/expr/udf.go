@@ -289,8 +289,6 @@ func compileUserAgg(a *AggCall, c *parser.Call, ec *Compiler, f *AggregateFuncti
 	switch {
 	case c.Star:
 		return nil, ErrAt(c, "%s(*) is not allowed", name)
-	case c.Distinct:
-		return nil, ErrAt(c, "DISTINCT in a call of the user-defined aggregate %s is not supported", name)
 	case f.Accumulate == nil || f.Result == nil:
 		return nil, ErrAt(c, "aggregate function %s needs Accumulate and Result", name)
 	case a.Retract && f.Retract == nil:
@@ -321,6 +319,40 @@ func (a *AggCall) userCreate() types.Value {
 		return types.NullValue
 	}
 	return a.udf.Create()
+}
+
+// userSlot is where a user aggregate's accumulator is (after the
+// multiset of distinct argument rows with DISTINCT).
+func (a *AggCall) userSlot() int {
+	if a.Distinct {
+		return a.slot + 1
+	}
+	return a.slot
+}
+
+var cmpStrings = func(x, y types.Value) int { return strings.Compare(x.S, y.S) }
+
+// userAdd adds (sign 1) or retracts (sign -1) one row; with DISTINCT, a
+// row whose arguments are already in the multiset only counts there.
+func (a *AggCall) userAdd(acc []types.Value, in []types.Value, sign int64) {
+	if a.Distinct {
+		var buf [4]types.Value
+		args := buf[:0]
+		for _, g := range a.uArgs {
+			v := g(in)
+			if v.Null && !a.udf.CallOnNull {
+				return
+			}
+			args = append(args, v)
+		}
+		var first bool
+		acc[a.slot], first = multisetAdd(acc[a.slot], types.StringValue(types.Key(args)), sign, cmpStrings)
+		if !first {
+			return
+		}
+	}
+	s := a.userSlot()
+	acc[s] = a.userAccumulate(acc[s], in, sign)
 }
 
 // userAccumulate adds (sign 1) or retracts (sign -1) one row.
