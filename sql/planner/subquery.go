@@ -333,17 +333,20 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 		kind = "LeftAntiJoin"
 	}
 	mark := markQual != ""
+	nullAware := false
 	if mark {
 		kind = "LeftMarkJoin"
 		if sq.Op == "IN" {
-			// x IN (...) is two-valued only when neither side is NULL
+			// x IN (...) is two-valued only when neither side is NULL;
+			// else its mark is three-valued, which needs every row of
+			// the subquery (a NULL among them) in one task
 			for i := range lkeys {
 				if !lkeys[i].Type.NotNull || !rkeys[i].Type.NotNull {
-					return nil, parser.Errorf(sq.Pos, "IN (SELECT ...) over nullable values is supported as a condition of WHERE joined by AND, not here (under OR or in SELECT): its NULL case is not yet")
+					nullAware = true
 				}
 			}
-			if res != nil && len(lkeys) == 0 {
-				return nil, parser.Errorf(sq.Pos, "IN (SELECT ...) over nullable values is supported as a condition of WHERE joined by AND, not here (under OR or in SELECT): its NULL case is not yet")
+			if nullAware && (res != nil || len(lkeys) == 0) {
+				return nil, parser.Errorf(sq.Pos, "IN (SELECT ...) over nullable values with other conditions is supported as a condition of WHERE joined by AND, not here (under OR or in SELECT)")
 			}
 		}
 	}
@@ -365,7 +368,7 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
 	}
 	if mark {
-		sc.Cols = append(sc.Cols, expr.Column{Qual: markQual, Name: "$m", Type: types.Type{Kind: types.Boolean, NotNull: true}})
+		sc.Cols = append(sc.Cols, expr.Column{Qual: markQual, Name: "$m", Type: types.Type{Kind: types.Boolean, NotNull: !nullAware}})
 	}
 	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, inner}, updater: updater, bounded: allBounded(left, inner)}
 	ni := len(inner.sc.Cols)
@@ -378,7 +381,15 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 		if res != nil {
 			resEval = res.Eval
 		}
-		ks := sidesKeyed(b, ls, rs, evals(lkeys), evals(rkeys), "semi-join-tag")
+		lk, rk := evals(lkeys), evals(rkeys)
+		if nullAware {
+			// one task sees every row: NULL keys included
+			ks := sidesKeyed(b, ls, rs, nil, nil, "semi-join-tag")
+			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+				return &semiJoinFn{nl: nl, nr: ni, mark: true, nullAware: true, lk: lk, rk: rk}
+			}, b.uid("semi-join")), nil
+		}
+		ks := sidesKeyed(b, ls, rs, lk, rk, "semi-join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &semiJoinFn{nl: nl, nr: ni, residual: resEval, anti: anti, mark: mark}
 		}, b.uid("semi-join")), nil
@@ -421,16 +432,60 @@ type semiJoinFn struct {
 	// its own: whether it has a match (a mark join: IN or EXISTS where a
 	// semi join cannot stand, under OR or in SELECT)
 	mark bool
-	side [2]*weir.MapState[string, string, types.Row]
+	// nullAware: the mark of x IN (...) over nullable values, three-valued
+	// (TRUE on an equal value; else NULL if x is NULL or the subquery has
+	// a NULL, while it has rows; else FALSE): lk and rk are the two sides'
+	// values, all rows in one key, and counts the subquery's rows and
+	// NULLs
+	nullAware bool
+	lk, rk    []expr.EvalFn
+	counts    *weir.ValueState[string, types.Row]
+	side      [2]*weir.MapState[string, string, types.Row]
 }
 
 func (f *semiJoinFn) Open(rc *weir.RuntimeContext[string]) error {
 	f.side[0] = weir.NewMapState[string, types.Row](rc, "left")
 	f.side[1] = weir.NewMapState[string, types.Row](rc, "right")
+	if f.nullAware {
+		f.counts = weir.NewValueState[types.Row](rc, "in-counts")
+	}
 	return nil
 }
 
+// hasNull reports whether a side's IN values have a NULL.
+func hasNull(fs []expr.EvalFn, vs []types.Value) bool {
+	for _, g := range fs {
+		if g(vs).Null {
+			return true
+		}
+	}
+	return false
+}
+
+// markValue is a left row's mark: n matches, the subquery's total rows
+// and rows with a NULL value.
+func (f *semiJoinFn) markValue(x []types.Value, n, total, nulls int64) types.Value {
+	switch {
+	case n > 0:
+		return types.BoolValue(true)
+	case !f.nullAware || total == 0:
+		return types.BoolValue(false)
+	case nulls > 0 || hasNull(f.lk, x):
+		return types.NullValue
+	}
+	return types.BoolValue(false)
+}
+
 func (f *semiJoinFn) matches(l, r []types.Value) bool {
+	if f.nullAware {
+		for i := range f.lk {
+			a, b := f.lk[i](l), f.rk[i](r)
+			if a.Null || b.Null || types.Key([]types.Value{a}) != types.Key([]types.Value{b}) {
+				return false
+			}
+		}
+		return true
+	}
 	if f.residual == nil {
 		return true
 	}
@@ -467,11 +522,20 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 			ctx.Emit(types.Row{Kind: k, Values: append([]types.Value(nil), vs...)})
 		}
 	}
-	marked := func(k types.RowKind, vs []types.Value, matches, cnt int64) {
+	var total, nulls int64
+	if f.nullAware {
+		if c, ok := f.counts.Value(); ok {
+			total, nulls = c.Values[0].I, c.Values[1].I
+		}
+	}
+	markOut := func(k types.RowKind, vs []types.Value, m types.Value, cnt int64) {
 		out := make([]types.Value, len(vs)+1)
 		copy(out, vs)
-		out[len(vs)] = types.BoolValue(matches > 0)
+		out[len(vs)] = m
 		emit(k, out, cnt)
+	}
+	marked := func(k types.RowKind, vs []types.Value, matches, cnt int64) {
+		markOut(k, vs, f.markValue(vs, matches, total, nulls), cnt)
 	}
 	if s == 0 {
 		var n int64
@@ -498,6 +562,39 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		return nil
 	}
 	// a right row: the left rows it matches may appear or disappear
+	if f.nullAware {
+		nt, nn := total+sign, nulls
+		if hasNull(f.rk, x) {
+			nn += sign
+		}
+		type change struct {
+			key string
+			row types.Row
+		}
+		var changed []change
+		for k, l := range f.side[0].All() {
+			lv := l.Values
+			cnt, n := lv[f.nl].I, lv[f.nl+1].I
+			nv := n
+			if f.matches(lv[:f.nl], x) {
+				nv += sign
+				row := append([]types.Value(nil), lv...)
+				row[f.nl+1].I = nv
+				changed = append(changed, change{k, types.Row{Values: row}})
+			}
+			before, after := f.markValue(lv[:f.nl], n, total, nulls), f.markValue(lv[:f.nl], nv, nt, nn)
+			if before.Null != after.Null || before.I != after.I {
+				markOut(types.Delete, lv[:f.nl], before, cnt)
+				markOut(types.Insert, lv[:f.nl], after, cnt)
+			}
+		}
+		for _, c := range changed {
+			f.side[0].Put(c.key, c.row)
+		}
+		f.counts.Update(types.Row{Values: []types.Value{types.IntValue(nt), types.IntValue(nn)}})
+		f.put(mine, xkey, x, stored, have, sign, 0)
+		return nil
+	}
 	for k, l := range f.side[0].All() {
 		lv := l.Values
 		if !f.matches(lv[:f.nl], x) {
