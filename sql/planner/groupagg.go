@@ -314,10 +314,7 @@ func hasAggregateItems(items []parser.SelectItem, funcs map[string]expr.Function
 // -U/+U for an update, -D when the group empties), as Flink's
 // GroupAggFunction does without mini-batches.
 func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, miniBatch int) *rel {
-	keyEvals := make([]expr.EvalFn, len(keys))
-	for i, k := range keys {
-		keyEvals[i] = k.Eval
-	}
+	keyEvals := evals(keys)
 	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		s, err := b.stream(in)
@@ -628,10 +625,7 @@ func (f *globalAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], 
 // twoPhaseAggRel is a group aggregation in two phases: local partial
 // accumulators per batch before the shuffle, merged by the global phase.
 func twoPhaseAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, size int) *rel {
-	keyEvals := make([]expr.EvalFn, len(keys))
-	for i, k := range keys {
-		keyEvals[i] = k.Eval
-	}
+	keyEvals := evals(keys)
 	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		s, err := b.stream(in)

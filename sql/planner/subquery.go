@@ -659,15 +659,23 @@ func (p *planner) planScalarSubquery(from *rel, sq *parser.Subquery, qual string
 		return nil, "", parser.Errorf(sq.Pos, "a scalar subquery must select one column, not %d", len(inner.sc.Cols))
 	}
 	inner = requalify(inner, qual)
-	col := inner.sc.Cols[0].Name
-	nl := len(from.sc.Cols)
+	return scalarJoinRel(from, inner, sq, nil, nil, true, "true"), inner.sc.Cols[0].Name, nil
+}
+
+// scalarJoinRel left-joins from's rows with a scalar subquery's rows on
+// the keys (none: every row with the single row); single makes more than
+// one row of the subquery per key fail the job.
+func scalarJoinRel(from, inner *rel, sq *parser.Subquery, lkeys, rkeys []expr.Expr, single bool, where string) *rel {
+	nl, nr := len(from.sc.Cols), len(inner.sc.Cols)
 	sc := &expr.Scope{Cols: append(append([]expr.Column(nil), from.sc.Cols...), inner.sc.Cols...)}
-	sc.Cols[nl].Type = sc.Cols[nl].Type.Nullable()
 	for i := range sc.Cols {
 		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
+		if i >= nl {
+			sc.Cols[i].Type = sc.Cols[i].Type.Nullable()
+		}
 	}
 	sc = withoutWindowMarks(sc, 0, len(sc.Cols))
-	op := fmt.Sprintf("Join(joinType=[LeftOuterJoin], where=[true], scalar=[%s])", parser.QueryString(sq.Query))
+	op := fmt.Sprintf("Join(joinType=[LeftOuterJoin], where=[%s], scalar=[%s])", where, parser.QueryString(sq.Query))
 	updater := mergeUpdater(from, inner)
 	if updater == "" {
 		updater = op
@@ -678,15 +686,19 @@ func (p *planner) planScalarSubquery(from *rel, sq *parser.Subquery, qual string
 		if err != nil {
 			return nil, err
 		}
-		one := weir.ProcessWith(weir.KeyBy(rs, func(types.Row) string { return "" }), func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &singleRowFn{}
-		}, b.uid("scalar-subquery"), weir.Name("ScalarSubquery"))
-		ks := sidesKeyed(b, ls, one, nil, nil, "scalar-join-tag")
+		lk, rk := evals(lkeys), evals(rkeys)
+		if single {
+			// one row per key at most: more fails the job
+			rs = weir.ProcessWith(weir.KeyBy(rs, func(row types.Row) string { return keyOf(rk, row.Values) }), func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+				return &singleRowFn{}
+			}, b.uid("scalar-subquery"), weir.Name("ScalarSubquery"))
+		}
+		ks := sidesKeyed(b, ls, rs, lk, rk, "scalar-join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &joinFn{nl: nl, nr: 1, outer: [2]bool{true, false}}
+			return &joinFn{nl: nl, nr: nr, outer: [2]bool{true, false}}
 		}, b.uid("scalar-join")), nil
 	}
-	return r, col, nil
+	return r
 }
 
 // singleRowFn passes a scalar subquery's rows on and fails the job when
@@ -875,38 +887,7 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 		}
 		lkeys, rkeys = append(lkeys, lc), append(rkeys, rc)
 	}
-	nl, nr := len(from.sc.Cols), len(inner.sc.Cols)
-	sc := &expr.Scope{Cols: append(append([]expr.Column(nil), from.sc.Cols...), inner.sc.Cols...)}
-	for i := range sc.Cols {
-		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
-		if i >= nl {
-			sc.Cols[i].Type = sc.Cols[i].Type.Nullable()
-		}
-	}
-	sc = withoutWindowMarks(sc, 0, len(sc.Cols))
-	op := fmt.Sprintf("Join(joinType=[LeftOuterJoin], where=[correlated], scalar=[%s])", parser.QueryString(sq.Query))
-	updater := mergeUpdater(from, inner)
-	if updater == "" {
-		updater = op
-	}
-	r := &rel{op: op, sc: sc, mode: types.All, inputs: []*rel{from, inner}, updater: updater, bounded: allBounded(from, inner)}
-	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		ls, rs, err := b.streams(from, inner)
-		if err != nil {
-			return nil, err
-		}
-		lk, rk := evals(lkeys), evals(rkeys)
-		if !grouped {
-			// one row per outer row's key at most: more fails the job
-			rs = weir.ProcessWith(weir.KeyBy(rs, func(row types.Row) string { return keyOf(rk, row.Values) }), func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-				return &singleRowFn{}
-			}, b.uid("scalar-subquery"), weir.Name("ScalarSubquery"))
-		}
-		ks := sidesKeyed(b, ls, rs, lk, rk, "scalar-join-tag")
-		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &joinFn{nl: nl, nr: nr, outer: [2]bool{true, false}}
-		}, b.uid("scalar-join")), nil
-	}
+	r := scalarJoinRel(from, inner, sq, lkeys, rkeys, !grouped, "correlated")
 	var val parser.Expr = &parser.Ident{Pos: sq.Pos, Parts: []string{qual, "$v"}}
 	if c, ok := item.(*parser.Call); ok && c.Name == "COUNT" && c.Over == nil {
 		val = &parser.Call{Pos: sq.Pos, Name: "COALESCE", Args: []parser.Expr{val, &parser.Literal{Pos: sq.Pos, Kind: parser.NumberLit, Text: "0"}}}
