@@ -25,8 +25,17 @@ type MatchRecognize struct {
 	Pattern  []PatternTerm
 	PatPos   Pos
 	Within   Expr
-	Define   []Define
-	Alias    string
+	// Subsets are SUBSET u = (a, b), ...: union variables.
+	Subsets []Subset
+	Define  []Define
+	Alias   string
+}
+
+// Subset is SUBSET name = (var, ...) of MATCH_RECOGNIZE.
+type Subset struct {
+	Pos  Pos
+	Name string
+	Vars []string
 }
 
 // PatternTerm is one variable of a PATTERN with its quantifier: Min..Max
@@ -121,8 +130,18 @@ func (p *parser) matchRecognize(in TableExpr) TableExpr {
 	if p.acceptKw("WITHIN") {
 		m.Within = p.expr()
 	}
-	if p.isKw("SUBSET") {
-		panic(bail{Errorf(p.tok().pos, "SUBSET is not supported (Flink does not support it either)")})
+	if p.acceptKw("SUBSET") {
+		for {
+			t := p.tok()
+			name, _ := p.ident("a subset name")
+			p.wantOp("=")
+			p.wantOp("(")
+			ss := Subset{Pos: t.pos, Name: name, Vars: p.columnList()}
+			m.Subsets = append(m.Subsets, ss)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
 	}
 	p.wantKw("DEFINE")
 	for {

@@ -334,10 +334,52 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		}
 		vars[strings.ToUpper(t.Var)] = t.Var
 	}
+	// SUBSET u = (a, b): a union variable, its rows those of a and b in
+	// the match's order
+	subsets := map[string][]string{}
+	for _, ss := range m.Subsets {
+		if _, dup := vars[strings.ToUpper(ss.Name)]; dup {
+			return nil, parser.Errorf(ss.Pos, "SUBSET '%s' is already a pattern variable or subset", ss.Name)
+		}
+		members := map[string]bool{}
+		for _, v := range ss.Vars {
+			name, ok := vars[strings.ToUpper(v)]
+			if !ok || subsets[name] != nil {
+				return nil, parser.Errorf(ss.Pos, "'%s' of SUBSET '%s' is not a variable of PATTERN", v, ss.Name)
+			}
+			members[name] = true
+		}
+		var ordered []string
+		for _, t := range m.Pattern {
+			if members[t.Var] {
+				ordered = append(ordered, t.Var)
+			}
+		}
+		vars[strings.ToUpper(ss.Name)] = ss.Name
+		subsets[ss.Name] = ordered
+	}
+	withSubsets := func(env *mrEnv) *mrEnv {
+		if len(subsets) == 0 {
+			return env
+		}
+		base := env.rows
+		env.rows = func(name string) []types.Row {
+			members, ok := subsets[name]
+			if !ok {
+				return base(name)
+			}
+			var rows []types.Row
+			for _, v := range members {
+				rows = append(rows, base(v)...)
+			}
+			return rows
+		}
+		return env
+	}
 	defines := map[string]parser.Expr{}
 	for _, d := range m.Define {
 		v, ok := vars[strings.ToUpper(d.Var)]
-		if !ok {
+		if !ok || subsets[v] != nil {
 			return nil, parser.Errorf(d.Pos, "DEFINE of '%s', which is not a variable of PATTERN", d.Var)
 		}
 		if _, dup := defines[v]; dup {
@@ -494,6 +536,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 						}
 						return rows
 					}}
+					env = withSubsets(env)
 					x := evalWith(c.ce, c.slots, r.Values, env)
 					return !x.Null && x.Bool()
 				})
@@ -564,12 +607,12 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 				}
 				outRows := make([]types.Row, len(all))
 				counts := make([]int, len(order))
-				final := &mrEnv{number: n, rows: func(name string) []types.Row {
+				final := withSubsets(&mrEnv{number: n, rows: func(name string) []types.Row {
 					if name == "" {
 						return all
 					}
 					return mt[name]
-				}}
+				}})
 				for i, r := range all {
 					counts[owner[i]]++
 					upto := i + 1
@@ -584,6 +627,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 						}
 						return nil
 					}}
+					env = withSubsets(env)
 					vs := make([]types.Value, 0, len(out.Cols))
 					vs = append(vs, r.Values...)
 					for _, ms := range measures {
@@ -606,12 +650,12 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 			for _, o := range order {
 				all = append(all, mt[o]...)
 			}
-			env := &mrEnv{number: n, rows: func(name string) []types.Row {
+			env := withSubsets(&mrEnv{number: n, rows: func(name string) []types.Row {
 				if name == "" {
 					return all
 				}
 				return mt[name]
-			}}
+			}})
 			lastRow := all[len(all)-1].Values
 			vs := make([]types.Value, 0, len(out.Cols))
 			for _, k := range kf {
