@@ -480,7 +480,7 @@ func (f *semiJoinFn) matches(l, r []types.Value) bool {
 	if f.nullAware {
 		for i := range f.lk {
 			a, b := f.lk[i](l), f.rk[i](r)
-			if a.Null || b.Null || types.Key([]types.Value{a}) != types.Key([]types.Value{b}) {
+			if a.Null || b.Null || !a.Equal(b) {
 				return false
 			}
 		}
@@ -517,25 +517,11 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 	if !acc {
 		sign = -1
 	}
-	emit := func(k types.RowKind, vs []types.Value, n int64) {
-		for range n {
-			ctx.Emit(types.Row{Kind: k, Values: append([]types.Value(nil), vs...)})
-		}
-	}
 	var total, nulls int64
 	if f.nullAware {
 		if c, ok := f.counts.Value(); ok {
 			total, nulls = c.Values[0].I, c.Values[1].I
 		}
-	}
-	markOut := func(k types.RowKind, vs []types.Value, m types.Value, cnt int64) {
-		out := make([]types.Value, len(vs)+1)
-		copy(out, vs)
-		out[len(vs)] = m
-		emit(k, out, cnt)
-	}
-	marked := func(k types.RowKind, vs []types.Value, matches, cnt int64) {
-		markOut(k, vs, f.markValue(vs, matches, total, nulls), cnt)
 	}
 	if s == 0 {
 		var n int64
@@ -552,11 +538,8 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		if !acc {
 			k = types.Delete
 		}
-		switch {
-		case f.mark:
-			marked(k, x, n, 1)
-		case f.visible(n):
-			emit(k, x, 1)
+		if f.mark || f.visible(n) {
+			f.out(ctx, k, x, f.markValue(x, n, total, nulls), 1)
 		}
 		f.put(mine, xkey, x, stored, have, sign, n)
 		return nil
@@ -584,8 +567,8 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 			}
 			before, after := f.markValue(lv[:f.nl], n, total, nulls), f.markValue(lv[:f.nl], nv, nt, nn)
 			if before.Null != after.Null || before.I != after.I {
-				markOut(types.Delete, lv[:f.nl], before, cnt)
-				markOut(types.Insert, lv[:f.nl], after, cnt)
+				f.out(ctx, types.Delete, lv[:f.nl], before, cnt)
+				f.out(ctx, types.Insert, lv[:f.nl], after, cnt)
 			}
 		}
 		for _, c := range changed {
@@ -607,8 +590,8 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		f.side[0].Put(k, types.Row{Values: nv})
 		if f.mark {
 			if (n > 0) != (nv[f.nl+1].I > 0) {
-				marked(types.Delete, lv[:f.nl], n, cnt)
-				marked(types.Insert, lv[:f.nl], nv[f.nl+1].I, cnt)
+				f.out(ctx, types.Delete, lv[:f.nl], f.markValue(lv[:f.nl], n, 0, 0), cnt)
+				f.out(ctx, types.Insert, lv[:f.nl], f.markValue(lv[:f.nl], nv[f.nl+1].I, 0, 0), cnt)
 			}
 			continue
 		}
@@ -617,11 +600,25 @@ func (f *semiJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 			if !now {
 				kd = types.Delete
 			}
-			emit(kd, lv[:f.nl], cnt)
+			f.out(ctx, kd, lv[:f.nl], types.Value{}, cnt)
 		}
 	}
 	f.put(mine, xkey, x, stored, have, sign, 0)
 	return nil
+}
+
+// out emits n copies of the left row vs, each its own slice (the
+// operator downstream may keep it), with the mark m after it in a mark
+// join.
+func (f *semiJoinFn) out(ctx *weir.KeyedContext[string, types.Row], k types.RowKind, vs []types.Value, m types.Value, n int64) {
+	for range n {
+		row := make([]types.Value, len(vs), len(vs)+1)
+		copy(row, vs)
+		if f.mark {
+			row = append(row, m)
+		}
+		ctx.Emit(types.Row{Kind: k, Values: row})
+	}
 }
 
 // put changes a stored row's multiplicity by sign (a new row starts with
