@@ -198,15 +198,14 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		if mb > 0 {
 			text = fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
 		}
-		if p.twoPhase(from, layout, mb) {
+		two := p.twoPhase(from, layout, mb)
+		if two {
 			if mb <= 0 {
 				mb = 1024
 			}
 			text = fmt.Sprintf("GlobalGroupAggregate(groupBy=[%s], select=[%s], local=[LocalGroupAggregate], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
-			agg = twoPhaseAggRel(from, keyExprs, layout, out, text, mb)
-		} else {
-			agg = groupAggRel(from, keyExprs, layout, out, text, mb)
 		}
+		agg = groupAggRel(from, keyExprs, layout, out, text, mb, two)
 	}
 
 	// the select list and HAVING over the aggregation's output
@@ -312,17 +311,19 @@ func hasAggregateItems(items []parser.SelectItem, funcs map[string]expr.Function
 // that keeps the accumulators of each group in weir state and emits, per
 // input row, the change of the group's result (+I for a new group,
 // -U/+U for an update, -D when the group empties), as Flink's
-// GroupAggFunction does without mini-batches.
-func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, miniBatch int) *rel {
+// GroupAggFunction does without mini-batches. With miniBatch, a batch's
+// rows per key make one change (miniBatchAggFn); with twoPhase, a local
+// phase before the shuffle folds them into partials that it merges.
+func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, miniBatch int, twoPhase bool) *rel {
 	keyEvals := evals(keys)
+	nk := len(keyEvals)
 	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
 	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
 		s, err := b.stream(in)
 		if err != nil {
 			return nil, err
 		}
-		nk := len(keyEvals)
-		ks := weir.KeyBy(s, func(row types.Row) string {
+		key := func(row types.Row) string {
 			if nk == 0 {
 				return ""
 			}
@@ -332,15 +333,25 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 				vs = append(vs, f(row.Values))
 			}
 			return types.Key(vs)
-		})
-		if miniBatch > 0 {
-			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-				return &miniBatchAggFn{groupAggFn: groupAggFn{layout: layout, keys: keyEvals}, size: miniBatch}
-			}, b.uid("group-agg")), nil
 		}
+		uid := "group-agg"
+		if twoPhase {
+			// the local phase before the shuffle: a partial accumulator
+			// per group and batch, whose first nk values are the keys
+			s = weir.FlatMapFlushWith(s, func() (func(types.Row, func(types.Row)), func(func(types.Row))) {
+				return localAggFn(layout, keyEvals)
+			}, b.uid("local-agg"), weir.Name("LocalGroupAggregate"))
+			key = func(row types.Row) string { return types.Key(row.Values[:nk]) }
+			uid = "global-agg"
+		}
+		ks := weir.KeyBy(s, key)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &groupAggFn{layout: layout, keys: keyEvals}
-		}, b.uid("group-agg")), nil
+			fn := groupAggFn{layout: layout, keys: keyEvals}
+			if miniBatch > 0 {
+				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
+			}
+			return &fn
+		}, b.uid(uid)), nil
 	}
 	return r
 }
@@ -429,7 +440,10 @@ func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], prev, acc
 // at every checkpoint barrier (EndBatch runs before it).
 type miniBatchAggFn struct {
 	groupAggFn
-	size    int
+	size int
+	// merge: the rows are a local phase's partial accumulators, merged
+	// (the global phase of a two-phase aggregation)
+	merge   bool
 	index   map[string]int // key -> pending index
 	pending []pendingKey
 	n       int // rows buffered
@@ -441,18 +455,8 @@ type pendingKey struct {
 	rows []types.Row
 }
 
+// ProcessElement keeps in with its key's rows of the batch.
 func (f *miniBatchAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
-	if err := f.buffer(ctx, in); err != nil {
-		return err
-	}
-	if f.n >= f.size {
-		return f.EndBatch(ctx)
-	}
-	return nil
-}
-
-// buffer keeps in with its key's rows of the batch.
-func (f *miniBatchAggFn) buffer(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	if f.index == nil {
 		f.index = map[string]int{}
 	}
@@ -471,41 +475,15 @@ func (f *miniBatchAggFn) buffer(ctx *weir.KeyedContext[string, types.Row], in ty
 	p := &f.pending[i]
 	p.ts = ctx.Timestamp()
 	p.rows = append(p.rows, in)
-	f.n++
+	if f.n++; f.n >= f.size {
+		return f.EndBatch(ctx)
+	}
 	return nil
 }
 
 // EndBatch folds each key's buffered rows into its accumulator and emits
 // the key's change.
 func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error {
-	l := f.layout
-	f.endBatch(ctx, func(acc []types.Value, rows []types.Row) []types.Value {
-		for _, in := range rows {
-			sign := int64(1)
-			if in.Kind.IsRetraction() {
-				sign = -1
-				if acc == nil {
-					continue // a retraction of a group never seen
-				}
-			}
-			if acc == nil {
-				keys := make([]types.Value, len(f.keys))
-				for j, k := range f.keys {
-					keys[j] = k(in.Values)
-				}
-				acc = l.Create(keys)
-			}
-			l.Accumulate(acc, in.Values, sign)
-		}
-		return acc
-	})
-	return nil
-}
-
-// endBatch visits the keys of the batch: fold turns a key's accumulator
-// (nil: a new group) and its buffered rows into the new accumulator,
-// which settle keeps and emits the change of.
-func (f *miniBatchAggFn) endBatch(ctx *weir.KeyedContext[string, types.Row], fold func(acc []types.Value, rows []types.Row) []types.Value) {
 	for i := range f.pending {
 		p := &f.pending[i]
 		ctx.SetKey(p.ref, p.ts)
@@ -515,7 +493,7 @@ func (f *miniBatchAggFn) endBatch(ctx *weir.KeyedContext[string, types.Row], fol
 			prev = f.output(st.Values)
 			acc = st.Values
 		}
-		acc = fold(acc, p.rows)
+		acc = f.fold(acc, p.rows)
 		clear(p.rows)
 		p.rows = p.rows[:0]
 		f.settle(ctx, prev, acc)
@@ -523,6 +501,37 @@ func (f *miniBatchAggFn) endBatch(ctx *weir.KeyedContext[string, types.Row], fol
 	f.pending = f.pending[:0]
 	clear(f.index)
 	f.n = 0
+	return nil
+}
+
+// fold adds a key's rows to its accumulator (nil: a new group), or merges
+// its partials into it.
+func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value {
+	l := f.layout
+	for _, in := range rows {
+		switch {
+		case f.merge && acc == nil:
+			acc = append([]types.Value(nil), in.Values...)
+		case f.merge:
+			l.Merge(acc, in.Values)
+		case in.Kind.IsRetraction() && acc == nil:
+			// a retraction of a group never seen
+		default:
+			if acc == nil {
+				keys := make([]types.Value, len(f.keys))
+				for j, k := range f.keys {
+					keys[j] = k(in.Values)
+				}
+				acc = l.Create(keys)
+			}
+			sign := int64(1)
+			if in.Kind.IsRetraction() {
+				sign = -1
+			}
+			l.Accumulate(acc, in.Values, sign)
+		}
+	}
+	return acc
 }
 
 // Two-phase (local-global) group aggregation, Flink's
@@ -562,21 +571,23 @@ func (p *planner) twoPhase(in *rel, layout *expr.AggLayout, miniBatch int) bool 
 }
 
 // localAggFn is the local phase: partial accumulators per group key for
-// one input batch.
+// one input batch. A row of a group already seen costs no allocation: the
+// key is built in scratch space and looked up without a string.
 func localAggFn(layout *expr.AggLayout, keys []expr.EvalFn) (func(types.Row, func(types.Row)), func(func(types.Row))) {
 	index := map[string]int{}
 	var accs [][]types.Value
+	kv := make([]types.Value, len(keys))
+	var kb []byte
 	fn := func(in types.Row, _ func(types.Row)) {
-		kv := make([]types.Value, len(keys))
 		for i, k := range keys {
 			kv[i] = k(in.Values)
 		}
-		key := types.Key(kv)
-		i, ok := index[key]
+		kb = types.AppendKey(kb[:0], kv)
+		i, ok := index[string(kb)]
 		if !ok {
 			i = len(accs)
-			index[key] = i
-			accs = append(accs, layout.Create(kv))
+			index[string(kb)] = i
+			accs = append(accs, layout.Create(kv)) // Create copies the keys
 		}
 		layout.Accumulate(accs[i], in.Values, 1)
 	}
@@ -588,63 +599,4 @@ func localAggFn(layout *expr.AggLayout, keys []expr.EvalFn) (func(types.Row, fun
 		clear(index)
 	}
 	return fn, flush
-}
-
-// globalAggFn is the global phase: it merges a batch's partials per group
-// into the group's accumulator and emits the group's change.
-type globalAggFn struct {
-	miniBatchAggFn
-}
-
-// EndBatch merges each key's partials into its state.
-func (f *globalAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) error {
-	l := f.layout
-	f.endBatch(ctx, func(acc []types.Value, parts []types.Row) []types.Value {
-		for _, part := range parts {
-			if acc == nil {
-				acc = append([]types.Value(nil), part.Values...)
-				continue
-			}
-			l.Merge(acc, part.Values)
-		}
-		return acc
-	})
-	return nil
-}
-
-func (f *globalAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
-	if err := f.miniBatchAggFn.buffer(ctx, in); err != nil {
-		return err
-	}
-	if f.n >= f.size {
-		return f.EndBatch(ctx)
-	}
-	return nil
-}
-
-// twoPhaseAggRel is a group aggregation in two phases: local partial
-// accumulators per batch before the shuffle, merged by the global phase.
-func twoPhaseAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string, size int) *rel {
-	keyEvals := evals(keys)
-	r := &rel{op: op, sc: out, mode: types.All, inputs: []*rel{in}, updater: op, bounded: in.bounded}
-	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		s, err := b.stream(in)
-		if err != nil {
-			return nil, err
-		}
-		local := weir.FlatMapFlushWith(s, func() (func(types.Row, func(types.Row)), func(func(types.Row))) {
-			return localAggFn(layout, keyEvals)
-		}, b.uid("local-agg"), weir.Name("LocalGroupAggregate"))
-		nk := len(keyEvals)
-		ks := weir.KeyBy(local, func(row types.Row) string {
-			if nk == 0 {
-				return ""
-			}
-			return types.Key(row.Values[:nk])
-		})
-		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &globalAggFn{miniBatchAggFn{groupAggFn: groupAggFn{layout: layout, keys: keyEvals}, size: size}}
-		}, b.uid("global-agg")), nil
-	}
-	return r
 }
