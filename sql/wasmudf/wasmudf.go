@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -98,7 +99,7 @@ var modules struct {
 }
 
 func compile(wasm []byte, where string, timeout time.Duration) (*module, error) {
-	key := fmt.Sprintf("%x|%d|%s", hashBytes(wasm), len(wasm), timeout)
+	key := fmt.Sprintf("%x|%d|%s", xxhash.Sum64(wasm), len(wasm), timeout)
 	modules.Lock()
 	defer modules.Unlock()
 	if m := modules.m[key]; m != nil {
@@ -123,16 +124,6 @@ func compile(wasm []byte, where string, timeout time.Duration) (*module, error) 
 	modules.m[key] = m
 	go m.watchdog()
 	return m, nil
-}
-
-// hashBytes is FNV-1a, to key the cache of compiled modules.
-func hashBytes(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
 }
 
 // instance is one instantiation of a module: its memory holds one call's
@@ -531,7 +522,7 @@ func (m *module) function(export string) (expr.Function, error) {
 		return &expr.ScalarFunction{
 			Args: args, Returns: result, CallOnNull: callOnNull,
 			Eval: func(a []types.Value) (types.Value, error) {
-				return m.invoke(export, argCodecs, res, nil, a)
+				return m.value(export, res, nil, argCodecs, a)
 			},
 		}, nil
 	case acc:
@@ -542,7 +533,7 @@ func (m *module) function(export string) (expr.Function, error) {
 			Args: args, Returns: result, CallOnNull: callOnNull,
 			Accumulate: m.accFn(export+"_accumulate", argCodecs),
 			Result: func(acc types.Value) (types.Value, error) {
-				return m.invoke(export+"_result", nil, res, &acc, nil)
+				return m.value(export+"_result", res, []types.Value{acc}, nil, nil)
 			},
 		}
 		if retract {
@@ -550,9 +541,7 @@ func (m *module) function(export string) (expr.Function, error) {
 		}
 		if merge {
 			f.Merge = func(acc, other types.Value) (types.Value, error) {
-				return m.invokeRaw(export+"_merge", func(b []byte) []byte {
-					return appendAcc(appendAcc(b, acc), other)
-				})
+				return m.accumulator(export+"_merge", []types.Value{acc, other}, nil, nil)
 			}
 		}
 		return f, nil
@@ -571,66 +560,60 @@ func appendAcc(b []byte, acc types.Value) []byte {
 
 func (m *module) accFn(name string, codecs []codec) func(acc types.Value, args []types.Value) (types.Value, error) {
 	return func(acc types.Value, args []types.Value) (types.Value, error) {
-		return m.invokeRaw(name, func(b []byte) []byte {
-			b = appendAcc(b, acc)
-			for i, a := range args {
-				b = codecs[i].append(b, a)
-			}
-			return b
-		})
+		return m.accumulator(name, []types.Value{acc}, codecs, args)
 	}
 }
 
-// invokeRaw calls name and returns its result's wire bytes as an
-// accumulator value.
-func (m *module) invokeRaw(name string, enc func([]byte) []byte) (types.Value, error) {
+// run calls export name on an instance of the pool with the accumulators
+// accs and then args (by codecs) as its arguments, and hands read the
+// result's bytes, valid until the instance's next call; a result that is
+// an error comes back as the error. A failed call discards the instance,
+// whose state is unknown.
+func (m *module) run(name string, accs []types.Value, codecs []codec, args []types.Value, read func(out []byte) error) error {
 	in, err := m.get()
 	if err != nil {
-		return types.Value{}, err
+		return err
 	}
-	fn := in.fn(name)
-	in.enc = enc(in.enc[:0])
-	b, err := m.call(in, fn)
-	if err != nil {
-		m.discard(in)
-		return types.Value{}, err
-	}
-	if len(b) > 0 && b[0] == tagError {
-		msg, err := readString(b[1:])
-		m.put(in)
-		if err != nil {
-			return types.Value{}, err
-		}
-		return types.Value{}, errors.New(msg)
-	}
-	v := types.Value{S: string(b)}
-	m.put(in)
-	return v, nil
-}
-
-// invoke calls name with acc (when not nil) and the arguments, and decodes
-// the result as res.
-func (m *module) invoke(name string, codecs []codec, res codec, acc *types.Value, args []types.Value) (types.Value, error) {
-	in, err := m.get()
-	if err != nil {
-		return types.Value{}, err
-	}
-	fn := in.fn(name)
 	b := in.enc[:0]
-	if acc != nil {
-		b = appendAcc(b, *acc)
+	for _, a := range accs {
+		b = appendAcc(b, a)
 	}
 	for i, a := range args {
 		b = codecs[i].append(b, a)
 	}
 	in.enc = b
-	out, err := m.call(in, fn)
+	out, err := m.call(in, in.fn(name))
 	if err != nil {
 		m.discard(in)
-		return types.Value{}, err
+		return err
 	}
-	v, err := res.decode(out)
-	m.put(in)
+	defer m.put(in)
+	if len(out) > 0 && out[0] == tagError {
+		msg, err := readString(out[1:])
+		if err != nil {
+			return err
+		}
+		return errors.New(msg)
+	}
+	return read(out)
+}
+
+// value calls name and decodes its result as res.
+func (m *module) value(name string, res codec, accs []types.Value, codecs []codec, args []types.Value) (v types.Value, err error) {
+	err = m.run(name, accs, codecs, args, func(out []byte) error {
+		v, err = res.decode(out)
+		return err
+	})
+	return v, err
+}
+
+// accumulator calls name and keeps its result's wire bytes as an
+// aggregate's accumulator.
+func (m *module) accumulator(name string, accs []types.Value, codecs []codec, args []types.Value) (v types.Value, err error) {
+	err = m.run(name, accs, codecs, args, func(out []byte) error {
+		v = types.Value{S: string(out)}
+		return nil
+	})
 	return v, err
 }
 
@@ -651,47 +634,26 @@ func (m *module) tableFunction(export string, args []types.Type, argCodecs []cod
 	return &expr.TableFunction{
 		Args: args, Columns: cols, CallOnNull: callOnNull,
 		Eval: func(a []types.Value, emit func([]types.Value)) error {
-			in, err := m.get()
-			if err != nil {
-				return err
-			}
-			fn := in.fn(export)
-			b := in.enc[:0]
-			for i, v := range a {
-				b = argCodecs[i].append(b, v)
-			}
-			in.enc = b
-			out, err := m.call(in, fn)
-			if err != nil {
-				m.discard(in)
-				return err
-			}
-			defer m.put(in)
-			if len(out) > 0 && out[0] == tagError {
-				msg, err := readString(out[1:])
-				if err != nil {
-					return err
+			return m.run(export, nil, argCodecs, a, func(out []byte) error {
+				if len(out) < 5 || out[0] != tagTable {
+					return errors.New("a table function's result must begin with tag 0xFE and a row count")
 				}
-				return errors.New(msg)
-			}
-			if len(out) < 5 || out[0] != tagTable {
-				return errors.New("a table function's result must begin with tag 0xFE and a row count")
-			}
-			n := binary.LittleEndian.Uint32(out[1:])
-			rest := out[5:]
-			row := make([]types.Value, len(codecs))
-			for range n {
-				for j, c := range codecs {
-					v, size, err := c.decodeOne(rest)
-					if err != nil {
-						return fmt.Errorf("row %d, column %s: %w", j, cols[j].Name, err)
+				n := binary.LittleEndian.Uint32(out[1:])
+				rest := out[5:]
+				row := make([]types.Value, len(codecs))
+				for r := range n {
+					for j, c := range codecs {
+						v, size, err := c.decodeOne(rest)
+						if err != nil {
+							return fmt.Errorf("row %d, column %s: %w", r, cols[j].Name, err)
+						}
+						row[j] = v
+						rest = rest[size:]
 					}
-					row[j] = v
-					rest = rest[size:]
+					emit(row)
 				}
-				emit(row)
-			}
-			return nil
+				return nil
+			})
 		},
 	}, nil
 }
