@@ -166,6 +166,31 @@ func IsAggregate(name string, funcs map[string]Function) bool {
 // allocation per row.
 var argsPool = sync.Pool{New: func() any { s := make([]types.Value, 0, 8); return &s }}
 
+// callArgs evaluates a call's arguments on row r into a slice of
+// argsPool; ok is false (and there is nothing to give back) when one is
+// NULL and the function does not take NULL. releaseArgs gives it back.
+func callArgs(fs []EvalFn, r []types.Value, callOnNull bool) (*[]types.Value, bool) {
+	p := argsPool.Get().(*[]types.Value)
+	a := (*p)[:0]
+	for _, g := range fs {
+		v := g(r)
+		if v.Null && !callOnNull {
+			*p = a[:0]
+			argsPool.Put(p)
+			return nil, false
+		}
+		a = append(a, v)
+	}
+	*p = a
+	return p, true
+}
+
+func releaseArgs(p *[]types.Value) {
+	clear(*p)
+	*p = (*p)[:0]
+	argsPool.Put(p)
+}
+
 // castParams casts the call's arguments to the function's parameters.
 func castParams(e *parser.Call, name string, xs []Expr, params []types.Type, variadic bool) error {
 	n := len(params)
@@ -260,24 +285,15 @@ func (c *Compiler) scalarCall(e *parser.Call, name string, f *ScalarFunction) (E
 	eval, callOnNull := f.Eval, f.CallOnNull
 	res.TimeAttr = 0
 	out := Expr{Type: res, Col: -1, Const: allKonst(xs) && !f.NonDeterministic, Eval: func(r []types.Value) types.Value {
-		p := argsPool.Get().(*[]types.Value)
-		a := (*p)[:0]
-		for _, g := range fs {
-			v := g(r)
-			if v.Null && !callOnNull {
-				*p = a[:0]
-				argsPool.Put(p)
-				return types.NullValue
-			}
-			a = append(a, v)
+		p, ok := callArgs(fs, r, callOnNull)
+		if !ok {
+			return types.NullValue
 		}
-		v, err := eval(a)
+		v, err := eval(*p)
 		if err != nil {
-			panic(udfError(name, a, params, err))
+			panic(udfError(name, *p, params, err))
 		}
-		clear(a)
-		*p = a[:0]
-		argsPool.Put(p)
+		releaseArgs(p)
 		return v
 	}}
 	return out, nil
@@ -335,38 +351,18 @@ var cmpStrings = func(x, y types.Value) int { return strings.Compare(x.S, y.S) }
 // userAdd adds (sign 1) or retracts (sign -1) one row; with DISTINCT, a
 // row whose arguments are already in the multiset only counts there.
 func (a *AggCall) userAdd(acc []types.Value, in []types.Value, sign int64) {
+	p, ok := callArgs(a.uArgs, in, a.udf.CallOnNull)
+	if !ok {
+		return
+	}
+	defer releaseArgs(p)
+	args := *p
 	if a.Distinct {
-		var buf [4]types.Value
-		args := buf[:0]
-		for _, g := range a.uArgs {
-			v := g(in)
-			if v.Null && !a.udf.CallOnNull {
-				return
-			}
-			args = append(args, v)
-		}
 		var first bool
 		acc[a.slot], first = multisetAdd(acc[a.slot], types.StringValue(types.Key(args)), sign, cmpStrings)
 		if !first {
 			return
 		}
-	}
-	s := a.userSlot()
-	acc[s] = a.userAccumulate(acc[s], in, sign)
-}
-
-// userAccumulate adds (sign 1) or retracts (sign -1) one row.
-func (a *AggCall) userAccumulate(acc types.Value, in []types.Value, sign int64) types.Value {
-	p := argsPool.Get().(*[]types.Value)
-	args := (*p)[:0]
-	for _, g := range a.uArgs {
-		v := g(in)
-		if v.Null && !a.udf.CallOnNull {
-			*p = args[:0]
-			argsPool.Put(p)
-			return acc
-		}
-		args = append(args, v)
 	}
 	fn := a.udf.Accumulate
 	if sign < 0 {
@@ -375,14 +371,12 @@ func (a *AggCall) userAccumulate(acc types.Value, in []types.Value, sign int64) 
 			panic(runtimeError(fmt.Sprintf("aggregate function %s cannot take a row back: it has no Retract", a.uName)))
 		}
 	}
-	out, err := fn(acc, args)
+	s := a.userSlot()
+	out, err := fn(acc[s], args)
 	if err != nil {
 		panic(udfError(a.uName, args, a.uTs, err))
 	}
-	clear(args)
-	*p = args[:0]
-	argsPool.Put(p)
-	return out
+	acc[s] = out
 }
 
 func (a *AggCall) userMerge(dst, src types.Value) types.Value {
@@ -449,23 +443,14 @@ func (c *Compiler) CompileTableCall(at parser.Expr, name string, args []parser.E
 	}
 	eval, callOnNull := f.Eval, f.CallOnNull
 	return &TableCall{Columns: cols, Eval: func(row []types.Value, emit func([]types.Value)) {
-		p := argsPool.Get().(*[]types.Value)
-		a := (*p)[:0]
-		for _, g := range fs {
-			v := g(row)
-			if v.Null && !callOnNull {
-				*p = a[:0]
-				argsPool.Put(p)
-				return
-			}
-			a = append(a, v)
+		p, ok := callArgs(fs, row, callOnNull)
+		if !ok {
+			return
 		}
-		if err := eval(a, emit); err != nil {
-			panic(udfError(lname, a, params, err))
+		if err := eval(*p, emit); err != nil {
+			panic(udfError(lname, *p, params, err))
 		}
-		clear(a)
-		*p = a[:0]
-		argsPool.Put(p)
+		releaseArgs(p)
 	}}, nil
 }
 
