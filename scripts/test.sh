@@ -66,6 +66,11 @@ export WEIR_REQUIRE_CHROMIUM=1
 # same, for kcat.
 bash scripts/kcat.sh install
 export WEIR_REQUIRE_KCAT=1
+# sql/format/protobuf's tests check weir's run-time .proto compilation and
+# its encoding against Google's protoc (Debian's protobuf-compiler): the
+# same, for protoc.
+bash scripts/protoc.sh install
+export WEIR_REQUIRE_PROTOC=1
 go test -race -count=1 ./...
 # connector/kafka's source, sink, changelog and in-process group tests once
 # more, against weir broker instead of kfake (about 25 s; the main pass

@@ -10,6 +10,7 @@ import (
 	_ "github.com/weirstream/weir/sql/format/csv"
 	_ "github.com/weirstream/weir/sql/format/debezium"
 	_ "github.com/weirstream/weir/sql/format/json"
+	_ "github.com/weirstream/weir/sql/format/protobuf"
 	_ "github.com/weirstream/weir/sql/format/raw"
 
 	// Connectors.
