@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Apache Avro's own Python library for weir's Avro interoperability tests
+# (sql/format/avro and format/avro: Debian's python3-avro writes records
+# and object-container files that weir reads, and reads what weir writes).
+#
+#   bash scripts/avro.sh install   install Debian's python3-avro if `import
+#                                  avro` fails (apt-get; needs root or sudo)
+#   bash scripts/avro.sh path      print the python3 that imports avro
+#
+# WEIR_PYAVRO overrides which python is used.
+set -euo pipefail
+
+path() {
+  if [ -n "${WEIR_PYAVRO:-}" ]; then
+    if [ -x "$WEIR_PYAVRO" ] || command -v "$WEIR_PYAVRO" >/dev/null 2>&1; then
+      "$WEIR_PYAVRO" -c 'import avro' >/dev/null 2>&1 && { command -v "$WEIR_PYAVRO"; return 0; }
+      echo "avro.sh: WEIR_PYAVRO=$WEIR_PYAVRO does not import avro" >&2
+      return 1
+    fi
+    echo "avro.sh: WEIR_PYAVRO=$WEIR_PYAVRO is not an executable" >&2
+    return 1
+  fi
+  # The python3 first on PATH may not be Debian's (pyenv, a venv), which is
+  # the one python3-avro installs into: try both.
+  local c
+  for c in python3 /usr/bin/python3; do
+    if command -v "$c" >/dev/null 2>&1 && "$c" -c 'import avro' >/dev/null 2>&1; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+
+install() {
+  if p=$(path); then
+    echo "avro.sh: python3-avro found ($p)"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "avro.sh: python3-avro is missing and this is not a Debian-like system: install Apache Avro's Python library and set WEIR_PYAVRO" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "avro.sh: installing python3-avro needs root (or sudo)" >&2; return 1; }
+    sudo="sudo"
+  fi
+  echo "avro.sh: installing python3-avro with apt-get"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-avro >/dev/null
+  p=$(path) || { echo "avro.sh: apt-get installed python3-avro, but python3 does not import avro" >&2; return 1; }
+  echo "avro.sh: python3-avro installed ($p)"
+}
+
+case "${1:-}" in
+  install) install ;;
+  path) path ;;
+  *) echo "usage: avro.sh install|path" >&2; exit 2 ;;
+esac
