@@ -7,6 +7,7 @@ package builtin
 
 import (
 	// Formats.
+	_ "github.com/weirstream/weir/sql/format/avro"
 	_ "github.com/weirstream/weir/sql/format/csv"
 	_ "github.com/weirstream/weir/sql/format/debezium"
 	_ "github.com/weirstream/weir/sql/format/json"
