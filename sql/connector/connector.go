@@ -74,6 +74,86 @@ type Table struct {
 	Options map[string]string
 	// Settings are the job's settings that connectors need.
 	Settings Settings
+	// Metadata are the table's metadata columns the connector reads
+	// (for a source) or writes (for a sink), as Flink's
+	// SupportsReadingMetadata / SupportsWritingMetadata: a source appends
+	// one value per entry, in order, after the Schema's values of each
+	// row; a sink's rows carry them there. Only a factory that implements
+	// MetadataFactory is given any, and only keys it lists, with the
+	// types it lists (the planner casts to the column's declared type).
+	Metadata []MetadataColumn
+}
+
+// MetadataColumn is a metadata key of a connector and its type: the value
+// a source reads besides the record's fields (Kafka's 'offset',
+// 'timestamp', 'headers'), or one a sink writes besides them.
+type MetadataColumn struct {
+	Key  string
+	Type types.Type
+}
+
+// MetadataFactory is implemented by a connector whose tables may declare
+// metadata columns (`c TYPE METADATA [FROM 'key'] [VIRTUAL]`).
+type MetadataFactory interface {
+	Factory
+	// ReadableMetadata lists the keys a source reads, with their types.
+	ReadableMetadata() []MetadataColumn
+	// WritableMetadata lists the keys a sink writes, with their types;
+	// a table with a persisted (not VIRTUAL) metadata column of another
+	// key cannot be written to.
+	WritableMetadata() []MetadataColumn
+}
+
+// ResolveMetadata checks the metadata keys of a table's metadata columns
+// (cols names the columns, for messages) against what its connector reads
+// (write false) or writes (write true), and returns them with their types.
+func ResolveMetadata(t *Table, keys, cols []string, write bool) ([]MetadataColumn, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	f, err := Lookup(t)
+	if err != nil {
+		return nil, err
+	}
+	mf, _ := f.(MetadataFactory)
+	var known []MetadataColumn
+	if mf != nil {
+		known = mf.ReadableMetadata()
+		if write {
+			known = mf.WritableMetadata()
+		}
+	}
+	what := "reading"
+	if write {
+		what = "writing"
+	}
+	out := make([]MetadataColumn, len(keys))
+	for i, k := range keys {
+		found := false
+		for _, m := range known {
+			if m.Key == k {
+				out[i], found = m, true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		if len(known) == 0 {
+			return nil, fmt.Errorf("table '%s': invalid metadata key '%s' in column '%s': connector '%s' has no metadata keys for %s", t.Name, k, cols[i], f.Identifier(), what)
+		}
+		names := make([]string, len(known))
+		for j, m := range known {
+			names[j] = m.Key
+		}
+		hint := ""
+		if write {
+			hint = " (declare a column that is only read VIRTUAL)"
+		}
+		return nil, fmt.Errorf("table '%s': invalid metadata key '%s' in column '%s': connector '%s' supports the following metadata keys for %s: %s%s",
+			t.Name, k, cols[i], f.Identifier(), what, strings.Join(names, ", "), hint)
+	}
+	return out, nil
 }
 
 // Settings are the settings of the job a table is read or written by.

@@ -22,12 +22,22 @@ type tableDef struct {
 	physical []int
 	// computed columns: index in cols and expression over the physical row.
 	computed []computedCol
-	pk       []int // indexes in the physical schema
-	options  map[string]string
+	// meta are the metadata columns (`c T METADATA [FROM 'key']
+	// [VIRTUAL]`), in declaration order: a source appends them after the
+	// physical columns, and a sink writes those not VIRTUAL.
+	meta    []metaCol
+	pk      []int // indexes in the physical schema
+	options map[string]string
 	// rowtime is the cols index of the WATERMARK column (-1: none); delay
 	// the watermark's bound.
 	rowtime int
 	delay   time.Duration
+}
+
+type metaCol struct {
+	idx     int // in cols
+	key     string
+	virtual bool
 }
 
 type computedCol struct {
@@ -106,9 +116,6 @@ func (c *catalog) createTable(ct *parser.CreateTable) error {
 		if col.Computed != nil {
 			continue
 		}
-		if col.Metadata != "" {
-			return parser.Errorf(col.Pos, "metadata columns are not supported yet")
-		}
 		td.physical = append(td.physical, len(td.cols))
 		td.cols = append(td.cols, expr.Column{Name: col.Name, Type: col.Type})
 		phys.Cols = append(phys.Cols, expr.Column{Name: col.Name, Type: col.Type})
@@ -139,7 +146,10 @@ func (c *catalog) createTable(ct *parser.CreateTable) error {
 	td.cols = out
 	td.physical = td.physical[:0]
 	for i, col := range ct.Columns {
-		if col.Computed == nil {
+		switch {
+		case col.Metadata != "":
+			td.meta = append(td.meta, metaCol{idx: i, key: col.Metadata, virtual: col.Virtual})
+		case col.Computed == nil:
 			td.physical = append(td.physical, i)
 		}
 	}

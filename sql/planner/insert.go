@@ -30,21 +30,44 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 	if err != nil {
 		return nil, err
 	}
-	// the sink's physical columns, and which query column feeds each
-	sinkCols := make([]expr.Column, len(td.physical))
-	for j, pi := range td.physical {
-		sinkCols[j] = td.cols[pi]
+	// the sink's columns: the physical ones, then the persisted metadata
+	// columns (not VIRTUAL), as the connector takes them; decl is each
+	// one's place among the table's persisted columns in declaration
+	// order, which a query without a column list gives them in
+	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings(), PrimaryKey: td.pk}
+	meta, err := td.resolveMetadata(ct, true)
+	if err != nil {
+		return nil, err
+	}
+	var sinkIdx []int // td.cols indexes
+	sinkIdx = append(sinkIdx, td.physical...)
+	for _, m := range td.meta {
+		if !m.virtual {
+			sinkIdx = append(sinkIdx, m.idx)
+		}
+	}
+	sinkCols := make([]expr.Column, len(sinkIdx))
+	decl := make([]int, len(sinkIdx))
+	for j, ci := range sinkIdx {
+		sinkCols[j] = td.cols[ci]
 		sinkCols[j].Type.TimeAttr = 0
+		for _, cj := range sinkIdx {
+			if cj < ci {
+				decl[j]++
+			}
+		}
 	}
 	from := make([]int, len(sinkCols))
 	if len(ins.Columns) == 0 {
 		if len(q.sc.Cols) != len(sinkCols) {
+			names := make([]string, len(sinkCols))
+			for j, d := range decl {
+				names[d] = sinkCols[j].Name
+			}
 			return nil, parser.Errorf(ins.Pos, "column types of query result and sink for '%s' do not match: the query has %d columns (%s), the sink %d (%s)",
-				ins.Table, len(q.sc.Cols), strings.Join(q.sc.Schema().Names(), ", "), len(sinkCols), strings.Join((&expr.Scope{Cols: sinkCols}).Schema().Names(), ", "))
+				ins.Table, len(q.sc.Cols), strings.Join(q.sc.Schema().Names(), ", "), len(sinkCols), strings.Join(names, ", "))
 		}
-		for j := range from {
-			from[j] = j
-		}
+		copy(from, decl)
 	} else {
 		if len(ins.Columns) != len(q.sc.Cols) {
 			return nil, parser.Errorf(ins.Pos, "INSERT INTO '%s' names %d columns but the query has %d", ins.Table, len(ins.Columns), len(q.sc.Cols))
@@ -60,7 +83,7 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 				}
 			}
 			if !found {
-				return nil, parser.Errorf(ins.Pos, "column '%s' is not a physical column of '%s'", c, ins.Table)
+				return nil, parser.Errorf(ins.Pos, "column '%s' is not a physical or persisted metadata column of '%s'", c, ins.Table)
 			}
 		}
 	}
@@ -88,9 +111,27 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 		fns[j] = fn
 		identity = false
 	}
-	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings(), PrimaryKey: td.pk}
-	for _, c := range sinkCols {
+	for _, c := range sinkCols[:len(td.physical)] {
 		ct.Schema = append(ct.Schema, types.Field{Name: c.Name, Type: c.Type})
+	}
+	ct.Metadata = meta
+	for k, m := range meta {
+		// the query's value is cast to the declared type, then to the
+		// connector's
+		j := len(td.physical) + k
+		if m.Type.Kind == sinkCols[j].Type.Kind && m.Type.Precision == sinkCols[j].Type.Precision {
+			continue
+		}
+		fn, err := expr.CastFn(sinkCols[j].Type, m.Type)
+		if err != nil {
+			return nil, parser.Errorf(td.ddl.Columns[sinkIdx[j]].Pos, "metadata column '%s' of '%s': %s cannot be cast to %s, the type of metadata key '%s'", sinkCols[j].Name, td.ddl.Name, sinkCols[j].Type, m.Type, m.Key)
+		}
+		if prev := fns[j]; prev != nil {
+			fns[j] = func(v types.Value) types.Value { return fn(prev(v)) }
+		} else {
+			fns[j] = fn
+		}
+		identity = false
 	}
 	sink, err := connector.CreateSink(ct)
 	if err != nil {

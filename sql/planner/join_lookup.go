@@ -63,6 +63,9 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 	if len(td.computed) > 0 {
 		return nil, true, parser.Errorf(ref.Pos, "the lookup table '%s' has computed columns, which a lookup join does not compute (yet)", ref.Name)
 	}
+	if len(td.meta) > 0 {
+		return nil, true, parser.Errorf(ref.Pos, "the lookup table '%s' has metadata columns, which a lookup join does not read (yet)", ref.Name)
+	}
 	alias := ref.Alias
 	if alias == "" {
 		alias = ref.Name

@@ -49,18 +49,56 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		ct.Schema[len(ct.Schema)-1].Type.TimeAttr = types.NoTimeAttr
 	}
 	ct.PrimaryKey = td.pk
+	meta, err := td.resolveMetadata(ct, false)
+	if err != nil {
+		return nil, err
+	}
+	ct.Metadata = meta
 	src, err := connector.CreateSource(ct)
 	if err != nil {
 		return nil, optionsErr(td, pos, err)
 	}
 	sc := &expr.Scope{Cols: append([]expr.Column(nil), td.cols...)}
-	phys := &expr.Scope{}
+	// the source's rows: the physical columns, then the metadata columns
+	// (of the connector's types; CAST to the declared ones where they
+	// differ, as Flink's planner does)
+	phys, rawSc := &expr.Scope{}, &expr.Scope{}
 	for _, pi := range td.physical {
 		phys.Cols = append(phys.Cols, td.cols[pi])
+		rawSc.Cols = append(rawSc.Cols, td.cols[pi])
+	}
+	for k, m := range td.meta {
+		phys.Cols = append(phys.Cols, td.cols[m.idx])
+		c := td.cols[m.idx]
+		c.Type = meta[k].Type
+		rawSc.Cols = append(rawSc.Cols, c)
 	}
 	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: phys}
+	if len(meta) > 0 {
+		rc := &expr.Compiler{Scope: rawSc}
+		ec.Cols = make([]expr.Expr, len(rawSc.Cols))
+		for j := range rawSc.Cols {
+			ec.Cols[j] = rc.Column(j)
+			if j < len(td.physical) {
+				continue
+			}
+			m := td.meta[j-len(td.physical)]
+			from, to := rawSc.Cols[j].Type, td.cols[m.idx].Type
+			to.TimeAttr = types.NoTimeAttr
+			if from.Kind == to.Kind && from.Precision == to.Precision && from.Scale == to.Scale {
+				continue
+			}
+			col := td.ddl.Columns[m.idx]
+			if _, err := expr.CastFn(from, to); err != nil {
+				return nil, parser.Errorf(col.Pos, "metadata column '%s' of '%s': metadata key '%s' is %s, which cannot be cast to %s", col.Name, td.ddl.Name, m.key, from, to)
+			}
+			if ec.Cols[j], err = expr.Cast(ec.Cols[j], to, &parser.Ident{Pos: col.Pos, Parts: []string{col.Name}}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	var push *expr.PushLayout
-	if src.Project != nil && !p.cfg.DisablePushdown {
+	if src.Project != nil && !p.cfg.DisablePushdown && len(meta) == 0 {
 		// the connector projects: the scan's rows hold what is read
 		push = &expr.PushLayout{Table: td.ddl.Name}
 		ec.Cols = make([]expr.Expr, len(phys.Cols))
@@ -93,6 +131,9 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 	for j, pi := range td.physical {
 		physAt[pi] = j
 	}
+	for k, m := range td.meta {
+		physAt[m.idx] = len(td.physical) + k
+	}
 	var tsFn func(types.Row) time.Time
 	var rowtime expr.Expr
 	if td.rowtime >= 0 {
@@ -116,6 +157,13 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 	}
 	mode := src.Changelog
 	op := fmt.Sprintf("TableSourceScan(table=[%s], fields=[%s])", td.ddl.Name, strings.Join(phys.Schema().Names(), ", "))
+	if len(meta) > 0 {
+		keys := make([]string, len(meta))
+		for k, m := range meta {
+			keys[k] = m.Key
+		}
+		op = fmt.Sprintf("%s, metadata=[%s]", op, strings.Join(keys, ", "))
+	}
 	if td.rowtime >= 0 {
 		op = fmt.Sprintf("%s, watermark=[%s - %s]", op, td.cols[td.rowtime].Name, td.delay)
 	}
@@ -151,7 +199,7 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		raw.updater = op
 	}
 	r := raw
-	if len(comps) > 0 || push != nil {
+	if len(comps) > 0 || push != nil || len(meta) > 0 {
 		// the computed columns are a Calc over the physical row, which the
 		// Calcs of the query (a view's projection and filter) fuse with
 		pr := &projection{}
@@ -187,4 +235,30 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		return n, err
 	}
 	return r, nil
+}
+
+// resolveMetadata returns the metadata columns a source reads (write
+// false: all of them) or a sink writes (the persisted ones, not VIRTUAL),
+// with the connector's types, or an error at the column whose key the
+// connector does not have.
+func (td *tableDef) resolveMetadata(ct *connector.Table, write bool) ([]connector.MetadataColumn, error) {
+	var keys, names []string
+	var at []parser.Pos
+	for _, m := range td.meta {
+		if write && m.virtual {
+			continue
+		}
+		col := td.ddl.Columns[m.idx]
+		keys, names, at = append(keys, m.key), append(names, col.Name), append(at, col.Pos)
+	}
+	out, err := connector.ResolveMetadata(ct, keys, names, write)
+	if err != nil {
+		for i, k := range keys {
+			if strings.Contains(err.Error(), "'"+k+"' in column '"+names[i]+"'") {
+				return nil, parser.Errorf(at[i], "%v", err)
+			}
+		}
+		return nil, parser.Errorf(td.ddl.Pos, "%v", err)
+	}
+	return out, nil
 }

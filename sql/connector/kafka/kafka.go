@@ -55,6 +55,87 @@ func init() {
 // Factory is the 'kafka' or (upsert) the 'upsert-kafka' connector.
 type Factory struct{ upsert bool }
 
+// ReadableMetadata implements connector.MetadataFactory: Flink's Kafka
+// metadata keys, and 'key' (the record's key bytes, a weir extension).
+func (f Factory) ReadableMetadata() []connector.MetadataColumn {
+	nn := func(t types.Type) types.Type { t.NotNull = true; return t }
+	return []connector.MetadataColumn{
+		{Key: "topic", Type: nn(types.StringType)},
+		{Key: "partition", Type: nn(types.IntType)},
+		{Key: "headers", Type: nn(headersType)},
+		{Key: "leader-epoch", Type: types.IntType},
+		{Key: "offset", Type: nn(types.BigIntType)},
+		{Key: "timestamp", Type: nn(types.TimestampLTZ3)},
+		{Key: "timestamp-type", Type: nn(types.StringType)},
+		{Key: "key", Type: types.BytesType},
+	}
+}
+
+// WritableMetadata implements connector.MetadataFactory: a record's
+// headers and timestamp, as Flink's.
+func (f Factory) WritableMetadata() []connector.MetadataColumn {
+	return []connector.MetadataColumn{
+		{Key: "headers", Type: headersType},
+		{Key: "timestamp", Type: types.TimestampLTZ3},
+	}
+}
+
+var (
+	nnString    = types.Type{Kind: types.Varchar, Length: types.MaxLength, NotNull: true}
+	headersType = types.MapOf(nnString, types.BytesType)
+)
+
+// metaValue reads a readable metadata key of a record.
+func metaValue(key string) func(r *kgo.Record) types.Value {
+	switch key {
+	case "topic":
+		return func(r *kgo.Record) types.Value { return types.StringValue(r.Topic) }
+	case "partition":
+		return func(r *kgo.Record) types.Value { return types.IntValue(int64(r.Partition)) }
+	case "headers":
+		return func(r *kgo.Record) types.Value {
+			kvs := make([]types.Value, 0, 2*len(r.Headers))
+			for _, h := range r.Headers {
+				v := types.NullValue
+				if h.Value != nil {
+					v = types.StringValue(string(h.Value))
+				}
+				kvs = append(kvs, types.StringValue(h.Key), v)
+			}
+			return types.ListValue(kvs)
+		}
+	case "leader-epoch":
+		return func(r *kgo.Record) types.Value {
+			if r.LeaderEpoch < 0 {
+				return types.NullValue
+			}
+			return types.IntValue(int64(r.LeaderEpoch))
+		}
+	case "offset":
+		return func(r *kgo.Record) types.Value { return types.IntValue(r.Offset) }
+	case "timestamp":
+		return func(r *kgo.Record) types.Value { return types.IntValue(r.Timestamp.UnixMilli() * 1000) }
+	case "timestamp-type":
+		return func(r *kgo.Record) types.Value {
+			switch r.Attrs.TimestampType() {
+			case 0:
+				return types.StringValue("CreateTime")
+			case 1:
+				return types.StringValue("LogAppendTime")
+			}
+			return types.StringValue("NoTimestampType")
+		}
+	case "key":
+		return func(r *kgo.Record) types.Value {
+			if r.Key == nil {
+				return types.NullValue
+			}
+			return types.StringValue(string(r.Key))
+		}
+	}
+	panic("kafka: unknown metadata key " + key) // the planner checked the keys
+}
+
 // Identifier implements connector.Factory.
 func (f Factory) Identifier() string {
 	if f.upsert {
@@ -147,12 +228,28 @@ func (f Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
+	metas := make([]func(*kgo.Record) types.Value, len(t.Metadata))
+	for i, m := range t.Metadata {
+		metas[i] = metaValue(m.Key)
+	}
 	src := kafka.Source(brokers, topics, func(r *kgo.Record) (rowbuf.Decoded, error) {
 		var key []byte
 		if kv.HasKey() {
 			key = r.Key
 		}
-		return kv.Decode(key, r.Value)
+		d, err := kv.Decode(key, r.Value)
+		if err != nil || len(metas) == 0 {
+			return d, err
+		}
+		for i := range d.Rows {
+			vals := make([]types.Value, len(d.Rows[i].Values), len(d.Rows[i].Values)+len(metas))
+			copy(vals, d.Rows[i].Values)
+			for _, m := range metas {
+				vals = append(vals, m(r))
+			}
+			d.Rows[i].Values = vals
+		}
+		return d, nil
 	}, opts...)
 	return &connector.Source{Source: rowbuf.Flatten(src), Bounded: bounded, Changelog: kv.Mode, Options: t.Settings.SourceOptions()}, nil
 }
@@ -250,7 +347,35 @@ func (f Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	if len(topics) == 1 {
 		opts = append(opts, kafka.DefaultTopic(topics[0]))
 	}
+	n := len(t.Schema)
+	var headersAt, timestampAt = -1, -1
+	for i, m := range t.Metadata {
+		switch m.Key {
+		case "headers":
+			headersAt = n + i
+		case "timestamp":
+			timestampAt = n + i
+		}
+	}
 	var sink weir.CommittingSink[types.Row] = kafka.Sink(brokers, func(v types.Row, r *kgo.Record) error {
+		if headersAt >= 0 {
+			if h := v.Values[headersAt]; !h.Null {
+				kvs := h.List()
+				for i := 0; i+1 < len(kvs); i += 2 {
+					hdr := kgo.RecordHeader{Key: kvs[i].S}
+					if !kvs[i+1].Null {
+						hdr.Value = []byte(kvs[i+1].S)
+					}
+					r.Headers = append(r.Headers, hdr)
+				}
+			}
+		}
+		if timestampAt >= 0 {
+			if ts := v.Values[timestampAt]; !ts.Null {
+				r.Timestamp = time.UnixMicro(ts.I)
+			}
+		}
+		v.Values = v.Values[:n]
 		k, val, tomb, _, err := kv.Encode(&v, nil, nil)
 		if err != nil {
 			return fmt.Errorf("table '%s': %w", t.Name, err)
