@@ -22,7 +22,10 @@
 // 'properties.session.timeout.ms', 'properties.heartbeat.interval.ms'
 // (default: a third of the session timeout, at most 3s) and
 // 'properties.max.poll.interval.ms' (the rebalance timeout, as in Kafka's
-// Java consumer); others are errors.
+// Java consumer), and the security properties: 'properties.security.protocol',
+// 'properties.sasl.mechanism' with 'properties.sasl.jaas.config', and PEM
+// trust and key stores under 'properties.ssl.' (see security); others are
+// errors. Metadata columns: see Factory.ReadableMetadata.
 //
 // 'upsert-kafka' has the same options except the startup mode (it reads
 // from the earliest offsets, as Flink) and 'key.fields': its key is the
@@ -160,13 +163,24 @@ func client(o *connector.Options) ([]string, []kafka.ClientOption, map[string]st
 		opts = append(opts, kafka.ClientID(id))
 		delete(props, "client.id")
 	}
+	opts = append(opts, security(o, props)...)
+	if v, ok := props["default.api.timeout.ms"]; ok {
+		// how long requests to the cluster are retried before the job
+		// fails (Kafka's consumer API timeout; default 60 s)
+		delete(props, "default.api.timeout.ms")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			o.Errorf("option 'properties.default.api.timeout.ms' = '%s': not a positive integer", v)
+		}
+		opts = append(opts, kafka.RetryTimeout(time.Duration(n)*time.Millisecond))
+	}
 	return brokers, opts, props
 }
 
 // unknownProps records the client properties nothing understood.
 func unknownProps(o *connector.Options, props map[string]string) {
 	for k := range props {
-		o.Errorf("option 'properties.%s': the Kafka client property is not supported (supported: bootstrap.servers, group.id, client.id, isolation.level, transaction.timeout.ms, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms)", k)
+		o.Errorf("option 'properties.%s': the Kafka client property is not supported (supported: bootstrap.servers, group.id, client.id, isolation.level, transaction.timeout.ms, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms, default.api.timeout.ms, security.protocol, sasl.mechanism, sasl.jaas.config, ssl.*)", k)
 	}
 }
 
@@ -198,6 +212,9 @@ func (f Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	delete(props, "transaction.timeout.ms")
 	opts = append(opts, groupTimeouts(o, props)...)
 	unknownProps(o, props)
+	// a table is read and written with the same options, as in Flink:
+	// the sink's are accepted here
+	o.Declare("sink.delivery-guarantee", "sink.transactional-id-prefix", "sink.parallelism")
 	if !f.upsert {
 		def := "earliest-offset"
 		if hasGroup {
@@ -322,6 +339,12 @@ func (f Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 		}
 		opts = append(opts, kafka.TransactionTimeout(time.Duration(n)*time.Millisecond))
 	}
+	// the source's options are accepted (a table is read and written with
+	// the same options, as in Flink)
+	for _, k := range []string{"group.id", "isolation.level", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms"} {
+		delete(props, k)
+	}
+	o.Declare("scan.startup.mode", "scan.startup.timestamp-millis", "scan.bounded.mode")
 	unknownProps(o, props)
 	guarantee := kafka.AtLeastOnce
 	switch o.Enum("sink.delivery-guarantee", "at-least-once", "none", "at-least-once", "exactly-once") {

@@ -250,7 +250,6 @@ func TestOptionErrors(t *testing.T) {
 		{tab("kafka", "x:1", "a;b", nil, "format", "json"), true, "a sink writes one topic"},
 		{tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "soon"), false, "option 'properties.session.timeout.ms' = 'soon': not a positive integer"},
 		{tab("kafka", "x:1", "t", nil, "format", "json", "properties.max.poll.interval.ms", "-1"), false, "option 'properties.max.poll.interval.ms' = '-1': not a positive integer"},
-		{tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "1500"), true, "option 'properties.session.timeout.ms': the Kafka client property is not supported"},
 		{&connector.Table{Name: "t", Schema: schema, Options: map[string]string{"connector": "kafka", "topic": "t", "format": "json"}}, false, "missing required option 'properties.bootstrap.servers'"},
 	} {
 		var err error
@@ -262,6 +261,16 @@ func TestOptionErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.tb.Options, err, c.want)
 		}
+	}
+	// A table is read and written with one set of options, as in Flink:
+	// a sink accepts the source's options (and a source the sink's).
+	if _, err := connector.CreateSink(tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "1500",
+		"properties.group.id", "g", "scan.startup.mode", "latest-offset", "scan.bounded.mode", "latest-offset")); err != nil {
+		t.Errorf("a sink with source options: %v", err)
+	}
+	if _, err := connector.CreateSource(tab("kafka", "x:1", "t", nil, "format", "json", "sink.delivery-guarantee", "exactly-once",
+		"sink.transactional-id-prefix", "x", "sink.parallelism", "2")); err != nil {
+		t.Errorf("a source with sink options: %v", err)
 	}
 	// The group's timeouts are a source's properties.
 	if _, err := connector.CreateSource(tab("kafka", "x:1", "t", nil, "format", "json", "properties.session.timeout.ms", "1500",
