@@ -31,7 +31,7 @@ import (
 //     'ssl.keystore.certificate.chain' ('ssl.keystore.type' = 'PEM'): a
 //     client certificate;
 //   - 'ssl.endpoint.identification.algorithm': 'https' (default) checks
-//     the broker's host name, '' only its chain.
+//     the broker's host name, an empty value only its chain.
 //
 // Java's keystores (JKS, PKCS12) and encrypted keys ('ssl.key.password')
 // are refused with what to use instead.
