@@ -21,19 +21,37 @@ func ptr(t types.Type) *types.Type { return &t }
 // would.
 func compile(t *testing.T, schema types.Schema, opts map[string]string) (format.Decoder, format.Encoder) {
 	t.Helper()
+	return compileTB(t, schema, opts)
+}
+
+func compileTB(t testing.TB, schema types.Schema, opts map[string]string) (format.Decoder, format.Encoder) {
+	t.Helper()
 	o := connector.NewOptions(&connector.Table{Name: "t", Schema: schema, Options: opts})
 	d, _ := format.NewDecoder(o, "format", schema)
 	e, _ := format.NewEncoder(o, "format", schema)
+	o.Declare("topic") // the Kafka connector's
 	if err := o.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return d, e
 }
 
+// compileDecoder builds a format's decoder only.
+func compileDecoder(t *testing.T, schema types.Schema, opts map[string]string) format.Decoder {
+	t.Helper()
+	o := connector.NewOptions(&connector.Table{Name: "t", Schema: schema, Options: opts})
+	d, _ := format.NewDecoder(o, "format", schema)
+	if err := o.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func compileErr(schema types.Schema, opts map[string]string) error {
 	o := connector.NewOptions(&connector.Table{Name: "t", Schema: schema, Options: opts})
 	format.NewDecoder(o, "format", schema)
 	format.NewEncoder(o, "format", schema)
+	o.Declare("topic")
 	return o.Err()
 }
 

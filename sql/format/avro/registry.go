@@ -226,7 +226,7 @@ func (g *Registry) fetch(ctx context.Context, id int) (avro.Schema, error) {
 		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
 			return nil, fmt.Errorf("%w (%s)", ErrUnknownSchema, re.Message)
 		}
-		return nil, fmt.Errorf("%w: %w", errRegistry, err)
+		return nil, fmt.Errorf("%w: %w", errRegistry, httpErr(err))
 	}
 	if s.Type != sr.TypeAvro && s.Type != 0 {
 		return nil, fmt.Errorf("a %s schema, not Avro", s.Type)
@@ -250,13 +250,23 @@ func (g *Registry) Register(ctx context.Context, subject string, s avro.Schema, 
 	if auto {
 		id, err := g.cl.RegisterSchema(ctx, subject, schema, -1, -1)
 		if err != nil {
-			return 0, fmt.Errorf("registering the schema under subject '%s': %w", subject, err)
+			return 0, fmt.Errorf("registering the schema under subject '%s': %w", subject, httpErr(err))
 		}
 		return id, nil
 	}
 	ss, err := g.cl.LookupSchema(ctx, subject, schema)
 	if err != nil {
-		return 0, fmt.Errorf("looking the schema up under subject '%s' (auto.register.schemas is false): %w", subject, err)
+		return 0, fmt.Errorf("looking the schema up under subject '%s' (auto.register.schemas is false): %w", subject, httpErr(err))
 	}
 	return ss.ID, nil
+}
+
+// httpErr adds the HTTP status and Confluent's error code to a registry's
+// refusal, whose message alone ("Unauthorized") says little.
+func httpErr(err error) error {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Errorf("HTTP %d (error code %d): %w", re.StatusCode, re.ErrorCode, err)
+	}
+	return err
 }
