@@ -10,12 +10,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/weirstream/weir"
 )
@@ -37,9 +40,15 @@ const (
 type SinkOption interface{ applySink(*sinkConfig) }
 
 type sinkConfig struct {
-	format   any // func(T) ([]byte, error), checked by ExactlyOnce[T]
-	rollSize int64
-	fs       fsOps
+	format      any // func(T) ([]byte, error), checked by ExactlyOnce[T]
+	bulk        any // BulkFactory[T]
+	partition   any // func(T) (string, error)
+	suffix      string
+	rollSize    int64
+	success     string
+	commitDelay time.Duration
+	now         func() time.Time
+	fs          fsOps
 }
 
 type sinkOptionFunc func(*sinkConfig)
@@ -185,28 +194,57 @@ func ExactlyOnce[T any](dir string, opts ...SinkOption) weir.CommittingSink[T] {
 	if err != nil {
 		abs = filepath.Clean(dir)
 	}
-	s := &eoSink[T]{dir: abs, rollSize: cfg.rollSize, fs: cfg.fs}
+	s := &eoSink[T]{dir: abs, rollSize: cfg.rollSize, fs: cfg.fs, suffix: cfg.suffix,
+		success: cfg.success, delay: cfg.commitDelay.Milliseconds(), now: cfg.now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var zero T
 	switch f := cfg.format.(type) {
 	case nil:
 	case func(T) ([]byte, error):
 		s.format = f
 	default:
-		var zero T
 		s.err = fmt.Errorf("file: ExactlyOnce[%T]: Format function %T does not take a %T", zero, f, zero)
+	}
+	switch f := cfg.bulk.(type) {
+	case nil:
+	case BulkFactory[T]:
+		s.bulk = f
+	default:
+		s.err = fmt.Errorf("file: ExactlyOnce[%T]: Bulk factory %T does not take a %T", zero, f, zero)
+	}
+	switch f := cfg.partition.(type) {
+	case nil:
+	case func(T) (string, error):
+		s.partition = f
+	default:
+		s.err = fmt.Errorf("file: ExactlyOnce[%T]: PartitionBy function %T does not take a %T", zero, f, zero)
+	}
+	if s.success != "" && (s.partition == nil || !filepath.IsLocal(s.success) || strings.ContainsRune(s.success, filepath.Separator)) {
+		s.err = fmt.Errorf("file: ExactlyOnce: PartitionCommit(%q) needs PartitionBy and a plain file name", s.success)
 	}
 	return s
 }
 
 type eoSink[T any] struct {
-	dir      string
-	format   func(T) ([]byte, error)
-	rollSize int64
-	fs       fsOps
-	err      error // configuration error, returned by OpenWriter
+	dir       string
+	format    func(T) ([]byte, error)
+	bulk      BulkFactory[T]
+	partition func(T) (string, error)
+	suffix    string
+	rollSize  int64
+	success   string // success file name, "" for none
+	delay     int64  // partition commit delay, milliseconds
+	now       func() time.Time
+	fs        fsOps
+	err       error // configuration error, returned by OpenWriter
 }
 
 // Committer implements weir.CommittingSink.
-func (s *eoSink[T]) Committer() weir.Committer { return &eoCommitter{dir: s.dir, fs: s.fs} }
+func (s *eoSink[T]) Committer() weir.Committer {
+	return &eoCommitter{dir: s.dir, fs: s.fs, success: s.success, delay: s.delay, now: s.now}
+}
 
 // OpenWriter implements weir.Sink. It returns a weir.CommittingWriter.
 func (s *eoSink[T]) OpenWriter(_ context.Context, subtask, parallelism int) (weir.SinkWriter[T], error) {
@@ -226,13 +264,32 @@ func (s *eoSink[T]) OpenWriter(_ context.Context, subtask, parallelism int) (wei
 	}
 	var id [4]byte
 	rand.Read(id[:])
-	return &eoWriter[T]{s: s, subtask: subtask, parallelism: parallelism, id: hex.EncodeToString(id[:])}, nil
+	return &eoWriter[T]{s: s, subtask: subtask, parallelism: parallelism, id: hex.EncodeToString(id[:]),
+		cur: map[string]*inProgress[T]{}, parts: map[string]*openPartition{}}, nil
 }
 
 // part is an in-progress file that is complete: flushed, fsynced, closed.
 type part struct {
-	path string
-	size int64
+	bucket string // its directory relative to the sink's, "" for the sink's
+	path   string
+	size   int64
+}
+
+// inProgress is a part file being written.
+type inProgress[T any] struct {
+	bucket string
+	f      partFile
+	path   string
+	bw     *bufio.Writer
+	cw     countingWriter // cw.w is bw; cw.n is the size of f
+	enc    *json.Encoder  // writes to cw (JSON Lines)
+	bulk   BulkWriter[T]  // writes to cw (a bulk format)
+}
+
+// openPartition is a partition written to and not known committed.
+type openPartition struct {
+	created int64 // unix milliseconds of the first write
+	listed  bool  // listed due in a committable: dropped once its success file exists
 }
 
 type eoWriter[T any] struct {
@@ -241,18 +298,17 @@ type eoWriter[T any] struct {
 	subtask, parallelism int
 	id                   string // writer id, in the names of its hidden files
 
-	opened  int      // in-progress files opened so far (names them)
-	cur     partFile // current in-progress file, nil if none
-	curPath string
-	bw      *bufio.Writer
-	cw      countingWriter // cw.w is bw; cw.n is the size of cur
-	enc     *json.Encoder  // writes to cw
-	done    []part         // finished in-progress files since the last PreCommit
+	opened int                       // in-progress files opened so far (names them)
+	cur    map[string]*inProgress[T] // current in-progress file of each bucket
+	free   []*bufio.Writer
+	done   []part // finished in-progress files since the last PreCommit
 	// staged are the files of earlier PreCommits that were still pending
 	// at the last PreCommit: PreCommit lists them again until they are
 	// gone, so that the output of a checkpoint that was aborted (whose
 	// committable the job dropped) is committed with the next one.
 	staged []committableFile
+	// parts are the partitions to commit with a success file.
+	parts map[string]*openPartition
 
 	preID  int64 // id of the last PreCommit
 	pre    bool  // whether there was a PreCommit
@@ -299,16 +355,31 @@ func (w *eoWriter[T]) Write(_ context.Context, items []T) error {
 		return err
 	}
 	for i := range items {
-		if w.cur == nil {
-			if err := w.open(); err != nil {
+		bucket := ""
+		if w.s.partition != nil {
+			b, err := w.s.partition(items[i])
+			if err != nil {
+				return w.fail(fmt.Errorf("file: partition of a record for %s: %w", w.s.dir, err))
+			}
+			if b = filepath.Clean(b); b == "." {
+				b = ""
+			} else if !filepath.IsLocal(b) {
+				return w.fail(fmt.Errorf("file: partition %q of a record for %s is not a local path", b, w.s.dir))
+			}
+			bucket = b
+		}
+		ip := w.cur[bucket]
+		if ip == nil {
+			var err error
+			if ip, err = w.open(bucket); err != nil {
 				return w.fail(err)
 			}
 		}
-		if err := w.encode(&items[i]); err != nil {
+		if err := w.encode(ip, &items[i]); err != nil {
 			return w.fail(err)
 		}
-		if w.s.rollSize > 0 && w.cw.n >= w.s.rollSize {
-			if err := w.finish(); err != nil {
+		if w.s.rollSize > 0 && ip.cw.n >= w.s.rollSize {
+			if err := w.finish(ip); err != nil {
 				return w.fail(err)
 			}
 		}
@@ -316,74 +387,116 @@ func (w *eoWriter[T]) Write(_ context.Context, items []T) error {
 	return nil
 }
 
-// open creates the next in-progress file.
-func (w *eoWriter[T]) open() error {
+// open creates the next in-progress file of a bucket.
+func (w *eoWriter[T]) open(bucket string) (*inProgress[T], error) {
 	name := hiddenPrefix + strconv.Itoa(w.subtask) + "-" + w.id + "-" + strconv.Itoa(w.opened) + inProgressSuffix
 	w.opened++
-	path := filepath.Join(w.s.dir, name)
+	dir := filepath.Join(w.s.dir, bucket)
+	if bucket != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, pathError("create directory", dir, err)
+		}
+		if w.s.success != "" {
+			if p := w.parts[bucket]; p == nil {
+				w.parts[bucket] = &openPartition{created: w.s.now().UnixMilli()}
+			} else {
+				p.listed = false // new data: to be committed again
+			}
+		}
+	}
+	path := filepath.Join(dir, name)
 	f, err := w.s.fs.create(path)
 	if err != nil {
-		return pathError("create", path, err)
+		return nil, pathError("create", path, err)
 	}
-	if w.bw == nil {
-		w.bw = bufio.NewWriterSize(f, writeBufferSize)
-		w.cw.w = w.bw
-		if w.s.format == nil {
-			w.enc = json.NewEncoder(&w.cw)
-			w.enc.SetEscapeHTML(false)
-		}
+	ip := &inProgress[T]{bucket: bucket, f: f, path: path}
+	if n := len(w.free); n > 0 {
+		ip.bw, w.free = w.free[n-1], w.free[:n-1]
+		ip.bw.Reset(f)
 	} else {
-		w.bw.Reset(f)
+		ip.bw = bufio.NewWriterSize(f, writeBufferSize)
 	}
-	w.cur, w.curPath, w.cw.n, w.cw.err = f, path, 0, nil
-	return nil
+	ip.cw.w = ip.bw
+	switch {
+	case w.s.bulk != nil:
+		if ip.bulk, err = w.s.bulk(&ip.cw, bucket); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("file: start %s: %w", path, err)
+		}
+	case w.s.format == nil:
+		ip.enc = json.NewEncoder(&ip.cw)
+		ip.enc.SetEscapeHTML(false)
+	}
+	w.cur[bucket] = ip
+	return ip, nil
 }
 
-func (w *eoWriter[T]) encode(v *T) error {
+func (w *eoWriter[T]) encode(ip *inProgress[T], v *T) error {
+	if ip.bulk != nil {
+		if err := ip.bulk.Write(*v); err != nil {
+			if ip.cw.err != nil {
+				return pathError("write", ip.path, ip.cw.err)
+			}
+			return fmt.Errorf("file: encode a record for %s: %w", ip.path, err)
+		}
+		return nil
+	}
 	if w.s.format == nil {
 		// Encode writes the value and a '\n' at once, or nothing when the
 		// value cannot be encoded.
-		if err := w.enc.Encode(v); err != nil {
-			if w.cw.err != nil {
-				return pathError("write", w.curPath, err)
+		if err := ip.enc.Encode(v); err != nil {
+			if ip.cw.err != nil {
+				return pathError("write", ip.path, err)
 			}
-			return fmt.Errorf("file: encode a record for %s: %w", w.curPath, err)
+			return fmt.Errorf("file: encode a record for %s: %w", ip.path, err)
 		}
 		return nil
 	}
 	b, err := w.s.format(*v)
 	if err != nil {
-		return fmt.Errorf("file: format a record for %s: %w", w.curPath, err)
+		return fmt.Errorf("file: format a record for %s: %w", ip.path, err)
 	}
-	if _, err := w.cw.Write(b); err != nil {
-		return pathError("write", w.curPath, err)
+	if _, err := ip.cw.Write(b); err != nil {
+		return pathError("write", ip.path, err)
 	}
-	if _, err := w.cw.Write(newline); err != nil {
-		return pathError("write", w.curPath, err)
+	if _, err := ip.cw.Write(newline); err != nil {
+		return pathError("write", ip.path, err)
 	}
 	return nil
 }
 
 var newline = []byte{'\n'}
 
-// finish flushes, fsyncs and closes the current in-progress file and adds
-// it to done.
-func (w *eoWriter[T]) finish() error {
-	f, path := w.cur, w.curPath
-	w.cur = nil
-	err := w.bw.Flush()
-	if err != nil {
-		err = pathError("write", path, err)
-	} else if err = f.Sync(); err != nil {
-		err = pathError("fsync", path, err)
+// finish completes an in-progress file (a bulk format's trailer), flushes,
+// fsyncs and closes it, and adds it to done.
+func (w *eoWriter[T]) finish(ip *inProgress[T]) error {
+	delete(w.cur, ip.bucket)
+	var err error
+	if ip.bulk != nil {
+		if err = ip.bulk.Finish(); err != nil {
+			if ip.cw.err != nil {
+				err = pathError("write", ip.path, ip.cw.err)
+			} else {
+				err = fmt.Errorf("file: finish %s: %w", ip.path, err)
+			}
+		}
 	}
-	if cerr := f.Close(); cerr != nil && err == nil {
-		err = pathError("close", path, cerr)
+	if err == nil {
+		if err = ip.bw.Flush(); err != nil {
+			err = pathError("write", ip.path, err)
+		} else if err = ip.f.Sync(); err != nil {
+			err = pathError("fsync", ip.path, err)
+		}
 	}
+	if cerr := ip.f.Close(); cerr != nil && err == nil {
+		err = pathError("close", ip.path, cerr)
+	}
+	ip.bw.Reset(nil)
+	w.free = append(w.free, ip.bw)
 	if err != nil {
 		return err
 	}
-	w.done = append(w.done, part{path: path, size: w.cw.n})
+	w.done = append(w.done, part{bucket: ip.bucket, path: ip.path, size: ip.cw.n})
 	return nil
 }
 
@@ -394,14 +507,25 @@ type committable struct {
 	// directory.
 	Dir   string            `json:"dir,omitempty"`
 	Files []committableFile `json:"files"`
+	// Partitions are the partitions to commit with a success file, once
+	// their delay has passed.
+	Partitions []committablePartition `json:"partitions,omitempty"`
 }
 
 // committableFile is one pending file: names relative to the sink's
-// directory, and its size in bytes.
+// directory (in a partition's directory when the sink is partitioned),
+// and its size in bytes.
 type committableFile struct {
 	Pending string `json:"pending"`
 	Final   string `json:"final"`
 	Size    int64  `json:"size"`
+}
+
+// committablePartition is a partition directory, relative to the sink's,
+// and when it was first written (unix milliseconds).
+type committablePartition struct {
+	Dir     string `json:"dir"`
+	Created int64  `json:"created"`
 }
 
 // finalName is the name of part file seq of subtask in checkpoint ckpt.
@@ -416,9 +540,16 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 	if err := w.usable(); err != nil {
 		return nil, err
 	}
-	if w.cur != nil {
-		if err := w.finish(); err != nil {
-			return nil, w.fail(err)
+	if len(w.cur) > 0 {
+		buckets := make([]string, 0, len(w.cur))
+		for b := range w.cur {
+			buckets = append(buckets, b)
+		}
+		slices.Sort(buckets)
+		for _, b := range buckets {
+			if err := w.finish(w.cur[b]); err != nil {
+				return nil, w.fail(err)
+			}
 		}
 	}
 	prev, hadPrev := w.preID, w.pre
@@ -438,23 +569,66 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 			return nil, w.fail(fmt.Errorf("file: ExactlyOnce: PreCommit(%d) after PreCommit(%d) of subtask %d: checkpoint ids must be >= 0 and increase",
 				checkpointID, prev, w.subtask))
 		}
+		dirs := map[string]bool{}
 		for seq, p := range w.done {
-			final := finalName(checkpointID, w.subtask, seq)
+			final := finalName(checkpointID, w.subtask, seq) + w.s.suffix
 			pending := "." + final + "." + w.id + pendingSuffix
+			if p.bucket != "" {
+				final, pending = filepath.Join(p.bucket, final), filepath.Join(p.bucket, pending)
+			}
 			if err := w.s.fs.rename(p.path, filepath.Join(w.s.dir, pending)); err != nil {
 				return nil, w.fail(pathError("pre-commit: rename", p.path, err))
 			}
 			w.staged = append(w.staged, committableFile{Pending: pending, Final: final, Size: p.size})
+			// A new partition directory is durable once its parents are
+			// synced too.
+			for b := p.bucket; ; b = filepath.Dir(b) {
+				if b == "." {
+					b = ""
+				}
+				dirs[b] = true
+				if b == "" {
+					break
+				}
+			}
 		}
 		w.done = nil
-		if err := w.s.fs.syncDir(w.s.dir); err != nil {
-			return nil, w.fail(pathError("pre-commit: fsync", w.s.dir, err))
+		for _, d := range slices.Sorted(maps.Keys(dirs)) {
+			dir := filepath.Join(w.s.dir, d)
+			if err := w.s.fs.syncDir(dir); err != nil {
+				return nil, w.fail(pathError("pre-commit: fsync", dir, err))
+			}
 		}
 	}
-	if len(w.staged) == 0 {
+	parts := w.partitionsLocked()
+	if len(w.staged) == 0 && len(parts) == 0 {
 		return nil, nil
 	}
-	return json.Marshal(committable{Dir: w.s.dir, Files: w.staged})
+	return json.Marshal(committable{Dir: w.s.dir, Files: w.staged, Partitions: parts})
+}
+
+// partitionsLocked lists the partitions to commit, and forgets those that
+// were listed due before and whose success file exists now.
+func (w *eoWriter[T]) partitionsLocked() []committablePartition {
+	if w.s.success == "" || len(w.parts) == 0 {
+		return nil
+	}
+	now := w.s.now().UnixMilli()
+	var out []committablePartition
+	for _, b := range slices.Sorted(maps.Keys(w.parts)) {
+		p := w.parts[b]
+		if p.listed && w.cur[b] == nil {
+			if _, err := os.Lstat(filepath.Join(w.s.dir, b, w.s.success)); err == nil {
+				delete(w.parts, b)
+				continue
+			}
+		}
+		if now >= p.created+w.s.delay {
+			p.listed = true
+		}
+		out = append(out, committablePartition{Dir: b, Created: p.created})
+	}
+	return out
 }
 
 // Close implements weir.SinkWriter. Records written since the last
@@ -467,17 +641,16 @@ func (w *eoWriter[T]) Close(context.Context) error {
 	}
 	w.closed = true
 	w.done = nil
-	if w.cur == nil {
-		return nil
+	var errs []error
+	for b, ip := range w.cur {
+		delete(w.cur, b)
+		// The buffer is not flushed: its records are not committed, and
+		// the file is deleted by the next Recover anyway.
+		if err := ip.f.Close(); err != nil {
+			errs = append(errs, pathError("close", ip.path, err))
+		}
 	}
-	f, path := w.cur, w.curPath
-	w.cur = nil
-	// The buffer is not flushed: its records are not committed, and the
-	// file is deleted by the next Recover anyway.
-	if err := f.Close(); err != nil {
-		return pathError("close", path, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // hidden describes a hidden file of the sink, parsed from its name.
@@ -527,6 +700,9 @@ func parsePartName(name string) (ckpt int64, subtask, seq int, ok bool) {
 	if !ok {
 		return 0, 0, 0, false
 	}
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		s = s[:i] // the extension of Suffix
+	}
 	f := strings.Split(s, "-")
 	if len(f) != 3 {
 		return 0, 0, 0, false
@@ -562,33 +738,62 @@ func (w *eoWriter[T]) Recover(ctx context.Context, restoredID int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(w.s.dir)
-	if err != nil {
-		return pathError("recover: read directory", w.s.dir, err)
-	}
+	dirs := []string{""}
 	var errs []error
-	removed := false
-	for _, e := range entries {
-		h, ok := parseHidden(e.Name())
-		if !ok || h.writer == w.id || e.IsDir() {
-			continue
+	for len(dirs) > 0 {
+		bucket := dirs[0]
+		dirs = dirs[1:]
+		dir := filepath.Join(w.s.dir, bucket)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if bucket != "" && errors.Is(err, fs.ErrNotExist) {
+				continue // removed meanwhile
+			}
+			return pathError("recover: read directory", dir, err)
 		}
-		if h.subtask != w.subtask && (w.subtask != 0 || h.subtask < w.parallelism) {
-			continue // another subtask's
+		removed, committed, succeeded := false, false, false
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() {
+				// Partition directories (only for a partitioned sink: the
+				// directory of another sink holds none).
+				if w.s.partition != nil && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") {
+					dirs = append(dirs, filepath.Join(bucket, name))
+				}
+				continue
+			}
+			if name == w.s.success {
+				succeeded = true
+			}
+			if _, _, _, ok := parsePartName(name); ok {
+				committed = true
+			}
+			h, ok := parseHidden(name)
+			if !ok || h.writer == w.id {
+				continue
+			}
+			if h.subtask != w.subtask && (w.subtask != 0 || h.subtask < w.parallelism) {
+				continue // another subtask's
+			}
+			if h.pending && restoredID > 0 && h.ckpt <= restoredID {
+				continue // committed by now, or to be committed: see ExactlyOnce
+			}
+			path := filepath.Join(dir, name)
+			if err := w.s.fs.remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, pathError("recover: remove", path, err))
+				continue
+			}
+			removed = true
 		}
-		if h.pending && restoredID > 0 && h.ckpt <= restoredID {
-			continue // committed by now, or to be committed: see ExactlyOnce
+		if removed {
+			if err := w.s.fs.syncDir(dir); err != nil {
+				errs = append(errs, pathError("recover: fsync", dir, err))
+			}
 		}
-		path := filepath.Join(w.s.dir, e.Name())
-		if err := w.s.fs.remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, pathError("recover: remove", path, err))
-			continue
-		}
-		removed = true
-	}
-	if removed {
-		if err := w.s.fs.syncDir(w.s.dir); err != nil {
-			errs = append(errs, pathError("recover: fsync", w.s.dir, err))
+		// A partition committed by the restored checkpoint whose success
+		// file was not written yet: subtask 0 takes it over.
+		if w.s.success != "" && w.subtask == 0 && bucket != "" && committed && !succeeded && w.parts[bucket] == nil {
+			w.parts[bucket] = &openPartition{created: w.s.now().UnixMilli()}
 		}
 	}
 	return errors.Join(errs...)
@@ -597,8 +802,11 @@ func (w *eoWriter[T]) Recover(ctx context.Context, restoredID int64) error {
 // eoCommitter is the committer of an ExactlyOnce sink. It keeps no state:
 // it may commit several committables at once.
 type eoCommitter struct {
-	dir string
-	fs  fsOps
+	dir     string
+	fs      fsOps
+	success string
+	delay   int64
+	now     func() time.Time
 }
 
 // Commit implements weir.Committer; see ExactlyOnce for the rules.
@@ -617,6 +825,7 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 		}
 		dir = filepath.Clean(cm.Dir)
 	}
+	dirs := map[string]bool{}
 	for _, f := range cm.Files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -624,9 +833,50 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 		if err := c.commit(dir, f); err != nil {
 			return err
 		}
+		dirs[filepath.Dir(f.Final)] = true
 	}
-	if err := c.fs.syncDir(dir); err != nil {
-		return pathError("commit: fsync", dir, err)
+	if len(dirs) == 0 {
+		dirs["."] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := c.fs.syncDir(filepath.Join(dir, d)); err != nil {
+			return pathError("commit: fsync", filepath.Join(dir, d), err)
+		}
+	}
+	if c.success == "" {
+		return nil
+	}
+	now := c.now().UnixMilli()
+	for _, p := range cm.Partitions {
+		if !filepath.IsLocal(p.Dir) {
+			return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: partition %q", dir, p.Dir))
+		}
+		if now < p.Created+c.delay {
+			continue
+		}
+		if err := c.markSuccess(filepath.Join(dir, p.Dir)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markSuccess creates (or truncates) the success file of a partition.
+func (c *eoCommitter) markSuccess(dir string) error {
+	path := filepath.Join(dir, c.success)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return pathError("commit: create", path, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = c.fs.syncDir(dir)
+	}
+	if err != nil {
+		return pathError("commit: write", path, err)
 	}
 	return nil
 }
@@ -637,8 +887,9 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 // restarting in a loop. A failing stat, rename or a missing directory (an
 // unmounted disk) may pass, and is not.
 func (c *eoCommitter) commit(dir string, f committableFile) error {
-	h, ok := parseHidden(f.Pending)
-	if !ok || !h.pending || "."+f.Final+"."+h.writer+pendingSuffix != f.Pending || f.Size < 0 {
+	h, ok := parseHidden(filepath.Base(f.Pending))
+	if !ok || !h.pending || !filepath.IsLocal(f.Pending) || filepath.Dir(f.Pending) != filepath.Dir(f.Final) ||
+		"."+filepath.Base(f.Final)+"."+h.writer+pendingSuffix != filepath.Base(f.Pending) || f.Size < 0 {
 		return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: pending file %q, final file %q", dir, f.Pending, f.Final))
 	}
 	pending, final := filepath.Join(dir, f.Pending), filepath.Join(dir, f.Final)
