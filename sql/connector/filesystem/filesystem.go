@@ -43,6 +43,7 @@ import (
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/connector/internal/rowbuf"
 	"github.com/weirstream/weir/sql/format"
+	"github.com/weirstream/weir/sql/format/parquet"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -58,6 +59,17 @@ func (Factory) Identifier() string { return "filesystem" }
 func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	o := connector.NewOptions(t)
 	path := o.Required("path")
+	if o.String("format", "") == "parquet" {
+		popts := parquet.ParseOptions(o)
+		if err := o.Err(); err != nil {
+			return nil, err
+		}
+		if err := checkPath(t, path); err != nil {
+			return nil, err
+		}
+		src := newParquetSource(t, path, popts)
+		return &connector.Source{Source: src, Bounded: true, Changelog: types.InsertOnly, Options: t.Settings.SourceOptions(), Project: src.project}, nil
+	}
 	dec, mode := format.NewDecoder(o, "format", t.Schema)
 	var quote byte
 	if o.String("format", "") == "csv" {
@@ -72,34 +84,64 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	// a missing input is an error of the statement, where the table is
-	// used, not of the job once it runs (Splits checks again then)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("table '%s': its 'path' %s does not exist", t.Name, path)
-	} else if err != nil {
-		return nil, fmt.Errorf("table '%s': %w", t.Name, err)
+	if err := checkPath(t, path); err != nil {
+		return nil, err
 	}
 	src := &Source{table: t.Name, path: path, dec: dec, quote: quote, maxRecord: file.DefaultMaxRecordBytes}
 	return &connector.Source{Source: src, Bounded: true, Changelog: mode, Options: t.Settings.SourceOptions()}, nil
+}
+
+// checkPath checks that a source's path exists: a missing input is an
+// error of the statement, where the table is used, not of the job once it
+// runs (Splits checks again then).
+func checkPath(t *connector.Table, path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("table '%s': its 'path' %s does not exist", t.Name, path)
+	} else if err != nil {
+		return fmt.Errorf("table '%s': %w", t.Name, err)
+	}
+	return nil
 }
 
 // CreateSink implements connector.SinkFactory.
 func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	o := connector.NewOptions(t)
 	path := o.Required("path")
-	enc, mode := format.NewEncoder(o, "format", t.Schema)
 	roll := o.MemorySize("sink.rolling-policy.file-size", 128<<20)
+	if o.String("format", "") == "parquet" {
+		popts := parquet.ParseOptions(o)
+		part := partitionOptions(t, o)
+		if err := o.Err(); err != nil {
+			return nil, err
+		}
+		if err := checkSinkPath(t, path); err != nil {
+			return nil, err
+		}
+		sink, err := parquetSink(t, path, roll, popts, part)
+		if err != nil {
+			return nil, err
+		}
+		return &connector.Sink{Sink: sink, Accepts: types.InsertOnly, ExactlyOnce: true}, nil
+	}
+	enc, mode := format.NewEncoder(o, "format", t.Schema)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("table '%s': the sink path %s is a file; a filesystem sink writes a directory of part files", t.Name, path)
+	if err := checkSinkPath(t, path); err != nil {
+		return nil, err
 	}
 	sink := file.ExactlyOnce[types.Row](path, file.RollSize(roll), file.Format(func(r types.Row) ([]byte, error) {
 		b, _, err := enc.Encode(nil, &r)
 		return b, err
 	}))
 	return &connector.Sink{Sink: sink, Accepts: mode, ExactlyOnce: true}, nil
+}
+
+func checkSinkPath(t *connector.Table, path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		return fmt.Errorf("table '%s': the sink path %s is a file; a filesystem sink writes a directory of part files", t.Name, path)
+	}
+	return nil
 }
 
 // Source reads the files of a table. It implements
@@ -118,19 +160,23 @@ func (s split) ID() string { return string(s) }
 
 // Splits lists the files: the path itself, or the files below it.
 func (s *Source) Splits(context.Context) ([]weir.Split, error) {
-	fi, err := os.Stat(s.path)
+	return listSplits(s.table, s.path)
+}
+
+func listSplits(table, path string) ([]weir.Split, error) {
+	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		return nil, fmt.Errorf("table '%s': %w", table, err)
 	}
 	if !fi.IsDir() {
-		return []weir.Split{split(filepath.Clean(s.path))}, nil
+		return []weir.Split{split(filepath.Clean(path))}, nil
 	}
 	var files []string
-	err = filepath.WalkDir(s.path, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p != s.path && hidden(d.Name()) {
+		if p != path && hidden(d.Name()) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -142,7 +188,7 @@ func (s *Source) Splits(context.Context) ([]weir.Split, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		return nil, fmt.Errorf("table '%s': %w", table, err)
 	}
 	sort.Strings(files)
 	splits := make([]weir.Split, len(files))

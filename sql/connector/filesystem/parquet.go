@@ -1,0 +1,150 @@
+package filesystem
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/format/parquet"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// parquetSource reads a table's Parquet files: each file a split, the
+// columns of targets only.
+type parquetSource struct {
+	table   string
+	path    string
+	schema  types.Schema
+	targets []parquet.Target
+	fill    func([]types.Value)
+	opts    *parquet.Options
+}
+
+func newParquetSource(t *connector.Table, path string, opts *parquet.Options) *parquetSource {
+	ts := make([]parquet.Target, len(t.Schema))
+	for i := range ts {
+		ts[i] = parquet.Target{Col: i, Field: -1}
+	}
+	return &parquetSource{table: t.Name, path: path, schema: t.Schema, targets: ts, opts: opts}
+}
+
+// project implements connector.Source.Project: only the leaf columns of
+// paths are decoded.
+func (s *parquetSource) project(paths []connector.Path, fill func([]types.Value)) (weir.Source[types.Row], error) {
+	p := *s
+	p.targets = make([]parquet.Target, len(paths))
+	for i, x := range paths {
+		p.targets[i] = parquet.Target{Col: x.Col, Field: x.Field}
+	}
+	p.fill = fill
+	return &p, nil
+}
+
+var _ weir.RestorableSource[types.Row] = (*parquetSource)(nil)
+
+// Splits implements weir.Source.
+func (s *parquetSource) Splits(context.Context) ([]weir.Split, error) {
+	return listSplits(s.table, s.path)
+}
+
+// Open implements weir.Source.
+func (s *parquetSource) Open(_ context.Context, sp weir.Split) (weir.SplitReader[types.Row], error) {
+	return s.open(sp.ID(), 0)
+}
+
+// OpenAt implements weir.RestorableSource: the position is the count of
+// rows read.
+func (s *parquetSource) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir.SplitReader[types.Row], error) {
+	if len(b) < 2 || b[0] != 2 {
+		return nil, fmt.Errorf("table '%s': %s: invalid checkpointed position (%d bytes)", s.table, sp.ID(), len(b))
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 {
+		return nil, fmt.Errorf("table '%s': %s: invalid checkpointed position", s.table, sp.ID())
+	}
+	return s.open(sp.ID(), int64(n))
+}
+
+func (s *parquetSource) open(path string, row int64) (*parquetReader, error) {
+	fr, err := parquet.OpenFile(path, partitionValues(s.path, path), s.schema, s.targets, s.opts)
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+	}
+	if row > 0 {
+		if row > fr.NumRows() {
+			fr.Close()
+			return nil, fmt.Errorf("table '%s': %s has %d rows, fewer than the checkpointed position %d: it was changed", s.table, path, fr.NumRows(), row)
+		}
+		if err := fr.SeekToRow(row); err != nil {
+			fr.Close()
+			return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		}
+	}
+	return &parquetReader{table: s.table, r: fr, fill: s.fill}, nil
+}
+
+type parquetReader struct {
+	table string
+	r     *parquet.FileReader
+	fill  func([]types.Value)
+}
+
+var _ weir.CheckpointedReader[types.Row] = (*parquetReader)(nil)
+
+// Read implements weir.SplitReader.
+func (r *parquetReader) Read(ctx context.Context, dst []types.Row) (int, error) {
+	n, err := r.r.Read(ctx, dst)
+	if r.fill != nil {
+		for i := range dst[:n] {
+			r.fill(dst[i].Values)
+		}
+	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("table '%s': %w", r.table, err)
+	}
+	return n, err
+}
+
+// Position implements weir.CheckpointedReader.
+func (r *parquetReader) Position() ([]byte, error) {
+	return binary.AppendUvarint([]byte{2}, uint64(r.r.Pos())), nil
+}
+
+// Close implements weir.SplitReader.
+func (r *parquetReader) Close() error { return r.r.Close() }
+
+// parquetSink is the sink of a table in Parquet files.
+func parquetSink(t *connector.Table, path string, roll int64, opts *parquet.Options, part *partitioning) (weir.CommittingSink[types.Row], error) {
+	cols := make([]int, len(t.Schema))
+	for i := range cols {
+		cols[i] = i
+	}
+	if part != nil {
+		cols = part.data
+	}
+	// the schema is checked now: a column without a mapping fails the
+	// statement, not the job
+	sub := make(types.Schema, len(cols))
+	for i, c := range cols {
+		sub[i] = t.Schema[c]
+	}
+	if _, err := parquet.Schema("weir", sub, opts); err != nil {
+		return nil, fmt.Errorf("table '%s': 'format' = 'parquet': %w", t.Name, err)
+	}
+	sopts := []file.SinkOption{
+		file.Bulk(file.BulkFactory[types.Row](func(w io.Writer, _ string) (file.BulkWriter[types.Row], error) {
+			return parquet.NewWriter(w, t.Schema, cols, opts)
+		})),
+		file.Suffix(".parquet"),
+		file.RollSize(roll),
+	}
+	if part != nil {
+		sopts = append(sopts, file.PartitionBy(part.dir))
+		sopts = append(sopts, part.commit...)
+	}
+	return file.ExactlyOnce[types.Row](path, sopts...), nil
+}

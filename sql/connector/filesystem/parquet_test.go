@@ -1,0 +1,253 @@
+package filesystem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/testing/weirtest"
+	"github.com/weirstream/weir/sql/connector"
+	"github.com/weirstream/weir/sql/format/parquet"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// pqSchema is partitioned by day and hour when the table says so.
+var pqSchema = types.Schema{
+	{Name: "id", Type: types.BigIntType},
+	{Name: "name", Type: types.StringType},
+	{Name: "day", Type: types.StringType},
+	{Name: "hour", Type: types.Type{Kind: types.Int}},
+}
+
+// readTable reads a filesystem table of pqSchema with a job, and returns
+// its rows formatted, sorted.
+func readTable(t *testing.T, opts map[string]string) ([]string, error) {
+	t.Helper()
+	tab := &connector.Table{Name: "in", Schema: pqSchema, Options: opts}
+	src, err := connector.CreateSource(tab)
+	if err != nil {
+		return nil, err
+	}
+	job := weir.NewJob("read", weir.Parallelism(2))
+	s := weir.FromSource(job, "in", src.Source, weir.NoWatermarks[types.Row](), src.Options...)
+	var mu sync.Mutex
+	var got []string
+	weir.To(s, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rows {
+			got = append(got, fmtRow(r))
+		}
+		return nil
+	}))
+	err = job.Run(context.Background())
+	slices.Sort(got)
+	return got, err
+}
+
+func fmtRow(r types.Row) string {
+	var b strings.Builder
+	for i, v := range r.Values {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		switch {
+		case v.Null:
+			b.WriteString("NULL")
+		case v.S != "":
+			b.WriteString(v.S)
+		default:
+			fmt.Fprint(&b, v.I)
+		}
+	}
+	return b.String()
+}
+
+// pqRows is a source of n rows of pqSchema: day d%3, hour d%2.
+func pqInput(t *testing.T, dir string, files, n int) []string {
+	var want []string
+	for f := range files {
+		var b strings.Builder
+		for i := range n {
+			id := f*100000 + i
+			fmt.Fprintf(&b, "{\"id\": %d, \"name\": \"n%d\", \"day\": \"2026-12-0%d\", \"hour\": %d}\n", id, id, 1+id%3, id%2)
+			want = append(want, fmt.Sprintf("%d,n%d,2026-12-0%d,%d", id, id, 1+id%3, id%2))
+		}
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("f%d.jsonl", f)), b.String())
+	}
+	slices.Sort(want)
+	return want
+}
+
+// A checkpointed job writing partitioned Parquet fails after two
+// checkpoints and restores: every row is committed exactly once, in its
+// partition's directory, every partition has its _SUCCESS, no hidden
+// file is left, and the table reads back equal.
+func TestParquetExactlyOnceAcrossARestore(t *testing.T) {
+	dir := t.TempDir()
+	want := pqInput(t, filepath.Join(dir, "in"), 3, 2000)
+	out := filepath.Join(dir, "out")
+	var failed atomic.Bool
+	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	in := &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}}
+	src, err := connector.CreateSource(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{
+		"connector": "filesystem", "path": out, "format": "parquet", "parquet.compression": "SNAPPY",
+		"sink.partition-keys": "day,hour", "sink.partition-commit.policy.kind": "success-file"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sink.ExactlyOnce || sink.Accepts != types.InsertOnly {
+		t.Fatalf("sink %+v", sink)
+	}
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 300)
+	s := weir.FromSource(job, "in", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
+	s = weir.Map(s, func(r types.Row) types.Row {
+		if !failed.Load() && r.Values[0].I%100000 > 1000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
+			panic("injected failure")
+		}
+		return r
+	})
+	weir.To(s, sink.Sink)
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !failed.Load() {
+		t.Fatal("the failure was not injected")
+	}
+	// the layout: six partitions, each with _SUCCESS and .parquet parts
+	parts := 0
+	err = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		name := d.Name()
+		switch {
+		case strings.HasPrefix(name, "."):
+			t.Errorf("hidden file left: %s", rel)
+		case d.IsDir() && strings.Count(rel, "/") == 1:
+			if _, err := os.Stat(filepath.Join(p, "_SUCCESS")); err != nil {
+				t.Errorf("partition %s: %v", rel, err)
+			}
+			parts++
+		case !d.IsDir() && name != "_SUCCESS" && (!strings.HasSuffix(name, ".parquet") || strings.Count(rel, "/") != 2):
+			t.Errorf("unexpected file %s", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts != 6 {
+		t.Errorf("%d partitions, want 6", parts)
+	}
+	got, err := readTable(t, map[string]string{"connector": "filesystem", "path": out, "format": "parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d rows read back, want %d (first %q, want %q)", len(got), len(want), got[:min(3, len(got))], want[:3])
+	}
+}
+
+// The partition directories are Hive's: escaped values, NULL and '' as
+// the default partition, read back as the column's values.
+func TestParquetPartitionValues(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "a.jsonl"), `{"id": 1, "name": "a", "day": "x/y=z%", "hour": 3}`+"\n"+`{"id": 2, "name": "b", "day": null, "hour": null}`+"\n")
+	out := filepath.Join(dir, "out")
+	job := weir.NewJob("copy")
+	in := &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}}
+	dst := &connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet", "sink.partition-keys": "day,hour"}}
+	copyJob(t, job, in, dst)
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"day=x%2Fy%3Dz%25/hour=3", "day=" + parquet.DefaultPartitionName + "/hour=" + parquet.DefaultPartitionName} {
+		if fi, err := os.Stat(filepath.Join(out, d)); err != nil || !fi.IsDir() {
+			t.Errorf("partition %s: %v", d, err)
+		}
+	}
+	got, err := readTable(t, map[string]string{"connector": "filesystem", "path": out, "format": "parquet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"1,a,x/y=z%,3", "2,b,NULL,NULL"}; !slices.Equal(got, want) {
+		t.Fatalf("read back %q, want %q", got, want)
+	}
+}
+
+func TestParquetBadInput(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "a.parquet"), "id,name\n1,x\n")
+	_, err := readTable(t, map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "parquet"})
+	var re *parquet.ReadError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), filepath.Join(dir, "in", "a.parquet")) || !strings.Contains(err.Error(), "not a valid Parquet file") {
+		t.Fatalf("error %v, want a ReadError naming the file", err)
+	}
+	// a column of another type
+	out := filepath.Join(dir, "out")
+	writeFile(t, filepath.Join(dir, "src", "a.jsonl"), `{"id": 1, "name": "a", "day": "d", "hour": 3}`+"\n")
+	job := weir.NewJob("copy")
+	copyJob(t, job,
+		&connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "src"), "format": "json"}},
+		&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet"}})
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wrong := slices.Clone(pqSchema)
+	wrong[1].Type = types.Type{Kind: types.Date}
+	src, err := connector.CreateSource(&connector.Table{Name: "in", Schema: wrong, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job = weir.NewJob("read")
+	weir.To(weir.FromSource(job, "in", src.Source, weir.NoWatermarks[types.Row]()), weir.SinkFunc[types.Row](func(context.Context, []types.Row) error { return nil }))
+	err = job.Run(context.Background())
+	var se *parquet.SchemaError
+	if !errors.As(err, &se) || se.Column != "name" || !strings.Contains(err.Error(), "cannot be read as DATE") {
+		t.Fatalf("error %v, want a SchemaError naming column 'name'", err)
+	}
+}
+
+func TestParquetOptionErrors(t *testing.T) {
+	for _, c := range []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{"parquet.compression": "LZO"}, "'parquet.compression'"},
+		{map[string]string{"parquet.block.size": "0"}, "'parquet.block.size'"},
+		{map[string]string{"sink.partition-keys": "nope"}, "no column 'nope'"},
+		{map[string]string{"sink.partition-keys": "day", "sink.partition-commit.policy.kind": "metastore"}, "only 'success-file'"},
+		{map[string]string{"sink.partition-keys": "day", "sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.trigger": "partition-time"}, "needs the watermark"},
+		{map[string]string{"sink.partition-commit.policy.kind": "success-file"}, "not partitioned"},
+	} {
+		c.opts["connector"], c.opts["path"], c.opts["format"] = "filesystem", t.TempDir(), "parquet"
+		_, err := connector.CreateSink(&connector.Table{Name: "x", Schema: pqSchema, Options: c.opts})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.opts, err, c.want)
+		}
+	}
+	_, err := connector.CreateSink(&connector.Table{Name: "x", Schema: types.Schema{{Name: "iv", Type: types.Type{Kind: types.Interval}}},
+		Options: map[string]string{"connector": "filesystem", "path": t.TempDir(), "format": "parquet"}})
+	if err == nil || !strings.Contains(err.Error(), "column 'iv'") {
+		t.Errorf("INTERVAL column: %v", err)
+	}
+}
+
+var _ = io.EOF

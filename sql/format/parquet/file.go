@@ -1,0 +1,303 @@
+package parquet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	pq "github.com/parquet-go/parquet-go"
+
+	"github.com/weirstream/weir/sql/format"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// parsePartition parses a partition directory's value as Flink writes it
+// (the default partition name is NULL).
+func parsePartition(s string, t types.Type) (types.Value, error) {
+	if s == DefaultPartitionName {
+		return types.NullValue, nil
+	}
+	dec, err := format.TextDecoder(t)
+	if err != nil {
+		return types.Value{}, err
+	}
+	var v types.Value
+	err = dec([]byte(s), &v)
+	return v, err
+}
+
+// DefaultPartitionName is the directory value of a NULL partition column
+// (Flink's 'partition.default-name').
+const DefaultPartitionName = "__DEFAULT_PARTITION__"
+
+// FileReader reads the rows of one Parquet file as rows of a table:
+// values by name, converted to the table's types, columns the file does
+// not hold taken from the file's Hive-style partition directories
+// ("dt=2026-12-01/"). Only the leaf columns of the targets are decoded.
+type FileReader struct {
+	path    string
+	f       *os.File
+	file    *pq.File
+	targets []target
+	cursors []cursor
+	names   []string
+	runs    [][]pq.Value
+	scratch [][]pq.Value
+	flat    bool // every target a flat leaf column (or a constant)
+
+	rg    int   // current row group
+	row   int64 // rows of the current row group read
+	rows  int64 // rows of the current row group
+	total int64 // rows read from the file before the current row group
+	err   error
+}
+
+type target struct {
+	n     *rnode      // nil: c
+	c     types.Value // a partition value, or zero (Col -1)
+	leaf  bool        // n is a leaf that is not repeated
+	field int         // of a ROW target read whole... unused: -1
+}
+
+// OpenFile opens the Parquet file at path to read targets of a table of
+// schema; partitions are the key=value pairs of the file's partition
+// directories (unescaped), the values of columns the file does not hold. It checks the file's schema against the table's: a column
+// missing (and not a partition directory) or of a type that cannot be
+// read is a *SchemaError.
+func OpenFile(path string, partitions map[string]string, schema types.Schema, targets []Target, opts *Options) (*FileReader, error) {
+	if opts == nil {
+		opts = DefaultOptions()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	pf, err := pq.OpenFile(f, fi.Size(), pq.SkipBloomFilters(true))
+	if err != nil {
+		f.Close()
+		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", fi.Size(), err)}
+	}
+	r := &FileReader{path: path, f: f, file: pf, flat: true}
+	p := &planner{file: pf.Schema(), opts: opts}
+	for _, tg := range targets {
+		if tg.Col < 0 {
+			r.targets = append(r.targets, target{})
+			continue
+		}
+		col := schema[tg.Col]
+		n := pf.Schema().Fields()
+		var fn pq.Node
+		for _, x := range n {
+			if x.Name() == col.Name {
+				fn = x
+			}
+		}
+		if fn == nil {
+			s, ok := partitions[col.Name]
+			if !ok || tg.Field >= 0 {
+				f.Close()
+				return nil, &ReadError{Path: path, RowGroup: -1, Err: &SchemaError{col.Name, errors.New("missing from the file (and not a partition directory of it)")}}
+			}
+			v, err := parsePartition(s, col.Type)
+			if err != nil {
+				f.Close()
+				return nil, &ReadError{Path: path, RowGroup: -1, Err: &SchemaError{col.Name, fmt.Errorf("partition value %q: %w", s, err)}}
+			}
+			r.targets = append(r.targets, target{c: v})
+			continue
+		}
+		var rn *rnode
+		if tg.Field >= 0 {
+			fld := col.Type.Fields[tg.Field]
+			ff := field(fn, fld.Name)
+			if ff == nil || fn.Leaf() {
+				f.Close()
+				return nil, &ReadError{Path: path, RowGroup: -1, Err: &SchemaError{col.Name + "." + fld.Name, errors.New("missing from the file")}}
+			}
+			def := 0
+			if fn.Optional() {
+				def = 1
+			}
+			rn, err = p.plan(ff, []string{col.Name, fld.Name}, fld.Type, def, 0)
+			// the ROW's own NULL reads as a NULL field: its definition
+			// level is below the field's
+		} else {
+			rn, err = p.plan(fn, []string{col.Name}, col.Type, 0, 0)
+		}
+		if err != nil {
+			f.Close()
+			return nil, &ReadError{Path: path, RowGroup: -1, Err: err}
+		}
+		leaf := rn.kind == leafNode
+		if !leaf {
+			r.flat = false
+		}
+		r.targets = append(r.targets, target{n: rn, leaf: leaf})
+	}
+	r.names = p.names
+	r.cursors = make([]cursor, len(p.cursors))
+	for i, c := range p.cursors {
+		lc := pf.Schema().Columns()[c]
+		l, _ := pf.Schema().Lookup(lc...)
+		r.cursors[i] = cursor{col: c, maxRep: l.MaxRepetitionLevel}
+		if l.MaxRepetitionLevel > 0 {
+			r.flat = false
+		}
+	}
+	r.runs = make([][]pq.Value, len(r.cursors))
+	r.scratch = make([][]pq.Value, len(r.cursors))
+	r.rg = -1
+	return r, nil
+}
+
+// NumRows is the number of rows of the file.
+func (r *FileReader) NumRows() int64 { return r.file.NumRows() }
+
+// SeekToRow positions the reader before row n of the file.
+func (r *FileReader) SeekToRow(n int64) error {
+	var before int64
+	for i, rg := range r.file.RowGroups() {
+		if n < before+rg.NumRows() || i == len(r.file.RowGroups())-1 {
+			if err := r.openGroup(i, n-before); err != nil {
+				return err
+			}
+			r.total = before
+			return nil
+		}
+		before += rg.NumRows()
+	}
+	r.rg, r.total = len(r.file.RowGroups()), before
+	return nil
+}
+
+// Pos is the number of rows read.
+func (r *FileReader) Pos() int64 {
+	if r.rg < 0 {
+		return 0
+	}
+	return r.total + r.row
+}
+
+func (r *FileReader) openGroup(i int, row int64) error {
+	rg := r.file.RowGroups()[i]
+	r.rg, r.row, r.rows = i, row, rg.NumRows()
+	for c := range r.cursors {
+		if err := r.cursors[c].open(rg, row); err != nil {
+			return r.readError(c, err)
+		}
+	}
+	return nil
+}
+
+func (r *FileReader) readError(c int, err error) error {
+	col := ""
+	if c >= 0 && c < len(r.names) {
+		col = r.names[c]
+	}
+	return &ReadError{Path: r.path, RowGroup: r.rg, Column: col, Err: err}
+}
+
+// Read reads up to len(dst) rows, each with one value per target; it
+// returns io.EOF after the last row.
+func (r *FileReader) Read(ctx context.Context, dst []types.Row) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.rg < 0 {
+		if err := r.SeekToRow(0); err != nil {
+			r.err = err
+			return 0, err
+		}
+	}
+	values := make([]types.Value, len(dst)*len(r.targets))
+	n := 0
+	for n < len(dst) {
+		if r.rg >= len(r.file.RowGroups()) {
+			return n, io.EOF
+		}
+		if r.row >= r.rows {
+			r.total += r.rows
+			if r.rg+1 >= len(r.file.RowGroups()) {
+				r.rg++
+				return n, io.EOF
+			}
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			if err := r.openGroup(r.rg+1, 0); err != nil {
+				r.err = err
+				return n, err
+			}
+			continue
+		}
+		vs := values[n*len(r.targets) : (n+1)*len(r.targets) : (n+1)*len(r.targets)]
+		if err := r.readRow(vs); err != nil {
+			r.err = err
+			return n, err
+		}
+		dst[n] = types.Row{Kind: types.Insert, Values: vs}
+		r.row++
+		n++
+	}
+	return n, nil
+}
+
+func (r *FileReader) readRow(vs []types.Value) error {
+	if r.flat {
+		for i, t := range r.targets {
+			if t.n == nil {
+				vs[i] = t.c
+				continue
+			}
+			c := &r.cursors[t.n.cursor]
+			v, err := c.next()
+			if err != nil {
+				return r.readError(t.n.cursor, err)
+			}
+			if t.n.optional && v.DefinitionLevel() < t.n.def {
+				vs[i] = types.NullValue
+				continue
+			}
+			x, err := t.n.conv(v)
+			if err != nil {
+				return r.readError(t.n.cursor, err)
+			}
+			vs[i] = x
+		}
+		return nil
+	}
+	for c := range r.cursors {
+		run, err := r.cursors[c].run(r.runs[c][:0])
+		if err != nil {
+			return r.readError(c, err)
+		}
+		r.runs[c] = run
+	}
+	for i, t := range r.targets {
+		if t.n == nil {
+			vs[i] = t.c
+			continue
+		}
+		v, err := t.n.build(r.runs, r.scratch)
+		if err != nil {
+			return r.readError(t.n.first, err)
+		}
+		vs[i] = v
+	}
+	return nil
+}
+
+// Close closes the file.
+func (r *FileReader) Close() error {
+	for i := range r.cursors {
+		r.cursors[i].close()
+	}
+	return r.f.Close()
+}
