@@ -71,6 +71,10 @@ export WEIR_REQUIRE_KCAT=1
 # writes: the same, for python3-avro.
 bash scripts/avro.sh install
 export WEIR_REQUIRE_PYAVRO=1
+# internal/s3fs's tests read the checkpoints weir wrote to an S3 store
+# (gofakes3 on loopback) with the AWS CLI: the same, for aws.
+bash scripts/awscli.sh install
+export WEIR_REQUIRE_AWSCLI=1
 # sql/format/protobuf's tests check weir's run-time .proto compilation and
 # its encoding against Google's protoc (Debian's protobuf-compiler): the
 # same, for protoc.

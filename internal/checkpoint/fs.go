@@ -1,10 +1,13 @@
 package checkpoint
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 )
 
 // FS is the file system that checkpoints are stored in: the operating
@@ -40,8 +43,148 @@ type File interface {
 	Sync() error
 }
 
-// Default is the operating system's file system.
-var Default FS = osFS{}
+// Default is the operating system's file system, and for a path of a
+// registered scheme (`s3://bucket/prefix`, package internal/s3fs) that
+// scheme's file system.
+var Default FS = routerFS{}
+
+var (
+	schemesMu sync.RWMutex
+	schemes   = map[string]func() (FS, error){}
+)
+
+// RegisterScheme makes paths `scheme://...` (and `scheme:/...`, as
+// filepath.Clean leaves them) go to the file system open returns; open is
+// called for each operation and should cache what it makes.
+func RegisterScheme(scheme string, open func() (FS, error)) {
+	schemesMu.Lock()
+	defer schemesMu.Unlock()
+	schemes[scheme] = open
+}
+
+// SchemeOf returns the scheme of a path like `s3://bucket/key` (or
+// `s3:/bucket/key`), or "" for a local path.
+func SchemeOf(path string) string {
+	i := strings.Index(path, ":/")
+	if i < 2 {
+		return "" // not a URL (or a Windows drive letter)
+	}
+	for _, c := range path[:i] {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return path[:i]
+}
+
+// Remote reports whether path is in a registered remote file system
+// (object storage) rather than on the local disk.
+func Remote(path string) bool {
+	s := SchemeOf(path)
+	if s == "" {
+		return false
+	}
+	schemesMu.RLock()
+	defer schemesMu.RUnlock()
+	return schemes[s] != nil
+}
+
+// routerFS sends each path to its scheme's file system, local paths to
+// the operating system's.
+type routerFS struct{}
+
+func (routerFS) pick(name string) (FS, error) {
+	s := SchemeOf(name)
+	if s == "" {
+		return osFS{}, nil
+	}
+	schemesMu.RLock()
+	open := schemes[s]
+	known := make([]string, 0, len(schemes))
+	for k := range schemes {
+		known = append(known, k+"://")
+	}
+	schemesMu.RUnlock()
+	if open == nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("no file system for %s:// paths (known: %s)", s, strings.Join(known, ", "))}
+	}
+	return open()
+}
+
+func (r routerFS) Create(name string) (File, error) {
+	f, err := r.pick(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Create(name)
+}
+
+func (r routerFS) Open(name string) (File, error) {
+	f, err := r.pick(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Open(name)
+}
+
+func (r routerFS) Rename(oldname, newname string) error {
+	f, err := r.pick(oldname)
+	if err != nil {
+		return err
+	}
+	if SchemeOf(oldname) != SchemeOf(newname) {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: errors.New("not in the same file system")}
+	}
+	return f.Rename(oldname, newname)
+}
+
+func (r routerFS) Remove(name string) error {
+	f, err := r.pick(name)
+	if err != nil {
+		return err
+	}
+	return f.Remove(name)
+}
+
+func (r routerFS) RemoveAll(name string) error {
+	f, err := r.pick(name)
+	if err != nil {
+		return err
+	}
+	return f.RemoveAll(name)
+}
+
+func (r routerFS) MkdirAll(name string, perm fs.FileMode) error {
+	f, err := r.pick(name)
+	if err != nil {
+		return err
+	}
+	return f.MkdirAll(name, perm)
+}
+
+func (r routerFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := r.pick(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.ReadDir(name)
+}
+
+func (r routerFS) Stat(name string) (fs.FileInfo, error) {
+	f, err := r.pick(name)
+	if err != nil {
+		return nil, err
+	}
+	return f.Stat(name)
+}
+
+func (r routerFS) SyncDir(name string) error {
+	f, err := r.pick(name)
+	if err != nil {
+		return err
+	}
+	return f.SyncDir(name)
+}
 
 type osFS struct{}
 

@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir/internal/incremental"
 	"github.com/weirstream/weir/internal/keygroup"
 	"github.com/weirstream/weir/internal/metrics"
+	_ "github.com/weirstream/weir/internal/s3fs" // s3:// checkpoint directories
 )
 
 // Stage names a point in the completion of a checkpoint, for Config.Hook.

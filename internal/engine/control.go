@@ -2,7 +2,11 @@ package engine
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 
+	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/ckstore"
 	"github.com/weirstream/weir/internal/control"
 	"github.com/weirstream/weir/internal/metrics"
@@ -45,13 +49,31 @@ func (j *Job) startServers() (stop func(), err error) {
 	// directory (or the web server's token file), so without either only
 	// a loopback metrics endpoint can run.
 	var token string
-	if j.cfg.ckDir != "" {
+	switch {
+	case j.localCkDir() != "":
 		var remove func()
 		if token, remove, err = control.WriteToken(j.cfg.ckDir); err != nil {
 			return nil, err
 		}
 		stops = append(stops, remove)
-	} else if j.cfg.webAddr != "" {
+	case j.cfg.ckDir != "":
+		// a checkpoint directory in object storage holds no token: it goes
+		// to the web token file (or the state directory)
+		path, err := j.webTokenPath()
+		if err != nil {
+			return nil, err
+		}
+		if token, err = webauth.NewToken(); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("weir: web token file: %w", err)
+		}
+		if err := webauth.WriteToken(path, token); err != nil {
+			return nil, err
+		}
+		stops = append(stops, func() { os.Remove(path) })
+	case j.cfg.webAddr != "":
 		if token, err = webauth.NewToken(); err != nil {
 			return nil, err
 		}
@@ -81,4 +103,14 @@ func (j *Job) status() any {
 		"job": j.name, "checkpoints_completed": c.Completed.Load(), "last_checkpoint_id": c.LastID.Load(),
 		"restarts": c.Restarts.Load(),
 	}
+}
+
+// localCkDir is the checkpoint directory when it is on the local disk
+// (where the control endpoint's token and address files go), "" when
+// there is none or it is in object storage (s3://).
+func (j *Job) localCkDir() string {
+	if checkpoint.Remote(j.cfg.ckDir) {
+		return ""
+	}
+	return j.cfg.ckDir
 }

@@ -86,10 +86,12 @@ func (j *Job) webTokenPath() (string, error) {
 	switch {
 	case j.cfg.webTokenFile != "":
 		return j.cfg.webTokenFile, nil
-	case j.cfg.ckDir != "":
+	case j.localCkDir() != "":
 		return filepath.Join(j.cfg.ckDir, control.TokenFile), nil
 	case j.cfg.stateDir != "":
 		return filepath.Join(j.cfg.stateDir, "web.token"), nil
+	case j.cfg.ckDir != "":
+		return "", fmt.Errorf("weir: the job's servers need a local place for their token, which a checkpoint directory in object storage (%s) is not: set WebTokenFile (--web-token-file)", j.cfg.ckDir)
 	}
 	return "", errors.New("weir: WebAddr needs a place for the job's token: set WebTokenFile (--web-token-file), or Checkpointing")
 }
@@ -121,6 +123,11 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 		addrs = append(addrs, j.cfg.webAddr)
 	}
 	tokenFile := filepath.Join(j.cfg.ckDir, control.TokenFile) // written by startServers
+	if j.localCkDir() == "" && j.cfg.ckDir != "" {
+		if tokenFile, err = j.webTokenPath(); err != nil {
+			return nil, err
+		}
+	}
 	if j.cfg.webAddr != "" {
 		if tokenFile, err = j.webTokenPath(); err != nil {
 			return nil, err
@@ -140,7 +147,9 @@ func (j *Job) startWeb(token string) (stop func(), err error) {
 		SavepointTimeout: j.cfg.ckTimeout, Status: j.status, Logger: j.cfg.logger, ControlAddrs: controlOnly,
 	}
 	if j.cfg.ckDir != "" {
-		cfg.AddrFile = filepath.Join(j.cfg.ckDir, control.AddrFile)
+		if j.localCkDir() != "" {
+			cfg.AddrFile = filepath.Join(j.cfg.ckDir, control.AddrFile)
+		}
 		// The server listens before the tasks run: Job.Savepoint waits for
 		// them within the request's context (job_running.go).
 		cfg.Savepoint = j.Savepoint

@@ -1,0 +1,48 @@
+// Package s3test starts an S3-compatible server on loopback for tests:
+// gofakes3 (github.com/johannesboyne/gofakes3, the server `rclone serve
+// s3` is built on) over memory, with the environment (AWS_ENDPOINT_URL_S3,
+// credentials, region) set for the test so that weir's s3:// paths and
+// the AWS CLI reach it.
+package s3test
+
+import (
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// Server is a running S3 store.
+type Server struct {
+	// URL is the endpoint, http://127.0.0.1:port.
+	URL     string
+	backend *s3mem.Backend
+}
+
+// Start starts a store holding the given buckets, sets the test's AWS
+// environment to reach it, and stops it when the test ends. Tests that
+// call it cannot run in parallel (t.Setenv).
+func Start(t testing.TB, buckets ...string) *Server {
+	t.Helper()
+	backend := s3mem.New()
+	for _, b := range buckets {
+		if err := backend.CreateBucket(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "weir-test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "weir-test-secret")
+	t.Setenv("AWS_REGION", "us-east-1")
+	for _, k := range []string{"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ENDPOINT_URL", "WEIR_S3_PATH_STYLE"} {
+		t.Setenv(k, "") // restored when the test ends
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	return &Server{URL: srv.URL, backend: backend}
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The AWS CLI for weir's object-storage tests (internal/s3fs: the CLI, which
+# nobody here wrote, lists and reads the checkpoints weir wrote to an S3
+# store on loopback).
+#
+#   bash scripts/awscli.sh install   install Debian's awscli if no aws is found
+#                                    (apt-get; needs root or sudo)
+#   bash scripts/awscli.sh path      print aws's path
+set -euo pipefail
+
+path() {
+  if command -v aws >/dev/null 2>&1 && aws --version >/dev/null 2>&1; then
+    command -v aws
+    return 0
+  fi
+  return 1
+}
+
+install() {
+  if p=$(path); then
+    echo "awscli.sh: aws found at $p"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "awscli.sh: aws is missing and this is not a Debian-like system: install the AWS CLI" >&2
+    return 1
+  fi
+  local sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "awscli.sh: installing awscli needs root (or sudo)" >&2; return 1; }
+    sudo="sudo"
+  fi
+  echo "awscli.sh: installing awscli with apt-get"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends awscli >/dev/null
+  p=$(path) || { echo "awscli.sh: apt-get installed awscli, but no working aws found" >&2; return 1; }
+  echo "awscli.sh: aws installed at $p"
+}
+
+case "${1:-}" in
+  install) install ;;
+  path) path ;;
+  *) echo "usage: awscli.sh install|path" >&2; exit 2 ;;
+esac
