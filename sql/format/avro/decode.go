@@ -223,7 +223,9 @@ func compileDec(w, rs avro.Schema, t types.Type) (decFn, error) {
 					break
 				}
 				if out == nil {
-					out = make([]types.Value, 0, n)
+					// A corrupt count must not allocate much: most items
+					// take a byte at least.
+					out = make([]types.Value, 0, min(n, int64(len(r.b)-r.i)+1))
 				}
 				for ; n > 0; n-- {
 					out = append(out, types.Value{})
