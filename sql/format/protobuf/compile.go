@@ -48,10 +48,16 @@ func Compile(ctx context.Context, file string, protoPath []string) (*Schema, err
 	}()
 	for _, dir := range protoPath {
 		r, err := os.OpenRoot(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // as protoc, which warns
+		}
 		if err != nil {
-			return nil, fmt.Errorf("protobuf: proto path %w", err)
+			return nil, fmt.Errorf("protobuf: proto path: %w", err)
 		}
 		roots = append(roots, r)
+	}
+	if len(roots) == 0 {
+		return nil, fmt.Errorf("protobuf: no directory of the proto path (%s) exists", strings.Join(protoPath, ";"))
 	}
 	res := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
 		if !filepath.IsLocal(path) {

@@ -88,6 +88,10 @@ type msgDec struct {
 	required []int
 	maps     []int
 	cols     []types.Field
+	// children are the columns of messages that need finishing;
+	// needsFinish says whether this message or one of them does.
+	children    []childDec
+	needsFinish bool
 }
 
 type fillCol struct {
@@ -99,6 +103,22 @@ const smallFields = 512
 
 type decCompiler struct {
 	opt Options
+	// lastSub is the decoder of the message the last scalar compiled
+	// reads (nil for another type).
+	lastSub *msgDec
+}
+
+// Shapes of a column holding messages.
+const (
+	shapeRow = iota
+	shapeList
+	shapeMapValue
+)
+
+type childDec struct {
+	col   int
+	sub   *msgDec
+	shape uint8
 }
 
 func (c *decCompiler) message(md protoreflect.MessageDescriptor, cols []types.Field) (*msgDec, error) {
@@ -114,14 +134,21 @@ func (c *decCompiler) message(md protoreflect.MessageDescriptor, cols []types.Fi
 			return nil, fmt.Errorf("column '%s' %w", col.Name, err)
 		}
 		fd := &fieldDec{col: i, name: f.Name(), num: f.Number(), wire: wireType(f)}
+		c.lastSub = nil
+		var sub *msgDec // the messages the column holds
+		shape := uint8(shapeRow)
 		switch {
 		case f.IsMap():
+			shape = shapeMapValue
 			fd.dec, err = c.mapEntry(f, col.Type)
+			sub = c.lastSub
 			m.init[i] = types.Value{X: []types.Value{}}
 			m.maps = append(m.maps, i)
 		case f.IsList():
+			shape = shapeList
 			var elem valueDec
 			elem, err = c.scalar(f, *col.Type.Elem)
+			sub = c.lastSub
 			fd.dec = listDec(elem)
 			if f.Kind() != protoreflect.StringKind && f.Kind() != protoreflect.BytesKind && fd.wire != protowire.BytesType {
 				fd.packed = packedDec(elem)
@@ -132,6 +159,7 @@ func (c *decCompiler) message(md protoreflect.MessageDescriptor, cols []types.Fi
 			if err != nil {
 				break
 			}
+			sub = c.lastSub
 			if f.HasPresence() {
 				m.init[i] = types.NullValue
 				if f.Cardinality() == protoreflect.Required {
@@ -158,6 +186,10 @@ func (c *decCompiler) message(md protoreflect.MessageDescriptor, cols []types.Fi
 		if err != nil {
 			return nil, fmt.Errorf("column '%s': %w", col.Name, err)
 		}
+		if sub != nil && sub.needsFinish {
+			m.children = append(m.children, childDec{col: i, sub: sub, shape: shape})
+		}
+		c.lastSub = nil
 		fds[i] = fd
 		if f.Number() < smallFields {
 			if m.small == nil {
@@ -184,6 +216,7 @@ func (c *decCompiler) message(md protoreflect.MessageDescriptor, cols []types.Fi
 			}
 		}
 	}
+	m.needsFinish = len(m.children)+len(m.required)+len(m.fill)+len(m.maps) > 0
 	if len(m.small) > 0 {
 		// Trim the table to the highest number in use.
 		hi := 0
@@ -212,13 +245,16 @@ func wireType(f protoreflect.FieldDescriptor) protowire.Type {
 	return protowire.BytesType
 }
 
-// decodeInto decodes message b into vals (len = the columns).
+// decodeInto decodes a record's message b into vals (len = the columns).
 func (m *msgDec) decodeInto(b []byte, vals []types.Value, depth int) error {
 	copy(vals, m.init)
 	if err := m.merge(b, vals, depth); err != nil {
 		return err
 	}
-	return m.finish(vals, true)
+	if m.needsFinish {
+		return m.finish(vals)
+	}
+	return nil
 }
 
 // defaultRow is the row of a message's default instance (what Java's
@@ -227,25 +263,63 @@ func (m *msgDec) decodeInto(b []byte, vals []types.Value, depth int) error {
 func (m *msgDec) defaultRow() types.Value {
 	vals := make([]types.Value, m.ncols)
 	copy(vals, m.init)
-	m.finish(vals, false)
+	m.fillDefaults(vals)
 	return types.Value{X: vals}
 }
 
-// decodeNew decodes message b into a new ROW value.
+// decodeNew decodes a nested message b into a new ROW value, to be
+// finished with the record.
 func (m *msgDec) decodeNew(b []byte, depth int) (types.Value, error) {
 	vals := make([]types.Value, m.ncols)
-	if err := m.decodeInto(b, vals, depth); err != nil {
+	copy(vals, m.init)
+	if err := m.merge(b, vals, depth); err != nil {
 		return types.Value{}, err
 	}
 	return types.Value{X: vals}, nil
 }
 
-func (m *msgDec) finish(vals []types.Value, required bool) error {
+// finish completes a message read to its end, and the messages in it:
+// required fields must be there (checked once a message has all its
+// occurrences merged, as protobuf's parsers do), then the fields left
+// unset get their defaults and maps keep the last value of a key.
+func (m *msgDec) finish(vals []types.Value) error {
+	for _, ch := range m.children {
+		v := vals[ch.col]
+		if v.Null {
+			continue
+		}
+		l, _ := v.X.([]types.Value)
+		switch ch.shape {
+		case shapeRow:
+			if err := ch.sub.finish(l); err != nil {
+				return fmt.Errorf("field %s: %w", m.cols[ch.col].Name, err)
+			}
+		default:
+			step, first := 1, 0
+			if ch.shape == shapeMapValue {
+				step, first = 2, 1
+			}
+			for i := first; i < len(l); i += step {
+				r, _ := l[i].X.([]types.Value)
+				if l[i].Null {
+					continue
+				}
+				if err := ch.sub.finish(r); err != nil {
+					return fmt.Errorf("field %s: %w", m.cols[ch.col].Name, err)
+				}
+			}
+		}
+	}
 	for _, c := range m.required {
-		if required && vals[c].Null {
+		if vals[c].Null {
 			return fmt.Errorf("required field %s is missing", m.cols[c].Name)
 		}
 	}
+	m.fillDefaults(vals)
+	return nil
+}
+
+func (m *msgDec) fillDefaults(vals []types.Value) {
 	for _, f := range m.fill {
 		if vals[f.col].Null {
 			vals[f.col] = f.def()
@@ -256,7 +330,6 @@ func (m *msgDec) finish(vals []types.Value, required bool) error {
 			vals[c].X = lastPerKey(l)
 		}
 	}
-	return nil
 }
 
 // merge reads the fields of message b into vals: a field that comes again
@@ -265,7 +338,7 @@ func (m *msgDec) finish(vals []types.Value, required bool) error {
 func (m *msgDec) merge(b []byte, vals []types.Value, depth int) error {
 	off := 0
 	for off < len(b) {
-		num, typ, n := protowire.ConsumeTag(b[off:])
+		num, typ, n := consumeTag(b[off:])
 		if n < 0 {
 			return wireError(off, protowire.ParseError(n))
 		}
@@ -313,7 +386,8 @@ func (m *msgDec) merge(b []byte, vals []types.Value, depth int) error {
 }
 
 func wireError(at int, err error) error {
-	what := err.Error()
+	// protowire's errors read "proto: ..." (with a varying space).
+	what := strings.TrimLeft(strings.TrimPrefix(err.Error(), "proto:"), " \u00a0")
 	if strings.Contains(what, "unexpected EOF") {
 		what = "truncated message (unexpected EOF)"
 	}
@@ -479,6 +553,7 @@ func (c *decCompiler) scalar(f protoreflect.FieldDescriptor, t types.Type) (valu
 		if err != nil {
 			return nil, err
 		}
+		c.lastSub = sub
 		return func(b []byte, v *types.Value, depth int) (int, error) {
 			body, n := protowire.ConsumeBytes(b)
 			if n < 0 {
@@ -489,10 +564,7 @@ func (c *decCompiler) scalar(f protoreflect.FieldDescriptor, t types.Type) (valu
 			}
 			if l, ok := v.X.([]types.Value); ok && !v.Null {
 				// The message again: merge it into the first.
-				if err := sub.merge(body, l, depth+1); err != nil {
-					return n, err
-				}
-				return n, sub.finish(l, true)
+				return n, sub.merge(body, l, depth+1)
 			}
 			r, err := sub.decodeNew(body, depth+1)
 			if err != nil {
@@ -520,7 +592,7 @@ func timestampDec(b []byte, v *types.Value, _ int) (int, error) {
 	}
 	var sec, nanos int64
 	for len(body) > 0 {
-		num, typ, k := protowire.ConsumeTag(body)
+		num, typ, k := consumeTag(body)
 		if k < 0 {
 			return k, nil
 		}
@@ -601,6 +673,8 @@ func (c *decCompiler) mapEntry(f protoreflect.FieldDescriptor, t types.Type) (va
 	if err != nil {
 		return nil, err
 	}
+	vsub := c.lastSub
+	defer func() { c.lastSub = vsub }()
 	kdef, err := c.defaultOf(kf, *t.Key)
 	if err != nil {
 		return nil, err
@@ -608,6 +682,12 @@ func (c *decCompiler) mapEntry(f protoreflect.FieldDescriptor, t types.Type) (va
 	vdef, err := c.defaultOf(vf, *t.Elem)
 	if err != nil {
 		return nil, err
+	}
+	if sub := vsub; sub != nil {
+		// A missing message value is an empty message (whose required
+		// fields are missing, as protobuf's parsers see it), finished with
+		// the record.
+		vdef = func() types.Value { v, _ := sub.decodeNew(nil, 0); return v }
 	}
 	kw, vw := wireType(kf), wireType(vf)
 	return func(b []byte, v *types.Value, depth int) (int, error) {
@@ -618,7 +698,7 @@ func (c *decCompiler) mapEntry(f protoreflect.FieldDescriptor, t types.Type) (va
 		var key, val types.Value
 		var hasKey, hasVal bool
 		for off := 0; off < len(body); {
-			num, typ, k := protowire.ConsumeTag(body[off:])
+			num, typ, k := consumeTag(body[off:])
 			if k < 0 {
 				return k, nil
 			}
@@ -648,7 +728,7 @@ func (c *decCompiler) mapEntry(f protoreflect.FieldDescriptor, t types.Type) (va
 			key = kdef()
 		}
 		if !hasVal {
-			val = vdef() // a message value's default instance
+			val = vdef()
 		}
 		l, _ := v.X.([]types.Value)
 		v.X = append(l, key, val)
@@ -736,4 +816,14 @@ func (c *decCompiler) defaultOf(f protoreflect.FieldDescriptor, t types.Type) (f
 		v = types.Value{S: string(f.Default().Bytes())}
 	}
 	return func() types.Value { return v }, nil
+}
+
+// consumeTag is protowire.ConsumeTag refusing the field numbers above
+// protobuf's largest (2^29-1), as protobuf's parsers do.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n >= 0 && num > protowire.MaxValidNumber {
+		return 0, 0, -2 // protowire's code of an invalid field number
+	}
+	return num, typ, n
 }

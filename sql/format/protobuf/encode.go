@@ -203,7 +203,9 @@ func (c *encCompiler) scalar(f protoreflect.FieldDescriptor, t types.Type, skipZ
 func putScalar(k protoreflect.Kind) func([]byte, int64) []byte {
 	switch k {
 	case protoreflect.Sint32Kind:
-		return func(b []byte, x int64) []byte { return protowire.AppendVarint(b, protowire.EncodeZigZag(int64(int32(x)))) }
+		return func(b []byte, x int64) []byte {
+			return protowire.AppendVarint(b, protowire.EncodeZigZag(int64(int32(x))))
+		}
 	case protoreflect.Sint64Kind:
 		return func(b []byte, x int64) []byte { return protowire.AppendVarint(b, protowire.EncodeZigZag(x)) }
 	case protoreflect.Uint32Kind:
