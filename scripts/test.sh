@@ -66,11 +66,6 @@ export WEIR_REQUIRE_CHROMIUM=1
 # same, for kcat.
 bash scripts/kcat.sh install
 export WEIR_REQUIRE_KCAT=1
-# sql/format/protobuf's tests check weir's run-time .proto compilation and
-# its encoding against Google's protoc (Debian's protobuf-compiler): the
-# same, for protoc.
-bash scripts/protoc.sh install
-export WEIR_REQUIRE_PROTOC=1
 # sql/format/avro's interoperability tests have Apache Avro's own Python
 # library (Debian's python3-avro) write what weir reads and read what it
 # writes: the same, for python3-avro.
