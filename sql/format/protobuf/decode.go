@@ -547,7 +547,7 @@ func (c *decCompiler) scalar(f protoreflect.FieldDescriptor, t types.Type) (valu
 		return c.enum(f, t)
 	case protoreflect.MessageKind:
 		if t.Kind == types.Timestamp || t.Kind == types.TimestampLTZ {
-			return timestampDec, nil
+			return timestampDec(t.Precision), nil
 		}
 		sub, err := c.message(f.Message(), t.Fields)
 		if err != nil {
@@ -584,8 +584,23 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// timestampDec reads a google.protobuf.Timestamp into microseconds.
-func timestampDec(b []byte, v *types.Value, _ int) (int, error) {
+// timestampDec reads a google.protobuf.Timestamp into microseconds,
+// truncated to precision p.
+func timestampDec(p int) valueDec {
+	unit := int64(1)
+	for i := p; i < 6; i++ {
+		unit *= 10
+	}
+	return func(b []byte, v *types.Value, depth int) (int, error) {
+		n, err := timestampMicros(b, v)
+		if n >= 0 && err == nil && unit > 1 {
+			v.I -= ((v.I % unit) + unit) % unit // toward the past, as the SQL types truncate
+		}
+		return n, err
+	}
+}
+
+func timestampMicros(b []byte, v *types.Value) (int, error) {
 	body, n := protowire.ConsumeBytes(b)
 	if n < 0 {
 		return n, nil

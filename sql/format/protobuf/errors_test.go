@@ -300,3 +300,39 @@ func TestReadDefaultValues(t *testing.T) {
 		t.Errorf("nil record: %v %v", rows, err)
 	}
 }
+
+// TestTimestampColumns: a google.protobuf.Timestamp reads into TIMESTAMP
+// and TIMESTAMP_LTZ columns truncated to their precision, and is written
+// back from them; as a ROW it is its two fields, as Flink reads it.
+func TestTimestampColumns(t *testing.T) {
+	md := eventMessage(t)
+	// at { seconds: -2 nanos: 123456789 }: 1969-12-31 23:59:58.123456789
+	rec := []byte{0x9a, 0x01, 16, 0x08, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x10, 0x95, 0x9a, 0xef, 0x3a}
+	for cols, want := range map[string]string{
+		"`at` TIMESTAMP_LTZ(6)":               `{"at":"1969-12-31 23:59:58.123456Z"}`,
+		"`at` TIMESTAMP(3)":                   `{"at":"1969-12-31 23:59:58.123"}`,
+		"`at` TIMESTAMP(0)":                   `{"at":"1969-12-31 23:59:58"}`,
+		"`at` ROW<seconds BIGINT, nanos INT>": `{"at":{"seconds":-2,"nanos":123456789}}`,
+	} {
+		schema := schemaOf(t, cols)
+		d, err := protobuf.NewDecoder(schema, md, protobuf.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := decodeOne(t, d, rec)
+		if got := rowJSON(t, schema, row); got != want {
+			t.Errorf("%s: got %s, want %s", cols, got, want)
+		}
+		e, err := protobuf.NewEncoder(schema, md, protobuf.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := e.Encode(nil, &row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rowJSON(t, schema, decodeOne(t, d, out)); got != want {
+			t.Errorf("%s: written and read back as %s, want %s", cols, got, want)
+		}
+	}
+}

@@ -44,7 +44,9 @@ func checkScalar(f protoreflect.FieldDescriptor, t types.Type) error {
 			ok = true
 		}
 		want = "STRING (the value's name) or TINYINT, SMALLINT, INT or BIGINT (its number)"
-	case protoreflect.MessageKind, protoreflect.GroupKind:
+	case protoreflect.GroupKind:
+		return fmt.Errorf("is %s but the protobuf field %s is a group (delimited message), which weir does not read or write", t, f.Name())
+	case protoreflect.MessageKind:
 		if f.Message().FullName() == timestampName && (k == types.Timestamp || k == types.TimestampLTZ) {
 			return nil
 		}
