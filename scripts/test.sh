@@ -88,3 +88,12 @@ go test -race -count=1 ./...
 WEIR_KAFKA=weir go test -race -count=1 \
   -run 'TestSource|TestSink|TestChangelog|TestExactlyOnce|TestGroupInProcess|TestGroupJoinInProcess|TestGroupFences|TestGroupKeyedStateMoves' \
   ./connector/kafka
+# internal/testing/parquetcheck, a module of its own (the main module
+# never depends on DuckDB), checks weir's Parquet files against DuckDB's
+# reader and writer through its Go bindings (cgo, a prebuilt static
+# library from the module proxy). WEIR_SKIP_DUCKDB=1 skips it, saying so.
+if [ "${WEIR_SKIP_DUCKDB:-}" = 1 ]; then
+  echo "test.sh: WEIR_SKIP_DUCKDB=1: internal/testing/parquetcheck (Parquet against DuckDB) NOT run" >&2
+else
+  (cd internal/testing/parquetcheck && go test -race -count=1 ./...)
+fi
