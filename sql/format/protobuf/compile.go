@@ -1,6 +1,7 @@
 package protobuf
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/bufbuild/protocompile"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,6 +21,9 @@ type Schema struct {
 	// Files are the compiled files: the one asked for first, then what it
 	// imports (transitively, each once).
 	Files []protoreflect.FileDescriptor
+	// Sources are the texts of the files read from the proto path, by
+	// import path (the built-in well-known types are not among them).
+	Sources map[string]string
 }
 
 // ErrOutsideProtoPath is returned for a .proto path that is absolute,
@@ -59,15 +64,20 @@ func Compile(ctx context.Context, file string, protoPath []string) (*Schema, err
 	if len(roots) == 0 {
 		return nil, fmt.Errorf("protobuf: no directory of the proto path (%s) exists", strings.Join(protoPath, ";"))
 	}
+	sources := map[string]string{}
+	var mu sync.Mutex // the compiler resolves imports in parallel
 	res := protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
 		if !filepath.IsLocal(path) {
 			return protocompile.SearchResult{}, fmt.Errorf("%w: %s", ErrOutsideProtoPath, path)
 		}
 		var firstErr error
 		for _, r := range roots {
-			f, err := r.Open(filepath.FromSlash(path))
+			b, err := r.ReadFile(filepath.FromSlash(path))
 			if err == nil {
-				return protocompile.SearchResult{Source: &closingReader{f}}, nil
+				mu.Lock()
+				sources[path] = string(b)
+				mu.Unlock()
+				return protocompile.SearchResult{Source: bytes.NewReader(b)}, nil
 			}
 			if !errors.Is(err, fs.ErrNotExist) && firstErr == nil {
 				firstErr = err // escapes the root, permission, ...
@@ -81,12 +91,22 @@ func Compile(ctx context.Context, file string, protoPath []string) (*Schema, err
 		}
 		return protocompile.SearchResult{}, fmt.Errorf("%s: %w in the proto path (%s)", path, fs.ErrNotExist, strings.Join(protoPath, ";"))
 	})
+	s, err := compile(ctx, filepath.ToSlash(file), res)
+	if err != nil {
+		return nil, err
+	}
+	s.Sources = sources
+	return s, nil
+}
+
+// compile compiles file, its imports found by res or built in.
+func compile(ctx context.Context, file string, res protocompile.Resolver) (*Schema, error) {
 	c := protocompile.Compiler{
 		Resolver:       protocompile.WithStandardImports(res),
 		SourceInfoMode: protocompile.SourceInfoStandard,
 		MaxParallelism: 1,
 	}
-	files, err := c.Compile(ctx, filepath.ToSlash(file))
+	files, err := c.Compile(ctx, file)
 	if err != nil {
 		return nil, fmt.Errorf("protobuf: %w", err)
 	}
@@ -108,18 +128,6 @@ func Compile(ctx context.Context, file string, protoPath []string) (*Schema, err
 		add(f)
 	}
 	return s, nil
-}
-
-// closingReader closes the file at EOF: protocompile reads a source to
-// its end and does not close it.
-type closingReader struct{ f *os.File }
-
-func (c *closingReader) Read(p []byte) (int, error) {
-	n, err := c.f.Read(p)
-	if err != nil {
-		c.f.Close()
-	}
-	return n, err
 }
 
 // Message finds a message of the schema's first file (the one compiled)

@@ -71,9 +71,19 @@ type table struct {
 }
 
 func readOptions(o *format.Scoped) table {
+	return readTableOptions(o, true)
+}
+
+// readTableOptions reads the options; the file and the message are
+// required only if required is set (protobuf-confluent reads without them).
+func readTableOptions(o *format.Scoped, required bool) table {
+	str := o.O.Required
+	if !required {
+		str = func(k string) string { return o.O.String(k, "") }
+	}
 	t := table{
-		file:    o.O.Required(o.Key("proto-file")),
-		message: o.O.Required(o.Key("message-class-name")),
+		file:    str(o.Key("proto-file")),
+		message: str(o.Key("message-class-name")),
 		opt: Options{
 			IgnoreParseErrors:      o.O.Bool(o.Key("ignore-parse-errors"), false),
 			ReadDefaultValues:      o.O.Bool(o.Key("read-default-values"), false),
