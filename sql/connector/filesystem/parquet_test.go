@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+
 	"os"
 	"path/filepath"
 	"slices"
@@ -165,7 +165,7 @@ func TestParquetExactlyOnceAcrossARestore(t *testing.T) {
 	}
 }
 
-// The partition directories are Hive's: escaped values, NULL and '' as
+// The partition directories are Hive's: escaped values, NULL and the empty string as
 // the default partition, read back as the column's values.
 func TestParquetPartitionValues(t *testing.T) {
 	dir := t.TempDir()
@@ -249,5 +249,3 @@ func TestParquetOptionErrors(t *testing.T) {
 		t.Errorf("INTERVAL column: %v", err)
 	}
 }
-
-var _ = io.EOF
