@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/testing/schemaregistry"
 	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/format/avro"
+	"github.com/weirstream/weir/sql/types"
 )
 
 // avroLines collects a session's printed rows.
@@ -232,4 +233,36 @@ func debeziumEvent(t *testing.T, s hamba.Schema, op string, before, after map[st
 		"source": map[string]any{"version": "2.5.0.Final", "connector": "postgresql", "ts_ms": int64(1700000000000), "db": "app", "lsn": map[string]any{"long": int64(42)}},
 		"ts_ms":  map[string]any{"long": int64(1700000000123)},
 	})
+}
+
+// upsert-kafka with Avro keys and values through the registry: the key
+// schema registered under '<topic>-key', the value's under
+// '<topic>-value', deletes as tombstones.
+func TestUpsertKafkaAvroConfluent(t *testing.T) {
+	servers := cluster(t, "ua")
+	reg, err := schemaregistry.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	opts := []string{"key.format", "avro-confluent", "key.avro-confluent.url", reg.URL, "value.format", "avro-confluent", "value.avro-confluent.url", reg.URL}
+	changes := []types.Row{row(types.Insert, 1, "a"), row(types.Insert, 2, "b"), row(types.UpdateBefore, 1, "a"), row(types.UpdateAfter, 1, "a2"), row(types.Delete, 2, "b")}
+	write(t, tab("upsert-kafka", servers, "ua", []int{0}, opts...), changes)
+	for _, subject := range []string{"ua-key", "ua-value"} {
+		if _, _, ok := reg.Latest(subject); !ok {
+			t.Fatalf("nothing registered under %s", subject)
+		}
+	}
+	got, err := read(t, tab("upsert-kafka", servers, "ua", []int{0}, append(opts, "scan.bounded.mode", "latest-offset")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]string{}
+	for _, s := range got {
+		k := s[2:strings.IndexByte(s, ':')]
+		per[k] = append(per[k], s)
+	}
+	if !slices.Equal(per["1"], []string{"+U1:a", "+U1:a2"}) || !slices.Equal(per["2"], []string{"+U2:b", "-D2:null"}) {
+		t.Fatalf("read %v", got)
+	}
 }
