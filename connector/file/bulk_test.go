@@ -1,0 +1,161 @@
+package file
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// trailerWriter is a bulk format: it buffers its records and writes them
+// with a trailer at Finish only.
+type trailerWriter struct {
+	w   io.Writer
+	dir string
+	buf []string
+}
+
+func (b *trailerWriter) Write(s string) error { b.buf = append(b.buf, s); return nil }
+func (b *trailerWriter) Finish() error {
+	_, err := io.WriteString(b.w, strings.Join(b.buf, ",")+"|END("+b.dir+")")
+	return err
+}
+
+func trailer() SinkOption {
+	return Bulk(BulkFactory[string](func(w io.Writer, dir string) (BulkWriter[string], error) {
+		return &trailerWriter{w: w, dir: dir}, nil
+	}))
+}
+
+// A bulk part file is complete (trailer written) when it becomes visible;
+// records after the last PreCommit never are. Part files get the suffix,
+// and a partitioned sink writes each record under its partition.
+func TestBulkPartitioned(t *testing.T) {
+	dir := t.TempDir()
+	s := ExactlyOnce[string](dir, trailer(), Suffix(".tr"), PartitionBy(func(s string) (string, error) { return "p=" + s[:1], nil }))
+	w := openEO(t, s, 0, 1)
+	if err := w.Recover(bg, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(bg, []string{"a1", "b1", "a2"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := w.PreCommit(bg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Committer().Commit(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(bg, []string{"a3"}); err != nil { // never pre-committed
+		t.Fatal(err)
+	}
+	w.Close(bg)
+	read := func(p string) string {
+		data, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	for p, want := range map[string]string{"p=a": "a1,a2|END(p=a)", "p=b": "b1|END(p=b)"} {
+		visible, hidden := dirFiles(t, filepath.Join(dir, p))
+		if len(visible) != 1 || !strings.HasSuffix(visible[0], ".tr") {
+			t.Fatalf("%s: visible %v, hidden %v", p, visible, hidden)
+		}
+		if got := read(filepath.Join(p, visible[0])); got != want {
+			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+	}
+	// A new attempt's Recover removes the in-progress file of "a3".
+	w = openEO(t, s, 0, 1)
+	if err := w.Recover(bg, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, hidden := dirFiles(t, filepath.Join(dir, "p=a")); len(hidden) != 0 {
+		t.Fatalf("hidden files left after Recover: %v", hidden)
+	}
+	w.Close(bg)
+	// a partition that is not a local path fails the write
+	s = ExactlyOnce[string](dir, trailer(), PartitionBy(func(s string) (string, error) { return "../" + s, nil }))
+	w = openEO(t, s, 0, 1)
+	if err := w.Write(bg, []string{"x"}); err == nil || !strings.Contains(err.Error(), "not a local path") {
+		t.Fatalf("Write: %v", err)
+	}
+}
+
+// PartitionCommit writes the success file of a partition once the
+// checkpoint that wrote to it is committed and the delay has passed since
+// its first write; a restored writer takes over the partitions committed
+// without one.
+func TestPartitionCommitDelay(t *testing.T) {
+	dir := t.TempDir()
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixMilli())
+	clock := func() time.Time { return time.UnixMilli(now.Load()) }
+	s := ExactlyOnce[string](dir, trailer(), PartitionBy(func(s string) (string, error) { return "p=" + s[:1], nil }),
+		PartitionCommit("_SUCCESS", time.Minute, clock))
+	success := func() []string {
+		var ps []string
+		for _, p := range []string{"p=a", "p=b"} {
+			if _, err := os.Stat(filepath.Join(dir, p, "_SUCCESS")); err == nil {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
+	w := openEO(t, s, 0, 1)
+	if err := w.Recover(bg, 0); err != nil {
+		t.Fatal(err)
+	}
+	step := func(id int64, records ...string) {
+		t.Helper()
+		if err := w.Write(bg, records); err != nil {
+			t.Fatal(err)
+		}
+		c, err := w.PreCommit(bg, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Committer().Commit(bg, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(1, "a1", "b1")
+	if got := success(); len(got) != 0 {
+		t.Fatalf("success files before the delay: %v", got)
+	}
+	now.Add(61_000)
+	step(2)
+	if got := success(); !slices.Equal(got, []string{"p=a", "p=b"}) {
+		t.Fatalf("success files after the delay: %v", got)
+	}
+	// Written again: committed again (the file is rewritten).
+	os.Remove(filepath.Join(dir, "p=a", "_SUCCESS"))
+	step(3, "a2")
+	if got := success(); !slices.Equal(got, []string{"p=a", "p=b"}) {
+		t.Fatalf("success files after a new write: %v", got)
+	}
+	w.Close(bg)
+	// A partition committed without its success file (the job crashed
+	// between the two) is taken over by subtask 0 after a restore.
+	os.Remove(filepath.Join(dir, "p=b", "_SUCCESS"))
+	w = openEO(t, s, 0, 2)
+	if err := w.Recover(bg, 3); err != nil {
+		t.Fatal(err)
+	}
+	now.Add(61_000)
+	step(4)
+	if got := success(); !slices.Equal(got, []string{"p=a", "p=b"}) {
+		t.Fatalf("success files after a restore: %v", got)
+	}
+	w.Close(bg)
+	// PartitionCommit needs PartitionBy.
+	if _, err := ExactlyOnce[string](dir, PartitionCommit("_SUCCESS", 0, nil)).OpenWriter(bg, 0, 1); err == nil {
+		t.Fatal("PartitionCommit without PartitionBy was accepted")
+	}
+}
