@@ -73,6 +73,18 @@
 // bounded input ends. Readers that skip dot files see committed output only.
 // See ExactlyOnce for the exact rules.
 //
+// Bulk formats (Parquet) go through Bulk: a BulkWriter encodes a part
+// file's records as it likes and writes its trailer at PreCommit, so a
+// bulk part file is complete before it is even pending (Flink's
+// BulkWriter with OnCheckpointRollingPolicy). Suffix names the committed
+// files' extension. PartitionBy writes each record under a subdirectory
+// (a Hive-style partition), with one in-progress file per partition and
+// the same hidden names inside it; Recover then walks the partition
+// directories too. PartitionCommit writes a success file into each
+// partition once a checkpoint that wrote to it has been committed and a
+// delay has passed (Flink's success-file policy with the process-time
+// trigger).
+//
 // # Other sinks
 //
 // JSONLinesSink writes one JSON value per line to a file, buffered, and

@@ -21,6 +21,17 @@
 // a new part file within a checkpoint. The sink accepts what its format
 // accepts: insert-only rows for json, csv and raw, any changelog for
 // debezium-json.
+//
+// 'format' = 'parquet' is a bulk format (sql/format/parquet): the sink
+// writes one Parquet part file per checkpoint, partition and subtask,
+// footer written at the checkpoint's pre-commit, through ExactlyOnce's
+// Bulk option, named part-...parquet; 'sink.partition-keys' lays the rows
+// out in Hive-style partition directories (key=value/...) and
+// 'sink.partition-commit.policy.kind' = 'success-file' marks committed
+// partitions (process-time trigger). The source reads each file as a
+// split, decodes only the columns a query reads (Source.Project), takes
+// the values of columns the files lack from their partition directories,
+// and checkpoints the count of rows read. See docs/format-parquet.md.
 package filesystem
 
 import (
