@@ -182,6 +182,9 @@ func (r *FileReader) Pos() int64 {
 	if r.rg < 0 {
 		return 0
 	}
+	if r.rg >= len(r.file.RowGroups()) {
+		return r.total // the end: total counts every row group
+	}
 	return r.total + r.row
 }
 

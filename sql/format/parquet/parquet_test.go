@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,6 +203,55 @@ func TestBadFiles(t *testing.T) {
 		var se *SchemaError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%v: %v, want %q", c.schema, err, c.want)
+		}
+	}
+}
+
+// A position restored in any row group, nested columns included, reads
+// the rest of the file exactly.
+func TestSeekAcrossRowGroups(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	var rows []types.Row
+	for range 400 {
+		rows = append(rows, allRows()...)
+	}
+	for i := range rows {
+		vs := slices.Clone(rows[i].Values)
+		vs[3] = types.IntValue(int64(i)) // i: NOT NULL, the row number
+		rows[i].Values = vs
+	}
+	opts := DefaultOptions()
+	opts.BlockSize = 2000 // several row groups
+	writeFile(t, path, allTypes, rows, opts)
+	r, err := OpenFile(path, nil, allTypes, targets(len(allTypes)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := len(r.file.RowGroups())
+	r.Close()
+	if groups < 3 {
+		t.Fatalf("%d row groups, want several", groups)
+	}
+	for _, at := range []int64{0, 1, 17, 255, 256, 257, 700, 1024, int64(len(rows) - 1), int64(len(rows))} {
+		r, err := OpenFile(path, nil, allTypes, targets(len(allTypes)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.SeekToRow(at); err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, r)
+		if r.Pos() != int64(len(rows)) {
+			t.Errorf("at %d: Pos %d at the end, want %d", at, r.Pos(), len(rows))
+		}
+		r.Close()
+		if len(got) != len(rows)-int(at) {
+			t.Fatalf("at %d: %d rows, want %d", at, len(got), len(rows)-int(at))
+		}
+		for k, g := range got {
+			if want := rows[int(at)+k]; !types.EqualValues(g.Values, want.Values) {
+				t.Fatalf("at %d: row %d is %+v, want %+v", at, int(at)+k, g.Values, want.Values)
+			}
 		}
 	}
 }
