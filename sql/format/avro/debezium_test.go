@@ -160,3 +160,50 @@ func TestDebeziumEncode(t *testing.T) {
 		t.Fatalf("no defaults in %s", sc.Text)
 	}
 }
+
+// Debezium's default time.precision.mode writes times as plain ints and
+// longs named by "connect.name": read as what they stand for.
+func TestDebeziumTimeTypes(t *testing.T) {
+	reg := registry(t)
+	const schema = `{"type":"record","name":"Envelope","namespace":"db.public.t","fields":[
+	  {"name":"before","type":["null",{"type":"record","name":"Value","fields":[
+	    {"name":"id","type":"int"},
+	    {"name":"created","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTimestamp"}},
+	    {"name":"at_ms","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.Timestamp"}},
+	    {"name":"at_ns","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.NanoTimestamp"}},
+	    {"name":"born","type":{"type":"int","connect.version":1,"connect.name":"io.debezium.time.Date"}},
+	    {"name":"t","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTime"}}]}],"default":null},
+	  {"name":"after","type":["null","Value"],"default":null},
+	  {"name":"op","type":"string"}]}`
+	id := reg.Register("t-value", "AVRO", schema)
+	s, err := avro.Parse(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := int64(1_700_000_000_123_456) // micros
+	body, err := hamba.Marshal(s, map[string]any{"before": nil, "op": "c", "after": map[string]any{"db.public.t.Value": map[string]any{
+		"id": int32(1), "created": created, "at_ms": int64(1_700_000_000_123), "at_ns": int64(1_700_000_000_123_456_789),
+		"born": int32(19000), "t": int64(3_723_000_001)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := types.Schema{
+		{Name: "id", Type: types.IntType},
+		{Name: "created", Type: types.Type{Kind: types.Timestamp, Precision: 6}},
+		{Name: "at_ms", Type: types.Timestamp3},
+		{Name: "at_ns", Type: types.Type{Kind: types.Timestamp, Precision: 6}},
+		{Name: "born", Type: types.DateType},
+		{Name: "t", Type: types.Type{Kind: types.Time, Precision: 3}},
+	}
+	d := compileDecoder(t, table, map[string]string{"format": "debezium-avro-confluent", "debezium-avro-confluent.url": reg.URL})
+	rows, err := d.Decode(withHeader(id, body), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := types.Row{Kind: types.Insert, Values: []types.Value{
+		{I: 1}, {I: created}, {I: 1_700_000_000_123_000}, {I: 1_700_000_000_123_456}, {I: 19000}, {I: 3_723_000_001},
+	}}
+	if len(rows) != 1 || !rows[0].Equal(want) {
+		t.Fatalf("got %+v\nwant %+v", rows, want)
+	}
+}

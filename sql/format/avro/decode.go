@@ -472,6 +472,9 @@ func compilePrimitiveDec(s *avro.PrimitiveSchema, t types.Type) (decFn, error) {
 			}, nil
 		}
 	case avro.Int, avro.Long:
+		if lt == "" {
+			lt = connectTime(s)
+		}
 		return compileIntDec(s.Type(), lt, t)
 	case avro.Float:
 		if t.Kind == types.Float || t.Kind == types.Double {
@@ -517,6 +520,37 @@ func compilePrimitiveDec(s *avro.PrimitiveSchema, t types.Type) (decFn, error) {
 		}
 	}
 	return nil, mismatch(s, t)
+}
+
+// Debezium's semantic types of times (Kafka Connect's "connect.name"),
+// which its Avro converter writes as plain ints and longs in its default
+// time.precision.mode: read as the logical types they stand for, so a
+// PostgreSQL timestamp(6) is microseconds rather than Flink's reading of
+// a plain long as milliseconds.
+const (
+	nanosTimestamp avro.LogicalType = "weir-nanos-timestamp"
+	nanosTime      avro.LogicalType = "weir-nanos-time"
+)
+
+func connectTime(s *avro.PrimitiveSchema) avro.LogicalType {
+	name, _ := s.Prop("connect.name").(string)
+	switch name {
+	case "io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp":
+		return avro.TimestampMillis
+	case "io.debezium.time.MicroTimestamp":
+		return avro.TimestampMicros
+	case "io.debezium.time.NanoTimestamp":
+		return nanosTimestamp
+	case "io.debezium.time.Date", "org.apache.kafka.connect.data.Date":
+		return avro.Date
+	case "io.debezium.time.Time", "org.apache.kafka.connect.data.Time":
+		return avro.TimeMillis
+	case "io.debezium.time.MicroTime":
+		return avro.TimeMicros
+	case "io.debezium.time.NanoTime":
+		return nanosTime
+	}
+	return ""
 }
 
 func compileIntDec(at avro.Type, lt avro.LogicalType, t types.Type) (decFn, error) {
@@ -578,6 +612,8 @@ func compileIntDec(at avro.Type, lt avro.LogicalType, t types.Type) (decFn, erro
 			scale = 1000
 		case at == avro.Long && lt == avro.TimeMicros:
 			scale = 1
+		case at == avro.Long && lt == nanosTime:
+			scale = -1000
 		}
 	case types.Timestamp, types.TimestampLTZ:
 		if at == avro.Long {
@@ -586,6 +622,8 @@ func compileIntDec(at avro.Type, lt avro.LogicalType, t types.Type) (decFn, erro
 				scale = 1000
 			case avro.TimestampMicros, avro.LocalTimestampMicros:
 				scale = 1
+			case nanosTimestamp:
+				scale = -1000
 			}
 		}
 	}
@@ -600,6 +638,14 @@ func compileIntDec(at avro.Type, lt avro.LogicalType, t types.Type) (decFn, erro
 		return func(r *reader, v *types.Value) error {
 			i, err := read(r)
 			*v = types.Value{I: i}
+			return err
+		}, nil
+	}
+	if scale < 0 { // nanoseconds: divided down to microseconds
+		div := -scale
+		return func(r *reader, v *types.Value) error {
+			i, err := read(r)
+			*v = types.Value{I: floorDiv(i, div)}
 			return err
 		}, nil
 	}
