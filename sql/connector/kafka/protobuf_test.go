@@ -2,6 +2,8 @@ package kafka_test
 
 import (
 	"context"
+	"encoding/binary"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/weirstream/weir/internal/testing/schemaregistry"
 	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/format/protobuf"
 )
@@ -160,4 +163,104 @@ func pbConsume(t *testing.T, servers, topic string, n int) [][]byte {
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Value) })
 	}
 	return out
+}
+
+const shopProto = `syntax = "proto3";
+package shop;
+message Order {
+  int64 id = 1;
+  string item = 2;
+  int32 qty = 3;
+  repeated string tags = 4;
+  string note = 5;
+}
+`
+
+// TestProtobufConfluentSQL: a SQL job reads records in Confluent's
+// framing with the writer's schema from the registry (another producer
+// registered it), and writes records framed with the id of the same
+// schema, registered from a local .proto under '<topic>-value'.
+func TestProtobufConfluentSQL(t *testing.T) {
+	servers := cluster(t, "pbc-in", "pbc-out")
+	srv, err := schemaregistry.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "shop.proto"), []byte(shopProto), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := protobuf.Compile(context.Background(), "shop.proto", []string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := s.Message("shop.Order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := srv.Register("pbc-in-value", "PROTOBUF", shopProto)
+	header := binary.BigEndian.AppendUint32([]byte{0}, uint32(id))
+	header = append(header, 0) // the file's first message
+	msg := func(text string) *dynamicpb.Message {
+		t.Helper()
+		m := dynamicpb.NewMessage(md)
+		if err := prototext.Unmarshal([]byte(text), m); err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		return m
+	}
+	var recs []*kgo.Record
+	for _, text := range []string{`id: 1 item: "pen" qty: 2 tags: "a" note: "n"`, `id: 2 item: "ink" qty: 0`, `id: 3 item: "cap" qty: 5`} {
+		b, err := proto.Marshal(msg(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: "pbc-in", Value: append(append([]byte(nil), header...), b...)})
+	}
+	pbProduce(t, servers, recs...)
+
+	script := `CREATE TABLE src (id BIGINT, item STRING, qty INT, tags ARRAY<STRING>) WITH (
+  'connector' = 'kafka', 'topic' = 'pbc-in', 'properties.bootstrap.servers' = '` + servers + `',
+  'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset',
+  'format' = 'protobuf-confluent', 'protobuf-confluent.url' = '` + srv.URL + `');
+CREATE TABLE dst (id BIGINT, item STRING, qty INT, tags ARRAY<STRING>) WITH (
+  'connector' = 'kafka', 'topic' = 'pbc-out', 'properties.bootstrap.servers' = '` + servers + `',
+  'format' = 'protobuf-confluent', 'protobuf-confluent.url' = '` + srv.URL + `',
+  'protobuf-confluent.proto-path' = '` + dir + `', 'protobuf-confluent.proto-file' = 'shop.proto',
+  'protobuf-confluent.message-class-name' = 'shop.Shop$Order');
+INSERT INTO dst SELECT id, UPPER(item), qty * 2, tags FROM src WHERE qty > 0;
+`
+	job, err := sql.NewSession().Plan(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range pbConsume(t, servers, "pbc-out", 2) {
+		// The same schema text is the same id under any subject.
+		if len(b) < 6 || string(b[:6]) != string(header) {
+			t.Fatalf("record %x: want the header %x", b, header)
+		}
+		m := dynamicpb.NewMessage(md)
+		if err := proto.Unmarshal(b[6:], m); err != nil {
+			t.Fatalf("Go's protobuf does not read %x: %v", b, err)
+		}
+		got = append(got, pbCanonical(t, md, m))
+	}
+	want := []string{pbCanonical(t, md, msg(`id: 1 item: "PEN" qty: 4 tags: "a"`)), pbCanonical(t, md, msg(`id: 3 item: "CAP" qty: 10`))}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("pbc-out holds\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Fetched once per decoder (the plan may have one per subtask), not
+	// per record.
+	if n := srv.Hits("GET /schemas/ids/{id}"); n < 1 || n >= len(recs) {
+		t.Errorf("the writer schema was fetched %d times for %d records", n, len(recs))
+	}
 }
