@@ -3,6 +3,7 @@ package avro_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	hamba "github.com/hamba/avro/v2"
 
@@ -172,7 +173,8 @@ func TestDebeziumTimeTypes(t *testing.T) {
 	    {"name":"at_ms","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.Timestamp"}},
 	    {"name":"at_ns","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.NanoTimestamp"}},
 	    {"name":"born","type":{"type":"int","connect.version":1,"connect.name":"io.debezium.time.Date"}},
-	    {"name":"t","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTime"}}]}],"default":null},
+	    {"name":"t","type":{"type":"long","connect.version":1,"connect.name":"io.debezium.time.MicroTime"}},
+	    {"name":"tz","type":["null",{"type":"string","connect.version":1,"connect.name":"io.debezium.time.ZonedTimestamp"}],"default":null}]}],"default":null},
 	  {"name":"after","type":["null","Value"],"default":null},
 	  {"name":"op","type":"string"}]}`
 	id := reg.Register("t-value", "AVRO", schema)
@@ -183,7 +185,7 @@ func TestDebeziumTimeTypes(t *testing.T) {
 	created := int64(1_700_000_000_123_456) // micros
 	body, err := hamba.Marshal(s, map[string]any{"before": nil, "op": "c", "after": map[string]any{"db.public.t.Value": map[string]any{
 		"id": int32(1), "created": created, "at_ms": int64(1_700_000_000_123), "at_ns": int64(1_700_000_000_123_456_789),
-		"born": int32(19000), "t": int64(3_723_000_001)}}})
+		"born": int32(19000), "t": int64(3_723_000_001), "tz": map[string]any{"string": "2024-01-02T05:04:05.678+02:00"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +196,7 @@ func TestDebeziumTimeTypes(t *testing.T) {
 		{Name: "at_ns", Type: types.Type{Kind: types.Timestamp, Precision: 6}},
 		{Name: "born", Type: types.DateType},
 		{Name: "t", Type: types.Type{Kind: types.Time, Precision: 3}},
+		{Name: "tz", Type: types.TimestampLTZ3},
 	}
 	d := compileDecoder(t, table, map[string]string{"format": "debezium-avro-confluent", "debezium-avro-confluent.url": reg.URL})
 	rows, err := d.Decode(withHeader(id, body), nil)
@@ -202,8 +205,18 @@ func TestDebeziumTimeTypes(t *testing.T) {
 	}
 	want := types.Row{Kind: types.Insert, Values: []types.Value{
 		{I: 1}, {I: created}, {I: 1_700_000_000_123_000}, {I: 1_700_000_000_123_456}, {I: 19000}, {I: 3_723_000_001},
+		{I: time.Date(2024, 1, 2, 3, 4, 5, 678_000_000, time.UTC).UnixMicro()},
 	}}
 	if len(rows) != 1 || !rows[0].Equal(want) {
 		t.Fatalf("got %+v\nwant %+v", rows, want)
+	}
+	body, err = hamba.Marshal(s, map[string]any{"before": nil, "op": "c", "after": map[string]any{"db.public.t.Value": map[string]any{
+		"id": int32(1), "created": created, "at_ms": int64(0), "at_ns": int64(0), "born": int32(0), "t": int64(0),
+		"tz": map[string]any{"string": "yesterday"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Decode(withHeader(id, body), nil); err == nil || !strings.Contains(err.Error(), "field 'after.tz'") {
+		t.Fatalf("a bad zoned timestamp: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/weirstream/weir/internal/datetime"
 	"github.com/weirstream/weir/sql/types"
 )
 
@@ -493,6 +494,25 @@ func compilePrimitiveDec(s *avro.PrimitiveSchema, t types.Type) (decFn, error) {
 			}, nil
 		}
 	case avro.String:
+		if name, _ := s.Prop("connect.name").(string); name == "io.debezium.time.ZonedTimestamp" &&
+			(t.Kind == types.Timestamp || t.Kind == types.TimestampLTZ) {
+			// Debezium's timestamp with time zone: an ISO-8601 text
+			// ("2024-01-02T03:04:05.678Z"), read as the instant.
+			return func(r *reader, v *types.Value) error {
+				start := r.i
+				b, err := r.bytes()
+				if err != nil {
+					return err
+				}
+				us, err := datetime.ParseTimestampTZ(b, datetime.RFC3339)
+				if err != nil {
+					r.i = start
+					return r.errorf("%v", err)
+				}
+				*v = types.Value{I: us}
+				return nil
+			}, nil
+		}
 		if t.IsString() || t.Kind == types.Binary || t.Kind == types.Varbinary {
 			return func(r *reader, v *types.Value) error {
 				s, err := r.string()
