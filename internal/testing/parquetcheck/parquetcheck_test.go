@@ -188,7 +188,7 @@ func TestDuckDBReadsWeir(t *testing.T) {
 	os.MkdirAll(in, 0o755)
 	orig := filepath.Join(in, "duck.parquet")
 	duckWrite(t, db, orig)
-	script := ddl("src", in, "") + ddl("dst", out, ", 'sink.partition-keys' = 'day,hr', 'sink.partition-commit.policy.kind' = 'success-file', 'parquet.compression' = 'ZSTD'") +
+	script := ddl("src", in, "") + ddl("dst", out, ", 'partition.keys' = 'day,hr', 'sink.partition-commit.policy.kind' = 'success-file', 'parquet.compression' = 'ZSTD'") +
 		"INSERT INTO dst SELECT * FROM src;\n"
 	start := time.Now()
 	if err := weirsql.Run(context.Background(), script, weirsql.Parallelism(2), weirsql.Checkpointing(20*time.Millisecond, filepath.Join(dir, "ckpt"))); err != nil {

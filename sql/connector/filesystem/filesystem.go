@@ -25,13 +25,16 @@
 // 'format' = 'parquet' is a bulk format (sql/format/parquet): the sink
 // writes one Parquet part file per checkpoint, partition and subtask,
 // footer written at the checkpoint's pre-commit, through ExactlyOnce's
-// Bulk option, named part-...parquet; 'sink.partition-keys' lays the rows
+// Bulk option, named part-...parquet; 'partition.keys' lays the rows
 // out in Hive-style partition directories (key=value/...) and
 // 'sink.partition-commit.policy.kind' = 'success-file' marks committed
 // partitions (process-time trigger). The source reads each file as a
 // split, decodes only the columns a query reads (Source.Project), takes
 // the values of columns the files lack from their partition directories,
 // and checkpoints the count of rows read. See docs/format-parquet.md.
+// 'partition.keys' (weir's stand-in for PARTITIONED BY) partitions the row
+// formats too: their records leave the partition columns out, and the
+// source reads them from each file's directory names.
 package filesystem
 
 import (
@@ -70,6 +73,10 @@ func (Factory) Identifier() string { return "filesystem" }
 func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	o := connector.NewOptions(t)
 	path := o.Required("path")
+	// the partition options are the sink's, and accepted (and checked)
+	// here too: one table is read and written
+	part := partitionOptions(t, o)
+	o.Declare("sink.rolling-policy.file-size")
 	if o.String("format", "") == "parquet" {
 		popts := parquet.ParseOptions(o)
 		if err := o.Err(); err != nil {
@@ -81,7 +88,7 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 		src := newParquetSource(t, path, popts)
 		return &connector.Source{Source: src, Bounded: true, Changelog: types.InsertOnly, Options: t.Settings.SourceOptions(), Project: src.project}, nil
 	}
-	dec, mode := format.NewDecoder(o, "format", t.Schema)
+	dec, mode := format.NewDecoder(o, "format", part.dataSchema(t.Schema))
 	var quote byte
 	if o.String("format", "") == "csv" {
 		quote = '"'
@@ -98,7 +105,7 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	if err := checkPath(t, path); err != nil {
 		return nil, err
 	}
-	src := &Source{table: t.Name, path: path, dec: dec, quote: quote, maxRecord: file.DefaultMaxRecordBytes}
+	src := &Source{table: t.Name, path: path, dec: dec, quote: quote, maxRecord: file.DefaultMaxRecordBytes, part: part, schema: t.Schema}
 	return &connector.Source{Source: src, Bounded: true, Changelog: mode, Options: t.Settings.SourceOptions()}, nil
 }
 
@@ -134,17 +141,31 @@ func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 		}
 		return &connector.Sink{Sink: sink, Accepts: types.InsertOnly, ExactlyOnce: true}, nil
 	}
-	enc, mode := format.NewEncoder(o, "format", t.Schema)
+	part := partitionOptions(t, o)
+	enc, mode := format.NewEncoder(o, "format", part.dataSchema(t.Schema))
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
 	if err := checkSinkPath(t, path); err != nil {
 		return nil, err
 	}
-	sink := file.ExactlyOnce[types.Row](path, file.RollSize(roll), file.Format(func(r types.Row) ([]byte, error) {
+	opts := []file.SinkOption{file.RollSize(roll), file.Format(func(r types.Row) ([]byte, error) {
+		if part != nil {
+			// the partition columns are in the directory names only
+			vs := make([]types.Value, len(part.data))
+			for i, c := range part.data {
+				vs[i] = r.Values[c]
+			}
+			r.Values = vs
+		}
 		b, _, err := enc.Encode(nil, &r)
 		return b, err
-	}))
+	})}
+	if part != nil {
+		opts = append(opts, file.PartitionBy(part.dir))
+		opts = append(opts, part.commit...)
+	}
+	sink := file.ExactlyOnce[types.Row](path, opts...)
 	return &connector.Sink{Sink: sink, Accepts: mode, ExactlyOnce: true}, nil
 }
 
@@ -163,6 +184,8 @@ type Source struct {
 	dec       format.Decoder
 	quote     byte // CSV: records may span lines inside quotes
 	maxRecord int
+	part      *partitioning // nil: not partitioned
+	schema    types.Schema  // the table's (dec decodes part's data columns)
 }
 
 type split string
@@ -242,6 +265,14 @@ func (s *Source) open(path string, at pos) (*reader, error) {
 		}
 	}
 	r := &reader{path: path, f: f, br: bufio.NewReaderSize(f, 256<<10), off: at.off, line: at.line, quote: s.quote, max: s.maxRecord}
+	if s.part != nil {
+		vs, err := s.part.values(s.path, path, s.schema)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		}
+		r.part, r.partValues, r.width = s.part, vs, len(s.schema)
+	}
 	r.buf.Dec = s.dec
 	r.buf.SetSkipped(at.skipped)
 	if at.taken > 0 {
@@ -273,6 +304,11 @@ type reader struct {
 	buf             rowbuf.Buf
 	err             error
 	eof             bool
+	// a partitioned table: the rows decoded hold part.data's columns,
+	// widened to the table's with partValues
+	part       *partitioning
+	partValues []types.Value
+	width      int
 }
 
 var (
@@ -299,6 +335,23 @@ func (r *reader) recordError(err error) error {
 
 // Read implements weir.SplitReader.
 func (r *reader) Read(ctx context.Context, dst []types.Row) (int, error) {
+	n, err := r.read(ctx, dst)
+	if r.part != nil {
+		for i := range dst[:n] {
+			vs := make([]types.Value, r.width)
+			for j, c := range r.part.data {
+				vs[c] = dst[i].Values[j]
+			}
+			for j, c := range r.part.keys {
+				vs[c] = r.partValues[j]
+			}
+			dst[i].Values = vs
+		}
+	}
+	return n, err
+}
+
+func (r *reader) read(ctx context.Context, dst []types.Row) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}

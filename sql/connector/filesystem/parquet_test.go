@@ -107,7 +107,7 @@ func TestParquetExactlyOnceAcrossARestore(t *testing.T) {
 	}
 	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{
 		"connector": "filesystem", "path": out, "format": "parquet", "parquet.compression": "SNAPPY",
-		"sink.partition-keys": "day,hour", "sink.partition-commit.policy.kind": "success-file"}})
+		"partition.keys": "day,hour", "sink.partition-commit.policy.kind": "success-file"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestParquetPartitionValues(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	job := weir.NewJob("copy")
 	in := &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}}
-	dst := &connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet", "sink.partition-keys": "day,hour"}}
+	dst := &connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet", "partition.keys": "day,hour"}}
 	copyJob(t, job, in, dst)
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -232,9 +232,9 @@ func TestParquetOptionErrors(t *testing.T) {
 	}{
 		{map[string]string{"parquet.compression": "LZO"}, "'parquet.compression'"},
 		{map[string]string{"parquet.block.size": "0"}, "'parquet.block.size'"},
-		{map[string]string{"sink.partition-keys": "nope"}, "no column 'nope'"},
-		{map[string]string{"sink.partition-keys": "day", "sink.partition-commit.policy.kind": "metastore"}, "only 'success-file'"},
-		{map[string]string{"sink.partition-keys": "day", "sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.trigger": "partition-time"}, "needs the watermark"},
+		{map[string]string{"partition.keys": "nope"}, "no column 'nope'"},
+		{map[string]string{"partition.keys": "day", "sink.partition-commit.policy.kind": "metastore"}, "only 'success-file'"},
+		{map[string]string{"partition.keys": "day", "sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.trigger": "partition-time"}, "needs the watermark"},
 		{map[string]string{"sink.partition-commit.policy.kind": "success-file"}, "not partitioned"},
 	} {
 		c.opts["connector"], c.opts["path"], c.opts["format"] = "filesystem", t.TempDir(), "parquet"

@@ -1,6 +1,7 @@
 package filesystem
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ type partitioning struct {
 	commit []file.SinkOption
 }
 
-// partitionOptions reads 'sink.partition-keys' (weir's stand-in for
+// partitionOptions reads 'partition.keys' (weir's stand-in for
 // PARTITIONED BY, which the SQL layer does not pass to connectors yet) and
 // Flink's partition-commit options. nil when the table is not
 // partitioned.
@@ -31,10 +32,10 @@ func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 	delay := o.Duration("sink.partition-commit.delay", 0)
 	policy := o.String("sink.partition-commit.policy.kind", "")
 	success := o.String("sink.partition-commit.success-file.name", "_SUCCESS")
-	keys := o.String("sink.partition-keys", "")
+	keys := o.String("partition.keys", "")
 	if keys == "" {
 		if policy != "" {
-			o.Invalid("sink.partition-commit.policy.kind", "the table is not partitioned (set 'sink.partition-keys')")
+			o.Invalid("sink.partition-commit.policy.kind", "the table is not partitioned (set 'partition.keys')")
 		}
 		return nil
 	}
@@ -44,16 +45,16 @@ func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 		k = strings.TrimSpace(k)
 		i := t.Schema.Index(k)
 		if i < 0 {
-			o.Invalid("sink.partition-keys", "no column '%s' in the table", k)
+			o.Invalid("partition.keys", "no column '%s' in the table", k)
 			return nil
 		}
 		if isKey[i] {
-			o.Invalid("sink.partition-keys", "column '%s' listed twice", k)
+			o.Invalid("partition.keys", "column '%s' listed twice", k)
 			return nil
 		}
 		enc, err := format.TextEncoder(t.Schema[i].Type, ' ')
 		if err != nil {
-			o.Invalid("sink.partition-keys", "column '%s': %v", k, err)
+			o.Invalid("partition.keys", "column '%s': %v", k, err)
 			return nil
 		}
 		isKey[i] = true
@@ -67,7 +68,7 @@ func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 		}
 	}
 	if len(p.data) == 0 {
-		o.Invalid("sink.partition-keys", "every column is a partition column")
+		o.Invalid("partition.keys", "every column is a partition column")
 		return nil
 	}
 	switch policy {
@@ -164,4 +165,39 @@ func partitionValues(root, path string) map[string]string {
 		}
 	}
 	return m
+}
+
+// dataSchema is the schema of the columns written in the files.
+func (p *partitioning) dataSchema(schema types.Schema) types.Schema {
+	if p == nil {
+		return schema
+	}
+	sub := make(types.Schema, len(p.data))
+	for i, c := range p.data {
+		sub[i] = schema[c]
+	}
+	return sub
+}
+
+// values are the partition columns' values of the file at path below
+// root: NULL for the default partition name, or a key missing from the
+// path.
+func (p *partitioning) values(root, path string, schema types.Schema) ([]types.Value, error) {
+	m := partitionValues(root, path)
+	vs := make([]types.Value, len(p.keys))
+	for j, c := range p.keys {
+		s, ok := m[p.names[j]]
+		if !ok || s == parquet.DefaultPartitionName {
+			vs[j] = types.NullValue
+			continue
+		}
+		dec, err := format.TextDecoder(schema[c].Type)
+		if err != nil {
+			return nil, err
+		}
+		if err := dec([]byte(s), &vs[j]); err != nil {
+			return nil, fmt.Errorf("%s: partition directory %s=%s: %w", path, p.names[j], s, err)
+		}
+	}
+	return vs, nil
 }
