@@ -3,6 +3,8 @@ package protobuf_test
 import (
 	"testing"
 
+	"github.com/weirstream/weir/internal/testing/schemaregistry"
+	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/format/protobuf"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -68,5 +70,37 @@ func BenchmarkEncode(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkDecodeConfluent decodes the message framed in Confluent's
+// wire format, its writer schema from the registry (fetched once).
+func BenchmarkDecodeConfluent(b *testing.B) {
+	srv, err := schemaregistry.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	schema := schemaOf(b, benchColumns)
+	o := confluentOptions(schema, srv.URL, "protobuf-confluent.message-class-name", "weir.test.Bench")
+	e, _ := format.NewEncoder(o, "format", schema)
+	o = confluentOptions(schema, srv.URL, "protobuf-confluent.message-class-name", "", "protobuf-confluent.proto-file", "")
+	d, _ := format.NewDecoder(o, "format", schema)
+	if err := o.Err(); err != nil {
+		b.Fatal(err)
+	}
+	row := benchRow()
+	rec, _, err := e.Encode(nil, &row)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	var rows []types.Row
+	for b.Loop() {
+		if rows, err = d.Decode(rec, rows[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }

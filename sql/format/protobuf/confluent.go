@@ -1,6 +1,7 @@
 package protobuf
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -134,6 +135,15 @@ type ConfluentDecoder struct {
 	reg     *sr.Client // else the registry
 	schemas sync.Map   // id -> *writerSchema
 	decs    sync.Map   // writerKey -> *Decoder
+	last    atomic.Pointer[lastWriter]
+}
+
+// lastWriter is the writer schema id and index path (as in the header) of
+// the last record, and their decoder.
+type lastWriter struct {
+	id  int
+	idx []byte
+	dec *Decoder
 }
 
 type writerKey struct {
@@ -152,19 +162,27 @@ func (d *ConfluentDecoder) Decode(data []byte, dst []types.Row) ([]types.Row, er
 	if data == nil {
 		return dst, nil
 	}
-	id, index, body, err := parseHeader(data)
+	id, idx, body, err := parseHeader(data)
 	if err != nil {
 		return dst, d.fail(err)
 	}
 	dec := d.local
 	if dec == nil {
-		k := writerKey{id: id, index: indexKey(index)}
-		if v, ok := d.decs.Load(k); ok {
-			dec = v.(*Decoder)
-		} else if dec, err = d.writer(id, index); err != nil {
-			return dst, fmt.Errorf("protobuf-confluent: schema id %d: %w", id, err)
+		// The last writer's decoder serves the next record without a
+		// lookup or an allocation: a topic mostly has one writer schema.
+		if l := d.last.Load(); l != nil && l.id == id && bytes.Equal(l.idx, idx) {
+			dec = l.dec
 		} else {
-			d.decs.Store(k, dec)
+			index := decodeIndex(idx)
+			k := writerKey{id: id, index: indexKey(index)}
+			if v, ok := d.decs.Load(k); ok {
+				dec = v.(*Decoder)
+			} else if dec, err = d.writer(id, index); err != nil {
+				return dst, fmt.Errorf("protobuf-confluent: schema id %d: %w", id, err)
+			} else {
+				d.decs.Store(k, dec)
+			}
+			d.last.Store(&lastWriter{id: id, idx: bytes.Clone(idx), dec: dec})
 		}
 	}
 	dst, err = dec.Decode(body, dst)
@@ -185,8 +203,8 @@ func (d *ConfluentDecoder) fail(err error) error {
 func (d *ConfluentDecoder) SkipsParseErrors() bool { return d.opt.IgnoreParseErrors }
 
 // parseHeader splits a record into its schema id, its message index path
-// and the message.
-func parseHeader(b []byte) (id int, index []int, body []byte, err error) {
+// (as encoded, checked) and the message.
+func parseHeader(b []byte) (id int, idx, body []byte, err error) {
 	if len(b) < 6 || b[0] != 0 {
 		return 0, nil, nil, fmt.Errorf("protobuf-confluent: %w", ErrNotConfluent)
 	}
@@ -196,20 +214,31 @@ func parseHeader(b []byte) (id int, index []int, body []byte, err error) {
 	if k <= 0 || n < 0 || n > 100 {
 		return 0, nil, nil, fmt.Errorf("protobuf-confluent: a bad message index count: %w", ErrNotConfluent)
 	}
-	b = b[k:]
-	if n == 0 {
-		return id, []int{0}, b, nil // the first message of the file
-	}
-	index = make([]int, n)
-	for i := range index {
-		x, k := binary.Varint(b)
+	at := k
+	for range n {
+		x, k := binary.Varint(b[at:])
 		if k <= 0 || x < 0 || x > 1<<20 {
 			return 0, nil, nil, fmt.Errorf("protobuf-confluent: a bad message index: %w", ErrNotConfluent)
 		}
-		index[i] = int(x)
-		b = b[k:]
+		at += k
 	}
-	return id, index, b, nil
+	return id, b[:at], b[at:], nil
+}
+
+// decodeIndex reads an index path parseHeader checked; a count of 0 is
+// the file's first message.
+func decodeIndex(idx []byte) []int {
+	n, k := binary.Varint(idx)
+	if n == 0 {
+		return []int{0}
+	}
+	index := make([]int, n)
+	for i := range index {
+		x, m := binary.Varint(idx[k:])
+		index[i] = int(x)
+		k += m
+	}
+	return index
 }
 
 func indexKey(index []int) string {
