@@ -55,10 +55,8 @@ type FileReader struct {
 }
 
 type target struct {
-	n     *rnode      // nil: c
-	c     types.Value // a partition value, or zero (Col -1)
-	leaf  bool        // n is a leaf that is not repeated
-	field int         // of a ROW target read whole... unused: -1
+	n *rnode      // nil: c
+	c types.Value // a partition value, or zero (Col -1)
 }
 
 // OpenFile opens the Parquet file at path to read targets of a table of
@@ -135,11 +133,10 @@ func OpenFile(path string, partitions map[string]string, schema types.Schema, ta
 			f.Close()
 			return nil, &ReadError{Path: path, RowGroup: -1, Err: err}
 		}
-		leaf := rn.kind == leafNode
-		if !leaf {
+		if rn.kind != leafNode {
 			r.flat = false
 		}
-		r.targets = append(r.targets, target{n: rn, leaf: leaf})
+		r.targets = append(r.targets, target{n: rn})
 	}
 	r.names = p.names
 	r.cursors = make([]cursor, len(p.cursors))

@@ -255,3 +255,34 @@ func TestSeekAcrossRowGroups(t *testing.T) {
 		}
 	}
 }
+
+// A DECIMAL is read into a column of a larger scale (rescaled) and
+// refused, naming the column, when it does not fit the column's
+// precision.
+func TestDecimalRescaleAndOverflow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	src := types.Schema{{Name: "p", Type: types.DecimalType(9, 2)}, {Name: "q", Type: types.DecimalType(30, 2)}}
+	writeFile(t, path, src, []types.Row{{Values: []types.Value{types.IntValue(-12345), types.IntValue(99999999)}}}, nil)
+	wide := types.Schema{{Name: "p", Type: types.DecimalType(20, 6)}, {Name: "q", Type: types.DecimalType(9, 4)}}
+	r, err := OpenFile(path, nil, wide, targets(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, r)
+	r.Close()
+	if len(got) != 1 || got[0].Values[0].I != -123450000 {
+		t.Fatalf("rescaled: %+v, want -123.450000", got)
+	}
+	r, err = OpenFile(path, nil, wide, []Target{{Col: 1, Field: -1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Read(context.Background(), make([]types.Row, 1))
+	if err == nil || !strings.Contains(err.Error(), "column 'q'") || !strings.Contains(err.Error(), "does not fit DECIMAL(9, 4)") {
+		t.Fatalf("overflow: %v", err)
+	}
+	if _, err := OpenFile(path, nil, types.Schema{{Name: "p", Type: types.DecimalType(9, 1)}}, targets(1), nil); err == nil {
+		t.Fatal("a DECIMAL read into a smaller scale was accepted")
+	}
+}

@@ -310,37 +310,24 @@ func fromInt96(v deprecated.Int96, loc *time.Location) int64 {
 }
 
 func decimalReader(kind pq.Kind, mul *big.Int, t types.Type) (leafReader, error) {
-	small := mul.IsInt64() && mul.Int64() == 1
-	out := func(u *big.Int) (types.Value, error) {
-		if !small {
-			u.Mul(u, mul)
-		}
-		if u.IsInt64() {
-			if t.Precision <= 18 && u.CmpAbs(pow10(t.Precision)) >= 0 {
-				return types.Value{}, fmt.Errorf("decimal %s does not fit %s", u, t)
+	rescale := !(mul.IsInt64() && mul.Int64() == 1)
+	limit := pow10(t.Precision)
+	// small: an unscaled int64 as the file has it, when it needs no
+	// rescaling; else through big.Int
+	small := func(x int64) (types.Value, error) {
+		if !rescale && t.Precision <= 18 {
+			if l := limit.Int64(); x >= l || x <= -l {
+				return types.Value{}, fmt.Errorf("decimal %d (unscaled) does not fit %s", x, t)
 			}
-			return types.IntValue(u.Int64()), nil
+			return types.IntValue(x), nil
 		}
-		if t.Precision <= 18 || u.CmpAbs(pow10(t.Precision)) >= 0 {
-			return types.Value{}, fmt.Errorf("decimal %s does not fit %s", u, t)
-		}
-		return types.BigDecimalValue(u), nil
+		return bigDecimal(new(big.Int).SetInt64(x), rescale, mul, limit, t)
 	}
 	switch kind {
 	case pq.Int32:
-		return func(v pq.Value) (types.Value, error) {
-			if small {
-				return types.IntValue(int64(v.Int32())), nil
-			}
-			return out(big.NewInt(int64(v.Int32())))
-		}, nil
+		return func(v pq.Value) (types.Value, error) { return small(int64(v.Int32())) }, nil
 	case pq.Int64:
-		return func(v pq.Value) (types.Value, error) {
-			if small && t.Precision <= 18 {
-				return types.IntValue(v.Int64()), nil
-			}
-			return out(big.NewInt(v.Int64()))
-		}, nil
+		return func(v pq.Value) (types.Value, error) { return small(v.Int64()) }, nil
 	case pq.ByteArray, pq.FixedLenByteArray:
 		return func(v pq.Value) (types.Value, error) {
 			b := v.ByteArray()
@@ -348,24 +335,35 @@ func decimalReader(kind pq.Kind, mul *big.Int, t types.Type) (leafReader, error)
 				var x int64
 				for i, c := range b {
 					if i == 0 {
-						x = int64(int8(c))
+						x = int64(int8(c)) // the sign
 					} else {
 						x = x<<8 | int64(c)
 					}
 				}
-				if small {
-					return out(big.NewInt(x))
-				}
-				return out(big.NewInt(x))
+				return small(x)
 			}
 			u := new(big.Int).SetBytes(b)
-			if len(b) > 0 && b[0]&0x80 != 0 {
+			if b[0]&0x80 != 0 {
 				u.Sub(u, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
 			}
-			return out(u)
+			return bigDecimal(u, rescale, mul, limit, t)
 		}, nil
 	}
 	return nil, fmt.Errorf("a DECIMAL of physical type %s", kind)
+}
+
+// bigDecimal is the DECIMAL of unscaled u, rescaled by mul.
+func bigDecimal(u *big.Int, rescale bool, mul, limit *big.Int, t types.Type) (types.Value, error) {
+	if rescale {
+		u.Mul(u, mul)
+	}
+	if u.CmpAbs(limit) >= 0 {
+		return types.Value{}, fmt.Errorf("decimal %s (unscaled) does not fit %s", u, t)
+	}
+	if u.IsInt64() {
+		return types.IntValue(u.Int64()), nil
+	}
+	return types.BigDecimalValue(u), nil
 }
 
 var pows [39]*big.Int
