@@ -136,9 +136,13 @@ func compile(ctx context.Context, file string, res protocompile.Resolver) (*Sche
 // and java_multiple_files respected, nested messages as Outer$Inner or
 // Outer.Inner), or the message's full protobuf name (package.Outer.Inner).
 func (s *Schema) Message(name string) (protoreflect.MessageDescriptor, error) {
-	var known []string
-	for _, fd := range s.Files {
-		if m := findMessage(fd, name, &known); m != nil {
+	var known, others []string // the first file's class names are listed
+	for i, fd := range s.Files {
+		k := &known
+		if i > 0 {
+			k = &others
+		}
+		if m := findMessage(fd, name, k); m != nil {
 			return m, nil
 		}
 	}
