@@ -336,3 +336,54 @@ func TestTimestampColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentUse: one decoder and one encoder serve goroutines at once
+// (run with -race), each getting what it gets alone.
+func TestConcurrentUse(t *testing.T) {
+	schema := schemaOf(t, modelColumns)
+	md := eventMessage(t)
+	d, err := protobuf.NewDecoder(schema, md, protobuf.Options{ReadDefaultValues: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := protobuf.NewEncoder(schema, md, protobuf.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := [][]byte{
+		{},
+		append(protowire.AppendTag(nil, 15, protowire.BytesType), 6, 0x08, 2, 0x12, 2, 0x08, 1), // points { key: 2 value { x: 1 } }
+		append(protowire.AppendTag(nil, 13, protowire.BytesType), 4, 0x08, 1, 0x10, 2),          // path { x: 1 y: 2 }
+	}
+	want := make([]string, len(recs))
+	for i, r := range recs {
+		want[i] = rowJSON(t, schema, decodeOne(t, d, r))
+	}
+	done := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for n := range 200 {
+				i := (g + n) % len(recs)
+				rows, err := d.Decode(recs[i], nil)
+				if err != nil {
+					done <- err
+					return
+				}
+				if _, _, err := e.Encode(nil, &rows[0]); err != nil {
+					done <- err
+					return
+				}
+				if got := rowJSON(t, schema, rows[0]); got != want[i] {
+					done <- errors.New("record " + string(rune('0'+i)) + ": " + got + ", want " + want[i])
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
