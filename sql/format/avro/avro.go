@@ -44,8 +44,16 @@ func readCommon(o *format.Scoped) Options {
 	return opt
 }
 
+// errFiles refuses 'avro' on the filesystem connector: there Flink's
+// 'avro' is a bulk format of object-container files, not one datum per
+// line.
+var errFiles = errors.New("'avro' on the filesystem connector is Flink's object-container files, which weir's filesystem connector does not read or write (the Go API's format/avro does)")
+
 func readAvroOptions(o *format.Scoped) (Options, error) {
 	opt := readCommon(o)
+	if o.O.Connector() == "filesystem" {
+		return opt, errFiles
+	}
 	opt.Schema = o.O.String(o.Key("schema"), "")
 	// The object-container codec: only for files, which weir's filesystem
 	// connector does not write in Avro; accepted so Flink's DDL runs.
