@@ -64,7 +64,21 @@ type target struct {
 // directories (unescaped), the values of columns the file does not hold. It checks the file's schema against the table's: a column
 // missing (and not a partition directory) or of a type that cannot be
 // read is a *SchemaError.
-func OpenFile(path string, partitions map[string]string, schema types.Schema, targets []Target, opts *Options) (*FileReader, error) {
+func OpenFile(path string, partitions map[string]string, schema types.Schema, targets []Target, opts *Options) (r *FileReader, err error) {
+	// parquet-go panics on some corrupt files (slice bounds of a damaged
+	// footer or page): an error naming the file, not a crashed job
+	defer func() {
+		if p := recover(); p != nil {
+			if r != nil {
+				r.Close()
+			}
+			r, err = nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("corrupt file: %v", p)}
+		}
+	}()
+	return openFile(path, partitions, schema, targets, opts)
+}
+
+func openFile(path string, partitions map[string]string, schema types.Schema, targets []Target, opts *Options) (*FileReader, error) {
 	if opts == nil {
 		opts = DefaultOptions()
 	}
@@ -158,7 +172,21 @@ func OpenFile(path string, partitions map[string]string, schema types.Schema, ta
 func (r *FileReader) NumRows() int64 { return r.file.NumRows() }
 
 // SeekToRow positions the reader before row n of the file.
-func (r *FileReader) SeekToRow(n int64) error {
+func (r *FileReader) SeekToRow(n int64) (err error) {
+	defer r.recover(&err)
+	return r.seek(n)
+}
+
+// recover turns a panic of parquet-go on a corrupt page into an error
+// naming the file and the row group.
+func (r *FileReader) recover(err *error) {
+	if p := recover(); p != nil {
+		*err = &ReadError{Path: r.path, RowGroup: r.rg, Err: fmt.Errorf("corrupt file: %v", p)}
+		r.err = *err
+	}
+}
+
+func (r *FileReader) seek(n int64) error {
 	var before int64
 	for i, rg := range r.file.RowGroups() {
 		if n < before+rg.NumRows() || i == len(r.file.RowGroups())-1 {
@@ -206,12 +234,17 @@ func (r *FileReader) readError(c int, err error) error {
 
 // Read reads up to len(dst) rows, each with one value per target; it
 // returns io.EOF after the last row.
-func (r *FileReader) Read(ctx context.Context, dst []types.Row) (int, error) {
+func (r *FileReader) Read(ctx context.Context, dst []types.Row) (n int, err error) {
+	defer r.recover(&err)
+	return r.read(ctx, dst)
+}
+
+func (r *FileReader) read(ctx context.Context, dst []types.Row) (int, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
 	if r.rg < 0 {
-		if err := r.SeekToRow(0); err != nil {
+		if err := r.seek(0); err != nil {
 			r.err = err
 			return 0, err
 		}

@@ -403,7 +403,7 @@ func (c *cursor) open(rg pq.RowGroup, row int64) error {
 }
 
 func (c *cursor) fill() error {
-	for {
+	for idle := 0; ; {
 		if c.vr != nil {
 			n, err := c.vr.ReadValues(c.vals[:cap(c.vals)])
 			if n > 0 {
@@ -411,6 +411,9 @@ func (c *cursor) fill() error {
 				return nil
 			}
 			if err == nil {
+				if idle++; idle > 100 {
+					return errors.New("corrupt page: no values and no end")
+				}
 				continue
 			}
 			if err != io.EOF {
