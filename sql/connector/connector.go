@@ -70,6 +70,10 @@ type Table struct {
 	// PrimaryKey holds the indexes in Schema of the PRIMARY KEY's columns
 	// (declared NOT ENFORCED, as Flink requires), or nil.
 	PrimaryKey []int
+	// PartitionKeys holds the indexes in Schema of the table's PARTITIONED
+	// BY columns, in order, or nil. Only a connector that partitions what
+	// it writes takes a sink of them (PartitioningFactory).
+	PartitionKeys []int
 	// Options are the WITH options, keys as written.
 	Options map[string]string
 	// Settings are the job's settings that connectors need.
@@ -102,6 +106,30 @@ type MetadataFactory interface {
 	// a table with a persisted (not VIRTUAL) metadata column of another
 	// key cannot be written to.
 	WritableMetadata() []MetadataColumn
+}
+
+// PartitioningFactory is implemented by a connector whose sinks write the
+// rows of a PARTITIONED BY table by partition (Flink's
+// SupportsPartitioning: the filesystem connector's directories).
+type PartitioningFactory interface {
+	Factory
+	SupportsPartitioning()
+}
+
+// CheckPartitioning refuses a sink of a PARTITIONED BY table whose
+// connector does not partition, as Flink does.
+func CheckPartitioning(t *Table) error {
+	if len(t.PartitionKeys) == 0 {
+		return nil
+	}
+	f, err := Lookup(t)
+	if err != nil {
+		return err
+	}
+	if _, ok := f.(PartitioningFactory); !ok {
+		return fmt.Errorf("table '%s' is a partitioned table (PARTITIONED BY), but connector '%s' does not write partitions", t.Name, f.Identifier())
+	}
+	return nil
 }
 
 // ResolveMetadata checks the metadata keys of a table's metadata columns

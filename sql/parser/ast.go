@@ -25,8 +25,10 @@ type (
 		Columns     []ColumnDef
 		Watermark   *Watermark
 		PrimaryKey  []string
-		Options     []Option
-		Comment     string
+		// PartitionedBy are the columns of PARTITIONED BY (...).
+		PartitionedBy []string
+		Options       []Option
+		Comment       string
 		// Like is CREATE TABLE ... LIKE source [(options)]; AsQuery is
 		// CREATE TABLE ... AS query (CTAS).
 		Like    *TableLike

@@ -414,7 +414,8 @@ func (p *parser) create() Stmt {
 		if p.acceptKw("PARTITIONED", "BY") {
 			p.wantOp("(")
 			for {
-				p.ident("a column name")
+				name, _ := p.ident("a column name")
+				ct.PartitionedBy = append(ct.PartitionedBy, name)
 				if p.acceptOp(")") {
 					break
 				}

@@ -25,9 +25,12 @@ type tableDef struct {
 	// meta are the metadata columns (`c T METADATA [FROM 'key']
 	// [VIRTUAL]`), in declaration order: a source appends them after the
 	// physical columns, and a sink writes those not VIRTUAL.
-	meta    []metaCol
-	pk      []int // indexes in the physical schema
-	options map[string]string
+	meta []metaCol
+	pk   []int // indexes in the physical schema
+	// partitions are the PARTITIONED BY columns (indexes in the physical
+	// schema), in order.
+	partitions []int
+	options    map[string]string
 	// rowtime is the cols index of the WATERMARK column (-1: none); delay
 	// the watermark's bound.
 	rowtime int
@@ -165,6 +168,18 @@ func (c *catalog) createTable(ct *parser.CreateTable) error {
 		}
 		td.pk = append(td.pk, found)
 		td.cols[td.physical[found]].Type.NotNull = true
+	}
+	for _, k := range ct.PartitionedBy {
+		found := -1
+		for j, pidx := range td.physical {
+			if strings.EqualFold(td.cols[pidx].Name, k) {
+				found = j
+			}
+		}
+		if found < 0 {
+			return parser.Errorf(ct.Pos, "partition column '%s' is not a physical column of '%s'", k, ct.Name)
+		}
+		td.partitions = append(td.partitions, found)
 	}
 	if wm := ct.Watermark; wm != nil {
 		idx := -1

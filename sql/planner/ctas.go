@@ -121,6 +121,13 @@ func (c *catalog) mergeLike(ct *parser.CreateTable) (*parser.CreateTable, error)
 	default:
 		return nil, parser.Errorf(ct.Pos, "both '%s' and the table of LIKE define a primary key (EXCLUDING CONSTRAINTS keeps this one)", ct.Name)
 	}
+	switch m := mode["PARTITIONS"]; {
+	case len(sd.PartitionedBy) == 0 || m == "EXCLUDING":
+	case len(ct.PartitionedBy) == 0:
+		out.PartitionedBy = sd.PartitionedBy
+	default:
+		return nil, parser.Errorf(ct.Pos, "both '%s' and the table of LIKE are PARTITIONED BY (EXCLUDING PARTITIONS keeps this one)", ct.Name)
+	}
 	switch mode["OPTIONS"] {
 	case "EXCLUDING":
 	default:

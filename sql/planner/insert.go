@@ -34,7 +34,10 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 	// columns (not VIRTUAL), as the connector takes them; decl is each
 	// one's place among the table's persisted columns in declaration
 	// order, which a query without a column list gives them in
-	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings(), PrimaryKey: td.pk}
+	ct := &connector.Table{Name: td.ddl.Name, Options: td.options, Settings: s.settings(), PrimaryKey: td.pk, PartitionKeys: td.partitions}
+	if err := connector.CheckPartitioning(ct); err != nil {
+		return nil, parser.Errorf(ins.TablePos, "%v", err)
+	}
 	meta, err := td.resolveMetadata(ct, true)
 	if err != nil {
 		return nil, err

@@ -48,7 +48,7 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 		ct.Schema[len(ct.Schema)-1].Type.NotNull = td.cols[pi].Type.NotNull
 		ct.Schema[len(ct.Schema)-1].Type.TimeAttr = types.NoTimeAttr
 	}
-	ct.PrimaryKey = td.pk
+	ct.PrimaryKey, ct.PartitionKeys = td.pk, td.partitions
 	meta, err := td.resolveMetadata(ct, false)
 	if err != nil {
 		return nil, err
