@@ -158,6 +158,30 @@ func NewRowDecoder(writer, reader avro.Schema, cols types.Schema) (*RowDecoder, 
 
 var readers = sync.Pool{New: func() any { return new(reader) }}
 
+// slabRows is how many rows' values one allocation holds: decoders carve
+// rows out of a pooled slab rather than allocate each (a row kept in state
+// keeps its slab alive, so a slab stays small).
+const slabRows = 16
+
+type slab struct{ vals []types.Value }
+
+var slabs = sync.Pool{New: func() any { return new(slab) }}
+
+// newValues returns n zero values, carved from a pooled slab.
+func newValues(n int) []types.Value {
+	if n == 0 {
+		return nil
+	}
+	s := slabs.Get().(*slab)
+	if len(s.vals) < n {
+		s.vals = make([]types.Value, n*slabRows)
+	}
+	v := s.vals[:n:n]
+	s.vals = s.vals[n:]
+	slabs.Put(s)
+	return v
+}
+
 // DecodeValues decodes one body into vals (len = the columns); ok is false
 // for a null datum of a nullable top-level schema.
 func (d *RowDecoder) DecodeValues(body []byte, vals []types.Value) (ok bool, err error) {
@@ -203,7 +227,7 @@ func (d *Decoder) Decode(data []byte, dst []types.Row) ([]types.Row, error) {
 	if len(data) == 0 {
 		return dst, nil
 	}
-	vals := make([]types.Value, d.row.n)
+	vals := newValues(d.row.n)
 	ok, err := d.row.DecodeValues(data, vals)
 	if err != nil {
 		if d.ignore {

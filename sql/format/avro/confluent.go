@@ -183,7 +183,7 @@ func (d *ConfluentDecoder) Decode(data []byte, dst []types.Row) ([]types.Row, er
 	}
 	rd, body, err := d.ids.decoder(data)
 	if err == nil {
-		vals := make([]types.Value, d.n)
+		vals := newValues(d.n)
 		var ok bool
 		if ok, err = rd.DecodeValues(body, vals); err == nil {
 			if !ok {

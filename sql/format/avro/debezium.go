@@ -131,8 +131,8 @@ func (d *DebeziumDecoder) decode(data []byte, dst []types.Row) ([]types.Row, err
 	if err != nil {
 		return dst, err
 	}
-	var ev [3]types.Value
-	ok, err := rd.DecodeValues(body, ev[:])
+	ev := newValues(3)
+	ok, err := rd.DecodeValues(body, ev)
 	if err != nil {
 		return dst, shiftOffset(err)
 	}

@@ -194,7 +194,7 @@ func compileDec(w, rs avro.Schema, t types.Type) (decFn, error) {
 		}
 		n := len(t.Fields)
 		return func(r *reader, v *types.Value) error {
-			vals := make([]types.Value, n)
+			vals := newValues(n)
 			if err := rd.decodeInto(r, vals); err != nil {
 				return err
 			}
