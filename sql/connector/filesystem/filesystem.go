@@ -85,7 +85,13 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 		if err := checkPath(t, path); err != nil {
 			return nil, err
 		}
-		src := newParquetSource(t, path, popts)
+		null := parquet.DefaultPartitionName
+		if part != nil {
+			null = part.null
+		} else {
+			null = defaultName(o)
+		}
+		src := newParquetSource(t, path, popts, null)
 		return &connector.Source{Source: src, Bounded: true, Changelog: types.InsertOnly, Options: t.Settings.SourceOptions(), Project: src.project}, nil
 	}
 	dec, mode := format.NewDecoder(o, "format", part.dataSchema(t.Schema))

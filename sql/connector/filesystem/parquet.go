@@ -22,14 +22,15 @@ type parquetSource struct {
 	targets []parquet.Target
 	fill    func([]types.Value)
 	opts    *parquet.Options
+	null    string // 'partition.default-name'
 }
 
-func newParquetSource(t *connector.Table, path string, opts *parquet.Options) *parquetSource {
+func newParquetSource(t *connector.Table, path string, opts *parquet.Options, null string) *parquetSource {
 	ts := make([]parquet.Target, len(t.Schema))
 	for i := range ts {
 		ts[i] = parquet.Target{Col: i, Field: -1}
 	}
-	return &parquetSource{table: t.Name, path: path, schema: t.Schema, targets: ts, opts: opts}
+	return &parquetSource{table: t.Name, path: path, schema: t.Schema, targets: ts, opts: opts, null: null}
 }
 
 // project implements connector.Source.Project: only the leaf columns of
@@ -70,7 +71,13 @@ func (s *parquetSource) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir
 }
 
 func (s *parquetSource) open(path string, row int64) (*parquetReader, error) {
-	fr, err := parquet.OpenFile(path, partitionValues(s.path, path), s.schema, s.targets, s.opts)
+	parts := partitionValues(s.path, path)
+	for k, v := range parts {
+		if v == s.null {
+			parts[k] = parquet.DefaultPartitionName // read as NULL
+		}
+	}
+	fr, err := parquet.OpenFile(path, parts, s.schema, s.targets, s.opts)
 	if err != nil {
 		return nil, fmt.Errorf("table '%s': %w", s.table, err)
 	}

@@ -249,3 +249,30 @@ func TestParquetOptionErrors(t *testing.T) {
 		t.Errorf("INTERVAL column: %v", err)
 	}
 }
+
+// 'partition.default-name' names the directory of NULL partition values,
+// written and read.
+func TestPartitionDefaultName(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "a.jsonl"), `{"id": 1, "name": "a", "day": "", "hour": null}`+"\n")
+	for _, f := range []string{"parquet", "json"} {
+		out := filepath.Join(dir, "out-"+f)
+		opts := map[string]string{"connector": "filesystem", "path": out, "format": f, "partition.keys": "day,hour", "partition.default-name": "none"}
+		job := weir.NewJob("copy")
+		copyJob(t, job, &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}},
+			&connector.Table{Name: "out", Schema: pqSchema, Options: opts})
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(filepath.Join(out, "day=none", "hour=none")); err != nil || !fi.IsDir() {
+			t.Fatalf("%s: %v", f, err)
+		}
+		got, err := readTable(t, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"1,a,NULL,NULL"}; !slices.Equal(got, want) {
+			t.Fatalf("%s: read back %q, want %q", f, got, want)
+		}
+	}
+}

@@ -16,8 +16,9 @@ import (
 // partitioning is how a sink lays its rows out in Hive-style partition
 // directories, and commits them.
 type partitioning struct {
-	keys   []int // the partition columns, in directory order
-	data   []int // the other columns, written in the files
+	null   string // the directory value of NULL and '' ('partition.default-name')
+	keys   []int  // the partition columns, in directory order
+	data   []int  // the other columns, written in the files
 	enc    []func(dst []byte, v *types.Value) []byte
 	names  []string
 	commit []file.SinkOption
@@ -28,6 +29,7 @@ type partitioning struct {
 // Flink's partition-commit options. nil when the table is not
 // partitioned.
 func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
+	null := defaultName(o)
 	trigger := o.Enum("sink.partition-commit.trigger", "process-time", "process-time", "partition-time")
 	delay := o.Duration("sink.partition-commit.delay", 0)
 	policy := o.String("sink.partition-commit.policy.kind", "")
@@ -39,7 +41,7 @@ func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 		}
 		return nil
 	}
-	p := &partitioning{}
+	p := &partitioning{null: null}
 	isKey := map[int]bool{}
 	for _, k := range strings.Split(keys, ",") {
 		k = strings.TrimSpace(k)
@@ -103,7 +105,7 @@ func (p *partitioning) dir(r types.Row) (string, error) {
 		b = append(b, '=')
 		v := &r.Values[i]
 		if v.Null {
-			b = append(b, parquet.DefaultPartitionName...)
+			b = append(b, p.null...)
 			continue
 		}
 		start := len(b)
@@ -111,7 +113,7 @@ func (p *partitioning) dir(r types.Row) (string, error) {
 		s := string(b[start:])
 		b = b[:start]
 		if s == "" {
-			b = append(b, parquet.DefaultPartitionName...)
+			b = append(b, p.null...)
 			continue
 		}
 		b = escapePath(b, s)
@@ -187,7 +189,7 @@ func (p *partitioning) values(root, path string, schema types.Schema) ([]types.V
 	vs := make([]types.Value, len(p.keys))
 	for j, c := range p.keys {
 		s, ok := m[p.names[j]]
-		if !ok || s == parquet.DefaultPartitionName {
+		if !ok || s == p.null {
 			vs[j] = types.NullValue
 			continue
 		}
@@ -200,4 +202,13 @@ func (p *partitioning) values(root, path string, schema types.Schema) ([]types.V
 		}
 	}
 	return vs, nil
+}
+
+// defaultName reads Flink's 'partition.default-name'.
+func defaultName(o *connector.Options) string {
+	null := o.String("partition.default-name", parquet.DefaultPartitionName)
+	if null == "" || strings.ContainsAny(null, `/\=`) {
+		o.Invalid("partition.default-name", "must be a non-empty directory name without '/', '\\' or '='")
+	}
+	return null
 }
