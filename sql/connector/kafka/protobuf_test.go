@@ -264,3 +264,29 @@ INSERT INTO dst SELECT id, UPPER(item), qty * 2, tags FROM src WHERE qty > 0;
 		t.Errorf("the writer schema was fetched %d times for %d records", n, len(recs))
 	}
 }
+
+// TestProtobufSQLErrors: what is wrong with a protobuf table's options
+// reaches the SQL user when the statement is planned.
+func TestProtobufSQLErrors(t *testing.T) {
+	dir, err := filepath.Abs("../../format/protobuf/testdata/proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for opts, want := range map[string]string{
+		`'protobuf.proto-file' = '../protobuf.go', 'protobuf.message-class-name' = 'x'`:                            "the path is not inside the proto path",
+		`'protobuf.proto-file' = 'bad/broken.proto', 'protobuf.message-class-name' = 'x'`:                          "bad/broken.proto:6:3",
+		`'protobuf.proto-file' = 'weir/test/event.proto', 'protobuf.message-class-name' = 'com.weir.test.Nope'`:    "no message 'com.weir.test.Nope' in weir/test/event.proto",
+		`'protobuf.proto-file' = 'weir/test/event.proto', 'protobuf.message-class-name' = 'weir.test.Event.Inner'`: "column 'id': message weir.test.Event.Inner has no field id",
+		`'protobuf.proto-file' = 'weir/test/event.proto'`:                                                          "missing required option 'protobuf.message-class-name'",
+	} {
+		script := `CREATE TABLE src (id BIGINT) WITH ('connector' = 'kafka', 'topic' = 't', 'properties.bootstrap.servers' = '127.0.0.1:1',
+  'scan.bounded.mode' = 'latest-offset', 'format' = 'protobuf', 'protobuf.proto-path' = '` + dir + `', ` + opts + `);
+CREATE TABLE dst (id BIGINT) WITH ('connector' = 'print');
+INSERT INTO dst SELECT id FROM src;
+`
+		_, err := sql.NewSession().Plan(script)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", opts, err, want)
+		}
+	}
+}
