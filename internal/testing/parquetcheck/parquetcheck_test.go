@@ -106,12 +106,14 @@ func duckWrite(t *testing.T, db *sql.DB, path string) {
 	}
 }
 
-func ddl(name, path string, extra string) string {
+// ddl is the CREATE TABLE of the generated table: clauses (PARTITIONED
+// BY) go before WITH, extra options after the others.
+func ddl(name, path, clauses, extra string) string {
 	var cols []string
 	for _, c := range columns {
 		cols = append(cols, c.name+" "+c.weirType)
 	}
-	return fmt.Sprintf("CREATE TABLE %s (%s) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet'%s);\n", name, strings.Join(cols, ", "), path, extra)
+	return fmt.Sprintf("CREATE TABLE %s (%s) %s WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet'%s);\n", name, strings.Join(cols, ", "), clauses, path, extra)
 }
 
 // DuckDB writes a Parquet file with every type; weir's filesystem source
@@ -188,7 +190,7 @@ func TestDuckDBReadsWeir(t *testing.T) {
 	os.MkdirAll(in, 0o755)
 	orig := filepath.Join(in, "duck.parquet")
 	duckWrite(t, db, orig)
-	script := ddl("src", in, "") + ddl("dst", out, ", 'partition.keys' = 'day,hr', 'sink.partition-commit.policy.kind' = 'success-file', 'parquet.compression' = 'ZSTD'") +
+	script := ddl("src", in, "", "") + ddl("dst", out, "PARTITIONED BY (day, hr)", ", 'sink.partition-commit.policy.kind' = 'success-file', 'parquet.compression' = 'ZSTD'") +
 		"INSERT INTO dst SELECT * FROM src;\n"
 	start := time.Now()
 	if err := weirsql.Run(context.Background(), script, weirsql.Parallelism(2), weirsql.Checkpointing(20*time.Millisecond, filepath.Join(dir, "ckpt"))); err != nil {
@@ -266,7 +268,7 @@ func TestProjectedQuery(t *testing.T) {
 	os.MkdirAll(in, 0o755)
 	orig := filepath.Join(in, "duck.parquet")
 	duckWrite(t, db, orig)
-	script := ddl("src", in, "") +
+	script := ddl("src", in, "", "") +
 		fmt.Sprintf("CREATE TABLE small (id BIGINT, x INT, s STRING, day STRING) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet');\n", out) +
 		"INSERT INTO small SELECT id, r.x, s, day FROM src WHERE hr = 1;\n"
 	if err := weirsql.Run(context.Background(), script); err != nil {

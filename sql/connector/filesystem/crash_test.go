@@ -19,8 +19,8 @@ import (
 const crashSQL = `
 CREATE TABLE gen (id BIGINT) WITH ('connector' = 'datagen', 'rows-per-second' = '4000',
   'fields.id.kind' = 'sequence', 'fields.id.start' = '0', 'fields.id.end' = '%d');
-CREATE TABLE out (id BIGINT, name STRING, day STRING, hour INT) WITH ('connector' = 'filesystem',
-  'path' = '%s', 'format' = 'parquet', 'partition.keys' = 'day,hour',
+CREATE TABLE out (id BIGINT, name STRING, day STRING, hour INT) PARTITIONED BY (day, hour) WITH (
+  'connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet',
   'sink.partition-commit.policy.kind' = 'success-file');
 INSERT INTO out SELECT id, CONCAT('n', CAST(id AS STRING)), CONCAT('2026-12-0', CAST(id %% 3 + 1 AS STRING)), CAST(id %% 2 AS INT) FROM gen;
 `

@@ -25,16 +25,16 @@
 // 'format' = 'parquet' is a bulk format (sql/format/parquet): the sink
 // writes one Parquet part file per checkpoint, partition and subtask,
 // footer written at the checkpoint's pre-commit, through ExactlyOnce's
-// Bulk option, named part-...parquet; 'partition.keys' lays the rows
-// out in Hive-style partition directories (key=value/...) and
+// Bulk option, named part-...parquet; PARTITIONED BY lays the rows out
+// in Hive-style partition directories (key=value/...) and
 // 'sink.partition-commit.policy.kind' = 'success-file' marks committed
 // partitions (process-time trigger). The source reads each file as a
 // split, decodes only the columns a query reads (Source.Project), takes
 // the values of columns the files lack from their partition directories,
 // and checkpoints the count of rows read. See docs/format-parquet.md.
-// 'partition.keys' (weir's stand-in for PARTITIONED BY) partitions the row
-// formats too: their records leave the partition columns out, and the
-// source reads them from each file's directory names.
+// PARTITIONED BY partitions the row formats too: their records leave the
+// partition columns out, and the source reads them from each file's
+// directory names.
 package filesystem
 
 import (
@@ -68,6 +68,12 @@ type Factory struct{}
 
 // Identifier implements connector.Factory.
 func (Factory) Identifier() string { return "filesystem" }
+
+// SupportsPartitioning implements connector.PartitioningFactory: the sink
+// writes a PARTITIONED BY table's rows in Hive-style directories.
+func (Factory) SupportsPartitioning() {}
+
+var _ connector.PartitioningFactory = Factory{}
 
 // CreateSource implements connector.SourceFactory.
 func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {

@@ -31,9 +31,9 @@ var pqSchema = types.Schema{
 
 // readTable reads a filesystem table of pqSchema with a job, and returns
 // its rows formatted, sorted.
-func readTable(t *testing.T, opts map[string]string) ([]string, error) {
+func readTable(t *testing.T, opts map[string]string, partitionKeys ...int) ([]string, error) {
 	t.Helper()
-	tab := &connector.Table{Name: "in", Schema: pqSchema, Options: opts}
+	tab := &connector.Table{Name: "in", Schema: pqSchema, Options: opts, PartitionKeys: partitionKeys}
 	src, err := connector.CreateSource(tab)
 	if err != nil {
 		return nil, err
@@ -105,9 +105,9 @@ func TestParquetExactlyOnceAcrossARestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{
+	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, PartitionKeys: []int{2, 3}, Options: map[string]string{
 		"connector": "filesystem", "path": out, "format": "parquet", "parquet.compression": "SNAPPY",
-		"partition.keys": "day,hour", "sink.partition-commit.policy.kind": "success-file"}})
+		"sink.partition-commit.policy.kind": "success-file"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestParquetPartitionValues(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	job := weir.NewJob("copy")
 	in := &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}}
-	dst := &connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet", "partition.keys": "day,hour"}}
+	dst := &connector.Table{Name: "out", Schema: pqSchema, PartitionKeys: []int{2, 3}, Options: map[string]string{"connector": "filesystem", "path": out, "format": "parquet"}}
 	copyJob(t, job, in, dst)
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -228,20 +228,26 @@ func TestParquetBadInput(t *testing.T) {
 func TestParquetOptionErrors(t *testing.T) {
 	for _, c := range []struct {
 		opts map[string]string
+		keys []int
 		want string
 	}{
-		{map[string]string{"parquet.compression": "LZO"}, "'parquet.compression'"},
-		{map[string]string{"parquet.block.size": "0"}, "'parquet.block.size'"},
-		{map[string]string{"partition.keys": "nope"}, "no column 'nope'"},
-		{map[string]string{"partition.keys": "day", "sink.partition-commit.policy.kind": "metastore"}, "only 'success-file'"},
-		{map[string]string{"partition.keys": "day", "sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.trigger": "partition-time"}, "needs the watermark"},
-		{map[string]string{"sink.partition-commit.policy.kind": "success-file"}, "not partitioned"},
+		{map[string]string{"parquet.compression": "LZO"}, nil, "'parquet.compression'"},
+		{map[string]string{"parquet.block.size": "0"}, nil, "'parquet.block.size'"},
+		{map[string]string{}, []int{0, 1, 2, 3}, "every column is a partition column"},
+		{map[string]string{"sink.partition-commit.policy.kind": "metastore"}, []int{2}, "only 'success-file'"},
+		{map[string]string{"sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.trigger": "partition-time"}, []int{2}, "needs the watermark"},
+		{map[string]string{"sink.partition-commit.policy.kind": "success-file"}, nil, "not partitioned"},
+		{map[string]string{"partition.default-name": "a/b"}, []int{2}, "'partition.default-name'"},
 	} {
 		c.opts["connector"], c.opts["path"], c.opts["format"] = "filesystem", t.TempDir(), "parquet"
-		_, err := connector.CreateSink(&connector.Table{Name: "x", Schema: pqSchema, Options: c.opts})
+		_, err := connector.CreateSink(&connector.Table{Name: "x", Schema: pqSchema, Options: c.opts, PartitionKeys: c.keys})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: %v, want %q", c.opts, err, c.want)
+			t.Errorf("%v %v: %v, want %q", c.opts, c.keys, err, c.want)
 		}
+	}
+	// the filesystem connector takes PARTITIONED BY tables
+	if err := connector.CheckPartitioning(&connector.Table{Name: "x", Schema: pqSchema, PartitionKeys: []int{2}, Options: map[string]string{"connector": "filesystem"}}); err != nil {
+		t.Error(err)
 	}
 	_, err := connector.CreateSink(&connector.Table{Name: "x", Schema: types.Schema{{Name: "iv", Type: types.Type{Kind: types.Interval}}},
 		Options: map[string]string{"connector": "filesystem", "path": t.TempDir(), "format": "parquet"}})
@@ -257,17 +263,17 @@ func TestPartitionDefaultName(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "in", "a.jsonl"), `{"id": 1, "name": "a", "day": "", "hour": null}`+"\n")
 	for _, f := range []string{"parquet", "json"} {
 		out := filepath.Join(dir, "out-"+f)
-		opts := map[string]string{"connector": "filesystem", "path": out, "format": f, "partition.keys": "day,hour", "partition.default-name": "none"}
+		opts := map[string]string{"connector": "filesystem", "path": out, "format": f, "partition.default-name": "none"}
 		job := weir.NewJob("copy")
 		copyJob(t, job, &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}},
-			&connector.Table{Name: "out", Schema: pqSchema, Options: opts})
+			&connector.Table{Name: "out", Schema: pqSchema, Options: opts, PartitionKeys: []int{2, 3}})
 		if err := job.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if fi, err := os.Stat(filepath.Join(out, "day=none", "hour=none")); err != nil || !fi.IsDir() {
 			t.Fatalf("%s: %v", f, err)
 		}
-		got, err := readTable(t, opts)
+		got, err := readTable(t, opts, 2, 3)
 		if err != nil {
 			t.Fatal(err)
 		}

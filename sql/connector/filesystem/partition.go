@@ -24,39 +24,30 @@ type partitioning struct {
 	commit []file.SinkOption
 }
 
-// partitionOptions reads 'partition.keys' (weir's stand-in for
-// PARTITIONED BY, which the SQL layer does not pass to connectors yet) and
-// Flink's partition-commit options. nil when the table is not
-// partitioned.
+// partitionOptions reads the table's PARTITIONED BY columns and Flink's
+// partition-commit options. nil when the table is not partitioned.
 func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 	null := defaultName(o)
 	trigger := o.Enum("sink.partition-commit.trigger", "process-time", "process-time", "partition-time")
 	delay := o.Duration("sink.partition-commit.delay", 0)
 	policy := o.String("sink.partition-commit.policy.kind", "")
 	success := o.String("sink.partition-commit.success-file.name", "_SUCCESS")
-	keys := o.String("partition.keys", "")
-	if keys == "" {
+	if len(t.PartitionKeys) == 0 {
 		if policy != "" {
-			o.Invalid("sink.partition-commit.policy.kind", "the table is not partitioned (set 'partition.keys')")
+			o.Invalid("sink.partition-commit.policy.kind", "the table is not partitioned (PARTITIONED BY)")
 		}
 		return nil
 	}
 	p := &partitioning{null: null}
 	isKey := map[int]bool{}
-	for _, k := range strings.Split(keys, ",") {
-		k = strings.TrimSpace(k)
-		i := t.Schema.Index(k)
-		if i < 0 {
-			o.Invalid("partition.keys", "no column '%s' in the table", k)
-			return nil
-		}
-		if isKey[i] {
-			o.Invalid("partition.keys", "column '%s' listed twice", k)
+	for _, i := range t.PartitionKeys {
+		if i < 0 || i >= len(t.Schema) || isKey[i] {
+			o.Errorf("invalid partition keys %v", t.PartitionKeys)
 			return nil
 		}
 		enc, err := format.TextEncoder(t.Schema[i].Type, ' ')
 		if err != nil {
-			o.Invalid("partition.keys", "column '%s': %v", k, err)
+			o.Errorf("partition column '%s': %v", t.Schema[i].Name, err)
 			return nil
 		}
 		isKey[i] = true
@@ -70,7 +61,7 @@ func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 		}
 	}
 	if len(p.data) == 0 {
-		o.Invalid("partition.keys", "every column is a partition column")
+		o.Errorf("every column is a partition column (PARTITIONED BY)")
 		return nil
 	}
 	switch policy {

@@ -21,10 +21,10 @@ func TestRowFormatPartitions(t *testing.T) {
 			want := pqInput(t, filepath.Join(dir, "in"), 2, 300)
 			out := filepath.Join(dir, "out")
 			opts := map[string]string{"connector": "filesystem", "path": out, "format": f,
-				"partition.keys": "day,hour", "sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.success-file.name": "_DONE"}
+				"sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.success-file.name": "_DONE"}
 			job := weir.NewJob("copy", weir.Parallelism(2))
 			copyJob(t, job, &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}},
-				&connector.Table{Name: "out", Schema: pqSchema, Options: opts})
+				&connector.Table{Name: "out", Schema: pqSchema, Options: opts, PartitionKeys: []int{2, 3}})
 			if err := job.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +49,7 @@ func TestRowFormatPartitions(t *testing.T) {
 			if strings.Contains(line, "2026-12-02") || line == "" {
 				t.Fatalf("a record of %s holds the partition's value, or none was found: %q", part, line)
 			}
-			got, err := readTable(t, opts)
+			got, err := readTable(t, opts, 2, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
