@@ -61,7 +61,10 @@ func PartitionBy[T any](f func(T) (string, error)) SinkOption {
 // complete, and delay has passed since the writer first wrote to it
 // (since it last committed it), the committer creates the empty file
 // name (Flink's "_SUCCESS") in the partition's directory, after renaming
-// the part files of that checkpoint. A partition written to again later
+// the part files of that checkpoint (after those of every subtask: the
+// committer of the last committable of the checkpoint that still finds
+// pending files of other subtasks leaves it to theirs). A partition
+// written to again later
 // is committed again (the success file is rewritten). now is the clock
 // (nil: time.Now). After a restore, subtask 0 takes over the partitions
 // that hold committed part files and no success file, as if first

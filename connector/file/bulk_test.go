@@ -159,3 +159,44 @@ func TestPartitionCommitDelay(t *testing.T) {
 		t.Fatal("PartitionCommit without PartitionBy was accepted")
 	}
 }
+
+// Two subtasks write to one partition in a checkpoint: the success file
+// comes with the commit of the second committable, once both subtasks'
+// files are visible, not with the first.
+func TestPartitionCommitAfterEverySubtask(t *testing.T) {
+	dir := t.TempDir()
+	s := ExactlyOnce[string](dir, trailer(), PartitionBy(func(s string) (string, error) { return "p=" + s[:1], nil }),
+		PartitionCommit("_SUCCESS", 0, nil))
+	var cs [][]byte
+	for i := range 2 {
+		w := openEO(t, s, i, 2)
+		if err := w.Recover(bg, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(bg, []string{"a" + string(rune('0'+i))}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := w.PreCommit(bg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+		defer w.Close(bg)
+	}
+	success := filepath.Join(dir, "p=a", "_SUCCESS")
+	if err := s.Committer().Commit(bg, cs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(success); err == nil {
+		t.Fatal("_SUCCESS before the other subtask's file is committed")
+	}
+	if err := s.Committer().Commit(bg, cs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(success); err != nil {
+		t.Fatalf("no _SUCCESS once both are committed: %v", err)
+	}
+	if visible, _ := dirFiles(t, filepath.Join(dir, "p=a")); len(visible) != 3 {
+		t.Fatalf("files %v, want two parts and _SUCCESS", visible)
+	}
+}

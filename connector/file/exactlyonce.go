@@ -507,6 +507,8 @@ type committable struct {
 	// directory.
 	Dir   string            `json:"dir,omitempty"`
 	Files []committableFile `json:"files"`
+	// Checkpoint is the id of the PreCommit that made the committable.
+	Checkpoint int64 `json:"checkpoint,omitempty"`
 	// Partitions are the partitions to commit with a success file, once
 	// their delay has passed.
 	Partitions []committablePartition `json:"partitions,omitempty"`
@@ -604,7 +606,7 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 	if len(w.staged) == 0 && len(parts) == 0 {
 		return nil, nil
 	}
-	return json.Marshal(committable{Dir: w.s.dir, Files: w.staged, Partitions: parts})
+	return json.Marshal(committable{Dir: w.s.dir, Files: w.staged, Partitions: parts, Checkpoint: checkpointID})
 }
 
 // partitionsLocked lists the partitions to commit, and forgets those that
@@ -854,11 +856,36 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 		if now < p.Created+c.delay {
 			continue
 		}
-		if err := c.markSuccess(filepath.Join(dir, p.Dir)); err != nil {
+		pdir := filepath.Join(dir, p.Dir)
+		if pending, err := pendingUpTo(pdir, cm.Checkpoint); err != nil {
+			return err
+		} else if pending {
+			// Another subtask's files of this checkpoint are still to be
+			// renamed: the committable that renames the last of them
+			// writes the success file (as Flink's one partition committer
+			// does, after all of a checkpoint's files).
+			continue
+		}
+		if err := c.markSuccess(pdir); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// pendingUpTo says whether dir holds a pending file of checkpoint ckpt or
+// an earlier one.
+func pendingUpTo(dir string, ckpt int64) (bool, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, pathError("commit: read directory", dir, err)
+	}
+	for _, e := range entries {
+		if h, ok := parseHidden(e.Name()); ok && h.pending && h.ckpt <= ckpt {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // markSuccess creates (or truncates) the success file of a partition.
