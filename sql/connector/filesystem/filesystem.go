@@ -28,8 +28,9 @@
 // Bulk option, named part-...parquet; PARTITIONED BY lays the rows out
 // in Hive-style partition directories (key=value/...) and
 // 'sink.partition-commit.policy.kind' = 'success-file' marks committed
-// partitions (process-time trigger). The source reads each file as a
-// split, decodes only the columns a query reads (Source.Project), takes
+// partitions (process-time trigger). The source reads each file, or each
+// row group of a file of several, as a split, decodes only the columns a
+// query reads (Source.Project), takes
 // the values of columns the files lack from their partition directories,
 // and checkpoints the count of rows read. See docs/format-parquet.md.
 // PARTITIONED BY partitions the row formats too: their records leave the

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
@@ -47,14 +48,59 @@ func (s *parquetSource) project(paths []connector.Path, fill func([]types.Value)
 
 var _ weir.RestorableSource[types.Row] = (*parquetSource)(nil)
 
-// Splits implements weir.Source.
+// pqSplit is a split of a Parquet table: a file, or one row group of a
+// file of several (as Flink splits files, so that the subtasks share a
+// large file).
+type pqSplit struct {
+	path string
+	rg   int // -1: the whole file
+}
+
+func (s pqSplit) ID() string {
+	if s.rg < 0 {
+		return s.path
+	}
+	return s.path + "#" + strconv.Itoa(s.rg)
+}
+
+// Splits implements weir.Source: it reads the footer of every file.
 func (s *parquetSource) Splits(context.Context) ([]weir.Split, error) {
-	return listSplits(s.table, s.path)
+	files, err := listSplits(s.table, s.path)
+	if err != nil {
+		return nil, err
+	}
+	var out []weir.Split
+	for _, f := range files {
+		path := f.ID()
+		n, err := parquet.CountRowGroups(path)
+		if err != nil {
+			return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		}
+		if n <= 1 {
+			out = append(out, pqSplit{path, -1})
+			continue
+		}
+		for g := range n {
+			out = append(out, pqSplit{path, g})
+		}
+	}
+	return out, nil
+}
+
+func asSplit(sp weir.Split) (pqSplit, error) {
+	if p, ok := sp.(pqSplit); ok {
+		return p, nil
+	}
+	return pqSplit{}, fmt.Errorf("not a split of a Parquet table: %s", sp.ID())
 }
 
 // Open implements weir.Source.
 func (s *parquetSource) Open(_ context.Context, sp weir.Split) (weir.SplitReader[types.Row], error) {
-	return s.open(sp.ID(), 0)
+	p, err := asSplit(sp)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(p, 0)
 }
 
 // OpenAt implements weir.RestorableSource: the position is the count of
@@ -67,10 +113,15 @@ func (s *parquetSource) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir
 	if k <= 0 {
 		return nil, fmt.Errorf("table '%s': %s: invalid checkpointed position", s.table, sp.ID())
 	}
-	return s.open(sp.ID(), int64(n))
+	p, err := asSplit(sp)
+	if err != nil {
+		return nil, err
+	}
+	return s.open(p, int64(n))
 }
 
-func (s *parquetSource) open(path string, row int64) (*parquetReader, error) {
+func (s *parquetSource) open(sp pqSplit, row int64) (*parquetReader, error) {
+	path := sp.path
 	parts := partitionValues(s.path, path)
 	for k, v := range parts {
 		if v == s.null {
@@ -81,10 +132,16 @@ func (s *parquetSource) open(path string, row int64) (*parquetReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table '%s': %w", s.table, err)
 	}
+	if sp.rg >= 0 {
+		if err := fr.Restrict(sp.rg, sp.rg+1); err != nil {
+			fr.Close()
+			return nil, fmt.Errorf("table '%s': %w (it was changed)", s.table, err)
+		}
+	}
 	if row > 0 {
 		if row > fr.NumRows() {
 			fr.Close()
-			return nil, fmt.Errorf("table '%s': %s has %d rows, fewer than the checkpointed position %d: it was changed", s.table, path, fr.NumRows(), row)
+			return nil, fmt.Errorf("table '%s': %s has %d rows, fewer than the checkpointed position %d: it was changed", s.table, sp.ID(), fr.NumRows(), row)
 		}
 		if err := fr.SeekToRow(row); err != nil {
 			fr.Close()

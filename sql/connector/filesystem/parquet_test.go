@@ -282,3 +282,53 @@ func TestPartitionDefaultName(t *testing.T) {
 		}
 	}
 }
+
+// A file of several row groups is split by row group; a checkpointed job
+// reading them at parallelism 2 fails after two checkpoints, restores
+// positions within the row groups, and writes every row once.
+func TestParquetSourceSplitsAndRestores(t *testing.T) {
+	dir := t.TempDir()
+	want := pqInput(t, filepath.Join(dir, "json"), 1, 5000)
+	pq := filepath.Join(dir, "pq")
+	job := weir.NewJob("copy")
+	copyJob(t, job, &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "json"), "format": "json"}},
+		&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": pq, "format": "parquet", "parquet.block.size": "1kb"}})
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	src, err := connector.CreateSource(&connector.Table{Name: "pq", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": pq, "format": "parquet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	splits, err := src.Source.Splits(context.Background())
+	if err != nil || len(splits) < 10 {
+		t.Fatalf("%d splits (%v), want one per row group", len(splits), err)
+	}
+	out := filepath.Join(dir, "out")
+	var failed atomic.Bool
+	job = weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 100)
+	s := weir.FromSource(job, "pq", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
+	s = weir.Map(s, func(r types.Row) types.Row {
+		if !failed.Load() && r.Values[0].I%256 > 100 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
+			panic("injected failure")
+		}
+		return r
+	})
+	weir.To(s, sink.Sink)
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !failed.Load() {
+		t.Fatal("the failure was not injected")
+	}
+	got := committed(t, out)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d rows committed, want %d (first %q, want %q)", len(got), len(want), got[:min(3, len(got))], want[:3])
+	}
+}

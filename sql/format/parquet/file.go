@@ -47,11 +47,13 @@ type FileReader struct {
 	scratch [][]pq.Value
 	flat    bool // every target a flat leaf column (or a constant)
 
-	rg    int   // current row group
-	row   int64 // rows of the current row group read
-	rows  int64 // rows of the current row group
-	total int64 // rows read from the file before the current row group
-	err   error
+	groups []pq.RowGroup // the row groups read: the file's, or Restrict's
+	base   int           // the index in the file of groups[0]
+	rg     int           // current row group (in groups)
+	row    int64         // rows of the current row group read
+	rows   int64         // rows of the current row group
+	total  int64         // rows read from the file before the current row group
+	err    error
 }
 
 type target struct {
@@ -96,7 +98,7 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 		f.Close()
 		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", fi.Size(), err)}
 	}
-	r := &FileReader{path: path, f: f, file: pf, flat: true}
+	r := &FileReader{path: path, f: f, file: pf, flat: true, groups: pf.RowGroups()}
 	p := &planner{file: pf.Schema(), opts: opts}
 	for _, tg := range targets {
 		if tg.Col < 0 {
@@ -168,8 +170,59 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 	return r, nil
 }
 
-// NumRows is the number of rows of the file.
-func (r *FileReader) NumRows() int64 { return r.file.NumRows() }
+// NumRows is the number of rows of the row groups read.
+func (r *FileReader) NumRows() int64 {
+	var n int64
+	for _, g := range r.groups {
+		n += g.NumRows()
+	}
+	return n
+}
+
+// Restrict makes the reader read row groups first to end-1 of the file
+// only (a split of the file); positions (SeekToRow, Pos) count from the
+// first. It is called before reading.
+func (r *FileReader) Restrict(first, end int) error {
+	all := r.file.RowGroups()
+	if first < 0 || end > len(all) || first >= end {
+		return &ReadError{Path: r.path, RowGroup: -1, Err: fmt.Errorf("row groups %d to %d of %d", first, end-1, len(all))}
+	}
+	r.groups, r.base, r.rg = all[first:end], first, -1
+	return nil
+}
+
+// groupIndex is the index in the file of the current row group, -1 if
+// none.
+func (r *FileReader) groupIndex() int {
+	if r.rg < 0 || r.rg >= len(r.groups) {
+		return -1
+	}
+	return r.base + r.rg
+}
+
+// CountRowGroups reads the footer of the Parquet file at path and returns
+// its number of row groups.
+func CountRowGroups(path string) (n int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("corrupt file: %v", p)}
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	pf, err := pq.OpenFile(f, fi.Size(), pq.SkipBloomFilters(true), pq.SkipPageIndex(true))
+	if err != nil {
+		return 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", fi.Size(), err)}
+	}
+	return len(pf.RowGroups()), nil
+}
 
 // SeekToRow positions the reader before row n of the file.
 func (r *FileReader) SeekToRow(n int64) (err error) {
@@ -181,15 +234,15 @@ func (r *FileReader) SeekToRow(n int64) (err error) {
 // naming the file and the row group.
 func (r *FileReader) recover(err *error) {
 	if p := recover(); p != nil {
-		*err = &ReadError{Path: r.path, RowGroup: r.rg, Err: fmt.Errorf("corrupt file: %v", p)}
+		*err = &ReadError{Path: r.path, RowGroup: r.groupIndex(), Err: fmt.Errorf("corrupt file: %v", p)}
 		r.err = *err
 	}
 }
 
 func (r *FileReader) seek(n int64) error {
 	var before int64
-	for i, rg := range r.file.RowGroups() {
-		if n < before+rg.NumRows() || i == len(r.file.RowGroups())-1 {
+	for i, rg := range r.groups {
+		if n < before+rg.NumRows() || i == len(r.groups)-1 {
 			if err := r.openGroup(i, n-before); err != nil {
 				return err
 			}
@@ -198,7 +251,7 @@ func (r *FileReader) seek(n int64) error {
 		}
 		before += rg.NumRows()
 	}
-	r.rg, r.total = len(r.file.RowGroups()), before
+	r.rg, r.total = len(r.groups), before
 	return nil
 }
 
@@ -207,14 +260,14 @@ func (r *FileReader) Pos() int64 {
 	if r.rg < 0 {
 		return 0
 	}
-	if r.rg >= len(r.file.RowGroups()) {
+	if r.rg >= len(r.groups) {
 		return r.total // the end: total counts every row group
 	}
 	return r.total + r.row
 }
 
 func (r *FileReader) openGroup(i int, row int64) error {
-	rg := r.file.RowGroups()[i]
+	rg := r.groups[i]
 	r.rg, r.row, r.rows = i, row, rg.NumRows()
 	for c := range r.cursors {
 		if err := r.cursors[c].open(rg, row); err != nil {
@@ -229,7 +282,7 @@ func (r *FileReader) readError(c int, err error) error {
 	if c >= 0 && c < len(r.names) {
 		col = r.names[c]
 	}
-	return &ReadError{Path: r.path, RowGroup: r.rg, Column: col, Err: err}
+	return &ReadError{Path: r.path, RowGroup: r.groupIndex(), Column: col, Err: err}
 }
 
 // Read reads up to len(dst) rows, each with one value per target; it
@@ -252,12 +305,12 @@ func (r *FileReader) read(ctx context.Context, dst []types.Row) (int, error) {
 	values := make([]types.Value, len(dst)*len(r.targets))
 	n := 0
 	for n < len(dst) {
-		if r.rg >= len(r.file.RowGroups()) {
+		if r.rg >= len(r.groups) {
 			return n, io.EOF
 		}
 		if r.row >= r.rows {
 			r.total += r.rows
-			if r.rg+1 >= len(r.file.RowGroups()) {
+			if r.rg+1 >= len(r.groups) {
 				r.rg++
 				return n, io.EOF
 			}

@@ -286,3 +286,52 @@ func TestDecimalRescaleAndOverflow(t *testing.T) {
 		t.Fatal("a DECIMAL read into a smaller scale was accepted")
 	}
 }
+
+// A reader restricted to some row groups reads their rows only, and
+// positions count from the first of them.
+func TestRestrict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.parquet")
+	var rows []types.Row
+	for i := range 1000 {
+		rows = append(rows, types.Row{Values: []types.Value{types.IntValue(int64(i))}})
+	}
+	sc := types.Schema{{Name: "id", Type: types.BigIntType}}
+	opts := DefaultOptions()
+	opts.BlockSize = 1 // a row group per batch of 256 rows
+	writeFile(t, path, sc, rows, opts)
+	n, err := CountRowGroups(path)
+	if err != nil || n != 4 {
+		t.Fatalf("%d row groups (%v), want 4", n, err)
+	}
+	var all []int64
+	for g := range n {
+		r, err := OpenFile(path, nil, sc, targets(1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Restrict(g, g+1); err != nil {
+			t.Fatal(err)
+		}
+		skip := int64(g * 10)
+		if err := r.SeekToRow(skip); err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, r)
+		if r.Pos() != r.NumRows() || int64(len(got)) != r.NumRows()-skip {
+			t.Fatalf("group %d: %d rows, Pos %d of %d", g, len(got), r.Pos(), r.NumRows())
+		}
+		r.Close()
+		for _, x := range got {
+			all = append(all, x.Values[0].I)
+		}
+		if got[0].Values[0].I != int64(g*256)+skip {
+			t.Fatalf("group %d starts at %d", g, got[0].Values[0].I)
+		}
+	}
+	if len(all) != 1000-(0+10+20+30) {
+		t.Fatalf("%d rows in all", len(all))
+	}
+	if _, err := CountRowGroups(filepath.Join(t.TempDir(), "nope")); err == nil {
+		t.Fatal("CountRowGroups of a missing file")
+	}
+}
