@@ -63,9 +63,10 @@ type target struct {
 
 // OpenFile opens the Parquet file at path to read targets of a table of
 // schema; partitions are the key=value pairs of the file's partition
-// directories (unescaped), the values of columns the file does not hold. It checks the file's schema against the table's: a column
-// missing (and not a partition directory) or of a type that cannot be
-// read is a *SchemaError.
+// directories (unescaped), the values of columns the file does not hold.
+// It checks the file's schema against the table's: a column missing (and
+// not a partition directory) or of a type that cannot be read is a
+// *SchemaError.
 func OpenFile(path string, partitions map[string]string, schema types.Schema, targets []Target, opts *Options) (r *FileReader, err error) {
 	// parquet-go panics on some corrupt files (slice bounds of a damaged
 	// footer or page): an error naming the file, not a crashed job
@@ -88,14 +89,18 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 	if err != nil {
 		return nil, err
 	}
+	done := false
+	defer func() {
+		if !done { // an error, or a panic of parquet-go
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	pf, err := pq.OpenFile(f, fi.Size(), pq.SkipBloomFilters(true))
 	if err != nil {
-		f.Close()
 		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", fi.Size(), err)}
 	}
 	r := &FileReader{path: path, f: f, file: pf, flat: true, groups: pf.RowGroups()}
@@ -116,12 +121,10 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 		if fn == nil {
 			s, ok := partitions[col.Name]
 			if !ok || tg.Field >= 0 {
-				f.Close()
 				return nil, &ReadError{Path: path, RowGroup: -1, Err: &SchemaError{col.Name, errors.New("missing from the file (and not a partition directory of it)")}}
 			}
 			v, err := parsePartition(s, col.Type)
 			if err != nil {
-				f.Close()
 				return nil, &ReadError{Path: path, RowGroup: -1, Err: &SchemaError{col.Name, fmt.Errorf("partition value %q: %w", s, err)}}
 			}
 			r.targets = append(r.targets, target{c: v})
@@ -132,7 +135,6 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 			fld := col.Type.Fields[tg.Field]
 			ff := field(fn, fld.Name)
 			if ff == nil || fn.Leaf() {
-				f.Close()
 				return nil, &ReadError{Path: path, RowGroup: -1, Err: &SchemaError{col.Name + "." + fld.Name, errors.New("missing from the file")}}
 			}
 			def := 0
@@ -146,7 +148,6 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 			rn, err = p.plan(fn, []string{col.Name}, col.Type, 0, 0)
 		}
 		if err != nil {
-			f.Close()
 			return nil, &ReadError{Path: path, RowGroup: -1, Err: err}
 		}
 		if rn.kind != leafNode {
@@ -167,6 +168,7 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 	r.runs = make([][]pq.Value, len(r.cursors))
 	r.scratch = make([][]pq.Value, len(r.cursors))
 	r.rg = -1
+	done = true
 	return r, nil
 }
 
