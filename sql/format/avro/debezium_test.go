@@ -1,12 +1,14 @@
 package avro_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	hamba "github.com/hamba/avro/v2"
 
+	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/format/avro"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -109,6 +111,16 @@ func TestDebeziumDecode(t *testing.T) {
 	} {
 		if _, err := d.Decode(c.in, nil); err == nil || err.Error() != c.want {
 			t.Errorf("%v, want %q", err, c.want)
+		}
+	}
+	// ignore-parse-errors (as debezium-json's) skips such events and
+	// records that are not in the wire format.
+	d = compileDecoder(t, customers, map[string]string{"format": "debezium-avro-confluent", "debezium-avro-confluent.url": reg.URL,
+		"debezium-avro-confluent.ignore-parse-errors": "true"})
+	var skip *format.SkipError
+	for _, in := range [][]byte{withHeader(id, debeziumEvent(t, s, "t", nil, nil)), {7, 7}, withHeader(id, []byte{1})} {
+		if rows, err := d.Decode(in, nil); !errors.As(err, &skip) || len(rows) != 0 {
+			t.Errorf("% x: %v, %v", in, rows, err)
 		}
 	}
 }
