@@ -260,7 +260,8 @@ func TestDuckDBReadsWeir(t *testing.T) {
 }
 
 // A query reading a few columns and a ROW's field (the source decodes
-// those only) gives what DuckDB's same query gives.
+// those only) gives what DuckDB's same query gives; its output's strings
+// are dictionary-encoded.
 func TestProjectedQuery(t *testing.T) {
 	dir := t.TempDir()
 	db := duck(t)
@@ -269,7 +270,7 @@ func TestProjectedQuery(t *testing.T) {
 	orig := filepath.Join(in, "duck.parquet")
 	duckWrite(t, db, orig)
 	script := ddl("src", in, "", "") +
-		fmt.Sprintf("CREATE TABLE small (id BIGINT, x INT, s STRING, day STRING) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet');\n", out) +
+		fmt.Sprintf("CREATE TABLE small (id BIGINT, x INT, s STRING, day STRING) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'parquet', 'parquet.enable.dictionary' = 'true');\n", out) +
 		"INSERT INTO small SELECT id, r.x, s, day FROM src WHERE hr = 1;\n"
 	if err := weirsql.Run(context.Background(), script); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,12 @@ type Options struct {
 	// TimeUnit is 'parquet.timestamp.time.unit' for INT64 timestamps:
 	// millis, micros (default) or nanos.
 	TimeUnit string
+	// Dictionary is 'parquet.enable.dictionary': string and bytes columns
+	// are dictionary-encoded. Default false, unlike parquet-mr: with
+	// parquet-go it cost a third of the write throughput of the 10-column
+	// benchmark row and made its file no smaller (its strings are mostly
+	// distinct); it pays for columns of few distinct values.
+	Dictionary bool
 }
 
 // ParseOptions reads the 'parquet.*' options of a table; errors are
@@ -46,6 +52,7 @@ func ParseOptions(o *connector.Options) *Options {
 		UTC:            o.Bool("parquet.utc-timezone", false),
 		Int64Timestamp: o.Bool("parquet.write.int64.timestamp", true),
 		TimeUnit:       strings.ToLower(o.Enum("parquet.timestamp.time.unit", "micros", "millis", "micros", "nanos", "MILLIS", "MICROS", "NANOS")),
+		Dictionary:     o.Bool("parquet.enable.dictionary", false),
 	}
 	if opts.BlockSize <= 0 {
 		o.Invalid("parquet.block.size", "must be positive")

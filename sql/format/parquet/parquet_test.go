@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"os"
@@ -333,5 +334,39 @@ func TestRestrict(t *testing.T) {
 	}
 	if _, err := CountRowGroups(filepath.Join(t.TempDir(), "nope")); err == nil {
 		t.Fatal("CountRowGroups of a missing file")
+	}
+}
+
+// 'parquet.enable.dictionary' dictionary-encodes string columns: a
+// column of few distinct values gets much smaller, and reads back.
+func TestDictionary(t *testing.T) {
+	sc := types.Schema{{Name: "s", Type: types.StringType}}
+	var rows []types.Row
+	for i := range 5000 {
+		rows = append(rows, types.Row{Values: []types.Value{types.StringValue(fmt.Sprintf("a rather long repeated value %d", i%3))}})
+	}
+	size := map[bool]int64{}
+	for _, dict := range []bool{false, true} {
+		opts := DefaultOptions()
+		opts.Dictionary = dict
+		path := filepath.Join(t.TempDir(), "x.parquet")
+		writeFile(t, path, sc, rows, opts)
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size[dict] = fi.Size()
+		r, err := OpenFile(path, nil, sc, targets(1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := readAll(t, r)
+		r.Close()
+		if len(got) != len(rows) || got[4999].Values[0].S != rows[4999].Values[0].S {
+			t.Fatalf("dictionary %v: %d rows read back", dict, len(got))
+		}
+	}
+	if size[true]*4 > size[false] {
+		t.Fatalf("dictionary-encoded %d bytes, plain %d", size[true], size[false])
 	}
 }

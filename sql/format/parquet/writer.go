@@ -48,9 +48,9 @@ func (b *schemaBuilder) leaf(t types.Type) (pq.Node, leafWriter, error) {
 			return pq.FixedLenByteArrayValue(decimalToBytes(v, n)), nil
 		}, nil
 	case types.Char, types.Varchar:
-		return pq.String(), bytesLeaf, nil
+		return b.dictionary(pq.String()), bytesLeaf, nil
 	case types.Binary, types.Varbinary:
-		return pq.Leaf(pq.ByteArrayType), bytesLeaf, nil
+		return b.dictionary(pq.Leaf(pq.ByteArrayType)), bytesLeaf, nil
 	case types.Date:
 		return pq.Date(), int32Leaf, nil
 	case types.Time:
@@ -81,6 +81,15 @@ func (b *schemaBuilder) leaf(t types.Type) (pq.Node, leafWriter, error) {
 		return pq.TimestampAdjusted(pq.Microsecond, utc), int64Leaf, nil
 	}
 	return nil, nil, fmt.Errorf("type %s has no Parquet mapping in weir", t)
+}
+
+// dictionary encodes a string or bytes column with a dictionary
+// ('parquet.enable.dictionary').
+func (b *schemaBuilder) dictionary(n pq.Node) pq.Node {
+	if !b.opts.Dictionary {
+		return n
+	}
+	return pq.Encoded(n, &pq.RLEDictionary)
 }
 
 func int32Leaf(v types.Value) (pq.Value, error) { return pq.Int32Value(int32(v.I)), nil }
