@@ -41,6 +41,13 @@ func Collect[T any](s *Stream[T], opts ...OperatorOption) *Collector[T] {
 // a position). Two-phase-commit writers use PreCommit instead.
 type FlushingWriter = engine.FlushingWriter
 
+// WatermarkWriter is a SinkWriter that is told the watermark (Flink's
+// SinkWriter.writeWatermark): WriteWatermark is called, in order with
+// Write, each time the sink subtask's watermark advances; the end of a
+// bounded input gives time.UnixMilli(math.MaxInt64). The exactly-once
+// file sink's partition-time commit (file.PartitionTime) uses it.
+type WatermarkWriter = engine.WatermarkWriter
+
 // CommittingSink is a sink with two-phase commit, for exactly-once output:
 // what its writers write becomes visible only when the checkpoint that
 // covers it has completed (Flink's TwoPhaseCommittingSink).

@@ -54,6 +54,19 @@ func PartitionBy[T any](f func(T) (string, error)) SinkOption {
 	return sinkOptionFunc(func(c *sinkConfig) { c.partition = f })
 }
 
+// PartitionTime makes PartitionCommit's trigger the watermark, as Flink's
+// 'partition-time' trigger: a partition is committed (its success file
+// written) at a completed checkpoint once the least watermark of the
+// sink's writers at that checkpoint has reached its time plus the delay.
+// partitionTime gives a partition's time from its directory name
+// ("dt=2026-12-01/hour=10"); an error of it fails the commit. The writers
+// learn the watermark as a weir.WatermarkWriter, and every writer answers
+// every checkpoint (with its watermark) so that the committer knows the
+// least of them; the end of a bounded input commits every partition.
+func PartitionTime(partitionTime func(partition string) (time.Time, error)) SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.partTime = partitionTime })
+}
+
 // PartitionCommit makes a partitioned ExactlyOnce sink mark its
 // partitions complete with a success file, as Flink's filesystem sink
 // does with 'sink.partition-commit.policy.kind' = 'success-file' and the

@@ -2,6 +2,7 @@ package file
 
 import (
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,4 +200,76 @@ func TestPartitionCommitAfterEverySubtask(t *testing.T) {
 	if visible, _ := dirFiles(t, filepath.Join(dir, "p=a")); len(visible) != 3 {
 		t.Fatalf("files %v, want two parts and _SUCCESS", visible)
 	}
+}
+
+// By partition time: a partition's success file is written at the
+// checkpoint whose least watermark, over every writer, has reached the
+// partition's time plus the delay; not before every writer's committable
+// is in, and the end of the input commits the rest.
+func TestPartitionTimeCommit(t *testing.T) {
+	dir := t.TempDir()
+	day := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	at := func(h, m int) time.Time { return day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
+	s := ExactlyOnce[string](dir, trailer(),
+		PartitionBy(func(s string) (string, error) { return "h=" + s[:2], nil }),
+		PartitionCommit("_SUCCESS", 30*time.Minute, nil),
+		PartitionTime(func(p string) (time.Time, error) {
+			h, err := time.Parse("15", strings.TrimPrefix(p, "h="))
+			return day.Add(time.Duration(h.Hour()) * time.Hour), err
+		}))
+	ws := []*eoWriter[string]{openEO(t, s, 0, 2).(*eoWriter[string]), openEO(t, s, 1, 2).(*eoWriter[string])}
+	for _, w := range ws {
+		if err := w.Recover(bg, 0); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close(bg)
+	}
+	round := func(id int64, wms [2]time.Time, data [2]string) {
+		t.Helper()
+		var cs [][]byte
+		for i, w := range ws {
+			if data[i] != "" {
+				if err := w.Write(bg, []string{data[i]}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.WriteWatermark(bg, wms[i]); err != nil {
+				t.Fatal(err)
+			}
+			c, err := w.PreCommit(bg, id)
+			if err != nil || c == nil {
+				t.Fatalf("PreCommit(%d) of writer %d: %q, %v; want a committable (its watermark)", id, i, c, err)
+			}
+			cs = append(cs, c)
+		}
+		for i, c := range cs {
+			if err := s.Committer().Commit(bg, c); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && hasSuccess(dir, "h=10") && id == 2 {
+				t.Fatal("h=10 committed before every writer's committable was in")
+			}
+		}
+	}
+	round(1, [2]time.Time{at(11, 0), at(10, 20)}, [2]string{"10a", "11b"})
+	if hasSuccess(dir, "h=10") || hasSuccess(dir, "h=11") {
+		t.Fatal("committed at a least watermark of 10:20, before 10:00 + 30 min")
+	}
+	round(2, [2]time.Time{at(11, 0), at(11, 45)}, [2]string{"", ""})
+	if !hasSuccess(dir, "h=10") || hasSuccess(dir, "h=11") {
+		t.Fatalf("at a least watermark of 11:00: h=10 committed %t (want true), h=11 %t (want false)", hasSuccess(dir, "h=10"), hasSuccess(dir, "h=11"))
+	}
+	end := time.UnixMilli(math.MaxInt64)
+	round(3, [2]time.Time{end, end}, [2]string{"", ""})
+	if !hasSuccess(dir, "h=11") {
+		t.Fatal("the end of the input did not commit h=11")
+	}
+	if visible, _ := dirFiles(t, filepath.Join(dir, "h=10")); len(visible) != 2 {
+		t.Fatalf("h=10 holds %v, want its part and _SUCCESS", visible)
+	}
+}
+
+func hasSuccess(dir, partition string) bool {
+	_, err := os.Stat(filepath.Join(dir, partition, "_SUCCESS"))
+	return err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,6 +49,7 @@ type sinkConfig struct {
 	success     string
 	commitDelay time.Duration
 	now         func() time.Time
+	partTime    func(partition string) (time.Time, error)
 	fs          fsOps
 }
 
@@ -195,7 +197,13 @@ func ExactlyOnce[T any](dir string, opts ...SinkOption) weir.CommittingSink[T] {
 		abs = filepath.Clean(dir)
 	}
 	s := &eoSink[T]{dir: abs, rollSize: cfg.rollSize, fs: cfg.fs, suffix: cfg.suffix,
-		success: cfg.success, delay: cfg.commitDelay.Milliseconds(), now: cfg.now}
+		success: cfg.success, delay: cfg.commitDelay.Milliseconds(), now: cfg.now, partTime: cfg.partTime}
+	if s.partTime != nil {
+		s.rounds = &ptRounds{open: map[int64]*ptRound{}}
+		if s.success == "" {
+			s.err = errors.New("file: ExactlyOnce: PartitionTime needs PartitionCommit")
+		}
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -237,13 +245,17 @@ type eoSink[T any] struct {
 	success   string // success file name, "" for none
 	delay     int64  // partition commit delay, milliseconds
 	now       func() time.Time
-	fs        fsOps
-	err       error // configuration error, returned by OpenWriter
+	// partTime, with PartitionTime, is the time of a partition; rounds
+	// gathers each checkpoint's committables for the least watermark.
+	partTime func(partition string) (time.Time, error)
+	rounds   *ptRounds
+	fs       fsOps
+	err      error // configuration error, returned by OpenWriter
 }
 
 // Committer implements weir.CommittingSink.
 func (s *eoSink[T]) Committer() weir.Committer {
-	return &eoCommitter{dir: s.dir, fs: s.fs, success: s.success, delay: s.delay, now: s.now}
+	return &eoCommitter{dir: s.dir, fs: s.fs, success: s.success, delay: s.delay, now: s.now, partTime: s.partTime, rounds: s.rounds}
 }
 
 // OpenWriter implements weir.Sink. It returns a weir.CommittingWriter.
@@ -265,7 +277,7 @@ func (s *eoSink[T]) OpenWriter(_ context.Context, subtask, parallelism int) (wei
 	var id [4]byte
 	rand.Read(id[:])
 	return &eoWriter[T]{s: s, subtask: subtask, parallelism: parallelism, id: hex.EncodeToString(id[:]),
-		cur: map[string]*inProgress[T]{}, parts: map[string]*openPartition{}}, nil
+		cur: map[string]*inProgress[T]{}, parts: map[string]*openPartition{}, wm: math.MinInt64}, nil
 }
 
 // part is an in-progress file that is complete: flushed, fsynced, closed.
@@ -312,6 +324,7 @@ type eoWriter[T any] struct {
 
 	preID  int64 // id of the last PreCommit
 	pre    bool  // whether there was a PreCommit
+	wm     int64 // the watermark (unix ms), with PartitionTime
 	err    error // sticky failure of Write or PreCommit
 	closed bool
 }
@@ -399,8 +412,11 @@ func (w *eoWriter[T]) open(bucket string) (*inProgress[T], error) {
 		if w.s.success != "" {
 			if p := w.parts[bucket]; p == nil {
 				w.parts[bucket] = &openPartition{created: w.s.now().UnixMilli()}
-			} else {
+			} else if p.listed {
 				p.listed = false // new data: to be committed again
+				if w.s.partTime != nil {
+					p.created = w.s.now().UnixMilli()
+				}
 			}
 		}
 	}
@@ -512,6 +528,12 @@ type committable struct {
 	// Partitions are the partitions to commit with a success file, once
 	// their delay has passed.
 	Partitions []committablePartition `json:"partitions,omitempty"`
+	// Watermark, Subtask and Parallelism (with PartitionTime): the
+	// writer's watermark at the checkpoint, and which of how many writers
+	// it is.
+	Watermark   *int64 `json:"watermark,omitempty"`
+	Subtask     int    `json:"subtask,omitempty"`
+	Parallelism int    `json:"parallelism,omitempty"`
 }
 
 // committableFile is one pending file: names relative to the sink's
@@ -603,10 +625,26 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 		}
 	}
 	parts := w.partitionsLocked()
+	if w.s.partTime != nil {
+		// Every subtask answers at every checkpoint, so that the committer
+		// knows the least watermark of them all.
+		wm := w.wm
+		return json.Marshal(committable{Dir: w.s.dir, Files: w.staged, Partitions: parts, Checkpoint: checkpointID,
+			Watermark: &wm, Subtask: w.subtask, Parallelism: w.parallelism})
+	}
 	if len(w.staged) == 0 && len(parts) == 0 {
 		return nil, nil
 	}
 	return json.Marshal(committable{Dir: w.s.dir, Files: w.staged, Partitions: parts, Checkpoint: checkpointID})
+}
+
+// WriteWatermark implements weir.WatermarkWriter: with PartitionTime the
+// writer keeps the watermark for its committables.
+func (w *eoWriter[T]) WriteWatermark(_ context.Context, wm time.Time) error {
+	w.mu.Lock()
+	w.wm = wm.UnixMilli()
+	w.mu.Unlock()
+	return nil
 }
 
 // partitionsLocked lists the partitions to commit, and forgets those that
@@ -620,12 +658,14 @@ func (w *eoWriter[T]) partitionsLocked() []committablePartition {
 	for _, b := range slices.Sorted(maps.Keys(w.parts)) {
 		p := w.parts[b]
 		if p.listed && w.cur[b] == nil {
-			if _, err := os.Lstat(filepath.Join(w.s.dir, b, w.s.success)); err == nil {
+			// (by partition time: a success file written since the
+			// partition's last data, not an older one)
+			if fi, err := os.Lstat(filepath.Join(w.s.dir, b, w.s.success)); err == nil && (w.s.partTime == nil || fi.ModTime().UnixMilli() >= p.created) {
 				delete(w.parts, b)
 				continue
 			}
 		}
-		if now >= p.created+w.s.delay {
+		if w.s.partTime != nil || now >= p.created+w.s.delay {
 			p.listed = true
 		}
 		out = append(out, committablePartition{Dir: b, Created: p.created})
@@ -804,11 +844,87 @@ func (w *eoWriter[T]) Recover(ctx context.Context, restoredID int64) error {
 // eoCommitter is the committer of an ExactlyOnce sink. It keeps no state:
 // it may commit several committables at once.
 type eoCommitter struct {
-	dir     string
-	fs      fsOps
-	success string
-	delay   int64
-	now     func() time.Time
+	dir      string
+	fs       fsOps
+	success  string
+	delay    int64
+	now      func() time.Time
+	partTime func(partition string) (time.Time, error)
+	rounds   *ptRounds
+}
+
+// ptRounds gathers, with PartitionTime, the committables of each
+// checkpoint until every writer's has come: the least of their
+// watermarks decides which partitions are complete (as Flink's one
+// partition committer takes the least watermark of the writers).
+type ptRounds struct {
+	mu   sync.Mutex
+	open map[int64]*ptRound
+}
+
+type ptRound struct {
+	seen  map[int]bool
+	wm    int64
+	parts map[string]bool
+}
+
+// add records a committable; it returns the least watermark and the
+// partitions of the checkpoint once every writer's committable is in.
+func (r *ptRounds) add(cm *committable) (complete bool, wm int64, parts []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rd := r.open[cm.Checkpoint]
+	if rd == nil {
+		rd = &ptRound{seen: map[int]bool{}, wm: math.MaxInt64, parts: map[string]bool{}}
+		r.open[cm.Checkpoint] = rd
+	}
+	rd.seen[cm.Subtask] = true
+	rd.wm = min(rd.wm, *cm.Watermark)
+	for _, p := range cm.Partitions {
+		rd.parts[p.Dir] = true
+	}
+	if len(rd.seen) < max(cm.Parallelism, 1) {
+		return false, 0, nil
+	}
+	// Rounds of earlier checkpoints that never completed (an attempt that
+	// failed between commits) are replaced by the restored one's.
+	for id := range r.open {
+		if id <= cm.Checkpoint {
+			delete(r.open, id)
+		}
+	}
+	return true, rd.wm, slices.Sorted(maps.Keys(rd.parts))
+}
+
+// commitByPartitionTime writes the success file of each partition of the
+// checkpoint whose time plus the delay the least watermark has reached,
+// once every writer's committable is in.
+func (c *eoCommitter) commitByPartitionTime(dir string, cm *committable) error {
+	if cm.Watermark == nil {
+		return nil
+	}
+	for _, p := range cm.Partitions {
+		if !filepath.IsLocal(p.Dir) {
+			return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: partition %q", dir, p.Dir))
+		}
+	}
+	complete, wm, parts := c.rounds.add(cm)
+	if !complete {
+		return nil
+	}
+	for _, p := range parts {
+		t, err := c.partTime(p)
+		if err != nil {
+			return weir.Permanent(fmt.Errorf("file: commit to %s: the time of partition %s: %w", dir, p, err))
+		}
+		if wm < t.UnixMilli()+c.delay {
+			continue
+		}
+		if err := c.markSuccess(filepath.Join(dir, p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Commit implements weir.Committer; see ExactlyOnce for the rules.
@@ -847,6 +963,9 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 	}
 	if c.success == "" {
 		return nil
+	}
+	if c.partTime != nil {
+		return c.commitByPartitionTime(dir, &cm)
 	}
 	now := c.now().UnixMilli()
 	for _, p := range cm.Partitions {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/watermark"
 )
 
 // Sink is an output of a job. Each sink subtask opens its own writer.
@@ -53,7 +55,8 @@ func To[T any](s *Stream[T], sink Sink[T], opts ...OperatorOption) {
 		if err != nil {
 			return nil, err
 		}
-		op := &sinkOp[T]{w: w, st: st, m: st.metrics(n), info: newOpInfo(st, n), committer: n.committer}
+		op := &sinkOp[T]{w: w, st: st, m: st.metrics(n), info: newOpInfo(st, n), committer: n.committer, lastWM: watermark.Min}
+		op.ww, _ = w.(WatermarkWriter)
 		if cw, ok := w.(CommittingWriter[T]); ok {
 			// The restored checkpoint's output was committed before the
 			// tasks started; what else earlier attempts left goes now.
@@ -73,6 +76,8 @@ func To[T any](s *Stream[T], sink Sink[T], opts ...OperatorOption) {
 
 type sinkOp[T any] struct {
 	w         SinkWriter[T]
+	ww        WatermarkWriter // w, when it takes watermarks
+	lastWM    int64           // the last watermark given to ww
 	st        *subtask
 	m         *metrics.Operator
 	info      opInfo
@@ -81,11 +86,28 @@ type sinkOp[T any] struct {
 }
 
 func (op *sinkOp[T]) push(b *batch[T]) error {
-	if len(b.data) == 0 {
-		return nil
+	if len(b.data) > 0 {
+		op.m.RecordsIn.Add(int64(len(b.data)))
+		if err := op.w.Write(op.st.ctx, b.data); err != nil {
+			return err
+		}
 	}
-	op.m.RecordsIn.Add(int64(len(b.data)))
-	return op.w.Write(op.st.ctx, b.data)
+	if op.ww != nil && b.watermark > op.lastWM {
+		op.lastWM = b.watermark
+		return op.ww.WriteWatermark(op.st.ctx, time.UnixMilli(b.watermark).UTC())
+	}
+	return nil
+}
+
+// WatermarkWriter is a SinkWriter that is told the watermark (Flink's
+// SinkWriter.writeWatermark): WriteWatermark is called, in order with
+// Write, each time the sink subtask's watermark advances, before the
+// records after it are written; the end of a bounded input gives the
+// largest time, time.UnixMilli(math.MaxInt64). A writer uses it to act by
+// event time: the filesystem sink commits a partition once the watermark
+// has passed its time (Flink's partition-time commit trigger).
+type WatermarkWriter interface {
+	WriteWatermark(ctx context.Context, watermark time.Time) error
 }
 
 // finish closes the writer. Without checkpointing, a two-phase-commit

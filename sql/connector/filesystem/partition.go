@@ -1,10 +1,13 @@
 package filesystem
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/sql/connector"
@@ -67,21 +70,121 @@ func partitionOptions(t *connector.Table, o *connector.Options) *partitioning {
 	switch policy {
 	case "":
 	case "success-file":
-		if trigger == "partition-time" {
-			// weir's sink writers do not see the watermark (yet): a
-			// partition-time trigger cannot be honoured.
-			o.Invalid("sink.partition-commit.trigger", "'partition-time' needs the watermark at the sink, which weir does not pass to sinks yet; use 'process-time'")
-			return nil
-		}
 		if success == "" || strings.ContainsAny(success, `/\`) || success == "." || success == ".." {
 			o.Invalid("sink.partition-commit.success-file.name", "must be a file name")
 			return nil
 		}
 		p.commit = append(p.commit, file.PartitionCommit(success, delay, nil))
+		if trigger == "partition-time" {
+			extract := partitionTimeExtractor(o, p.names)
+			if extract == nil {
+				return nil
+			}
+			p.commit = append(p.commit, file.PartitionTime(extract))
+		}
 	default:
 		o.Invalid("sink.partition-commit.policy.kind", "only 'success-file' is supported (not '%s')", policy)
 	}
 	return p
+}
+
+// partitionTimeExtractor reads Flink's default partition-time extractor:
+// 'partition.time-extractor.timestamp-pattern' ("$dt $hour:00:00"; by
+// default the first partition column) with the partition's values put in
+// for $name, parsed with 'partition.time-extractor.timestamp-formatter'
+// (a Java DateTimeFormatter pattern; by default 'yyyy-MM-dd HH:mm:ss',
+// or a date alone) as a local time of
+// 'sink.partition-commit.watermark-time-zone' (default UTC).
+func partitionTimeExtractor(o *connector.Options, names []string) func(string) (time.Time, error) {
+	if kind := o.String("partition.time-extractor.kind", "default"); kind != "default" {
+		o.Invalid("partition.time-extractor.kind", "only 'default' is supported (a 'custom' extractor is a Java class)")
+		return nil
+	}
+	o.Declare("partition.time-extractor.class")
+	pattern := o.String("partition.time-extractor.timestamp-pattern", "$"+names[0])
+	formatter := o.String("partition.time-extractor.timestamp-formatter", "")
+	zone := o.String("sink.partition-commit.watermark-time-zone", "UTC")
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		o.Invalid("sink.partition-commit.watermark-time-zone", "%v", err)
+		return nil
+	}
+	layouts := []string{"2006-01-02 15:04:05", "2006-01-02 15:04:05.999999999", "2006-01-02 15:04", "2006-01-02"}
+	if formatter != "" {
+		l, err := javaLayout(formatter)
+		if err != nil {
+			o.Invalid("partition.time-extractor.timestamp-formatter", "%v", err)
+			return nil
+		}
+		layouts = []string{l}
+	}
+	// longer names first, so that $hour is not read as $h + "our"
+	byLen := slices.Clone(names)
+	slices.SortFunc(byLen, func(a, b string) int { return len(b) - len(a) })
+	return func(dir string) (time.Time, error) {
+		vals := map[string]string{}
+		for _, kv := range strings.Split(filepath.ToSlash(dir), "/") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return time.Time{}, fmt.Errorf("%q is not a key=value partition directory", kv)
+			}
+			vals[unescapePath(k)] = unescapePath(v)
+		}
+		text := pattern
+		for _, n := range byLen {
+			text = strings.ReplaceAll(text, "$"+n, vals[n])
+		}
+		for _, l := range layouts {
+			if t, err := time.ParseInLocation(l, text, loc); err == nil {
+				return t, nil
+			}
+		}
+		return time.Time{}, fmt.Errorf("'%s' (the pattern '%s') is not a time of the form '%s'", text, pattern, cmp.Or(formatter, "yyyy-MM-dd[ HH:mm:ss]"))
+	}
+}
+
+// javaLayout turns a Java DateTimeFormatter pattern of the usual fields
+// (yyyy MM dd HH mm ss SSS, quoted literals) into a Go layout.
+func javaLayout(p string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(p); {
+		c := p[i]
+		j := i
+		for j < len(p) && p[j] == c {
+			j++
+		}
+		run := p[i:j]
+		switch {
+		case c == '\'':
+			k := strings.IndexByte(p[i+1:], '\'')
+			if k < 0 {
+				return "", fmt.Errorf("unclosed quote in '%s'", p)
+			}
+			b.WriteString(p[i+1 : i+1+k])
+			i += k + 2
+			continue
+		case run == "yyyy" || run == "uuuu":
+			b.WriteString("2006")
+		case run == "MM":
+			b.WriteString("01")
+		case run == "dd":
+			b.WriteString("02")
+		case run == "HH":
+			b.WriteString("15")
+		case run == "mm":
+			b.WriteString("04")
+		case run == "ss":
+			b.WriteString("05")
+		case run == "SSS":
+			b.WriteString("000")
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			return "", fmt.Errorf("the field '%s' of '%s' is not supported (yyyy, MM, dd, HH, mm, ss, SSS are)", run, p)
+		default:
+			b.WriteString(run)
+		}
+		i = j
+	}
+	return b.String(), nil
 }
 
 // dir is the partition directory of a row: key=value/... with Hive's

@@ -59,3 +59,28 @@ func TestRowFormatPartitions(t *testing.T) {
 		})
 	}
 }
+
+// The partition-time trigger through the connector: the sink's writers
+// are told the watermark (the end of the input here) and every partition
+// is committed, its time read from the directory by the pattern.
+func TestPartitionTimeTrigger(t *testing.T) {
+	dir := t.TempDir()
+	pqInput(t, filepath.Join(dir, "in"), 2, 300)
+	out := filepath.Join(dir, "out")
+	opts := map[string]string{"connector": "filesystem", "path": out, "format": "parquet",
+		"sink.partition-commit.policy.kind": "success-file", "sink.partition-commit.trigger": "partition-time",
+		"partition.time-extractor.timestamp-pattern": "$day $hour:00:00", "sink.partition-commit.delay": "1 h"}
+	job := weir.NewJob("copy", weir.Parallelism(2))
+	copyJob(t, job, &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}},
+		&connector.Table{Name: "out", Schema: pqSchema, Options: opts, PartitionKeys: []int{2, 3}})
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, day := range []string{"2026-12-01", "2026-12-02", "2026-12-03"} {
+		for _, h := range []string{"0", "1"} {
+			if _, err := os.Stat(filepath.Join(out, "day="+day, "hour="+h, "_SUCCESS")); err != nil {
+				t.Errorf("partition %s/%s: %v", day, h, err)
+			}
+		}
+	}
+}
