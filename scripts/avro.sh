@@ -9,6 +9,7 @@
 #
 # WEIR_PYAVRO overrides which python is used.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 path() {
   if [ -n "${WEIR_PYAVRO:-}" ]; then
@@ -37,18 +38,7 @@ install() {
     echo "avro.sh: python3-avro found ($p)"
     return 0
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "avro.sh: python3-avro is missing and this is not a Debian-like system: install Apache Avro's Python library and set WEIR_PYAVRO" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "avro.sh: installing python3-avro needs root (or sudo)" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "avro.sh: installing python3-avro with apt-get"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-avro >/dev/null
+  apt_install avro "python3-avro" "install Apache Avro's Python library and set WEIR_PYAVRO" python3-avro || return 1
   p=$(path) || { echo "avro.sh: apt-get installed python3-avro, but python3 does not import avro" >&2; return 1; }
   echo "avro.sh: python3-avro installed ($p)"
 }

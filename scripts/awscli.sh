@@ -7,6 +7,7 @@
 #                                    (apt-get; needs root or sudo)
 #   bash scripts/awscli.sh path      print aws's path
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 path() {
   if command -v aws >/dev/null 2>&1 && aws --version >/dev/null 2>&1; then
@@ -21,18 +22,7 @@ install() {
     echo "awscli.sh: aws found at $p"
     return 0
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "awscli.sh: aws is missing and this is not a Debian-like system: install the AWS CLI" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "awscli.sh: installing awscli needs root (or sudo)" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "awscli.sh: installing awscli with apt-get"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends awscli >/dev/null
+  apt_install awscli "aws" "install the AWS CLI" awscli || return 1
   p=$(path) || { echo "awscli.sh: apt-get installed awscli, but no working aws found" >&2; return 1; }
   echo "awscli.sh: aws installed at $p"
 }

@@ -8,6 +8,7 @@
 #
 # WEIR_CHROMIUM overrides where the browser is looked for.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 path() {
   if [ -n "${WEIR_CHROMIUM:-}" ]; then
@@ -30,18 +31,7 @@ install() {
     echo "chromium.sh: browser found at $p"
     return 0
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "chromium.sh: Chromium is missing and this is not a Debian-like system: install it and set WEIR_CHROMIUM" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "chromium.sh: installing Chromium needs root (or sudo)" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "chromium.sh: installing chromium with apt-get"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  apt_install chromium "Chromium" "install it and set WEIR_CHROMIUM" chromium fonts-dejavu-core || return 1
   p=$(path) || { echo "chromium.sh: apt-get installed chromium, but no browser found" >&2; return 1; }
   echo "chromium.sh: Chromium installed at $p"
 }

@@ -8,6 +8,7 @@
 #
 # WEIR_KCAT overrides where kcat is looked for.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 path() {
   if [ -n "${WEIR_KCAT:-}" ]; then
@@ -30,18 +31,7 @@ install() {
     echo "kcat.sh: kcat found at $p"
     return 0
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "kcat.sh: kcat is missing and this is not a Debian-like system: install it and set WEIR_KCAT" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "kcat.sh: installing kcat needs root (or sudo)" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "kcat.sh: installing kcat with apt-get"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kcat >/dev/null
+  apt_install kcat "kcat" "install it and set WEIR_KCAT" kcat || return 1
   p=$(path) || { echo "kcat.sh: apt-get installed kcat, but no kcat found" >&2; return 1; }
   echo "kcat.sh: kcat installed at $p"
 }

@@ -15,6 +15,7 @@
 # The Go tests do the same themselves (connector/postgres/internal/testing/pgtest).
 # WEIR_PG_BINDIR overrides where the binaries are looked for.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 bindir() {
   local d
@@ -39,18 +40,7 @@ install() {
     echo "postgres.sh: PostgreSQL found in $d"
     return 0
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "postgres.sh: PostgreSQL is missing and this is not a Debian-like system: install it (initdb and postgres) and set WEIR_PG_BINDIR" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "postgres.sh: installing PostgreSQL needs root (or sudo)" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "postgres.sh: installing PostgreSQL with apt-get"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  apt_install postgres "PostgreSQL" "install it (initdb and postgres) and set WEIR_PG_BINDIR" postgresql || return 1
   d=$(bindir) || { echo "postgres.sh: apt-get installed postgresql, but no initdb/postgres found" >&2; return 1; }
   echo "postgres.sh: PostgreSQL installed in $d"
 }

@@ -11,6 +11,7 @@
 #
 # WEIR_PROTOC overrides where protoc is looked for.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 path() {
   if [ -n "${WEIR_PROTOC:-}" ]; then
@@ -42,20 +43,9 @@ install() {
     echo "protoc.sh: protoc found at $p"
     return 0
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    echo "protoc.sh: protoc is missing and this is not a Debian-like system: install it and set WEIR_PROTOC" >&2
-    return 1
-  fi
-  local sudo=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "protoc.sh: installing protoc needs root (or sudo)" >&2; return 1; }
-    sudo="sudo"
-  fi
-  echo "protoc.sh: installing protobuf-compiler and libprotobuf-dev with apt-get"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   # libprotobuf-dev (only recommended by protobuf-compiler) holds the
   # well-known types' .proto files in /usr/include/google/protobuf.
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends protobuf-compiler libprotobuf-dev >/dev/null
+  apt_install protoc "protoc" "install it and set WEIR_PROTOC" protobuf-compiler libprotobuf-dev || return 1
   p=$(path) || { echo "protoc.sh: apt-get installed protobuf-compiler, but no protoc found" >&2; return 1; }
   wkt "$p" || { echo "protoc.sh: $p does not find google/protobuf/timestamp.proto" >&2; return 1; }
   echo "protoc.sh: protoc installed at $p"

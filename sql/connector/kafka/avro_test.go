@@ -1,102 +1,28 @@
 package kafka_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	hamba "github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/internal/testing/schemaregistry"
-	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/format/avro"
 	"github.com/weirstream/weir/sql/types"
 )
 
-// avroLines collects a session's printed rows.
-type avroLines struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *avroLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *avroLines) sorted() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(l.b.String())
-	if s == "" {
-		return nil
-	}
-	out := strings.Split(s, "\n")
-	slices.Sort(out)
-	return out
-}
-
-func runAvroSQL(t *testing.T, script string) []string {
-	t.Helper()
-	var out avroLines
-	s := sql.NewSession(sql.Stdout(&out))
-	job, err := s.Plan(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return out.sorted()
-}
-
 func produceValues(t *testing.T, servers, topic string, values ...[]byte) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(servers, ",")...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var recs []*kgo.Record
 	for _, v := range values {
-		// One key: one partition, the order kept (a changelog's updates).
-		recs = append(recs, &kgo.Record{Key: []byte("k"), Value: v})
+		// One key, one partition: the order kept (a changelog's updates).
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte("k"), Value: v})
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func consumeValues(t *testing.T, servers, topic string, n int) [][]byte {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(servers, ",")...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out [][]byte
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d records of %s, want %d", len(out), topic, n)
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Value) })
-	}
-	return out
+	produce(t, servers, recs...)
 }
 
 func confluent(id int, body []byte) []byte {
@@ -155,7 +81,7 @@ func TestAvroConfluentSQL(t *testing.T) {
 			topic, servers, format, format, reg.URL, extra)
 	}
 	bounded := `, 'scan.bounded.mode' = 'latest-offset'`
-	got := runAvroSQL(t, `
+	got := mustSQL(t, `
 CREATE TABLE orders (id BIGINT, item STRING, qty BIGINT) `+with("orders", "avro-confluent", bounded)+`;
 CREATE TABLE customers (id INT, name STRING) `+with("cdc", "debezium-avro-confluent", bounded)+`;
 CREATE TABLE out_orders (id BIGINT NOT NULL, item STRING, total BIGINT) `+with("out", "avro-confluent", "")+`;
@@ -197,7 +123,7 @@ SELECT id, name FROM customers;
 	}
 
 	// And read back by SQL.
-	got = runAvroSQL(t, `CREATE TABLE out_orders (id BIGINT, item STRING, total BIGINT) `+with("out", "avro-confluent", bounded)+`;
+	got = mustSQL(t, `CREATE TABLE out_orders (id BIGINT, item STRING, total BIGINT) `+with("out", "avro-confluent", bounded)+`;
 SELECT * FROM out_orders;`)
 	if want := []string{"+I[1, APPLE, 30]", "+I[2, PEAR, 50]", "+I[3, FIG, 10]"}; !slices.Equal(got, want) {
 		t.Fatalf("read back %q, want %q", got, want)

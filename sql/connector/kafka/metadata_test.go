@@ -1,66 +1,13 @@
 package kafka_test
 
 import (
-	"bytes"
-	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/weirstream/weir/sql"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := strings.Split(strings.TrimSpace(l.b.String()), "\n")
-	slices.Sort(out)
-	return out
-}
-
-func produce(t *testing.T, servers string, recs ...*kgo.Record) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(servers, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func runSQL(t *testing.T, script string) ([]string, error) {
-	t.Helper()
-	var out lockedBuffer
-	s := sql.NewSession(sql.Stdout(&out))
-	job, err := s.Plan(script)
-	if err != nil || job == nil {
-		return out.lines(), err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		return nil, err
-	}
-	return out.lines(), nil
-}
 
 const metaTable = `CREATE TABLE src (
   id BIGINT,
@@ -178,22 +125,13 @@ func TestMetadataColumnErrors(t *testing.T) {
 // and headers, sorted.
 func consume(t *testing.T, servers, topic string, n int) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(servers, ",")...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	var recs []string
-	for len(recs) < n && ctx.Err() == nil {
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			var hs []string
-			for _, h := range r.Headers {
-				hs = append(hs, h.Key+"="+string(h.Value))
-			}
-			recs = append(recs, string(r.Value)+" "+r.Timestamp.UTC().Format(time.TimeOnly)+" "+strings.Join(hs, ","))
-		})
+	for _, r := range consumeRecords(t, servers, topic, n) {
+		var hs []string
+		for _, h := range r.Headers {
+			hs = append(hs, h.Key+"="+string(h.Value))
+		}
+		recs = append(recs, string(r.Value)+" "+r.Timestamp.UTC().Format(time.TimeOnly)+" "+strings.Join(hs, ","))
 	}
 	slices.Sort(recs)
 	return recs

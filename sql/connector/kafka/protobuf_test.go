@@ -63,7 +63,7 @@ func TestProtobufSQL(t *testing.T) {
 			recs = append(recs, &kgo.Record{Topic: "pb-in", Value: []byte{0x08, 0x80}}) // truncated: skipped
 		}
 	}
-	pbProduce(t, servers, recs...)
+	produce(t, servers, recs...)
 
 	opts := `'connector' = 'kafka', 'properties.bootstrap.servers' = '` + servers + `', 'format' = 'protobuf',
 		'protobuf.proto-path' = '` + dir + `', 'protobuf.proto-file' = 'weir/test/event.proto',
@@ -93,7 +93,7 @@ INSERT INTO dst SELECT id * 10, UPPER(name), tags, ` + "`where`" + `, CASE WHEN 
 		`id: 20 name: "BOB" color: GREEN`,
 		`id: 30 where { x: -4 }`,
 	}
-	got := pbConsume(t, servers, "pb-out", len(want))
+	got := consumeValues(t, servers, "pb-out", len(want))
 	var gotText []string
 	for _, b := range got {
 		m := dynamicpb.NewMessage(md)
@@ -127,42 +127,6 @@ func pbCanonical(t *testing.T, md protoreflect.MessageDescriptor, m proto.Messag
 		t.Fatal(err)
 	}
 	return prototext.MarshalOptions{}.Format(back)
-}
-
-func pbProduce(t *testing.T, servers string, recs ...*kgo.Record) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(servers, ",")...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// pbConsume reads n records' values from topic, failing after a minute.
-func pbConsume(t *testing.T, servers, topic string, n int) [][]byte {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(servers, ",")...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out [][]byte
-	for len(out) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("%s: %d of %d records after a minute", topic, len(out), n)
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r.Value) })
-	}
-	return out
 }
 
 const shopProto = `syntax = "proto3";
@@ -218,7 +182,7 @@ func TestProtobufConfluentSQL(t *testing.T) {
 		}
 		recs = append(recs, &kgo.Record{Topic: "pbc-in", Value: append(append([]byte(nil), header...), b...)})
 	}
-	pbProduce(t, servers, recs...)
+	produce(t, servers, recs...)
 
 	script := `CREATE TABLE src (id BIGINT, item STRING, qty INT, tags ARRAY<STRING>) WITH (
   'connector' = 'kafka', 'topic' = 'pbc-in', 'properties.bootstrap.servers' = '` + servers + `',
@@ -241,7 +205,7 @@ INSERT INTO dst SELECT id, UPPER(item), qty * 2, tags FROM src WHERE qty > 0;
 		t.Fatal(err)
 	}
 	var got []string
-	for _, b := range pbConsume(t, servers, "pbc-out", 2) {
+	for _, b := range consumeValues(t, servers, "pbc-out", 2) {
 		// The same schema text is the same id under any subject.
 		if len(b) < 6 || string(b[:6]) != string(header) {
 			t.Fatalf("record %x: want the header %x", b, header)
