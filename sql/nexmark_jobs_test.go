@@ -27,7 +27,7 @@ func TestNexmarkJobFiles(t *testing.T) {
 			}
 			dir := t.TempDir()
 			s := sql.NewSession(sql.Define("TPS", "1000"), sql.Define("EVENTS_NUM", "2000"),
-				sql.Define("NEXMARK_TABLE", "datagen"), sql.Define("NEXMARK_DIR", dir), sql.Define("SIDE_INPUT", side))
+				sql.Define("NEXMARK_TABLE", "datagen"), sql.Define("NEXMARK_DIR", dir), sql.Define("SIDE_INPUT", side), sql.Define("SUBMIT_TIME", "1764979200000"))
 			ddl := nexmarksql.DDL()
 			stmts, err := s.Exec(ddl + "\n" + job)
 			if q == "q6" {
@@ -64,10 +64,18 @@ func TestNexmarkJobFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			if q == "q10" {
-				// every bid, as CSV lines in the committed part files
-				var lines int
-				filepath.WalkDir(filepath.Join(dir, "data/output/bid"), func(p string, d os.DirEntry, err error) error {
-					if err == nil && !d.IsDir() && !strings.HasPrefix(d.Name(), ".") {
+				// every bid, as CSV lines in the committed part files of
+				// its partitions (dt=.../hm=...), each committed by the
+				// watermark (the end of the input) with a _SUCCESS file
+				var lines, parts, done int
+				filepath.WalkDir(filepath.Join(dir, "data/output/1764979200000/bid"), func(p string, d os.DirEntry, err error) error {
+					switch {
+					case err != nil || strings.HasPrefix(d.Name(), "."):
+					case d.IsDir() && strings.HasPrefix(d.Name(), "hm="):
+						parts++
+					case d.Name() == "_SUCCESS":
+						done++
+					case !d.IsDir():
 						b, _ := os.ReadFile(p)
 						lines += strings.Count(string(b), "\n")
 					}
@@ -75,6 +83,9 @@ func TestNexmarkJobFiles(t *testing.T) {
 				})
 				if lines != 1840 { // 46 bids in every 50 events
 					t.Fatalf("q10 wrote %d rows, want one per bid (1840)", lines)
+				}
+				if parts == 0 || done != parts {
+					t.Fatalf("q10: %d partitions, %d with _SUCCESS; want all committed", parts, done)
 				}
 			}
 		})

@@ -273,3 +273,40 @@ func hasSuccess(dir, partition string) bool {
 	_, err := os.Stat(filepath.Join(dir, partition, "_SUCCESS"))
 	return err == nil
 }
+
+// RollInterval: a part file open longer than the interval is finished at
+// the next write, within the checkpoint.
+func TestRollInterval(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	now := func() time.Time { return clock }
+	s := ExactlyOnce[string](dir, RollInterval(time.Minute), PartitionCommit("", 0, now))
+	w := openEO(t, s, 0, 1)
+	defer w.Close(bg)
+	if err := w.Recover(bg, 0); err != nil {
+		t.Fatal(err)
+	}
+	write := func(v string) {
+		t.Helper()
+		if err := w.Write(bg, []string{v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a")
+	clock = clock.Add(30 * time.Second)
+	write("b") // 30 s old: same file
+	clock = clock.Add(31 * time.Second)
+	write("c") // 61 s old: finished after c
+	write("d")
+	c, err := w.PreCommit(bg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Committer().Commit(bg, c); err != nil {
+		t.Fatal(err)
+	}
+	visible, _ := dirFiles(t, dir)
+	if len(visible) != 2 {
+		t.Fatalf("files %v, want two parts (a, b, c rolled by time; d)", visible)
+	}
+}

@@ -48,6 +48,7 @@ type sinkConfig struct {
 	rollSize    int64
 	success     string
 	commitDelay time.Duration
+	rollEvery   time.Duration
 	now         func() time.Time
 	partTime    func(partition string) (time.Time, error)
 	fs          fsOps
@@ -73,6 +74,16 @@ func Format[T any](f func(T) ([]byte, error)) SinkOption {
 // one part file per checkpoint.
 func RollSize(bytes int64) SinkOption {
 	return sinkOptionFunc(func(c *sinkConfig) { c.rollSize = bytes })
+}
+
+// RollInterval makes an ExactlyOnce sink writer start a new part file,
+// within the same checkpoint, once its current one has been open for d
+// (Flink's 'sink.rolling-policy.rollover-interval'): the age is checked
+// when records are written, after each record, against the sink's clock
+// (PartitionCommit's now, else time.Now) read once per Write. d <= 0:
+// no rolling by time.
+func RollInterval(d time.Duration) SinkOption {
+	return sinkOptionFunc(func(c *sinkConfig) { c.rollEvery = d })
 }
 
 // ExactlyOnce returns a sink with two-phase commit (a weir.CommittingSink)
@@ -197,7 +208,7 @@ func ExactlyOnce[T any](dir string, opts ...SinkOption) weir.CommittingSink[T] {
 		abs = filepath.Clean(dir)
 	}
 	s := &eoSink[T]{dir: abs, rollSize: cfg.rollSize, fs: cfg.fs, suffix: cfg.suffix,
-		success: cfg.success, delay: cfg.commitDelay.Milliseconds(), now: cfg.now, partTime: cfg.partTime}
+		success: cfg.success, delay: cfg.commitDelay.Milliseconds(), now: cfg.now, partTime: cfg.partTime, rollEvery: cfg.rollEvery}
 	if s.partTime != nil {
 		s.rounds = &ptRounds{open: map[int64]*ptRound{}}
 		if s.success == "" {
@@ -245,6 +256,7 @@ type eoSink[T any] struct {
 	success   string // success file name, "" for none
 	delay     int64  // partition commit delay, milliseconds
 	now       func() time.Time
+	rollEvery time.Duration // RollInterval
 	// partTime, with PartitionTime, is the time of a partition; rounds
 	// gathers each checkpoint's committables for the least watermark.
 	partTime func(partition string) (time.Time, error)
@@ -296,6 +308,7 @@ type inProgress[T any] struct {
 	cw     countingWriter // cw.w is bw; cw.n is the size of f
 	enc    *json.Encoder  // writes to cw (JSON Lines)
 	bulk   BulkWriter[T]  // writes to cw (a bulk format)
+	opened time.Time      // when it was opened (with RollInterval)
 }
 
 // openPartition is a partition written to and not known committed.
@@ -367,6 +380,10 @@ func (w *eoWriter[T]) Write(_ context.Context, items []T) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	var now time.Time
+	if w.s.rollEvery > 0 {
+		now = w.s.now()
+	}
 	for i := range items {
 		bucket := ""
 		if w.s.partition != nil {
@@ -391,7 +408,7 @@ func (w *eoWriter[T]) Write(_ context.Context, items []T) error {
 		if err := w.encode(ip, &items[i]); err != nil {
 			return w.fail(err)
 		}
-		if w.s.rollSize > 0 && ip.cw.n >= w.s.rollSize {
+		if w.s.rollSize > 0 && ip.cw.n >= w.s.rollSize || w.s.rollEvery > 0 && now.Sub(ip.opened) >= w.s.rollEvery {
 			if err := w.finish(ip); err != nil {
 				return w.fail(err)
 			}
@@ -426,6 +443,9 @@ func (w *eoWriter[T]) open(bucket string) (*inProgress[T], error) {
 		return nil, pathError("create", path, err)
 	}
 	ip := &inProgress[T]{bucket: bucket, f: f, path: path}
+	if w.s.rollEvery > 0 {
+		ip.opened = w.s.now()
+	}
 	if n := len(w.free); n > 0 {
 		ip.bw, w.free = w.free[n-1], w.free[:n-1]
 		ip.bw.Reset(f)

@@ -1,5 +1,5 @@
 -- Nexmark q10 as Flink's Nexmark suite has it: github.com/nexmark/nexmark,
--- nexmark-flink/src/main/resources/queries/q10.sql (Apache License 2.0); the sink adapted: see below.
+-- nexmark-flink/src/main/resources/queries/q10.sql (Apache License 2.0).
 -- Run after ddl.sql (the source table and views): weir sql -f FILE with both.
 -- -------------------------------------------------------------------------------------------------
 -- Query 10: Log to File System (Not in original suite)
@@ -17,14 +17,16 @@ CREATE TABLE nexmark_q10 (
   extra  VARCHAR,
   dt STRING,
   hm STRING
-) WITH (
-  -- weir: Flink's sink is PARTITIONED BY (dt, hm) with partition-commit and
-  -- time-based rolling options; weir's filesystem sink writes one directory
-  -- of part files committed at checkpoints (dt and hm stay columns of the
-  -- rows), so those options are left out and the path is a local directory.
+) PARTITIONED BY (dt, hm) WITH (
   'connector' = 'filesystem',
-  'path' = '${NEXMARK_DIR}/data/output/bid',
-  'format' = 'csv'
+  'path' = 'file://${NEXMARK_DIR}/data/output/${SUBMIT_TIME}/bid/',
+  'format' = 'csv',
+  'sink.partition-commit.trigger' = 'partition-time',
+  'sink.partition-commit.delay' = '1 min',
+  'sink.partition-commit.policy.kind' = 'success-file',
+  'partition.time-extractor.timestamp-pattern' = '$dt $hm:00',
+  'sink.rolling-policy.rollover-interval' = '1min',
+  'sink.rolling-policy.check-interval' = '1min'
 );
 
 INSERT INTO nexmark_q10

@@ -35,14 +35,14 @@ func TestSQLFileNexmarkQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, errText, code := run(t, "sql", "-f", path, "--define", "TPS=1000", "--define", "EVENTS_NUM=1000",
-			"--define", "NEXMARK_TABLE=datagen", "--define", "NEXMARK_DIR="+dir, "--define", "SIDE_INPUT="+sidePath)
+			"--define", "NEXMARK_TABLE=datagen", "--define", "NEXMARK_DIR="+dir, "--define", "SIDE_INPUT="+sidePath, "--define", "SUBMIT_TIME=1")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s %s", q, code, out, errText)
 		}
 	}
 	// 1000 events hold 920 bids (46 in every 50)
 	var lines int
-	err := filepath.WalkDir(filepath.Join(dir, "data/output/bid"), func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(dir, "data/output/1/bid"), func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -52,6 +52,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
@@ -79,11 +80,11 @@ var _ connector.PartitioningFactory = Factory{}
 // CreateSource implements connector.SourceFactory.
 func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	o := connector.NewOptions(t)
-	path := o.Required("path")
+	path := tablePath(o)
 	// the partition options are the sink's, and accepted (and checked)
 	// here too: one table is read and written
 	part := partitionOptions(t, o)
-	o.Declare("sink.rolling-policy.file-size")
+	o.Declare("sink.rolling-policy.file-size", "sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval")
 	if o.String("format", "") == "parquet" {
 		popts := parquet.ParseOptions(o)
 		if err := o.Err(); err != nil {
@@ -137,8 +138,14 @@ func checkPath(t *connector.Table, path string) error {
 // CreateSink implements connector.SinkFactory.
 func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	o := connector.NewOptions(t)
-	path := o.Required("path")
+	path := tablePath(o)
 	roll := o.MemorySize("sink.rolling-policy.file-size", 128<<20)
+	// Flink's rollover interval (default 30 min); its check interval is
+	// accepted: weir checks a file's age at every write
+	rollEvery := file.RollInterval(o.Duration("sink.rolling-policy.rollover-interval", 30*time.Minute))
+	if o.Duration("sink.rolling-policy.check-interval", time.Minute) <= 0 {
+		o.Invalid("sink.rolling-policy.check-interval", "must be positive")
+	}
 	if o.String("format", "") == "parquet" {
 		popts := parquet.ParseOptions(o)
 		part := partitionOptions(t, o)
@@ -148,7 +155,7 @@ func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 		if err := checkSinkPath(t, path); err != nil {
 			return nil, err
 		}
-		sink, err := parquetSink(t, path, roll, popts, part)
+		sink, err := parquetSink(t, path, roll, popts, part, rollEvery)
 		if err != nil {
 			return nil, err
 		}
@@ -162,7 +169,7 @@ func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	if err := checkSinkPath(t, path); err != nil {
 		return nil, err
 	}
-	opts := []file.SinkOption{file.RollSize(roll), file.Format(func(r types.Row) ([]byte, error) {
+	opts := []file.SinkOption{file.RollSize(roll), rollEvery, file.Format(func(r types.Row) ([]byte, error) {
 		if part != nil {
 			// the partition columns are in the directory names only
 			vs := make([]types.Value, len(part.data))
@@ -180,6 +187,19 @@ func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	}
 	sink := file.ExactlyOnce[types.Row](path, opts...)
 	return &connector.Sink{Sink: sink, Accepts: mode, ExactlyOnce: true}, nil
+}
+
+// tablePath reads the 'path' option: a local path, or a file:// URL of
+// one (as Flink's job files often write it).
+func tablePath(o *connector.Options) string {
+	p := o.Required("path")
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		return rest
+	}
+	if i := strings.Index(p, "://"); i > 0 && !strings.ContainsAny(p[:i], "/.\\") {
+		o.Invalid("path", "%s:// paths are not supported by the filesystem connector yet (local paths and file:// are; object storage is, for checkpoints and savepoints)", p[:i])
+	}
+	return p
 }
 
 func checkSinkPath(t *connector.Table, path string) error {

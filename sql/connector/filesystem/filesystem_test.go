@@ -243,6 +243,9 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"path": "/tmp"}, true, "missing required option 'format'"},
 		{map[string]string{"path": "/tmp", "format": "yaml"}, false, "option 'format' = 'yaml': no such format (available: "},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.file-size": "12 parsecs"}, true, "unknown memory unit 'parsecs'"},
+		{map[string]string{"path": "s3://bucket/out", "format": "json"}, true, "s3:// paths are not supported by the filesystem connector yet"},
+		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.check-interval": "0 s"}, true, "'sink.rolling-policy.check-interval'"},
+		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.rollover-interval": "soon"}, true, "'sink.rolling-policy.rollover-interval'"},
 		{map[string]string{"path": "/tmp", "format": "json", "pth": "x"}, false,
 			"unsupported options found for 'filesystem': 'pth' (supported options: connector, format, json.encode.decimal-as-plain-number, json.encode.ignore-null-fields, json.encode.invalid-utf8, json.fail-on-missing-field, json.ignore-parse-errors"},
 	} {

@@ -182,7 +182,7 @@ func (r *parquetReader) Position() ([]byte, error) {
 func (r *parquetReader) Close() error { return r.r.Close() }
 
 // parquetSink is the sink of a table in Parquet files.
-func parquetSink(t *connector.Table, path string, roll int64, opts *parquet.Options, part *partitioning) (weir.CommittingSink[types.Row], error) {
+func parquetSink(t *connector.Table, path string, roll int64, opts *parquet.Options, part *partitioning, more ...file.SinkOption) (weir.CommittingSink[types.Row], error) {
 	cols := make([]int, len(t.Schema))
 	for i := range cols {
 		cols[i] = i
@@ -206,6 +206,7 @@ func parquetSink(t *connector.Table, path string, roll int64, opts *parquet.Opti
 		file.Suffix(".parquet"),
 		file.RollSize(roll),
 	}
+	sopts = append(sopts, more...)
 	if part != nil {
 		sopts = append(sopts, file.PartitionBy(part.dir))
 		sopts = append(sopts, part.commit...)
