@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weirstream/weir/internal/datetime"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -836,80 +837,11 @@ func javaReplacement(s string) string {
 	return b.String()
 }
 
-// javaLayout converts a Java SimpleDateFormat pattern (as Flink's
-// DATE_FORMAT takes) to a Go time layout.
+// javaLayout is DATE_FORMAT's layout of a Java pattern (letters the
+// conversion does not know stay as they are).
 func javaLayout(p string) string {
-	var b strings.Builder
-	for i := 0; i < len(p); {
-		ch := p[i]
-		j := i
-		for j < len(p) && p[j] == ch {
-			j++
-		}
-		n := j - i
-		switch ch {
-		case 'y':
-			if n == 2 {
-				b.WriteString("06")
-			} else {
-				b.WriteString("2006")
-			}
-		case 'M':
-			switch n {
-			case 1:
-				b.WriteString("1")
-			case 2:
-				b.WriteString("01")
-			case 3:
-				b.WriteString("Jan")
-			default:
-				b.WriteString("January")
-			}
-		case 'd':
-			b.WriteString(padded(n, "2", "02"))
-		case 'H':
-			b.WriteString("15")
-		case 'h':
-			b.WriteString(padded(n, "3", "03"))
-		case 'm':
-			b.WriteString(padded(n, "4", "04"))
-		case 's':
-			b.WriteString(padded(n, "5", "05"))
-		case 'S':
-			b.WriteString(strings.Repeat("0", n))
-		case 'a':
-			b.WriteString("PM")
-		case 'E':
-			if n >= 4 {
-				b.WriteString("Monday")
-			} else {
-				b.WriteString("Mon")
-			}
-		case '\'':
-			k := strings.IndexByte(p[i+1:], '\'')
-			if k < 0 {
-				b.WriteString(p[i+1:])
-				return b.String()
-			}
-			b.WriteString(p[i+1 : i+1+k])
-			i += k + 2
-			continue
-		default:
-			b.WriteString(p[i:j])
-		}
-		i = j
-	}
-	// Go needs a dot before fractional seconds: "ss.SSS" gives "05.000"
-	return b.String()
-}
-
-// padded is a Go layout element for a Java pattern letter repeated n times:
-// one letter is the unpadded form, more the zero-padded one.
-func padded(n int, unpadded, zeroPadded string) string {
-	if n == 1 {
-		return unpadded
-	}
-	return zeroPadded
+	l, _ := datetime.JavaLayout(p)
+	return l
 }
 
 // intRound is FLOOR, CEIL, SIGN and ROUND of an integer: itself, but for

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/internal/datetime"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/format/parquet"
@@ -111,7 +112,7 @@ func partitionTimeExtractor(o *connector.Options, names []string) func(string) (
 	}
 	layouts := []string{"2006-01-02 15:04:05", "2006-01-02 15:04:05.999999999", "2006-01-02 15:04", "2006-01-02"}
 	if formatter != "" {
-		l, err := javaLayout(formatter)
+		l, err := datetime.JavaLayout(formatter)
 		if err != nil {
 			o.Invalid("partition.time-extractor.timestamp-formatter", "%v", err)
 			return nil
@@ -141,50 +142,6 @@ func partitionTimeExtractor(o *connector.Options, names []string) func(string) (
 		}
 		return time.Time{}, fmt.Errorf("'%s' (the pattern '%s') is not a time of the form '%s'", text, pattern, cmp.Or(formatter, "yyyy-MM-dd[ HH:mm:ss]"))
 	}
-}
-
-// javaLayout turns a Java DateTimeFormatter pattern of the usual fields
-// (yyyy MM dd HH mm ss SSS, quoted literals) into a Go layout.
-func javaLayout(p string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(p); {
-		c := p[i]
-		j := i
-		for j < len(p) && p[j] == c {
-			j++
-		}
-		run := p[i:j]
-		switch {
-		case c == '\'':
-			k := strings.IndexByte(p[i+1:], '\'')
-			if k < 0 {
-				return "", fmt.Errorf("unclosed quote in '%s'", p)
-			}
-			b.WriteString(p[i+1 : i+1+k])
-			i += k + 2
-			continue
-		case run == "yyyy" || run == "uuuu":
-			b.WriteString("2006")
-		case run == "MM":
-			b.WriteString("01")
-		case run == "dd":
-			b.WriteString("02")
-		case run == "HH":
-			b.WriteString("15")
-		case run == "mm":
-			b.WriteString("04")
-		case run == "ss":
-			b.WriteString("05")
-		case run == "SSS":
-			b.WriteString("000")
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-			return "", fmt.Errorf("the field '%s' of '%s' is not supported (yyyy, MM, dd, HH, mm, ss, SSS are)", run, p)
-		default:
-			b.WriteString(run)
-		}
-		i = j
-	}
-	return b.String(), nil
 }
 
 // dir is the partition directory of a row: key=value/... with Hive's
