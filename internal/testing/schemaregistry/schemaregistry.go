@@ -16,23 +16,17 @@ package schemaregistry
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/weirstream/weir/internal/testing/certtest"
 )
 
 // ContentType is the media type Confluent's registry answers with.
@@ -102,30 +96,6 @@ func TLS() Option {
 	return func(s *Server) { s.tls = true }
 }
 
-// selfSigned makes a certificate for 127.0.0.1 and its key.
-func selfSigned() (tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "schemaregistry test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return tls.Certificate{}, nil, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
-}
-
 // Start starts a registry on a free port of 127.0.0.1.
 func Start(opts ...Option) (*Server, error) {
 	s := &Server{}
@@ -141,13 +111,13 @@ func Start(opts ...Option) (*Server, error) {
 	}
 	s.URL = "http://" + ln.Addr().String()
 	if s.tls {
-		cert, certPEM, err := selfSigned()
+		cert, err := certtest.New()
 		if err != nil {
 			ln.Close()
 			return nil, err
 		}
-		s.CertPEM = certPEM
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		s.CertPEM = cert.CertPEM
+		ln = tls.NewListener(ln, cert.Server())
 		s.URL = "https://" + ln.Addr().String()
 	}
 	s.ln = ln

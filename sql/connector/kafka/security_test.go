@@ -1,65 +1,28 @@
 package kafka_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/weirstream/weir/internal/testing/certtest"
 )
-
-// selfSigned makes a CA certificate for 127.0.0.1 that serves as the
-// broker's and the client's certificate, in PEM.
-func selfSigned(t *testing.T) (certPEM, keyPEM []byte, cert tls.Certificate, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "weir-test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IsCA:        true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(c)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
-}
 
 // A Flink table's Kafka security properties: SASL (PLAIN, SCRAM) over TLS
 // with PEM trust and key stores, the client's certificate required by the
 // broker. Without them, or with a wrong password, the job fails.
 func TestSecurityProperties(t *testing.T) {
-	certPEM, keyPEM, cert, pool := selfSigned(t)
-	server := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	cert, err := certtest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM := cert.CertPEM, cert.KeyPEM
+	server := cert.Server()
+	server.ClientAuth, server.ClientCAs = tls.RequireAndVerifyClientCert, cert.Pool
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "p", "s"), kfake.TLS(server), kfake.EnableSASL(),
 		kfake.Superuser("PLAIN", "alice", "secret"), kfake.Superuser("SCRAM-SHA-512", "bob", `hun"ter2`))
 	if err != nil {
