@@ -132,9 +132,19 @@ func CheckPartitioning(t *Table) error {
 	return nil
 }
 
+// MetadataKeyError is ResolveMetadata's error for a key the connector
+// does not have: Index is the column's in the keys given.
+type MetadataKeyError struct {
+	Index int
+	Err   error
+}
+
+func (e *MetadataKeyError) Error() string { return e.Err.Error() }
+
 // ResolveMetadata checks the metadata keys of a table's metadata columns
 // (cols names the columns, for messages) against what its connector reads
-// (write false) or writes (write true), and returns them with their types.
+// (write false) or writes (write true), and returns them with their types;
+// an unknown key is a *MetadataKeyError.
 func ResolveMetadata(t *Table, keys, cols []string, write bool) ([]MetadataColumn, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -168,7 +178,7 @@ func ResolveMetadata(t *Table, keys, cols []string, write bool) ([]MetadataColum
 			continue
 		}
 		if len(known) == 0 {
-			return nil, fmt.Errorf("table '%s': invalid metadata key '%s' in column '%s': connector '%s' has no metadata keys for %s", t.Name, k, cols[i], f.Identifier(), what)
+			return nil, &MetadataKeyError{i, fmt.Errorf("table '%s': invalid metadata key '%s' in column '%s': connector '%s' has no metadata keys for %s", t.Name, k, cols[i], f.Identifier(), what)}
 		}
 		names := make([]string, len(known))
 		for j, m := range known {
@@ -178,8 +188,8 @@ func ResolveMetadata(t *Table, keys, cols []string, write bool) ([]MetadataColum
 		if write {
 			hint = " (declare a column that is only read VIRTUAL)"
 		}
-		return nil, fmt.Errorf("table '%s': invalid metadata key '%s' in column '%s': connector '%s' supports the following metadata keys for %s: %s%s",
-			t.Name, k, cols[i], f.Identifier(), what, strings.Join(names, ", "), hint)
+		return nil, &MetadataKeyError{i, fmt.Errorf("table '%s': invalid metadata key '%s' in column '%s': connector '%s' supports the following metadata keys for %s: %s%s",
+			t.Name, k, cols[i], f.Identifier(), what, strings.Join(names, ", "), hint)}
 	}
 	return out, nil
 }

@@ -252,12 +252,9 @@ func (td *tableDef) resolveMetadata(ct *connector.Table, write bool) ([]connecto
 		keys, names, at = append(keys, m.key), append(names, col.Name), append(at, col.Pos)
 	}
 	out, err := connector.ResolveMetadata(ct, keys, names, write)
-	if err != nil {
-		for i, k := range keys {
-			if strings.Contains(err.Error(), "'"+k+"' in column '"+names[i]+"'") {
-				return nil, parser.Errorf(at[i], "%v", err)
-			}
-		}
+	if ke := (*connector.MetadataKeyError)(nil); errors.As(err, &ke) {
+		return nil, parser.Errorf(at[ke.Index], "%v", err)
+	} else if err != nil {
 		return nil, parser.Errorf(td.ddl.Pos, "%v", err)
 	}
 	return out, nil
