@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/s3fs"
 )
 
 // Names of the files of an ExactlyOnce sink. Committed part files are
@@ -203,11 +204,18 @@ func ExactlyOnce[T any](dir string, opts ...SinkOption) weir.CommittingSink[T] {
 	// Committables name the directory absolutely (see Commit): a job
 	// restored with another directory, or from another working directory,
 	// commits old output where it was written.
+	var obj *s3fs.FS
+	var objErr error
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		abs = filepath.Clean(dir)
 	}
-	s := &eoSink[T]{dir: abs, rollSize: cfg.rollSize, fs: cfg.fs, suffix: cfg.suffix,
+	if s3fs.IsURL(dir) {
+		if abs, objErr = s3fs.Clean(dir); objErr == nil {
+			obj, objErr = s3fs.FromEnv()
+		}
+	}
+	s := &eoSink[T]{dir: abs, obj: obj, err: objErr, rollSize: cfg.rollSize, fs: cfg.fs, suffix: cfg.suffix,
 		success: cfg.success, delay: cfg.commitDelay.Milliseconds(), now: cfg.now, partTime: cfg.partTime, rollEvery: cfg.rollEvery}
 	if s.partTime != nil {
 		s.rounds = &ptRounds{open: map[int64]*ptRound{}}
@@ -262,12 +270,15 @@ type eoSink[T any] struct {
 	partTime func(partition string) (time.Time, error)
 	rounds   *ptRounds
 	fs       fsOps
-	err      error // configuration error, returned by OpenWriter
+	// obj is the object store of an s3:// dir (objects.go), nil for a
+	// local one.
+	obj *s3fs.FS
+	err error // configuration error, returned by OpenWriter
 }
 
 // Committer implements weir.CommittingSink.
 func (s *eoSink[T]) Committer() weir.Committer {
-	return &eoCommitter{dir: s.dir, fs: s.fs, success: s.success, delay: s.delay, now: s.now, partTime: s.partTime, rounds: s.rounds}
+	return &eoCommitter{dir: s.dir, fs: s.fs, obj: s.obj, success: s.success, delay: s.delay, now: s.now, partTime: s.partTime, rounds: s.rounds}
 }
 
 // OpenWriter implements weir.Sink. It returns a weir.CommittingWriter.
@@ -278,10 +289,13 @@ func (s *eoSink[T]) OpenWriter(_ context.Context, subtask, parallelism int) (wei
 	if subtask < 0 || subtask >= parallelism {
 		return nil, fmt.Errorf("file: ExactlyOnce: subtask %d of %d", subtask, parallelism)
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	if s.obj != nil {
+		if err := s.obj.CheckBucket(s.dir); err != nil {
+			return nil, fmt.Errorf("file: ExactlyOnce: %w", err)
+		}
+	} else if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, pathError("create directory", s.dir, err)
-	}
-	if fi, err := os.Stat(s.dir); err != nil {
+	} else if fi, err := os.Stat(s.dir); err != nil {
 		return nil, pathError("stat", s.dir, err)
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("file: ExactlyOnce: %s is not a directory", s.dir)
@@ -297,6 +311,7 @@ type part struct {
 	bucket string // its directory relative to the sink's, "" for the sink's
 	path   string
 	size   int64
+	spool  *os.File // on object storage: the local file to upload
 }
 
 // inProgress is a part file being written.
@@ -309,6 +324,7 @@ type inProgress[T any] struct {
 	enc    *json.Encoder  // writes to cw (JSON Lines)
 	bulk   BulkWriter[T]  // writes to cw (a bulk format)
 	opened time.Time      // when it was opened (with RollInterval)
+	spool  *os.File       // on object storage: f, an unlinked local file
 }
 
 // openPartition is a partition written to and not known committed.
@@ -421,10 +437,12 @@ func (w *eoWriter[T]) Write(_ context.Context, items []T) error {
 func (w *eoWriter[T]) open(bucket string) (*inProgress[T], error) {
 	name := hiddenPrefix + strconv.Itoa(w.subtask) + "-" + w.id + "-" + strconv.Itoa(w.opened) + inProgressSuffix
 	w.opened++
-	dir := filepath.Join(w.s.dir, bucket)
+	dir := w.s.join(bucket)
 	if bucket != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, pathError("create directory", dir, err)
+		if w.s.obj == nil {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, pathError("create directory", dir, err)
+			}
 		}
 		if w.s.success != "" {
 			if p := w.parts[bucket]; p == nil {
@@ -437,12 +455,19 @@ func (w *eoWriter[T]) open(bucket string) (*inProgress[T], error) {
 			}
 		}
 	}
-	path := filepath.Join(dir, name)
-	f, err := w.s.fs.create(path)
+	path := w.s.join(bucket, name)
+	var f partFile
+	var spool *os.File
+	var err error
+	if w.s.obj != nil {
+		f, spool, err = newSpool(path)
+	} else {
+		f, err = w.s.fs.create(path)
+	}
 	if err != nil {
 		return nil, pathError("create", path, err)
 	}
-	ip := &inProgress[T]{bucket: bucket, f: f, path: path}
+	ip := &inProgress[T]{bucket: bucket, f: f, path: path, spool: spool}
 	if w.s.rollEvery > 0 {
 		ip.opened = w.s.now()
 	}
@@ -520,19 +545,25 @@ func (w *eoWriter[T]) finish(ip *inProgress[T]) error {
 	if err == nil {
 		if err = ip.bw.Flush(); err != nil {
 			err = pathError("write", ip.path, err)
-		} else if err = ip.f.Sync(); err != nil {
-			err = pathError("fsync", ip.path, err)
+		} else if ip.spool == nil {
+			// (a spool is uploaded by PreCommit: its durability is the
+			// object store's)
+			if err = ip.f.Sync(); err != nil {
+				err = pathError("fsync", ip.path, err)
+			}
 		}
 	}
-	if cerr := ip.f.Close(); cerr != nil && err == nil {
-		err = pathError("close", ip.path, cerr)
+	if ip.spool == nil || err != nil {
+		if cerr := ip.f.Close(); cerr != nil && err == nil {
+			err = pathError("close", ip.path, cerr)
+		}
 	}
 	ip.bw.Reset(nil)
 	w.free = append(w.free, ip.bw)
 	if err != nil {
 		return err
 	}
-	w.done = append(w.done, part{bucket: ip.bucket, path: ip.path, size: ip.cw.n})
+	w.done = append(w.done, part{bucket: ip.bucket, path: ip.path, size: ip.cw.n, spool: ip.spool})
 	return nil
 }
 
@@ -563,6 +594,10 @@ type committableFile struct {
 	Pending string `json:"pending"`
 	Final   string `json:"final"`
 	Size    int64  `json:"size"`
+	// On object storage: no pending file, a multipart upload of Final
+	// with all its parts, to be completed.
+	Upload string   `json:"upload,omitempty"`
+	Parts  []string `json:"parts,omitempty"`
 }
 
 // committablePartition is a partition directory, relative to the sink's,
@@ -603,7 +638,11 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 	// Commit is idempotent).
 	staged := w.staged[:0]
 	for _, f := range w.staged {
-		if _, err := os.Lstat(filepath.Join(w.s.dir, f.Pending)); !errors.Is(err, fs.ErrNotExist) {
+		if w.s.obj != nil {
+			if open, err := w.s.obj.UploadExists(w.s.join(f.Final), f.Upload); open || err != nil {
+				staged = append(staged, f)
+			}
+		} else if _, err := os.Lstat(filepath.Join(w.s.dir, f.Pending)); !errors.Is(err, fs.ErrNotExist) {
 			staged = append(staged, f)
 		}
 	}
@@ -619,6 +658,15 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 			pending := "." + final + "." + w.id + pendingSuffix
 			if p.bucket != "" {
 				final, pending = filepath.Join(p.bucket, final), filepath.Join(p.bucket, pending)
+			}
+			if p.spool != nil {
+				cf, err := w.stage(p, final)
+				if err != nil {
+					w.done = w.done[seq:]
+					return nil, w.fail(err)
+				}
+				w.staged = append(w.staged, cf)
+				continue
 			}
 			if err := w.s.fs.rename(p.path, filepath.Join(w.s.dir, pending)); err != nil {
 				return nil, w.fail(pathError("pre-commit: rename", p.path, err))
@@ -638,6 +686,9 @@ func (w *eoWriter[T]) PreCommit(_ context.Context, checkpointID int64) ([]byte, 
 		}
 		w.done = nil
 		for _, d := range slices.Sorted(maps.Keys(dirs)) {
+			if w.s.obj != nil {
+				break // nothing to make durable
+			}
 			dir := filepath.Join(w.s.dir, d)
 			if err := w.s.fs.syncDir(dir); err != nil {
 				return nil, w.fail(pathError("pre-commit: fsync", dir, err))
@@ -680,7 +731,7 @@ func (w *eoWriter[T]) partitionsLocked() []committablePartition {
 		if p.listed && w.cur[b] == nil {
 			// (by partition time: a success file written since the
 			// partition's last data, not an older one)
-			if fi, err := os.Lstat(filepath.Join(w.s.dir, b, w.s.success)); err == nil && (w.s.partTime == nil || fi.ModTime().UnixMilli() >= p.created) {
+			if w.successSince(b, p.created) {
 				delete(w.parts, b)
 				continue
 			}
@@ -702,8 +753,13 @@ func (w *eoWriter[T]) Close(context.Context) error {
 		return nil
 	}
 	w.closed = true
-	w.done = nil
 	var errs []error
+	for _, p := range w.done {
+		if p.spool != nil {
+			p.spool.Close() // unlinked: gone
+		}
+	}
+	w.done = nil
 	for b, ip := range w.cur {
 		delete(w.cur, b)
 		// The buffer is not flushed: its records are not committed, and
@@ -800,6 +856,9 @@ func (w *eoWriter[T]) Recover(ctx context.Context, restoredID int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if w.s.obj != nil {
+		return w.recoverObjects(restoredID)
+	}
 	dirs := []string{""}
 	var errs []error
 	for len(dirs) > 0 {
@@ -866,6 +925,7 @@ func (w *eoWriter[T]) Recover(ctx context.Context, restoredID int64) error {
 type eoCommitter struct {
 	dir      string
 	fs       fsOps
+	obj      *s3fs.FS // of an s3:// dir
 	success  string
 	delay    int64
 	now      func() time.Time
@@ -940,7 +1000,7 @@ func (c *eoCommitter) commitByPartitionTime(dir string, cm *committable) error {
 		if wm < t.UnixMilli()+c.delay {
 			continue
 		}
-		if err := c.markSuccess(filepath.Join(dir, p)); err != nil {
+		if err := c.markSuccess(c.join(dir, p)); err != nil {
 			return err
 		}
 	}
@@ -957,11 +1017,66 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 		return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: %w", c.dir, err))
 	}
 	dir := c.dir
+	if s3fs.IsURL(cm.Dir) || cm.Dir == "" && c.obj != nil {
+		if cm.Dir != "" {
+			d, err := s3fs.Clean(cm.Dir)
+			if err != nil {
+				return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: %w", c.dir, err))
+			}
+			dir = d
+		}
+		for _, f := range cm.Files {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := c.commitObject(dir, f); err != nil {
+				return err
+			}
+		}
+	} else if err := c.commitLocal(ctx, &dir, &cm); err != nil {
+		return err
+	}
+	if c.success == "" {
+		return nil
+	}
+	if c.partTime != nil {
+		return c.commitByPartitionTime(dir, &cm)
+	}
+	now := c.now().UnixMilli()
+	for _, p := range cm.Partitions {
+		if !filepath.IsLocal(p.Dir) {
+			return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: partition %q", dir, p.Dir))
+		}
+		if now < p.Created+c.delay {
+			continue
+		}
+		pdir := c.join(dir, p.Dir)
+		if pending, err := c.pendingUpTo(pdir, cm.Checkpoint); err != nil {
+			return err
+		} else if pending {
+			// Another subtask's files of this checkpoint are still to be
+			// renamed: the committable that renames the last of them
+			// writes the success file (as Flink's one partition committer
+			// does, after all of a checkpoint's files).
+			continue
+		}
+		if err := c.markSuccess(pdir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitLocal commits the files of a committable in a local directory
+// (*dir: the committable's).
+func (c *eoCommitter) commitLocal(ctx context.Context, dirp *string, cm *committable) error {
+	dir := *dirp
 	if cm.Dir != "" {
 		if !filepath.IsAbs(cm.Dir) {
 			return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: directory %q is not absolute", c.dir, cm.Dir))
 		}
 		dir = filepath.Clean(cm.Dir)
+		*dirp = dir
 	}
 	dirs := map[string]bool{}
 	for _, f := range cm.Files {
@@ -981,40 +1096,15 @@ func (c *eoCommitter) Commit(ctx context.Context, data []byte) error {
 			return pathError("commit: fsync", filepath.Join(dir, d), err)
 		}
 	}
-	if c.success == "" {
-		return nil
-	}
-	if c.partTime != nil {
-		return c.commitByPartitionTime(dir, &cm)
-	}
-	now := c.now().UnixMilli()
-	for _, p := range cm.Partitions {
-		if !filepath.IsLocal(p.Dir) {
-			return weir.Permanent(fmt.Errorf("file: commit to %s: malformed committable: partition %q", dir, p.Dir))
-		}
-		if now < p.Created+c.delay {
-			continue
-		}
-		pdir := filepath.Join(dir, p.Dir)
-		if pending, err := pendingUpTo(pdir, cm.Checkpoint); err != nil {
-			return err
-		} else if pending {
-			// Another subtask's files of this checkpoint are still to be
-			// renamed: the committable that renames the last of them
-			// writes the success file (as Flink's one partition committer
-			// does, after all of a checkpoint's files).
-			continue
-		}
-		if err := c.markSuccess(pdir); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // pendingUpTo says whether dir holds a pending file of checkpoint ckpt or
 // an earlier one.
-func pendingUpTo(dir string, ckpt int64) (bool, error) {
+func (c *eoCommitter) pendingUpTo(dir string, ckpt int64) (bool, error) {
+	if s3fs.IsURL(dir) {
+		return c.uploadsUpTo(dir, ckpt)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false, pathError("commit: read directory", dir, err)
@@ -1029,6 +1119,16 @@ func pendingUpTo(dir string, ckpt int64) (bool, error) {
 
 // markSuccess creates (or truncates) the success file of a partition.
 func (c *eoCommitter) markSuccess(dir string) error {
+	if s3fs.IsURL(dir) {
+		obj, err := c.objects()
+		if err == nil {
+			err = obj.Put(dir+"/"+c.success, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("file: commit: %w", err)
+		}
+		return nil
+	}
 	path := filepath.Join(dir, c.success)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

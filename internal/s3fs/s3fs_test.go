@@ -198,7 +198,7 @@ func TestCheckpointStore(t *testing.T) {
 		t.Fatalf("with checkpoint 3 corrupt, latest = %v, %v; want checkpoint 2", c, err)
 	}
 
-	aws := awsCLI(t)
+	aws := s3test.AWSCLI(t)
 	if aws == "" {
 		return
 	}
@@ -218,19 +218,4 @@ func TestCheckpointStore(t *testing.T) {
 	if b, _ := os.ReadFile(local); string(b) != "a=2\n" {
 		t.Fatalf("aws s3 cp read %q", b)
 	}
-}
-
-// awsCLI returns the AWS CLI's path; without it the test fails when
-// WEIR_REQUIRE_AWSCLI is set (scripts/test.sh installs it) and skips that
-// part otherwise.
-func awsCLI(t *testing.T) string {
-	p, err := exec.LookPath("aws")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("WEIR_REQUIRE_AWSCLI") != "" {
-		t.Fatal("the AWS CLI (aws) is not installed: bash scripts/awscli.sh install")
-	}
-	t.Log("the AWS CLI is not installed: not checking with it (bash scripts/awscli.sh install)")
-	return ""
 }

@@ -8,6 +8,7 @@ package s3test
 import (
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -45,4 +46,21 @@ func Start(t testing.TB, buckets ...string) *Server {
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
 	return &Server{URL: srv.URL, backend: backend}
+}
+
+// AWSCLI returns the path of the AWS CLI (aws), the independent client
+// tests check what weir wrote with. Without it the test fails when
+// WEIR_REQUIRE_AWSCLI is set (scripts/test.sh installs it), and returns ""
+// otherwise: the test skips that part.
+func AWSCLI(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("aws")
+	if err == nil {
+		return p
+	}
+	if os.Getenv("WEIR_REQUIRE_AWSCLI") != "" {
+		t.Fatal("the AWS CLI (aws) is not installed: bash scripts/awscli.sh install")
+	}
+	t.Log("the AWS CLI is not installed: not checking with it (bash scripts/awscli.sh install)")
+	return ""
 }

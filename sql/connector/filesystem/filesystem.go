@@ -56,6 +56,7 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/internal/s3fs"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/connector/internal/rowbuf"
 	"github.com/weirstream/weir/sql/format"
@@ -127,6 +128,12 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 // error of the statement, where the table is used, not of the job once it
 // runs (Splits checks again then).
 func checkPath(t *connector.Table, path string) error {
+	if s3fs.IsURL(path) {
+		if _, err := listObjects(path); err != nil {
+			return fmt.Errorf("table '%s': %w", t.Name, err)
+		}
+		return nil
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("table '%s': its 'path' %s does not exist", t.Name, path)
 	} else if err != nil {
@@ -196,13 +203,23 @@ func tablePath(o *connector.Options) string {
 	if rest, ok := strings.CutPrefix(p, "file://"); ok {
 		return rest
 	}
+	if s3fs.IsURL(p) {
+		c, err := s3fs.Clean(p)
+		if err != nil {
+			o.Invalid("path", "%v", err)
+		}
+		return c
+	}
 	if i := strings.Index(p, "://"); i > 0 && !strings.ContainsAny(p[:i], "/.\\") {
-		o.Invalid("path", "%s:// paths are not supported by the filesystem connector yet (local paths and file:// are; object storage is, for checkpoints and savepoints)", p[:i])
+		o.Invalid("path", "%s:// paths are not supported by the filesystem connector (local paths, file:// and s3:// are)", p[:i])
 	}
 	return p
 }
 
 func checkSinkPath(t *connector.Table, path string) error {
+	if s3fs.IsURL(path) {
+		return nil // (the writers check the bucket)
+	}
 	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
 		return fmt.Errorf("table '%s': the sink path %s is a file; a filesystem sink writes a directory of part files", t.Name, path)
 	}
@@ -231,6 +248,17 @@ func (s *Source) Splits(context.Context) ([]weir.Split, error) {
 }
 
 func listSplits(table, path string) ([]weir.Split, error) {
+	if s3fs.IsURL(path) {
+		files, err := listObjects(path)
+		if err != nil {
+			return nil, fmt.Errorf("table '%s': %w", table, err)
+		}
+		splits := make([]weir.Split, len(files))
+		for i, f := range files {
+			splits[i] = split(f)
+		}
+		return splits, nil
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("table '%s': %w", table, err)
@@ -265,6 +293,38 @@ func listSplits(table, path string) ([]weir.Split, error) {
 	return splits, nil
 }
 
+// listObjects lists the objects of an s3:// path: the object itself, or
+// those below it but in hidden "directories" or with hidden names, as
+// listSplits does on a local disk. None is an error matching
+// fs.ErrNotExist (a prefix without objects does not exist).
+func listObjects(path string) ([]string, error) {
+	obj, err := s3fs.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := obj.Walk(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, o := range objs {
+		rel := strings.TrimPrefix(strings.TrimPrefix(o.Name, path), "/")
+		skip := false
+		for _, seg := range strings.Split(rel, "/") {
+			if rel != "" && hidden(seg) {
+				skip = true
+			}
+		}
+		if !skip {
+			files = append(files, o.Name)
+		}
+	}
+	if len(objs) == 0 {
+		return nil, &fs.PathError{Op: "list", Path: path, Err: fs.ErrNotExist}
+	}
+	return files, nil
+}
+
 func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
 // Open implements weir.Source.
@@ -282,6 +342,9 @@ func (s *Source) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir.SplitR
 }
 
 func (s *Source) open(path string, at pos) (*reader, error) {
+	if s3fs.IsURL(path) {
+		return s.openObject(path, at)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("table '%s': %w", s.table, err)
@@ -297,6 +360,34 @@ func (s *Source) open(path string, at pos) (*reader, error) {
 			return nil, fmt.Errorf("table '%s': %w", s.table, err)
 		}
 	}
+	return s.start(path, f, at)
+}
+
+// openObject opens an s3:// object at a checkpointed position: a ranged
+// read from its offset.
+func (s *Source) openObject(path string, at pos) (*reader, error) {
+	obj, err := s3fs.FromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+	}
+	if at.off > 0 {
+		o, err := obj.Head(path)
+		if err != nil {
+			return nil, fmt.Errorf("table '%s': %w", s.table, err)
+		}
+		if o.Size < at.off {
+			return nil, fmt.Errorf("table '%s': %s is shorter (%d bytes) than the checkpointed position %d: it was changed", s.table, path, o.Size, at.off)
+		}
+	}
+	f, err := obj.OpenFrom(path, at.off)
+	if err != nil {
+		return nil, fmt.Errorf("table '%s': %w", s.table, err)
+	}
+	return s.start(path, f, at)
+}
+
+// start makes the reader of an open file positioned at at.off.
+func (s *Source) start(path string, f io.ReadCloser, at pos) (*reader, error) {
 	r := &reader{path: path, f: f, br: bufio.NewReaderSize(f, 256<<10), off: at.off, line: at.line, quote: s.quote, max: s.maxRecord}
 	if s.part != nil {
 		vs, err := s.part.values(s.path, path, s.schema)
@@ -327,7 +418,7 @@ func (s *Source) open(path string, at pos) (*reader, error) {
 
 type reader struct {
 	path            string
-	f               *os.File
+	f               io.ReadCloser
 	br              *bufio.Reader
 	off, line       int64 // the next unread byte, the lines before it
 	recOff, recLine int64 // the current record: its offset and (first) line

@@ -243,7 +243,8 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"path": "/tmp"}, true, "missing required option 'format'"},
 		{map[string]string{"path": "/tmp", "format": "yaml"}, false, "option 'format' = 'yaml': no such format (available: "},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.file-size": "12 parsecs"}, true, "unknown memory unit 'parsecs'"},
-		{map[string]string{"path": "s3://bucket/out", "format": "json"}, true, "s3:// paths are not supported by the filesystem connector yet"},
+		{map[string]string{"path": "gs://bucket/out", "format": "json"}, true, "gs:// paths are not supported by the filesystem connector (local paths, file:// and s3:// are)"},
+		{map[string]string{"path": "s3:///out", "format": "json"}, true, "no bucket"},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.check-interval": "0 s"}, true, "'sink.rolling-policy.check-interval'"},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.rollover-interval": "soon"}, true, "'sink.rolling-policy.rollover-interval'"},
 		{map[string]string{"path": "/tmp", "format": "json", "pth": "x"}, false,
@@ -328,6 +329,20 @@ func TestPositionWithinARecord(t *testing.T) {
 // every row exactly once.
 func TestExactlyOnceAcrossARestore(t *testing.T) {
 	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	want := exactlyOnceAcrossARestore(t, filepath.Join(dir, "in"), out, filepath.Join(dir, "ckpt"), writeFile)
+	got := committed(t, out)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d rows committed, want %d", len(got), len(want))
+	}
+}
+
+// exactlyOnceAcrossARestore writes three JSON Lines files into in (with
+// put), runs a job copying them to CSV files in out that fails once after
+// two checkpoints (kept in ckpt) and restores, and returns the rows
+// expected in out, sorted.
+func exactlyOnceAcrossARestore(t *testing.T, in, out, ckpt string, put func(t *testing.T, path, content string)) []string {
+	t.Helper()
 	var want []string
 	for f := range 3 {
 		var b strings.Builder
@@ -336,14 +351,13 @@ func TestExactlyOnceAcrossARestore(t *testing.T) {
 			fmt.Fprintf(&b, "{\"id\": %d, \"name\": \"n%d\"}\n", id, id)
 			want = append(want, fmt.Sprintf("%d,n%d,", id, id))
 		}
-		writeFile(t, filepath.Join(dir, "in", fmt.Sprintf("f%d.jsonl", f)), b.String())
+		put(t, in+"/"+fmt.Sprintf("f%d.jsonl", f), b.String())
 	}
 	slices.Sort(want)
-	out := filepath.Join(dir, "out")
 	var failed atomic.Bool
-	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
+	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, ckpt),
 		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
-	src, err := connector.CreateSource(table("in", map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}))
+	src, err := connector.CreateSource(table("in", map[string]string{"connector": "filesystem", "path": in, "format": "json"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,8 +383,5 @@ func TestExactlyOnceAcrossARestore(t *testing.T) {
 	if !failed.Load() {
 		t.Fatal("the failure was not injected")
 	}
-	got := committed(t, out)
-	if !slices.Equal(got, want) {
-		t.Fatalf("%d rows committed, want %d", len(got), len(want))
-	}
+	return want
 }

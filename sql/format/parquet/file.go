@@ -9,6 +9,7 @@ import (
 
 	pq "github.com/parquet-go/parquet-go"
 
+	"github.com/weirstream/weir/internal/s3fs"
 	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -38,7 +39,7 @@ const DefaultPartitionName = "__DEFAULT_PARTITION__"
 // ("dt=2026-12-01/"). Only the leaf columns of the targets are decoded.
 type FileReader struct {
 	path    string
-	f       *os.File
+	f       readAtCloser
 	file    *pq.File
 	targets []target
 	cursors []cursor
@@ -85,7 +86,7 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 	if opts == nil {
 		opts = DefaultOptions()
 	}
-	f, err := os.Open(path)
+	f, size, fopts, err := open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -95,13 +96,9 @@ func openFile(path string, partitions map[string]string, schema types.Schema, ta
 			f.Close()
 		}
 	}()
-	fi, err := f.Stat()
+	pf, err := pq.OpenFile(f, size, append(fopts, pq.SkipBloomFilters(true))...)
 	if err != nil {
-		return nil, err
-	}
-	pf, err := pq.OpenFile(f, fi.Size(), pq.SkipBloomFilters(true))
-	if err != nil {
-		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", fi.Size(), err)}
+		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", size, err)}
 	}
 	r := &FileReader{path: path, f: f, file: pf, flat: true, groups: pf.RowGroups()}
 	p := &planner{file: pf.Schema(), opts: opts}
@@ -210,18 +207,14 @@ func CountRowGroups(path string) (n int, err error) {
 			n, err = 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("corrupt file: %v", p)}
 		}
 	}()
-	f, err := os.Open(path)
+	f, size, fopts, err := open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	pf, err := pq.OpenFile(f, size, append(fopts, pq.SkipBloomFilters(true), pq.SkipPageIndex(true))...)
 	if err != nil {
-		return 0, err
-	}
-	pf, err := pq.OpenFile(f, fi.Size(), pq.SkipBloomFilters(true), pq.SkipPageIndex(true))
-	if err != nil {
-		return 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", fi.Size(), err)}
+		return 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", size, err)}
 	}
 	return len(pf.RowGroups()), nil
 }
@@ -388,4 +381,40 @@ func (r *FileReader) Close() error {
 		r.cursors[i].close()
 	}
 	return r.f.Close()
+}
+
+// readAtCloser is an open file: local, or an object read by ranges.
+type readAtCloser interface {
+	io.ReaderAt
+	io.Closer
+}
+
+type objectFile struct{ *s3fs.ReaderAt }
+
+func (objectFile) Close() error { return nil }
+
+// open opens a local file, or an s3:// object (read by ranged requests
+// of at least 1 MiB, so that a column chunk costs few requests).
+func open(path string) (readAtCloser, int64, []pq.FileOption, error) {
+	if s3fs.IsURL(path) {
+		obj, err := s3fs.FromEnv()
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		ra, err := obj.OpenReaderAt(path)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return objectFile{ra}, ra.Size(), []pq.FileOption{pq.ReadBufferSize(1 << 20)}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
+	return f, fi.Size(), nil, nil
 }
