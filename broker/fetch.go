@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"sync"
@@ -13,8 +14,10 @@ import (
 )
 
 // cursor is a connection's reader of one partition, kept between fetches
-// so that a consumer reading on does not seek again. pending holds records
-// read but not yet sent (a fetch's byte limit ended inside a read).
+// so that a consumer reading on does not seek again. What it has read and
+// not sent comes first: ahead (whole Kafka batches, from aheadAt on),
+// then pending (records, read from batches the log does not keep in
+// Kafka's form, or that a fetch's byte limit ended inside).
 type cursor struct {
 	r       *wlog.Reader
 	pending []wlog.Record
@@ -22,50 +25,83 @@ type cursor struct {
 	// by the next fetch (the connection writes an answer before it reads
 	// the next request).
 	buf []byte
-	// ahead is closed when the read-ahead started after the last fetch
+	// ahead holds Kafka batches read ahead after the last fetch, the
+	// first of them holding offset aheadAt; spare is the buffer the next
+	// read-ahead fills (the one before buf).
+	ahead, spare []byte
+	aheadAt      int64
+	// done is closed when the read-ahead started after the last fetch
 	// is done (nil if none ran); aheadErr is its error.
-	ahead    chan struct{}
+	done     chan struct{}
 	aheadErr error
 }
 
 // wait waits for the read-ahead, if one runs.
 func (cu *cursor) wait() {
-	if cu.ahead != nil {
-		<-cu.ahead
-		cu.ahead = nil
+	if cu.done != nil {
+		<-cu.done
+		cu.done = nil
 	}
 }
 
-// readAhead reads, in the background, the records the consumer will
-// fetch next (up to about limit bytes, below hwm), so that its next fetch
-// finds them decoded: a client keeps one fetch in flight per broker, and
-// the broker would otherwise idle while it decodes the last answer.
-func (cu *cursor) readAhead(ctx context.Context, limit int, hwm int64) {
-	if len(cu.pending) > 0 || cu.r.Next() >= hwm {
+// readAhead reads, in the background, what the consumer will fetch next
+// (up to about limit bytes, below hwm), so that its next fetch finds it
+// read: a client keeps one fetch in flight per broker, and the broker
+// would otherwise idle while it decodes the last answer.
+func (cu *cursor) readAhead(limit int, hwm int64) {
+	if len(cu.pending) > 0 || len(cu.ahead) > 0 || cu.r.Next() >= hwm {
 		return
 	}
-	cu.ahead = make(chan struct{})
+	cu.aheadAt = cu.r.Next()
+	buf := cu.spare[:0]
+	cu.spare = nil
+	if cap(buf) < limit {
+		buf = make([]byte, 0, limit)
+	}
+	cu.done = make(chan struct{})
 	go func() {
-		defer close(cu.ahead)
+		defer close(cu.done)
+		defer func() { cu.ahead = buf }()
 		size := 0
 		for size < limit && cu.r.Next() < hwm {
-			recs, err := cu.r.Read(ctx, fetchReadMax)
-			if errors.Is(err, io.EOF) {
+			if len(cu.pending) > 0 {
+				// Records: go on with records, which follow the batches.
+				recs, err := cu.r.Read(context.Background(), fetchReadMax)
+				if errors.Is(err, io.EOF) {
+					return
+				}
+				if err != nil {
+					cu.aheadErr = err
+					return
+				}
+				for i := range recs {
+					size += recordSize(&recs[i])
+				}
+				cu.pending = append(cu.pending, recs...)
+				continue
+			}
+			res, err := cu.r.ReadKafka(buf, limit-size, size == 0, hwm, fetchReadMax)
+			buf = res.Buf
+			if errors.Is(err, io.EOF) || res.Full {
 				return
 			}
 			if err != nil {
 				cu.aheadErr = err
 				return
 			}
-			for i := range recs {
-				size += recordSize(&recs[i])
+			size = len(buf)
+			for i := range res.Records {
+				size += recordSize(&res.Records[i])
 			}
-			cu.pending = append(cu.pending, recs...)
+			cu.pending = res.Records
 		}
 	}()
 }
 
 func (cu *cursor) position() int64 {
+	if len(cu.ahead) > 0 {
+		return cu.aheadAt
+	}
 	if len(cu.pending) > 0 {
 		return cu.pending[0].Offset
 	}
@@ -246,12 +282,15 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 	if cu != nil {
 		cu.wait()
 	}
-	if cu != nil && (cu.aheadErr != nil || cu.position() != off) {
-		cu.r.Close()
-		delete(c.cursors, part.key)
-		cu = nil
-	}
 	c.cmu.Unlock()
+	if cu != nil && (cu.aheadErr != nil || cu.position() != off) {
+		// Elsewhere: start again there (keeping the buffers).
+		if err := cu.reopen(part, off); err != nil {
+			c.b.log.Error("weir broker: open a reader", "topic", part.t.Name, "partition", part.p, "offset", off, "err", err)
+			c.dropCursor(part.key)
+			return 0, codeKafkaStorageError
+		}
+	}
 	if cu == nil {
 		r, err := part.t.OpenReader(part.p, wlog.AtOffset(off))
 		if err != nil {
@@ -264,57 +303,99 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 		c.cmu.Unlock()
 	}
 	out := cu.buf[:0]
+	if len(cu.ahead) > 0 {
+		// The batches read ahead come first, if they fit (or are one
+		// batch, which a first partition may send whatever its size);
+		// if not, they are read again within this fetch's limit.
+		fits := len(cu.ahead) <= limit || first && kbatchLogOverhead+int(binary.BigEndian.Uint32(cu.ahead[8:])) == len(cu.ahead)
+		if fits {
+			cu.spare, out, cu.ahead = out, cu.ahead, nil
+		} else if err := cu.reopen(part, off); err != nil {
+			c.b.log.Error("weir broker: open a reader", "topic", part.t.Name, "partition", part.p, "offset", off, "err", err)
+			c.dropCursor(part.key)
+			return 0, codeKafkaStorageError
+		}
+	}
 	if cap(out) < limit {
 		out = make([]byte, 0, limit)
 	}
 	for {
-		if len(cu.pending) == 0 {
-			recs, err := cu.r.Read(c.ctx, fetchReadMax)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				c.b.log.Error("weir broker: read", "topic", part.t.Name, "partition", part.p, "err", err)
-				cu.r.Close()
-				c.cmu.Lock()
-				delete(c.cursors, part.key)
-				c.cmu.Unlock()
-				if len(out) > 0 {
+		if len(cu.pending) > 0 {
+			// Take the records that fit, and only below the high watermark
+			// read above: a reader sees a batch as soon as it is written,
+			// before it is fsynced and acknowledged, and a record above the
+			// watermark a consumer was told would make its next fetch out of
+			// range.
+			n, size := 0, 0
+			for n < len(cu.pending) && cu.pending[n].Offset < hwm {
+				rs := recordSize(&cu.pending[n])
+				if len(out)+size+rs+batchOverhead > limit && (n > 0 || len(out) > 0 || !first) {
 					break
 				}
-				return 0, codeKafkaStorageError
+				size += rs
+				n++
 			}
-			cu.pending = recs
-		}
-		// Take the records that fit, and only below the high watermark
-		// read above: a reader sees a batch as soon as it is written,
-		// before it is fsynced and acknowledged, and a record above the
-		// watermark a consumer was told would make its next fetch out of
-		// range.
-		n, size := 0, 0
-		for n < len(cu.pending) && cu.pending[n].Offset < hwm {
-			rs := recordSize(&cu.pending[n])
-			if len(out)+size+rs+batchOverhead > limit && (n > 0 || len(out) > 0 || !first) {
+			if n == 0 {
 				break
 			}
-			size += rs
-			n++
+			out = appendFetchBatch(out, cu.pending[:n])
+			cu.pending = cu.pending[n:]
+			if len(cu.pending) > 0 {
+				break
+			}
 		}
-		if n == 0 {
+		if cu.r.Next() >= hwm || len(out) >= limit {
 			break
 		}
-		out = appendFetchBatch(out, cu.pending[:n])
-		cu.pending = cu.pending[n:]
-		if len(cu.pending) > 0 || cu.r.Next() >= hwm {
+		// Batches the log keeps in Kafka's form are copied as they are;
+		// the records of others are encoded above.
+		res, err := cu.r.ReadKafka(out, limit-len(out), first && len(out) == 0, hwm, fetchReadMax)
+		out = res.Buf
+		if errors.Is(err, io.EOF) || res.Full {
 			break
 		}
+		if err != nil {
+			c.b.log.Error("weir broker: read", "topic", part.t.Name, "partition", part.p, "err", err)
+			c.dropCursor(part.key)
+			if len(out) > 0 {
+				break
+			}
+			return 0, codeKafkaStorageError
+		}
+		cu.pending = res.Records
 	}
 	cu.buf = out
 	rp.RecordBatches = out
 	if len(out) > 0 {
-		cu.readAhead(c.ctx, limit, hwm)
+		cu.readAhead(limit, hwm)
 	}
 	return len(out), codeNone
+}
+
+// dropCursor closes and forgets the cursor of a partition.
+func (c *conn) dropCursor(key tp) {
+	c.cmu.Lock()
+	defer c.cmu.Unlock()
+	if cu := c.cursors[key]; cu != nil {
+		cu.r.Close()
+		delete(c.cursors, key)
+	}
+}
+
+// reopen starts the cursor's reader again at off, dropping what it read
+// (and keeping its buffers).
+func (cu *cursor) reopen(part *partition, off int64) error {
+	cu.r.Close()
+	cu.pending, cu.aheadErr = nil, nil
+	if cu.ahead != nil {
+		cu.spare, cu.ahead = cu.ahead[:0], nil
+	}
+	r, err := part.t.OpenReader(part.p, wlog.AtOffset(off))
+	if err != nil {
+		return err
+	}
+	cu.r = r
+	return nil
 }
 
 // partitionLimit is a fetch's byte limit for one partition.

@@ -68,6 +68,12 @@ type producedBatch struct {
 	// alias the input of decodeProduce (uncompressed batches) or a buffer
 	// that decodeProduce allocated (compressed ones).
 	Records []wlog.Record
+	// Raw is the batch's bytes as produced if it is uncompressed (nil if
+	// not): the log keeps such a batch in Kafka's form (wlog's
+	// AppendKafka), so that a fetch sends its bytes.
+	Raw []byte
+	// LogAppendTime is the batch's timestamp type bit.
+	LogAppendTime bool
 }
 
 var (
@@ -106,6 +112,7 @@ const (
 	// kbatchCodecMask selects the codec of the attributes.
 	kbatchCodecMask = 0x07
 	// kbatchTransactionalBit and kbatchControlBit are attribute bits.
+	kbatchTimestampTypeBit = 0x08
 	kbatchTransactionalBit = 0x10
 	kbatchControlBit       = 0x20
 )
@@ -212,6 +219,10 @@ func kbatchDecodeOne(b []byte, dst []wlog.Record, hs []wlog.Header, budget *int)
 		NumRecords:     int32(binary.BigEndian.Uint32(b[57:])),
 		Transactional:  attrs&kbatchTransactionalBit != 0,
 		Control:        attrs&kbatchControlBit != 0,
+		LogAppendTime:  attrs&kbatchTimestampTypeBit != 0,
+	}
+	if codec == 0 {
+		pb.Raw = b
 	}
 	if pb.NumRecords <= 0 {
 		return pb, 0, dst, hs, fmt.Errorf("%w: record count %d", errCorruptMessage, pb.NumRecords)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -248,7 +249,7 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 		return -1, codeKafkaStorageError, err
 	}
 	if pb.ProducerID < 0 {
-		off, err := w.Append(pb.Records)
+		off, err := appendProduced(w, pb, "", wlog.ProducerSeq{})
 		if err != nil {
 			return -1, codeKafkaStorageError, err
 		}
@@ -298,7 +299,7 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 			}
 		}
 	}
-	off, err := w.AppendAs(pb.Records, producerName(pb.ProducerID),
+	off, err := appendProduced(w, pb, producerName(pb.ProducerID),
 		wlog.ProducerSeq{Epoch: uint64(uint16(pb.ProducerEpoch)), Checkpoint: int64(first), Index: uint32(last)})
 	if err != nil {
 		return -1, codeKafkaStorageError, err
@@ -311,6 +312,50 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 	p.hwm.Store(w.NextOffset())
 	p.wake()
 	return off, codeNone, nil
+}
+
+// appendProduced appends a produced batch (with the producer section of
+// producer and seq, unless producer is ""). The log keeps it in Kafka's
+// form (wlog's AppendKafka), so that a fetch sends its bytes without
+// encoding records: an uncompressed batch as it was produced, a
+// compressed one encoded uncompressed. Batches that the log would not
+// keep so (LogAppendTime, a zero timestamp, which the log replaces with
+// its clock's time) are appended as records.
+func appendProduced(w *wlog.Writer, pb *producedBatch, producer string, seq wlog.ProducerSeq) (int64, error) {
+	if kb := kafkaForm(pb); kb != nil {
+		off, err := w.AppendKafka(kb, producer, seq)
+		if !errors.Is(err, wlog.ErrKafkaBatch) {
+			return off, err
+		}
+		// Refused (offset deltas that are not 0, 1, 2, …): as records.
+	}
+	if producer == "" {
+		return w.Append(pb.Records)
+	}
+	return w.AppendAs(pb.Records, producer, seq)
+}
+
+// kafkaForm returns pb as the Kafka batch to append, or nil if it is to
+// be appended as records.
+func kafkaForm(pb *producedBatch) []byte {
+	if pb.LogAppendTime || pb.Transactional || pb.Control || len(pb.Records) == 0 {
+		return nil
+	}
+	for i := range pb.Records {
+		if pb.Records[i].Timestamp == 0 {
+			return nil
+		}
+	}
+	if pb.Raw != nil {
+		// The partition leader epoch, as this broker's answers say (it is
+		// not under the batch's CRC).
+		binary.BigEndian.PutUint32(pb.Raw[12:], 0)
+		return pb.Raw
+	}
+	for i := range pb.Records {
+		pb.Records[i].Offset = int64(i)
+	}
+	return appendFetchBatch(nil, pb.Records)
 }
 
 // seqBefore reports whether sequence a comes before b (sequences wrap).

@@ -314,6 +314,10 @@ func (b *Broker) serve(nc net.Conn) {
 	var size [4]byte
 	var body []byte
 	var out []byte
+	var fa fetchAnswer
+	// A TCP connection writes a fetch answer with writev(2); TLS would
+	// make a record of each piece, so it gets the answer in one buffer.
+	_, isTCP := nc.(*net.TCPConn)
 	for {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
@@ -337,6 +341,13 @@ func (b *Broker) serve(nc net.Conn) {
 		}
 		if resp == nil {
 			continue // acks=0
+		}
+		if fr, ok := resp.(*kmsg.FetchResponse); ok && isTCP && fa.encode(fr, corr, flexibleHeader) {
+			// The record batches are written from where they are.
+			if err := fa.writeTo(nc); err != nil {
+				return
+			}
+			continue
 		}
 		out = append(out[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 		if flexibleHeader {

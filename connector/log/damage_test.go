@@ -173,6 +173,7 @@ func TestRandomDamage(t *testing.T) {
 
 func damageOnce(t *testing.T, seed uint64) (desc string, _ error) {
 	rnd := rand.New(rand.NewPCG(seed, 35))
+	krnd := rand.New(rand.NewPCG(seed, 41))
 	tp := newTopic(t, TopicConfig{SegmentBytes: 8 << 10})
 	w := openWriter(t, tp, WithSync(SyncEvery(time.Hour)), WithLogger(quietLogger()))
 	n := 200 + rnd.IntN(400)
@@ -183,7 +184,15 @@ func damageOnce(t *testing.T, seed uint64) (desc string, _ error) {
 			recs[i] = Record{Timestamp: int64(1000 + len(want) + i), Key: fmt.Appendf(nil, "k%d", rnd.IntN(50)),
 				Value: bytes.Repeat([]byte{byte('a' + rnd.IntN(26))}, rnd.IntN(120))}
 		}
-		if _, err := w.Append(recs); err != nil {
+		// A third of the batches in Kafka's form (kafka.go), chosen by a
+		// generator of their own (the damage of a seed is as before).
+		var err error
+		if krnd.IntN(3) == 0 {
+			_, err = w.AppendKafka(kafkaBatch(recs), "", ProducerSeq{})
+		} else {
+			_, err = w.Append(recs)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, recs...)

@@ -99,6 +99,15 @@
 // scans only what was appended since it last looked: the whole partition
 // once per process, then the tail.
 //
+// A batch may hold, instead of the log's own records, one Kafka record
+// batch (flags bit 1, kafka.go): Writer.AppendKafka appends a batch as a
+// Kafka producer sent it (uncompressed), and Reader.ReadKafka hands such
+// batches back as bytes, so that weir broker answers a fetch without
+// decoding and encoding records. Every other reader decodes their records
+// as any others; compaction rewrites them as the log's records. A version
+// that predates the flag refuses to decode such batches (their framing
+// and CRC are the same).
+//
 // The producer section is a batch flag (flags bit 0, then the section
 // before the records). Segments written before it existed read unchanged;
 // an older version's writers keep such batches (framing and CRC are the

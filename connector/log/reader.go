@@ -100,6 +100,13 @@ type Reader struct {
 		pos, size int64
 		it        recordIter
 	}
+	// kafka is the state of a ReadKafka call (kafka.go).
+	kafka struct {
+		on, first, full bool
+		buf             []byte
+		room, batches   int
+		below           int64
+	}
 	// tail is the last classification of invalid data (see damaged).
 	tail struct {
 		f         *os.File
@@ -323,7 +330,7 @@ func (r *Reader) readAvailable(max int) ([]Record, error) {
 			}
 		}
 		recs, err := r.readSegment(max)
-		if err != nil || len(recs) > 0 {
+		if err != nil || len(recs) > 0 || r.kafkaStop() {
 			return recs, err
 		}
 		// At the end of the valid part of this segment. If a newer segment
@@ -337,7 +344,7 @@ func (r *Reader) readAvailable(max int) ([]Record, error) {
 		if !ok {
 			return nil, r.checkEnd()
 		}
-		if recs, err := r.readSegment(max); err != nil || len(recs) > 0 {
+		if recs, err := r.readSegment(max); err != nil || len(recs) > 0 || r.kafkaStop() {
 			return recs, err
 		}
 		if st, err := r.f.Stat(); err == nil && st.Size() > r.pos {
@@ -455,6 +462,19 @@ func (r *Reader) readSegment(max int) ([]Record, error) {
 			if b == nil {
 				break
 			}
+			if r.kafka.on {
+				switch k, err := r.takeKafka(b, len(out)); {
+				case err != nil:
+					if len(out) > 0 {
+						return out, nil
+					}
+					return out, r.contentError(err)
+				case k == kafkaNext:
+					continue
+				case k == kafkaStop:
+					return out, nil
+				}
+			}
 			var raw []byte
 			if cap(r.buf) > readChunk {
 				// The cache was grown for this one large batch: hand it
@@ -522,7 +542,11 @@ func (r *Reader) bytesAt(pos int64) ([]byte, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		if pos >= r.bufPos && pos < r.bufPos+int64(len(r.buf)) {
 			b := r.buf[pos-r.bufPos:]
-			h, err := checkBatch(b)
+			check := checkBatch
+			if r.kafka.on {
+				check = checkBatchKafka
+			}
+			h, err := check(b)
 			if err == nil {
 				return b[:h.size()], nil
 			}

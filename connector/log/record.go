@@ -36,13 +36,18 @@ type Header struct {
 //	0  uint32 length        bytes after this field
 //	4  uint32 crc           CRC-32C of bytes [8, 4+length)
 //	8  uint8  magic         batchMagic
-//	9  uint8  flags         flagProducer or 0
+//	9  uint8  flags         flagProducer, flagKafka (kafka.go), both or 0
 //	10 uint16 reserved      0
 //	12 uint32 count         number of records
 //	16 int64  baseOffset    offset of the first record
 //	24 int64  lastOffset    offset of the last record
 //	32 int64  maxTimestamp  largest record timestamp
 //	40 records, or, with flagProducer, the producer section and then the records
+//
+// With flagKafka (kafka.go) the records are a Kafka RecordBatch, whose
+// base offset is the batch's: older versions (which do not know the
+// flag) refuse to decode such a batch, as they do a batch with flags they
+// do not know.
 //
 // The producer section identifies the batch as one committed by the
 // exactly-once Sink: uint8 length L of the producer id, the id (L bytes),
@@ -62,7 +67,7 @@ const (
 	batchMagic      = 1
 	// flagProducer: a producer section follows the header.
 	flagProducer = 0x01
-	knownFlags   = flagProducer
+	knownFlags   = flagProducer | flagKafka
 	// prodFixed is the size of a producer section without the id.
 	prodFixed = 1 + 8 + 8 + 4
 	// maxBatchBytes bounds the length field, so a garbled length does not
@@ -159,6 +164,13 @@ func rebase(b []byte, base int64) {
 	last := int64(binary.BigEndian.Uint64(b[24:]))
 	binary.BigEndian.PutUint64(b[16:], uint64(base))
 	binary.BigEndian.PutUint64(b[24:], uint64(base+last-old))
+	if b[9]&flagKafka != 0 {
+		// The Kafka batch's base offset too (which its own CRC does not
+		// cover).
+		if prod, _, _, err := producerSection(b); err == nil && len(b) >= batchHeaderSize+len(prod)+kafkaHeaderSize {
+			binary.BigEndian.PutUint64(b[batchHeaderSize+len(prod):], uint64(base))
+		}
+	}
 	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], crcTable))
 }
 
@@ -281,6 +293,10 @@ type recordIter struct {
 	d    decoder
 	i    uint32 // records decoded so far
 	prev int64  // offset of the last one
+	// kafka: the records are those of a Kafka batch (flagKafka), whose
+	// first timestamp is firstTS.
+	kafka   bool
+	firstTS int64
 }
 
 // newRecordIter checks the batch at the start of b (framing, CRC, flags,
@@ -298,6 +314,9 @@ func newRecordIter(b []byte) (recordIter, error) {
 	if err != nil {
 		return recordIter{h: h}, fmt.Errorf("batch at offset %d: %w", h.baseOffset, err)
 	}
+	if h.flags&flagKafka != 0 {
+		return kafkaIter(h, kafkaBody(b, h, prod))
+	}
 	return recordIter{h: h, d: newDecoder(b[batchHeaderSize+len(prod) : h.size()]), prev: -1}, nil
 }
 
@@ -310,6 +329,10 @@ func (it *recordIter) done() bool { return it.i == it.h.count }
 func (it *recordIter) next(r *Record, hs []Header) ([]Header, error) {
 	d, h := &it.d, &it.h
 	*r = Record{}
+	if it.kafka {
+		hs = it.nextKafka(r, hs)
+		return it.finish(hs)
+	}
 	delta := d.Uvarint()
 	r.Offset = h.baseOffset + int64(delta)
 	if delta > uint64(h.lastOffset-h.baseOffset) || r.Offset <= it.prev {
@@ -334,6 +357,13 @@ func (it *recordIter) next(r *Record, hs []Header) ([]Header, error) {
 		}
 		r.Headers = hs[start:len(hs):len(hs)]
 	}
+	return it.finish(hs)
+}
+
+// finish checks the record just decoded, and after the last one the
+// batch's end.
+func (it *recordIter) finish(hs []Header) ([]Header, error) {
+	d, h := &it.d, &it.h
 	if d.Err() != nil {
 		return hs, fmt.Errorf("%w: malformed record %d of batch at offset %d", ErrCorrupt, it.i, h.baseOffset)
 	}

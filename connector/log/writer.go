@@ -325,7 +325,7 @@ func (w *Writer) appendRecords(recs []Record, prod []byte) (int64, error) {
 	} else {
 		w.mu.buf = appendBatchProducer(w.mu.buf[:0], recs, prod)
 	}
-	if err := w.writeLocked(w.mu.buf, first, recs[len(recs)-1].Offset, maxTS); err != nil {
+	if err := w.writeLocked(w.mu.buf, nil, first, recs[len(recs)-1].Offset, maxTS); err != nil {
 		return 0, err
 	}
 	return first, nil
@@ -344,20 +344,22 @@ func (w *Writer) appendEncoded(b []byte, h batchHeader) (int64, error) {
 	}
 	first := w.mu.next
 	rebase(b, first)
-	if err := w.writeLocked(b, first, first+h.lastOffset-h.baseOffset, h.maxTimestamp); err != nil {
+	if err := w.writeLocked(b, nil, first, first+h.lastOffset-h.baseOffset, h.maxTimestamp); err != nil {
 		return 0, err
 	}
 	return first, nil
 }
 
-// writeLocked writes the encoded batch holding offsets first..last: rolls
-// the segment if it is full, adds an index entry, writes the batch with
-// one write(2) and fsyncs it if the policy says so.
-func (w *Writer) writeLocked(batch []byte, first, last, maxTS int64) error {
-	if len(batch)-4 > maxBatchBytes {
-		return fmt.Errorf("wlog: batch of %d bytes is larger than %d", len(batch), maxBatchBytes)
+// writeLocked writes the encoded batch holding offsets first..last (its
+// bytes are batch followed by rest, which may be nil): rolls the segment
+// if it is full, adds an index entry, writes the batch with one write(2)
+// (pwritev(2) if rest is not nil) and fsyncs it if the policy says so.
+func (w *Writer) writeLocked(batch, rest []byte, first, last, maxTS int64) error {
+	size := int64(len(batch) + len(rest))
+	if size-4 > maxBatchBytes {
+		return fmt.Errorf("wlog: batch of %d bytes is larger than %d", size, maxBatchBytes)
 	}
-	if w.mu.pos > 0 && w.mu.pos+int64(len(batch)) > w.cfg.SegmentBytes {
+	if w.mu.pos > 0 && w.mu.pos+size > w.cfg.SegmentBytes {
 		if err := w.rollLocked(); err != nil {
 			return w.failLocked(err)
 		}
@@ -369,7 +371,13 @@ func (w *Writer) writeLocked(batch []byte, first, last, maxTS int64) error {
 			w.mu.lastIndexed = w.mu.pos
 		}
 	}
-	if _, err := w.mu.f.WriteAt(batch, w.mu.pos); err != nil {
+	var err error
+	if rest == nil {
+		_, err = w.mu.f.WriteAt(batch, w.mu.pos)
+	} else {
+		err = writeAt2(w.mu.f, batch, rest, w.mu.pos)
+	}
+	if err != nil {
 		// Take back a partial write so that the file ends at a batch
 		// boundary; if even that fails, the writer is unusable.
 		if terr := w.mu.f.Truncate(w.mu.pos); terr != nil {
@@ -377,7 +385,7 @@ func (w *Writer) writeLocked(batch []byte, first, last, maxTS int64) error {
 		}
 		return fmt.Errorf("wlog: append to partition %d of %s at offset %d: %w", w.partition, w.topic, first, err)
 	}
-	w.mu.pos += int64(len(batch))
+	w.mu.pos += size
 	w.mu.next = last + 1
 	w.mu.maxTS = max(w.mu.maxTS, maxTS)
 	w.mu.dirty = true
