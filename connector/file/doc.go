@@ -85,6 +85,25 @@
 // delay has passed (Flink's success-file policy with the process-time
 // trigger).
 //
+// # Object storage
+//
+// ExactlyOnce's directory may be `s3://bucket/prefix` (AWS S3 or an
+// S3-compatible store, configured from the usual AWS environment as
+// checkpoint directories are: docs/operations.md). S3 has no rename, so
+// the sink does what Flink's S3 writer does: a writer spools its
+// in-progress part files to unlinked local files (os.TempDir), PreCommit
+// uploads each as a multipart upload of its final key without completing
+// it (the upload id and part ETags go in the committable), and Commit
+// completes the uploads, at which moment each object appears whole. The
+// same names, numbering, idempotence and errors hold (an object in the
+// way is not overwritten; a lost upload fails for good); Recover aborts
+// the open uploads a local Recover would delete as pending files, and
+// partition success files are objects written at commit. Uploads that
+// no rule reaches (a job abandoned for good) are for the bucket's
+// lifecycle rule on incomplete multipart uploads, as with Flink. The
+// sources of this package read local files only; the SQL filesystem
+// connector reads s3:// tables.
+//
 // # Other sinks
 //
 // JSONLinesSink writes one JSON value per line to a file, buffered, and

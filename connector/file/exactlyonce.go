@@ -188,6 +188,14 @@ func RollInterval(d time.Duration) SinkOption {
 // records are not committed. The job must stop the writers of a failed
 // attempt before the next attempt recovers.
 //
+// # Object storage
+//
+// dir may be `s3://bucket/prefix`: part files are then staged as
+// multipart uploads at PreCommit and completed by Commit, Recover aborts
+// the uploads it would delete as pending files (see the package
+// documentation, "Object storage"), and OpenWriter checks that the
+// bucket exists.
+//
 // # Errors
 //
 // Errors name the file or directory concerned: a directory that cannot be

@@ -240,6 +240,46 @@ type Source struct {
 	// planner reads them only in a Calc chained to the source (same task,
 	// before the next Read), which copies what it keeps.
 	Project func(paths []Path, fill func(row []types.Value)) (weir.Source[types.Row], error)
+	// Prune, when set, returns src (Source, or what Project made) made to
+	// skip parts of the input that no reader of the scan keeps (Flink's
+	// SupportsFilterPushDown, as a hint: the planner still applies every
+	// filter after the scan, so a source may skip less, never more).
+	// readers holds one conjunction of Predicates per reader of the scan
+	// (each a Calc of the query over it): a row that satisfies none of
+	// them is read by no one. The planner calls it only with projection
+	// push-down, and only when every reader filters by at least one
+	// Predicate.
+	Prune func(src weir.Source[types.Row], readers [][]Predicate) weir.Source[types.Row]
+}
+
+// Predicate is a conjunct of a query's filter over a table: the filter is
+// TRUE only for rows whose column Col (of the table's schema) compares
+// with Value as Op says ("=", "<", "<=", ">", ">="); a NULL in the column
+// makes it not TRUE. Compare orders a value of the column's type against
+// Value (<0, 0, >0), as the query compares them.
+type Predicate struct {
+	Col     int
+	Op      string
+	Value   types.Value
+	Compare func(col, value types.Value) int
+}
+
+// Admits reports whether a column whose values (not NULL) lie in
+// [lo, hi] may hold a value for which the predicate is TRUE.
+func (p Predicate) Admits(lo, hi types.Value) bool {
+	switch p.Op {
+	case "=":
+		return p.Compare(lo, p.Value) <= 0 && p.Compare(hi, p.Value) >= 0
+	case "<":
+		return p.Compare(lo, p.Value) < 0
+	case "<=":
+		return p.Compare(lo, p.Value) <= 0
+	case ">":
+		return p.Compare(hi, p.Value) > 0
+	case ">=":
+		return p.Compare(hi, p.Value) >= 0
+	}
+	return true
 }
 
 // Path names what a projected source puts in one value of its rows: column

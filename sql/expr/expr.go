@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -42,6 +43,45 @@ type Expr struct {
 	ival IntFn
 	pred predFn
 	filt FilterFn
+	// bounds, on a BOOLEAN over a projecting scan, are conjuncts it implies
+	// (a column of the scan compared with a constant): the expression is
+	// TRUE only where each holds (filter push-down: Bounds).
+	bounds []bound
+}
+
+// bound is a conjunct of a filter: a predicate on a projecting scan's
+// leaf.
+type bound struct {
+	leaf *leafRef
+	p    connector.Predicate
+}
+
+// boundOf is the bound of "l op r" when one side is a column of a
+// projecting scan and the other a constant.
+func boundOf(op string, l, r Expr) []bound {
+	mirror := map[string]string{"=": "=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+	if _, ok := mirror[op]; !ok {
+		return nil
+	}
+	if r.leaf == nil && l.leaf != nil {
+		// (a constant on the right)
+	} else if l.leaf == nil && r.leaf != nil {
+		l, r, op = r, l, mirror[op]
+	} else {
+		return nil
+	}
+	if l.leaf.field >= 0 || l.leaf.col < 0 || l.leaf.comp != nil || !r.Const || r.Deps != nil && len(r.Deps.leaves) > 0 {
+		return nil
+	}
+	cmp := Comparator(l.Type, r.Type)
+	if cmp == nil {
+		return nil
+	}
+	v := r.Eval(nil)
+	if v.Null {
+		return nil
+	}
+	return []bound{{leaf: l.leaf, p: connector.Predicate{Col: l.leaf.col, Op: op, Value: v, Compare: cmp}}}
 }
 
 // Column is a column visible to an expression.
@@ -652,7 +692,11 @@ func logic(op string, l, r Expr, generic bool) Expr {
 		return Expr{Type: t, Eval: logicGeneric(op, l, r), Const: l.Const && r.Const, Col: -1}
 	}
 	p, f := logicTyped(op, l, r)
-	return Expr{Type: t, Eval: evalOfPred(p), pred: p, filt: f, Const: l.Const && r.Const, Col: -1}
+	var bounds []bound
+	if op == "AND" && len(l.bounds)+len(r.bounds) > 0 {
+		bounds = append(append(bounds, l.bounds...), r.bounds...)
+	}
+	return Expr{Type: t, Eval: evalOfPred(p), pred: p, filt: f, Const: l.Const && r.Const, Col: -1, bounds: bounds}
 }
 
 // logicGeneric is AND and OR on Values, the reference for the typed form.
@@ -1114,6 +1158,14 @@ func compare(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 			r = cr
 		}
 	}
+	res, err := compareExpr(op, l, r, at, generic)
+	if err == nil {
+		res.bounds = boundOf(op, l, r)
+	}
+	return res, err
+}
+
+func compareExpr(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 	cmp := Comparator(l.Type, r.Type)
 	if cmp == nil {
 		return Expr{}, ErrAt(at, "cannot compare %s with %s", l.Type, r.Type)

@@ -72,6 +72,39 @@ type PushLayout struct {
 	Frozen bool
 	// Comps are the registered computed leaves, in registration order.
 	Comps []*leafRef
+	// readers are the conjunctions the filters of the Calcs over the scan
+	// imply, one per Calc (AddFilter); unfiltered is set when a Calc
+	// implies none.
+	readers    [][]connector.Predicate
+	unfiltered bool
+}
+
+// AddFilter records the filter of a Calc that reads the scan (nil: it
+// keeps every row). A Calc may be recorded more than once.
+func (l *PushLayout) AddFilter(filter *Expr) {
+	var ps []connector.Predicate
+	if filter != nil {
+		for _, b := range filter.bounds {
+			if b.leaf.l == l {
+				ps = append(ps, b.p)
+			}
+		}
+	}
+	if len(ps) == 0 {
+		l.unfiltered = true
+		return
+	}
+	l.readers = append(l.readers, ps)
+}
+
+// Filters returns one conjunction of predicates per Calc that reads the
+// scan, or nil when one of them implies none: a row that satisfies none
+// of them is read by no one (connector.Source.Prune).
+func (l *PushLayout) Filters() [][]connector.Predicate {
+	if l.unfiltered {
+		return nil
+	}
+	return l.readers
 }
 
 func (l *PushLayout) leaf(col, field int) *leafRef {

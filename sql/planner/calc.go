@@ -121,6 +121,7 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 			if err := r.push.RegisterDeps(es...); err != nil {
 				return nil, err
 			}
+			r.push.AddFilter(filter)
 		}
 		in, err := b.stream(r)
 		if err != nil {

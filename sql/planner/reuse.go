@@ -106,6 +106,7 @@ func (b *builder) prepare(root *rel) error {
 			if err := c.input.canonical().push.RegisterDeps(es...); err != nil {
 				return err
 			}
+			c.input.canonical().push.AddFilter(c.filter)
 		}
 		for _, in := range r.inputs {
 			if err := walk(in); err != nil {

@@ -192,6 +192,9 @@ func (p *planner) sourceRel(td *tableDef, pos parser.Pos) (*rel, error) {
 				if source, err = src.Project(push.Paths, fill); err != nil {
 					return nil, err
 				}
+				if readers := push.Filters(); src.Prune != nil && len(readers) > 0 {
+					source = src.Prune(source, readers)
+				}
 			}
 			return weir.FromSource(b.job, td.ddl.Name, source, ws, opts...), nil
 		}, traits: traits{push: push}}

@@ -101,7 +101,7 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 			null = defaultName(o)
 		}
 		src := newParquetSource(t, path, popts, null)
-		return &connector.Source{Source: src, Bounded: true, Changelog: types.InsertOnly, Options: t.Settings.SourceOptions(), Project: src.project}, nil
+		return &connector.Source{Source: src, Bounded: true, Changelog: types.InsertOnly, Options: t.Settings.SourceOptions(), Project: src.project, Prune: src.prune}, nil
 	}
 	dec, mode := format.NewDecoder(o, "format", part.dataSchema(t.Schema))
 	var quote byte

@@ -24,6 +24,9 @@ type parquetSource struct {
 	fill    func([]types.Value)
 	opts    *parquet.Options
 	null    string // 'partition.default-name'
+	// readers are the query's filters (prune): row groups and files that
+	// none of them admits are not read.
+	readers [][]connector.Predicate
 }
 
 func newParquetSource(t *connector.Table, path string, opts *parquet.Options, null string) *parquetSource {
@@ -44,6 +47,19 @@ func (s *parquetSource) project(paths []connector.Path, fill func([]types.Value)
 	}
 	p.fill = fill
 	return &p, nil
+}
+
+// prune implements connector.Source.Prune: Splits leaves out the row
+// groups (and files) whose statistics or partition values no reader's
+// filter admits.
+func (s *parquetSource) prune(src weir.Source[types.Row], readers [][]connector.Predicate) weir.Source[types.Row] {
+	ps, ok := src.(*parquetSource)
+	if !ok {
+		return src
+	}
+	p := *ps
+	p.readers = readers
+	return &p
 }
 
 var _ weir.RestorableSource[types.Row] = (*parquetSource)(nil)
@@ -72,6 +88,24 @@ func (s *parquetSource) Splits(context.Context) ([]weir.Split, error) {
 	var out []weir.Split
 	for _, f := range files {
 		path := f.ID()
+		if len(s.readers) > 0 {
+			keep, err := parquet.PruneRowGroups(path, s.partitions(path), s.schema, s.readers, s.opts)
+			if err != nil {
+				return nil, fmt.Errorf("table '%s': %w", s.table, err)
+			}
+			switch kept := countTrue(keep); {
+			case kept == 0:
+			case len(keep) == 1:
+				out = append(out, pqSplit{path, -1})
+			default:
+				for g, k := range keep {
+					if k {
+						out = append(out, pqSplit{path, g})
+					}
+				}
+			}
+			continue
+		}
 		n, err := parquet.CountRowGroups(path)
 		if err != nil {
 			return nil, fmt.Errorf("table '%s': %w", s.table, err)
@@ -120,14 +154,31 @@ func (s *parquetSource) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir
 	return s.open(p, int64(n))
 }
 
-func (s *parquetSource) open(sp pqSplit, row int64) (*parquetReader, error) {
-	path := sp.path
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// partitions are the partition values of a file of the table, the
+// default partition name as parquet.DefaultPartitionName (NULL).
+func (s *parquetSource) partitions(path string) map[string]string {
 	parts := partitionValues(s.path, path)
 	for k, v := range parts {
 		if v == s.null {
 			parts[k] = parquet.DefaultPartitionName // read as NULL
 		}
 	}
+	return parts
+}
+
+func (s *parquetSource) open(sp pqSplit, row int64) (*parquetReader, error) {
+	path := sp.path
+	parts := s.partitions(path)
 	fr, err := parquet.OpenFile(path, parts, s.schema, s.targets, s.opts)
 	if err != nil {
 		return nil, fmt.Errorf("table '%s': %w", s.table, err)

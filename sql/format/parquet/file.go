@@ -10,6 +10,7 @@ import (
 	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/weirstream/weir/internal/s3fs"
+	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/format"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -417,4 +418,128 @@ func open(path string) (readAtCloser, int64, []pq.FileOption, error) {
 		return nil, 0, nil, err
 	}
 	return f, fi.Size(), nil, nil
+}
+
+// PruneRowGroups reads the footer of the Parquet file at path and says,
+// for each row group, whether a row of it may satisfy one of readers
+// (connector.Source.Prune): false when, for every reader, one of its
+// predicates cannot hold for any value between the row group's minimum
+// and maximum of the column (its statistics), or for the file's
+// partition value of the column (partitions, as OpenFile takes them; a
+// NULL satisfies none). Columns without statistics, and those whose
+// statistics order is not the query's (floating point, where NaN is
+// outside the statistics; INT96; BOOLEAN; nested or repeated fields),
+// never prune.
+func PruneRowGroups(path string, partitions map[string]string, schema types.Schema, readers [][]connector.Predicate, opts *Options) (keep []bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			keep, err = nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("corrupt file: %v", p)}
+		}
+	}()
+	if opts == nil {
+		opts = DefaultOptions()
+	}
+	f, size, fopts, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	pf, err := pq.OpenFile(f, size, append(fopts, pq.SkipBloomFilters(true), pq.SkipPageIndex(true))...)
+	if err != nil {
+		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", size, err)}
+	}
+	groups := pf.RowGroups()
+	// admits[c][g]: may column c of row group g satisfy a predicate (nil:
+	// the column cannot prune)
+	type colStats struct {
+		constant *types.Value // a partition value
+		leaf     int
+		read     leafReader
+	}
+	cols := map[int]*colStats{}
+	pl := &planner{file: pf.Schema(), opts: opts}
+	for _, r := range readers {
+		for _, p := range r {
+			if _, seen := cols[p.Col]; seen || p.Col < 0 || p.Col >= len(schema) {
+				continue
+			}
+			cols[p.Col] = nil
+			col := schema[p.Col]
+			var fn pq.Node
+			for _, x := range pf.Schema().Fields() {
+				if x.Name() == col.Name {
+					fn = x
+				}
+			}
+			if fn == nil {
+				if s, ok := partitions[col.Name]; ok {
+					if v, err := parsePartition(s, col.Type); err == nil {
+						cols[p.Col] = &colStats{constant: &v}
+					}
+				}
+				continue
+			}
+			if !fn.Leaf() || fn.Repeated() {
+				continue
+			}
+			switch fn.Type().Kind() {
+			case pq.Float, pq.Double, pq.Int96, pq.Boolean:
+				continue
+			}
+			lc, ok := pf.Schema().Lookup(col.Name)
+			if !ok {
+				continue
+			}
+			read, err := pl.leaf(fn, col.Type)
+			if err != nil {
+				continue // (OpenFile says why)
+			}
+			cols[p.Col] = &colStats{leaf: lc.ColumnIndex, read: read}
+		}
+	}
+	admits := func(g int, p connector.Predicate) bool {
+		cs := cols[p.Col]
+		if cs == nil {
+			return true
+		}
+		if cs.constant != nil {
+			return !cs.constant.Null && p.Admits(*cs.constant, *cs.constant)
+		}
+		chunks := groups[g].ColumnChunks()
+		if cs.leaf >= len(chunks) {
+			return true
+		}
+		fc, ok := chunks[cs.leaf].(*pq.FileColumnChunk)
+		if !ok {
+			return true
+		}
+		lo, hi, ok := fc.Bounds()
+		if !ok {
+			// no statistics: only a chunk of NULLs alone is known
+			return !(fc.NumValues() > 0 && fc.NullCount() == fc.NumValues())
+		}
+		l, err1 := cs.read(lo)
+		h, err2 := cs.read(hi)
+		if err1 != nil || err2 != nil {
+			return true
+		}
+		return p.Admits(l, h)
+	}
+	keep = make([]bool, len(groups))
+	for g := range groups {
+		for _, r := range readers {
+			all := true
+			for _, p := range r {
+				if !admits(g, p) {
+					all = false
+					break
+				}
+			}
+			if all {
+				keep[g] = true
+				break
+			}
+		}
+	}
+	return keep, nil
 }
