@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -48,6 +49,7 @@ func BenchmarkConsume(b *testing.B) {
 	}
 	pcl.Close()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	n := 0
 	for b.Loop() {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr()), kgo.ConsumeTopics("bench"),
@@ -65,5 +67,16 @@ func BenchmarkConsume(b *testing.B) {
 		n += got
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric((processCPU()-cpu0)/float64(n)*1e6, "cpu-us/record")
 	b.ReportMetric(0, "ns/op")
+}
+
+// processCPU is the process's user and system CPU seconds so far (broker
+// and client alike).
+func processCPU() float64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return float64(u.Utime.Nano()+u.Stime.Nano()) / 1e9
 }

@@ -40,12 +40,14 @@ package wlog
 // client does.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 )
 
 const (
@@ -363,6 +365,78 @@ func (r *Reader) takeKafka(b []byte, nrecs int) (int, error) {
 		k.room -= len(kb)
 		k.batches++
 	}
+	r.pos += h.size()
+	r.next = max(r.next, h.lastOffset+1)
+	r.end = h.lastOffset + 1
+	return kafkaNext, nil
+}
+
+// kafkaPeek is what readKafkaDirect reads of a batch before its records:
+// the header, the largest producer section and the Kafka batch's header.
+const kafkaPeek = batchHeaderSize + prodFixed + MaxProducerName + kafkaHeaderSize
+
+// kafkaDirectMin is the least size of a batch that readKafkaDirect reads
+// straight into the caller's buffer; smaller ones go through the reader's
+// cache (one read for many).
+const kafkaDirectMin = readChunk
+
+// readKafkaDirect reads the batch at r.pos for ReadKafka straight into
+// the caller's buffer, without a copy through the reader's cache, if it
+// is a large batch in Kafka's form that ReadKafka takes (as takeKafka
+// would), and returns takeKafka's outcomes: kafkaDecode, having changed
+// nothing, for any other batch, or one that is not whole in the file or
+// whose header does not check (the usual path then reads it, telling
+// damage from a torn tail).
+func (r *Reader) readKafkaDirect() (int, error) {
+	k := &r.kafka
+	if r.pos >= r.bufPos && r.pos+kafkaDirectMin <= r.bufPos+int64(len(r.buf)) {
+		return kafkaDecode, nil // in the cache
+	}
+	var peek [kafkaPeek]byte
+	n, err := r.f.ReadAt(peek[:], r.pos)
+	if err != nil && err != io.EOF {
+		return kafkaStop, err
+	}
+	h, err := parseBatchHeader(peek[:n])
+	if err != nil || h.flags&flagKafka == 0 || h.flags&^knownFlags != 0 || h.size() < kafkaDirectMin ||
+		h.lastOffset >= k.below || h.lastOffset < r.next {
+		return kafkaDecode, nil
+	}
+	at := batchHeaderSize
+	if h.flags&flagProducer != 0 {
+		if n <= batchHeaderSize {
+			return kafkaDecode, nil
+		}
+		at += prodFixed + int(peek[batchHeaderSize])
+	}
+	if n < at+kafkaHeaderSize {
+		return kafkaDecode, nil
+	}
+	size := int(h.size()) - at
+	if size > k.room && !(k.first && k.batches == 0) {
+		k.full = k.batches == 0
+		return kafkaStop, nil
+	}
+	crc := crc32.Checksum(peek[8:at+kafkaAttrOffset], crcTable)
+	crc = crc32cCombine(crc, binary.BigEndian.Uint32(peek[at+kafkaCRCOffset:]), int64(size-kafkaAttrOffset))
+	if crc != binary.BigEndian.Uint32(peek[4:]) {
+		return kafkaDecode, nil
+	}
+	start := len(k.buf)
+	k.buf = slices.Grow(k.buf, size)[:start+size]
+	if m, err := r.f.ReadAt(k.buf[start:], r.pos+int64(at)); m < size {
+		k.buf = k.buf[:start]
+		if err != nil && err != io.EOF {
+			return kafkaStop, err
+		}
+		return kafkaDecode, nil
+	}
+	if !bytes.Equal(k.buf[start:start+kafkaHeaderSize], peek[at:at+kafkaHeaderSize]) {
+		k.buf = k.buf[:start] // changed between the reads: the usual path
+		return kafkaDecode, nil
+	}
+	k.room -= size
+	k.batches++
 	r.pos += h.size()
 	r.next = max(r.next, h.lastOffset+1)
 	r.end = h.lastOffset + 1

@@ -418,3 +418,104 @@ func TestCompactKafkaBatches(t *testing.T) {
 	}
 	sameRecords(t, readAll(t, tp, Earliest()), want)
 }
+
+// TestReadKafkaLarge: batches larger than the reader's cache are read
+// straight into the caller's buffer (readKafkaDirect), mixed with small
+// ones and with batches of records; a damaged header is damage, a damaged
+// record is left to the Kafka CRC.
+func TestReadKafkaLarge(t *testing.T) {
+	tp := newTopic(t, TopicConfig{SegmentBytes: 1 << 20})
+	w := openWriter(t, tp)
+	var all []Record
+	kbs := map[int64][]byte{}
+	big := func(i, n int) []Record {
+		recs := kafkaRecs(i, n)
+		for j := range recs {
+			recs[j].Value = bytes.Repeat([]byte{byte(i + j)}, 20<<10)
+		}
+		return recs
+	}
+	for i, n := 0, 0; i < 30; i++ {
+		var recs []Record
+		if i%3 == 2 {
+			recs = kafkaRecs(n, 2)
+		} else {
+			recs = big(n, 4+i%3)
+		}
+		var first int64
+		var err error
+		switch {
+		case i%5 == 4:
+			first, err = w.Append(slices.Clone(recs))
+		case i%2 == 0:
+			kb := kafkaBatch(recs)
+			first, err = w.AppendKafka(kb, "", ProducerSeq{})
+			kbs[first] = kb
+		default:
+			kb := kafkaBatch(recs)
+			first, err = w.AppendKafka(kb, "kafka/9", ProducerSeq{Epoch: 2, Checkpoint: int64(i)})
+			kbs[first] = kb
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range recs {
+			recs[j].Offset = first + int64(j)
+		}
+		all = append(all, recs...)
+		n += len(recs)
+	}
+	sameRecords(t, readAll(t, tp, Earliest()), all)
+	for _, room := range []int{0, 100 << 10, 1 << 20} {
+		r, err := tp.OpenReader(0, Earliest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []Record
+		for {
+			res, err := r.ReadKafka(nil, room, true, 1<<40, 5)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Batches > 0 && len(res.Buf) > max(room, 200<<10) {
+				t.Fatalf("room %d: %d bytes", room, len(res.Buf))
+			}
+			for b := res.Buf; len(b) > 0; {
+				n := 12 + int(binary.BigEndian.Uint32(b[8:]))
+				first := int64(binary.BigEndian.Uint64(b))
+				if !bytes.Equal(b[:n], kbs[first]) {
+					t.Fatalf("room %d: Kafka batch at %d differs from the one appended", room, first)
+				}
+				for j := range int(binary.BigEndian.Uint32(b[57:])) {
+					got = append(got, all[first+int64(j)])
+				}
+				b = b[n:]
+			}
+			got = append(got, res.Records...)
+		}
+		r.Close()
+		sameRecords(t, got, all)
+	}
+	w.Close()
+	// Damage to the header of the first (large) batch: corrupt to both.
+	path := logPath(tp.partDir(0), 0)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[20] ^= 1
+	if err := overwrite(path, b); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tp.OpenReader(0, Earliest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if res, err := r.ReadKafka(nil, 1<<20, true, 1<<40, 5); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ReadKafka of a damaged header: %d batches, %v", res.Batches, err)
+	}
+}

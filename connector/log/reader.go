@@ -452,6 +452,16 @@ func (r *Reader) readSegment(max int) ([]Record, error) {
 	budget := readBudget
 	for len(out) < max && (budget > 0 || len(out) == 0) {
 		if r.dec.f != r.f || r.dec.pos != r.pos {
+			if r.kafka.on && len(out) == 0 {
+				switch k, err := r.readKafkaDirect(); {
+				case err != nil:
+					return out, err
+				case k == kafkaNext:
+					continue
+				case k == kafkaStop:
+					return out, nil
+				}
+			}
 			b, err := r.bytesAt(r.pos)
 			if err != nil {
 				if len(out) > 0 {
