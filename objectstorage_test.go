@@ -35,9 +35,10 @@ func s3Checkpoints(t *testing.T, dir string) []string {
 // A job whose checkpoint directory is in object storage (an S3 store on
 // loopback): it fails, restores its latest checkpoint from the bucket and
 // ends with the output of a run without failure; the checkpoints are in
-// the bucket, retained as on a disk.
+// the bucket, retained as on a disk, written in place (no object is
+// copied: S3 has no rename).
 func TestCheckpointsInObjectStorage(t *testing.T) {
-	s3test.Start(t, "ck")
+	srv := s3test.Start(t, "ck")
 	r := newRand(7)
 	evs := randomEvents(r, 8000, 100, 2000)
 	want := func() []string {
@@ -67,13 +68,17 @@ func TestCheckpointsInObjectStorage(t *testing.T) {
 	if cks := s3Checkpoints(t, dir); len(cks) == 0 || len(cks) > 3 {
 		t.Fatalf("checkpoints in the bucket: %v, want 1..3 retained", cks)
 	}
+	if n := srv.Copies(); n != 0 {
+		t.Fatalf("%d objects copied on the server: checkpoints are not written in place", n)
+	}
 }
 
 // Keyed Pebble state with incremental checkpoints in object storage: the
 // SST files are uploaded to the bucket's shared/ once, and a job restores
-// from the bucket at another parallelism.
+// from the bucket at another parallelism; nothing is copied on the
+// server (SST files and checkpoints are written in place).
 func TestIncrementalCheckpointsInObjectStorage(t *testing.T) {
-	s3test.Start(t, "ck")
+	srv := s3test.Start(t, "ck")
 	r := newRand(8)
 	gen := func(n int, from int64) []ev {
 		out := make([]ev, n)
@@ -107,6 +112,9 @@ func TestIncrementalCheckpointsInObjectStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCounts(t, out.Items(), before, second)
+	if n := srv.Copies(); n != 0 {
+		t.Fatalf("%d objects copied on the server: checkpoints are not written in place", n)
+	}
 }
 
 // The servers' token is never written to object storage: with an s3://

@@ -73,6 +73,13 @@ func (s *Store) RecordCommit(id int64, kind Kind, path string) error {
 	}
 	body = append(body, '\n')
 	data := fmt.Appendf(body, "%s%08x\n", trailerPrefix, crc32.Checksum(body, castagnoli))
+	if s.inPlace {
+		// whole once written: no rename (a copy there)
+		if err := writeFileSync(fsys, file, data); err != nil {
+			return fmt.Errorf("checkpoint: record commit of %d: %w", id, err)
+		}
+		return nil
+	}
 	tmp := file + ".tmp"
 	if err := writeFileSync(fsys, tmp, data); err != nil {
 		return fmt.Errorf("checkpoint: record commit of %d: %w", id, err)

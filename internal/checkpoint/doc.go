@@ -37,7 +37,17 @@
 //     deleted. Savepoints are never deleted.
 //
 // A crash before step 3 leaves an .inprogress directory, which Open
-// removes; after it, a complete checkpoint. If Commit fails it removes what
+// removes; after it, a complete checkpoint.
+//
+// On object storage (a file system whose files appear whole when closed
+// and whose renames copy: internal/s3fs) a checkpoint of the store is
+// written in place instead, as Flink writes to S3: in its final
+// directory from the start; Commit writes the metadata's copy and then
+// _metadata there (no rename), and the checkpoint is complete once either
+// is whole. A directory with neither is in progress (or a crash's
+// leftover, which Open removes). Shared files and commit records are
+// written under their final names; a savepoint at a path the user names
+// is still written beside it and renamed. If Commit fails it removes what
 // it wrote (including the final directory, if fsyncing DIR failed), so the
 // store holds what it held before and Latest returns what it did before.
 //

@@ -89,6 +89,25 @@ func Remote(path string) bool {
 	return schemes[s] != nil
 }
 
+// atomicCreator is an FS whose created files appear whole when closed,
+// never partly written (object storage: an upload), and whose renames
+// copy: a store on it writes checkpoints in place (Store's doc).
+type atomicCreator interface{ AtomicCreate() bool }
+
+// atomicCreate reports whether files created at path appear whole when
+// closed (see atomicCreator).
+func atomicCreate(fsys FS, path string) bool {
+	if r, ok := fsys.(routerFS); ok {
+		f, err := r.pick(path)
+		if err != nil {
+			return false
+		}
+		fsys = f
+	}
+	a, ok := fsys.(atomicCreator)
+	return ok && a.AtomicCreate()
+}
+
 // routerFS sends each path to its scheme's file system, local paths to
 // the operating system's.
 type routerFS struct{}

@@ -24,6 +24,7 @@ type Pending struct {
 	final   string
 	started time.Time
 	managed bool // in s.dir: id reserved, subject to retention
+	inPlace bool // written in its final directory (Store.inPlace)
 
 	mu struct {
 		sync.Mutex
@@ -45,6 +46,9 @@ type fileState struct {
 func (s *Store) newPending(id int64, kind Kind, final string, started time.Time, managed bool) (*Pending, error) {
 	p := &Pending{s: s, id: id, kind: kind, dir: final + inProgressSuffix, final: final,
 		started: started, managed: managed}
+	if s.inPlace && managed {
+		p.dir, p.inPlace = final, true
+	}
 	p.mu.files = make(map[string]*fileState)
 	if err := s.cfg.fs.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("checkpoint: begin %d: %w", id, withPath("mkdir", p.dir, err))
@@ -182,6 +186,9 @@ func (w *FileWriter) Close() (FileInfo, error) {
 // final one, and makes that durable.
 func (w *FileWriter) publishShared() error {
 	fsys := w.p.s.cfg.fs
+	if w.path == w.final {
+		return nil // written in place
+	}
 	if err := fsys.Rename(w.path, w.final); err != nil {
 		return fmt.Errorf("checkpoint: %w", withPath("rename", w.path, err))
 	}
@@ -206,6 +213,9 @@ func (p *Pending) CreateShared(name string) (*FileWriter, error) {
 	}
 	final := p.s.sharedPath(name)
 	path := final + sharedTmpSuffix
+	if p.inPlace {
+		path = final // whole once closed: no rename (a copy there)
+	}
 	st := new(fileState)
 	if err := p.addShared(name, st); err != nil {
 		return nil, err
@@ -402,6 +412,9 @@ func (p *Pending) commit(meta Metadata, written map[string]fileState) (*Checkpoi
 	if err != nil {
 		return nil, fmt.Errorf("encoding metadata: %w", err)
 	}
+	if p.inPlace {
+		return p.commitInPlace(&meta, data)
+	}
 
 	tmp := filepath.Join(p.dir, metadataTmp)
 	if err := writeFileSync(fsys, tmp, data); err != nil {
@@ -457,6 +470,35 @@ func (p *Pending) commit(meta Metadata, written map[string]fileState) (*Checkpoi
 	return c, nil
 }
 
+// commitInPlace publishes a checkpoint written in place: with no newer
+// one committed, it writes the metadata's copy and then the metadata in
+// the checkpoint's directory. The checkpoint is complete once either is
+// whole (an object appears whole when uploaded); every state file is
+// already. A failure removes the directory (Commit), as a crash before
+// the first metadata file leaves one that the next Open removes.
+func (p *Pending) commitInPlace(meta *Metadata, data []byte) (*Checkpoint, error) {
+	fsys := p.s.cfg.fs
+	p.s.commitMu.Lock()
+	defer p.s.commitMu.Unlock()
+	if err := p.checkNewer(); err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(fsys, filepath.Join(p.dir, metadataCopyName), data); err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(fsys, filepath.Join(p.dir, metadataName), data); err != nil {
+		return nil, err
+	}
+	c := newCheckpoint(fsys, p.final, meta)
+	p.s.cfg.logger.Debug("checkpoint: committed in place", "checkpoint", c)
+	// no longer pending: retention counts it (Commit releases it again)
+	p.s.release(p.id)
+	if p.kind == KindCheckpoint {
+		p.s.pruneLocked()
+	}
+	return c, nil
+}
+
 // checkPublishable checks that the final directory is free and, for a
 // checkpoint, that no newer one completed meanwhile.
 func (p *Pending) checkPublishable() error {
@@ -466,6 +508,13 @@ func (p *Pending) checkPublishable() error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	return p.checkNewer()
+}
+
+// checkNewer checks, for a checkpoint of the store, that no newer one is
+// committed (ErrSubsumed).
+func (p *Pending) checkNewer() error {
+	fsys := p.s.cfg.fs
 	if !p.managed || p.kind != KindCheckpoint {
 		return nil
 	}

@@ -24,6 +24,11 @@ const inProgressSuffix = ".inprogress"
 type Store struct {
 	dir string
 	cfg config
+	// inPlace: the store's file system creates files whole and renames by
+	// copying (object storage), so checkpoints are written in place: in
+	// their final directory, complete once a metadata file is written,
+	// shared files and commit records under their final names.
+	inPlace bool
 
 	// commitMu serializes the publishing step of commits (the check for a
 	// newer checkpoint, the rename, retention), so that concurrent commits
@@ -52,6 +57,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{dir: filepath.Clean(dir), cfg: cfg}
+	s.inPlace = atomicCreate(cfg.fs, s.dir)
 	s.mu.pending = make(map[int64]bool)
 	s.mu.pinned = make(map[string]int)
 	if cfg.readOnly {
@@ -438,7 +444,12 @@ func (s *Store) scan() ([]entry, error) {
 			continue
 		}
 		if dn, ok := parseDirName(de.Name()); ok {
-			entries = append(entries, entry{path: filepath.Join(s.dir, de.Name()), dirName: dn})
+			e := entry{path: filepath.Join(s.dir, de.Name()), dirName: dn}
+			if s.inPlace && !dn.inProgress && !s.hasMetadata(e) {
+				// written in place, and not complete (yet)
+				e.inProgress = true
+			}
+			entries = append(entries, e)
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b entry) int {
@@ -476,4 +487,22 @@ func parseID(s string) (int64, bool) {
 	}
 	id, err := strconv.ParseInt(s, 10, 64)
 	return id, err == nil
+}
+
+// hasMetadata reports whether a checkpoint written in place has a
+// metadata file (either copy): it is complete, if valid. One being
+// written by this store has none yet.
+func (s *Store) hasMetadata(e entry) bool {
+	s.mu.Lock()
+	pending := s.mu.pending[e.id]
+	s.mu.Unlock()
+	if pending {
+		return false
+	}
+	for _, name := range []string{metadataName, metadataCopyName} {
+		if _, err := s.cfg.fs.Stat(filepath.Join(e.path, name)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return true // (an error other than missing: let load say it)
+		}
+	}
+	return false
 }

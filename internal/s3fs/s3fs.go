@@ -20,7 +20,9 @@
 // # Semantics
 //
 // Object storage has keys, not directories: a "directory" is a key
-// prefix ending in '/', which exists while an object has it. A file is
+// prefix ending in '/', which exists while an object has it. The FS says
+// so to checkpoint stores (AtomicCreate), which then write checkpoints in
+// place rather than write and rename. A file is
 // written to a local spool file and uploaded when it is closed (in parts
 // when large, by the SDK's upload manager), so a reader never sees a
 // partial object and Close reports a failed upload; Sync does nothing
@@ -378,6 +380,10 @@ func (f *FS) removeAll(bucket, key string, objs []types.Object) error {
 	}
 	return nil
 }
+
+// AtomicCreate says that a created file appears whole when closed (an
+// upload) and that renames copy: checkpoint stores write in place here.
+func (f *FS) AtomicCreate() bool { return true }
 
 // MkdirAll implements checkpoint.FS: prefixes need no creating.
 func (f *FS) MkdirAll(name string, perm fs.FileMode) error {

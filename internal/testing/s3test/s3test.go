@@ -6,9 +6,11 @@
 package s3test
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -20,7 +22,12 @@ type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port.
 	URL     string
 	backend *s3mem.Backend
+	copies  atomic.Int64
 }
+
+// Copies is the number of server-side copies (CopyObject) made so far:
+// a rename in object storage.
+func (s *Server) Copies() int64 { return s.copies.Load() }
 
 // Start starts a store holding the given buckets, sets the test's AWS
 // environment to reach it, and stops it when the test ends. Tests that
@@ -33,8 +40,16 @@ func Start(t testing.TB, buckets ...string) *Server {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	s := &Server{backend: backend}
+	fake := gofakes3.New(backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Amz-Copy-Source") != "" {
+			s.copies.Add(1)
+		}
+		fake.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
+	s.URL = srv.URL
 	t.Setenv("AWS_ENDPOINT_URL_S3", srv.URL)
 	t.Setenv("AWS_ACCESS_KEY_ID", "weir-test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "weir-test-secret")
@@ -45,7 +60,7 @@ func Start(t testing.TB, buckets ...string) *Server {
 	}
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
-	return &Server{URL: srv.URL, backend: backend}
+	return s
 }
 
 // AWSCLI returns the path of the AWS CLI (aws), the independent client
