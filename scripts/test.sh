@@ -80,6 +80,10 @@ export WEIR_REQUIRE_AWSCLI=1
 # same, for protoc.
 bash scripts/protoc.sh install
 export WEIR_REQUIRE_PROTOC=1
+# sql/connector/kafka's key store tests read JKS and PKCS12 stores made by
+# Java's keytool and openssl: the same, for both.
+bash scripts/keytool.sh install
+export WEIR_REQUIRE_KEYTOOL=1
 go test -race -count=1 ./...
 # connector/kafka's source, sink, changelog and in-process group tests once
 # more, against weir broker instead of kfake (about 25 s; the main pass

@@ -23,18 +23,20 @@ import (
 //   - 'sasl.mechanism': PLAIN (default), SCRAM-SHA-256, SCRAM-SHA-512,
 //     with 'sasl.jaas.config' = '<PlainLoginModule|ScramLoginModule>
 //     required username="..." password="...";' (Kafka's login modules);
-//   - 'ssl.truststore.location' or 'ssl.truststore.certificates' (PEM;
-//     'ssl.truststore.type' = 'PEM'): the CAs the brokers' certificates
-//     are checked against (default: the system's);
-//   - 'ssl.keystore.location' (a PEM file with the key and its
-//     certificate chain) or 'ssl.keystore.key' with
-//     'ssl.keystore.certificate.chain' ('ssl.keystore.type' = 'PEM'): a
-//     client certificate;
+//   - 'ssl.truststore.location' (a JKS, PKCS12 or PEM store:
+//     'ssl.truststore.type', else by its content; a JKS store needs
+//     'ssl.truststore.password') or 'ssl.truststore.certificates' (PEM):
+//     the CAs the brokers' certificates are checked against (default: the
+//     system's);
+//   - 'ssl.keystore.location' (a JKS or PKCS12 store with
+//     'ssl.keystore.password' and, JKS, 'ssl.key.password' when the key's
+//     differs; or a PEM file with the key and its certificate chain) or
+//     'ssl.keystore.key' with 'ssl.keystore.certificate.chain': a client
+//     certificate;
 //   - 'ssl.endpoint.identification.algorithm': 'https' (default) checks
 //     the broker's host name, an empty value only its chain.
 //
-// Java's keystores (JKS, PKCS12) and encrypted keys ('ssl.key.password')
-// are refused with what to use instead.
+// Encrypted PEM keys are refused with what to use instead.
 func security(o *connector.Options, props map[string]string) []kafka.ClientOption {
 	take := func(k string) (string, bool) {
 		v, ok := props[k]
@@ -158,7 +160,8 @@ func parseJAAS(s string) (module, user, pass string, err error) {
 	return module, user, pass, nil
 }
 
-// tlsConfig reads the 'ssl.*' properties (PEM only).
+// tlsConfig reads the 'ssl.*' properties: stores in PEM, JKS or PKCS12
+// (keystore.go).
 func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 	take := func(k string) (string, bool) {
 		v, ok := ssl[k]
@@ -171,29 +174,51 @@ func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 		bad = true
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	pemOnly := func(key string) {
-		if t, ok := take(key); ok && !strings.EqualFold(t, "PEM") {
-			fail("option 'properties.%s' = '%s': weir reads PEM only (Java's JKS and PKCS12 keystores: export them to PEM, e.g. with keytool -exportcert -rfc or openssl pkcs12)", key, t)
-		}
-	}
-	pemOnly("ssl.truststore.type")
-	pemOnly("ssl.keystore.type")
-	readPEM := func(key string) []byte {
+	readFile := func(key string) []byte {
 		path, _ := take(key)
 		b, err := os.ReadFile(path)
 		if err != nil {
 			fail("option 'properties.%s': %v", key, err)
 			return nil
 		}
-		if p, _ := pem.Decode(b); p == nil {
-			fail("option 'properties.%s': %s holds no PEM block (a JKS or PKCS12 keystore? weir reads PEM only)", key, path)
-			return nil
-		}
 		return b
+	}
+	trustType, _ := take("ssl.truststore.type")
+	trustPass, _ := take("ssl.truststore.password")
+	keyType, _ := take("ssl.keystore.type")
+	keyStorePass, _ := take("ssl.keystore.password")
+	keyPass, hasKeyPass := take("ssl.key.password")
+	for k, t := range map[string]string{"ssl.truststore.type": trustType, "ssl.keystore.type": keyType} {
+		switch strings.ToUpper(t) {
+		case "", "PEM", "JKS", "PKCS12":
+		default:
+			fail("option 'properties.%s' = '%s': must be JKS, PKCS12 or PEM", k, t)
+		}
+	}
+	if _, ok := ssl["ssl.keystore.location"]; hasKeyPass && !ok {
+		fail("option 'properties.ssl.key.password' needs 'properties.ssl.keystore.location' (a JKS store's key password)")
 	}
 	var trust []byte
 	if _, ok := ssl["ssl.truststore.location"]; ok {
-		trust = readPEM("ssl.truststore.location")
+		path := ssl["ssl.truststore.location"]
+		if b := readFile("ssl.truststore.location"); b != nil {
+			switch typ := storeType(trustType, b); typ {
+			case "PEM":
+				if p, _ := pem.Decode(b); p == nil {
+					fail("option 'properties.ssl.truststore.location': %s holds no PEM block", path)
+				}
+				trust = b
+			default:
+				certs, err := trustedCerts(typ, b, trustPass)
+				if err != nil {
+					fail("option 'properties.ssl.truststore.location': %s: %v", path, err)
+					break
+				}
+				for _, c := range certs {
+					trust = append(trust, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+				}
+			}
+		}
 	}
 	if v, ok := take("ssl.truststore.certificates"); ok {
 		trust = append(trust, v...)
@@ -207,17 +232,32 @@ func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 	}
 	var keyPEM, chainPEM []byte
 	if _, ok := ssl["ssl.keystore.location"]; ok {
-		keyPEM = readPEM("ssl.keystore.location")
-		chainPEM = keyPEM
+		path := ssl["ssl.keystore.location"]
+		if b := readFile("ssl.keystore.location"); b != nil {
+			switch typ := storeType(keyType, b); typ {
+			case "PEM":
+				if p, _ := pem.Decode(b); p == nil {
+					fail("option 'properties.ssl.keystore.location': %s holds no PEM block", path)
+				}
+				if hasKeyPass {
+					fail("option 'properties.ssl.key.password': encrypted PEM keys are not supported; give the key unencrypted, or a JKS or PKCS12 store")
+				}
+				keyPEM, chainPEM = b, b
+			default:
+				cert, err := keyPair(typ, b, keyStorePass, keyPass)
+				if err != nil {
+					fail("option 'properties.ssl.keystore.location': %s: %v", path, err)
+					break
+				}
+				cfg.Certificates = []tls.Certificate{cert}
+			}
+		}
 	}
 	if v, ok := take("ssl.keystore.key"); ok {
 		keyPEM = []byte(v)
 	}
 	if v, ok := take("ssl.keystore.certificate.chain"); ok {
 		chainPEM = []byte(v)
-	}
-	if _, ok := take("ssl.key.password"); ok {
-		fail("option 'properties.ssl.key.password': encrypted keys are not supported; give the key unencrypted in PEM")
 	}
 	if len(keyPEM) > 0 || len(chainPEM) > 0 {
 		cert, err := tls.X509KeyPair(chainPEM, keyPEM)
@@ -246,7 +286,7 @@ func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 		}
 	}
 	for k := range ssl {
-		fail("option 'properties.%s': the Kafka client property is not supported (supported: ssl.truststore.location, ssl.truststore.certificates, ssl.truststore.type, ssl.keystore.location, ssl.keystore.key, ssl.keystore.certificate.chain, ssl.keystore.type, ssl.endpoint.identification.algorithm)", k)
+		fail("option 'properties.%s': the Kafka client property is not supported (supported: ssl.truststore.location, ssl.truststore.password, ssl.truststore.certificates, ssl.truststore.type, ssl.keystore.location, ssl.keystore.password, ssl.key.password, ssl.keystore.key, ssl.keystore.certificate.chain, ssl.keystore.type, ssl.endpoint.identification.algorithm)", k)
 	}
 	if bad {
 		return nil
