@@ -100,9 +100,10 @@
 // the open uploads a local Recover would delete as pending files, and
 // partition success files are objects written at commit. Uploads that
 // no rule reaches (a job abandoned for good) are for the bucket's
-// lifecycle rule on incomplete multipart uploads, as with Flink. The
-// sources of this package read local files only; the SQL filesystem
-// connector reads s3:// tables.
+// lifecycle rule on incomplete multipart uploads, as with Flink.
+// JSONLines and CSV take s3:// objects among their paths: an object is
+// read as a stream, and a restored reader resumes with a ranged read
+// from the checkpointed offset (Follow is refused: objects do not grow).
 //
 // # Other sinks
 //

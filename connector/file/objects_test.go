@@ -3,6 +3,7 @@ package file
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -205,4 +206,70 @@ func s3Remove(obj *s3fs.FS, name string) error {
 		return errors.New("still there")
 	}
 	return nil
+}
+
+// JSONLines and CSV read s3:// objects: each object a split, a reader
+// resumed at a checkpointed position reads on from there (a ranged read),
+// and Follow is refused for objects.
+func TestSourceObjects(t *testing.T) {
+	obj := objectStore(t)
+	in := events(300)
+	if err := obj.Put("s3://lake/in/a.jsonl", []byte(jsonLines(t, in[:200]))); err != nil {
+		t.Fatal(err)
+	}
+	if err := obj.Put("s3://lake/in/b.jsonl", []byte(jsonLines(t, in[200:]))); err != nil {
+		t.Fatal(err)
+	}
+	src := JSONLines[event]([]string{"s3://lake/in/a.jsonl", "s3:/lake/in//b.jsonl"}).(weir.RestorableSource[event])
+	splits, err := src.Splits(bg)
+	if err != nil || len(splits) != 2 || splits[1].ID() != "s3://lake/in/b.jsonl" {
+		t.Fatalf("splits %v, %v", splits, err)
+	}
+	var got []event
+	read := func(r weir.SplitReader[event], n int) {
+		t.Helper()
+		buf := make([]event, 7)
+		for n > 0 {
+			k, err := r.Read(bg, buf[:min(len(buf), n)])
+			got = append(got, buf[:k]...)
+			n -= k
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r, err := src.Open(bg, splits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(r, 123)
+	pos, err := r.(weir.CheckpointedReader[event]).Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	r, err = src.OpenAt(bg, splits[0], pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(r, 1000)
+	r.Close()
+	if r, err = src.Open(bg, splits[1]); err != nil {
+		t.Fatal(err)
+	}
+	read(r, 1000)
+	r.Close()
+	if fmt.Sprint(got) != fmt.Sprint(in) {
+		t.Fatalf("read %d events, want the %d written, in order", len(got), len(in))
+	}
+	// a missing object, and Follow
+	if _, err := src.Open(bg, split("s3://lake/in/none.jsonl")); err == nil || !strings.Contains(err.Error(), "s3://lake/in/none.jsonl") {
+		t.Fatalf("missing object: %v", err)
+	}
+	if _, err := JSONLines[event]([]string{"s3://lake/in/a.jsonl"}, Follow(time.Second)).Splits(bg); err == nil || !strings.Contains(err.Error(), "does not grow") {
+		t.Fatalf("Follow on an object: %v", err)
+	}
 }

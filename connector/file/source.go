@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/s3fs"
 )
 
 const (
@@ -101,7 +102,9 @@ func (e *RecordError) Unwrap() error { return e.Err }
 
 // JSONLines returns a source reading JSON Lines files: one JSON value per
 // line, decoded into a T with encoding/json. Blank lines are skipped. Each
-// path is one split, whose ID is the path cleaned by filepath.Clean.
+// path is one split, whose ID is the path cleaned by filepath.Clean. A path
+// may be an object, `s3://bucket/key` (read by ranged requests, resumed
+// from a checkpoint's offset; not with Follow).
 func JSONLines[T any](paths []string, opts ...Option) weir.Source[T] {
 	return newSource[T](paths, opts, formatJSON, nil)
 }
@@ -113,7 +116,8 @@ func JSONLines[T any](paths []string, opts ...Option) weir.Source[T] {
 // fields slice is reused for the next record: parse must not keep it (the
 // strings in it it may keep). Empty lines are skipped; Header(true) skips
 // the first record of each file. Each path is one split, whose ID is the
-// path cleaned by filepath.Clean.
+// path cleaned by filepath.Clean; paths may be s3:// objects, as for
+// JSONLines.
 func CSV[T any](paths []string, parse func(fields []string) (T, error), opts ...Option) weir.Source[T] {
 	return newSource(paths, opts, formatCSV, parse)
 }
@@ -149,6 +153,16 @@ func newSource[T any](paths []string, opts []Option, f format, parse func([]stri
 			continue
 		}
 		c := filepath.Clean(p)
+		if s3fs.IsURL(p) {
+			var err error
+			if c, err = s3fs.Clean(p); err != nil {
+				errs = append(errs, fmt.Errorf("file: %w", err))
+				continue
+			}
+			if s.cfg.follow {
+				errs = append(errs, fmt.Errorf("file: Follow: %s is an object, which does not grow", c))
+			}
+		}
 		if seen[c] {
 			errs = append(errs, fmt.Errorf("file: path %s given twice", c))
 			continue
@@ -199,11 +213,41 @@ func (s *source[T]) Open(_ context.Context, sp weir.Split) (weir.SplitReader[T],
 	if !ok {
 		return nil, fmt.Errorf("file: split %q does not belong to this source", sp.ID())
 	}
+	if s3fs.IsURL(string(p)) {
+		rc, _, err := openObject(string(p), 0)
+		if err != nil {
+			return nil, err
+		}
+		r := newReader(string(p), rc, s.cfg, s.format, s.parse)
+		r.obj = rc
+		return r, nil
+	}
 	f, _, err := openFile(string(p))
 	if err != nil {
 		return nil, err
 	}
 	return newReader(string(p), f, s.cfg, s.format, s.parse), nil
+}
+
+// openObject opens an s3:// object from byte off (a ranged read): its
+// reader and its size.
+func openObject(path string, off int64) (io.ReadCloser, int64, error) {
+	obj, err := s3fs.FromEnv()
+	if err != nil {
+		return nil, 0, fmt.Errorf("file: %w", err)
+	}
+	o, err := obj.Head(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("file: %w", err)
+	}
+	if o.Size < off {
+		return nil, o.Size, nil
+	}
+	rc, err := obj.OpenFrom(path, off)
+	if err != nil {
+		return nil, 0, fmt.Errorf("file: %w", err)
+	}
+	return rc, o.Size, nil
 }
 
 func openFile(path string) (*os.File, int64, error) {
@@ -239,6 +283,21 @@ func (s *source[T]) OpenAt(_ context.Context, sp weir.Split, pos []byte) (weir.S
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", err, string(p))
 	}
+	if s3fs.IsURL(string(p)) {
+		rc, size, err := openObject(string(p), at.Off)
+		if err != nil {
+			return nil, err
+		}
+		if rc == nil {
+			return nil, fmt.Errorf("file: %s has %d bytes, fewer than the checkpointed offset %d: it was replaced", string(p), size, at.Off)
+		}
+		r := newReader(string(p), rc, s.cfg, s.format, s.parse)
+		r.obj = rc
+		r.lines.off, r.lines.start, r.lines.line = at.Off, at.Off, at.Line
+		r.sawHeader = at.Header
+		r.skipped.Store(at.Skipped)
+		return r, nil
+	}
 	f, size, err := openFile(string(p))
 	if err != nil {
 		return nil, err
@@ -265,7 +324,8 @@ func (s *source[T]) OpenAt(_ context.Context, sp weir.Split, pos []byte) (weir.S
 // methods are meant to be called from one goroutine, except Skipped.
 type Reader[T any] struct {
 	path   string
-	f      *os.File // nil if not reading a file (tests)
+	f      *os.File      // nil if not reading a file (tests, objects)
+	obj    io.ReadCloser // an s3:// object being read
 	cfg    config
 	format format
 	lines  *lineReader
@@ -653,6 +713,11 @@ func (r *Reader[T]) Path() string { return r.path }
 func (r *Reader[T]) Close() error {
 	if r.timer != nil {
 		r.timer.Stop()
+	}
+	if r.obj != nil {
+		o := r.obj
+		r.obj = nil
+		return o.Close()
 	}
 	if r.f == nil {
 		return nil
