@@ -303,6 +303,9 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 		c.cmu.Unlock()
 	}
 	out := cu.buf[:0]
+	if cu.ahead != nil && len(cu.ahead) == 0 {
+		cu.spare, cu.ahead = cu.ahead, nil // the read-ahead found no batch
+	}
 	if len(cu.ahead) > 0 {
 		// The batches read ahead come first, if they fit (or are one
 		// batch, which a first partition may send whatever its size);
