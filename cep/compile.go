@@ -52,12 +52,21 @@ type nfa[T any] struct {
 	window int64 // ms; 0: none
 	skip   skipStrategy
 	stages []string // stage names by index
+	// altPath, by stage index: the alternations the stage is inside, the
+	// outermost first, and which alternative; nil when the pattern has no
+	// alternation (see prefer)
+	altPath [][]altStep
+	hasAlt  bool
 	// inert, when not nil, reports events that cannot change any partial
 	// match (see inertFilter).
 	inert func(*T) bool
 }
 
 const endStateName = "$endState$"
+
+// altStep is one alternation a stage is inside and the alternative (0:
+// the first, preferred) it is in.
+type altStep struct{ id, branch int32 }
 
 type notCond[T any] struct {
 	c    cond[T]
@@ -70,6 +79,7 @@ type compiler[T any] struct {
 	stageIdx    map[string]int32
 	stop        map[string]int32
 	curGroup    *Pattern[T]
+	alts        int32 // alternations registered
 	firstOfLoop map[*Pattern[T]]bool
 	cur         *Pattern[T]
 	following   *Pattern[T]
@@ -97,18 +107,16 @@ func compile[T any](last *Pattern[T]) (*nfa[T], error) {
 		return nil, err
 	}
 	if s := c.n.skip; s.kind == skipToFirst || s.kind == skipToLast {
-		// As Flink, the stage must be one of the top-level sequence.
-		found := false
-		for p := last; p != nil; p = p.prev {
-			found = found || (p.group == nil && p.name == s.stage)
-		}
-		if !found {
+		// Flink wants a stage of the top-level sequence; weir takes
+		// stages inside groups and alternations too.
+		if !hasStage(last, s) {
 			return nil, fmt.Errorf("cep: %v: no stage %q in the pattern", s, s.stage)
 		}
 	}
 	// Stage indices in pattern order: ties between matches are broken by
 	// them (see cmpMatch).
-	c.registerStages(last)
+	c.registerStages(last, nil)
+	c.n.hasAlt = c.alts > 0
 	c.n.window = minWindow(last)
 	if last.quant.consuming == notFollow && c.n.window == 0 {
 		return nil, fmt.Errorf("cep: stage %q: NotFollowedBy as the last stage needs Within", last.name)
@@ -152,16 +160,44 @@ func inertFilter[T any](last *Pattern[T]) func(*T) bool {
 	}
 }
 
-func (c *compiler[T]) registerStages(p *Pattern[T]) {
+func (c *compiler[T]) registerStages(p *Pattern[T], path []altStep) {
 	if p == nil {
 		return
 	}
-	c.registerStages(p.prev)
+	c.registerStages(p.prev, path)
 	if p.group != nil {
-		c.registerStages(p.group)
+		if p.alts == nil {
+			c.registerStages(p.group, path)
+			return
+		}
+		id := c.alts
+		c.alts++
+		for i, a := range p.alts {
+			c.registerStages(a, append(path[:len(path):len(path)], altStep{id, int32(i)}))
+		}
 		return
 	}
-	c.stage(p.name)
+	i := c.stage(p.name)
+	for int(i) >= len(c.n.altPath) {
+		c.n.altPath = append(c.n.altPath, nil)
+	}
+	c.n.altPath[i] = path
+}
+
+// hasStage reports whether the sequence ending at p has the skip
+// strategy's stage, in groups and alternations too.
+func hasStage[T any](p *Pattern[T], s skipStrategy) bool {
+	for ; p != nil; p = p.prev {
+		for _, a := range p.alternatives() {
+			if hasStage(a, s) {
+				return true
+			}
+		}
+		if p.group == nil && s.names(p.name) {
+			return true
+		}
+	}
+	return false
 }
 
 func collectErrors[T any](p *Pattern[T]) error {
@@ -170,8 +206,11 @@ func collectErrors[T any](p *Pattern[T]) error {
 		if p.err != nil {
 			errs = append(errs, p.err)
 		}
-		if p.group != nil {
-			if err := collectErrors(p.group); err != nil {
+		if p.group != nil && p.quant.has(propGreedy) && p.quant.inner != strict {
+			errs = append(errs, fmt.Errorf("cep: stage %q: a greedy group must be Consecutive", p.name))
+		}
+		for _, a := range p.alternatives() {
+			if err := collectErrors(a); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -182,8 +221,10 @@ func collectErrors[T any](p *Pattern[T]) error {
 func checkNames[T any](p *Pattern[T], seen map[string]bool) error {
 	for ; p != nil; p = p.prev {
 		if p.group != nil {
-			if err := checkNames(p.group, seen); err != nil {
-				return err
+			for _, a := range p.alternatives() {
+				if err := checkNames(a, seen); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -206,8 +247,8 @@ func minWindow[T any](p *Pattern[T]) int64 {
 		if p.window > 0 && (w == 0 || p.window.Milliseconds() < w) {
 			w = max(p.window.Milliseconds(), 1)
 		}
-		if p.group != nil {
-			if g := minWindow(p.group); g > 0 && (w == 0 || g < w) {
+		for _, a := range p.alternatives() {
+			if g := minWindow(a); g > 0 && (w == 0 || g < w) {
 				w = g
 			}
 		}
@@ -452,17 +493,53 @@ func (c *compiler[T]) createSingletonState(sink, proceed int32, take, ignore con
 	return st
 }
 
-func (c *compiler[T]) createGroupState(g *Pattern[T], sink, proceed int32, optional bool) int32 {
-	proceedCond := c.trueCond()
-	oldCur, oldFollowing, oldGroup, oldFT := c.cur, c.following, c.curGroup, c.followTake
-	c.curGroup, c.cur, c.followTake = g, g.group, nil
-	last := c.createMiddleStates(sink)
-	last = c.convertPattern(last)
-	if optional {
-		c.add(last, actProceed, proceed, proceedCond)
+// groupStates builds the states of one iteration of group (or
+// alternation) stage g ending in sink, and returns its head and the
+// condition of the events its first stages take. An alternation's head is
+// a state that proceeds to the head of each alternative.
+func (c *compiler[T]) groupStates(g *Pattern[T], sink int32) (int32, cond[T]) {
+	following := c.following
+	alts := g.alternatives()
+	if len(alts) == 1 {
+		c.curGroup, c.cur, c.followTake = g, alts[0], nil
+		last := c.createMiddleStates(sink)
+		return c.convertPattern(last), c.followTake
 	}
+	heads := make([]int32, len(alts))
+	var take cond[T]
+	for i, a := range alts {
+		c.curGroup, c.cur, c.followTake, c.following = g, a, nil, following
+		last := c.createMiddleStates(sink)
+		heads[i] = c.convertPattern(last)
+		take = followingTake(take, c.followTake, true)
+	}
+	branch := c.createState(g.name, kindNormal, false)
+	// decisionGraph pops PROCEED targets from a stack: the first
+	// alternative's edges come first when its PROCEED is added last
+	for i := len(heads) - 1; i >= 0; i-- {
+		c.add(branch, actProceed, heads[i], c.trueCond())
+	}
+	return branch, take
+}
+
+// groupExitCond is the condition of a group stage's PROCEED past it: any
+// event, or, for a greedy group, one that cannot start another iteration.
+func (c *compiler[T]) groupExitCond(g *Pattern[T], take cond[T]) cond[T] {
+	cd := c.trueCond()
+	if g.quant.has(propGreedy) && take != nil {
+		cd = and(cd, not(take))
+	}
+	return cd
+}
+
+func (c *compiler[T]) createGroupState(g *Pattern[T], sink, proceed int32, optional bool) int32 {
+	oldCur, oldFollowing, oldGroup, oldFT := c.cur, c.following, c.curGroup, c.followTake
+	last, take := c.groupStates(g, sink)
 	c.cur, c.following, c.curGroup = oldCur, oldFollowing, oldGroup
-	c.followTake = followingTake(oldFT, c.followTake, optional)
+	if optional {
+		c.add(last, actProceed, proceed, c.groupExitCond(g, take))
+	}
+	c.followTake = followingTake(oldFT, take, optional)
 	return last
 }
 
@@ -470,13 +547,11 @@ func (c *compiler[T]) createLoopingGroupState(g *Pattern[T], sink int32) int32 {
 	proceedCond := c.trueCond()
 	oldCur, oldFollowing, oldGroup, oldFT := c.cur, c.following, c.curGroup, c.followTake
 	dummy := c.createState(c.cur.name, kindNormal, c.cur.quant.has(propGreedy))
-	c.curGroup, c.cur, c.followTake = g, g.group, nil
-	last := c.createMiddleStates(dummy)
-	last = c.convertPattern(last)
-	c.add(last, actProceed, sink, proceedCond)
-	c.add(dummy, actProceed, last, proceedCond)
+	last, take := c.groupStates(g, dummy)
 	c.cur, c.following, c.curGroup = oldCur, oldFollowing, oldGroup
-	c.followTake = followingTake(oldFT, c.followTake, true)
+	c.add(last, actProceed, sink, c.groupExitCond(g, take))
+	c.add(dummy, actProceed, last, proceedCond)
+	c.followTake = followingTake(oldFT, take, true)
 	return last
 }
 

@@ -89,6 +89,25 @@ func DetectNumbered[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pat
 	return detectAll(ks, []*Pattern[T]{p}, nil, fn, opts...)
 }
 
+// DetectSteps is Detect whose fn gets the match as its events in the order
+// they were taken, each with its stage (Match loses the order of the
+// events of different stages, which groups and alternations interleave).
+func DetectSteps[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, s []Step[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	return detectSteps(ks, p, false, func(key K, _ int64, s []Step[T]) OUT { return fn(key, s) }, opts...)
+}
+
+// DetectStepsNumbered is DetectSteps whose fn also gets the match's number
+// within its key, as DetectNumbered.
+func DetectStepsNumbered[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], fn func(key K, n int64, s []Step[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	return detectSteps(ks, p, true, fn, opts...)
+}
+
+func detectSteps[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], p *Pattern[T], numbered bool, fn func(key K, n int64, s []Step[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	return detectWith(ks, []*Pattern[T]{p}, func(f *detectFn[K, T, OUT]) {
+		f.steps, f.countSteps = fn, numbered
+	}, opts...)
+}
+
 // DetectAll runs several patterns over the same keyed stream in one
 // operator: each event is buffered once per key and one timer per key
 // serves every pattern, so many patterns cost little more than one. fn
@@ -102,6 +121,12 @@ func DetectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Patte
 // detectAll is DetectAll, or DetectNumbered when numbered is set (one
 // pattern).
 func detectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], fn func(key K, pattern int, m Match[T]) OUT, numbered func(key K, n int64, m Match[T]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+	return detectWith(ks, ps, func(f *detectFn[K, T, OUT]) { f.fn, f.numbered = fn, numbered }, opts...)
+}
+
+// detectWith builds the operator; set gives each subtask's function its
+// callback.
+func detectWith[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Pattern[T], set func(*detectFn[K, T, OUT]), opts ...weir.OperatorOption) *weir.Stream[OUT] {
 	d := &detection{}
 	var nfas []*nfa[T]
 	var errs []error
@@ -117,7 +142,9 @@ func detectAll[K comparable, T, OUT any](ks *weir.KeyedStream[K, T], ps []*Patte
 	}
 	err := errors.Join(errs...)
 	all := weir.ProcessWith(ks, func() weir.KeyedProcessFunction[K, T, envelope[K, T, OUT]] {
-		return &detectFn[K, T, OUT]{nfas: nfas, err: err, fn: fn, numbered: numbered, d: d}
+		f := &detectFn[K, T, OUT]{nfas: nfas, err: err, d: d}
+		set(f)
+		return f
 	}, append([]weir.OperatorOption{weir.Name("cep")}, opts...)...)
 	d.all = all
 	out := weir.FlatMap(all, func(e envelope[K, T, OUT], emit func(OUT)) {
@@ -196,6 +223,10 @@ type detectFn[K comparable, T, OUT any] struct {
 	// kept in matches
 	numbered func(K, int64, Match[T]) OUT
 	matches  *weir.ValueState[K, int64]
+	// steps, when set, replaces fn: it gets the match's events in order
+	// (and its number when countSteps)
+	steps      func(K, int64, []Step[T]) OUT
+	countSteps bool
 
 	st    *weir.ValueState[K, *keyState[T]]
 	rs    []*runner[T]
@@ -221,7 +252,7 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 		return f.err
 	}
 	f.st = weir.NewValueState[*keyState[T]](rc, "cep-nfa")
-	if f.numbered != nil {
+	if f.numbered != nil || f.countSteps {
 		f.matches = weir.NewValueState[int64](rc, "cep-match-number")
 	}
 	f.inPlace = rc.ValuesInPlace()
@@ -240,6 +271,17 @@ func (f *detectFn[K, T, OUT]) Open(rc *weir.RuntimeContext[K]) error {
 				return
 			}
 			f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, pattern: i, out: f.fn(key, i, m)})
+		}
+		if f.steps != nil {
+			r.onSteps = func(s []Step[T]) {
+				var n int64
+				if f.countSteps {
+					n, _ = f.matches.Value()
+					n++
+					f.matches.Update(n)
+				}
+				f.ctx.Emit(envelope[K, T, OUT]{kind: envMatch, pattern: i, out: f.steps(f.ctx.Key(), n, s)})
+			}
 		}
 		r.onTimeout = func(m Match[T], at int64) {
 			f.ctx.Emit(envelope[K, T, OUT]{kind: envTimeout, pattern: i, key: f.ctx.Key(), match: m, ts: at})

@@ -9,6 +9,12 @@ import (
 // order. Stages that took no event (optional ones, NOT stages) are absent.
 type Match[T any] map[string][]T
 
+// Step is one event of a match and the stage that took it.
+type Step[T any] struct {
+	Stage string
+	Event T
+}
+
 // compState is one partial match (Flink's ComputationState): the NFA
 // state it is in and the shared-buffer node of the last event it took.
 // It is plain data, 40 bytes, so that a key's partial matches are one
@@ -166,6 +172,21 @@ type Context[T any] struct {
 	node  int32
 	ts    int64
 	stage []T
+	steps []Step[T]
+}
+
+// Steps returns the events of this partial match so far, in the order
+// they were taken, each with its stage. The slice is valid during the
+// call of the condition only.
+func (c *Context[T]) Steps() []Step[T] {
+	out := c.steps[:0]
+	for n := c.node; n >= 0; n = c.buf.Nodes[n].Prev {
+		nd := &c.buf.Nodes[n]
+		out = append(out, Step[T]{Stage: c.nfa.stages[nd.Stage], Event: c.buf.Events[nd.Event].Ev})
+	}
+	slices.Reverse(out)
+	c.steps = out
+	return out
 }
 
 // EventsForPattern returns the events the stage name has taken so far in
@@ -206,6 +227,7 @@ type runner[T any] struct {
 	timeouts bool
 
 	onMatch   func(m Match[T])
+	onSteps   func(s []Step[T]) // replaces onMatch when set
 	onTimeout func(m Match[T], at int64)
 }
 
@@ -325,6 +347,11 @@ func (r *runner[T]) emitMatches(ks *nfaState, pot []compState) {
 		if skip.kind != noSkip && len(r.cand) > 0 && !m.before(r.cand[0]) {
 			break
 		}
+		if skip.kind != noSkip && r.nfa.hasAlt {
+			if m = r.preferred(ks.Completed); r.waitsForPreferred(m) {
+				break
+			}
+		}
 		ks.Completed = ks.Completed[1:]
 		if skip.kind != noSkip {
 			if id, ok := r.pruningID(m); ok {
@@ -332,7 +359,10 @@ func (r *runner[T]) emitMatches(ks *nfaState, pot []compState) {
 				ks.Completed = r.prune(ks.Completed, id, skip.kind)
 			}
 		}
-		if r.onMatch != nil {
+		switch {
+		case r.onSteps != nil:
+			r.onSteps(r.steps(m.Node))
+		case r.onMatch != nil:
 			r.onMatch(r.materialize(m.Node))
 		}
 		r.buf().release(m.Node)
@@ -340,6 +370,89 @@ func (r *runner[T]) emitMatches(ks *nfaState, pot []compState) {
 	if len(ks.Completed) == 0 {
 		ks.Completed = nil
 	}
+}
+
+// preferred moves to the front the most preferred of the complete matches
+// with the same first event as completed[0] (see prefer) and returns it.
+func (r *runner[T]) preferred(completed []compState) compState {
+	best := 0
+	for j := 1; j < len(completed) && completed[j].StartID == completed[0].StartID; j++ {
+		if r.prefer(completed[j], completed[best]) < 0 {
+			best = j
+		}
+	}
+	if best > 0 {
+		m := completed[best]
+		copy(completed[1:best+1], completed[:best])
+		completed[0] = m
+	}
+	return completed[0]
+}
+
+// waitsForPreferred reports whether a partial match with the same first
+// event as complete match m is preferred to it: m waits for it to end.
+func (r *runner[T]) waitsForPreferred(m compState) bool {
+	for _, cs := range r.cand {
+		if cs.StartID == m.StartID && r.prefer(cs, m) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// prefer compares two partial or complete matches with the same first
+// event by SQL's preference among alternatives: at the first event where
+// their stages differ, the one in the earlier alternative of the
+// innermost alternation holding both is preferred (-1: a). 0 when no
+// alternation tells them apart (one a prefix of the other, or a loop
+// against its exit).
+func (r *runner[T]) prefer(a, b compState) int {
+	r.ida = r.chain(a.Node, r.ida[:0])
+	r.idb = r.chain(b.Node, r.idb[:0])
+	for i := 0; i < len(r.ida) && i < len(r.idb); i++ {
+		x, y := r.ida[i], r.idb[i]
+		if x[0] != y[0] {
+			return 0
+		}
+		if x[1] != y[1] {
+			return r.nfa.altCmp(int32(x[1]), int32(y[1]))
+		}
+	}
+	return 0
+}
+
+// altCmp compares stages s and t by the alternatives they are in: -1
+// when s is in an earlier alternative of the first alternation where
+// their paths part.
+func (n *nfa[T]) altCmp(s, t int32) int {
+	if int(s) >= len(n.altPath) || int(t) >= len(n.altPath) {
+		return 0
+	}
+	p, q := n.altPath[s], n.altPath[t]
+	for k := 0; k < len(p) && k < len(q); k++ {
+		if p[k].id != q[k].id {
+			return 0
+		}
+		if p[k].branch != q[k].branch {
+			return cmpInt(int64(p[k].branch), int64(q[k].branch))
+		}
+	}
+	return 0
+}
+
+// steps lists a node chain's events and stages, first event first.
+func (r *runner[T]) steps(n int32) []Step[T] {
+	b := r.buf()
+	k := 0
+	for x := n; x >= 0; x = b.Nodes[x].Prev {
+		k++
+	}
+	out := make([]Step[T], k)
+	for x := n; x >= 0; x = b.Nodes[x].Prev {
+		k--
+		out[k] = Step[T]{Stage: r.nfa.stages[b.Nodes[x].Stage], Event: b.Events[b.Nodes[x].Event].Ev}
+	}
+	return out
 }
 
 // cmpMatch orders complete matches of one event by first event, then by
@@ -427,11 +540,11 @@ func (r *runner[T]) pruningID(m compState) (int64, bool) {
 				id, found = eid, true
 			}
 		case skipToFirst: // the stage's first event: the last one seen walking back
-			if r.nfa.stages[nd.Stage] == skip.stage {
+			if skip.names(r.nfa.stages[nd.Stage]) {
 				id, found = eid, true
 			}
 		case skipToLast: // the stage's last event
-			if !found && r.nfa.stages[nd.Stage] == skip.stage {
+			if !found && skip.names(r.nfa.stages[nd.Stage]) {
 				id, found = eid, true
 			}
 		}
@@ -506,7 +619,7 @@ func (r *runner[T]) materialize(n int32) Match[T] {
 // becomes with event ev.
 func (r *runner[T]) computeNext(cs compState, ev *T, ts int64, out []compState) []compState {
 	buf := r.buf()
-	r.ctx = Context[T]{buf: buf, nfa: r.nfa, node: cs.Node, ts: ts, stage: r.ctx.stage}
+	r.ctx = Context[T]{buf: buf, nfa: r.nfa, node: cs.Node, ts: ts, stage: r.ctx.stage, steps: r.ctx.steps}
 	edges := r.decisionGraph(cs.State, ev)
 	isStart := r.nfa.states[cs.State].kind == kindStart
 	for _, e := range edges {

@@ -78,6 +78,9 @@ type Pattern[T any] struct {
 	name   string
 	prev   *Pattern[T]
 	group  *Pattern[T] // a group stage: the last stage of its inner sequence
+	// alts, for an alternation stage, are its alternative sequences (the
+	// last stage of each, in preference order); group is alts[0]
+	alts []*Pattern[T]
 	cond   cond[T]     // nil: any event
 	until  cond[T]
 	quant  quantifier
@@ -102,7 +105,21 @@ const (
 
 type skipStrategy struct {
 	kind  skipKind
-	stage string // skipToFirst, skipToLast
+	stage string   // skipToFirst, skipToLast
+	also  []string // more stages that count as stage
+}
+
+// names reports whether stage name is the strategy's stage.
+func (s skipStrategy) names(name string) bool {
+	if name == s.stage {
+		return true
+	}
+	for _, a := range s.also {
+		if a == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (s skipStrategy) String() string {
@@ -136,15 +153,19 @@ func SkipToNext() Option { return Option{skipStrategy{kind: skipToNext}} }
 func SkipPastLastEvent() Option { return Option{skipStrategy{kind: skipPastLast}} }
 
 // SkipToFirst discards, after a match, every partial match that started
-// before the first event the stage name matched in it.
-func SkipToFirst(name string) Option {
-	return Option{skipStrategy{kind: skipToFirst, stage: name}}
+// before the first event the stage name matched in it. With more names,
+// the first event any of the stages matched (stages that stand for one
+// thing, as a SQL variable in several alternatives). The stages may be
+// inside groups and alternations; a match without any of them prunes
+// nothing.
+func SkipToFirst(name string, more ...string) Option {
+	return Option{skipStrategy{kind: skipToFirst, stage: name, also: more}}
 }
 
 // SkipToLast discards, after a match, every partial match that started
-// before the last event the stage name matched in it.
-func SkipToLast(name string) Option {
-	return Option{skipStrategy{kind: skipToLast, stage: name}}
+// before the last event the stage name (or one of more) matched in it.
+func SkipToLast(name string, more ...string) Option {
+	return Option{skipStrategy{kind: skipToLast, stage: name, also: more}}
 }
 
 // Begin starts a pattern sequence with a stage named name.
@@ -168,6 +189,46 @@ func BeginGroup[T any](g *Pattern[T], opts ...Option) *Pattern[T] {
 	}
 	p.name = groupName(g)
 	return p
+}
+
+// BeginAlt starts a pattern sequence whose first stage is an alternation
+// of the sequences alts (see NextAlt).
+func BeginAlt[T any](alts []*Pattern[T], opts ...Option) *Pattern[T] {
+	p := BeginGroup(firstAlt(alts), opts...)
+	p.setAlts(alts)
+	return p
+}
+
+func firstAlt[T any](alts []*Pattern[T]) *Pattern[T] {
+	if len(alts) == 0 {
+		return nil
+	}
+	return alts[0]
+}
+
+func (p *Pattern[T]) setAlts(alts []*Pattern[T]) {
+	if len(alts) == 0 {
+		p.fail("an alternation needs at least one sequence")
+		return
+	}
+	for _, a := range alts {
+		if a == nil {
+			p.fail("nil alternative")
+			return
+		}
+	}
+	p.alts = alts
+}
+
+// alternatives are the inner sequences of a group or alternation stage.
+func (p *Pattern[T]) alternatives() []*Pattern[T] {
+	if p.alts != nil {
+		return p.alts
+	}
+	if p.group != nil {
+		return []*Pattern[T]{p.group}
+	}
+	return nil
 }
 
 func groupName[T any](g *Pattern[T]) string {
@@ -245,6 +306,28 @@ func (p *Pattern[T]) NotFollowedBy(name string) *Pattern[T] {
 
 // NextGroup appends the sequence g as one stage, with strict contiguity.
 func (p *Pattern[T]) NextGroup(g *Pattern[T]) *Pattern[T] { return p.appendGroup(g, strict) }
+
+// NextAlt appends an alternation of the sequences alts as one stage, with
+// strict contiguity: a partial match goes on with each alternative that
+// takes the event. Quantifiers apply to the alternation as a whole (each
+// iteration chooses again). Alternatives are in preference order, as in
+// SQL's row pattern `A B | C`: under a skip strategy, a match waits while
+// a partial match with the same first event that chose an earlier
+// alternative at their first difference is alive, and the match of the
+// earlier alternative is emitted (and prunes the other) when both
+// complete. Stage names must be unique across the alternatives.
+func (p *Pattern[T]) NextAlt(alts ...*Pattern[T]) *Pattern[T] {
+	n := p.appendGroup(firstAlt(alts), strict)
+	n.setAlts(alts)
+	return n
+}
+
+// FollowedByAlt is NextAlt with relaxed contiguity.
+func (p *Pattern[T]) FollowedByAlt(alts ...*Pattern[T]) *Pattern[T] {
+	n := p.appendGroup(firstAlt(alts), skipTillNext)
+	n.setAlts(alts)
+	return n
+}
 
 // FollowedByGroup appends the sequence g as one stage, with relaxed
 // contiguity.
@@ -401,13 +484,14 @@ func (p *Pattern[T]) Optional() *Pattern[T] {
 }
 
 // Greedy makes a looping or times stage take as many events as it can.
+// A greedy group (or alternation) stage starts another iteration rather
+// than leave the loop whenever its first stage takes the event; it must
+// be Consecutive.
 func (p *Pattern[T]) Greedy() *Pattern[T] {
 	if !p.checkNoNot() {
 		return p
 	}
 	switch {
-	case p.group != nil:
-		p.fail("option not applicable to a group stage")
 	case p.quant.inner == skipTillAny:
 		p.fail("greedy is not applicable with AllowCombinations")
 	case p.quant.has(propSingle):
