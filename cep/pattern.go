@@ -75,13 +75,13 @@ func not[T any](a cond[T]) cond[T] {
 // does not loop, ...) is not a panic: the error is kept and Detect's
 // operator fails to open with it.
 type Pattern[T any] struct {
-	name   string
-	prev   *Pattern[T]
-	group  *Pattern[T] // a group stage: the last stage of its inner sequence
+	name  string
+	prev  *Pattern[T]
+	group *Pattern[T] // a group stage: the last stage of its inner sequence
 	// alts, for an alternation stage, are its alternative sequences (the
 	// last stage of each, in preference order); group is alts[0]
-	alts []*Pattern[T]
-	cond   cond[T]     // nil: any event
+	alts   []*Pattern[T]
+	cond   cond[T] // nil: any event
 	until  cond[T]
 	quant  quantifier
 	from   int // Times: from..to events (to == from for Times(n))
