@@ -38,15 +38,26 @@ type Subset struct {
 	Vars []string
 }
 
-// PatternTerm is one variable of a PATTERN with its quantifier: Min..Max
-// rows (Max -1: unbounded); Reluctant for a trailing `?`.
+// PatternTerm is one element of a PATTERN with its quantifier: Min..Max
+// repetitions (Max -1: unbounded); Reluctant for a trailing `?`. The
+// element is a variable (Var), or, when Alts is set, a parenthesized
+// sub-pattern: its alternatives (`(A B | C)`: [[A B] [C]]; a group
+// without `|` has one), or PERMUTE(x, y, ...) when Permute is set (Alts
+// then holds the permuted elements, one a sequence each). A PATTERN with
+// `|` at its top level is one such group without a quantifier.
 type PatternTerm struct {
 	Pos       Pos
 	Var       string
+	Alts      [][]PatternTerm
+	Permute   bool
 	Min, Max  int
 	Quant     string // the quantifier as written ("", "+", "*?", "{2,3}")
 	Reluctant bool
 }
+
+// IsGroup reports whether the term is a sub-pattern rather than a
+// variable.
+func (t PatternTerm) IsGroup() bool { return t.Alts != nil }
 
 // Define is `var AS condition` of DEFINE.
 type Define struct {
@@ -121,11 +132,15 @@ func (p *parser) matchRecognize(in TableExpr) TableExpr {
 	m.PatPos = p.tok().pos
 	p.wantKw("PATTERN")
 	p.wantOp("(")
-	for !p.acceptOp(")") {
-		m.Pattern = append(m.Pattern, p.patternTerm())
-	}
-	if len(m.Pattern) == 0 {
+	if p.isOp(")") {
 		panic(bail{Errorf(m.PatPos, "PATTERN needs at least one variable")})
+	}
+	alts := p.patternAlts()
+	p.wantOp(")")
+	if len(alts) == 1 {
+		m.Pattern = alts[0]
+	} else {
+		m.Pattern = []PatternTerm{{Pos: alts[0][0].Pos, Alts: alts, Min: 1, Max: 1}}
 	}
 	if p.acceptKw("WITHIN") {
 		m.Within = p.expr()
@@ -158,22 +173,61 @@ func (p *parser) matchRecognize(in TableExpr) TableExpr {
 	return m
 }
 
-// patternTerm reads a variable and its quantifier. Groups, alternation,
-// PERMUTE, exclusions and anchors are refused here, as Flink refuses them.
+// patternAlts reads alternatives separated by `|`, each a sequence of
+// terms, up to a `)` or `,`.
+func (p *parser) patternAlts() [][]PatternTerm {
+	var alts [][]PatternTerm
+	for {
+		var seq []PatternTerm
+		for !p.isOp(")") && !p.isOp("|") && !p.isOp(",") {
+			seq = append(seq, p.patternTerm())
+		}
+		if len(seq) == 0 {
+			panic(bail{Errorf(p.tok().pos, "an empty pattern (an alternative or group without a variable) is not supported")})
+		}
+		alts = append(alts, seq)
+		if !p.acceptOp("|") {
+			return alts
+		}
+	}
+}
+
+// patternTerm reads a variable, a parenthesized sub-pattern or PERMUTE,
+// and its quantifier. Exclusions and anchors are refused here, as Flink
+// refuses them.
 func (p *parser) patternTerm() PatternTerm {
 	t := p.tok()
+	var pt PatternTerm
 	switch {
-	case p.isOp("("):
-		panic(bail{Errorf(t.pos, "pattern groups \"( ... )\" inside PATTERN are not supported (Flink does not support them either)")})
-	case p.isOp("|"):
-		panic(bail{Errorf(t.pos, "alternation \"|\" in PATTERN is not supported (Flink does not support it either)")})
-	case p.isOp("{"), p.isKw("PERMUTE"):
-		panic(bail{Errorf(t.pos, "exclusions and PERMUTE in PATTERN are not supported (Flink does not support them either)")})
+	case p.isOp("{"), p.isOp("^"), p.isOp("$"):
+		panic(bail{Errorf(t.pos, "exclusions and anchors in PATTERN are not supported (Flink does not support them either)")})
+	case p.acceptOp("("):
+		pt = PatternTerm{Pos: t.pos, Alts: p.patternAlts(), Min: 1, Max: 1}
+		p.wantOp(")")
+	case p.isKw("PERMUTE") && p.peek(1).kind == tOp && p.peek(1).text == "(":
+		p.next()
+		p.wantOp("(")
+		pt = PatternTerm{Pos: t.pos, Permute: true, Min: 1, Max: 1}
+		for {
+			alts := p.patternAlts()
+			if len(alts) == 1 {
+				pt.Alts = append(pt.Alts, alts[0])
+			} else {
+				pt.Alts = append(pt.Alts, []PatternTerm{{Pos: alts[0][0].Pos, Alts: alts, Min: 1, Max: 1}})
+			}
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		p.wantOp(")")
+	default:
+		name, pos := p.ident("a pattern variable or \")\"")
+		pt = PatternTerm{Pos: pos, Var: name, Min: 1, Max: 1}
 	}
-	name, pos := p.ident("a pattern variable or \")\"")
-	pt := PatternTerm{Pos: pos, Var: name, Min: 1, Max: 1}
 	q := p.tok()
 	switch {
+	case p.isOp("{") && p.peek(1).kind == tOp && p.peek(1).text == "-":
+		panic(bail{Errorf(q.pos, "exclusions and anchors in PATTERN are not supported (Flink does not support them either)")})
 	case p.acceptOp("*"):
 		pt.Min, pt.Max = 0, -1
 	case p.acceptOp("+"):
@@ -226,7 +280,22 @@ func (p *parser) patternTerm() PatternTerm {
 func formatPattern(ts []PatternTerm) string {
 	var parts []string
 	for _, t := range ts {
-		parts = append(parts, quoteIdent(t.Var)+t.Quant)
+		switch {
+		case t.Permute:
+			var els []string
+			for _, a := range t.Alts {
+				els = append(els, formatPattern(a))
+			}
+			parts = append(parts, "PERMUTE("+strings.Join(els, ", ")+")"+t.Quant)
+		case t.IsGroup():
+			var alts []string
+			for _, a := range t.Alts {
+				alts = append(alts, formatPattern(a))
+			}
+			parts = append(parts, "("+strings.Join(alts, " | ")+")"+t.Quant)
+		default:
+			parts = append(parts, quoteIdent(t.Var)+t.Quant)
+		}
 	}
 	return strings.Join(parts, " ")
 }

@@ -28,14 +28,33 @@ import (
 // row of the variable being defined); in MEASURES it is the match's last
 // row, so a column without a variable reads the last row, as in Flink.
 
-// mrEnv is what a navigation reads: the rows of each variable.
+// mrEnv is what a navigation reads: the rows of the match (so far), in
+// order, and the variable of each.
 type mrEnv struct {
-	rows func(v string) []types.Row // v "" is every row of the match
+	all     []types.Row
+	labels  []string
+	subsets map[string]map[string]bool // SUBSET name -> its variables
 	// final is the whole match's rows (ALL ROWS PER MATCH: rows is the
 	// running part, up to the current row); nil: rows
 	final *mrEnv
 	// number is the match's MATCH_NUMBER() (MEASURES)
 	number int64
+}
+
+// rows returns the rows of variable (or subset) v in the match's order;
+// v "" is every row of the match.
+func (env *mrEnv) rows(v string) []types.Row {
+	if v == "" {
+		return env.all
+	}
+	members := env.subsets[v]
+	var out []types.Row
+	for i, l := range env.labels {
+		if l == v || members[l] {
+			out = append(out, env.all[i])
+		}
+	}
+	return out
 }
 
 type mrSlot func(env *mrEnv) types.Value
@@ -49,7 +68,6 @@ type mrCompiler struct {
 	rowtime int // the input's rowtime column
 	slots   []mrSlot
 	funcs   map[string]expr.Function
-	order   []string // the PATTERN's variables in order
 	// numbered is set when a measure calls MATCH_NUMBER()
 	numbered *bool
 }
@@ -185,15 +203,12 @@ func (mc *mrCompiler) subst(e parser.Expr) (expr.Expr, bool, error) {
 			if mc.define != "" {
 				return expr.Const(types.StringValue(mc.define), types.Type{Kind: types.Varchar, Length: types.MaxLength, NotNull: true}), true, nil
 			}
-			order := mc.order
 			// the variable of the match's last row
 			return mc.slot(types.Type{Kind: types.Varchar, Length: types.MaxLength}, func(env *mrEnv) types.Value {
-				for i := len(order) - 1; i >= 0; i-- {
-					if len(env.rows(order[i])) > 0 {
-						return types.StringValue(order[i])
-					}
+				if len(env.labels) == 0 {
+					return types.NullValue
 				}
-				return types.NullValue
+				return types.StringValue(env.labels[len(env.labels)-1])
 			}), true, nil
 		case "MATCH_NUMBER":
 			if !mc.measure || len(x.Args) != 0 {
@@ -327,16 +342,17 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	case ob.Desc:
 		return nil, expr.ErrAt(ob.Expr, "MATCH_RECOGNIZE must be ordered by the time attribute ascending")
 	}
+	mp, err := newMRPattern(m.Pattern)
+	if err != nil {
+		return nil, err
+	}
 	vars := map[string]string{}
-	for _, t := range m.Pattern {
-		if _, dup := vars[strings.ToUpper(t.Var)]; dup {
-			return nil, parser.Errorf(t.Pos, "pattern variable '%s' appears twice in PATTERN (not supported)", t.Var)
-		}
-		vars[strings.ToUpper(t.Var)] = t.Var
+	for k, v := range mp.vars {
+		vars[k] = v
 	}
 	// SUBSET u = (a, b): a union variable, its rows those of a and b in
 	// the match's order
-	subsets := map[string][]string{}
+	subsets := map[string]map[string]bool{}
 	for _, ss := range m.Subsets {
 		if _, dup := vars[strings.ToUpper(ss.Name)]; dup {
 			return nil, parser.Errorf(ss.Pos, "SUBSET '%s' is already a pattern variable or subset", ss.Name)
@@ -349,32 +365,8 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 			}
 			members[name] = true
 		}
-		var ordered []string
-		for _, t := range m.Pattern {
-			if members[t.Var] {
-				ordered = append(ordered, t.Var)
-			}
-		}
 		vars[strings.ToUpper(ss.Name)] = ss.Name
-		subsets[ss.Name] = ordered
-	}
-	withSubsets := func(env *mrEnv) *mrEnv {
-		if len(subsets) == 0 {
-			return env
-		}
-		base := env.rows
-		env.rows = func(name string) []types.Row {
-			members, ok := subsets[name]
-			if !ok {
-				return base(name)
-			}
-			var rows []types.Row
-			for _, v := range members {
-				rows = append(rows, base(v)...)
-			}
-			return rows
-		}
-		return env
+		subsets[ss.Name] = members
 	}
 	defines := map[string]parser.Expr{}
 	for _, d := range m.Define {
@@ -418,14 +410,10 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		ce    expr.Expr
 		slots []mrSlot
 	}
-	order := make([]string, len(m.Pattern))
-	for i, t := range m.Pattern {
-		order[i] = t.Var
-	}
 	var measures []measure
 	numbered := false
 	for _, it := range m.Measures {
-		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions(), order: order, numbered: &numbered}
+		mc := &mrCompiler{in: in.sc, vars: vars, measure: true, rowtime: rowtime, funcs: p.s.cat.functions(), numbered: &numbered}
 		ce, slots, err := mc.compile(it.Expr)
 		if err != nil {
 			return nil, err
@@ -440,7 +428,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	}
 	conds := map[string]condition{}
 	for v, e := range defines {
-		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions(), order: order, numbered: new(bool)}
+		mc := &mrCompiler{in: in.sc, vars: vars, define: v, rowtime: rowtime, funcs: p.s.cat.functions(), numbered: new(bool)}
 		ce, slots, err := mc.compile(e)
 		if err != nil {
 			return nil, err
@@ -464,106 +452,49 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 	case "PAST LAST ROW":
 		skip, skipText = cep.SkipPastLastEvent(), "SKIP PAST LAST ROW"
 	case "FIRST", "LAST":
-		v, ok := vars[strings.ToUpper(m.AfterVar)]
+		v, ok := mp.vars[strings.ToUpper(m.AfterVar)]
 		if !ok {
 			return nil, parser.Errorf(m.AfterPos, "AFTER MATCH SKIP TO %s '%s': not a variable of PATTERN", m.After, m.AfterVar)
 		}
+		if !mrCovers(mp.seq, v) {
+			return nil, parser.Errorf(m.AfterPos, "AFTER MATCH SKIP TO %s '%s': '%s' is not in every alternative of the PATTERN, so a match may have no row to skip to (an error in SQL) — not supported", m.After, v, v)
+		}
 		skipText = "SKIP TO " + m.After + " " + v
+		st := mp.stages[v]
 		if m.After == "FIRST" {
-			skip = cep.SkipToFirst(v)
+			skip = cep.SkipToFirst(st[0], st[1:]...)
 		} else {
-			skip = cep.SkipToLast(v)
+			skip = cep.SkipToLast(st[0], st[1:]...)
 		}
 	}
 	// the pattern's shape is checked here, so that what the engine
 	// cannot run is a planning error at its place
-	last := len(m.Pattern) - 1
-	for i, t := range m.Pattern {
-		loop := t.Max != t.Min
-		if t.Max == 0 {
-			return nil, parser.Errorf(t.Pos, "the quantifier %s of '%s' matches no row", t.Quant, t.Var)
+	if err := mp.check(); err != nil {
+		return nil, err
+	}
+	cond := func(pat *cep.Pattern[types.Row], v string) *cep.Pattern[types.Row] {
+		c, ok := conds[v]
+		switch {
+		case !ok:
+			return pat
+		case len(c.slots) == 0:
+			// a condition on the current row only: no navigation to set up
+			return pat.Where(func(r types.Row) bool {
+				x := c.ce.Eval(r.Values)
+				return !x.Null && x.Bool()
+			})
 		}
-		if i == last && loop && !t.Reluctant && t.Max < 0 {
-			return nil, parser.Errorf(t.Pos, "a greedy quantifier on the last variable of a PATTERN is not supported, as in Flink: end the pattern with a single variable or a reluctant quantifier ('%s%s?')", t.Var, t.Quant)
-		}
-		if t.Reluctant && t.Min == 0 && t.Max == 1 {
-			return nil, parser.Errorf(t.Pos, "a reluctant optional variable ('%s??') is not supported, as in Flink", t.Var)
-		}
-		if i > 0 && t.Min == 0 {
-			prev := m.Pattern[i-1]
-			if prev.Max != prev.Min && !prev.Reluctant {
-				return nil, parser.Errorf(t.Pos, "an optional variable ('%s%s') cannot follow a greedy one ('%s%s') on weir's CEP engine; make '%s' reluctant ('%s%s?')", t.Var, t.Quant, prev.Var, prev.Quant, prev.Var, prev.Var, prev.Quant)
-			}
-		}
-		if i == 0 && t.Min == 0 {
-			return nil, parser.Errorf(t.Pos, "the first variable of a PATTERN cannot be optional ('%s%s'), as in Flink", t.Var, t.Quant)
-		}
+		return pat.WhereIter(func(r types.Row, ctx *cep.Context[types.Row]) bool {
+			// the rows so far in the match's order, then the row tested
+			// as a row of v
+			all, labels := mp.mrSteps(ctx.Steps(), 1)
+			env := &mrEnv{all: append(all, r), labels: append(labels, v), subsets: subsets}
+			x := evalWith(c.ce, c.slots, r.Values, env)
+			return !x.Null && x.Bool()
+		})
 	}
 	build := func() *cep.Pattern[types.Row] {
-		var pat *cep.Pattern[types.Row]
-		for i, t := range m.Pattern {
-			if i == 0 {
-				pat = cep.Begin[types.Row](t.Var, skip)
-			} else {
-				pat = pat.Next(t.Var)
-			}
-			switch c, ok := conds[t.Var]; {
-			case ok && len(c.slots) == 0:
-				// a condition on the current row only: no navigation to set up
-				pat = pat.Where(func(r types.Row) bool {
-					x := c.ce.Eval(r.Values)
-					return !x.Null && x.Bool()
-				})
-			case ok:
-				v := t.Var
-				pat = pat.WhereIter(func(r types.Row, ctx *cep.Context[types.Row]) bool {
-					env := &mrEnv{rows: func(name string) []types.Row {
-						if name == "" {
-							// the rows so far in pattern order: the variables
-							// after v have none yet
-							var all []types.Row
-							for _, o := range order {
-								if o != v {
-									all = append(all, ctx.EventsForPattern(o)...)
-								}
-							}
-							all = append(all, ctx.EventsForPattern(v)...)
-							return append(all, r)
-						}
-						rows := ctx.EventsForPattern(name)
-						if name == v {
-							return append(append([]types.Row(nil), rows...), r)
-						}
-						return rows
-					}}
-					env = withSubsets(env)
-					x := evalWith(c.ce, c.slots, r.Values, env)
-					return !x.Null && x.Bool()
-				})
-			}
-			switch {
-			case t.Min == 1 && t.Max == 1:
-			case t.Min == 0 && t.Max == 1:
-				pat = pat.Optional()
-			case t.Max < 0:
-				if t.Min <= 1 {
-					pat = pat.OneOrMore()
-				} else {
-					pat = pat.TimesOrMore(t.Min)
-				}
-				pat = pat.Consecutive()
-				if t.Min == 0 {
-					pat = pat.Optional()
-				}
-			case t.Min == t.Max:
-				pat = pat.Times(t.Min).Consecutive()
-			default:
-				pat = pat.TimesRange(t.Min, t.Max).Consecutive()
-			}
-			if t.Max != t.Min && t.Max != 1 && !t.Reluctant {
-				pat = pat.Greedy()
-			}
-		}
+		pat := buildSeq(mp.seq, []cep.Option{skip}, cond)
 		if within > 0 {
 			pat = pat.Within(within)
 		}
@@ -596,38 +527,11 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 		kf := evals(keys)
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(kf, row.Values) })
 		if m.AllRows {
-			matches := detectMatches(ks, build(), numbered, func(n int64, mt cep.Match[types.Row]) []types.Row {
-				var all []types.Row
-				var owner []int // the variable (index in order) of each row
-				for vi, o := range order {
-					all = append(all, mt[o]...)
-					for range mt[o] {
-						owner = append(owner, vi)
-					}
-				}
+			matches := detectMatches(ks, build(), mp, numbered, func(n int64, all []types.Row, labels []string) []types.Row {
 				outRows := make([]types.Row, len(all))
-				counts := make([]int, len(order))
-				final := withSubsets(&mrEnv{number: n, rows: func(name string) []types.Row {
-					if name == "" {
-						return all
-					}
-					return mt[name]
-				}})
+				final := &mrEnv{number: n, all: all, labels: labels, subsets: subsets}
 				for i, r := range all {
-					counts[owner[i]]++
-					upto := i + 1
-					env := &mrEnv{number: n, final: final, rows: func(name string) []types.Row {
-						if name == "" {
-							return all[:upto]
-						}
-						for vi, o := range order {
-							if o == name {
-								return mt[o][:counts[vi]]
-							}
-						}
-						return nil
-					}}
-					env = withSubsets(env)
+					env := &mrEnv{number: n, final: final, all: all[:i+1], labels: labels[:i+1], subsets: subsets}
 					vs := make([]types.Value, 0, len(out.Cols))
 					vs = append(vs, r.Values...)
 					for _, ms := range measures {
@@ -645,17 +549,8 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 				}
 			}, b.uid("match-rows")), nil
 		}
-		return detectMatches(ks, build(), numbered, func(n int64, mt cep.Match[types.Row]) types.Row {
-			var all []types.Row
-			for _, o := range order {
-				all = append(all, mt[o]...)
-			}
-			env := withSubsets(&mrEnv{number: n, rows: func(name string) []types.Row {
-				if name == "" {
-					return all
-				}
-				return mt[name]
-			}})
+		return detectMatches(ks, build(), mp, numbered, func(n int64, all []types.Row, labels []string) types.Row {
+			env := &mrEnv{number: n, all: all, labels: labels, subsets: subsets}
 			lastRow := all[len(all)-1].Values
 			vs := make([]types.Value, 0, len(out.Cols))
 			for _, k := range kf {
@@ -746,11 +641,18 @@ func navOffset(x *parser.Call, def int) (int, error) {
 	return off, nil
 }
 
-// detectMatches runs the pattern, numbering each partition's matches from
-// 1 when numbered (MATCH_NUMBER(), keyed state) and passing 0 otherwise.
-func detectMatches[OUT any](ks *weir.KeyedStream[string, types.Row], p *cep.Pattern[types.Row], numbered bool, fn func(n int64, mt cep.Match[types.Row]) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
+// detectMatches runs the pattern and passes fn each match's rows in order
+// with their variables, numbering each partition's matches from 1 when
+// numbered (MATCH_NUMBER(), keyed state) and passing 0 otherwise.
+func detectMatches[OUT any](ks *weir.KeyedStream[string, types.Row], p *cep.Pattern[types.Row], mp *mrPattern, numbered bool, fn func(n int64, all []types.Row, labels []string) OUT, opts ...weir.OperatorOption) *weir.Stream[OUT] {
 	if numbered {
-		return cep.DetectNumbered(ks, p, func(_ string, n int64, mt cep.Match[types.Row]) OUT { return fn(n, mt) }, opts...)
+		return cep.DetectStepsNumbered(ks, p, func(_ string, n int64, s []cep.Step[types.Row]) OUT {
+			all, labels := mp.mrSteps(s, 0)
+			return fn(n, all, labels)
+		}, opts...)
 	}
-	return cep.Detect(ks, p, func(_ string, mt cep.Match[types.Row]) OUT { return fn(0, mt) }, opts...)
+	return cep.DetectSteps(ks, p, func(_ string, s []cep.Step[types.Row]) OUT {
+		all, labels := mp.mrSteps(s, 0)
+		return fn(0, all, labels)
+	}, opts...)
 }
