@@ -292,4 +292,3 @@ func (mp *mrPattern) mrSteps(steps []cep.Step[types.Row], extra int) ([]types.Ro
 	}
 	return all, labels
 }
-
