@@ -57,6 +57,11 @@ func Stdout(w io.Writer) Option { return planner.Stdout(w) }
 // LogDir is the embedded log's directory for 'weir-log' tables.
 func LogDir(dir string) Option { return planner.LogDir(dir) }
 
+// StateDir is where keyed state lives when SET 'state.backend.type' =
+// 'rocksdb' (Flink's; 'forst' and 'pebble' too: weir's Pebble) names no
+// 'state.backend.rocksdb.localdir' (default: a new temporary directory).
+func StateDir(dir string) Option { return planner.StateDir(dir) }
+
 // JobName names the planned job (default "sql").
 func JobName(name string) Option { return planner.JobName(name) }
 

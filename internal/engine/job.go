@@ -111,6 +111,10 @@ type node struct {
 	// their values).
 	valuesNeeded func()
 
+	// backendState: the operator keeps its keyed state in the job's state
+	// backend (Process), so PebbleState moves it out of memory.
+	backendState bool
+
 	// committer of a two-phase-commit sink
 	committer Committer
 	// impl is the Source or Sink of a source or sink node (group mode
@@ -230,6 +234,10 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	defer stopServers()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
+	if heap := j.HeapStateOperators(); j.cfg.stateBackend == "pebble" && len(heap) > 0 {
+		j.cfg.logger.Warn("PebbleState covers Process operators only: these keep their keyed state in memory",
+			"job", j.name, "operators", heap)
+	}
 	if j.cfg.appID != "" {
 		err = j.runGroup(ctx)
 	} else {
@@ -333,6 +341,28 @@ func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, er
 	}
 	p, _, err := c.Savepoint(ctx, filepath.Clean(path), stop)
 	return p, err
+}
+
+// HeapStateOperators names the keyed operators of the job whose state
+// stays in Go memory whatever the state backend: every keyed operator but
+// Process (windows, joins, changelog aggregations, CEP...), which
+// PebbleState does not cover yet. A job with PebbleState logs them as a
+// warning when it starts; `weir sql` prints them when 'state.backend.type'
+// asks for RocksDB.
+func (j *Job) HeapStateOperators() []string {
+	var out []string
+	for _, n := range j.nodes {
+		if n.backendState {
+			continue
+		}
+		for _, e := range n.inputs {
+			if e.part == hashed {
+				out = append(out, n.name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // RestoredFrom is the checkpoint or savepoint directory the job's last

@@ -200,6 +200,10 @@ func (c *config) validate() error {
 
 // String prints the effective job options.
 func (c *config) String() string {
-	return fmt.Sprintf("parallelism=%d max-parallelism=%d batch-size=%d buffer-timeout=%v queue-capacity=%d metrics=%q checkpoint-interval=%v checkpoint-dir=%q",
+	s := fmt.Sprintf("parallelism=%d max-parallelism=%d batch-size=%d buffer-timeout=%v queue-capacity=%d metrics=%q checkpoint-interval=%v checkpoint-dir=%q",
 		c.parallelism, c.maxParallelism, c.batchSize, c.bufferTimeout, c.queueCapacity, c.metricsAddr, c.ckInterval, c.ckDir)
+	if c.stateBackend == "pebble" {
+		s += fmt.Sprintf(" state-backend=pebble state-dir=%q state-memory=%d incremental=%t", c.stateDir, c.stateMemory, c.incremental)
+	}
+	return s
 }

@@ -79,6 +79,7 @@ func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() K
 	cfg := j.opConfig(opts)
 	out, n := newStream[OUT](j, "process", cfg)
 	connectKeyed(ks, n)
+	n.backendState = true
 	n.build = func(st *subtask, o any) ([]any, error) {
 		size := st.cfg().batchSize
 		op := &processOp[K, T, OUT]{

@@ -314,6 +314,17 @@ func (o *Options) MemorySize(key string, def int64) int64 {
 	if !ok {
 		return def
 	}
+	n, err := ParseMemorySize(v)
+	if err != nil {
+		o.Invalid(key, "%v", err)
+		return def
+	}
+	return n
+}
+
+// ParseMemorySize reads a size in bytes written as Flink writes them
+// ("128MB", "64 kb", "1gb", "1024" = bytes).
+func ParseMemorySize(v string) (int64, error) {
 	s := strings.ToLower(strings.TrimSpace(v))
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
@@ -321,8 +332,7 @@ func (o *Options) MemorySize(key string, def int64) int64 {
 	}
 	n, err := strconv.ParseInt(s[:i], 10, 64)
 	if err != nil {
-		o.Invalid(key, "not a memory size (a number and a unit, as '128MB')")
-		return def
+		return 0, errors.New("not a memory size (a number and a unit, as '128MB')")
 	}
 	var m int64
 	switch strings.TrimSpace(s[i:]) {
@@ -337,8 +347,7 @@ func (o *Options) MemorySize(key string, def int64) int64 {
 	case "t", "tb", "tebibytes":
 		m = 1 << 40
 	default:
-		o.Invalid(key, "unknown memory unit '%s'", strings.TrimSpace(s[i:]))
-		return def
+		return 0, fmt.Errorf("unknown memory unit '%s'", strings.TrimSpace(s[i:]))
 	}
-	return n * m
+	return n * m, nil
 }

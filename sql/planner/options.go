@@ -25,6 +25,7 @@ type config struct {
 	name          string
 	funcs         []funcDef
 	funcDir       string
+	stateDir      string
 }
 
 // Define sets the value of a ${name} variable of the statements.
@@ -37,6 +38,10 @@ func Define(name, value string) Option {
 func JobOptions(opts ...weir.JobOption) Option {
 	return optionFunc(func(c *config) { c.jobOpts = append(c.jobOpts, opts...) })
 }
+
+// StateDir is where keyed state lives when SET 'state.backend.type' =
+// 'rocksdb' (or 'pebble') names no 'state.backend.rocksdb.localdir'.
+func StateDir(dir string) Option { return optionFunc(func(c *config) { c.stateDir = dir }) }
 
 // Parallelism is the jobs' default parallelism (SET
 // 'parallelism.default' overrides it).

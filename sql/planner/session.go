@@ -57,6 +57,68 @@ func (s *Session) parallelism() int {
 	return max(s.cfg.parallelism, 1)
 }
 
+// stateBackend reads Flink's state backend settings: 'state.backend.type'
+// (or the older 'state.backend') 'rocksdb' or 'forst' (Flink's
+// disaggregated backend), and weir's 'pebble', keep keyed state in Pebble
+// (weir.PebbleState) under 'state.backend.rocksdb.localdir' (else the
+// session's StateDir, else a new directory in the temporary directory)
+// with 'state.backend.rocksdb.memory.fixed-per-slot' as the memory budget
+// of each operator; 'hashmap' (and the older 'filesystem' and
+// 'jobmanager') and weir's 'heap' keep it in memory.
+// 'execution.checkpointing.incremental' (or the older
+// 'state.backend.incremental') = 'true' makes Pebble's checkpoints
+// incremental.
+func (s *Session) stateBackend() ([]weir.JobOption, error) {
+	var opts []weir.JobOption
+	typ, ok := s.sets["state.backend.type"]
+	key := "state.backend.type"
+	if !ok {
+		typ, ok = s.sets["state.backend"]
+		key = "state.backend"
+	}
+	if ok {
+		switch strings.ToLower(strings.TrimSpace(typ)) {
+		case "rocksdb", "forst", "pebble":
+			dir := s.sets["state.backend.rocksdb.localdir"]
+			if dir == "" {
+				dir = s.cfg.stateDir
+			}
+			if dir == "" {
+				var err error
+				if dir, err = os.MkdirTemp("", "weir-state-"); err != nil {
+					return nil, fmt.Errorf("SET '%s' = '%s': a state directory: %w", key, typ, err)
+				}
+			}
+			var budget int64
+			if v, ok := s.sets["state.backend.rocksdb.memory.fixed-per-slot"]; ok {
+				n, err := connector.ParseMemorySize(v)
+				if err != nil {
+					return nil, fmt.Errorf("SET 'state.backend.rocksdb.memory.fixed-per-slot' = '%s': %w", v, err)
+				}
+				budget = n
+			}
+			opts = append(opts, weir.PebbleState(dir, budget))
+		case "hashmap", "heap", "filesystem", "jobmanager":
+			opts = append(opts, weir.HeapState())
+		default:
+			return nil, fmt.Errorf("SET '%s' = '%s': unknown state backend (rocksdb, forst or pebble keep state in Pebble; hashmap or heap in memory)", key, typ)
+		}
+	}
+	for _, k := range []string{"execution.checkpointing.incremental", "state.backend.incremental"} {
+		if v, ok := s.sets[k]; ok {
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "true":
+				opts = append(opts, weir.IncrementalCheckpoints())
+			case "false":
+			default:
+				return nil, fmt.Errorf("SET '%s' = '%s': want true or false", k, v)
+			}
+			break
+		}
+	}
+	return opts, nil
+}
+
 func (s *Session) settings() connector.Settings {
 	return connector.Settings{
 		Parallelism:   s.parallelism(),
@@ -270,6 +332,11 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 		name = v
 	}
 	opts = append(opts, s.cfg.jobOpts...)
+	backend, err := s.stateBackend()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, backend...) // a SET in the script wins over the command line's
 	job := weir.NewJob(name, opts...)
 	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}}
 	for _, st := range stmts {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,6 +121,7 @@ func newNexmarkRun() *cobra.Command {
 		ckDir       string
 		ckInterval  time.Duration
 		sideInput   string
+		state       stateFlags
 		web         webFlags
 	)
 	cmd := &cobra.Command{
@@ -185,6 +187,12 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 			if ckDir != "" {
 				opts = append(opts, weir.Checkpointing(ckInterval, ckDir))
 			}
+			stateOpts, stateDone, err := state.options()
+			if err != nil {
+				return err
+			}
+			defer stateDone()
+			opts = append(opts, stateOpts...)
 			if web.addr != "" {
 				if ckDir == "" && web.tokenFile == "" {
 					return fmt.Errorf("--web-addr needs --web-token-file or --checkpoint-dir (where the token is written)")
@@ -203,6 +211,9 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 				nexmark.Emit(nexmark.Q13(nexmark.Events(job, src), side), out)
 			} else {
 				q.Build(nexmark.Events(job, src), out)
+			}
+			if heap := job.HeapStateOperators(); state.backend == "pebble" && len(heap) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "--state-backend pebble covers Process operators only: %s keep their keyed state in memory\n", strings.Join(heap, ", "))
 			}
 			start := time.Now()
 			if err := job.Run(cmd.Context()); err != nil {
@@ -256,6 +267,7 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 	f.StringVar(&output, "output", "", "write the result rows as JSON lines to this file (- for stdout)")
 	f.StringVar(&ckDir, "checkpoint-dir", "", "take checkpoints into this directory (and resume from it)")
 	f.DurationVar(&ckInterval, "checkpoint-interval", 10*time.Second, "checkpoint interval with --checkpoint-dir")
+	state.add(f)
 	f.StringVar(&sideInput, "side-input", "", "q13's side input: a CSV file of key,value lines (default: the suite's generated 10,000 rows)")
 	web.add(cmd, "control.token in --checkpoint-dir")
 	return cmd

@@ -97,6 +97,7 @@ type nexmarkBenchOpts struct {
 	cpuprofile      string
 	latencyProfile  string // DIR: CPU profile and runtime/trace of each latency run
 	microbatch      time.Duration
+	state           stateFlags
 }
 
 func newBenchNexmark() *cobra.Command {
@@ -204,6 +205,7 @@ temporary directory, as in the published figures.`,
 	f.Int64Var(&o.events, "events", 10_000_000, "events of the throughput run")
 	f.Float64Var(&o.eventRate, "event-rate", nexmark.DefaultEventRate, "event-time rate of the throughput run (events per second of date_time)")
 	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism (and generator splits)")
+	o.state.add(f)
 	f.Float64Var(&o.fraction, "latency-fraction", 0.8, "rate of the latency run, as a fraction of the measured maximum")
 	f.DurationVar(&o.latencyDuration, "latency-duration", 15*time.Second, "length of the latency run (0: skip it)")
 	f.Float64Var(&o.latencyRate, "latency-rate", 0, "pace the latency run at this many events/s instead of --latency-fraction of the measured maximum (for comparisons at equal load)")
@@ -368,6 +370,12 @@ func runBenchJob(ctx context.Context, q *nexmark.Query, src weir.Source[nexmark.
 	if o.microbatch > 0 {
 		opts = append(opts, weir.Microbatch(o.microbatch))
 	}
+	stateOpts, stateDone, err := o.state.options()
+	if err != nil {
+		return nil, err
+	}
+	defer stateDone()
+	opts = append(opts, stateOpts...)
 	job := weir.NewJob("bench-nexmark-"+q.Name, opts...)
 	q.Build(nexmark.Events(job, src), out)
 	return job, job.Run(ctx)

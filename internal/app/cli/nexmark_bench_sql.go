@@ -49,6 +49,12 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 	}
 	opts := []sql.Option{sql.Parallelism(o.parallelism), sql.Define("TPS", fmt.Sprint(o.eventRate)),
 		sql.Define("EVENTS_NUM", fmt.Sprint(o.events)), sql.Define("NEXMARK_TABLE", "datagen"), sql.Stdout(io.Discard)}
+	stateOpts, stateDone, err := o.state.options()
+	if err != nil {
+		return err
+	}
+	defer stateDone()
+	opts = append(opts, sql.JobOptions(stateOpts...))
 	if o.ckInterval > 0 {
 		dir, err := os.MkdirTemp("", "weir-nexmark-sql-ck-")
 		if err != nil {

@@ -36,6 +36,7 @@ func newSQL() *cobra.Command {
 		web         webFlags
 		microbatch  time.Duration
 		logLevel    string
+		state       stateFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sql [-f FILE]",
@@ -66,6 +67,15 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 			}
 			if err := checkMicrobatch(microbatch); err != nil {
 				return err
+			}
+			stateOpts, stateDone, err := state.options()
+			if err != nil {
+				return err
+			}
+			defer stateDone()
+			opts = append(opts, sql.JobOptions(stateOpts...))
+			if state.dir != "" {
+				opts = append(opts, sql.StateDir(state.dir))
 			}
 			if microbatch > 0 {
 				opts = append(opts, sql.JobOptions(weir.Microbatch(microbatch)))
@@ -119,6 +129,7 @@ ${NAME} in the statements is replaced by --define NAME=VALUE.`,
 	f.DurationVar(&microbatch, "microbatch", 0, microbatchUsage)
 	f.StringArrayVar(&defines, "define", nil, "NAME=VALUE for ${NAME} in the statements (repeatable)")
 	f.StringVar(&logDir, "log-dir", "", "data directory of the embedded log for 'weir-log' tables")
+	state.add(f) // (SET 'state.backend.type' = 'rocksdb' in the script does the same)
 	f.StringVar(&funcDir, "function-dir", ".", "directory of the WebAssembly modules of CREATE FUNCTION ... LANGUAGE WASM (their paths must stay inside it)")
 	f.StringVar(&appID, "app-id", "", "run as one process of application ID: the processes started with the same id share the Kafka input through a consumer group (docs/scale-out.md)")
 	f.StringVar(&logLevel, "log-level", "warn", "least level of the job's log lines on stderr: debug, info, warn or error (info adds the job's start, restore and end and, with --app-id, the group's assignments, restores and aborted transactions)")

@@ -1,0 +1,98 @@
+package sql_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql"
+)
+
+const backendSource = `
+CREATE TABLE src (id BIGINT, v BIGINT, ts AS TO_TIMESTAMP_LTZ(v, 3), WATERMARK FOR ts AS ts) WITH ('connector' = 'datagen', 'number-of-rows' = '5000',
+  'fields.id.kind' = 'random', 'fields.id.min' = '0', 'fields.id.max' = '49', 'fields.v.kind' = 'sequence', 'fields.v.start' = '1', 'fields.v.end' = '5000');
+`
+
+// lines runs a script and returns the rows its printed changelog ends
+// with, sorted.
+func lines(t *testing.T, script string, opts ...sql.Option) []string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := sql.Run(context.Background(), script, append(opts, sql.Stdout(&out), sql.Parallelism(2))...); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if len(l) < 3 {
+			continue
+		}
+		switch l[:2] {
+		case "+I", "+U":
+			rows[l[2:]]++
+		case "-U", "-D":
+			rows[l[2:]]--
+		}
+	}
+	var ls []string
+	for r, n := range rows {
+		for range n {
+			ls = append(ls, r)
+		}
+	}
+	slices.Sort(ls)
+	return ls
+}
+
+// Flink's 'state.backend.type' = 'rocksdb' runs the SQL operators that
+// keep keyed state in the job's backend on Pebble, in
+// 'state.backend.rocksdb.localdir': the same rows as on the heap, and the
+// state is in the directory. Operators that keep theirs in memory are
+// named (Job.HeapStateOperators); an unknown backend is an error.
+func TestStateBackendSetting(t *testing.T) {
+	query := `SELECT id, COUNT(*) AS c, SUM(v) AS s FROM src GROUP BY id;`
+	heap := lines(t, backendSource+query)
+	dir := t.TempDir()
+	pebble := lines(t, "SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.rocksdb.localdir' = '"+dir+"';\n"+backendSource+query)
+	if !slices.Equal(heap, pebble) || len(heap) != 50 {
+		t.Fatalf("on Pebble: %d rows, on the heap %d; they differ", len(pebble), len(heap))
+	}
+	// the job runs on Pebble (its options, logged when it starts), and
+	// says which of its operators keep their state on the heap
+	var log bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	lines(t, "SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.rocksdb.localdir' = '"+dir+"';\n"+backendSource+query, sql.JobOptions(weir.Logger(logger)))
+	if !strings.Contains(log.String(), `state-backend=pebble state-dir=\"`+dir) || strings.Contains(log.String(), "keep their keyed state in memory") {
+		t.Fatalf("the GROUP BY job is not on Pebble, or warns of heap state:\n%s", log.String())
+	}
+	log.Reset()
+	window := `SELECT window_start, id, COUNT(*) FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end, id;`
+	lines(t, "SET 'state.backend.type' = 'rocksdb';\n"+backendSource+window, sql.JobOptions(weir.Logger(logger)), sql.StateDir(t.TempDir()))
+	if !strings.Contains(log.String(), "keep their keyed state in memory") {
+		t.Fatalf("the window job does not warn of its heap state:\n%s", log.String())
+	}
+
+	plan := func(script string) ([]string, error) {
+		s := sql.NewSession(sql.Stdout(&bytes.Buffer{}))
+		job, err := s.Plan(script)
+		if err != nil {
+			return nil, err
+		}
+		return job.HeapStateOperators(), nil
+	}
+	if heapOps, err := plan("SET 'state.backend.type' = 'rocksdb';\n" + backendSource + query); err != nil || len(heapOps) != 0 {
+		t.Fatalf("a GROUP BY keeps state on the heap: %v, %v", heapOps, err)
+	}
+	if heapOps, err := plan("SET 'state.backend.type' = 'rocksdb';\n" + backendSource + window); err != nil || len(heapOps) != 1 {
+		t.Fatalf("a window aggregation's operator not named as keeping its state on the heap: %v, %v", heapOps, err)
+	}
+	for _, bad := range []string{"SET 'state.backend.type' = 'leveldb';", "SET 'execution.checkpointing.incremental' = 'yes';",
+		"SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.rocksdb.memory.fixed-per-slot' = '12 parsecs';"} {
+		if _, err := plan(bad + "\n" + backendSource + query); err == nil || !strings.Contains(err.Error(), "SET '") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
