@@ -83,8 +83,16 @@ func TestStateBackendSetting(t *testing.T) {
 		}
 		return job.HeapStateOperators(), nil
 	}
-	if heapOps, err := plan("SET 'state.backend.type' = 'rocksdb';\n" + backendSource + query); err != nil || len(heapOps) != 0 {
-		t.Fatalf("a GROUP BY keeps state on the heap: %v, %v", heapOps, err)
+	for _, q := range []string{query,
+		`SELECT a.id, b.v FROM src a JOIN src b ON a.id = b.id;`,
+		`SELECT * FROM (SELECT id, v, ROW_NUMBER() OVER (PARTITION BY id ORDER BY v DESC) AS rn FROM src) WHERE rn <= 3;`,
+		`SELECT id FROM src UNION SELECT v FROM src;`,
+		`SELECT a.id FROM src a, src b WHERE a.id = b.id AND a.ts BETWEEN b.ts - INTERVAL '1' SECOND AND b.ts;`,
+		`SELECT id, COUNT(*) OVER (PARTITION BY id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM src;`,
+	} {
+		if heapOps, err := plan("SET 'state.backend.type' = 'rocksdb';\n" + backendSource + q); err != nil || len(heapOps) != 0 {
+			t.Fatalf("%s keeps state on the heap: %v, %v", q, heapOps, err)
+		}
 	}
 	if heapOps, err := plan("SET 'state.backend.type' = 'rocksdb';\n" + backendSource + window); err != nil || len(heapOps) != 1 {
 		t.Fatalf("a window aggregation's operator not named as keeping its state on the heap: %v, %v", heapOps, err)
