@@ -2,6 +2,8 @@ package cep
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -158,4 +160,72 @@ func TestSkipToStageInGroup(t *testing.T) {
 	if _, err := compile(Begin[sev]("s", SkipToFirst("nope")).Next("x")); err == nil {
 		t.Error("skip to a missing stage compiled")
 	}
+}
+
+// Without a skip strategy an alternation's matches are those of its
+// alternatives, each run as a pattern of its own (random alternatives and
+// events).
+func TestAlternationIsUnionOfAlternatives(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 39))
+	letters := []string{"a", "b", "c"}
+	randCond := func() func(sev) bool {
+		var ok []string
+		for _, l := range letters {
+			if rng.IntN(2) == 0 {
+				ok = append(ok, l)
+			}
+		}
+		if len(ok) == 0 {
+			ok = []string{letters[rng.IntN(3)]}
+		}
+		return anyOf(ok...)
+	}
+	type stage struct {
+		name string
+		cond func(sev) bool
+	}
+	seq := func(st []stage) *Pattern[sev] {
+		p := Begin[sev](st[0].name).Where(st[0].cond)
+		for _, s := range st[1:] {
+			p = p.Next(s.name).Where(s.cond)
+		}
+		return p
+	}
+	total := 0
+	for iter := 0; iter < 30; iter++ {
+		var alts [][]stage
+		for a := 0; a < 2+rng.IntN(2); a++ {
+			var st []stage
+			for i := 0; i < 1+rng.IntN(3); i++ {
+				st = append(st, stage{fmt.Sprintf("x%d_%d", a, i), randCond()})
+			}
+			alts = append(alts, st)
+		}
+		startCond, endCond := randCond(), randCond()
+		var words []string
+		for i := 0; i < 14; i++ {
+			words = append(words, fmt.Sprintf("%s%d", letters[rng.IntN(3)], i))
+		}
+		in := strings.Join(words, " ")
+		var ps []*Pattern[sev]
+		for _, a := range alts {
+			ps = append(ps, seq(a))
+		}
+		alt := Begin[sev]("s").Where(startCond).NextAlt(ps...).Next("e").Where(endCond)
+		got := runSteps(t, alt, in)
+		total += len(got)
+		var want []string
+		for _, a := range alts {
+			one := Begin[sev]("s").Where(startCond).NextGroup(seq(a)).Next("e").Where(endCond)
+			want = append(want, runSteps(t, one, in)...)
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("events %q:\n got  %q\n want %q", in, got, want)
+		}
+	}
+	if total < 30 {
+		t.Errorf("only %d matches in all: the test draws too few", total)
+	}
+	t.Logf("%d matches", total)
 }
