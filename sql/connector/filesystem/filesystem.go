@@ -86,6 +86,9 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	// here too: one table is read and written
 	part := partitionOptions(t, o)
 	o.Declare("sink.rolling-policy.file-size", "sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval")
+	if o.String("format", "") == "avro" {
+		return createAvroSource(t, o, path, part)
+	}
 	if o.String("format", "") == "parquet" {
 		popts := parquet.ParseOptions(o)
 		if err := o.Err(); err != nil {
@@ -152,6 +155,9 @@ func (Factory) CreateSink(t *connector.Table) (*connector.Sink, error) {
 	rollEvery := file.RollInterval(o.Duration("sink.rolling-policy.rollover-interval", 30*time.Minute))
 	if o.Duration("sink.rolling-policy.check-interval", time.Minute) <= 0 {
 		o.Invalid("sink.rolling-policy.check-interval", "must be positive")
+	}
+	if o.String("format", "") == "avro" {
+		return createAvroSink(t, o, path, roll, rollEvery)
 	}
 	if o.String("format", "") == "parquet" {
 		popts := parquet.ParseOptions(o)

@@ -247,6 +247,11 @@ func TestOptionErrors(t *testing.T) {
 		{map[string]string{"path": "s3:///out", "format": "json"}, true, "no bucket"},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.check-interval": "0 s"}, true, "'sink.rolling-policy.check-interval'"},
 		{map[string]string{"path": "/tmp", "format": "json", "sink.rolling-policy.rollover-interval": "soon"}, true, "'sink.rolling-policy.rollover-interval'"},
+		{map[string]string{"path": "/tmp", "format": "avro", "avro.codec": "xz"}, true, "option 'avro.codec' = 'xz': weir does not write it"},
+		{map[string]string{"path": "/tmp", "format": "avro", "avro.codec": "bzip2"}, true, "option 'avro.codec' = 'bzip2': weir does not write it"},
+		{map[string]string{"path": "/tmp", "format": "avro", "avro.codec": "lzo"}, false, "'avro.codec'"},
+		{map[string]string{"path": "/tmp", "format": "avro", "avro.encoding": "json"}, true, "'avro.encoding'"},
+		{map[string]string{"path": "/tmp", "format": "avro", "avro.ignore-parse-errors": "true"}, false, "unsupported options found for 'filesystem': 'avro.ignore-parse-errors'"},
 		{map[string]string{"path": "/tmp", "format": "json", "pth": "x"}, false,
 			"unsupported options found for 'filesystem': 'pth' (supported options: connector, format, json.encode.decimal-as-plain-number, json.encode.ignore-null-fields, json.encode.invalid-utf8, json.fail-on-missing-field, json.ignore-parse-errors"},
 	} {
@@ -259,6 +264,20 @@ func TestOptionErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.opts, err, c.want)
+		}
+	}
+	// 'avro' is Flink's object-container files (once refused): a source
+	// and an exactly-once sink, with any codec weir writes
+	for _, c := range []string{"", "null", "deflate", "snappy", "zstandard"} {
+		opts := map[string]string{"connector": "filesystem", "path": t.TempDir(), "format": "avro"}
+		if c != "" {
+			opts["avro.codec"] = c
+		}
+		if src, err := connector.CreateSource(table("x", opts)); err != nil || !src.Bounded || src.Changelog != types.InsertOnly {
+			t.Errorf("avro source %v: %+v, %v", opts, src, err)
+		}
+		if sink, err := connector.CreateSink(table("x", opts)); err != nil || !sink.ExactlyOnce || sink.Accepts != types.InsertOnly {
+			t.Errorf("avro sink %v: %+v, %v", opts, sink, err)
 		}
 	}
 	_, err := connector.CreateSource(table("x", map[string]string{"connector": "filesystm"}))

@@ -44,19 +44,12 @@ func readCommon(o *format.Scoped) Options {
 	return opt
 }
 
-// errFiles refuses 'avro' on the filesystem connector: there Flink's
-// 'avro' is a bulk format of object-container files, not one datum per
-// line.
-var errFiles = errors.New("'avro' on the filesystem connector is Flink's object-container files, which weir's filesystem connector does not read or write (the Go API's format/avro does)")
-
 func readAvroOptions(o *format.Scoped) (Options, error) {
 	opt := readCommon(o)
-	if o.O.Connector() == "filesystem" {
-		return opt, errFiles
-	}
 	opt.Schema = o.O.String(o.Key("schema"), "")
-	// The object-container codec: only for files, which weir's filesystem
-	// connector does not write in Avro; accepted so Flink's DDL runs.
+	// The object-container codec: only for files (the filesystem
+	// connector reads them itself, ReadFileOptions); accepted so Flink's
+	// DDL runs.
 	o.O.Enum(o.Key("codec"), "snappy", "null", "deflate", "snappy", "bzip2", "xz", "zstandard")
 	if enc := o.O.Enum(o.Key("encoding"), "binary", "binary", "json"); enc == "json" {
 		return opt, errors.New("'avro.encoding' = 'json' is not supported (only 'binary')")
@@ -186,11 +179,39 @@ func newValues(n int) []types.Value {
 // for a null datum of a nullable top-level schema.
 func (d *RowDecoder) DecodeValues(body []byte, vals []types.Value) (ok bool, err error) {
 	r := readers.Get().(*reader)
-	r.b, r.i, r.str = body, 0, ""
+	r.b, r.i, r.str, r.window = body, 0, "", false
 	defer func() {
 		r.b, r.str = nil, ""
 		readers.Put(r)
 	}()
+	ok, err = d.decode(r, vals)
+	if err != nil {
+		return false, err
+	}
+	if r.i < len(r.b) {
+		return false, r.errorf("%d bytes after the record", len(r.b)-r.i)
+	}
+	return ok, nil
+}
+
+// DecodePrefix decodes the datum at the start of b into vals (len = the
+// columns) and returns the bytes it took: b may hold more (the records
+// of an object-container file's block, one after another). ok is false
+// for a null datum of a nullable top-level schema. Strings are copied
+// out of b (b may be reused once it returns).
+func (d *RowDecoder) DecodePrefix(b []byte, vals []types.Value) (ok bool, n int, err error) {
+	r := readers.Get().(*reader)
+	r.b, r.i, r.str, r.window = b, 0, "", true
+	defer func() {
+		r.b, r.str, r.window = nil, "", false
+		readers.Put(r)
+	}()
+	ok, err = d.decode(r, vals)
+	return ok, r.i, err
+}
+
+// decode decodes one datum at r into vals, leaving r after it.
+func (d *RowDecoder) decode(r *reader, vals []types.Value) (ok bool, err error) {
 	if d.union {
 		start := r.i
 		i, err := r.long()
@@ -208,9 +229,6 @@ func (d *RowDecoder) DecodeValues(body []byte, vals []types.Value) (ok bool, err
 	}
 	if err := d.rec.decodeInto(r, vals); err != nil {
 		return false, err
-	}
-	if r.i < len(r.b) {
-		return false, r.errorf("%d bytes after the record", len(r.b)-r.i)
 	}
 	return true, nil
 }

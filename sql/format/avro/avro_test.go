@@ -352,9 +352,6 @@ func TestExplicitSchemaAndOptions(t *testing.T) {
 	if err := compileErr(schema, map[string]string{"format": "avro", "avro.encoding": "json"}); err == nil || !strings.Contains(err.Error(), "json") {
 		t.Fatalf("avro.encoding json: %v", err)
 	}
-	if err := compileErr(schema, map[string]string{"connector": "filesystem", "format": "avro"}); err == nil || !strings.Contains(err.Error(), "object-container files") {
-		t.Fatalf("avro on the filesystem connector: %v", err)
-	}
 	if err := compileErr(schema, map[string]string{"format": "avro", "avro.nope": "1"}); err == nil || !strings.Contains(err.Error(), "avro.nope") {
 		t.Fatalf("unknown option: %v", err)
 	}

@@ -16,6 +16,13 @@ type reader struct {
 	// than one allocation each (a row then keeps the record alive, which
 	// for small records costs less than the allocations it saves).
 	str string
+	// window: b holds many records (an object-container file's block), so
+	// str is a window of at most strCopyMax bytes of b from strBase, copied
+	// when a string falls outside the current one: the records of a block
+	// share a copy per strCopyMax bytes, and a row keeps at most such a
+	// window alive per string (not the block).
+	window  bool
+	strBase int
 }
 
 // strCopyMax is the largest record whose string fields share one copy.
@@ -134,6 +141,15 @@ func (r *reader) string() (string, error) {
 	r.i = to
 	if n == 0 {
 		return "", nil
+	}
+	if r.window {
+		if n > strCopyMax {
+			return string(r.b[from:to]), nil
+		}
+		if r.str == "" || from < r.strBase || to > r.strBase+len(r.str) {
+			r.str, r.strBase = string(r.b[from:min(len(r.b), from+strCopyMax)]), from
+		}
+		return r.str[from-r.strBase : to-r.strBase], nil
 	}
 	if len(r.b) <= strCopyMax {
 		if r.str == "" {

@@ -16,6 +16,13 @@
 //     the registry, read into a changelog as 'debezium-json' reads them,
 //     written as Flink writes them (before, after, op).
 //
+// On the filesystem connector, 'avro' is Flink's bulk format of Avro
+// object-container files (ocf.go): OCFWriter writes a file's header and
+// its blocks of rows (codecs null, deflate, snappy, zstandard, by
+// 'avro.codec'); FileDecoders and OCFReader read files with each file's
+// own schema resolved against the table's, from a checkpointed position
+// (a block's offset and the records of it read).
+//
 // Reading resolves the writer's schema against the table's (Avro's schema
 // resolution): fields are matched by name, a field the table lacks is
 // skipped, a column the writer lacks takes the reader schema's default

@@ -6,10 +6,16 @@ of weir's Avro tests.
   pyavro.py read WRITER.avsc READER.avsc
                                       read hex lines from stdin with schema
                                       resolution, print one JSON line each
-  pyavro.py ocf-write SCHEMA.avsc OUT write the fixed records to an object
-                                      container file (deflate)
-  pyavro.py ocf-read IN               print an object container file's
+  pyavro.py ocf-write SCHEMA.avsc OUT [CODEC [N]]
+                                      write the fixed records, then N
+                                      generated ones (gen below), to an
+                                      object container file (codec deflate
+                                      unless given)
+  pyavro.py ocf-read IN...            print object container files'
                                       records as JSON lines
+  pyavro.py codecs                    print the codecs this avro library has
+                                      (snappy and zstandard need modules
+                                      of their own)
 """
 import datetime
 import decimal
@@ -17,6 +23,7 @@ import io
 import json
 import sys
 
+import avro.codecs
 import avro.datafile
 import avro.io
 import avro.schema
@@ -38,6 +45,19 @@ def records():
          "day": datetime.date(1970, 1, 1), "amount": decimal.Decimal("0.01"),
          "note": "", "raw": b""},
     ]
+
+
+def gen(i):
+    # Generated records (sql/connector/filesystem/avro_test.go computes
+    # the same): enough of them for several blocks.
+    return {"id": 1000 + i, "name": None if i % 7 == 0 else "n%d" % i,
+            "price": i * 0.5, "qty": i - 2500, "active": i % 2 == 0,
+            "tags": ["t%d" % i] * (i % 3), "attrs": {"k": i},
+            "addr": None if i % 2 else {"city": "c%d" % i, "zip": None},
+            "ts": datetime.datetime(2024, 1, 1, tzinfo=UTC) + datetime.timedelta(milliseconds=i),
+            "day": datetime.date(2024, 1, 1) + datetime.timedelta(days=i % 365),
+            "amount": decimal.Decimal(i).scaleb(-2), "note": "x" * (i % 5),
+            "raw": bytes([i % 256])}
 
 
 def parse(path):
@@ -85,15 +105,22 @@ def main():
             print(json.dumps(plain(d), sort_keys=True))
     elif cmd == "ocf-write":
         schema = parse(sys.argv[2])
+        codec = sys.argv[4] if len(sys.argv) > 4 else "deflate"
+        n = int(sys.argv[5]) if len(sys.argv) > 5 else 0
         with open(sys.argv[3], "wb") as f:
-            with avro.datafile.DataFileWriter(f, avro.io.DatumWriter(), schema, codec="deflate") as w:
+            with avro.datafile.DataFileWriter(f, avro.io.DatumWriter(), schema, codec=codec) as w:
                 for r in records():
                     w.append(r)
+                for i in range(n):
+                    w.append(gen(i))
     elif cmd == "ocf-read":
-        with open(sys.argv[2], "rb") as f:
-            with avro.datafile.DataFileReader(f, avro.io.DatumReader()) as rd:
-                for d in rd:
-                    print(json.dumps(plain(d), sort_keys=True))
+        for path in sys.argv[2:]:
+            with open(path, "rb") as f:
+                with avro.datafile.DataFileReader(f, avro.io.DatumReader()) as rd:
+                    for d in rd:
+                        print(json.dumps(plain(d), sort_keys=True))
+    elif cmd == "codecs":
+        print(" ".join(sorted(avro.codecs.KNOWN_CODECS)))
     else:
         sys.exit("unknown command " + cmd)
 
