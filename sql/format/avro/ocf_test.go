@@ -473,3 +473,48 @@ func TestOCFHeader(t *testing.T) {
 		t.Fatal("two files with one sync marker")
 	}
 }
+
+// DecodePrefix decodes datums one after another from a buffer that holds
+// several, each from where the last ended; the strings survive the
+// buffer's reuse.
+func TestDecodePrefix(t *testing.T) {
+	s, err := avro.FileSchema(ocfTable, avro.FileOptions{Mapping: avro.Mapping{Legacy: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := avro.NewRowEncoder(s, ocfTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := avro.NewRowDecoder(s, s, ocfTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := ocfRows(300)
+	var buf []byte
+	var ends []int
+	for _, r := range rows {
+		if buf, err = enc.AppendValues(buf, r.Values); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, len(buf))
+	}
+	var got []types.Row
+	for i, at := 0, 0; at < len(buf); i++ {
+		vals := make([]types.Value, len(ocfTable))
+		ok, n, err := dec.DecodePrefix(buf[at:], vals)
+		if err != nil || !ok {
+			t.Fatalf("datum %d: %v, %v", i, ok, err)
+		}
+		if at += n; at != ends[i] {
+			t.Fatalf("datum %d ends at %d, want %d", i, at, ends[i])
+		}
+		got = append(got, types.Row{Kind: types.Insert, Values: vals})
+	}
+	// a datum cut short
+	if _, _, err := dec.DecodePrefix(buf[:ends[0]-1], make([]types.Value, len(ocfTable))); err == nil {
+		t.Fatal("a truncated datum decoded")
+	}
+	clear(buf)
+	sameRows(t, got, rows)
+}
