@@ -157,6 +157,14 @@ func TestSkipToStageInGroup(t *testing.T) {
 		NextAlt(Begin[sev]("x").Where(named("e")), Begin[sev]("y").Where(named("f"))).OneOrMore().Consecutive().Greedy().
 		Next("end").Where(named("d"))
 	checkSteps(t, q, "s f1 e1 d", "s:s y:f1 x:e1 end:d")
+	// skipping to a match's first event keeps the partial matches that
+	// began with it; with an alternation, the other alternatives' matches
+	// from that event are dropped all the same (one match per first
+	// event, as in SQL)
+	first := Begin[sev]("s", SkipToFirst("s")).Where(named("s")).NextAlt(
+		Begin[sev]("l1").Where(named("e")).Next("l2").Where(named("e")),
+		Begin[sev]("r1").Where(named("e")))
+	checkSteps(t, first, "s e1 e2", "s:s l1:e1 l2:e2")
 	if _, err := compile(Begin[sev]("s", SkipToFirst("nope")).Next("x")); err == nil {
 		t.Error("skip to a missing stage compiled")
 	}

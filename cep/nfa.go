@@ -358,6 +358,13 @@ func (r *runner[T]) emitMatches(ks *nfaState, pot []compState) {
 				r.cand = r.prune(r.cand, id, skip.kind)
 				ks.Completed = r.prune(ks.Completed, id, skip.kind)
 			}
+			if r.nfa.hasAlt {
+				// one match per first event, as in SQL: the other
+				// alternatives' matches from it are discarded too
+				// (SkipToFirst/SkipToLast to the first event keeps them)
+				r.cand = r.dropStart(r.cand, m.StartID)
+				ks.Completed = r.dropStart(ks.Completed, m.StartID)
+			}
 		}
 		switch {
 		case r.onSteps != nil:
@@ -550,6 +557,19 @@ func (r *runner[T]) pruningID(m compState) (int64, bool) {
 		}
 	}
 	return id, found
+}
+
+// dropStart removes the states whose first event is id.
+func (r *runner[T]) dropStart(states []compState, id int64) []compState {
+	out := states[:0]
+	for _, cs := range states {
+		if cs.StartID == id {
+			r.buf().release(cs.Node)
+			continue
+		}
+		out = append(out, cs)
+	}
+	return out
 }
 
 // prune removes the states the skip strategy discards: those whose first
