@@ -4,7 +4,9 @@
 # and object-container files that weir reads, and reads what weir writes).
 #
 #   bash scripts/avro.sh install   install Debian's python3-avro if `import
-#                                  avro` fails (apt-get; needs root or sudo)
+#                                  avro` fails, and python3-snappy and
+#                                  python3-zstandard for the codecs (apt-get;
+#                                  needs root or sudo)
 #   bash scripts/avro.sh path      print the python3 that imports avro
 #
 # WEIR_PYAVRO overrides which python is used.
@@ -33,14 +35,26 @@ path() {
   return 1
 }
 
+# codecs: the object-container codecs beyond null and deflate that the
+# tests check against Python (snappy, zstandard), Debian's python3-snappy
+# and python3-zstandard.
+codecs() {
+  "$1" -c 'import snappy, zstandard' >/dev/null 2>&1
+}
+
 install() {
   if p=$(path); then
     echo "avro.sh: python3-avro found ($p)"
-    return 0
+  else
+    apt_install avro "python3-avro" "install Apache Avro's Python library and set WEIR_PYAVRO" python3-avro || return 1
+    p=$(path) || { echo "avro.sh: apt-get installed python3-avro, but python3 does not import avro" >&2; return 1; }
+    echo "avro.sh: python3-avro installed ($p)"
   fi
-  apt_install avro "python3-avro" "install Apache Avro's Python library and set WEIR_PYAVRO" python3-avro || return 1
-  p=$(path) || { echo "avro.sh: apt-get installed python3-avro, but python3 does not import avro" >&2; return 1; }
-  echo "avro.sh: python3-avro installed ($p)"
+  if ! codecs "$p"; then
+    apt_install avro "python3-snappy and python3-zstandard" "install them for $p" python3-snappy python3-zstandard || return 1
+    codecs "$p" || { echo "avro.sh: $p does not import snappy and zstandard" >&2; return 1; }
+    echo "avro.sh: python3-snappy and python3-zstandard installed"
+  fi
 }
 
 case "${1:-}" in

@@ -430,6 +430,17 @@ func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
 }
 
 func (p *planner) planSelect(s *parser.Select) (*rel, error) {
+	if s.Having != nil && hasSubquery(s.Having) {
+		rs, err := p.havingSubqueries(s)
+		if err != nil {
+			return nil, err
+		}
+		r, err := p.planSelect(rs)
+		if err != nil && strings.Contains(err.Error(), havingQual+".") {
+			err = fmt.Errorf("%w (a subquery in HAVING reads its own tables and the aggregation's columns: correlated ones are not supported yet)", err)
+		}
+		return r, err
+	}
 	if len(s.OrderBy) > 0 || s.Limit != nil {
 		return p.planOrderBy(s)
 	}

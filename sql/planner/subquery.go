@@ -730,13 +730,30 @@ func rewriteSubqueries(e parser.Expr, repl map[*parser.Subquery]parser.Expr) par
 	if e == nil || len(repl) == 0 {
 		return e
 	}
-	r := func(x parser.Expr) parser.Expr { return rewriteSubqueries(x, repl) }
-	switch e := e.(type) {
-	case *parser.Subquery:
-		if x, ok := repl[e]; ok {
-			return x
+	return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
+		sq, ok := x.(*parser.Subquery)
+		if !ok {
+			return nil, false
 		}
+		if r, ok := repl[sq]; ok {
+			return r, true
+		}
+		return sq, true
+	})
+}
+
+// mapExpr returns e with each node for which f says so replaced by what f
+// returns (and not descended into); the nodes on the way are copied, e is
+// not changed. f is asked before a node's children.
+func mapExpr(e parser.Expr, f func(parser.Expr) (parser.Expr, bool)) parser.Expr {
+	if e == nil {
 		return e
+	}
+	if x, ok := f(e); ok {
+		return x
+	}
+	r := func(x parser.Expr) parser.Expr { return mapExpr(x, f) }
+	switch e := e.(type) {
 	case *parser.Unary:
 		c := *e
 		c.X = r(e.X)
@@ -794,6 +811,13 @@ func rewriteSubqueries(e parser.Expr, repl map[*parser.Subquery]parser.Expr) par
 		c.X = r(e.X)
 		return &c
 	case *parser.Extract:
+		c := *e
+		c.X = r(e.X)
+		return &c
+	case *parser.Subquery:
+		if e.X == nil {
+			return e
+		}
 		c := *e
 		c.X = r(e.X)
 		return &c

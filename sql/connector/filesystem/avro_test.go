@@ -499,6 +499,14 @@ func TestAvroFilesWithPython(t *testing.T) {
 	schema := filepath.Join(dir, "w.avsc")
 	writeFile(t, schema, pySchema)
 	pyCodecs := strings.Fields(runPy(t, py, "codecs")[0])
+	if os.Getenv("WEIR_REQUIRE_PYAVRO") != "" {
+		// scripts/avro.sh installs python3-snappy and python3-zstandard
+		for _, c := range []string{"null", "deflate", "snappy", "zstandard"} {
+			if !slices.Contains(pyCodecs, c) {
+				t.Fatalf("Python's avro has codecs %v, not %s: bash scripts/avro.sh install", pyCodecs, c)
+			}
+		}
+	}
 	in := filepath.Join(dir, "py")
 	if err := os.Mkdir(in, 0o755); err != nil {
 		t.Fatal(err)
