@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"crypto/tls"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,35 +12,12 @@ import (
 	"github.com/weirstream/weir/internal/testing/certtest"
 )
 
-// tools returns the paths of Java's keytool and openssl; without them
-// the test fails when WEIR_REQUIRE_KEYTOOL is set (scripts/test.sh
-// installs them) and is skipped otherwise.
-func tools(t *testing.T) (keytool, openssl string) {
-	t.Helper()
-	k, err1 := exec.LookPath("keytool")
-	o, err2 := exec.LookPath("openssl")
-	if err1 != nil || err2 != nil {
-		if os.Getenv("WEIR_REQUIRE_KEYTOOL") != "" {
-			t.Fatal("keytool or openssl is not installed: bash scripts/keytool.sh install")
-		}
-		t.Skip("keytool or openssl is not installed (bash scripts/keytool.sh install)")
-	}
-	return k, o
-}
-
-func run(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
-	}
-}
-
 // Kafka's default stores, Java's: trust and key stores made by keytool
 // (JKS, PKCS12) and openssl (PKCS12), as a Flink user's job file names
 // them, connect over mutual TLS with SASL; a wrong store password fails
 // the statement with the store's name.
 func TestJavaKeyStores(t *testing.T) {
-	keytool, openssl := tools(t)
+	keytool, openssl := certtest.Tools(t)
 	cert, err := certtest.New()
 	if err != nil {
 		t.Fatal(err)
@@ -64,12 +40,12 @@ func TestJavaKeyStores(t *testing.T) {
 	}
 	p := func(name string) string { return filepath.Join(dir, name) }
 	// trust stores: the certificate as a trusted entry, JKS and PKCS12
-	run(t, keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", pemCert, "-keystore", p("trust.jks"), "-storetype", "JKS", "-storepass", "trustpw")
-	run(t, keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", pemCert, "-keystore", p("trust.p12"), "-storetype", "PKCS12", "-storepass", "trustpw")
+	certtest.Run(t, keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", pemCert, "-keystore", p("trust.jks"), "-storetype", "JKS", "-storepass", "trustpw")
+	certtest.Run(t, keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", pemCert, "-keystore", p("trust.p12"), "-storetype", "PKCS12", "-storepass", "trustpw")
 	// key stores: openssl's PKCS12, and keytool's JKS made from it with a
 	// key password of its own
-	run(t, openssl, "pkcs12", "-export", "-in", pemCert, "-inkey", pemKey, "-name", "client", "-out", p("client.p12"), "-passout", "pass:keypw")
-	run(t, keytool, "-importkeystore", "-noprompt", "-srckeystore", p("client.p12"), "-srcstoretype", "PKCS12", "-srcstorepass", "keypw",
+	certtest.Run(t, openssl, "pkcs12", "-export", "-in", pemCert, "-inkey", pemKey, "-name", "client", "-out", p("client.p12"), "-passout", "pass:keypw")
+	certtest.Run(t, keytool, "-importkeystore", "-noprompt", "-srckeystore", p("client.p12"), "-srcstoretype", "PKCS12", "-srcstorepass", "keypw",
 		"-destkeystore", p("client.jks"), "-deststoretype", "JKS", "-deststorepass", "storepw", "-destkeypass", "entrypw")
 	table := func(props string) string {
 		return `CREATE TABLE t (id BIGINT, name STRING) WITH ('connector' = 'kafka', 'topic' = 'k', 'properties.bootstrap.servers' = '` + strings.Join(c.ListenAddrs(), ",") + `',

@@ -5,12 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/keystore"
 	"github.com/weirstream/weir/sql/connector"
 )
 
@@ -174,15 +174,6 @@ func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 		bad = true
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	readFile := func(key string) []byte {
-		path, _ := take(key)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			fail("option 'properties.%s': %v", key, err)
-			return nil
-		}
-		return b
-	}
 	trustType, _ := take("ssl.truststore.type")
 	trustPass, _ := take("ssl.truststore.password")
 	keyType, _ := take("ssl.keystore.type")
@@ -199,25 +190,13 @@ func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 		fail("option 'properties.ssl.key.password' needs 'properties.ssl.keystore.location' (a JKS store's key password)")
 	}
 	var trust []byte
-	if _, ok := ssl["ssl.truststore.location"]; ok {
-		path := ssl["ssl.truststore.location"]
-		if b := readFile("ssl.truststore.location"); b != nil {
-			switch typ := storeType(trustType, b); typ {
-			case "PEM":
-				if p, _ := pem.Decode(b); p == nil {
-					fail("option 'properties.ssl.truststore.location': %s holds no PEM block", path)
-				}
-				trust = b
-			default:
-				certs, err := trustedCerts(typ, b, trustPass)
-				if err != nil {
-					fail("option 'properties.ssl.truststore.location': %s: %v", path, err)
-					break
-				}
-				for _, c := range certs {
-					trust = append(trust, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
-				}
-			}
+	if path, ok := take("ssl.truststore.location"); ok {
+		certs, err := keystore.Trust(path, trustType, trustPass)
+		if err != nil {
+			fail("option 'properties.ssl.truststore.location': %v", err)
+		}
+		for _, c := range certs {
+			trust = append(trust, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
 		}
 	}
 	if v, ok := take("ssl.truststore.certificates"); ok {
@@ -231,26 +210,12 @@ func tlsConfig(o *connector.Options, ssl map[string]string) *tls.Config {
 		cfg.RootCAs = pool
 	}
 	var keyPEM, chainPEM []byte
-	if _, ok := ssl["ssl.keystore.location"]; ok {
-		path := ssl["ssl.keystore.location"]
-		if b := readFile("ssl.keystore.location"); b != nil {
-			switch typ := storeType(keyType, b); typ {
-			case "PEM":
-				if p, _ := pem.Decode(b); p == nil {
-					fail("option 'properties.ssl.keystore.location': %s holds no PEM block", path)
-				}
-				if hasKeyPass {
-					fail("option 'properties.ssl.key.password': encrypted PEM keys are not supported; give the key unencrypted, or a JKS or PKCS12 store")
-				}
-				keyPEM, chainPEM = b, b
-			default:
-				cert, err := keyPair(typ, b, keyStorePass, keyPass)
-				if err != nil {
-					fail("option 'properties.ssl.keystore.location': %s: %v", path, err)
-					break
-				}
-				cfg.Certificates = []tls.Certificate{cert}
-			}
+	if path, ok := take("ssl.keystore.location"); ok {
+		cert, err := keystore.KeyPair(path, keyType, keyStorePass, keyPass)
+		if err != nil {
+			fail("option 'properties.ssl.keystore.location': %v", err)
+		} else {
+			cfg.Certificates = []tls.Certificate{cert}
 		}
 	}
 	if v, ok := take("ssl.keystore.key"); ok {

@@ -12,6 +12,7 @@ import (
 
 	hamba "github.com/hamba/avro/v2"
 
+	"github.com/weirstream/weir/internal/testing/certtest"
 	"github.com/weirstream/weir/internal/testing/schemaregistry"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/format"
@@ -277,6 +278,16 @@ func TestConfluentTLSAndBearer(t *testing.T) {
 	_, e = compile(t, orders, with("avro-confluent.ssl.truststore.location", pemFile, "avro-confluent.bearer-auth.token", "nope"))
 	if _, _, err := e.Encode(nil, &row); err == nil || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Fatalf("wrong token: %v", err)
+	}
+	// Java's trust stores, as Confluent's client reads them (keytool's
+	// JKS and PKCS12; the type from the file)
+	for _, typ := range []string{"JKS", "PKCS12"} {
+		store := certtest.TrustStore(t, t.TempDir(), typ, "storepw", reg.CertPEM)
+		_, e = compile(t, orders, with("avro-confluent.ssl.truststore.location", store, "avro-confluent.ssl.truststore.password", "storepw",
+			"avro-confluent.bearer-auth.token", "tok"))
+		if _, _, err := e.Encode(nil, &row); err != nil {
+			t.Fatalf("%s trust store: %v", typ, err)
+		}
 	}
 }
 

@@ -3,12 +3,10 @@ package avro
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/weirstream/weir/internal/keystore"
 	"github.com/weirstream/weir/sql/format"
 )
 
@@ -94,28 +93,23 @@ func readRegistryOptions(o *format.Scoped) (RegistryOptions, error) {
 	}
 	trust := o.O.String(o.Key("ssl.truststore.location"), props["schema.registry.ssl.truststore.location"])
 	key := o.O.String(o.Key("ssl.keystore.location"), props["schema.registry.ssl.keystore.location"])
-	// Java's stores are JKS or PKCS#12 files with a password; Go reads PEM
-	// files: the truststore a PEM bundle of CA certificates, the keystore
-	// a PEM file holding the client's certificate and its key.
-	o.O.String(o.Key("ssl.truststore.password"), "")
-	o.O.String(o.Key("ssl.keystore.password"), "")
+	// Java's stores, as Confluent's client reads them: JKS or PKCS#12
+	// files with a password, or PEM (the type from the file's content)
+	trustPass := o.O.String(o.Key("ssl.truststore.password"), props["schema.registry.ssl.truststore.password"])
+	keyPass := o.O.String(o.Key("ssl.keystore.password"), props["schema.registry.ssl.keystore.password"])
 	if trust != "" || key != "" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if trust != "" {
-			pem, err := os.ReadFile(trust)
+			certs, err := keystore.Trust(trust, "", trustPass)
 			if err != nil {
 				return ro, fmt.Errorf("'%s': %v", o.Key("ssl.truststore.location"), err)
 			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return ro, fmt.Errorf("'%s': no PEM certificates in %s", o.Key("ssl.truststore.location"), trust)
-			}
-			cfg.RootCAs = pool
+			cfg.RootCAs = keystore.Pool(certs)
 		}
 		if key != "" {
-			cert, err := tls.LoadX509KeyPair(key, key)
+			cert, err := keystore.KeyPair(key, "", keyPass, props["schema.registry.ssl.key.password"])
 			if err != nil {
-				return ro, fmt.Errorf("'%s': %v (a PEM file with the certificate and its key)", o.Key("ssl.keystore.location"), err)
+				return ro, fmt.Errorf("'%s': %v", o.Key("ssl.keystore.location"), err)
 			}
 			cfg.Certificates = []tls.Certificate{cert}
 		}

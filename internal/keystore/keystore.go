@@ -1,4 +1,12 @@
-package kafka
+// Package keystore reads the key and trust stores Java programs use, as
+// Kafka's clients and Confluent's schema registry clients (and so Flink's
+// connectors) take them: JKS (Java's own format, read with
+// github.com/pavlo-v-chernykh/keystore-go), PKCS#12 (as keytool and
+// openssl write it, read with software.sslmate.com/src/go-pkcs12) and PEM.
+// A store's type is the one given ('ssl.truststore.type' and the like),
+// else the one its content shows: a PEM block, JKS's magic number, else
+// PKCS#12.
+package keystore
 
 import (
 	"bytes"
@@ -8,19 +16,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
 	"software.sslmate.com/src/go-pkcs12"
 )
-
-// Java's key and trust stores, which Kafka's clients (and so Flink's
-// Kafka connector) read by default: 'ssl.truststore.type' and
-// 'ssl.keystore.type' are JKS (Kafka's default), PKCS12 or PEM. Without a
-// type the file's content says which (a PEM block, JKS's magic number,
-// else PKCS#12). JKS is read by github.com/pavlo-v-chernykh/keystore-go,
-// PKCS#12 by software.sslmate.com/src/go-pkcs12 (modern and legacy
-// encryption, as keytool and openssl write them).
 
 // storeType returns the type of a store file: typ as given (upper case),
 // else the one its content shows.
@@ -137,4 +138,83 @@ func keyPair(typ string, data []byte, password, keyPassword string) (tls.Certifi
 		return cert, nil
 	}
 	return tls.Certificate{}, fmt.Errorf("store type %q: want JKS, PKCS12 or PEM", typ)
+}
+
+// Type returns the type of a store file: typ as given (upper case), else
+// the one its content shows.
+func Type(typ string, data []byte) string { return storeType(typ, data) }
+
+// Trust reads the CA certificates of a store file of type typ ("" for the
+// one its content shows): a PEM bundle, or the trusted entries of a JKS
+// store (password required: its integrity is checked) or of a PKCS12 one.
+// Errors name the file.
+func Trust(path, typ, password string) ([]*x509.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t := storeType(typ, data)
+	if t == "PEM" {
+		var certs []*x509.Certificate
+		for rest := data; ; {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if b.Type != "CERTIFICATE" {
+				continue
+			}
+			c, err := x509.ParseCertificate(b.Bytes)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			certs = append(certs, c)
+		}
+		if len(certs) == 0 {
+			return nil, fmt.Errorf("%s holds no PEM certificate", path)
+		}
+		return certs, nil
+	}
+	certs, err := trustedCerts(t, data, password)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return certs, nil
+}
+
+// KeyPair reads a client's private key and certificate chain from a store
+// file of type typ ("" for the one its content shows): a PEM file with
+// both (unencrypted), or a JKS or PKCS12 store with one private key entry
+// (keyPassword: a JKS key's own password, default password). Errors name
+// the file.
+func KeyPair(path, typ, password, keyPassword string) (tls.Certificate, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	t := storeType(typ, data)
+	if t == "PEM" {
+		if keyPassword != "" {
+			return tls.Certificate{}, fmt.Errorf("%s: encrypted PEM keys are not supported; give the key unencrypted, or a JKS or PKCS12 store", path)
+		}
+		c, err := tls.X509KeyPair(data, data)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s: %w (a PEM file with the certificate and its key)", path, err)
+		}
+		return c, nil
+	}
+	c, err := keyPair(t, data, password, keyPassword)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Pool returns a certificate pool of certs.
+func Pool(certs []*x509.Certificate) *x509.CertPool {
+	p := x509.NewCertPool()
+	for _, c := range certs {
+		p.AddCert(c)
+	}
+	return p
 }
