@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -500,6 +501,23 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			return Expr{}, ErrAt(e, "DATE_FORMAT needs a TIMESTAMP, not %s", xs[0].Type)
 		}
 		date := xs[0].Type.Kind == types.Date
+		if dateOnlyPattern(xs[1].Eval(nil).S) {
+			// the same string for a whole day: the last day's is kept
+			// (rows mostly come in time order), formatted once per day
+			var last atomic.Pointer[formattedDay]
+			return strFn(xs[:1], types.StringType, func(a []types.Value) types.Value {
+				day := a[0].I
+				if !date {
+					day = floorDiv(day, 86400e6)
+				}
+				if c := last.Load(); c != nil && c.day == day {
+					return types.StringValue(c.s)
+				}
+				c := &formattedDay{day: day, s: microsToTime(day * 86400e6).Format(layout)}
+				last.Store(c)
+				return types.StringValue(c.s)
+			}), nil
+		}
 		return strFn(xs[:1], types.StringType, func(a []types.Value) types.Value {
 			us := a[0].I
 			if date {
@@ -839,6 +857,39 @@ func javaReplacement(s string) string {
 
 // javaLayout is DATE_FORMAT's layout of a Java pattern (letters the
 // conversion does not know stay as they are).
+// formattedDay is a day (since the epoch) and DATE_FORMAT's string of it.
+type formattedDay struct {
+	day int64
+	s   string
+}
+
+// dateOnlyPattern reports whether a Java date pattern formats the date
+// alone (no field of the time of day or the zone): its result is the
+// same for every instant of a day.
+func dateOnlyPattern(p string) bool {
+	quoted := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+		case quoted:
+		case strings.IndexByte("HkKhmsSanANzZXxOVBb", c) >= 0:
+			return false
+		}
+	}
+	return true
+}
+
+// floorDiv is a / b rounded down (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
 func javaLayout(p string) string {
 	l, _ := datetime.JavaLayout(p)
 	return l
