@@ -13,13 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/internal/testing/s3test"
-	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/format/avro"
 	"github.com/weirstream/weir/sql/types"
@@ -34,9 +32,7 @@ func TestAvroExactlyOnceAcrossARestore(t *testing.T) {
 	dir := t.TempDir()
 	want := pqInput(t, filepath.Join(dir, "in"), 3, 2000)
 	out := filepath.Join(dir, "out")
-	var failed atomic.Bool
-	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
-		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	job := restoringJob(filepath.Join(dir, "ckpt"))
 	src, err := connector.CreateSource(&connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}})
 	if err != nil {
 		t.Fatal(err)
@@ -49,21 +45,7 @@ func TestAvroExactlyOnceAcrossARestore(t *testing.T) {
 	if !sink.ExactlyOnce || sink.Accepts != types.InsertOnly {
 		t.Fatalf("sink %+v", sink)
 	}
-	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 300)
-	s := weir.FromSource(job, "in", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
-	s = weir.Map(s, func(r types.Row) types.Row {
-		if !failed.Load() && r.Values[0].I%100000 > 1000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
-			panic("injected failure")
-		}
-		return r
-	})
-	weir.To(s, sink.Sink)
-	if err := job.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !failed.Load() {
-		t.Fatal("the failure was not injected")
-	}
+	runFailingOnce(t, job, "in", src.Source.(weir.RestorableSource[types.Row]), 300, sink.Sink, func(r types.Row) bool { return r.Values[0].I%100000 > 1000 })
 	parts, files := 0, 0
 	err = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -173,28 +155,12 @@ func avroSourceRestore(t *testing.T, dir, in, out string) []string {
 		t.Fatal(err)
 	}
 	rec := &restoredAt{RestorableSource: src.Source.(weir.RestorableSource[types.Row])}
-	var failed atomic.Bool
-	job = weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
-		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	job = restoringJob(filepath.Join(dir, "ckpt"))
 	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "csv"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, weir.RestorableSource[types.Row](rec), 100)
-	s := weir.FromSource(job, "avro", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
-	s = weir.Map(s, func(r types.Row) types.Row {
-		if !failed.Load() && r.Values[0].I%1000 > 300 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
-			panic("injected failure")
-		}
-		return r
-	})
-	weir.To(s, sink.Sink)
-	if err := job.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !failed.Load() {
-		t.Fatal("the failure was not injected")
-	}
+	runFailingOnce(t, job, "avro", weir.RestorableSource[types.Row](rec), 100, sink.Sink, func(r types.Row) bool { return r.Values[0].I%1000 > 300 })
 	if n := rec.withinBlock(t); n == 0 {
 		t.Fatalf("restored at %d positions, none within a block", len(rec.pos))
 	}

@@ -373,9 +373,7 @@ func exactlyOnceAcrossARestore(t *testing.T, in, out, ckpt string, put func(t *t
 		put(t, in+"/"+fmt.Sprintf("f%d.jsonl", f), b.String())
 	}
 	slices.Sort(want)
-	var failed atomic.Bool
-	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, ckpt),
-		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	job := restoringJob(ckpt)
 	src, err := connector.CreateSource(table("in", map[string]string{"connector": "filesystem", "path": in, "format": "json"}))
 	if err != nil {
 		t.Fatal(err)
@@ -387,20 +385,36 @@ func exactlyOnceAcrossARestore(t *testing.T, in, out, ckpt string, put func(t *t
 	if !sink.ExactlyOnce || sink.Accepts != types.InsertOnly {
 		t.Fatalf("sink %+v", sink)
 	}
-	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 300)
-	s := weir.FromSource(job, "in", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
+	runFailingOnce(t, job, "in", src.Source.(weir.RestorableSource[types.Row]), 300, sink.Sink, func(r types.Row) bool { return r.Values[0].I%10000 > 1000 })
+	return want
+}
+
+// restoringJob is the checkpointed job of the restore tests: parallelism
+// 2, a checkpoint every 5 ms into ckpt, quick restarts.
+func restoringJob(ckpt string) *weir.Job {
+	return weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, ckpt),
+		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+}
+
+// runFailingOnce runs job: src (a checkpoint every `every` records of
+// it) into sink through a Map that fails once, at the first row for which
+// fails holds once two checkpoints completed; the job restores and ends.
+func runFailingOnce(t *testing.T, job *weir.Job, name string, src weir.RestorableSource[types.Row], every int, sink weir.Sink[types.Row], fails func(types.Row) bool) {
+	t.Helper()
+	var failed atomic.Bool
+	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src, every)
+	s := weir.FromSource(job, name, weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
 	s = weir.Map(s, func(r types.Row) types.Row {
-		if !failed.Load() && r.Values[0].I%10000 > 1000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
+		if !failed.Load() && fails(r) && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
 			panic("injected failure")
 		}
 		return r
 	})
-	weir.To(s, sink.Sink)
+	weir.To(s, sink)
 	if err := job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if !failed.Load() {
 		t.Fatal("the failure was not injected")
 	}
-	return want
 }

@@ -10,12 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/internal/testing/weirtest"
 	"github.com/weirstream/weir/sql/connector"
 	"github.com/weirstream/weir/sql/format/parquet"
 	"github.com/weirstream/weir/sql/types"
@@ -97,9 +94,7 @@ func TestParquetExactlyOnceAcrossARestore(t *testing.T) {
 	dir := t.TempDir()
 	want := pqInput(t, filepath.Join(dir, "in"), 3, 2000)
 	out := filepath.Join(dir, "out")
-	var failed atomic.Bool
-	job := weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
-		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	job := restoringJob(filepath.Join(dir, "ckpt"))
 	in := &connector.Table{Name: "in", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": filepath.Join(dir, "in"), "format": "json"}}
 	src, err := connector.CreateSource(in)
 	if err != nil {
@@ -114,21 +109,7 @@ func TestParquetExactlyOnceAcrossARestore(t *testing.T) {
 	if !sink.ExactlyOnce || sink.Accepts != types.InsertOnly {
 		t.Fatalf("sink %+v", sink)
 	}
-	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 300)
-	s := weir.FromSource(job, "in", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
-	s = weir.Map(s, func(r types.Row) types.Row {
-		if !failed.Load() && r.Values[0].I%100000 > 1000 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
-			panic("injected failure")
-		}
-		return r
-	})
-	weir.To(s, sink.Sink)
-	if err := job.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !failed.Load() {
-		t.Fatal("the failure was not injected")
-	}
+	runFailingOnce(t, job, "in", src.Source.(weir.RestorableSource[types.Row]), 300, sink.Sink, func(r types.Row) bool { return r.Values[0].I%100000 > 1000 })
 	// the layout: six partitions, each with _SUCCESS and .parquet parts
 	parts := 0
 	err = filepath.WalkDir(out, func(p string, d os.DirEntry, err error) error {
@@ -307,28 +288,12 @@ func TestParquetSourceSplitsAndRestores(t *testing.T) {
 		t.Fatalf("%d splits (%v), want one per row group", len(splits), err)
 	}
 	out := filepath.Join(dir, "out")
-	var failed atomic.Bool
-	job = weir.NewJob("eo", weir.Parallelism(2), weir.Checkpointing(5*time.Millisecond, filepath.Join(dir, "ckpt")),
-		weir.Restarts(weir.RestartPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxFailures: 5, Interval: time.Hour}))
+	job = restoringJob(filepath.Join(dir, "ckpt"))
 	sink, err := connector.CreateSink(&connector.Table{Name: "out", Schema: pqSchema, Options: map[string]string{"connector": "filesystem", "path": out, "format": "csv"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	paced := weirtest.CheckpointEvery(func() *weir.Job { return job }, src.Source.(weir.RestorableSource[types.Row]), 100)
-	s := weir.FromSource(job, "pq", weir.Source[types.Row](paced), weir.NoWatermarks[types.Row]())
-	s = weir.Map(s, func(r types.Row) types.Row {
-		if !failed.Load() && r.Values[0].I%256 > 100 && job.Metrics().Checkpoints.Completed >= 2 && failed.CompareAndSwap(false, true) {
-			panic("injected failure")
-		}
-		return r
-	})
-	weir.To(s, sink.Sink)
-	if err := job.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !failed.Load() {
-		t.Fatal("the failure was not injected")
-	}
+	runFailingOnce(t, job, "pq", src.Source.(weir.RestorableSource[types.Row]), 100, sink.Sink, func(r types.Row) bool { return r.Values[0].I%256 > 100 })
 	got := committed(t, out)
 	if !slices.Equal(got, want) {
 		t.Fatalf("%d rows committed, want %d (first %q, want %q)", len(got), len(want), got[:min(3, len(got))], want[:3])
