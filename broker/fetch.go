@@ -320,7 +320,8 @@ func (c *conn) fetchPartition(part *partition, req *kmsg.FetchRequestTopicPartit
 		}
 	}
 	if cap(out) < limit {
-		out = make([]byte, 0, limit)
+		// (keeping the batches read ahead: the reader is past them)
+		out = append(make([]byte, 0, limit), out...)
 	}
 	for {
 		if len(cu.pending) > 0 {
