@@ -94,6 +94,7 @@ type brokerBenchConfig struct {
 	latLinger                   time.Duration
 	cpuProfile                  string
 	stderr                      io.Writer
+	consumers, producers        int
 }
 
 // newBenchBroker is `weir bench broker`: the Kafka-protocol broker against
@@ -166,6 +167,8 @@ client runs in this process too: the broker's figures include its CPU.`,
 	f.IntVar(&c.records, "records", 200_000, "records to append, read, produce and consume")
 	f.IntVar(&c.size, "record-bytes", 1024, "value size of each record")
 	f.IntVar(&c.parts, "partitions", 8, "partitions of each topic")
+	f.IntVar(&c.producers, "producers", 1, "franz-go clients producing at once, each writing every n-th partition (more than 1: records name their partition); the direct append has one writer per partition")
+	f.IntVar(&c.consumers, "consumers", 1, "franz-go clients consuming at once, each assigned every n-th partition (a Kafka application scales its consumers so); the direct read has one reader per partition")
 	f.IntVar(&c.batch, "batch", 0, "records per Append of the direct append (default: as many as fit in franz-go's default batch of 1,000,012 B)")
 	f.IntVar(&c.latRate, "latency-rate", 2000, "records per second of the latency run")
 	f.Float64Var(&c.latSeconds, "latency-seconds", 5, "seconds the latency run sends for")
@@ -268,7 +271,7 @@ func benchBroker(ctx context.Context, c brokerBenchConfig) (brokerBenchResult, e
 	}
 	// 4. Broker consume.
 	cpu = selfCPU()
-	if el, err = brokerConsume(ctx, b.Addr(), produced, c.records); err != nil {
+	if el, err = brokerConsume(ctx, b.Addr(), produced, c.records, c.consumers, c.parts); err != nil {
 		return res, fmt.Errorf("bench broker: consume: %w", err)
 	}
 	res.BrokerConsumeRPS, res.BrokerConsumeMBps, res.BrokerConsumeCPU = float64(c.records)/el, mb/el, selfCPU()-cpu
@@ -460,29 +463,58 @@ type produceResult struct {
 func brokerProduce(ctx context.Context, addr, topic string, c brokerBenchConfig, values [][]byte) (produceResult, error) {
 	var res produceResult
 	stats := &produceStats{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.WithHooks(stats))
-	if err != nil {
-		return res, err
-	}
-	defer cl.Close()
-	if err := pingBroker(ctx, cl); err != nil {
-		return res, err
+	n := max(c.producers, 1)
+	clients := make([]*kgo.Client, n)
+	for i := range clients {
+		opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.WithHooks(stats)}
+		if n > 1 {
+			// client i writes partitions i, i+n, ... (records name theirs)
+			opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return res, err
+		}
+		defer cl.Close()
+		if err := pingBroker(ctx, cl); err != nil {
+			return res, err
+		}
+		clients[i] = cl
 	}
 	var tally produceTally
 	cb := tally.done
 	start := time.Now()
-	for i := range c.records {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: values[i%len(values)]}, cb)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// client i's share: every n-th record, spread over its partitions
+			var mine []int32
+			for p := i; p < c.parts; p += n {
+				mine = append(mine, int32(p))
+			}
+			for k, j := i, 0; k < c.records; k, j = k+n, j+1 {
+				r := &kgo.Record{Topic: topic, Value: values[k%len(values)]}
+				if n > 1 {
+					r.Partition = mine[j%len(mine)]
+				}
+				cl.Produce(ctx, r, cb)
+			}
+			errs[i] = flushWatched(ctx, cl, &tally.acked)
+		}()
 	}
-	if err := flushWatched(ctx, cl, &tally.acked); err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return res, err
 	}
 	res.seconds = time.Since(start).Seconds()
 	if p := tally.firstErr.Load(); p != nil {
 		return res, *p
 	}
-	if n := tally.acked.Load(); n != int64(c.records) {
-		return res, fmt.Errorf("%d records acknowledged of %d", n, c.records)
+	if got := tally.acked.Load(); got != int64(c.records) {
+		return res, fmt.Errorf("%d records acknowledged of %d", got, c.records)
 	}
 	res.requests, res.batches, res.compressed = int(stats.requests.Load()), int(stats.batches.Load()), int(stats.compressed.Load())
 	return res, nil
@@ -574,23 +606,48 @@ func newBenchConsumer(addr, topic string) (*kgo.Client, error) {
 	return kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeStartOffset(kgo.NewOffset().AtStart()))
 }
 
-func brokerConsume(ctx context.Context, addr, topic string, n int) (float64, error) {
+func brokerConsume(ctx context.Context, addr, topic string, n, clients, parts int) (float64, error) {
 	start := time.Now()
-	cl, err := newBenchConsumer(addr, topic)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	got := 0
-	for got < n {
-		fs, err := pollWatched(ctx, cl)
+	var total atomic.Int64
+	errs := make([]error, clients)
+	// the clients stop together once every record arrived
+	ctx, done := context.WithCancel(ctx)
+	defer done()
+	var wg sync.WaitGroup
+	for c := range clients {
+		// client c reads partitions c, c+clients, ...
+		assign := map[int32]kgo.Offset{}
+		for p := c; p < parts; p += clients {
+			assign[int32(p)] = kgo.NewOffset().AtStart()
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign}))
 		if err != nil {
 			return 0, err
 		}
-		got += fs.NumRecords()
+		defer cl.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for total.Load() < int64(n) {
+				fs, err := pollWatched(ctx, cl)
+				if err != nil {
+					if total.Load() < int64(n) {
+						errs[c] = err
+					}
+					return
+				}
+				if total.Add(int64(fs.NumRecords())) >= int64(n) {
+					done()
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	el := time.Since(start).Seconds()
-	if got != n {
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	if got := total.Load(); got != int64(n) {
 		return 0, fmt.Errorf("consumed %d records, produced %d", got, n)
 	}
 	return el, nil
