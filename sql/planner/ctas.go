@@ -12,9 +12,6 @@ import (
 // timestamps) and the query is inserted into it, in this statement set's
 // job. Column definitions of its own are not supported yet.
 func (s *Session) createTableAs(ct *parser.CreateTable) ([]*Statement, error) {
-	for _, c := range ct.Columns {
-		return nil, parser.Errorf(c.Pos, "CREATE TABLE ... AS takes its columns from the query: declaring column '%s' is not supported yet", c.Name)
-	}
 	if ct.Like != nil {
 		return nil, parser.Errorf(ct.Like.Pos, "CREATE TABLE ... AS cannot also be LIKE another table")
 	}
@@ -27,10 +24,21 @@ func (s *Session) createTableAs(ct *parser.CreateTable) ([]*Statement, error) {
 		if err != nil {
 			return nil, err
 		}
+		// As Flink 2.0 (FLIP-463): the columns declared in the CREATE part
+		// first, in their order and with their types (the query's values
+		// cast to them; one the query does not have is NULL), then the
+		// query's other columns
 		def := *ct
 		def.AsQuery = nil
-		def.Columns = nil
+		def.Columns = append([]parser.ColumnDef(nil), ct.Columns...)
+		declared := map[string]bool{}
+		for _, c := range ct.Columns {
+			declared[strings.ToLower(c.Name)] = true
+		}
 		for _, c := range q.sc.Cols {
+			if declared[strings.ToLower(c.Name)] {
+				continue
+			}
 			t := c.Type
 			t.TimeAttr = 0
 			def.Columns = append(def.Columns, parser.ColumnDef{Pos: ct.Pos, Name: c.Name, Type: t})
@@ -39,7 +47,24 @@ func (s *Session) createTableAs(ct *parser.CreateTable) ([]*Statement, error) {
 			return nil, err
 		}
 	}
-	st, err := s.planInsert(&parser.Insert{Pos: ct.Pos, Table: ct.Name, TablePos: ct.Pos, Query: ct.AsQuery})
+	var cols []string
+	if len(ct.Columns) > 0 {
+		// the query's columns by name (the table's order differs)
+		q, err := (&planner{s: s, cfg: s.plan}).planQuery(ct.AsQuery)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for _, c := range q.sc.Cols {
+			n := strings.ToLower(c.Name)
+			if seen[n] {
+				return nil, parser.Errorf(ct.Pos, "CREATE TABLE ... AS: the query has two columns named '%s'", c.Name)
+			}
+			seen[n] = true
+			cols = append(cols, c.Name)
+		}
+	}
+	st, err := s.planInsert(&parser.Insert{Pos: ct.Pos, Table: ct.Name, TablePos: ct.Pos, Columns: cols, Query: ct.AsQuery})
 	if err != nil {
 		return nil, err
 	}
