@@ -337,7 +337,14 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		uid := "group-agg"
 		if twoPhase {
 			// the local phase before the shuffle: a partial accumulator
-			// per group and batch, whose first nk values are the keys
+			// per group and batch, whose first nk values are the keys.
+			// Chained to its input, it keeps nothing of a row once it
+			// has folded it (its keys are copied, its values read), so
+			// the input's rows may be lent (lend.go)
+			if b.keysOnly == nil {
+				b.keysOnly = map[*rel]bool{}
+			}
+			b.keysOnly[in.canonical()] = true
 			s = weir.FlatMapFlushWith(s, func() (func(types.Row, func(types.Row)), func(func(types.Row))) {
 				return localAggFn(layout, keyEvals)
 			}, b.uid("local-agg"), weir.Name("LocalGroupAggregate"))
