@@ -312,23 +312,14 @@ func runPy(t *testing.T, py string, args ...string) []string {
 	return strings.Split(strings.TrimSpace(out.String()), "\n")
 }
 
-// The writer schema of pyavro.py's records (sql/format/avro's
-// pyWriterSchema).
-const pySchema = `{"type":"record","name":"Customer","namespace":"py","fields":[
- {"name":"id","type":"long"},
- {"name":"name","type":["null","string"],"default":null},
- {"name":"price","type":"float"},
- {"name":"qty","type":"int"},
- {"name":"active","type":"boolean"},
- {"name":"tags","type":{"type":"array","items":"string"}},
- {"name":"attrs","type":{"type":"map","values":"long"}},
- {"name":"addr","type":["null",{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"},{"name":"zip","type":["null","string"],"default":null}]}],"default":null},
- {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
- {"name":"day","type":{"type":"int","logicalType":"date"}},
- {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
- {"name":"note","type":"string","default":""},
- {"name":"raw","type":"bytes"}
-]}`
+// The writer schema of pyavro.py's records, sql/format/avro's.
+var pySchema = func() string {
+	b, err := os.ReadFile("../../format/avro/testdata/pywriter.avsc")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // pyTable reads some of the file's fields (the others are skipped), one
 // promoted (qty: int to BIGINT, price: float to DOUBLE), and a column the

@@ -63,21 +63,17 @@ func writeFile(t *testing.T, name, text string) string {
 // The producer's schema in testdata/pyavro.py's records: against the
 // table below it has a field more (note), a float where the table has a
 // DOUBLE, an int where it has a BIGINT, and lacks the table's 'added'.
-const pyWriterSchema = `{"type":"record","name":"Customer","namespace":"py","fields":[
- {"name":"id","type":"long"},
- {"name":"name","type":["null","string"],"default":null},
- {"name":"price","type":"float"},
- {"name":"qty","type":"int"},
- {"name":"active","type":"boolean"},
- {"name":"tags","type":{"type":"array","items":"string"}},
- {"name":"attrs","type":{"type":"map","values":"long"}},
- {"name":"addr","type":["null",{"type":"record","name":"Addr","fields":[{"name":"city","type":"string"},{"name":"zip","type":["null","string"],"default":null}]}],"default":null},
- {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
- {"name":"day","type":{"type":"int","logicalType":"date"}},
- {"name":"amount","type":{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}},
- {"name":"note","type":"string","default":""},
- {"name":"raw","type":"bytes"}
-]}`
+var pyWriterSchema = readSchemaFile("testdata/pywriter.avsc")
+
+// readSchemaFile reads a schema file of the tests (shared with
+// sql/connector/filesystem's).
+func readSchemaFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 var pyTable = types.Schema{
 	{Name: "id", Type: types.BigIntType},
