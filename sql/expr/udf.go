@@ -226,11 +226,20 @@ func implicitCast(from, to types.Type) bool {
 		return to.IsNumeric()
 	case from.IsString():
 		return to.IsString()
+	case isBytes(from):
+		return isBytes(to)
 	case isTimestamp(from), from.Kind == types.Date:
 		return isTimestamp(to) || to.Kind == from.Kind
 	}
 	return from.Kind == to.Kind
 }
+
+// ImplicitCast reports whether a value of type from converts to type to
+// without a CAST, as Flink's implicit casts allow (an INSERT's query
+// column into its sink's column): NULL to anything, within the numbers,
+// the strings, the byte strings, the timestamps (a DATE to a timestamp
+// too), and a type to its own kind (composites convert field by field).
+func ImplicitCast(from, to types.Type) bool { return implicitCast(from, to) }
 
 func sameType(a, b types.Type) bool {
 	a.NotNull, b.NotNull, a.TimeAttr, b.TimeAttr = false, false, 0, 0

@@ -107,6 +107,13 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 		if qt.Kind == sc.Type.Kind && qt.Precision == sc.Type.Precision && qt.Scale == sc.Type.Scale {
 			continue
 		}
+		if !expr.ImplicitCast(qt, sc.Type) {
+			// as Flink: a value that does not convert implicitly (a STRING
+			// into an INT column) needs a CAST in the query, which says
+			// what a value that does not parse becomes
+			return nil, parser.Errorf(ins.Pos, "column types of query result and sink for '%s' do not match: column '%s' is %s in the query and %s in the sink (write a CAST in the query)",
+				ins.Table, sc.Name, qt, sc.Type)
+		}
 		fn, err := expr.CastFn(qt, sc.Type)
 		if err != nil {
 			return nil, parser.Errorf(ins.Pos, "column '%s' of '%s': %v", sc.Name, ins.Table, err)
