@@ -88,34 +88,20 @@ func (s *parquetSource) Splits(context.Context) ([]weir.Split, error) {
 	var out []weir.Split
 	for _, f := range files {
 		path := f.ID()
-		if len(s.readers) > 0 {
-			keep, err := parquet.PruneRowGroups(path, s.partitions(path), s.schema, s.readers, s.opts)
-			if err != nil {
-				return nil, fmt.Errorf("table '%s': %w", s.table, err)
-			}
-			switch kept := countTrue(keep); {
-			case kept == 0:
-			case len(keep) == 1:
-				out = append(out, pqSplit{path, -1})
-			default:
-				for g, k := range keep {
-					if k {
-						out = append(out, pqSplit{path, g})
-					}
-				}
-			}
-			continue
-		}
-		n, err := parquet.CountRowGroups(path)
+		keep, err := parquet.PruneRowGroups(path, s.partitions(path), s.schema, s.readers, s.opts)
 		if err != nil {
 			return nil, fmt.Errorf("table '%s': %w", s.table, err)
 		}
-		if n <= 1 {
-			out = append(out, pqSplit{path, -1})
+		if len(keep) <= 1 {
+			if len(keep) == 0 || keep[0] {
+				out = append(out, pqSplit{path, -1})
+			}
 			continue
 		}
-		for g := range n {
-			out = append(out, pqSplit{path, g})
+		for g, k := range keep {
+			if k {
+				out = append(out, pqSplit{path, g})
+			}
 		}
 	}
 	return out, nil
@@ -152,16 +138,6 @@ func (s *parquetSource) OpenAt(_ context.Context, sp weir.Split, b []byte) (weir
 		return nil, err
 	}
 	return s.open(p, int64(n))
-}
-
-func countTrue(bs []bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
 }
 
 // partitions are the partition values of a file of the table, the

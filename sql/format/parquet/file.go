@@ -208,16 +208,27 @@ func CountRowGroups(path string) (n int, err error) {
 			n, err = 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("corrupt file: %v", p)}
 		}
 	}()
-	f, size, fopts, err := open(path)
+	pf, err := readFooter(path)
 	if err != nil {
 		return 0, err
+	}
+	return len(pf.RowGroups()), nil
+}
+
+// readFooter reads the footer of the Parquet file at path (its schema and
+// row groups' metadata, statistics included; not the page indexes or
+// bloom filters). The file is closed again: the footer is in memory.
+func readFooter(path string) (*pq.File, error) {
+	f, size, fopts, err := open(path)
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	pf, err := pq.OpenFile(f, size, append(fopts, pq.SkipBloomFilters(true), pq.SkipPageIndex(true))...)
 	if err != nil {
-		return 0, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", size, err)}
+		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", size, err)}
 	}
-	return len(pf.RowGroups()), nil
+	return pf, nil
 }
 
 // SeekToRow positions the reader before row n of the file.
@@ -429,7 +440,7 @@ func open(path string) (readAtCloser, int64, []pq.FileOption, error) {
 // NULL satisfies none). Columns without statistics, and those whose
 // statistics order is not the query's (floating point, where NaN is
 // outside the statistics; INT96; BOOLEAN; nested or repeated fields),
-// never prune.
+// never prune. Without readers every row group is kept.
 func PruneRowGroups(path string, partitions map[string]string, schema types.Schema, readers [][]connector.Predicate, opts *Options) (keep []bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -439,16 +450,18 @@ func PruneRowGroups(path string, partitions map[string]string, schema types.Sche
 	if opts == nil {
 		opts = DefaultOptions()
 	}
-	f, size, fopts, err := open(path)
+	pf, err := readFooter(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	pf, err := pq.OpenFile(f, size, append(fopts, pq.SkipBloomFilters(true), pq.SkipPageIndex(true))...)
-	if err != nil {
-		return nil, &ReadError{Path: path, RowGroup: -1, Err: fmt.Errorf("not a valid Parquet file (%d bytes): %w", size, err)}
-	}
 	groups := pf.RowGroups()
+	keep = make([]bool, len(groups))
+	if len(readers) == 0 {
+		for g := range keep {
+			keep[g] = true // nothing to prune by
+		}
+		return keep, nil
+	}
 	// admits[c][g]: may column c of row group g satisfy a predicate (nil:
 	// the column cannot prune)
 	type colStats struct {
@@ -525,7 +538,6 @@ func PruneRowGroups(path string, partitions map[string]string, schema types.Sche
 		}
 		return p.Admits(l, h)
 	}
-	keep = make([]bool, len(groups))
 	for g := range groups {
 		for _, r := range readers {
 			all := true
