@@ -140,10 +140,6 @@ func keyPair(typ string, data []byte, password, keyPassword string) (tls.Certifi
 	return tls.Certificate{}, fmt.Errorf("store type %q: want JKS, PKCS12 or PEM", typ)
 }
 
-// Type returns the type of a store file: typ as given (upper case), else
-// the one its content shows.
-func Type(typ string, data []byte) string { return storeType(typ, data) }
-
 // Trust reads the CA certificates of a store file of type typ ("" for the
 // one its content shows): a PEM bundle, or the trusted entries of a JKS
 // store (password required: its integrity is checked) or of a PKCS12 one.

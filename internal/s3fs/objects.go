@@ -1,6 +1,7 @@
 package s3fs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,21 +59,15 @@ func (f *FS) Walk(name string) ([]Object, error) {
 		return nil, err
 	}
 	if key != "" {
-		ctx, cancel := f.ctx()
-		out, err := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
-		cancel()
+		o, err := f.head(bucket, key)
 		if err == nil {
-			return []Object{{Name: url(bucket, key), Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}}, nil
+			return []Object{o}, nil
 		}
 		if !notFound(err) {
 			return nil, pathErr("list", bucket, key, err)
 		}
 	}
-	prefix := key + "/"
-	if key == "" {
-		prefix = ""
-	}
-	objs, _, err := f.list(bucket, prefix, false)
+	objs, _, err := f.list(bucket, dirPrefix(key), false)
 	if err != nil {
 		return nil, pathErr("list", bucket, key, err)
 	}
@@ -95,13 +90,31 @@ func (f *FS) Head(name string) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	ctx, cancel := f.ctx()
-	out, err := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
-	cancel()
+	o, err := f.head(bucket, key)
 	if err != nil {
 		return Object{}, pathErr("stat", bucket, key, err)
 	}
+	return o, nil
+}
+
+// head asks for an object's size and modification time.
+func (f *FS) head(bucket, key string) (Object, error) {
+	ctx, cancel := f.ctx()
+	defer cancel()
+	out, err := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return Object{}, err
+	}
 	return Object{Name: url(bucket, key), Size: aws.ToInt64(out.ContentLength), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// dirPrefix is the key prefix of the objects below key taken as a
+// directory ("" for the bucket's root).
+func dirPrefix(key string) string {
+	if key == "" {
+		return ""
+	}
+	return key + "/"
 }
 
 // OpenFrom opens an object for reading from byte off.
@@ -179,7 +192,7 @@ func (f *FS) Put(name string, data []byte) error {
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	if _, err := f.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader(string(data)),
+	if _, err := f.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data)))}); err != nil {
 		return pathErr("put", bucket, key, err)
 	}
@@ -323,10 +336,7 @@ func (f *FS) Uploads(name string) ([]Upload, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix := key + "/"
-	if key == "" {
-		prefix = ""
-	}
+	prefix := dirPrefix(key)
 	var out []Upload
 	in := &s3.ListMultipartUploadsInput{Bucket: &bucket, Prefix: &prefix}
 	for {

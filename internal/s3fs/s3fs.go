@@ -284,9 +284,7 @@ func (f *FS) Rename(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.ctx()
-	_, herr := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &ob, Key: &ok})
-	cancel()
+	_, herr := f.head(ob, ok)
 	if herr == nil {
 		if err := f.copy(ob, ok, nb, nk); err != nil {
 			return &os.LinkError{Op: "rename", Old: url(ob, ok), New: url(nb, nk), Err: err}
@@ -404,10 +402,7 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix := key + "/"
-	if key == "" {
-		prefix = ""
-	}
+	prefix := dirPrefix(key)
 	objs, dirs, err := f.list(bucket, prefix, true)
 	if err != nil {
 		return nil, pathErr("readdir", bucket, key, err)
@@ -436,17 +431,15 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) {
 	if key == "" {
 		return info{name: bucket, dir: true}, nil
 	}
-	ctx, cancel := f.ctx()
-	out, err := f.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
-	cancel()
+	o, err := f.head(bucket, key)
 	if err == nil {
-		return info{name: path.Base(key), size: aws.ToInt64(out.ContentLength), mod: aws.ToTime(out.LastModified)}, nil
+		return info{name: path.Base(key), size: o.Size, mod: o.ModTime}, nil
 	}
 	if !notFound(err) {
 		return nil, pathErr("stat", bucket, key, err)
 	}
 	prefix := key + "/"
-	ctx, cancel = f.ctx()
+	ctx, cancel := f.ctx()
 	page, err := f.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &bucket, Prefix: &prefix, MaxKeys: aws.Int32(1)})
 	cancel()
 	if err != nil {
