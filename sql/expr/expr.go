@@ -59,15 +59,15 @@ type bound struct {
 // boundOf is the bound of "l op r" when one side is a column of a
 // projecting scan and the other a constant.
 func boundOf(op string, l, r Expr) []bound {
-	mirror := map[string]string{"=": "=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
-	if _, ok := mirror[op]; !ok {
+	switch {
+	case op == "<>":
 		return nil
-	}
-	if r.leaf == nil && l.leaf != nil {
-		// (a constant on the right)
-	} else if l.leaf == nil && r.leaf != nil {
-		l, r, op = r, l, mirror[op]
-	} else {
+	case l.leaf != nil && r.leaf == nil:
+	case l.leaf == nil && r.leaf != nil:
+		// the column on the left: r op l is l op' r
+		l, r = r, l
+		op = map[string]string{"=": "=", "<": ">", ">": "<", "<=": ">=", ">=": "<="}[op]
+	default:
 		return nil
 	}
 	if l.leaf.field >= 0 || l.leaf.col < 0 || l.leaf.comp != nil || !r.Const || r.Deps != nil && len(r.Deps.leaves) > 0 {

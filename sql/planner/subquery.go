@@ -34,18 +34,9 @@ const subqueryQual = "$subquery"
 // planSubqueries plans the subqueries of s's WHERE and SELECT list over
 // from, returning s without them (a copy) and the joined input.
 func (p *planner) planSubqueries(s *parser.Select, from *rel) (*parser.Select, *rel, error) {
-	has := false
-	check := func(e parser.Expr) {
-		walkExpr(e, func(x parser.Expr) bool {
-			if _, ok := x.(*parser.Subquery); ok {
-				has = true
-			}
-			return !has
-		})
-	}
-	check(s.Where)
+	has := hasSubquery(s.Where)
 	for _, it := range s.Items {
-		check(it.Expr)
+		has = has || hasSubquery(it.Expr)
 	}
 	if !has {
 		return s, from, nil
