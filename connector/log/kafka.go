@@ -94,11 +94,8 @@ func (w *Writer) AppendKafka(kb []byte, producer string, seq ProducerSeq) (int64
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.closed {
-		return 0, ErrClosed
-	}
-	if w.mu.err != nil {
-		return 0, w.mu.err
+	if err := w.usableLocked(); err != nil {
+		return 0, err
 	}
 	first := w.mu.next
 	last := first + int64(count) - 1

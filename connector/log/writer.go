@@ -295,11 +295,8 @@ func (w *Writer) Append(recs []Record) (int64, error) { return w.appendRecords(r
 func (w *Writer) appendRecords(recs []Record, prod []byte) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.closed {
-		return 0, ErrClosed
-	}
-	if w.mu.err != nil {
-		return 0, w.mu.err
+	if err := w.usableLocked(); err != nil {
+		return 0, err
 	}
 	if len(recs) == 0 {
 		return w.mu.next, nil
@@ -336,11 +333,8 @@ func (w *Writer) appendRecords(recs []Record, prod []byte) (int64, error) {
 func (w *Writer) appendEncoded(b []byte, h batchHeader) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.closed {
-		return 0, ErrClosed
-	}
-	if w.mu.err != nil {
-		return 0, w.mu.err
+	if err := w.usableLocked(); err != nil {
+		return 0, err
 	}
 	first := w.mu.next
 	rebase(b, first)
@@ -348,6 +342,15 @@ func (w *Writer) appendEncoded(b []byte, h batchHeader) (int64, error) {
 		return 0, err
 	}
 	return first, nil
+}
+
+// usableLocked is the error that refuses a write: ErrClosed, or the
+// writer's failure. w.mu must be held.
+func (w *Writer) usableLocked() error {
+	if w.mu.closed {
+		return ErrClosed
+	}
+	return w.mu.err
 }
 
 // writeLocked writes the encoded batch holding offsets first..last (its
@@ -422,11 +425,8 @@ func (w *Writer) syncLocked() error {
 func (w *Writer) Sync() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.closed {
-		return ErrClosed
-	}
-	if w.mu.err != nil {
-		return w.mu.err
+	if err := w.usableLocked(); err != nil {
+		return err
 	}
 	return w.syncLocked()
 }
@@ -456,11 +456,8 @@ func (w *Writer) syncLoop(d time.Duration) {
 func (w *Writer) Roll() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.closed {
-		return ErrClosed
-	}
-	if w.mu.err != nil {
-		return w.mu.err
+	if err := w.usableLocked(); err != nil {
+		return err
 	}
 	if w.mu.pos == 0 {
 		return nil
