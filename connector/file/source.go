@@ -214,7 +214,7 @@ func (s *source[T]) Open(_ context.Context, sp weir.Split) (weir.SplitReader[T],
 		return nil, fmt.Errorf("file: split %q does not belong to this source", sp.ID())
 	}
 	if s3fs.IsURL(string(p)) {
-		rc, _, err := openObject(string(p), 0)
+		rc, err := openObject(string(p), 0)
 		if err != nil {
 			return nil, err
 		}
@@ -229,25 +229,16 @@ func (s *source[T]) Open(_ context.Context, sp weir.Split) (weir.SplitReader[T],
 	return newReader(string(p), f, s.cfg, s.format, s.parse), nil
 }
 
-// openObject opens an s3:// object from byte off (a ranged read): its
-// reader and its size.
-func openObject(path string, off int64) (io.ReadCloser, int64, error) {
+// openObject opens an s3:// object from byte off (a ranged read).
+func openObject(path string, off int64) (io.ReadCloser, error) {
 	obj, err := s3fs.FromEnv()
-	if err != nil {
-		return nil, 0, fmt.Errorf("file: %w", err)
+	if err == nil {
+		var rc io.ReadCloser
+		if rc, err = obj.OpenFrom(path, off); err == nil {
+			return rc, nil
+		}
 	}
-	o, err := obj.Head(path)
-	if err != nil {
-		return nil, 0, fmt.Errorf("file: %w", err)
-	}
-	if o.Size < off {
-		return nil, o.Size, nil
-	}
-	rc, err := obj.OpenFrom(path, off)
-	if err != nil {
-		return nil, 0, fmt.Errorf("file: %w", err)
-	}
-	return rc, o.Size, nil
+	return nil, fmt.Errorf("file: %w", err)
 }
 
 func openFile(path string) (*os.File, int64, error) {
@@ -284,12 +275,9 @@ func (s *source[T]) OpenAt(_ context.Context, sp weir.Split, pos []byte) (weir.S
 		return nil, fmt.Errorf("%w: %s", err, string(p))
 	}
 	if s3fs.IsURL(string(p)) {
-		rc, size, err := openObject(string(p), at.Off)
+		rc, err := openObject(string(p), at.Off)
 		if err != nil {
 			return nil, err
-		}
-		if rc == nil {
-			return nil, fmt.Errorf("file: %s has %d bytes, fewer than the checkpointed offset %d: it was replaced", string(p), size, at.Off)
 		}
 		r := newReader(string(p), rc, s.cfg, s.format, s.parse)
 		r.obj = rc

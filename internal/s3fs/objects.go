@@ -117,11 +117,32 @@ func dirPrefix(key string) string {
 	return key + "/"
 }
 
-// OpenFrom opens an object for reading from byte off.
+// ShortError says that an object is shorter than the offset asked to
+// read from: it was replaced since that offset was reached.
+type ShortError struct {
+	Name      string
+	Size, Off int64
+}
+
+func (e *ShortError) Error() string {
+	return fmt.Sprintf("%s has %d bytes, fewer than the position %d to read from: it was replaced", e.Name, e.Size, e.Off)
+}
+
+// OpenFrom opens an object for reading from byte off; from off > 0, an
+// object shorter than off is a *ShortError.
 func (f *FS) OpenFrom(name string, off int64) (io.ReadCloser, error) {
 	bucket, key, err := split(name)
 	if err != nil {
 		return nil, err
+	}
+	if off > 0 {
+		o, err := f.head(bucket, key)
+		if err != nil {
+			return nil, pathErr("open", bucket, key, err)
+		}
+		if o.Size < off {
+			return nil, &ShortError{Name: url(bucket, key), Size: o.Size, Off: off}
+		}
 	}
 	// The body is read for as long as the reader is used: no timeout.
 	ctx, cancel := context.WithCancel(context.Background())

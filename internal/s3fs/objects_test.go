@@ -60,6 +60,10 @@ func TestStagedUpload(t *testing.T) {
 	if err != nil || !bytes.Equal(got, data[100:]) {
 		t.Fatalf("read from 100: %d bytes, %v", len(got), err)
 	}
+	var short *s3fs.ShortError
+	if _, err := obj.OpenFrom(name, int64(len(data))+1); !errors.As(err, &short) || short.Size != int64(len(data)) {
+		t.Fatalf("reading past the end: %v", err)
+	}
 	ra, err := obj.OpenReaderAt(name)
 	if err != nil || ra.Size() != int64(len(data)) {
 		t.Fatalf("OpenReaderAt: %v", err)
