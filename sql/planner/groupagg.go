@@ -341,10 +341,7 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 			// Chained to its input, it keeps nothing of a row once it
 			// has folded it (its keys are copied, its values read), so
 			// the input's rows may be lent (lend.go)
-			if b.keysOnly == nil {
-				b.keysOnly = map[*rel]bool{}
-			}
-			b.keysOnly[in.canonical()] = true
+			b.borrow(in)
 			s = weir.FlatMapFlushWith(s, func() (func(types.Row, func(types.Row)), func(func(types.Row))) {
 				return localAggFn(layout, keyEvals)
 			}, b.uid("local-agg"), weir.Name("LocalGroupAggregate"))

@@ -66,3 +66,12 @@ func (b *builder) settleLending(feeds map[*rel]bool) {
 		*f = feeds[r] && b.reads[r] == 1
 	}
 }
+
+// borrow records that r's stream feeds an operator chained to it that
+// keeps nothing of a row once it returns: r may lend its rows.
+func (b *builder) borrow(r *rel) {
+	if b.borrowed == nil {
+		b.borrowed = map[*rel]bool{}
+	}
+	b.borrowed[r.canonical()] = true
+}

@@ -87,12 +87,12 @@ type builder struct {
 	// flags of operators that may lend their rows (lend.go).
 	reads map[*rel]int
 	lend  map[*rel]*bool
-	// keysOnly holds the rels whose stream feeds an operator chained to
+	// borrowed holds the rels whose stream feeds an operator chained to
 	// it that keeps nothing of a row once it returns (a counting window's
 	// keys-only edge, which reads each row's key; the local phase of a
 	// two-phase aggregation, which folds it): they may lend their rows as
 	// to a lending sink (lend.go).
-	keysOnly map[*rel]bool
+	borrowed map[*rel]bool
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {

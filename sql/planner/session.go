@@ -362,7 +362,7 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 			feeds[st.feed.canonical()] = true
 		}
 	}
-	for r := range b.keysOnly {
+	for r := range b.borrowed {
 		feeds[r.canonical()] = true
 	}
 	b.settleLending(feeds)

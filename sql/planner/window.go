@@ -393,10 +393,7 @@ func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *
 				if countStarOnly(layout.Calls) && (w.kind == "TUMBLE" || w.kind == "HOP") {
 					// an aligned window counting: its edge ships keys only
 					// (weir.Count), so the input's rows may be lent
-					if b.keysOnly == nil {
-						b.keysOnly = map[*rel]bool{}
-					}
-					b.keysOnly[in.canonical()] = true
+					b.borrow(in)
 				}
 				return compactIntKeyWindowAgg(b, s, w, keyEvals[0], layout), nil
 			}
