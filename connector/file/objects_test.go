@@ -45,12 +45,7 @@ func objectsCommitted(t *testing.T, obj *s3fs.FS, dir string) (string, []string)
 		if _, _, _, ok := parsePartName(path.Base(rel)); !ok {
 			continue
 		}
-		r, err := obj.OpenFrom(o.Name, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(r)
-		r.Close()
+		data, err := obj.ReadFile(o.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

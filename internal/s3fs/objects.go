@@ -158,6 +158,16 @@ func (f *FS) OpenFrom(name string, off int64) (io.ReadCloser, error) {
 	return &reader{body: out.Body, cancel: cancel, name: url(bucket, key)}, nil
 }
 
+// ReadFile reads a whole object.
+func (f *FS) ReadFile(name string) ([]byte, error) {
+	r, err := f.OpenFrom(name, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
 // ReaderAt is an object read by ranged requests.
 type ReaderAt struct {
 	f           *FS

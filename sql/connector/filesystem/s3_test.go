@@ -2,7 +2,6 @@ package filesystem_test
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,12 +38,7 @@ func objectLines(t *testing.T, dir string) []string {
 		if !strings.HasPrefix(filepath.Base(o.Name), "part-") {
 			continue
 		}
-		r, err := obj.OpenFrom(o.Name, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := io.ReadAll(r)
-		r.Close()
+		data, err := obj.ReadFile(o.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
