@@ -323,7 +323,9 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 // its clock's time) are appended as records.
 func appendProduced(w *wlog.Writer, pb *producedBatch, producer string, seq wlog.ProducerSeq) (int64, error) {
 	if kb := kafkaForm(pb); kb != nil {
-		off, err := w.AppendKafka(kb, producer, seq)
+		// decodeProduce checked the batch's CRC; appendFetchBatch computed
+		// the one of a decompressed batch.
+		off, err := w.AppendKafkaChecked(kb, producer, seq)
 		if !errors.Is(err, wlog.ErrKafkaBatch) {
 			return off, err
 		}

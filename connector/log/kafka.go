@@ -81,6 +81,20 @@ func kafkaBody(b []byte, h batchHeader, prod []byte) []byte {
 // a producer id (not "") the batch carries the producer section, as
 // AppendAs. Readers see the records as any others.
 func (w *Writer) AppendKafka(kb []byte, producer string, seq ProducerSeq) (int64, error) {
+	return w.appendKafka(kb, producer, seq, true)
+}
+
+// AppendKafkaChecked is AppendKafka for a caller that has just checked
+// kb's CRC itself (a Kafka broker checks each produced batch's as it
+// parses the request): the CRC is not computed a second time. The rest
+// is checked as AppendKafka checks it. The log's own CRC of the batch is
+// derived from kb's, so a batch whose CRC did not match its bytes would
+// read back as damaged (ErrCorrupt), never as other records.
+func (w *Writer) AppendKafkaChecked(kb []byte, producer string, seq ProducerSeq) (int64, error) {
+	return w.appendKafka(kb, producer, seq, false)
+}
+
+func (w *Writer) appendKafka(kb []byte, producer string, seq ProducerSeq, crc bool) (int64, error) {
 	var prod []byte
 	if producer != "" {
 		if len(producer) > MaxProducerName {
@@ -88,7 +102,7 @@ func (w *Writer) AppendKafka(kb []byte, producer string, seq ProducerSeq) (int64
 		}
 		prod = appendProducerSection(nil, producer, prodSeq{epoch: seq.Epoch, ckpt: seq.Checkpoint, idx: seq.Index})
 	}
-	count, maxTS, err := checkKafka(kb, true)
+	count, maxTS, err := checkKafka(kb, crc)
 	if err != nil {
 		return 0, fmt.Errorf("AppendKafka: %w", err)
 	}

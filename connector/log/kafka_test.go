@@ -519,3 +519,37 @@ func TestReadKafkaLarge(t *testing.T) {
 		t.Fatalf("ReadKafka of a damaged header: %d batches, %v", res.Batches, err)
 	}
 }
+
+// TestAppendKafkaChecked: a batch whose CRC the caller checked appends as
+// with AppendKafka; one whose CRC does not match (a caller that did not
+// check) is appended but reads back as damage, never as records; a batch
+// that is not as AppendKafka requires is refused all the same.
+func TestAppendKafkaChecked(t *testing.T) {
+	tp := newTopic(t, TopicConfig{})
+	w := openWriter(t, tp)
+	recs := kafkaRecs(0, 4)
+	if _, err := w.AppendKafkaChecked(kafkaBatch(recs), "", ProducerSeq{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		recs[i].Offset = int64(i)
+	}
+	sameRecords(t, readAll(t, tp, Earliest()), recs)
+
+	bad := kafkaBatch(kafkaRecs(4, 4))
+	binary.BigEndian.PutUint32(bad[kafkaCRCOffset:], binary.BigEndian.Uint32(bad[kafkaCRCOffset:])^1)
+	if _, err := w.AppendKafka(slices.Clone(bad), "", ProducerSeq{}); err == nil {
+		t.Fatal("AppendKafka appended a batch whose CRC does not match")
+	}
+	compressed := kafkaBatch(kafkaRecs(4, 4))
+	compressed[kafkaAttrOffset+1] |= 2 // snappy
+	if _, err := w.AppendKafkaChecked(compressed, "", ProducerSeq{}); !errors.Is(err, ErrKafkaBatch) {
+		t.Fatalf("AppendKafkaChecked of a compressed batch: %v, want ErrKafkaBatch", err)
+	}
+	if _, err := w.AppendKafkaChecked(bad, "", ProducerSeq{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAllErr(tp, Earliest()); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Read after a batch with a wrong CRC: %v, want ErrCorrupt", err)
+	}
+}
