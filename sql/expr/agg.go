@@ -55,6 +55,10 @@ type AggCall struct {
 	uTs   []types.Type
 	// sep is LISTAGG's separator
 	sep string
+	// hashed: a DISTINCT COUNT, SUM or AVG whose values compare by their
+	// bits keeps them in a types.CountedSet (of strings if hashStrs), not
+	// a sorted list
+	hashed, hashStrs bool
 }
 
 func (a *AggCall) slots() int {
@@ -181,7 +185,62 @@ func CompileAgg(c *parser.Call, ec *Compiler, retract bool) (*AggCall, error) {
 			return nil, ErrAt(c, "DISTINCT on %s is not supported", arg.Type)
 		}
 	}
+	if a.Distinct && (a.Kind == AggCount || a.Kind == aggSum || a.Kind == aggSum0 || a.Kind == aggAvg) {
+		a.hashed, a.hashStrs = bitsEqual(arg.Type)
+	}
 	return a, nil
+}
+
+// bitsEqual reports whether two values of t are equal exactly when their
+// I (or, strs, their S) are: those a DISTINCT keeps in a hash set.
+func bitsEqual(t types.Type) (ok, strs bool) {
+	switch t.Kind {
+	case types.Boolean, types.TinyInt, types.SmallInt, types.Int, types.BigInt,
+		types.Date, types.Time, types.Timestamp, types.TimestampLTZ, types.Interval:
+		return true, false
+	case types.Decimal:
+		return !t.BigDecimal(), false
+	case types.Char, types.Varchar, types.Binary, types.Varbinary:
+		return true, true
+	}
+	return false, false // floating point (-0 = 0), big decimals (two forms), composites
+}
+
+// distinctAdd adds n (negative: removes) copies of v to the multiset of
+// distinct values (or, for a retracting MIN/MAX, of all values) in
+// acc[c.slot]; first reports whether v appeared or disappeared.
+func (c *AggCall) distinctAdd(acc []types.Value, v types.Value, n int64) (first bool) {
+	if !c.hashed {
+		acc[c.slot], first = multisetAdd(acc[c.slot], v, n, c.cmp)
+		return first
+	}
+	set, ok := acc[c.slot].X.(*types.CountedSet)
+	if !ok { // a new accumulator, or one read from state (a sorted list)
+		set = types.NewCountedSetOf(c.hashStrs, acc[c.slot].List())
+		acc[c.slot] = types.Value{X: set}
+	}
+	return set.Add(v, n)
+}
+
+// eachCounted calls fn with each value of a multiset (either form) and
+// its count.
+func eachCounted(set types.Value, fn func(v types.Value, n int64)) {
+	if s, ok := set.X.(*types.CountedSet); ok {
+		s.Each(fn)
+		return
+	}
+	l := set.List()
+	for i := 0; i+1 < len(l); i += 2 {
+		fn(l[i], l[i+1].I)
+	}
+}
+
+// countedLen is the number of distinct values of a multiset (either form).
+func countedLen(set types.Value) int {
+	if s, ok := set.X.(*types.CountedSet); ok {
+		return s.Len()
+	}
+	return len(set.List()) / 2
 }
 
 // AggLayout is the accumulator layout of an aggregation.
@@ -268,9 +327,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		if c.Distinct {
 			// a multiset of values; the aggregate sees a value when its
 			// count goes 0 -> 1 (add) or 1 -> 0 (retract)
-			var first bool
-			acc[c.slot], first = multisetAdd(acc[c.slot], v, sign, c.cmp)
-			if !first {
+			if !c.distinctAdd(acc, v, sign) {
 				continue
 			}
 			if c.Kind == AggCount {
@@ -315,17 +372,12 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 			continue
 		}
 		if c.Distinct || ((c.Kind == AggMin || c.Kind == AggMax) && c.Retract) {
-			for _, e := range pairs(src[c.slot]) {
-				dst[c.slot], _ = multisetAdd(dst[c.slot], e[0], e[1].I, c.cmp)
-			}
+			eachCounted(src[c.slot], func(v types.Value, n int64) { c.distinctAdd(dst, v, n) })
 			if c.Distinct && (c.Kind == aggSum || c.Kind == aggSum0 || c.Kind == aggAvg) {
 				// recompute the sum of the merged distinct values
 				var sum types.Value
-				ps := pairs(dst[c.slot])
-				for _, p := range ps {
-					sum = addNum(sum, c.toS(p[0]), c.sumT, 1)
-				}
-				dst[c.slot+1], dst[c.slot+2] = sum, types.IntValue(int64(len(ps)))
+				eachCounted(dst[c.slot], func(v types.Value, _ int64) { sum = addNum(sum, c.toS(v), c.sumT, 1) })
+				dst[c.slot+1], dst[c.slot+2] = sum, types.IntValue(int64(countedLen(dst[c.slot])))
 			}
 			continue
 		}
@@ -355,11 +407,11 @@ func (l *AggLayout) Result(acc []types.Value, c *AggCall) types.Value {
 	if c.Distinct {
 		// read the multiset in place: a copy per result made COUNT(DISTINCT)
 		// of a group with many values quadratic (Nexmark q15, q16)
-		l := acc[c.slot].List()
 		switch c.Kind {
 		case AggCount:
-			return types.IntValue(int64(len(l) / 2))
+			return types.IntValue(int64(countedLen(acc[c.slot])))
 		case AggMin, AggMax:
+			l := acc[c.slot].List()
 			if len(l) == 0 {
 				return types.NullValue
 			}

@@ -67,8 +67,9 @@ type Value struct {
 	I int64
 	// S holds strings and bytes.
 	S string
-	// X holds composite values ([]Value for ARRAY, MAP, ROW, MULTISET) and
-	// big decimals (*big.Int). A DECIMAL of precision above 18 is held
+	// X holds composite values ([]Value for ARRAY, MAP, ROW, MULTISET),
+	// big decimals (*big.Int) and DISTINCT aggregates' accumulators
+	// (*CountedSet, encoded as a []Value). A DECIMAL of precision above 18 is held
 	// compactly: its unscaled value in I when it fits an int64 (X nil), a
 	// *big.Int in X only when it does not, so that most of them cost no
 	// allocation. Readers take both forms (a *big.Int that fits is valid
@@ -152,6 +153,9 @@ func appendValue(b []byte, v Value) ([]byte, error) {
 		case []Value:
 			b = append(b, tagList)
 			return appendValues(b, x)
+		case *CountedSet:
+			b = append(b, tagList)
+			return appendValues(b, x.list())
 		case *big.Int:
 			if x.IsInt64() {
 				// the compact form of a big decimal (see Value.X): one
@@ -326,6 +330,9 @@ func (v Value) Equal(o Value) bool {
 	case *big.Int:
 		y, ok := o.X.(*big.Int)
 		return ok && x.Cmp(y) == 0
+	case *CountedSet:
+		y, ok := o.X.(*CountedSet)
+		return ok && x.equal(y)
 	}
 	return false
 }

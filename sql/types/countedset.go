@@ -1,0 +1,124 @@
+package types
+
+import (
+	"cmp"
+	"slices"
+)
+
+// A CountedSet is a multiset of scalar values in a hash table, each value
+// with its count: the accumulator of a DISTINCT aggregate over values
+// whose equality is that of their bits (integers, booleans, compact
+// decimals, dates, times, timestamps, intervals: Value.I; strings and
+// bytes: Value.S). It replaces the sorted list [v0, n0, v1, n1, ...] that
+// such an accumulator was, whose insertion moved half the list (Nexmark
+// q16's COUNT(DISTINCT bidder) of a channel's day).
+//
+// A Value holds it in X. It encodes as that list, sorted by value, so
+// keyed state and savepoints are as they were and stay readable by
+// either form; a decoded accumulator is the list again, which
+// NewCountedSetOf turns back into a set.
+type CountedSet struct {
+	ints map[int64]int64
+	strs map[string]int64
+}
+
+// NewCountedSet returns an empty set of values held in S (strs) or in I.
+func NewCountedSet(strs bool) *CountedSet {
+	if strs {
+		return &CountedSet{strs: map[string]int64{}}
+	}
+	return &CountedSet{ints: map[int64]int64{}}
+}
+
+// NewCountedSetOf returns the set of the list l ([v0, n0, v1, n1, ...],
+// as CountedSet encodes and as older state holds).
+func NewCountedSetOf(strs bool, l []Value) *CountedSet {
+	s := NewCountedSet(strs)
+	for i := 0; i+1 < len(l); i += 2 {
+		s.Add(l[i], l[i+1].I)
+	}
+	return s
+}
+
+// Add adds n copies of v (n < 0: removes -n); changed reports whether v
+// appeared (from 0) or disappeared (to 0). Removing a value that is not
+// there does nothing.
+func (s *CountedSet) Add(v Value, n int64) (changed bool) {
+	if s.strs != nil {
+		c, ok := s.strs[v.S]
+		return addCount(s.strs, v.S, c, ok, n)
+	}
+	c, ok := s.ints[v.I]
+	return addCount(s.ints, v.I, c, ok, n)
+}
+
+func addCount[K comparable](m map[K]int64, k K, c int64, ok bool, n int64) bool {
+	switch {
+	case !ok && n <= 0:
+		return false
+	case !ok:
+		m[k] = n
+		return true
+	case c+n <= 0:
+		delete(m, k)
+		return true
+	}
+	m[k] = c + n
+	return false
+}
+
+// Len is the number of distinct values.
+func (s *CountedSet) Len() int { return len(s.ints) + len(s.strs) }
+
+// Each calls fn with each value and its count, in no particular order.
+func (s *CountedSet) Each(fn func(v Value, n int64)) {
+	for k, n := range s.ints {
+		fn(Value{I: k}, n)
+	}
+	for k, n := range s.strs {
+		fn(Value{S: k}, n)
+	}
+}
+
+// list returns the set as the sorted list [v0, n0, v1, n1, ...].
+func (s *CountedSet) list() []Value {
+	l := make([]Value, 0, 2*s.Len())
+	if s.strs != nil {
+		keys := make([]string, 0, len(s.strs))
+		for k := range s.strs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			l = append(l, Value{S: k}, Value{I: s.strs[k]})
+		}
+		return l
+	}
+	keys := make([]int64, 0, len(s.ints))
+	for k := range s.ints {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp.Compare[int64])
+	for _, k := range keys {
+		l = append(l, Value{I: k}, Value{I: s.ints[k]})
+	}
+	return l
+}
+
+// equal reports whether two sets hold the same values and counts.
+func (s *CountedSet) equal(o *CountedSet) bool {
+	if len(s.ints) != len(o.ints) || len(s.strs) != len(o.strs) || (s.strs == nil) != (o.strs == nil) {
+		return false
+	}
+	for k, n := range s.ints {
+		if m, ok := o.ints[k]; !ok || m != n {
+			return false
+		}
+	}
+	for k, n := range s.strs {
+		if m, ok := o.strs[k]; !ok || m != n {
+			return false
+		}
+	}
+	return true
+}
