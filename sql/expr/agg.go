@@ -39,6 +39,10 @@ type AggCall struct {
 	OutT     types.Type
 	Distinct bool
 	Filter   EvalFn
+	// filterKey is the filter as written; calls of a layout with the same
+	// one share its evaluation per row (filterIdx, -1: not shared)
+	filterKey string
+	filterIdx int
 	// retract: the input may retract, so MIN/MAX and DISTINCT keep every
 	// value with its count.
 	Retract bool
@@ -59,6 +63,10 @@ type AggCall struct {
 	// bits keeps them in a types.CountedSet (of strings if hashStrs), not
 	// a sorted list
 	hashed, hashStrs bool
+	// group: the COUNT(DISTINCT) calls over the same column that share
+	// one hash table with this one (nil: none)
+	group    *distinctGroup
+	groupIdx int // of this call's set in group
 }
 
 func (a *AggCall) slots() int {
@@ -95,7 +103,7 @@ func CompileAgg(c *parser.Call, ec *Compiler, retract bool) (*AggCall, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.Filter = f.Eval
+		a.Filter, a.filterKey = f.Eval, parser.ExprString(c.Filter)
 	}
 	if f, ok := ec.Funcs[c.Name].(*AggregateFunction); ok {
 		return compileUserAgg(a, c, ec, f)
@@ -206,6 +214,73 @@ func bitsEqual(t types.Type) (ok, strs bool) {
 	return false, false // floating point (-0 = 0), big decimals (two forms), composites
 }
 
+// filterState is the FILTERs shared by several calls of a layout
+// (AggCall.filterIdx) evaluated for the row being accumulated, and those
+// that held.
+type filterState struct{ known, held uint64 }
+
+// pass evaluates c's filter (once a row if shared).
+func (fs *filterState) pass(c *AggCall, in []types.Value) bool {
+	i := c.filterIdx
+	if i >= 0 && fs.known&(1<<i) != 0 {
+		return fs.held&(1<<i) != 0
+	}
+	v := c.Filter(in)
+	ok := !v.Null && v.Bool()
+	if i >= 0 {
+		fs.known |= 1 << i
+		if ok {
+			fs.held |= 1 << i
+		}
+	}
+	return ok
+}
+
+// A distinctGroup is the COUNT(DISTINCT x) calls of a layout over the
+// same column x (under different FILTERs, or none): they keep their
+// values in one types.CountedSets, a set each, so that a row costs one
+// lookup for all of them (Nexmark q15/q16 count distinct bidders and
+// auctions in all and in three price bands). Each call's slot holds its
+// set's view, which encodes as that call's own list.
+type distinctGroup struct {
+	calls []*AggCall // calls[0] accumulates the row for all
+	col   int
+	strs  bool
+}
+
+// sets returns the group's sets in acc, made from the calls' lists if acc
+// is new or was read from state.
+func (g *distinctGroup) sets(acc []types.Value) *types.CountedSets {
+	if v, ok := acc[g.calls[0].slot].X.(*types.CountedSetsView); ok {
+		return v.Sets
+	}
+	lists := make([][]types.Value, len(g.calls))
+	for i, c := range g.calls {
+		lists[i] = acc[c.slot].List()
+	}
+	s := types.NewCountedSetsOf(g.strs, len(g.calls), lists)
+	for i, c := range g.calls {
+		acc[c.slot] = types.Value{X: s.View(i)}
+	}
+	return s
+}
+
+func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filterState) {
+	v := in[g.col]
+	if v.Null {
+		return
+	}
+	var mask uint64
+	for i, c := range g.calls {
+		if c.Filter == nil || fs.pass(c, in) {
+			mask |= 1 << i
+		}
+	}
+	if mask != 0 {
+		g.sets(acc).Add(v, mask, sign)
+	}
+}
+
 // distinctAdd adds n (negative: removes) copies of v to the multiset of
 // distinct values (or, for a retracting MIN/MAX, of all values) in
 // acc[c.slot]; first reports whether v appeared or disappeared.
@@ -213,6 +288,10 @@ func (c *AggCall) distinctAdd(acc []types.Value, v types.Value, n int64) (first 
 	if !c.hashed {
 		acc[c.slot], first = multisetAdd(acc[c.slot], v, n, c.cmp)
 		return first
+	}
+	if c.group != nil { // COUNT only: first is not used
+		c.group.sets(acc).Add(v, 1<<c.groupIdx, n)
+		return false
 	}
 	set, ok := acc[c.slot].X.(*types.CountedSet)
 	if !ok { // a new accumulator, or one read from state (a sorted list)
@@ -225,7 +304,11 @@ func (c *AggCall) distinctAdd(acc []types.Value, v types.Value, n int64) (first 
 // eachCounted calls fn with each value of a multiset (either form) and
 // its count.
 func eachCounted(set types.Value, fn func(v types.Value, n int64)) {
-	if s, ok := set.X.(*types.CountedSet); ok {
+	switch s := set.X.(type) {
+	case *types.CountedSet:
+		s.Each(fn)
+		return
+	case *types.CountedSetsView:
 		s.Each(fn)
 		return
 	}
@@ -237,7 +320,10 @@ func eachCounted(set types.Value, fn func(v types.Value, n int64)) {
 
 // countedLen is the number of distinct values of a multiset (either form).
 func countedLen(set types.Value) int {
-	if s, ok := set.X.(*types.CountedSet); ok {
+	switch s := set.X.(type) {
+	case *types.CountedSet:
+		return s.Len()
+	case *types.CountedSetsView:
 		return s.Len()
 	}
 	return len(set.List()) / 2
@@ -255,12 +341,57 @@ type AggLayout struct {
 func NewAggLayout(nkeys int, calls []*AggCall) *AggLayout {
 	l := &AggLayout{NKeys: nkeys, Calls: calls}
 	n := nkeys + 1
+	filters := map[string]int{}
 	for _, c := range calls {
 		c.slot = n
 		n += c.slots()
+		// A filter written alike in several calls (Nexmark q15/q16: the
+		// same price band for bids, bidders and auctions) is evaluated
+		// once a row, as Flink projects each filter once.
+		c.filterIdx = -1
+		if c.Filter != nil && c.filterKey != "" {
+			i, ok := filters[c.filterKey]
+			if !ok && len(filters) < 64 {
+				i, ok = len(filters), true
+				filters[c.filterKey] = i
+			}
+			if ok {
+				c.filterIdx = i
+			}
+		}
 	}
 	l.size = n
+	groups := map[[2]int]*distinctGroup{}
+	for _, c := range calls {
+		c.group = nil
+		if c.Kind != AggCount || !c.Distinct || !c.hashed || c.ArgCol < 0 {
+			continue
+		}
+		k := [2]int{c.ArgCol, b2i(c.hashStrs)}
+		g := groups[k]
+		if g == nil {
+			g = &distinctGroup{col: c.ArgCol, strs: c.hashStrs}
+			groups[k] = g
+		}
+		if len(g.calls) < 64 {
+			g.calls = append(g.calls, c)
+		}
+	}
+	for _, g := range groups {
+		if len(g.calls) > 1 {
+			for i, c := range g.calls {
+				c.group, c.groupIdx = g, i
+			}
+		}
+	}
 	return l
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // MergeErr says why the accumulators cannot be merged (session windows):
@@ -306,11 +437,16 @@ func (l *AggLayout) Count(acc []types.Value) int64 { return acc[l.NKeys].I }
 // Accumulate adds (sign 1) or retracts (sign -1) one input row.
 func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) {
 	acc[l.NKeys].I += sign
+	var fs filterState
 	for _, c := range l.Calls {
-		if c.Filter != nil {
-			if v := c.Filter(in); v.Null || !v.Bool() {
-				continue
+		if c.group != nil {
+			if c.group.calls[0] == c {
+				c.group.accumulate(acc, in, sign, &fs)
 			}
+			continue // done by its group's first call
+		}
+		if c.Filter != nil && !fs.pass(c, in) {
+			continue
 		}
 		if c.Kind == AggCountStar {
 			acc[c.slot].I += sign
@@ -320,7 +456,12 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 			c.userAdd(acc, in, sign)
 			continue
 		}
-		v := c.Arg(in)
+		var v types.Value
+		if c.ArgCol >= 0 {
+			v = in[c.ArgCol] // a column read (what Arg does, without the call)
+		} else {
+			v = c.Arg(in)
+		}
 		if v.Null {
 			continue
 		}

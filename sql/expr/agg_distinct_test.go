@@ -10,14 +10,16 @@ import (
 )
 
 // TestDistinctHashedEqualsSorted: DISTINCT aggregates over values that
-// compare by their bits keep them in a types.CountedSet; the results
+// compare by their bits keep them in a types.CountedSet (the COUNTs of
+// one column in one types.CountedSets, a set per FILTER); the results
 // equal those of the sorted list (the form kept for other types and in
 // older state) under random additions, retractions and merges, and an
 // accumulator restored from state (either form, encoded) goes on with
 // the same results.
 func TestDistinctHashedEqualsSorted(t *testing.T) {
 	sc := &Scope{Cols: []Column{{Name: "i", Type: types.BigIntType}, {Name: "s", Type: types.StringType}}}
-	calls := []string{`COUNT(DISTINCT i)`, `SUM(DISTINCT i)`, `AVG(DISTINCT i)`, `COUNT(DISTINCT s)`, `COUNT(DISTINCT i) FILTER (WHERE i > 3)`}
+	calls := []string{`COUNT(DISTINCT i)`, `SUM(DISTINCT i)`, `AVG(DISTINCT i)`, `COUNT(DISTINCT s)`, `COUNT(DISTINCT i) FILTER (WHERE i > 3)`,
+		`COUNT(DISTINCT s) FILTER (WHERE i < 6)`, `COUNT(DISTINCT i) FILTER (WHERE i < 2 OR i > 8)`}
 	compile := func(hashed bool) *AggLayout {
 		var cs []*AggCall
 		for _, src := range calls {
@@ -38,6 +40,12 @@ func TestDistinctHashedEqualsSorted(t *testing.T) {
 		return NewAggLayout(0, cs)
 	}
 	hashed, sorted := compile(true), compile(false)
+	// the COUNT(DISTINCT)s of one column share one hash table
+	for i, want := range []int{3, 0, 0, 2, 3, 2, 3} {
+		if g := hashed.Calls[i].group; (g == nil && want > 0) || (g != nil && len(g.calls) != want) {
+			t.Fatalf("%s: not in a group of %d", calls[i], want)
+		}
+	}
 	results := func(l *AggLayout, acc []types.Value) string {
 		var out []types.Value
 		for _, c := range l.Calls {
@@ -133,5 +141,46 @@ func TestDistinctHashedTypes(t *testing.T) {
 		if got, _ := bitsEqual(c.typ); got != c.want {
 			t.Errorf("%s: hashed %v, want %v", c.typ, got, c.want)
 		}
+	}
+}
+
+// TestSharedFilters: calls whose FILTER is written alike evaluate it once
+// a row (Nexmark q15/q16 filter bids, bidders and auctions by the same
+// price bands), with the results of evaluating each.
+func TestSharedFilters(t *testing.T) {
+	sc := &Scope{Cols: []Column{{Name: "i", Type: types.BigIntType}, {Name: "s", Type: types.StringType}}}
+	var evals int
+	var calls []*AggCall
+	for _, src := range []string{
+		`COUNT(*) FILTER (WHERE i < 5)`, `COUNT(DISTINCT s) FILTER (WHERE i < 5)`, `SUM(i) FILTER (WHERE i < 5)`,
+		`COUNT(*) FILTER (WHERE i >= 5)`, `COUNT(DISTINCT i) FILTER (WHERE i >= 5)`, `COUNT(*)`,
+	} {
+		e, err := parser.ParseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := CompileAgg(e.(*parser.Call), &Compiler{Scope: sc}, false)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if f := a.Filter; f != nil {
+			a.Filter = func(r []types.Value) types.Value { evals++; return f(r) }
+		}
+		calls = append(calls, a)
+	}
+	l := NewAggLayout(0, calls)
+	acc := l.Create(nil)
+	for i := range 10 {
+		l.Accumulate(acc, []types.Value{types.IntValue(int64(i)), types.StringValue(fmt.Sprint("s", i%3))}, 1)
+	}
+	if evals != 20 {
+		t.Errorf("%d filter evaluations for 10 rows and 2 distinct filters, want 20", evals)
+	}
+	var got []types.Value
+	for _, c := range l.Calls {
+		got = append(got, l.Result(acc, c))
+	}
+	if g, want := fmt.Sprint(got), fmt.Sprint([]types.Value{types.IntValue(5), types.IntValue(3), types.IntValue(10), types.IntValue(5), types.IntValue(5), types.IntValue(10)}); g != want {
+		t.Errorf("results %s, want %s", g, want)
 	}
 }

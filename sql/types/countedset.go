@@ -122,3 +122,131 @@ func (s *CountedSet) equal(o *CountedSet) bool {
 	}
 	return true
 }
+
+// CountedSets are several multisets over values of one column, in one
+// hash table with a count per set for each value: the accumulators of
+// the DISTINCT aggregates of one argument under different FILTERs
+// (COUNT(DISTINCT bidder) FILTER (WHERE price < 10000), ...), so that a
+// row costs one lookup however many of them it counts in, as Flink keeps
+// one MapView per distinct argument with a count per filter. Each set is
+// seen through its View, which a Value holds in X and which encodes as
+// that set's list [v0, n0, v1, n1, ...] (as a CountedSet does), so state
+// and savepoints do not depend on the sharing.
+type CountedSets struct {
+	width  int
+	ints   map[int64]uint32 // value -> entry
+	strs   map[string]uint32
+	counts []int64 // width per entry
+	free   []uint32
+	lens   []int // distinct values of each set
+	views  []*CountedSetsView
+}
+
+// A CountedSetsView is one set of a CountedSets.
+type CountedSetsView struct {
+	Sets *CountedSets
+	Set  int
+}
+
+// NewCountedSetsOf returns width (at most 64) sets of values held in S
+// (strs) or in I, set i holding the list lists[i] ([v0, n0, ...], nil:
+// empty).
+func NewCountedSetsOf(strs bool, width int, lists [][]Value) *CountedSets {
+	s := &CountedSets{width: width, lens: make([]int, width), views: make([]*CountedSetsView, width)}
+	if strs {
+		s.strs = map[string]uint32{}
+	} else {
+		s.ints = map[int64]uint32{}
+	}
+	for i := range s.views {
+		s.views[i] = &CountedSetsView{Sets: s, Set: i}
+	}
+	for i, l := range lists {
+		for j := 0; j+1 < len(l); j += 2 {
+			s.Add(l[j], 1<<i, l[j+1].I)
+		}
+	}
+	return s
+}
+
+// View returns set i.
+func (s *CountedSets) View(i int) *CountedSetsView { return s.views[i] }
+
+// Add adds n copies of v (n < 0: removes -n) to each set i of mask (bit
+// i). A set that does not hold v is not changed by a removal.
+func (s *CountedSets) Add(v Value, mask uint64, n int64) {
+	var e uint32
+	var ok bool
+	if s.strs != nil {
+		e, ok = s.strs[v.S]
+	} else {
+		e, ok = s.ints[v.I]
+	}
+	if !ok {
+		if n <= 0 {
+			return
+		}
+		if k := len(s.free); k > 0 {
+			e, s.free = s.free[k-1], s.free[:k-1]
+		} else {
+			e = uint32(len(s.counts) / s.width)
+			s.counts = append(s.counts, make([]int64, s.width)...)
+		}
+		if s.strs != nil {
+			s.strs[v.S] = e
+		} else {
+			s.ints[v.I] = e
+		}
+	}
+	cs := s.counts[int(e)*s.width : int(e+1)*s.width]
+	live := false
+	for i := range cs {
+		if mask&(1<<i) != 0 {
+			switch c := cs[i]; {
+			case c == 0 && n > 0:
+				cs[i] = n
+				s.lens[i]++
+			case c > 0 && c+n <= 0:
+				cs[i] = 0
+				s.lens[i]--
+			case c > 0:
+				cs[i] = c + n
+			}
+		}
+		live = live || cs[i] > 0
+	}
+	if !live {
+		if s.strs != nil {
+			delete(s.strs, v.S)
+		} else {
+			delete(s.ints, v.I)
+		}
+		s.free = append(s.free, e)
+	}
+}
+
+// Len is the number of distinct values of the set.
+func (v *CountedSetsView) Len() int { return v.Sets.lens[v.Set] }
+
+// Each calls fn with each value of the set and its count, in no
+// particular order.
+func (v *CountedSetsView) Each(fn func(v Value, n int64)) {
+	s := v.Sets
+	for k, e := range s.ints {
+		if n := s.counts[int(e)*s.width+v.Set]; n > 0 {
+			fn(Value{I: k}, n)
+		}
+	}
+	for k, e := range s.strs {
+		if n := s.counts[int(e)*s.width+v.Set]; n > 0 {
+			fn(Value{S: k}, n)
+		}
+	}
+}
+
+// list returns the set as the sorted list [v0, n0, v1, n1, ...].
+func (v *CountedSetsView) list() []Value {
+	one := NewCountedSet(v.Sets.strs != nil)
+	v.Each(func(x Value, n int64) { one.Add(x, n) })
+	return one.list()
+}

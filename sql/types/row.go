@@ -156,6 +156,9 @@ func appendValue(b []byte, v Value) ([]byte, error) {
 		case *CountedSet:
 			b = append(b, tagList)
 			return appendValues(b, x.list())
+		case *CountedSetsView:
+			b = append(b, tagList)
+			return appendValues(b, x.list())
 		case *big.Int:
 			if x.IsInt64() {
 				// the compact form of a big decimal (see Value.X): one
@@ -333,6 +336,9 @@ func (v Value) Equal(o Value) bool {
 	case *CountedSet:
 		y, ok := o.X.(*CountedSet)
 		return ok && x.equal(y)
+	case *CountedSetsView:
+		y, ok := o.X.(*CountedSetsView)
+		return ok && valuesEqual(x.list(), y.list())
 	}
 	return false
 }
