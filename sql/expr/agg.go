@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"math/big"
+	"math/bits"
 	"sort"
 
 	"github.com/weirstream/weir/sql/parser"
@@ -260,9 +261,19 @@ func (g *distinctGroup) sets(acc []types.Value) *types.CountedSets {
 	}
 	s := types.NewCountedSetsOf(g.strs, len(g.calls), lists)
 	for i, c := range g.calls {
-		acc[c.slot] = types.Value{X: s.View(i)}
+		acc[c.slot] = types.Value{I: int64(s.Len(i)), X: s.View(i)}
 	}
 	return s
+}
+
+// add adds n copies of v to the sets of mask, keeping the sizes in the
+// calls' slots.
+func (g *distinctGroup) add(acc []types.Value, v types.Value, mask uint64, n int64) {
+	s := g.sets(acc)
+	for changed := s.Add(v, mask, n); changed != 0; changed &= changed - 1 {
+		i := bits.TrailingZeros64(changed)
+		acc[g.calls[i].slot].I = int64(s.Len(i))
+	}
 }
 
 func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filterState) {
@@ -277,7 +288,7 @@ func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filter
 		}
 	}
 	if mask != 0 {
-		g.sets(acc).Add(v, mask, sign)
+		g.add(acc, v, mask, sign)
 	}
 }
 
@@ -290,15 +301,19 @@ func (c *AggCall) distinctAdd(acc []types.Value, v types.Value, n int64) (first 
 		return first
 	}
 	if c.group != nil { // COUNT only: first is not used
-		c.group.sets(acc).Add(v, 1<<c.groupIdx, n)
+		c.group.add(acc, v, 1<<c.groupIdx, n)
 		return false
 	}
 	set, ok := acc[c.slot].X.(*types.CountedSet)
 	if !ok { // a new accumulator, or one read from state (a sorted list)
 		set = types.NewCountedSetOf(c.hashStrs, acc[c.slot].List())
-		acc[c.slot] = types.Value{X: set}
+		acc[c.slot] = types.Value{I: int64(set.Len()), X: set}
 	}
-	return set.Add(v, n)
+	if !set.Add(v, n) {
+		return false
+	}
+	acc[c.slot].I = int64(set.Len())
+	return true
 }
 
 // eachCounted calls fn with each value of a multiset (either form) and
@@ -319,12 +334,12 @@ func eachCounted(set types.Value, fn func(v types.Value, n int64)) {
 }
 
 // countedLen is the number of distinct values of a multiset (either form).
+// A slot holding a hash set keeps its size in I (distinctAdd), so that a
+// result does not reach into the set.
 func countedLen(set types.Value) int {
-	switch s := set.X.(type) {
-	case *types.CountedSet:
-		return s.Len()
-	case *types.CountedSetsView:
-		return s.Len()
+	switch set.X.(type) {
+	case *types.CountedSet, *types.CountedSetsView:
+		return int(set.I)
 	}
 	return len(set.List()) / 2
 }

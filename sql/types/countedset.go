@@ -173,8 +173,9 @@ func NewCountedSetsOf(strs bool, width int, lists [][]Value) *CountedSets {
 func (s *CountedSets) View(i int) *CountedSetsView { return s.views[i] }
 
 // Add adds n copies of v (n < 0: removes -n) to each set i of mask (bit
-// i). A set that does not hold v is not changed by a removal.
-func (s *CountedSets) Add(v Value, mask uint64, n int64) {
+// i), and returns the sets v appeared in or disappeared from. A set that
+// does not hold v is not changed by a removal.
+func (s *CountedSets) Add(v Value, mask uint64, n int64) (changed uint64) {
 	var e uint32
 	var ok bool
 	if s.strs != nil {
@@ -184,7 +185,7 @@ func (s *CountedSets) Add(v Value, mask uint64, n int64) {
 	}
 	if !ok {
 		if n <= 0 {
-			return
+			return 0
 		}
 		if k := len(s.free); k > 0 {
 			e, s.free = s.free[k-1], s.free[:k-1]
@@ -206,9 +207,11 @@ func (s *CountedSets) Add(v Value, mask uint64, n int64) {
 			case c == 0 && n > 0:
 				cs[i] = n
 				s.lens[i]++
+				changed |= 1 << i
 			case c > 0 && c+n <= 0:
 				cs[i] = 0
 				s.lens[i]--
+				changed |= 1 << i
 			case c > 0:
 				cs[i] = c + n
 			}
@@ -223,7 +226,11 @@ func (s *CountedSets) Add(v Value, mask uint64, n int64) {
 		}
 		s.free = append(s.free, e)
 	}
+	return changed
 }
+
+// Len is the number of distinct values of set i.
+func (s *CountedSets) Len(i int) int { return s.lens[i] }
 
 // Len is the number of distinct values of the set.
 func (v *CountedSetsView) Len() int { return v.Sets.lens[v.Set] }
