@@ -501,19 +501,22 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			return Expr{}, ErrAt(e, "DATE_FORMAT needs a TIMESTAMP, not %s", xs[0].Type)
 		}
 		date := xs[0].Type.Kind == types.Date
-		if dateOnlyPattern(xs[1].Eval(nil).S) {
-			// the same string for a whole day: the last day's is kept
-			// (rows mostly come in time order), formatted once per day
-			var last atomic.Pointer[formattedDay]
+		if period := patternPeriod(xs[1].Eval(nil).S); period > 0 {
+			// the same string for a whole day (hour, minute, second: the
+			// pattern's finest field): the last period's is kept (rows
+			// mostly come in time order), formatted once per period
+			// (Nexmark q15/q16 format each bid's day and minute)
+			var last atomic.Pointer[formattedPeriod]
 			return strFn(xs[:1], types.StringType, func(a []types.Value) types.Value {
-				day := a[0].I
-				if !date {
-					day = floorDiv(day, 86400e6)
+				us := a[0].I
+				if date {
+					us *= 86400e6
 				}
-				if c := last.Load(); c != nil && c.day == day {
+				n := floorDiv(us, period)
+				if c := last.Load(); c != nil && c.n == n {
 					return types.StringValue(c.s)
 				}
-				c := &formattedDay{day: day, s: microsToTime(day * 86400e6).Format(layout)}
+				c := &formattedPeriod{n: n, s: microsToTime(n * period).Format(layout)}
 				last.Store(c)
 				return types.StringValue(c.s)
 			}), nil
@@ -857,16 +860,19 @@ func javaReplacement(s string) string {
 
 // javaLayout is DATE_FORMAT's layout of a Java pattern (letters the
 // conversion does not know stay as they are).
-// formattedDay is a day (since the epoch) and DATE_FORMAT's string of it.
-type formattedDay struct {
-	day int64
-	s   string
+// formattedPeriod is a period (since the epoch, in units of the
+// pattern's period) and DATE_FORMAT's string of it.
+type formattedPeriod struct {
+	n int64
+	s string
 }
 
-// dateOnlyPattern reports whether a Java date pattern formats the date
-// alone (no field of the time of day or the zone): its result is the
-// same for every instant of a day.
-func dateOnlyPattern(p string) bool {
+// patternPeriod is the length in microseconds of the periods over which a
+// Java date pattern formats every instant alike: a day for a date alone,
+// an hour, a minute or a second for patterns whose finest field is
+// that; 0 for finer fields (fractions of a second) and for zones.
+func patternPeriod(p string) int64 {
+	period := int64(86400e6)
 	quoted := false
 	for i := 0; i < len(p); i++ {
 		c := p[i]
@@ -874,11 +880,17 @@ func dateOnlyPattern(p string) bool {
 		case c == '\'':
 			quoted = !quoted
 		case quoted:
-		case strings.IndexByte("HkKhmsSanANzZXxOVBb", c) >= 0:
-			return false
+		case strings.IndexByte("SnANzZXxOVBb", c) >= 0:
+			return 0
+		case c == 's':
+			period = min(period, 1e6)
+		case c == 'm':
+			period = min(period, 60e6)
+		case strings.IndexByte("HkKha", c) >= 0:
+			period = min(period, 3600e6)
 		}
 	}
-	return true
+	return period
 }
 
 // floorDiv is a / b rounded down (b > 0).

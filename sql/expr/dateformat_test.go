@@ -1,0 +1,54 @@
+package expr
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// TestDateFormatPeriodCache: DATE_FORMAT with a pattern whose finest
+// field is the day, hour, minute or second formats once per such period
+// (the last one kept); its results equal formatting every instant, in
+// and out of time order, before and after 1970.
+func TestDateFormatPeriodCache(t *testing.T) {
+	for p, want := range map[string]int64{
+		"yyyy-MM-dd": 86400e6, "HH:mm": 60e6, "yyyy-MM-dd HH:mm:ss": 1e6, "hh a": 3600e6,
+		"HH:mm:ss.SSS": 0, "yyyy-MM-dd'T'HH:mm:ssXXX": 0, "'at' yyyy": 86400e6,
+	} {
+		if got := patternPeriod(p); got != want {
+			t.Errorf("patternPeriod(%q) = %d, want %d", p, got, want)
+		}
+	}
+	sc := &Scope{Cols: []Column{{Name: "ts", Type: types.Timestamp3}}}
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, p := range []string{"yyyy-MM-dd", "HH:mm", "yyyy-MM-dd HH:mm:ss", "hh a", "HH:mm:ss.SSS"} {
+		e, err := parser.ParseExpr("DATE_FORMAT(ts, '" + p + "')")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, err := (&Compiler{Scope: sc}).Compile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layout := javaLayout(p)
+		us := int64(-3 * 86400e6)
+		for range 5000 {
+			switch r.IntN(4) {
+			case 0:
+				us += r.Int64N(1e6) // within a second
+			case 1:
+				us += r.Int64N(120e6) // across minutes
+			case 2:
+				us -= r.Int64N(7200e6) // back in time
+			default:
+				us += r.Int64N(2 * 86400e6)
+			}
+			got := cached.Eval([]types.Value{types.IntValue(us)}).S
+			if want := microsToTime(us).Format(layout); got != want {
+				t.Fatalf("%s of %d: %q, want %q", p, us, got, want)
+			}
+		}
+	}
+}
