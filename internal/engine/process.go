@@ -90,6 +90,7 @@ func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() K
 			},
 		}
 		op.procCore.m = op.m
+		op.procCore.size, op.procCore.flush = size, op.emit
 		if err := op.open(st, n); err != nil {
 			return nil, fmt.Errorf("weir: operator %q: %w", n.name, err)
 		}
@@ -205,11 +206,11 @@ func (c *KeyedContext[K, OUT]) CurrentProcessingTime() time.Time {
 }
 
 // Emit sends a record downstream with the current timestamp.
-func (c *KeyedContext[K, OUT]) Emit(v OUT) { c.op.ob.add(v, c.op.curTS, c.op.emitWM) }
+func (c *KeyedContext[K, OUT]) Emit(v OUT) { c.op.add(v, c.op.curTS) }
 
 // emitAt sends a record with timestamp ts (ms), which must not be below the
 // current record's: the joins stamp a pair with the later of its two times.
-func (c *KeyedContext[K, OUT]) emitAt(v OUT, ts int64) { c.op.ob.add(v, ts, c.op.emitWM) }
+func (c *KeyedContext[K, OUT]) emitAt(v OUT, ts int64) { c.op.add(v, ts) }
 
 // RegisterEventTimeTimer asks for OnTimer to be called for the current key
 // once the watermark reaches t. Registering the same key and time twice
@@ -257,6 +258,25 @@ type procCore[K comparable, OUT any] struct {
 	nowOK bool         // now was read for it
 
 	m *metrics.Operator // for operators built on Process (joins) that count late records
+
+	// size is the output batch's size: a full batch goes downstream as
+	// soon as it is full (flush, with the watermark its records carry),
+	// even within one call of ProcessElement, EndBatch or OnTimer, so that
+	// a call emitting many records holds at most a batch of them (SQL's
+	// operators that lend their rows to a chained sink reuse them after
+	// two batches: sql/planner/lend.go). emitErr is flush's error, which
+	// the operator returns after the call.
+	size    int
+	flush   func(wm int64) error
+	emitErr error
+}
+
+// add appends v to the output batch, sending the batch on when full.
+func (c *procCore[K, OUT]) add(v OUT, ts int64) {
+	c.ob.add(v, ts, c.emitWM)
+	if len(c.ob.data) >= c.size && c.flush != nil && c.emitErr == nil {
+		c.emitErr = c.flush(c.emitWM)
+	}
 }
 
 // procNow is the processing time of the record or timer being processed:
@@ -298,6 +318,9 @@ func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {
 		if err := op.fn.ProcessElement(op.ctx, r.val); err != nil {
 			return err
 		}
+		if op.emitErr != nil {
+			return op.emitErr
+		}
 		if len(op.ob.data) >= op.size {
 			if err := op.emit(op.wm); err != nil {
 				return err
@@ -310,6 +333,9 @@ func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {
 		op.cur = currentKey[K]{}
 		if err != nil {
 			return err
+		}
+		if op.emitErr != nil {
+			return op.emitErr
 		}
 	}
 	if b.watermark > op.wm {
@@ -353,6 +379,9 @@ func (op *processOp[K, T, OUT]) fire(t state.Timer[K, state.VoidNamespace], d Ti
 	op.domain = EventTime
 	if err != nil {
 		return err
+	}
+	if op.emitErr != nil {
+		return op.emitErr
 	}
 	if len(op.ob.data) >= op.size {
 		return op.emit(wm)

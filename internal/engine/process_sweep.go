@@ -81,5 +81,8 @@ func (op *processOp[K, T, OUT]) onWatermark(w, prev int64) error {
 	op.emitWM = prev
 	err := op.onWM.OnWatermark(op.ctx, time.UnixMilli(w).UTC())
 	op.cur = currentKey[K]{}
+	if err == nil {
+		err = op.emitErr
+	}
 	return err
 }

@@ -129,9 +129,11 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		}
 		switch {
 		case filter != nil && evals == nil:
+			b.passThrough(out, r)
 			f := expr.FilterOf(*filter) // typed: no Value per test (expr/expr_typed.go)
 			return weir.Filter(in, func(row types.Row) bool { return f(row.Values) }, b.uid("filter")), nil
 		case filter == nil && evals == nil:
+			b.passThrough(out, r)
 			return in, nil
 		}
 		var f expr.FilterFn
@@ -147,6 +149,10 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		// rows lent to a sink reuse a ring (lend.go); the ring is made on
 		// the first lent row, one per subtask
 		lend := b.lendRows(out)
+		// chained to its input, the Calc keeps nothing of an input row once
+		// it has made its own (it copies values): the input may lend its
+		// rows (an aggregation's changes, lend.go)
+		b.borrow(r)
 		rows := ringRows(b.job)
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
 		return weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {

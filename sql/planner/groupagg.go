@@ -349,8 +349,14 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 			uid = "global-agg"
 		}
 		ks := weir.KeyBy(s, key)
+		// rows lent to a chained sink (or a chained operator that keeps
+		// nothing of them) reuse a ring (lend.go): the process operator
+		// sends its output on whenever a batch is full, even within one
+		// call (a mini-batch's end), so a slot is written again only after
+		// the sink has had its row
+		lend, rows := b.lendRows(r), ringRows(b.job)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals}
+			fn := groupAggFn{layout: layout, keys: keyEvals, lend: lend, ringRows: rows}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -364,6 +370,10 @@ type groupAggFn struct {
 	layout *expr.AggLayout
 	keys   []expr.EvalFn
 	acc    *weir.ValueState[string, types.Row]
+	// lend: the output rows are lent (lend.go), from ring
+	lend     *bool
+	ring     *rowRing
+	ringRows int
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -373,7 +383,15 @@ func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
 
 func (f *groupAggFn) output(acc []types.Value) []types.Value {
 	l := f.layout
-	vs := make([]types.Value, l.NKeys+len(l.Calls))
+	var vs []types.Value
+	if f.lend != nil && *f.lend {
+		if f.ring == nil {
+			f.ring = newRowRing(l.NKeys+len(l.Calls), f.ringRows)
+		}
+		vs = f.ring.next()
+	} else {
+		vs = make([]types.Value, l.NKeys+len(l.Calls))
+	}
 	copy(vs, acc[:l.NKeys])
 	for i, c := range l.Calls {
 		vs[l.NKeys+i] = l.Result(acc, c)

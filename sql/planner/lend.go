@@ -62,9 +62,26 @@ func ringRows(job *weir.Job) int { return 2 * job.BatchSize() }
 // sink (feeds) and its stream has that one consumer (every consumer gets
 // it through builder.stream, which counts).
 func (b *builder) settleLending(feeds map[*rel]bool) {
+	for grew := true; grew; {
+		grew = false
+		for to, from := range b.through {
+			if feeds[to] && b.reads[to] == 1 && !feeds[from] {
+				feeds[from], grew = true, true
+			}
+		}
+	}
 	for r, f := range b.lend {
 		*f = feeds[r] && b.reads[r] == 1
 	}
+}
+
+// passThrough records that to's stream is from's, row for row, chained to
+// it (a Calc that filters or passes its input on).
+func (b *builder) passThrough(to, from *rel) {
+	if b.through == nil {
+		b.through = map[*rel]*rel{}
+	}
+	b.through[to.canonical()] = from.canonical()
 }
 
 // borrow records that r's stream feeds an operator chained to it that

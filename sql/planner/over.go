@@ -200,8 +200,11 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			return nil, err
 		}
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
+		// rows lent to a chained sink reuse a ring (lend.go, as the group
+		// aggregation's)
+		lend, rows := b.lendRows(r), ringRows(b.job)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract}
+			return &topNFn{spec: spec, keep: keep, retract: retract, lend: lend, ringRows: rows}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -212,6 +215,10 @@ type topNFn struct {
 	keep    int64
 	retract bool // keep every row (an updating input can retract a top row)
 	rows    *weir.ValueState[string, types.Row]
+	// lend: the output rows are lent (lend.go), from ring
+	lend     *bool
+	ring     *rowRing
+	ringRows int
 }
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -244,7 +251,15 @@ func (f *topNFn) compare(a, b []types.Value) int {
 }
 
 func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
-	out := make([]types.Value, len(f.spec.items))
+	var out []types.Value
+	if f.lend != nil && *f.lend {
+		if f.ring == nil {
+			f.ring = newRowRing(len(f.spec.items), f.ringRows)
+		}
+		out = f.ring.next()
+	} else {
+		out = make([]types.Value, len(f.spec.items))
+	}
 	for i, ev := range f.spec.items {
 		if ev == nil {
 			out[i] = types.IntValue(rn)
@@ -258,6 +273,27 @@ func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
 func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	st, _ := f.rows.Value()
 	old := st.Values // each a ListValue of an input row, sorted
+	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && len(old) == 1 && !in.Kind.IsRetraction() {
+		// deduplication (ROW_NUMBER() ... = 1 over an insert-only input)
+		// of a partition that has its row: a row that takes first place
+		// replaces it, written over it (the state's row is the
+		// partition's only reference to it; the -D is a copy)
+		was := old[0].List()
+		c := f.compare(was, in.Values)
+		switch {
+		case c < 0 || (c == 0 && !f.spec.keepLast), types.EqualValues(was, in.Values):
+			// the partition's row stays first, or comes again: no change
+			// (the state is written, as by any row: its TTL restarts)
+			f.rows.Update(st)
+			return nil
+		case len(was) == len(in.Values):
+			ctx.Emit(types.Row{Kind: types.Delete, Values: f.project(was, 1)})
+			copy(was, in.Values)
+			ctx.Emit(types.Row{Kind: types.Insert, Values: f.project(was, 1)})
+			f.rows.Update(st)
+			return nil
+		}
+	}
 	rows := append([]types.Value(nil), old...)
 	if in.Kind.IsRetraction() {
 		found := -1

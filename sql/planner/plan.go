@@ -93,6 +93,10 @@ type builder struct {
 	// two-phase aggregation, which folds it): they may lend their rows as
 	// to a lending sink (lend.go).
 	borrowed map[*rel]bool
+	// through maps a rel whose stream is its input's, row for row (a Calc
+	// that only filters, or projects nothing), to that input: whoever may
+	// be lent the first's rows may be lent the second's (lend.go)
+	through map[*rel]*rel
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {
