@@ -64,6 +64,7 @@ type (
 		View      bool
 		Function  bool
 		Temporary bool
+		System    bool // TEMPORARY SYSTEM FUNCTION
 		IfExists  bool
 		Name      string
 	}
@@ -78,15 +79,21 @@ type (
 	}
 	// QueryStmt is a query on its own (SELECT ...).
 	QueryStmt struct{ Query Query }
-	// ShowTables is SHOW TABLES (and SHOW VIEWS when Views is set).
+	// ShowTables is SHOW TABLES (and SHOW VIEWS when Views is set)
+	// [FROM|IN [catalog.]database] [[NOT] LIKE|ILIKE 'pattern'].
 	ShowTables struct {
-		Pos   Pos
-		Views bool
+		Pos      Pos
+		Views    bool
+		Database string // "": the current one
+		Like     *ShowLike
 	}
-	// ShowFunctions is SHOW [USER] FUNCTIONS.
+	// ShowFunctions is SHOW [USER] FUNCTIONS [FROM|IN
+	// [catalog.]database] [[NOT] LIKE|ILIKE 'pattern'].
 	ShowFunctions struct {
-		Pos  Pos
-		User bool
+		Pos      Pos
+		User     bool
+		Database string // "": the current one
+		Like     *ShowLike
 	}
 	// Describe is DESCRIBE|DESC name.
 	Describe struct {

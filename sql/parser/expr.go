@@ -183,7 +183,11 @@ func (p *parser) postfix(x Expr) Expr {
 		case p.isOp(".") && (p.peek(1).kind == tIdent || p.peek(1).kind == tQuotedIdent):
 			p.next()
 			name := p.next().text
-			if id, ok := x.(*Ident); ok {
+			if id, ok := x.(*Ident); ok && p.isOp("(") && len(id.Parts) < MaxNameParts {
+				// a qualified function call, db.f(x) or cat.db.f(x), as
+				// Flink has them: Call.Name is the joined name, upper case
+				x = p.maybeCall(token{kind: tIdent, text: JoinName(append(id.Parts, name)...), pos: id.Pos})
+			} else if ok {
 				id.Parts = append(id.Parts, name)
 			} else {
 				x = &Field{Pos: t.pos, X: x, Name: name}

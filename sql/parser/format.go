@@ -371,7 +371,7 @@ func writeTable(b *strings.Builder, t TableExpr) {
 	alias := ""
 	switch t := t.(type) {
 	case *TableRef:
-		b.WriteString(quoteIdent(t.Name))
+		b.WriteString(NameString(t.Name))
 		if t.AsOf != nil {
 			b.WriteString(" FOR SYSTEM_TIME AS OF ")
 			writeExpr(b, t.AsOf)

@@ -245,8 +245,8 @@ func (p *parser) columnList() []string {
 	}
 }
 
-// qualifiedName reads a[.b[.c]] and joins the parts with dots (catalog and
-// database parts are kept in the name; the catalog resolves them).
+// qualifiedName reads a[.b[.c]] and joins the parts with dots: a
+// column's name (WATERMARK FOR); objectName reads a table's.
 func (p *parser) qualifiedName(what string) (string, Pos) {
 	name, pos := p.ident(what)
 	for p.isOp(".") && (p.peek(1).kind == tIdent || p.peek(1).kind == tQuotedIdent) {
@@ -284,22 +284,13 @@ func (p *parser) stmt() Stmt {
 		return &QueryStmt{Query: p.query()}
 	case p.isKw("SHOW"):
 		p.next()
-		if p.acceptKw("TABLES") {
-			return &ShowTables{Pos: t.pos}
-		}
-		if p.acceptKw("VIEWS") {
-			return &ShowTables{Pos: t.pos, Views: true}
-		}
-		if p.acceptKw("FUNCTIONS") {
-			return &ShowFunctions{Pos: t.pos}
-		}
-		if p.acceptKw("USER", "FUNCTIONS") {
-			return &ShowFunctions{Pos: t.pos, User: true}
-		}
-		p.fail("TABLES, VIEWS, FUNCTIONS or USER FUNCTIONS")
+		return p.show(t.pos)
+	case p.isKw("USE"):
+		p.next()
+		return p.use(t.pos)
 	case p.isKw("DESCRIBE"), p.isKw("DESC"):
 		p.next()
-		name, _ := p.qualifiedName("a table name")
+		name, _ := p.objectName("a table name")
 		return &Describe{Pos: t.pos, Name: name}
 	case p.isKw("EXPLAIN"):
 		p.next()
@@ -348,7 +339,7 @@ func (p *parser) stmt() Stmt {
 		p.acceptOp(";")
 		return p.statementSetBody(t.pos)
 	}
-	p.fail("a statement (CREATE, DROP, INSERT, SELECT, SHOW, DESCRIBE, EXPLAIN, SET, EXECUTE)")
+	p.fail("a statement (CREATE, DROP, INSERT, SELECT, SHOW, USE, DESCRIBE, EXPLAIN, SET, EXECUTE)")
 	return nil
 }
 
@@ -369,6 +360,12 @@ func (p *parser) statementSetBody(pos Pos) Stmt {
 
 func (p *parser) create() Stmt {
 	pos := p.next().pos
+	switch {
+	case p.acceptKw("CATALOG"):
+		return p.createCatalog(pos)
+	case p.acceptKw("DATABASE"):
+		return p.createDatabase(pos)
+	}
 	temporary := p.acceptKw("TEMPORARY")
 	system := temporary && p.acceptKw("SYSTEM")
 	if system && !p.isKw("FUNCTION") {
@@ -378,7 +375,7 @@ func (p *parser) create() Stmt {
 	case p.acceptKw("FUNCTION"):
 		cf := &CreateFunction{Pos: pos, Temporary: temporary, System: system}
 		cf.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
-		cf.Name, _ = p.qualifiedName("a function name")
+		cf.Name, _ = p.objectName("a function name")
 		p.wantKw("AS")
 		cf.Identifier, cf.IdentPos = p.stringLit("the function's class name or module path, quoted")
 		if p.acceptKw("LANGUAGE") {
@@ -399,7 +396,7 @@ func (p *parser) create() Stmt {
 	case p.acceptKw("TABLE"):
 		ct := &CreateTable{Pos: pos, Temporary: temporary}
 		ct.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
-		ct.Name, _ = p.qualifiedName("a table name")
+		ct.Name, _ = p.objectName("a table name")
 		parens := p.acceptOp("(")
 		for parens {
 			p.tableElement(ct)
@@ -427,7 +424,7 @@ func (p *parser) create() Stmt {
 		}
 		if lt := p.tok(); p.acceptKw("LIKE") {
 			ct.Like = &TableLike{Pos: lt.pos}
-			ct.Like.Name, _ = p.qualifiedName("the name of the table to copy")
+			ct.Like.Name, _ = p.objectName("the name of the table to copy")
 			if p.acceptOp("(") {
 				for {
 					ot := p.tok()
@@ -465,7 +462,7 @@ func (p *parser) create() Stmt {
 	case p.acceptKw("VIEW"):
 		cv := &CreateView{Pos: pos, Temporary: temporary}
 		cv.IfNotExists = p.acceptKw("IF", "NOT", "EXISTS")
-		cv.Name, _ = p.qualifiedName("a view name")
+		cv.Name, _ = p.objectName("a view name")
 		if p.acceptOp("(") {
 			cv.Columns = p.columnList()
 		}
@@ -473,7 +470,10 @@ func (p *parser) create() Stmt {
 		cv.Query = p.query()
 		return cv
 	}
-	p.fail("TABLE, VIEW or FUNCTION")
+	if temporary {
+		p.fail("TABLE, VIEW or FUNCTION")
+	}
+	p.fail("TABLE, VIEW, FUNCTION, CATALOG or DATABASE")
 	return nil
 }
 
@@ -704,20 +704,27 @@ func (p *parser) intLit(what string) int {
 
 func (p *parser) drop() Stmt {
 	pos := p.next().pos
+	if s, ok := p.dropCatalogOrDatabase(pos); ok {
+		return s
+	}
 	d := &Drop{Pos: pos}
 	d.Temporary = p.acceptKw("TEMPORARY")
-	system := d.Temporary && p.acceptKw("SYSTEM")
+	d.System = d.Temporary && p.acceptKw("SYSTEM")
 	switch {
-	case !system && p.acceptKw("TABLE"):
-	case !system && p.acceptKw("VIEW"):
+	case !d.System && p.acceptKw("TABLE"):
+	case !d.System && p.acceptKw("VIEW"):
 		d.View = true
 	case p.acceptKw("FUNCTION"):
 		d.Function = true
-	default:
+	case d.System:
+		p.fail("FUNCTION")
+	case d.Temporary:
 		p.fail("TABLE, VIEW or FUNCTION")
+	default:
+		p.fail("TABLE, VIEW, FUNCTION, CATALOG or DATABASE")
 	}
 	d.IfExists = p.acceptKw("IF", "EXISTS")
-	d.Name, _ = p.qualifiedName("a name")
+	d.Name, _ = p.objectName("a name")
 	return d
 }
 
@@ -732,7 +739,7 @@ func (p *parser) insert() Stmt {
 		p.fail("INTO or OVERWRITE")
 	}
 	ins.TablePos = p.tok().pos
-	ins.Table, _ = p.qualifiedName("a table name")
+	ins.Table, _ = p.objectName("a table name")
 	if p.isOp("(") && !(p.isKwAt(1, "SELECT") || p.isKwAt(1, "WITH") || p.isKwAt(1, "VALUES")) {
 		p.next()
 		ins.Columns = p.columnList()
@@ -1039,7 +1046,7 @@ func (p *parser) tablePrimary() TableExpr {
 		tf.Alias = p.alias()
 		return tf
 	}
-	name, pos := p.qualifiedName("a table name, \"(\" or TABLE(...)")
+	name, pos := p.objectName("a table name, \"(\" or TABLE(...)")
 	ref := &TableRef{Pos: pos, Name: name}
 	if p.isOp("/") && p.peek(1).kind == tOp && p.peek(1).text == "*" {
 		// hints are dropped by the lexer as comments; nothing to do
@@ -1073,7 +1080,7 @@ func (p *parser) tvfArg() Expr {
 			p.wantOp(")")
 			return &TableArg{Pos: t.pos, Table: &SubqueryTable{Pos: t.pos, Query: q}}
 		}
-		name, pos := p.qualifiedName("a table name")
+		name, pos := p.objectName("a table name")
 		return &TableArg{Pos: t.pos, Table: &TableRef{Pos: pos, Name: name}}
 	}
 	if p.isKw("DESCRIPTOR") {

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -51,56 +50,18 @@ type computedCol struct {
 // viewDef is a view registered by CREATE VIEW.
 type viewDef struct {
 	ddl *parser.CreateView
-}
-
-// catalog holds the session's tables and views (Flink's
-// default_catalog.default_database); names are case-insensitive.
-type catalog struct {
-	tables map[string]*tableDef
-	views  map[string]*viewDef
-	// funcs are the user-defined functions by upper-case name; fnMap
-	// their functions, for expression compilers (built when needed).
-	funcs map[string]*funcDef
-	fnMap map[string]expr.Function
-}
-
-func newCatalog() *catalog {
-	return &catalog{tables: map[string]*tableDef{}, views: map[string]*viewDef{}, funcs: map[string]*funcDef{}}
-}
-
-func normName(n string) string {
-	// catalog.database.table names resolve to the table in the one
-	// catalog weir has.
-	if i := strings.LastIndexByte(n, '.'); i >= 0 {
-		n = n[i+1:]
-	}
-	return strings.ToLower(n)
-}
-
-func (c *catalog) exists(name string) bool {
-	n := normName(name)
-	return c.tables[n] != nil || c.views[n] != nil
-}
-
-func (c *catalog) names() []string {
-	var out []string
-	for _, t := range c.tables {
-		out = append(out, t.ddl.Name)
-	}
-	for _, v := range c.views {
-		out = append(out, v.ddl.Name)
-	}
-	sort.Strings(out)
-	return out
+	// home is the database names resolved against when the view was
+	// created (lower case): its query's names resolve against it.
+	home dbPath
 }
 
 // createTable validates a CREATE TABLE and registers it.
+// A permanent table goes into its database, which must exist; a
+// TEMPORARY one among the temporary objects (catalog_manager.go).
 func (c *catalog) createTable(ct *parser.CreateTable) error {
-	if c.exists(ct.Name) {
-		if ct.IfNotExists {
-			return nil
-		}
-		return parser.Errorf(ct.Pos, "table or view '%s' already exists", ct.Name)
+	put, err := c.creating(ct.Name, ct.Temporary, ct.IfNotExists, ct.Pos)
+	if put == nil {
+		return err
 	}
 	td := &tableDef{ddl: ct, options: map[string]string{}, rowtime: -1}
 	for _, o := range ct.Options {
@@ -202,7 +163,7 @@ func (c *catalog) createTable(ct *parser.CreateTable) error {
 		td.rowtime, td.delay = idx, delay
 		td.cols[idx].Type.TimeAttr = types.RowtimeAttr
 	}
-	c.tables[normName(ct.Name)] = td
+	put(td, nil)
 	return nil
 }
 
@@ -230,37 +191,100 @@ func watermarkDelay(wm *parser.Watermark, col string) (time.Duration, error) {
 	return 0, parser.Errorf(wm.Expr.ExprPos(), "the WATERMARK expression must be `%s` or `%s - INTERVAL '...' unit` (other strategies are not supported yet)", col, col)
 }
 
-func (c *catalog) createView(cv *parser.CreateView) error {
-	if c.exists(cv.Name) {
-		if cv.IfNotExists {
-			return nil
+// creating checks that CREATE [TEMPORARY] TABLE|VIEW name may create its
+// object and returns how to register it; nil and no error when an object
+// of that name exists and IF NOT EXISTS was given. As Flink, a permanent
+// object needs its catalog and database to exist and a temporary one
+// does not; tables and views share their names, and a temporary object
+// may hide a permanent one of the same name.
+func (c *catalog) creating(name string, temporary, ifNotExists bool, pos parser.Pos) (func(*tableDef, *viewDef), error) {
+	id := c.qualify(name)
+	if temporary {
+		if c.exists(name, true) {
+			if ifNotExists {
+				return nil, nil
+			}
+			return nil, parser.Errorf(pos, "temporary table or view '%s' already exists", name)
 		}
-		return parser.Errorf(cv.Pos, "table or view '%s' already exists", cv.Name)
+		return func(td *tableDef, v *viewDef) {
+			if td != nil {
+				c.tempTables[id] = td
+			} else {
+				c.tempViews[id] = v
+			}
+		}, nil
 	}
-	c.views[normName(cv.Name)] = &viewDef{ddl: cv}
+	db, err := c.databaseOf(name, pos)
+	if err != nil {
+		return nil, err
+	}
+	if c.exists(name, false) {
+		if ifNotExists {
+			return nil, nil
+		}
+		return nil, parser.Errorf(pos, "table or view '%s' already exists", name)
+	}
+	return func(td *tableDef, v *viewDef) {
+		if td != nil {
+			db.tables[id.name] = td
+		} else {
+			db.views[id.name] = v
+		}
+	}, nil
+}
+
+func (c *catalog) createView(cv *parser.CreateView) error {
+	put, err := c.creating(cv.Name, cv.Temporary, cv.IfNotExists, cv.Pos)
+	if put == nil {
+		return err
+	}
+	put(nil, &viewDef{ddl: cv, home: c.res})
 	return nil
 }
 
+// drop runs DROP [TEMPORARY] TABLE|VIEW. As Flink, DROP TEMPORARY drops a
+// temporary object only, and DROP without it refuses a name that a
+// temporary object of its kind holds (it would drop the permanent one
+// hidden behind it, or nothing).
 func (c *catalog) drop(d *parser.Drop) error {
-	n := normName(d.Name)
+	kind := "table"
 	if d.View {
-		if c.views[n] == nil {
+		kind = "view"
+	}
+	id := c.qualify(d.Name)
+	_, isTempTable := c.tempTables[id]
+	_, isTempView := c.tempViews[id]
+	isTemp := isTempTable && !d.View || isTempView && d.View
+	if d.Temporary {
+		if !isTemp {
 			if d.IfExists {
 				return nil
 			}
-			return parser.Errorf(d.Pos, "view '%s' does not exist", d.Name)
+			return parser.Errorf(d.Pos, "temporary %s '%s' does not exist", kind, d.Name)
 		}
-		delete(c.views, n)
+		delete(c.tempTables, id)
+		delete(c.tempViews, id)
 		return nil
 	}
-	if c.tables[n] == nil {
-		if d.IfExists {
-			return nil
-		}
-		return parser.Errorf(d.Pos, "table '%s' does not exist", d.Name)
+	if isTemp {
+		return parser.Errorf(d.Pos, "'%s' is a temporary %s: DROP TEMPORARY %s drops it (Flink refuses DROP %s of a temporary %s)", d.Name, kind, strings.ToUpper(kind), strings.ToUpper(kind), kind)
 	}
-	delete(c.tables, n)
-	return nil
+	db := c.database(id.dbPath())
+	if db != nil && d.View && db.views[id.name] != nil {
+		delete(db.views, id.name)
+		return nil
+	}
+	if db != nil && !d.View && db.tables[id.name] != nil {
+		delete(db.tables, id.name)
+		return nil
+	}
+	if d.IfExists {
+		return nil
+	}
+	if _, err := c.databaseOf(d.Name, d.Pos); err != nil {
+		return err
+	}
+	return parser.Errorf(d.Pos, "%s '%s' does not exist", kind, d.Name)
 }
 
 // describe prints a table's or view's columns as Flink's DESCRIBE does

@@ -15,7 +15,7 @@ func (s *Session) createTableAs(ct *parser.CreateTable) ([]*Statement, error) {
 	if ct.Like != nil {
 		return nil, parser.Errorf(ct.Like.Pos, "CREATE TABLE ... AS cannot also be LIKE another table")
 	}
-	if s.cat.exists(ct.Name) {
+	if s.cat.exists(ct.Name, ct.Temporary) {
 		if !ct.IfNotExists {
 			return nil, parser.Errorf(ct.Pos, "table or view '%s' already exists", ct.Name)
 		}
@@ -84,9 +84,9 @@ var likeFeatures = []string{"CONSTRAINTS", "GENERATED", "OPTIONS", "WATERMARKS",
 // EXCLUDING.
 func (c *catalog) mergeLike(ct *parser.CreateTable) (*parser.CreateTable, error) {
 	lk := ct.Like
-	src := c.tables[normName(lk.Name)]
+	src, srcView, _ := c.lookup(lk.Name)
 	if src == nil {
-		if c.views[normName(lk.Name)] != nil {
+		if srcView != nil {
 			return nil, parser.Errorf(lk.Pos, "LIKE needs a table, and '%s' is a view", lk.Name)
 		}
 		return nil, parser.Errorf(lk.Pos, "table '%s' of LIKE not found", lk.Name)

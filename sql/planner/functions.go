@@ -41,90 +41,151 @@ func (s *Session) RegisterFunction(name string, f expr.Function) error {
 	if f == nil || name == "" {
 		return fmt.Errorf("sql: RegisterFunction needs a name and a function")
 	}
-	s.cat.funcs[strings.ToUpper(name)] = &funcDef{name: name, fn: f, system: true}
-	s.cat.fnMap = nil
+	s.cat.sysFuncs[strings.ToUpper(name)] = &funcDef{name: name, fn: f, system: true}
+	s.cat.changed()
 	return nil
 }
 
-// functions returns the session's user functions by upper-case name, for
-// expression compilers.
-func (c *catalog) functions() map[string]expr.Function {
-	if len(c.funcs) == 0 {
-		return nil
-	}
-	if c.fnMap == nil {
-		c.fnMap = make(map[string]expr.Function, len(c.funcs))
-		for k, d := range c.funcs {
-			c.fnMap[k] = d.fn
-		}
-	}
-	return c.fnMap
-}
-
-// createFunction runs CREATE FUNCTION: the identifier names a class
-// registered in weir (expr.RegisterClass), Flink's Java UDF with a Go
-// twin.
+// createFunction runs CREATE [TEMPORARY [SYSTEM]] FUNCTION: the
+// identifier names a class registered in weir (expr.RegisterClass),
+// Flink's Java UDF with a Go twin, or a WebAssembly module. As Flink: a
+// temporary system function is the session's, by a name of one part; a
+// temporary function is a temporary object of its database (which need
+// not exist), hiding a catalog function of the same name; a catalog
+// function is its database's.
 func (c *catalog) createFunction(cf *parser.CreateFunction, load func(cf *parser.CreateFunction, name string) (expr.Function, error)) error {
-	key := strings.ToUpper(cf.Name)
-	if i := strings.LastIndexByte(key, '.'); i >= 0 {
-		key = key[i+1:]
-	}
-	name := strings.ToLower(key)
-	if _, dup := c.funcs[key]; dup {
-		if cf.IfNotExists {
-			return nil
+	name := strings.ToLower(lastPart(cf.Name))
+	key := strings.ToUpper(name)
+	id := c.qualify(cf.Name)
+	var put func(*funcDef)
+	switch {
+	case cf.System:
+		if len(parser.SplitName(cf.Name)) > 1 {
+			return parser.Errorf(cf.Pos, "function %s: a temporary system function's name has one part, not a catalog or database", parser.NameString(cf.Name))
 		}
-		return parser.Errorf(cf.Pos, "function %s already exists", name)
+		if _, dup := c.sysFuncs[key]; dup {
+			if cf.IfNotExists {
+				return nil
+			}
+			return parser.Errorf(cf.Pos, "function %s already exists", name)
+		}
+		put = func(d *funcDef) { c.sysFuncs[key] = d }
+	case cf.Temporary:
+		if _, dup := c.tempFuncs[id]; dup {
+			if cf.IfNotExists {
+				return nil
+			}
+			return parser.Errorf(cf.Pos, "temporary function %s already exists", name)
+		}
+		put = func(d *funcDef) { c.tempFuncs[id] = d }
+	default:
+		db, err := c.databaseOf(cf.Name, cf.Pos)
+		if err != nil {
+			return err
+		}
+		if _, dup := db.funcs[id.name]; dup {
+			if cf.IfNotExists {
+				return nil
+			}
+			return parser.Errorf(cf.Pos, "function %s already exists", name)
+		}
+		put = func(d *funcDef) { db.funcs[id.name] = d }
 	}
 	if !cf.System && expr.IsBuiltin(key) {
 		return parser.Errorf(cf.Pos, "function %s is a built-in function; a catalog function of that name would never be called (CREATE TEMPORARY SYSTEM FUNCTION replaces it)", name)
 	}
+	var f expr.Function
 	switch cf.Language {
 	case "", "JAVA", "SCALA":
+		var ok bool
+		if f, ok = expr.LookupClass(cf.Identifier); !ok {
+			return parser.Errorf(cf.IdentPos, "function %s: no Go function is registered for class '%s' (weir runs no Java: a program registers a Go twin with sql.RegisterClass)", name, cf.Identifier)
+		}
 	case "WASM":
-		f, err := load(cf, name)
-		if err != nil {
+		var err error
+		if f, err = load(cf, name); err != nil {
 			return err
 		}
-		c.funcs[key] = &funcDef{name: name, fn: f, system: cf.System, class: cf.Identifier}
-		c.fnMap = nil
-		return nil
 	default:
 		return parser.Errorf(cf.Pos, "function %s: LANGUAGE %s is not supported (weir resolves a JAVA or SCALA class name in its registry of Go functions, and runs WASM modules)", name, cf.Language)
 	}
-	f, ok := expr.LookupClass(cf.Identifier)
-	if !ok {
-		return parser.Errorf(cf.IdentPos, "function %s: no Go function is registered for class '%s' (weir runs no Java: a program registers a Go twin with sql.RegisterClass)", name, cf.Identifier)
-	}
-	c.funcs[key] = &funcDef{name: name, fn: f, system: cf.System, class: cf.Identifier}
-	c.fnMap = nil
+	put(&funcDef{name: name, fn: f, system: cf.System, class: cf.Identifier})
+	c.changed()
 	return nil
 }
 
+// dropFunction runs DROP [TEMPORARY [SYSTEM]] FUNCTION. As Flink, DROP
+// FUNCTION drops a catalog function and refuses a name that a temporary
+// function holds; DROP TEMPORARY FUNCTION drops a temporary function,
+// DROP TEMPORARY SYSTEM FUNCTION a temporary system function.
 func (c *catalog) dropFunction(d *parser.Drop) error {
-	key := strings.ToUpper(d.Name)
-	if i := strings.LastIndexByte(key, '.'); i >= 0 {
-		key = key[i+1:]
-	}
-	if _, ok := c.funcs[key]; !ok {
-		if d.IfExists {
-			return nil
+	name := strings.ToLower(lastPart(d.Name))
+	id := c.qualify(d.Name)
+	switch {
+	case d.System:
+		key := strings.ToUpper(name)
+		if _, ok := c.sysFuncs[key]; !ok || len(parser.SplitName(d.Name)) > 1 {
+			if d.IfExists {
+				return nil
+			}
+			return parser.Errorf(d.Pos, "temporary system function %s does not exist", name)
 		}
-		return parser.Errorf(d.Pos, "function %s does not exist", strings.ToLower(key))
+		delete(c.sysFuncs, key)
+	case d.Temporary:
+		if _, ok := c.tempFuncs[id]; !ok {
+			if d.IfExists {
+				return nil
+			}
+			return parser.Errorf(d.Pos, "temporary function %s does not exist", name)
+		}
+		delete(c.tempFuncs, id)
+	default:
+		if _, ok := c.tempFuncs[id]; ok {
+			return parser.Errorf(d.Pos, "function %s is a temporary function: DROP TEMPORARY FUNCTION drops it (Flink refuses DROP FUNCTION while a temporary one has its name)", name)
+		}
+		db := c.database(id.dbPath())
+		if db == nil || db.funcs[id.name] == nil {
+			if d.IfExists {
+				return nil
+			}
+			if _, ok := c.sysFuncs[strings.ToUpper(name)]; ok && len(parser.SplitName(d.Name)) == 1 {
+				return parser.Errorf(d.Pos, "function %s is a temporary system function: DROP TEMPORARY SYSTEM FUNCTION drops it", name)
+			}
+			return parser.Errorf(d.Pos, "function %s does not exist", name)
+		}
+		delete(db.funcs, id.name)
 	}
-	delete(c.funcs, key)
-	c.fnMap = nil
+	c.changed()
 	return nil
 }
 
-// showFunctions prints SHOW [USER] FUNCTIONS: the user functions, and
-// the built-in ones unless user, sorted, in lower case as Flink lists them.
-func (c *catalog) showFunctions(w io.Writer, user bool) {
-	var names []string
-	for _, d := range c.funcs {
-		names = append(names, strings.ToLower(d.name))
+// showFunctions prints SHOW [USER] FUNCTIONS [FROM db] [LIKE ...]: the
+// temporary system functions, the temporary and catalog functions of the
+// database (the current one unless FROM names one), and the built-in
+// ones unless user; sorted, in lower case, as Flink lists them.
+func (c *catalog) showFunctions(w io.Writer, sf *parser.ShowFunctions) error {
+	d := c.res
+	if sf.Database != "" {
+		var err error
+		if d, _, err = c.databaseNamed(sf.Database, sf.Pos); err != nil {
+			return err
+		}
 	}
-	if !user {
+	var names []string
+	for _, f := range c.sysFuncs {
+		names = append(names, strings.ToLower(f.name))
+	}
+	for id, f := range c.tempFuncs {
+		if id.dbPath() == d {
+			names = append(names, f.name)
+		}
+	}
+	if db := c.database(d); db != nil {
+		for _, f := range db.funcs {
+			names = append(names, f.name)
+		}
+	}
+	if !sf.User {
 		for _, f := range expr.ScalarFunctions {
 			names = append(names, strings.ToLower(f))
 		}
@@ -134,11 +195,12 @@ func (c *catalog) showFunctions(w io.Writer, user bool) {
 	}
 	sort.Strings(names)
 	for i, n := range names {
-		if i > 0 && names[i-1] == n {
+		if i > 0 && names[i-1] == n || !sf.Like.Match(n) {
 			continue
 		}
 		fmt.Fprintln(w, n)
 	}
+	return nil
 }
 
 // FunctionDir is the directory the paths of WebAssembly functions are

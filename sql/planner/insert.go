@@ -18,10 +18,9 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 	if ins.Overwrite {
 		return nil, parser.Errorf(ins.Pos, "INSERT OVERWRITE is not supported on streams")
 	}
-	n := normName(ins.Table)
-	td := s.cat.tables[n]
+	td, v, _ := s.cat.lookup(ins.Table)
 	if td == nil {
-		if s.cat.views[n] != nil {
+		if v != nil {
 			return nil, parser.Errorf(ins.TablePos, "cannot INSERT INTO view '%s'", ins.Table)
 		}
 		return nil, parser.Errorf(ins.TablePos, "table '%s' not found (known: %s)", ins.Table, strings.Join(s.cat.names(), ", "))

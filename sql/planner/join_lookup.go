@@ -25,7 +25,7 @@ import (
 // false when the join is not a lookup join (a temporal join by event time,
 // or a table that cannot look up).
 func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bool, error) {
-	td := p.s.cat.tables[normName(ref.Name)]
+	td := p.s.cat.table(ref.Name)
 	if td == nil || p.ctes[strings.ToLower(ref.Name)] != nil {
 		return nil, false, nil
 	}
@@ -68,10 +68,7 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 	}
 	alias := ref.Alias
 	if alias == "" {
-		alias = ref.Name
-		if i := strings.LastIndexByte(alias, '.'); i >= 0 {
-			alias = alias[i+1:]
-		}
+		alias = lastPart(ref.Name)
 	}
 	nl := len(left.sc.Cols)
 	rsc := &expr.Scope{}

@@ -99,7 +99,7 @@ func (p *planner) matchMaxPrune(j *parser.Join) (*maxPruneSpec, bool) {
 		return nil, false
 	}
 	rref, ok := ta.Table.(*parser.TableRef)
-	if !ok || rref.AsOf != nil || normName(rref.Name) != normName(lref.Name) || !p.deterministicTable(lref.Name) {
+	if !ok || rref.AsOf != nil || p.s.cat.qualify(rref.Name) != p.s.cat.qualify(lref.Name) || !p.deterministicTable(lref.Name) {
 		return nil, false
 	}
 	desc, ok := tf.Args[1].(*parser.Descriptor)
@@ -147,10 +147,7 @@ func (p *planner) matchMaxPrune(j *parser.Join) (*maxPruneSpec, bool) {
 	}
 	la := lref.Alias
 	if la == "" {
-		la = lref.Name
-		if i := strings.LastIndexByte(la, '.'); i >= 0 {
-			la = la[i+1:]
-		}
+		la = lastPart(lref.Name)
 	}
 	is := func(e parser.Expr, qual, col string) bool {
 		id, ok := e.(*parser.Ident)
@@ -201,7 +198,7 @@ func (p *planner) deterministicTable(name string) bool {
 	if len(p.ctes) > 0 {
 		return false
 	}
-	v := p.s.cat.views[normName(name)]
+	v := p.s.cat.view(name)
 	if v == nil {
 		return true
 	}

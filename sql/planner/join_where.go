@@ -74,10 +74,7 @@ func tableAliases(te parser.TableExpr, into map[string]bool) {
 	case *parser.TableRef:
 		a := t.Alias
 		if a == "" {
-			a = t.Name
-			if i := strings.LastIndexByte(a, '.'); i >= 0 {
-				a = a[i+1:]
-			}
+			a = lastPart(t.Name)
 		}
 		into[strings.ToLower(a)] = true
 	case *parser.SubqueryTable:

@@ -266,10 +266,7 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 		}
 		alias := t.Alias
 		if alias == "" {
-			alias = t.Name
-			if i := strings.LastIndexByte(alias, '.'); i >= 0 {
-				alias = alias[i+1:]
-			}
+			alias = lastPart(t.Name)
 		}
 		return requalify(r, alias), nil
 	case *parser.SubqueryTable:
@@ -305,10 +302,9 @@ func (p *planner) planFrom(te parser.TableExpr) (*rel, error) {
 }
 
 func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
-	n := normName(name)
-	v := p.s.cat.views[n]
+	td, v, n := p.s.cat.lookup(name)
 	if cte := p.ctes[strings.ToLower(name)]; cte != nil {
-		v = &viewDef{ddl: cte}
+		v = &viewDef{ddl: cte, home: p.s.cat.res}
 	}
 	if v != nil && len(p.ctes) == 0 {
 		// a view's plan does not depend on where it is referenced (with no
@@ -322,7 +318,9 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 			return nil, parser.Errorf(pos, "view '%s' refers to itself", name)
 		}
 		p.viewDepth++
+		restore := p.s.cat.within(v.home)
 		r, err := p.planQuery(v.ddl.Query)
+		restore()
 		p.viewDepth--
 		if err != nil {
 			return nil, err
@@ -341,7 +339,6 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 		}
 		return r, nil
 	}
-	td := p.s.cat.tables[n]
 	if td == nil {
 		return nil, parser.Errorf(pos, "table or view '%s' not found (known: %s)", name, strings.Join(p.s.cat.names(), ", "))
 	}

@@ -37,7 +37,7 @@ func NewSession(opts ...Option) *Session {
 		o.apply(&s.cfg)
 	}
 	for _, f := range s.cfg.funcs {
-		s.cat.funcs[strings.ToUpper(f.name)] = &f
+		s.cat.sysFuncs[strings.ToUpper(f.name)] = &f
 	}
 	return s
 }
@@ -170,13 +170,16 @@ func (s *Session) setPlanner() *planner {
 
 func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 	w := s.cfg.stdout
+	if ok, err := s.cat.execCatalog(st, w); ok {
+		return nil, err
+	}
 	switch st := st.(type) {
 	case *parser.CreateTable:
 		if st.AsQuery != nil {
 			return s.createTableAs(st)
 		}
 		if st.Like != nil {
-			if s.cat.exists(st.Name) && st.IfNotExists {
+			if s.cat.exists(st.Name, st.Temporary) && st.IfNotExists {
 				return nil, nil
 			}
 			merged, err := s.cat.mergeLike(st)
@@ -199,9 +202,6 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 		return nil, s.cat.drop(st)
 	case *parser.CreateFunction:
 		return nil, s.cat.createFunction(st, s.loadWasm)
-	case *parser.ShowFunctions:
-		s.cat.showFunctions(w, st.User)
-		return nil, nil
 	case *parser.Set:
 		if st.Key == "" {
 			keys := make([]string, 0, len(s.sets))
@@ -221,14 +221,6 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 			s.sets = map[string]string{}
 		} else {
 			delete(s.sets, st.Key)
-		}
-		return nil, nil
-	case *parser.ShowTables:
-		for _, n := range s.cat.names() {
-			isView := s.cat.views[normName(n)] != nil
-			if isView == st.Views || !st.Views {
-				fmt.Fprintln(w, n)
-			}
 		}
 		return nil, nil
 	case *parser.Describe:
@@ -274,22 +266,22 @@ func (s *Session) exec(st parser.Stmt) ([]*Statement, error) {
 	return nil, parser.Errorf(st.StmtPos(), "statement %T is not supported", st)
 }
 
-// Describe prints the columns of a table or view.
+// Describe prints the columns of a table or view: name has 1 to 3 parts
+// (table, db.table, catalog.db.table), resolved as in a query.
 func (s *Session) Describe(name string, pos parser.Pos) (string, error) {
-	n := normName(name)
-	if td := s.cat.tables[n]; td != nil {
+	td, v, _ := s.cat.lookup(name)
+	if td != nil {
 		wm := ""
 		if td.rowtime >= 0 {
 			wm = td.cols[td.rowtime].Name
 		}
 		return describeSchema(td.cols, td.ddl.PrimaryKey, wm), nil
 	}
-	if v := s.cat.views[n]; v != nil {
+	if v != nil {
 		r, err := (&planner{s: s, cfg: s.plan}).planTableName(name, pos)
 		if err != nil {
 			return "", err
 		}
-		_ = v
 		return describeSchema(r.sc.Cols, nil, ""), nil
 	}
 	return "", parser.Errorf(pos, "table or view '%s' not found", name)
