@@ -94,7 +94,11 @@ func writeExpr(b *strings.Builder, e Expr) {
 			b.WriteString("]")
 			break
 		}
-		b.WriteString(e.Name + "(")
+		if strings.ContainsAny(e.Name, ".`") {
+			b.WriteString(NameString(e.Name) + "(") // a qualified call, db.f(x)
+		} else {
+			b.WriteString(e.Name + "(")
+		}
 		if e.Distinct {
 			b.WriteString("DISTINCT ")
 		}

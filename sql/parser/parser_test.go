@@ -13,32 +13,36 @@ import (
 // summary of what was parsed (statement kinds, tables, columns, types) or
 // the error with its line and column.
 func TestParse(t *testing.T) {
-	datadriven.RunTest(t, "testdata/parse", func(t *testing.T, d *datadriven.TestData) string {
-		text := d.Input
-		if d.HasArg("vars") {
-			var kvs []string
-			d.ScanArgs(t, "vars", &kvs)
-			vars := map[string]string{}
-			for _, kv := range kvs {
-				k, v, _ := strings.Cut(kv, "=")
-				vars[k] = v
-			}
-			var err error
-			if text, err = Substitute(text, vars); err != nil {
-				return "error: " + err.Error() + "\n"
-			}
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, parseCase)
+	})
+}
+
+func parseCase(t *testing.T, d *datadriven.TestData) string {
+	text := d.Input
+	if d.HasArg("vars") {
+		var kvs []string
+		d.ScanArgs(t, "vars", &kvs)
+		vars := map[string]string{}
+		for _, kv := range kvs {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
 		}
-		stmts, err := Parse(text)
-		if err != nil {
+		var err error
+		if text, err = Substitute(text, vars); err != nil {
 			return "error: " + err.Error() + "\n"
 		}
-		var b strings.Builder
-		for _, s := range stmts {
-			b.WriteString(summary(s))
-			b.WriteByte('\n')
-		}
-		return b.String()
-	})
+	}
+	stmts, err := Parse(text)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	var b strings.Builder
+	for _, s := range stmts {
+		b.WriteString(summary(s))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // summary is a one-line summary of a statement, for tests.
@@ -78,7 +82,13 @@ func summary(s Stmt) string {
 		return "create view " + s.Name + " AS " + QueryString(s.Query)
 	case *Drop:
 		if s.Function {
+			if s.System {
+				return fmt.Sprintf("drop function temporary=%v system=%v ifexists=%v %s", s.Temporary, s.System, s.IfExists, s.Name)
+			}
 			return fmt.Sprintf("drop function temporary=%v ifexists=%v %s", s.Temporary, s.IfExists, s.Name)
+		}
+		if s.Temporary {
+			return fmt.Sprintf("drop temporary view=%v ifexists=%v %s", s.View, s.IfExists, s.Name)
 		}
 		return fmt.Sprintf("drop view=%v ifexists=%v %s", s.View, s.IfExists, s.Name)
 	case *CreateFunction:
@@ -88,7 +98,34 @@ func summary(s Stmt) string {
 	case *QueryStmt:
 		return QueryString(s.Query)
 	case *ShowTables:
-		return "show tables"
+		what := "tables"
+		if s.Views {
+			what = "views"
+		}
+		return "show " + what + showFilter(s.Database, s.Like)
+	case *ShowFunctions:
+		return fmt.Sprintf("show functions user=%v", s.User) + showFilter(s.Database, s.Like)
+	case *ShowCatalogs:
+		return "show catalogs" + showFilter("", s.Like)
+	case *ShowDatabases:
+		return "show databases" + showFilter(s.Catalog, s.Like)
+	case *ShowCurrent:
+		if s.Database {
+			return "show current database"
+		}
+		return "show current catalog"
+	case *CreateCatalog:
+		return fmt.Sprintf("create catalog ifnotexists=%v %s comment=%q options=%s", s.IfNotExists, s.Name, s.Comment, optionsString(s.Options))
+	case *DropCatalog:
+		return fmt.Sprintf("drop catalog ifexists=%v %s", s.IfExists, s.Name)
+	case *CreateDatabase:
+		return fmt.Sprintf("create database ifnotexists=%v %q comment=%q options=%s", s.IfNotExists, SplitName(s.Name), s.Comment, optionsString(s.Options))
+	case *DropDatabase:
+		return fmt.Sprintf("drop database ifexists=%v %q cascade=%v", s.IfExists, SplitName(s.Name), s.Cascade)
+	case *UseCatalog:
+		return "use catalog " + s.Name
+	case *Use:
+		return fmt.Sprintf("use %q", SplitName(s.Name))
 	case *Describe:
 		return "describe " + s.Name
 	case *Explain:
@@ -105,6 +142,26 @@ func summary(s Stmt) string {
 		return "statement set {" + strings.Join(parts, "; ") + "}"
 	}
 	return fmt.Sprintf("%T", s)
+}
+
+func optionsString(opts []Option) string {
+	var kv []string
+	for _, o := range opts {
+		kv = append(kv, o.Key+"="+o.Value)
+	}
+	return "[" + strings.Join(kv, " ") + "]"
+}
+
+// showFilter prints a SHOW's FROM and LIKE for summary.
+func showFilter(from string, like *ShowLike) string {
+	out := ""
+	if from != "" {
+		out += fmt.Sprintf(" from %q", SplitName(from))
+	}
+	if like != nil {
+		out += fmt.Sprintf(" like not=%v ilike=%v %q", like.Not, like.ILike, like.Pattern)
+	}
+	return out
 }
 
 // A statement nested deeper than MaxDepth is an error with a position, not

@@ -228,11 +228,11 @@ func (c *catalog) exists(name string, temporary bool) bool {
 	return db != nil && (db.tables[id.name] != nil || db.views[id.name] != nil)
 }
 
-// names are the tables and views in the database names resolve against,
-// temporary ones included, sorted: what SHOW TABLES lists, and errors
-// offer.
-func (c *catalog) names() []string {
-	names, _ := c.listTables(c.res, false)
+// names are the tables and views of the database name resolves into,
+// temporary ones included, sorted: what an error offers for a name it
+// did not find.
+func (c *catalog) names(name string) []string {
+	names, _ := c.listTables(c.qualify(name).dbPath(), false)
 	return names
 }
 

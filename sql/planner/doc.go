@@ -1,5 +1,7 @@
 // Package planner plans Flink SQL statements and builds them as weir jobs.
-// A Session holds the catalog of tables and views and the settings of SET;
+// A Session holds its catalogs (Flink's catalogs of databases of tables,
+// views and functions, with a current catalog and database that USE sets:
+// catalog_manager.go) and the settings of SET;
 // a statement is planned into a tree of relational operators (rel) that
 // knows which results are insert-only and which update (changelog modes,
 // as Flink's planner), and each rel builds its operator on a job through

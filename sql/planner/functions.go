@@ -52,7 +52,7 @@ func (s *Session) RegisterFunction(name string, f expr.Function) error {
 // temporary system function is the session's, by a name of one part; a
 // temporary function is a temporary object of its database (which need
 // not exist), hiding a catalog function of the same name; a catalog
-// function is its database's.
+// function is its database's, which must exist.
 func (c *catalog) createFunction(cf *parser.CreateFunction, load func(cf *parser.CreateFunction, name string) (expr.Function, error)) error {
 	name := strings.ToLower(lastPart(cf.Name))
 	key := strings.ToUpper(name)
@@ -60,9 +60,8 @@ func (c *catalog) createFunction(cf *parser.CreateFunction, load func(cf *parser
 	var put func(*funcDef)
 	switch {
 	case cf.System:
-		if len(parser.SplitName(cf.Name)) > 1 {
-			return parser.Errorf(cf.Pos, "function %s: a temporary system function's name has one part, not a catalog or database", parser.NameString(cf.Name))
-		}
+		// Flink takes the name's last part, its catalog and database
+		// parts having no meaning for a system function
 		if _, dup := c.sysFuncs[key]; dup {
 			if cf.IfNotExists {
 				return nil
@@ -124,7 +123,7 @@ func (c *catalog) dropFunction(d *parser.Drop) error {
 	switch {
 	case d.System:
 		key := strings.ToUpper(name)
-		if _, ok := c.sysFuncs[key]; !ok || len(parser.SplitName(d.Name)) > 1 {
+		if _, ok := c.sysFuncs[key]; !ok {
 			if d.IfExists {
 				return nil
 			}

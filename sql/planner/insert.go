@@ -23,7 +23,7 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 		if v != nil {
 			return nil, parser.Errorf(ins.TablePos, "cannot INSERT INTO view '%s'", ins.Table)
 		}
-		return nil, parser.Errorf(ins.TablePos, "table '%s' not found (known: %s)", ins.Table, strings.Join(s.cat.names(), ", "))
+		return nil, parser.Errorf(ins.TablePos, "table '%s' not found (known: %s)", ins.Table, strings.Join(s.cat.names(ins.Table), ", "))
 	}
 	q, err := s.setPlanner().planQuery(ins.Query)
 	if err != nil {

@@ -340,7 +340,7 @@ func (p *planner) planTableName(name string, pos parser.Pos) (*rel, error) {
 		return r, nil
 	}
 	if td == nil {
-		return nil, parser.Errorf(pos, "table or view '%s' not found (known: %s)", name, strings.Join(p.s.cat.names(), ", "))
+		return nil, parser.Errorf(pos, "table or view '%s' not found (known: %s)", name, strings.Join(p.s.cat.names(name), ", "))
 	}
 	// a table read twice by a query is read once (Flink's source reuse)
 	if r, ok := p.views["\x00table "+n]; ok {

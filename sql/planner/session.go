@@ -14,8 +14,9 @@ import (
 	"github.com/weirstream/weir/sql/types"
 )
 
-// Session is a SQL session: a catalog of tables and views and the
-// settings of SET. It is not safe for concurrent use.
+// Session is a SQL session: catalogs of tables, views and functions (the
+// built-in default_catalog.default_database current at first, as in
+// Flink) and the settings of SET. It is not safe for concurrent use.
 type Session struct {
 	cfg  config
 	cat  *catalog

@@ -291,7 +291,9 @@ RESET		Resets a session property to its default, e.g. RESET 'table.exec.state.tt
 SELECT		Runs a query and shows its result, updated as it changes; Ctrl-C cancels it.
 		SET 'sql-client.execution.result-mode' = 'table', 'changelog' or 'tableau' says how.
 SET		Sets a session property, e.g. SET 'parallelism.default' = '2'; SET; lists them.
-SHOW TABLES	Shows the tables and views of the session (SHOW VIEWS: the views).
+SHOW TABLES	Shows the tables and views of the current database (SHOW VIEWS: the views).
+SHOW CATALOGS	Shows the catalogs (SHOW DATABASES: the current catalog's databases).
+USE		Sets the current database, e.g. USE db; or USE CATALOG c; for the current catalog.
 BEGIN STATEMENT SET / END	Runs the INSERTs between them as one job.
 
 Hint: Make sure that a statement ends with ';' to finalize it (multi-line statements work).
@@ -307,7 +309,8 @@ func shellInfo(text string, printed bool) string {
 	msg := ""
 	for _, st := range stmts {
 		switch st := st.(type) {
-		case *parser.CreateTable, *parser.CreateView, *parser.Drop:
+		case *parser.CreateTable, *parser.CreateView, *parser.Drop, *parser.CreateCatalog, *parser.DropCatalog,
+			*parser.CreateDatabase, *parser.DropDatabase, *parser.UseCatalog, *parser.Use:
 			msg = "[INFO] Execute statement succeed."
 		case *parser.Set:
 			if st.Key != "" {
@@ -317,7 +320,7 @@ func shellInfo(text string, printed bool) string {
 			}
 		case *parser.Reset:
 			msg = "[INFO] Session property has been reset."
-		case *parser.ShowTables:
+		case *parser.ShowTables, *parser.ShowFunctions, *parser.ShowCatalogs, *parser.ShowDatabases:
 			if !printed {
 				msg = "Empty set"
 			}

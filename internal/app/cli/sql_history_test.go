@@ -114,6 +114,24 @@ func TestShellManners(t *testing.T) {
 	}
 }
 
+// Catalog statements answer as Flink's sql-client does: DDL and USE that
+// they succeeded, SHOW its names, an empty SHOW "Empty set".
+func TestShellCatalogs(t *testing.T) {
+	f := &fakeLines{lines: []string{"CREATE CATALOG c WITH ('type' = 'generic_in_memory');", "USE CATALOG c;",
+		"SHOW CURRENT CATALOG;", "CREATE DATABASE db;", "USE c.db;", "SHOW DATABASES;", "SHOW TABLES;",
+		"SHOW USER FUNCTIONS;", "DROP DATABASE c.`default`;"}}
+	var out, errb strings.Builder
+	if err := shellLoop(context.Background(), f, &out, &errb, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "[INFO] Execute statement succeed.\n[INFO] Execute statement succeed.\nc\n" +
+		"[INFO] Execute statement succeed.\n[INFO] Execute statement succeed.\ndb\ndefault\nEmpty set\nEmpty set\n" +
+		"[INFO] Execute statement succeed.\n"
+	if got := out.String(); got != want || errb.Len() > 0 {
+		t.Fatalf("the shell printed\n%q\nwant\n%q\nstderr %q", got, want, errb.String())
+	}
+}
+
 // SET 'sql-client.execution.result-mode' = 'tableau' prints a query's
 // changes as Flink's sql-client does in its tableau mode; 'changelog'
 // prints them as "+I[...]"; a mode that is none of Flink's is an error.
