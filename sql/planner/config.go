@@ -15,4 +15,7 @@ type Config struct {
 	// DisableMaxPruneBelowCalc puts that prune after the left Calc even
 	// where it could go below it.
 	DisableMaxPruneBelowCalc bool
+	// DisableJoinPrune keeps every column of a join's inputs
+	// (join_prune.go).
+	DisableJoinPrune bool
 }

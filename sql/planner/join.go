@@ -59,6 +59,12 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 	if err != nil {
 		return nil, err
 	}
+	if need := p.joinNeed[j]; need != nil {
+		if _, maxPrune := p.matchMaxPrune(j); !maxPrune {
+			left = pruneJoinInput(left, need)
+		}
+		right = pruneJoinInput(right, need)
+	}
 	nl := len(left.sc.Cols)
 	sc := &expr.Scope{Cols: append(append([]expr.Column(nil), left.sc.Cols...), right.sc.Cols...)}
 	kind := j.Kind

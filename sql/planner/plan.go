@@ -161,6 +161,9 @@ type planner struct {
 	reused map[string]*rel
 	// joinWhere is the WHERE over each join planned so far (join_maxprune.go).
 	joinWhere map[*parser.Join]parser.Expr
+	// joinNeed is what the SELECT over each join reads of its columns
+	// (join_prune.go).
+	joinNeed map[*parser.Join]*colNeed
 }
 
 func (p *planner) planQuery(q parser.Query) (*rel, error) {
@@ -449,6 +452,9 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 	}
 	s = pushWhereIntoJoins(s, p.s.cat.functions())
 	p.noteJoinWhere(s)
+	if !p.cfg.DisableJoinPrune {
+		p.noteJoinNeed(s)
+	}
 	var from *rel
 	var err error
 	if s.From == nil {

@@ -1,0 +1,124 @@
+package planner
+
+import (
+	"reflect"
+	"strings"
+
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+)
+
+// Column pruning below joins, as Calcite's ProjectJoinTransposeRule: a
+// join's inputs carry only the columns that the SELECT over it mentions
+// (its join conditions, WHERE, select list, GROUP BY, HAVING, ORDER BY,
+// subqueries) — Nexmark q4 joins auctions (10 columns) with bids (7) to
+// read 4 and 3 of them. Fewer columns make the join's state smaller (it
+// keeps every row of both sides) and its rows cheaper to make.
+//
+// What a SELECT mentions is over-approximated: every name written
+// anywhere in its syntax tree (identifiers' parts, USING columns,
+// aliases, function names alike), so a column is dropped only if no name
+// in the statement is its name; a star item keeps every column (of its
+// table).
+
+// colNeed is what a SELECT over a join reads of the join's columns.
+type colNeed struct {
+	all    bool            // SELECT *
+	starOf map[string]bool // t.* (lower-case qualifiers)
+	names  map[string]bool // every name written in the SELECT (lower case)
+}
+
+// noteJoinNeed records, for each join of s's FROM tree (not inside
+// derived tables), what s reads of its columns.
+func (p *planner) noteJoinNeed(s *parser.Select) {
+	j, ok := s.From.(*parser.Join)
+	if !ok {
+		return
+	}
+	need := &colNeed{starOf: map[string]bool{}, names: map[string]bool{}}
+	for _, it := range s.Items {
+		switch {
+		case it.Star && it.StarOf == "":
+			need.all = true
+		case it.Star:
+			need.starOf[strings.ToLower(it.StarOf)] = true
+		}
+	}
+	collectNames(reflect.ValueOf(s), need.names)
+	if p.joinNeed == nil {
+		p.joinNeed = map[*parser.Join]*colNeed{}
+	}
+	var mark func(t parser.TableExpr)
+	mark = func(t parser.TableExpr) {
+		if j, ok := t.(*parser.Join); ok {
+			p.joinNeed[j] = need
+			mark(j.Left)
+			mark(j.Right)
+		}
+	}
+	mark(j)
+}
+
+// collectNames adds every string held in the syntax tree v to names (lower
+// case).
+func collectNames(v reflect.Value, names map[string]bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			collectNames(v.Elem(), names)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				collectNames(v.Field(i), names)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			collectNames(v.Index(i), names)
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			collectNames(it.Key(), names)
+			collectNames(it.Value(), names)
+		}
+	case reflect.String:
+		names[strings.ToLower(v.String())] = true
+	}
+}
+
+// pruneJoinInput returns r with only the columns need keeps (r itself if
+// it keeps them all).
+func pruneJoinInput(r *rel, need *colNeed) *rel {
+	if need == nil || need.all {
+		return r
+	}
+	var keep []int
+	for i, c := range r.sc.Cols {
+		if need.starOf[strings.ToLower(c.Qual)] || need.names[strings.ToLower(c.Name)] {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == len(r.sc.Cols) {
+		return r
+	}
+	if len(keep) == 0 {
+		keep = []int{0} // a side none of whose columns is read (a CROSS JOIN's count): its rows still count
+	}
+	pr := &projection{}
+	for _, i := range keep {
+		pr.names = append(pr.names, r.sc.Cols[i].Name)
+		pr.exprs = append(pr.exprs, expr.Expr{})
+	}
+	// over a Calc: one Calc, making only the columns kept
+	ec, input, filter := fused(r, "a join input", nil)
+	for k, i := range keep {
+		pr.exprs[k] = ec.Column(i)
+	}
+	out := calcRel(input, filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])")
+	for k, i := range keep {
+		out.sc.Cols[k].Qual = r.sc.Cols[i].Qual
+		out.sc.Cols[k].Win = r.sc.Cols[i].Win
+	}
+	return out
+}
