@@ -230,7 +230,7 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 				ls = prune(b, ls)
 			}
 			lks := weir.KeyBy(ls, func(row types.Row) string { return keyOf(lk, row.Values) })
-			rks := weir.KeyBy(rs, func(row types.Row) string { return keyOf(rk, row.Values) })
+			rks := weir.KeyBy(rs, func(row types.Row) string { return rightKeyOf(rk, row.Values) })
 			return weir.Join(lks, rks, func(_ string, l, r types.Row) (types.Row, bool) {
 				vs := make([]types.Value, nl+nr)
 				copy(vs, l.Values)
@@ -274,7 +274,7 @@ func sidesKeyed(b *builder, ls, rs *weir.Stream[types.Row], lk, rk []expr.EvalFn
 	}, b.uid(tagUID))
 	return weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
 		if row.Kind&rightTag != 0 {
-			return keyOf(rk, row.Values)
+			return rightKeyOf(rk, row.Values)
 		}
 		return keyOf(lk, row.Values)
 	})
@@ -297,12 +297,26 @@ func keyOf(fs []expr.EvalFn, vs []types.Value) string {
 	for _, f := range fs {
 		v := f(vs)
 		if v.Null {
-			// NULL never equals: a unique key that matches nothing
-			return "\x00null"
+			// NULL never equals: a key no other value has
+			return nullKey
 		}
 		k = append(k, v)
 	}
 	return types.Key(k)
+}
+
+// nullKey is the key of a row whose key has a NULL. In a join such a row
+// matches no row of the other side (NULL = x is not true), so the right
+// side's NULL-keyed rows are keyed apart (rightKeyOf): the two sides'
+// never meet.
+const nullKey = "\x00null"
+
+// rightKeyOf is keyOf for the right side of an equi-join.
+func rightKeyOf(fs []expr.EvalFn, vs []types.Value) string {
+	if k := keyOf(fs, vs); k != nullKey {
+		return k
+	}
+	return nullKey + "-right"
 }
 
 // joinFn is a regular join over changelogs (inner, left, right, full), as

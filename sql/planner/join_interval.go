@@ -141,7 +141,7 @@ func intervalJoinRel(kind parser.JoinKind, left, right *rel, sc *expr.Scope, lke
 		}
 		lk, rk := evals(lkeys), evals(rkeys)
 		lks := weir.KeyBy(ls, func(row types.Row) string { return keyOf(lk, row.Values) })
-		rks := weir.KeyBy(rs, func(row types.Row) string { return keyOf(rk, row.Values) })
+		rks := weir.KeyBy(rs, func(row types.Row) string { return rightKeyOf(rk, row.Values) })
 		concat := func(l, r []types.Value) types.Row {
 			return types.Row{Values: joinedValues(nl, nr, l, r)}
 		}

@@ -132,7 +132,7 @@ func windowJoinRel(kind parser.JoinKind, left, right *rel, sc *expr.Scope, lkeys
 		}
 		ks := weir.KeyBy(weir.Union(ls, tagged), func(row types.Row) string {
 			if row.Kind&rightTag != 0 {
-				return keyOf(rk, row.Values)
+				return rightKeyOf(rk, row.Values)
 			}
 			return keyOf(lk, row.Values)
 		})
