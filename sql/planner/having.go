@@ -35,10 +35,24 @@ func hasSubquery(e parser.Expr) bool {
 //	WHERE having'                -- the aggregates and group keys read from $having
 //	ORDER BY ... LIMIT ...
 //
-// A subquery in the HAVING that reads the outer query's columns (a
-// correlated one) is not supported: its names do not resolve.
+// A subquery in the HAVING may read the outer query's group keys (a
+// correlated one): as in Calcite, where the subquery's correlation
+// variable is the aggregation's output row, its names of the FROM's
+// grouped columns become the aggregation's columns ($having.$g0, ...),
+// and it is planned as a correlated subquery of a WHERE over $having. A
+// name of a column that is not grouped is an error, as in Flink.
 func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 	funcs := p.s.cat.functions()
+	// the FROM's scope, for the names of grouped columns (the FROM is
+	// planned again with the aggregation)
+	var fromNames *expr.Compiler
+	if s.From != nil {
+		fr, err := p.planFrom(s.From)
+		if err != nil {
+			return nil, err
+		}
+		fromNames = &expr.Compiler{Funcs: funcs, Scope: fr.sc}
+	}
 	inner := *s
 	inner.Having, inner.OrderBy, inner.Limit, inner.Distinct = nil, nil, nil, false
 	inner.Items = nil
@@ -61,22 +75,68 @@ func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 		byText[parser.ExprString(it.Expr)] = col
 	}
 	groups := map[string]bool{}
+	groupCols := map[int]parser.Expr{} // a grouped column of the FROM -> its GROUP BY key
 	for _, g := range s.GroupBy {
 		groups[parser.ExprString(g)] = true
+		if id, ok := g.(*parser.Ident); ok && fromNames != nil {
+			if idx, rest, err := fromNames.Resolve(id); err == nil && len(rest) == 0 {
+				groupCols[idx] = g
+			}
+		}
 	}
 	n := 0
+	// keyCol is the column of $having that holds GROUP BY key g
+	keyCol := func(g parser.Expr) string {
+		text := parser.ExprString(g)
+		col, ok := byText[text]
+		if !ok {
+			col = fmt.Sprintf("$h%d", n)
+			n++
+			inner.Items = append(inner.Items, parser.SelectItem{Pos: g.ExprPos(), Expr: g, Alias: col})
+			byText[text] = col
+		}
+		return col
+	}
+	// grouped is the column of $having for a name of a grouped column of
+	// the FROM (t.k for GROUP BY k); ok is false for a name of another
+	// column of the FROM, and for other names
+	grouped := func(id *parser.Ident) (col string, ok, fromCol bool) {
+		if fromNames == nil {
+			return "", false, false
+		}
+		idx, rest, err := fromNames.Resolve(id)
+		if err != nil || len(rest) > 0 {
+			return "", false, false
+		}
+		g, ok := groupCols[idx]
+		if !ok {
+			return "", false, true
+		}
+		return keyCol(g), true, true
+	}
 	var rewrite func(e parser.Expr) parser.Expr
+	var err error
 	rewrite = func(e parser.Expr) parser.Expr {
 		return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
 			if sq, ok := x.(*parser.Subquery); ok {
 				// planned as in a WHERE, over $having; IN's operand reads
-				// the aggregation
+				// the aggregation, and so do the subquery's names of
+				// grouped columns
+				c := *sq
 				if sq.X != nil {
-					c := *sq
 					c.X = rewrite(sq.X)
-					return &c, true
 				}
-				return sq, true
+				q, qerr := p.correlateHaving(sq.Query, grouped)
+				if qerr != nil && err == nil {
+					err = qerr
+				}
+				c.Query = q
+				return &c, true
+			}
+			if id, ok := x.(*parser.Ident); ok && !groups[parser.ExprString(id)] {
+				if col, ok, _ := grouped(id); ok {
+					return ref(id.Pos, col), true
+				}
 			}
 			text := parser.ExprString(x)
 			c, isCall := x.(*parser.Call)
@@ -84,17 +144,13 @@ func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 			if !agg && !groups[text] {
 				return nil, false
 			}
-			col, ok := byText[text]
-			if !ok {
-				col = fmt.Sprintf("$h%d", n)
-				n++
-				inner.Items = append(inner.Items, parser.SelectItem{Pos: x.ExprPos(), Expr: x, Alias: col})
-				byText[text] = col
-			}
-			return ref(x.ExprPos(), col), true
+			return ref(x.ExprPos(), keyCol(x)), true
 		})
 	}
 	outer.Where = rewrite(s.Having)
+	if err != nil {
+		return nil, err
+	}
 	for _, o := range s.OrderBy {
 		// an output column's name stays as it is; aggregates and group
 		// keys read from $having
@@ -109,4 +165,55 @@ func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 	}
 	outer.From = &parser.SubqueryTable{Pos: s.Pos, Query: &inner, Alias: havingQual}
 	return outer, nil
+}
+
+// correlateHaving returns q (a subquery of a HAVING) with its names of the
+// outer query's grouped columns replaced by the aggregation's columns
+// (grouped says which, see havingSubqueries): the names in its WHERE and
+// select list that are not its own columns. Its FROM is planned for its
+// names (and again when the subquery is). A name of a column of the outer
+// FROM that is not grouped is an error.
+func (p *planner) correlateHaving(q parser.Query, grouped func(*parser.Ident) (string, bool, bool)) (parser.Query, error) {
+	sel, ok := q.(*parser.Select)
+	if !ok || sel.From == nil {
+		return q, nil
+	}
+	own, err := p.planFrom(sel.From)
+	if err != nil {
+		return nil, err
+	}
+	ic := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: own.sc}
+	var bad error
+	repl := func(e parser.Expr) parser.Expr {
+		return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
+			id, ok := x.(*parser.Ident)
+			if !ok {
+				return nil, false
+			}
+			if _, _, err := ic.Resolve(id); err == nil {
+				return id, true
+			}
+			col, ok, fromCol := grouped(id)
+			switch {
+			case ok:
+				return &parser.Ident{Pos: id.Pos, Parts: []string{havingQual, col}}, true
+			case fromCol && bad == nil:
+				bad = expr.ErrAt(id, "expression '%s' is not being grouped", parser.ExprString(id))
+			}
+			return id, true
+		})
+	}
+	cp := *sel
+	cp.Where = repl(sel.Where)
+	cp.Items = make([]parser.SelectItem, len(sel.Items))
+	for i, it := range sel.Items {
+		cp.Items[i] = it
+		if it.Expr != nil {
+			cp.Items[i].Expr = repl(it.Expr)
+		}
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	return &cp, nil
 }

@@ -443,7 +443,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 		}
 		r, err := p.planSelect(rs)
 		if err != nil && strings.Contains(err.Error(), havingQual+".") {
-			err = fmt.Errorf("%w (a subquery in HAVING reads its own tables and the aggregation's columns: correlated ones are not supported yet)", err)
+			err = fmt.Errorf("%w (a subquery in HAVING reads its own tables, and of the outer query the grouped columns and the aggregation's results)", err)
 		}
 		return r, err
 	}

@@ -114,6 +114,10 @@ func (p *planner) planSubqueries(s *parser.Select, from *rel) (*parser.Select, *
 		items[i] = it
 		if it.Expr != nil {
 			items[i].Expr = rewriteSubqueries(it.Expr, repl)
+			if _, ok := it.Expr.(*parser.Subquery); ok && it.Alias == "" {
+				// named as the subquery, not as the column standing for it
+				items[i].Alias = derivedName(it.Expr, i)
+			}
 		}
 	}
 	s.Items = items
@@ -641,7 +645,7 @@ func (f *semiJoinFn) put(m *weir.MapState[string, string, types.Row], key string
 func (p *planner) planScalarSubquery(from *rel, sq *parser.Subquery, qual string) (*rel, string, error) {
 	inner, err := p.planQuery(sq.Query)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w (a scalar subquery reads the outer query's columns only in equalities of its WHERE)", err)
+		return nil, "", fmt.Errorf("%w (a scalar subquery that reads the outer query's columns is a SELECT of one column with a FROM, without set operations)", err)
 	}
 	if len(inner.sc.Cols) != 1 {
 		return nil, "", parser.Errorf(sq.Pos, "a scalar subquery must select one column, not %d", len(inner.sc.Cols))
@@ -814,95 +818,4 @@ func mapExpr(e parser.Expr, f func(parser.Expr) (parser.Expr, bool)) parser.Expr
 		return &c
 	}
 	return e
-}
-
-// planCorrelatedScalar plans a scalar subquery that reads the outer row
-// through equalities, as Calcite decorrelates it: the subquery grouped by
-// its side of the equalities, left-joined to the outer rows on them. It
-// returns nil (and no error) for a subquery that is not correlated, and
-// the expression that stands for the subquery's value: a COUNT of a group
-// with no rows is 0, not NULL (the "count bug").
-//
-//	(SELECT MAX(b.price) FROM bid b WHERE b.auction = a.id)
-//	  -> LEFT JOIN (SELECT b.auction, MAX(b.price) FROM bid b GROUP BY b.auction) ON a.id = b.auction
-func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual string) (*rel, parser.Expr, error) {
-	sel, ok := sq.Query.(*parser.Select)
-	if !ok || sel.From == nil || sel.Where == nil || sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil ||
-		len(sel.OrderBy) > 0 || sel.Limit != nil || len(sel.Items) != 1 || sel.Items[0].Star {
-		return nil, nil, nil
-	}
-	funcs := p.s.cat.functions()
-	innerFrom, err := p.planFrom(sel.From)
-	if err != nil {
-		return nil, nil, err
-	}
-	iec := &expr.Compiler{Funcs: funcs, Scope: innerFrom.sc}
-	var local, innerKeys, outerKeys []parser.Expr
-	for _, c := range splitAnd(sel.Where) {
-		if _, err := iec.Compile(c); err == nil {
-			local = append(local, c)
-			continue
-		}
-		b, ok := c.(*parser.Binary)
-		if ok && b.Op == "=" {
-			_, ls, errL := p.corrCompile(from, innerFrom, sq, b.L)
-			_, rs, errR := p.corrCompile(from, innerFrom, sq, b.R)
-			switch {
-			case errL == nil && errR == nil && ls == 2 && rs == 1:
-				innerKeys, outerKeys = append(innerKeys, b.L), append(outerKeys, b.R)
-				continue
-			case errL == nil && errR == nil && ls == 1 && rs == 2:
-				innerKeys, outerKeys = append(innerKeys, b.R), append(outerKeys, b.L)
-				continue
-			}
-		}
-		if _, _, jerr := p.corrCompile(from, innerFrom, sq, c); jerr != nil {
-			return nil, nil, jerr
-		}
-		return nil, nil, expr.ErrAt(c, "a correlated scalar subquery reads the outer query through equalities (inner = outer) only")
-	}
-	if len(outerKeys) == 0 {
-		return nil, nil, nil
-	}
-	item := sel.Items[0].Expr
-	grouped := hasAggregate(item, funcs)
-	gq := &parser.Select{Pos: sel.Pos, From: sel.From, Where: andAll(local)}
-	for i, k := range innerKeys {
-		gq.Items = append(gq.Items, parser.SelectItem{Pos: sel.Pos, Expr: k, Alias: fmt.Sprintf("$k%d", i)})
-	}
-	gq.Items = append(gq.Items, parser.SelectItem{Pos: sel.Pos, Expr: item, Alias: "$v"})
-	if grouped {
-		gq.GroupBy = innerKeys
-	}
-	inner, err := p.planQuery(gq)
-	if err != nil {
-		return nil, nil, err
-	}
-	inner = requalify(inner, qual)
-	lec := &expr.Compiler{Funcs: funcs, Scope: from.sc, What: "a subquery's condition"}
-	var lkeys, rkeys []expr.Expr
-	for i, o := range outerKeys {
-		lc, err := lec.Compile(o)
-		if err != nil {
-			return nil, nil, err
-		}
-		rc := expr.ColRef(i, inner.sc.Cols[i].Type)
-		ct, ok := expr.CommonType([]types.Type{lc.Type, rc.Type})
-		if !ok {
-			return nil, nil, expr.ErrAt(o, "%s and the subquery's %s do not compare", lc.Type, rc.Type)
-		}
-		if lc, err = expr.Cast(lc, ct, o); err != nil {
-			return nil, nil, err
-		}
-		if rc, err = expr.Cast(rc, ct, innerKeys[i]); err != nil {
-			return nil, nil, err
-		}
-		lkeys, rkeys = append(lkeys, lc), append(rkeys, rc)
-	}
-	r := scalarJoinRel(from, inner, sq, lkeys, rkeys, !grouped, "correlated")
-	var val parser.Expr = &parser.Ident{Pos: sq.Pos, Parts: []string{qual, "$v"}}
-	if c, ok := item.(*parser.Call); ok && c.Name == "COUNT" && c.Over == nil {
-		val = &parser.Call{Pos: sq.Pos, Name: "COALESCE", Args: []parser.Expr{val, &parser.Literal{Pos: sq.Pos, Kind: parser.NumberLit, Text: "0"}}}
-	}
-	return r, val, nil
 }

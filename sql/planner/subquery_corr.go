@@ -1,0 +1,483 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/sql/expr"
+	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
+)
+
+// Correlated scalar subqueries, decorrelated as Calcite's RelDecorrelator
+// (the decorrelator Flink runs) does it. The subquery's WHERE splits into
+// local conditions (the subquery's own columns) and correlated ones (they
+// read the outer row too).
+//
+//   - When the correlated conditions are all inner = outer equalities, the
+//     subquery is grouped by its side of them and left-joined to the
+//     outer rows on them (Calcite finds the correlation's value among the
+//     subquery's own columns):
+//
+//     (SELECT MAX(b.price) FROM bid b WHERE b.auction = a.id)
+//     -> LEFT JOIN (SELECT b.auction, MAX(b.price) FROM bid b GROUP BY b.auction) ON a.id = b.auction
+//
+//   - Otherwise (a non-equality, an OR, a condition on the outer row alone,
+//     or the outer row read in an aggregate's argument), the outer rows'
+//     distinct values of the columns the subquery reads (Calcite's "value
+//     generator") are joined with the subquery's rows on the correlated
+//     conditions, grouped by those values, and left-joined to the outer
+//     rows on them:
+//
+//     (SELECT AVG(b.price) FROM bid b WHERE b.auction = p.auction AND b.dateTime < p.dateTime)
+//     -> LEFT JOIN (SELECT v.auction, v.dateTime, AVG(b.price)
+//     FROM (SELECT DISTINCT auction, dateTime FROM p) v
+//     JOIN bid b ON b.auction = v.auction AND b.dateTime < v.dateTime
+//     GROUP BY v.auction, v.dateTime) ON p.auction = v.auction AND p.dateTime = v.dateTime
+//
+// The last join is an equi-join, as Calcite's: an outer row whose
+// correlated columns hold a NULL meets no group (its aggregates are NULL,
+// its COUNTs 0), even when the subquery's conditions would accept a NULL.
+//
+// The select list is evaluated over the joined row, as Calcite pulls it
+// above the join: an aggregate subquery's COUNTs are 0 where the outer row
+// met no group (the "count bug"), its other aggregates NULL, and the outer
+// row's columns it reads outside aggregates are the outer row's. A subquery
+// without aggregates is NULL where it has no row, and fails the job with
+// more than one row per outer value, as Flink's SINGLE_VALUE does.
+
+// outerQual qualifies the value generator's columns (the outer row's
+// distinct values) inside a decorrelated subquery.
+const outerQual = "$outer"
+
+// corrNames resolves a correlated subquery's names with SQL's scoping: a
+// name is the subquery's own column first, else the outer query's.
+type corrNames struct {
+	inner, outer *expr.Compiler
+}
+
+// outerCol reports whether id reads the outer row, and its column there
+// and field path.
+func (n corrNames) outerCol(id *parser.Ident) (int, []string, bool) {
+	if _, _, err := n.inner.Resolve(id); err == nil {
+		return 0, nil, false
+	}
+	idx, rest, err := n.outer.Resolve(id)
+	return idx, rest, err == nil
+}
+
+// reads reports which rows e reads: 1 the outer row, 2 the subquery's.
+// Nested subqueries are not looked into (a correlation through them is
+// refused when they are planned).
+func (n corrNames) reads(e parser.Expr) int {
+	side := 0
+	walkExpr(e, func(x parser.Expr) bool {
+		id, ok := x.(*parser.Ident)
+		if !ok {
+			return true
+		}
+		if _, _, ok := n.outerCol(id); ok {
+			side |= 1
+		} else if _, _, err := n.inner.Resolve(id); err == nil {
+			side |= 2
+		}
+		return false
+	})
+	return side
+}
+
+// isAggCall reports whether x is an aggregate call (not an OVER window).
+func isAggCall(x parser.Expr, funcs map[string]expr.Function) (*parser.Call, bool) {
+	c, ok := x.(*parser.Call)
+	return c, ok && c.Over == nil && expr.IsAggregate(c.Name, funcs)
+}
+
+// planCorrelatedScalar plans a scalar subquery that reads the outer row
+// (see above), returning the joined input and the expression that stands
+// for the subquery's value. It returns nil (and no error) for a subquery
+// that is not correlated.
+func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual string) (*rel, parser.Expr, error) {
+	sel, ok := sq.Query.(*parser.Select)
+	if !ok || sel.From == nil || len(sel.Items) != 1 || sel.Items[0].Star {
+		return nil, nil, nil
+	}
+	funcs := p.s.cat.functions()
+	innerFrom, err := p.planFrom(sel.From)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := corrNames{
+		inner: &expr.Compiler{Funcs: funcs, Scope: innerFrom.sc},
+		outer: &expr.Compiler{Funcs: funcs, Scope: from.sc},
+	}
+	item := sel.Items[0].Expr
+	side := n.reads(sel.Where) | n.reads(item) | n.reads(sel.Having)
+	for _, g := range sel.GroupBy {
+		side |= n.reads(g)
+	}
+	if side&1 == 0 {
+		return nil, nil, nil
+	}
+	switch {
+	case sel.Limit != nil:
+		// Calcite does not decorrelate a per-row LIMIT (a Sort with a
+		// fetch): Flink fails with "unexpected correlate variable"
+		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with LIMIT (or FETCH) is not supported: Calcite cannot decorrelate it (Flink: unexpected correlate variable in the plan)")
+	case sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil:
+		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with GROUP BY, HAVING or DISTINCT is not supported yet")
+	case hasOver(item):
+		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with OVER is not supported")
+	}
+
+	// the WHERE: local conditions filter the subquery's rows (they may hold
+	// subqueries of their own, not correlated with the outer row);
+	// correlated ones join
+	var local, corr []parser.Expr
+	for _, c := range splitAnd(sel.Where) {
+		if n.reads(c)&1 == 0 {
+			local = append(local, c)
+			continue
+		}
+		if hasAggregate(c, funcs) {
+			return nil, nil, expr.ErrAt(c, "aggregate functions are not allowed in WHERE")
+		}
+		if _, _, err := p.corrCompile(from, innerFrom, sq, c); err != nil {
+			return nil, nil, err
+		}
+		corr = append(corr, c)
+	}
+	inner := innerFrom
+	if w := andAll(local); w != nil {
+		s, r, err := p.planSubqueries(&parser.Select{Pos: sel.Pos, Where: w}, innerFrom)
+		if err != nil {
+			if strings.Contains(err.Error(), "not found") {
+				// Calcite leaves such a correlation in the plan: Flink
+				// fails with "unexpected correlate variable"
+				err = fmt.Errorf("%w (a subquery nested in a correlated subquery cannot read the outer query's columns)", err)
+			}
+			return nil, nil, err
+		}
+		inner = r
+		if s.Where != nil {
+			if inner, err = p.where(inner, s.Where); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	// equalities inner = outer
+	type eq struct{ inner, outer parser.Expr }
+	var eqs []eq
+	allEq := true
+	for _, c := range corr {
+		if b, ok := c.(*parser.Binary); ok && b.Op == "=" {
+			switch ls, rs := n.reads(b.L), n.reads(b.R); {
+			case ls == 2 && rs == 1:
+				eqs = append(eqs, eq{b.L, b.R})
+				continue
+			case ls == 1 && rs == 2:
+				eqs = append(eqs, eq{b.R, b.L})
+				continue
+			}
+		}
+		allEq = false
+	}
+	// the select list: aggregated, or a row's value; where it reads the
+	// outer row
+	grouped := hasAggregate(item, funcs)
+	aggOuter := false
+	if grouped {
+		var bad parser.Expr
+		outside := mapExpr(item, func(x parser.Expr) (parser.Expr, bool) {
+			if c, ok := isAggCall(x, funcs); ok {
+				if n.reads(c)&1 != 0 {
+					aggOuter = true
+				}
+				return &parser.Literal{Pos: c.Pos, Kind: parser.NullLit, Text: "NULL"}, true
+			}
+			return nil, false
+		})
+		walkExpr(outside, func(x parser.Expr) bool {
+			if id, ok := x.(*parser.Ident); ok && bad == nil && n.reads(id) == 2 {
+				bad = id
+			}
+			return bad == nil
+		})
+		if bad != nil {
+			return nil, nil, expr.ErrAt(bad, "expression '%s' is not being grouped", parser.ExprString(bad))
+		}
+	}
+	itemOuter := n.reads(item)&1 != 0
+
+	// keys: the subquery's side of the join to the outer rows (over the
+	// rows grouped or checked single), and the outer row's
+	var keys []parser.Expr
+	var outerKeys []expr.Expr
+	rewrite := func(e parser.Expr) parser.Expr { return e }
+	if allEq && !aggOuter {
+		for _, k := range eqs {
+			keys = append(keys, k.inner)
+			c, err := n.outer.Compile(k.outer)
+			if err != nil {
+				return nil, nil, err
+			}
+			outerKeys = append(outerKeys, c)
+		}
+	} else {
+		// the value generator: the outer rows' distinct values of the
+		// columns the correlated conditions (and aggregates) read
+		var cols []int
+		at := map[int]int{}
+		note := func(e parser.Expr) {
+			walkExpr(e, func(x parser.Expr) bool {
+				if id, ok := x.(*parser.Ident); ok {
+					if c, _, ok := n.outerCol(id); ok {
+						if _, seen := at[c]; !seen {
+							at[c] = len(cols)
+							cols = append(cols, c)
+						}
+					}
+					return false
+				}
+				return true
+			})
+		}
+		for _, c := range corr {
+			note(c)
+		}
+		if grouped {
+			walkExpr(item, func(x parser.Expr) bool {
+				if c, ok := isAggCall(x, funcs); ok {
+					note(c)
+					return false
+				}
+				return true
+			})
+		}
+		rewrite = func(e parser.Expr) parser.Expr {
+			return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
+				id, ok := x.(*parser.Ident)
+				if !ok {
+					return nil, false
+				}
+				if c, rest, ok := n.outerCol(id); ok {
+					return &parser.Ident{Pos: id.Pos, Parts: append([]string{outerQual, fmt.Sprintf("$o%d", at[c])}, rest...)}, true
+				}
+				return id, true
+			})
+		}
+		values, err := p.valueGenerator(from, cols)
+		if err != nil {
+			return nil, nil, err
+		}
+		var conds []parser.Expr
+		for _, c := range corr {
+			conds = append(conds, rewrite(c))
+		}
+		if inner, err = p.innerJoinRels(values, inner, conds); err != nil {
+			return nil, nil, err
+		}
+		for k, c := range cols {
+			keys = append(keys, &parser.Ident{Pos: sq.Pos, Parts: []string{outerQual, fmt.Sprintf("$o%d", k)}})
+			outerKeys = append(outerKeys, n.outer.Column(c))
+		}
+	}
+
+	// the subquery's rows per key: its aggregates, or its row
+	aSel := &parser.Select{Pos: sel.Pos}
+	for i, k := range keys {
+		aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: k, Alias: fmt.Sprintf("$k%d", i)})
+	}
+	ref := func(name string) parser.Expr { return &parser.Ident{Pos: sq.Pos, Parts: []string{qual, name}} }
+	var val parser.Expr
+	var agg *rel
+	switch {
+	case grouped:
+		aSel.GroupBy = keys
+		byText := map[string]string{}
+		val = mapExpr(item, func(x parser.Expr) (parser.Expr, bool) {
+			c, ok := isAggCall(x, funcs)
+			if !ok {
+				return nil, false
+			}
+			text := parser.ExprString(c)
+			col, ok := byText[text]
+			if !ok {
+				col = fmt.Sprintf("$a%d", len(byText))
+				byText[text] = col
+				aSel.Items = append(aSel.Items, parser.SelectItem{Pos: c.Pos, Expr: rewrite(c), Alias: col})
+			}
+			if c.Name == "COUNT" {
+				// no group: a COUNT of no rows
+				return &parser.Call{Pos: c.Pos, Name: "COALESCE", Args: []parser.Expr{ref(col), &parser.Literal{Pos: c.Pos, Kind: parser.NumberLit, Text: "0"}}}, true
+			}
+			return ref(col), true
+		})
+		if agg, err = p.planAggregate(aSel, inner); err != nil {
+			return nil, nil, err
+		}
+	case !itemOuter:
+		aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: item, Alias: "$v"})
+		val = ref("$v")
+	default:
+		// the item reads both rows: the subquery's columns it reads come
+		// along, and a marker that the outer row met a row
+		byText := map[string]string{}
+		e := mapExpr(item, func(x parser.Expr) (parser.Expr, bool) {
+			id, ok := x.(*parser.Ident)
+			if !ok {
+				return nil, false
+			}
+			if n.reads(id) != 2 {
+				return id, true
+			}
+			text := parser.ExprString(id)
+			col, ok := byText[text]
+			if !ok {
+				col = fmt.Sprintf("$c%d", len(byText))
+				byText[text] = col
+				aSel.Items = append(aSel.Items, parser.SelectItem{Pos: id.Pos, Expr: id, Alias: col})
+			}
+			return ref(col), true
+		})
+		aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: &parser.Literal{Pos: sel.Pos, Kind: parser.BoolLit, Text: "TRUE"}, Alias: "$n"})
+		val = &parser.Case{Pos: sq.Pos, Whens: []parser.When{{Cond: ref("$n"), Then: e}}}
+	}
+	if agg == nil {
+		ec, input, filter := fused(inner, "SELECT", funcs)
+		pr, err := expandSelect(aSel.Items, ec)
+		if err != nil {
+			return nil, nil, err
+		}
+		agg = calcRel(input, filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])")
+	}
+	agg = requalify(agg, qual)
+	var lkeys, rkeys []expr.Expr
+	for i, lc := range outerKeys {
+		rc := expr.ColRef(i, agg.sc.Cols[i].Type)
+		at := keys[i]
+		ct, ok := expr.CommonType([]types.Type{lc.Type, rc.Type})
+		if !ok {
+			return nil, nil, expr.ErrAt(at, "%s and the subquery's %s do not compare", lc.Type, rc.Type)
+		}
+		if lc, err = expr.Cast(lc, ct, at); err != nil {
+			return nil, nil, err
+		}
+		if rc, err = expr.Cast(rc, ct, at); err != nil {
+			return nil, nil, err
+		}
+		lkeys, rkeys = append(lkeys, lc), append(rkeys, rc)
+	}
+	return scalarJoinRel(from, agg, sq, lkeys, rkeys, !grouped, "correlated"), val, nil
+}
+
+// valueGenerator is the distinct values of from's columns cols, as
+// $outer.$o0, ...: a group aggregation over the outer rows, keeping one
+// entry per distinct value (Calcite's value generator).
+func (p *planner) valueGenerator(from *rel, cols []int) (*rel, error) {
+	ec, input, filter := fused(from, "a correlated subquery", p.s.cat.functions())
+	pr := &projection{}
+	sel := &parser.Select{}
+	for k, c := range cols {
+		name := fmt.Sprintf("$o%d", k)
+		pr.names = append(pr.names, name)
+		pr.exprs = append(pr.exprs, ec.Column(c))
+		id := &parser.Ident{Parts: []string{outerQual, name}}
+		sel.Items = append(sel.Items, parser.SelectItem{Expr: id, Alias: name})
+		sel.GroupBy = append(sel.GroupBy, id)
+	}
+	proj := requalify(calcRel(input, filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])"), outerQual)
+	// plain values: not window or time attributes of the outer rows
+	for i := range proj.sc.Cols {
+		proj.sc.Cols[i].Win = 0
+		proj.sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
+	}
+	values, err := p.planAggregate(sel, proj)
+	if err != nil {
+		return nil, err
+	}
+	return requalify(values, outerQual), nil
+}
+
+// innerJoinRels is the inner join of two planned inputs on conds: keyed
+// by the equalities between the two sides, the other conditions checked
+// on each pair (no equality: one task meets all rows). It is a changelog
+// join (joinFn), keeping both sides' rows per key.
+func (p *planner) innerJoinRels(left, right *rel, conds []parser.Expr) (*rel, error) {
+	funcs := p.s.cat.functions()
+	nl := len(left.sc.Cols)
+	sc := &expr.Scope{Cols: append(append([]expr.Column(nil), left.sc.Cols...), right.sc.Cols...)}
+	for i := range sc.Cols {
+		sc.Cols[i].Type.TimeAttr = types.NoTimeAttr
+	}
+	sc = withoutWindowMarks(sc, 0, len(sc.Cols))
+	ec := &expr.Compiler{Funcs: funcs, Scope: sc, What: "a subquery's condition"}
+	lec := &expr.Compiler{Funcs: funcs, Scope: left.sc, What: "a subquery's condition"}
+	rec := &expr.Compiler{Funcs: funcs, Scope: right.sc, What: "a subquery's condition"}
+	var lkeys, rkeys []expr.Expr
+	var keyText []string
+	var residual []parser.Expr
+	for _, c := range conds {
+		if b, ok := c.(*parser.Binary); ok && b.Op == "=" {
+			lc, errL := ec.Compile(b.L)
+			rc, errR := ec.Compile(b.R)
+			if errL == nil && errR == nil {
+				le, re := b.L, b.R
+				switch ls, rs := sideOf(lc, b.L, ec, nl), sideOf(rc, b.R, ec, nl); {
+				case ls == 2 && rs == 1:
+					le, re = b.R, b.L
+				case ls != 1 || rs != 2:
+					le = nil
+				}
+				if le != nil {
+					lk, err := lec.Compile(le)
+					if err != nil {
+						return nil, err
+					}
+					rk, err := rec.Compile(re)
+					if err != nil {
+						return nil, err
+					}
+					if t, ok := expr.CommonType([]types.Type{lk.Type, rk.Type}); ok {
+						if lk, err = expr.Cast(lk, t, le); err != nil {
+							return nil, err
+						}
+						if rk, err = expr.Cast(rk, t, re); err != nil {
+							return nil, err
+						}
+						lkeys, rkeys = append(lkeys, lk), append(rkeys, rk)
+						keyText = append(keyText, parser.ExprString(c))
+						continue
+					}
+				}
+			}
+		}
+		residual = append(residual, c)
+	}
+	res, resText, err := compileConjunction(ec, residual)
+	if err != nil {
+		return nil, err
+	}
+	op := fmt.Sprintf("Join(joinType=[INNER], where=[%s])", strings.Join(append(keyText, resText...), " AND "))
+	mode := maxMode(left.mode, right.mode)
+	if mode == types.Upsert {
+		mode = types.All
+	}
+	r := &rel{op: op, sc: sc, mode: mode, inputs: []*rel{left, right}, updater: mergeUpdater(left, right), bounded: allBounded(left, right)}
+	nr := len(right.sc.Cols)
+	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		ls, rs, err := b.streams(left, right)
+		if err != nil {
+			return nil, err
+		}
+		var resEval expr.EvalFn
+		if res != nil {
+			resEval = res.Eval
+		}
+		ks := sidesKeyed(b, ls, rs, evals(lkeys), evals(rkeys), "correlate-join-tag")
+		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
+			return &joinFn{nl: nl, nr: nr, residual: resEval}
+		}, b.uid("correlate-join")), nil
+	}
+	return r, nil
+}
