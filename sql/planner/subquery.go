@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir"
@@ -216,8 +217,11 @@ func (p *planner) planSubqueryJoin(left *rel, sq *parser.Subquery, anti bool, ma
 			conds = append(conds, inCond(sq, sel.Items[0].Expr, anti))
 		}
 	} else {
+		if r, err := p.planGroupedSubqueryJoin(left, sq, anti, markQual, qual); r != nil || err != nil {
+			return r, err
+		}
 		if inner, err = p.planQuery(sq.Query); err != nil {
-			return nil, fmt.Errorf("%w (a subquery with GROUP BY, aggregates, DISTINCT, ORDER BY, LIMIT or set operations cannot read the outer query's columns)", err)
+			return nil, fmt.Errorf("%w (a subquery with set operations cannot read the outer query's columns, as in Flink)", err)
 		}
 		inner = requalify(inner, qual)
 		if sq.Op == "IN" {
@@ -281,6 +285,7 @@ func inCond(sq *parser.Subquery, e parser.Expr, anti bool) parser.Expr {
 func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, sq *parser.Subquery, markQual string) (*rel, error) {
 	nl := len(left.sc.Cols)
 	var lkeys, rkeys []expr.Expr
+	var inKey []int // which of the keys are IN's x = value
 	var keyText []string
 	var res *expr.Expr
 	var resText []string
@@ -301,6 +306,9 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 					lk, err1 := expr.Cast(lc, ct, le)
 					rk, err2 := expr.Cast(rc, ct, re)
 					if err1 == nil && err2 == nil {
+						if sq.Op == "IN" && b.L == sq.X {
+							inKey = append(inKey, len(lkeys))
+						}
 						lkeys, rkeys = append(lkeys, lk), append(rkeys, rk)
 						keyText = append(keyText, parser.ExprString(c))
 						continue
@@ -334,13 +342,14 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 		if sq.Op == "IN" {
 			// x IN (...) is two-valued only when neither side is NULL;
 			// else its mark is three-valued, which needs every row of
-			// the subquery (a NULL among them) in one task
-			for i := range lkeys {
+			// the subquery (a NULL among them) that the outer row's
+			// correlation keys meet in one task
+			for _, i := range inKey {
 				if !lkeys[i].Type.NotNull || !rkeys[i].Type.NotNull {
 					nullAware = true
 				}
 			}
-			if nullAware && (res != nil || len(lkeys) == 0) {
+			if nullAware && (res != nil || len(inKey) == 0) {
 				return nil, parser.Errorf(sq.Pos, "IN (SELECT ...) over nullable values with other conditions is supported as a condition of WHERE joined by AND, not here (under OR or in SELECT)")
 			}
 		}
@@ -378,10 +387,20 @@ func (p *planner) semiJoinRel(left, inner *rel, conds []parser.Expr, anti bool, 
 		}
 		lk, rk := evals(lkeys), evals(rkeys)
 		if nullAware {
-			// one task sees every row: NULL keys included
-			ks := sidesKeyed(b, ls, rs, nil, nil, "semi-join-tag")
+			// keyed by the correlation keys (the subquery's rows an
+			// outer row meets), IN's values compared in the key, NULLs
+			// included
+			var ck, crk, ik, irk []expr.EvalFn
+			for i := range lk {
+				if slices.Contains(inKey, i) {
+					ik, irk = append(ik, lk[i]), append(irk, rk[i])
+				} else {
+					ck, crk = append(ck, lk[i]), append(crk, rk[i])
+				}
+			}
+			ks := sidesKeyed(b, ls, rs, ck, crk, "semi-join-tag")
 			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-				return &semiJoinFn{nl: nl, nr: ni, mark: true, nullAware: true, lk: lk, rk: rk}
+				return &semiJoinFn{nl: nl, nr: ni, mark: true, nullAware: true, lk: ik, rk: irk}
 			}, b.uid("semi-join")), nil
 		}
 		ks := sidesKeyed(b, ls, rs, lk, rk, "semi-join-tag")

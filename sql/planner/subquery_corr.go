@@ -121,75 +121,23 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 	}
 	switch {
 	case sel.Limit != nil:
-		// Calcite does not decorrelate a per-row LIMIT (a Sort with a
-		// fetch): Flink fails with "unexpected correlate variable"
-		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with LIMIT (or FETCH) is not supported: Calcite cannot decorrelate it (Flink: unexpected correlate variable in the plan)")
+		return nil, nil, errCorrelatedLimit(sq)
 	case sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil:
 		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with GROUP BY, HAVING or DISTINCT is not supported yet")
 	case hasOver(item):
 		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with OVER is not supported")
 	}
 
-	// the WHERE: local conditions filter the subquery's rows (they may hold
-	// subqueries of their own, not correlated with the outer row);
-	// correlated ones join
-	var local, corr []parser.Expr
-	for _, c := range splitAnd(sel.Where) {
-		if n.reads(c)&1 == 0 {
-			local = append(local, c)
-			continue
-		}
-		if hasAggregate(c, funcs) {
-			return nil, nil, expr.ErrAt(c, "aggregate functions are not allowed in WHERE")
-		}
-		if _, _, err := p.corrCompile(from, innerFrom, sq, c); err != nil {
-			return nil, nil, err
-		}
-		corr = append(corr, c)
-	}
-	inner := innerFrom
-	if w := andAll(local); w != nil {
-		s, r, err := p.planSubqueries(&parser.Select{Pos: sel.Pos, Where: w}, innerFrom)
-		if err != nil {
-			if strings.Contains(err.Error(), "not found") {
-				// Calcite leaves such a correlation in the plan: Flink
-				// fails with "unexpected correlate variable"
-				err = fmt.Errorf("%w (a subquery nested in a correlated subquery cannot read the outer query's columns)", err)
-			}
-			return nil, nil, err
-		}
-		inner = r
-		if s.Where != nil {
-			if inner, err = p.where(inner, s.Where); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	// equalities inner = outer
-	type eq struct{ inner, outer parser.Expr }
-	var eqs []eq
-	allEq := true
-	for _, c := range corr {
-		if b, ok := c.(*parser.Binary); ok && b.Op == "=" {
-			switch ls, rs := n.reads(b.L), n.reads(b.R); {
-			case ls == 2 && rs == 1:
-				eqs = append(eqs, eq{b.L, b.R})
-				continue
-			case ls == 1 && rs == 2:
-				eqs = append(eqs, eq{b.R, b.L})
-				continue
-			}
-		}
-		allEq = false
-	}
 	// the select list: aggregated, or a row's value; where it reads the
 	// outer row
 	grouped := hasAggregate(item, funcs)
 	aggOuter := false
+	var aggs []parser.Expr
 	if grouped {
 		var bad parser.Expr
 		outside := mapExpr(item, func(x parser.Expr) (parser.Expr, bool) {
 			if c, ok := isAggCall(x, funcs); ok {
+				aggs = append(aggs, c)
 				if n.reads(c)&1 != 0 {
 					aggOuter = true
 				}
@@ -208,79 +156,18 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 		}
 	}
 	itemOuter := n.reads(item)&1 != 0
-
-	// keys: the subquery's side of the join to the outer rows (over the
-	// rows grouped or checked single), and the outer row's
-	var keys []parser.Expr
+	d, err := p.decorrelate(from, innerFrom, sq, sel, n, aggs, aggOuter)
+	if err != nil {
+		return nil, nil, err
+	}
+	inner, keys, rewrite := d.rows, d.keys, d.rewrite
 	var outerKeys []expr.Expr
-	rewrite := func(e parser.Expr) parser.Expr { return e }
-	if allEq && !aggOuter {
-		for _, k := range eqs {
-			keys = append(keys, k.inner)
-			c, err := n.outer.Compile(k.outer)
-			if err != nil {
-				return nil, nil, err
-			}
-			outerKeys = append(outerKeys, c)
-		}
-	} else {
-		// the value generator: the outer rows' distinct values of the
-		// columns the correlated conditions (and aggregates) read
-		var cols []int
-		at := map[int]int{}
-		note := func(e parser.Expr) {
-			walkExpr(e, func(x parser.Expr) bool {
-				if id, ok := x.(*parser.Ident); ok {
-					if c, _, ok := n.outerCol(id); ok {
-						if _, seen := at[c]; !seen {
-							at[c] = len(cols)
-							cols = append(cols, c)
-						}
-					}
-					return false
-				}
-				return true
-			})
-		}
-		for _, c := range corr {
-			note(c)
-		}
-		if grouped {
-			walkExpr(item, func(x parser.Expr) bool {
-				if c, ok := isAggCall(x, funcs); ok {
-					note(c)
-					return false
-				}
-				return true
-			})
-		}
-		rewrite = func(e parser.Expr) parser.Expr {
-			return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
-				id, ok := x.(*parser.Ident)
-				if !ok {
-					return nil, false
-				}
-				if c, rest, ok := n.outerCol(id); ok {
-					return &parser.Ident{Pos: id.Pos, Parts: append([]string{outerQual, fmt.Sprintf("$o%d", at[c])}, rest...)}, true
-				}
-				return id, true
-			})
-		}
-		values, err := p.valueGenerator(from, cols)
+	for _, k := range d.outerKeys {
+		c, err := n.outer.Compile(k)
 		if err != nil {
 			return nil, nil, err
 		}
-		var conds []parser.Expr
-		for _, c := range corr {
-			conds = append(conds, rewrite(c))
-		}
-		if inner, err = p.innerJoinRels(values, inner, conds); err != nil {
-			return nil, nil, err
-		}
-		for k, c := range cols {
-			keys = append(keys, &parser.Ident{Pos: sq.Pos, Parts: []string{outerQual, fmt.Sprintf("$o%d", k)}})
-			outerKeys = append(outerKeys, n.outer.Column(c))
-		}
+		outerKeys = append(outerKeys, c)
 	}
 
 	// the subquery's rows per key: its aggregates, or its row
@@ -369,6 +256,253 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 		lkeys, rkeys = append(lkeys, lc), append(rkeys, rc)
 	}
 	return scalarJoinRel(from, agg, sq, lkeys, rkeys, !grouped, "correlated"), val, nil
+}
+
+// errCorrelatedLimit refuses a correlated subquery with LIMIT. A scalar
+// one: Calcite does not decorrelate a per-row LIMIT (a Sort with a
+// fetch), and Flink fails with "unexpected correlate variable $cor0 in
+// the plan". IN and EXISTS: Flink's SubQueryDecorrelator keeps the LIMIT
+// over the decorrelated subquery, which limits the rows of all outer rows
+// together instead of each one's; weir does not give that answer.
+func errCorrelatedLimit(sq *parser.Subquery) error {
+	if sq.Op == "" {
+		return parser.Errorf(sq.Pos, "a correlated scalar subquery with LIMIT (or FETCH) is not supported: Calcite cannot decorrelate it (Flink: unexpected correlate variable in the plan)")
+	}
+	return parser.Errorf(sq.Pos, "a correlated %s subquery with LIMIT (or FETCH) is not supported (Flink applies the LIMIT to the rows of all outer rows together, not per row)", sq.Op)
+}
+
+// decorrelated is a correlated subquery's rows, to be grouped or checked
+// per value of the outer row: the subquery's FROM filtered by its local
+// conditions, joined with the value generator when there is one.
+type decorrelated struct {
+	rows *rel
+	// keys are the subquery's side of the join back to the outer rows,
+	// over rows; outerKeys the outer row's side, over the outer rows
+	// (names of its columns, for a value generator).
+	keys, outerKeys []parser.Expr
+	// rewrite turns the outer row's names into the value generator's
+	// columns (the identity without a value generator).
+	rewrite func(parser.Expr) parser.Expr
+}
+
+// decorrelate splits the WHERE of a correlated subquery (sel, over
+// innerFrom) into local conditions, which filter its rows, and correlated
+// ones. When the correlated conditions are all inner = outer equalities
+// (and values is false), they are the keys; else the value generator is
+// joined with the rows on them, the generator's columns the keys. Its
+// columns are the outer row's columns that the correlated conditions and
+// also read.
+func (p *planner) decorrelate(from, innerFrom *rel, sq *parser.Subquery, sel *parser.Select, n corrNames, also []parser.Expr, values bool) (*decorrelated, error) {
+	funcs := p.s.cat.functions()
+	// local conditions filter the subquery's rows (they may hold
+	// subqueries of their own, not correlated with the outer row);
+	// correlated ones join
+	var local, corr []parser.Expr
+	for _, c := range splitAnd(sel.Where) {
+		if n.reads(c)&1 == 0 {
+			local = append(local, c)
+			continue
+		}
+		if hasAggregate(c, funcs) {
+			return nil, expr.ErrAt(c, "aggregate functions are not allowed in WHERE")
+		}
+		if _, _, err := p.corrCompile(from, innerFrom, sq, c); err != nil {
+			return nil, err
+		}
+		corr = append(corr, c)
+	}
+	d := &decorrelated{rows: innerFrom, rewrite: func(e parser.Expr) parser.Expr { return e }}
+	if w := andAll(local); w != nil {
+		s, r, err := p.planSubqueries(&parser.Select{Pos: sel.Pos, Where: w}, innerFrom)
+		if err != nil {
+			if strings.Contains(err.Error(), "not found") {
+				// Calcite leaves such a correlation in the plan: Flink
+				// fails with "unexpected correlate variable"
+				err = fmt.Errorf("%w (a subquery nested in a correlated subquery cannot read the outer query's columns)", err)
+			}
+			return nil, err
+		}
+		d.rows = r
+		if s.Where != nil {
+			if d.rows, err = p.where(d.rows, s.Where); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// equalities inner = outer: the subquery's own columns stand for the
+	// outer row's (no value generator)
+	if !values {
+		var keys, outerKeys []parser.Expr
+		for _, c := range corr {
+			b, ok := c.(*parser.Binary)
+			if !ok || b.Op != "=" {
+				values = true
+				break
+			}
+			switch ls, rs := n.reads(b.L), n.reads(b.R); {
+			case ls == 2 && rs == 1:
+				keys, outerKeys = append(keys, b.L), append(outerKeys, b.R)
+			case ls == 1 && rs == 2:
+				keys, outerKeys = append(keys, b.R), append(outerKeys, b.L)
+			default:
+				values = true
+			}
+		}
+		if !values {
+			d.keys, d.outerKeys = keys, outerKeys
+			return d, nil
+		}
+	}
+	// the value generator: the outer rows' distinct values of the columns
+	// the correlated conditions (and also) read
+	var cols []int
+	at := map[int]int{}
+	note := func(e parser.Expr) {
+		walkExpr(e, func(x parser.Expr) bool {
+			id, ok := x.(*parser.Ident)
+			if !ok {
+				return true
+			}
+			if c, rest, ok := n.outerCol(id); ok {
+				if _, seen := at[c]; !seen {
+					at[c] = len(cols)
+					cols = append(cols, c)
+					d.outerKeys = append(d.outerKeys, &parser.Ident{Pos: id.Pos, Parts: id.Parts[:len(id.Parts)-len(rest)]})
+				}
+			}
+			return false
+		})
+	}
+	for _, c := range corr {
+		note(c)
+	}
+	for _, e := range also {
+		note(e)
+	}
+	d.rewrite = func(e parser.Expr) parser.Expr {
+		return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
+			id, ok := x.(*parser.Ident)
+			if !ok {
+				return nil, false
+			}
+			if c, rest, ok := n.outerCol(id); ok {
+				return &parser.Ident{Pos: id.Pos, Parts: append([]string{outerQual, fmt.Sprintf("$o%d", at[c])}, rest...)}, true
+			}
+			return id, true
+		})
+	}
+	gen, err := p.valueGenerator(from, cols)
+	if err != nil {
+		return nil, err
+	}
+	var conds []parser.Expr
+	for _, c := range corr {
+		conds = append(conds, d.rewrite(c))
+	}
+	if d.rows, err = p.innerJoinRels(gen, d.rows, conds); err != nil {
+		return nil, err
+	}
+	for k := range cols {
+		d.keys = append(d.keys, &parser.Ident{Pos: sq.Pos, Parts: []string{outerQual, fmt.Sprintf("$o%d", k)}})
+	}
+	return d, nil
+}
+
+// planGroupedSubqueryJoin plans x [NOT] IN (SELECT ...) or [NOT] EXISTS
+// (SELECT ...) over a subquery with GROUP BY, aggregates, DISTINCT or
+// ORDER BY that reads the outer row in its WHERE, as Flink's
+// SubQueryDecorrelator plans it: the subquery grouped by the correlation
+// keys too (the subquery's side of its equalities, else the value
+// generator's columns), then semi- (anti-, mark-) joined to the outer rows
+// on the keys (and, for IN, the value). It returns nil (and no error) for
+// a subquery that does not read the outer row.
+//
+// As in Flink, an aggregate without GROUP BY has a row only for the outer
+// values that meet some row of the subquery: EXISTS (SELECT COUNT(*) ...
+// WHERE corr) is true only where corr holds for some row, and
+// x IN (SELECT COUNT(*) ... WHERE corr) is never true for a COUNT of 0.
+func (p *planner) planGroupedSubqueryJoin(left *rel, sq *parser.Subquery, anti bool, markQual, qual string) (*rel, error) {
+	sel, ok := sq.Query.(*parser.Select)
+	if !ok || sel.From == nil {
+		return nil, nil
+	}
+	funcs := p.s.cat.functions()
+	innerFrom, err := p.planFrom(sel.From)
+	if err != nil {
+		return nil, err
+	}
+	n := corrNames{
+		inner: &expr.Compiler{Funcs: funcs, Scope: innerFrom.sc},
+		outer: &expr.Compiler{Funcs: funcs, Scope: left.sc},
+	}
+	elsewhere := n.reads(sel.Having)
+	for _, it := range sel.Items {
+		elsewhere |= n.reads(it.Expr)
+	}
+	for _, g := range sel.GroupBy {
+		elsewhere |= n.reads(g)
+	}
+	for _, o := range sel.OrderBy {
+		elsewhere |= n.reads(o.Expr)
+	}
+	switch {
+	case n.reads(sel.Where)&1 == 0 && elsewhere&1 == 0:
+		return nil, nil
+	case elsewhere&1 != 0:
+		return nil, parser.Errorf(sq.Pos, "a subquery with GROUP BY, aggregates, DISTINCT or ORDER BY reads the outer query's columns in its WHERE only")
+	case sel.Limit != nil:
+		return nil, errCorrelatedLimit(sq)
+	case sel.Having != nil && hasSubquery(sel.Having):
+		return nil, parser.Errorf(sq.Pos, "a correlated subquery with a subquery in its HAVING is not supported yet")
+	}
+	d, err := p.decorrelate(left, innerFrom, sq, sel, n, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	// the subquery per key: keys first, then (IN) its value
+	aSel := &parser.Select{Pos: sel.Pos, Having: sel.Having}
+	for i, k := range d.keys {
+		aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: k, Alias: fmt.Sprintf("$k%d", i)})
+	}
+	if sq.Op == "IN" {
+		if len(sel.Items) != 1 || sel.Items[0].Star {
+			return nil, parser.Errorf(sq.Pos, "the subquery of IN must select one column")
+		}
+		aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: sel.Items[0].Expr, Alias: "$v"})
+	}
+	var rows *rel
+	switch {
+	case len(sel.GroupBy) > 0 || sel.Having != nil || hasAggregateItems(sel.Items, funcs):
+		aSel.GroupBy = append(append([]parser.Expr(nil), sel.GroupBy...), d.keys...)
+		rows, err = p.planAggregate(aSel, d.rows)
+	case sel.Distinct:
+		// DISTINCT per key: grouped by the keys and the value
+		aSel.GroupBy = append([]parser.Expr(nil), d.keys...)
+		if sq.Op == "IN" {
+			aSel.GroupBy = append(aSel.GroupBy, sel.Items[0].Expr)
+		}
+		rows, err = p.planAggregate(aSel, d.rows)
+	default:
+		// ORDER BY alone: no order to keep in a set of values
+		ec, input, filter := fused(d.rows, "SELECT", funcs)
+		var pr *projection
+		if pr, err = expandSelect(aSel.Items, ec); err == nil {
+			rows = calcRel(input, filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows = requalify(rows, qual)
+	ref := func(name string) parser.Expr { return &parser.Ident{Pos: sq.Pos, Parts: []string{qual, name}} }
+	var conds []parser.Expr
+	for i, k := range d.outerKeys {
+		conds = append(conds, &parser.Binary{Pos: k.ExprPos(), Op: "=", L: k, R: ref(fmt.Sprintf("$k%d", i))})
+	}
+	if sq.Op == "IN" {
+		conds = append(conds, inCond(sq, ref("$v"), anti))
+	}
+	return p.semiJoinRel(left, rows, conds, anti, sq, markQual)
 }
 
 // valueGenerator is the distinct values of from's columns cols, as
