@@ -27,10 +27,12 @@ func hasSubquery(e parser.Expr) bool {
 
 // havingSubqueries plans a HAVING that holds subqueries as Flink (Calcite)
 // does: a filter over the aggregation, where the subqueries join as they
-// do in a WHERE. The SELECT becomes
+// do in a WHERE; and so the subqueries of the select list of an
+// aggregation (outside aggregate calls), a projection over it. The
+// SELECT becomes
 //
 //	SELECT $o0 AS n0, ... FROM (
-//	  SELECT i0 AS $o0, ..., agg AS $h0, ..., g AS $g0, ...
+//	  SELECT i0 AS $o0, ..., agg AS $h0, ..., g AS $h1, ...
 //	  FROM ... WHERE ... GROUP BY ...) AS $having
 //	WHERE having'                -- the aggregates and group keys read from $having
 //	ORDER BY ... LIMIT ...
@@ -38,9 +40,10 @@ func hasSubquery(e parser.Expr) bool {
 // A subquery in the HAVING may read the outer query's group keys (a
 // correlated one): as in Calcite, where the subquery's correlation
 // variable is the aggregation's output row, its names of the FROM's
-// grouped columns become the aggregation's columns ($having.$g0, ...),
-// and it is planned as a correlated subquery of a WHERE over $having. A
-// name of a column that is not grouped is an error, as in Flink.
+// grouped columns become the aggregation's columns (the group keys'
+// columns of $having), and it is planned as a correlated subquery of a
+// WHERE over $having. A name of a column that is not grouped is an
+// error, as in Flink. The same holds in the select list.
 func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 	funcs := p.s.cat.functions()
 	// the FROM's scope, for the names of grouped columns (the FROM is
@@ -61,16 +64,23 @@ func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 		return &parser.Ident{Pos: pos, Parts: []string{havingQual, name}}
 	}
 	byText := map[string]string{} // an expression's text -> its column of $having
+	var over []int                // the items with subqueries over the aggregation
 	for i, it := range s.Items {
 		if it.Star {
-			return nil, parser.Errorf(it.Pos, "a subquery in HAVING needs a select list without *")
+			return nil, parser.Errorf(it.Pos, "a subquery over an aggregation (in HAVING or the select list) needs a select list without *")
 		}
-		col := fmt.Sprintf("$o%d", i)
-		inner.Items = append(inner.Items, parser.SelectItem{Pos: it.Pos, Expr: it.Expr, Alias: col})
 		name := it.Alias
 		if name == "" {
 			name = derivedName(it.Expr, i)
 		}
+		if subqueryOutsideAggregates(it.Expr, funcs) {
+			// evaluated over $having (below)
+			over = append(over, i)
+			outer.Items = append(outer.Items, parser.SelectItem{Pos: it.Pos, Alias: name})
+			continue
+		}
+		col := fmt.Sprintf("$o%d", i)
+		inner.Items = append(inner.Items, parser.SelectItem{Pos: it.Pos, Expr: it.Expr, Alias: col})
 		outer.Items = append(outer.Items, parser.SelectItem{Pos: it.Pos, Expr: ref(it.Pos, col), Alias: name})
 		byText[parser.ExprString(it.Expr)] = col
 	}
@@ -148,8 +158,20 @@ func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 		})
 	}
 	outer.Where = rewrite(s.Having)
+	for _, i := range over {
+		outer.Items[i].Expr = rewrite(s.Items[i].Expr)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if len(inner.Items) == 0 {
+		// every item is evaluated over $having: it still has a row per
+		// group
+		if len(s.GroupBy) > 0 {
+			keyCol(s.GroupBy[0])
+		} else {
+			inner.Items = append(inner.Items, parser.SelectItem{Pos: s.Pos, Expr: &parser.Call{Pos: s.Pos, Name: "COUNT", Star: true}, Alias: "$h"})
+		}
 	}
 	for _, o := range s.OrderBy {
 		// an output column's name stays as it is; aggregates and group
@@ -165,6 +187,41 @@ func (p *planner) havingSubqueries(s *parser.Select) (*parser.Select, error) {
 	}
 	outer.From = &parser.SubqueryTable{Pos: s.Pos, Query: &inner, Alias: havingQual}
 	return outer, nil
+}
+
+// subqueriesOverAggregation reports whether s aggregates and holds
+// subqueries that read the aggregation's output: in its HAVING, or in its
+// select list outside aggregate calls (subqueries in an aggregate's
+// argument are planned over the FROM's rows, before the aggregation).
+func subqueriesOverAggregation(s *parser.Select, funcs map[string]expr.Function) bool {
+	if s.Having != nil && hasSubquery(s.Having) {
+		return true
+	}
+	if len(s.GroupBy) == 0 && s.Having == nil && !hasAggregateItems(s.Items, funcs) {
+		return false
+	}
+	for _, it := range s.Items {
+		if it.Expr != nil && subqueryOutsideAggregates(it.Expr, funcs) {
+			return true
+		}
+	}
+	return false
+}
+
+// subqueryOutsideAggregates reports whether e holds a subquery that is not
+// in an aggregate call's argument.
+func subqueryOutsideAggregates(e parser.Expr, funcs map[string]expr.Function) bool {
+	has := false
+	walkExpr(e, func(x parser.Expr) bool {
+		if _, ok := isAggCall(x, funcs); ok {
+			return false
+		}
+		if _, ok := x.(*parser.Subquery); ok {
+			has = true
+		}
+		return !has
+	})
+	return has
 }
 
 // correlateHaving returns q (a subquery of a HAVING) with its names of the

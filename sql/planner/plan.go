@@ -436,14 +436,14 @@ func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
 }
 
 func (p *planner) planSelect(s *parser.Select) (*rel, error) {
-	if s.Having != nil && hasSubquery(s.Having) {
+	if subqueriesOverAggregation(s, p.s.cat.functions()) {
 		rs, err := p.havingSubqueries(s)
 		if err != nil {
 			return nil, err
 		}
 		r, err := p.planSelect(rs)
 		if err != nil && strings.Contains(err.Error(), havingQual+".") {
-			err = fmt.Errorf("%w (a subquery in HAVING reads its own tables, and of the outer query the grouped columns and the aggregation's results)", err)
+			err = fmt.Errorf("%w (a subquery over an aggregation reads its own tables, and of the outer query the grouped columns and the aggregation's results)", err)
 		}
 		return r, err
 	}
