@@ -195,20 +195,19 @@ func (p *planner) planSubqueryJoin(left *rel, sq *parser.Subquery, anti bool, ma
 			return nil, err
 		}
 		var local []parser.Expr
-		iec := &expr.Compiler{Funcs: funcs, Scope: inner.sc}
+		n := corrNames{inner: &expr.Compiler{Funcs: funcs, Scope: inner.sc}, outer: &expr.Compiler{Funcs: funcs, Scope: left.sc}}
 		for _, c := range splitAnd(sel.Where) {
-			if _, err := iec.Compile(c); err == nil {
+			if n.reads(c)&1 == 0 {
 				local = append(local, c)
 				continue
-			} else if _, _, jerr := p.corrCompile(left, inner, sq, c); jerr != nil {
+			}
+			if _, _, err := p.corrCompile(left, inner, sq, c); err != nil {
 				return nil, err
 			}
 			conds = append(conds, c)
 		}
-		if w := andAll(local); w != nil {
-			if inner, err = p.where(inner, w); err != nil {
-				return nil, err
-			}
+		if inner, err = p.planLocal(inner, local, sel.Pos); err != nil {
+			return nil, err
 		}
 		if sq.Op == "IN" {
 			if len(sel.Items) != 1 || sel.Items[0].Star {

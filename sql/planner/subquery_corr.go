@@ -271,6 +271,29 @@ func errCorrelatedLimit(sq *parser.Subquery) error {
 	return parser.Errorf(sq.Pos, "a correlated %s subquery with LIMIT (or FETCH) is not supported (Flink applies the LIMIT to the rows of all outer rows together, not per row)", sq.Op)
 }
 
+// planLocal filters a correlated subquery's rows (from) by its local
+// conditions, those that do not read the outer row. They may hold
+// subqueries of their own, planned as in a WHERE over from; those cannot
+// read the outer row (Calcite leaves such a nested correlation in the
+// plan, and Flink fails with "unexpected correlate variable").
+func (p *planner) planLocal(from *rel, local []parser.Expr, pos parser.Pos) (*rel, error) {
+	w := andAll(local)
+	if w == nil {
+		return from, nil
+	}
+	s, r, err := p.planSubqueries(&parser.Select{Pos: pos, Where: w}, from)
+	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			err = fmt.Errorf("%w (a subquery nested in a correlated subquery cannot read the outer query's columns)", err)
+		}
+		return nil, err
+	}
+	if s.Where != nil {
+		return p.where(r, s.Where)
+	}
+	return r, nil
+}
+
 // decorrelated is a correlated subquery's rows, to be grouped or checked
 // per value of the outer row: the subquery's FROM filtered by its local
 // conditions, joined with the value generator when there is one.
@@ -311,24 +334,11 @@ func (p *planner) decorrelate(from, innerFrom *rel, sq *parser.Subquery, sel *pa
 		}
 		corr = append(corr, c)
 	}
-	d := &decorrelated{rows: innerFrom, rewrite: func(e parser.Expr) parser.Expr { return e }}
-	if w := andAll(local); w != nil {
-		s, r, err := p.planSubqueries(&parser.Select{Pos: sel.Pos, Where: w}, innerFrom)
-		if err != nil {
-			if strings.Contains(err.Error(), "not found") {
-				// Calcite leaves such a correlation in the plan: Flink
-				// fails with "unexpected correlate variable"
-				err = fmt.Errorf("%w (a subquery nested in a correlated subquery cannot read the outer query's columns)", err)
-			}
-			return nil, err
-		}
-		d.rows = r
-		if s.Where != nil {
-			if d.rows, err = p.where(d.rows, s.Where); err != nil {
-				return nil, err
-			}
-		}
+	rows, err := p.planLocal(innerFrom, local, sel.Pos)
+	if err != nil {
+		return nil, err
 	}
+	d := &decorrelated{rows: rows, rewrite: func(e parser.Expr) parser.Expr { return e }}
 	// equalities inner = outer: the subquery's own columns stand for the
 	// outer row's (no value generator)
 	if !values {
