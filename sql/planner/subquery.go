@@ -18,13 +18,18 @@ import (
 //     subquery: the FROM's rows that have a match (none). A simple
 //     subquery (no GROUP BY, aggregates, DISTINCT, ORDER BY or LIMIT) may
 //     read the outer row's columns in its WHERE (a correlated subquery):
-//     those conditions become the join's condition. x NOT IN keeps SQL's
-//     NULL rule: a NULL x, or a NULL among the subquery's values, matches
-//     every row, so that x NOT IN (... NULL ...) is never true.
+//     those conditions become the join's condition. A correlated subquery
+//     with them is grouped by its correlation keys too, then joined
+//     (subquery_corr.go). x NOT IN keeps SQL's NULL rule: a NULL x, or a
+//     NULL among the subquery's values, matches every row, so that
+//     x NOT IN (... NULL ...) is never true.
 //   - a scalar subquery, (SELECT one column ...) in WHERE or the SELECT
 //     list, uncorrelated, is a left join of every row with the subquery's
 //     single row (NULL when it has none; more than one fails the job, as in
-//     Flink). All rows of the FROM meet the subquery's row in one task.
+//     Flink). All rows of the FROM meet the subquery's row in one task. A
+//     correlated one is decorrelated as Calcite does (subquery_corr.go).
+//   - subqueries in HAVING, or in an aggregation's select list, are
+//     planned over the aggregation's output (having.go).
 //
 // Both are joins over changelogs: when the subquery's result changes, the
 // rows it selected are retracted or emitted (or updated, for a scalar).

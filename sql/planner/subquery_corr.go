@@ -46,6 +46,9 @@ import (
 // row's columns it reads outside aggregates are the outer row's. A subquery
 // without aggregates is NULL where it has no row, and fails the job with
 // more than one row per outer value, as Flink's SINGLE_VALUE does.
+//
+// IN and EXISTS over a correlated subquery with aggregates, GROUP BY or
+// DISTINCT share the decorrelation (planGroupedSubqueryJoin).
 
 // outerQual qualifies the value generator's columns (the outer row's
 // distinct values) inside a decorrelated subquery.
