@@ -63,10 +63,15 @@ type corrNames struct {
 // outerCol reports whether id reads the outer row, and its column there
 // and field path.
 func (n corrNames) outerCol(id *parser.Ident) (int, []string, bool) {
-	if _, _, err := n.inner.Resolve(id); err == nil {
+	_, irest, ierr := n.inner.Resolve(id)
+	idx, rest, err := n.outer.Resolve(id)
+	if ierr == nil && (err != nil || len(rest) >= len(irest)) {
+		// a name resolves in the subquery first; but A.id, where the
+		// subquery has a column a (read as a field access of it) and
+		// the outer query a table A, is the outer table's column, as
+		// Calcite resolves table names before fields
 		return 0, nil, false
 	}
-	idx, rest, err := n.outer.Resolve(id)
 	return idx, rest, err == nil
 }
 
