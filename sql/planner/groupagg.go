@@ -17,6 +17,7 @@ import (
 // (TUMBLE(ts, ...)), else a retracting group aggregation.
 func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	groupBy := s.GroupBy
+	var distinctNames []string // SELECT DISTINCT: each key's alias ("" if none)
 	if s.Distinct {
 		if len(groupBy) > 0 || hasAggregateItems(s.Items, p.s.cat.functions()) {
 			return nil, parser.Errorf(s.Pos, "SELECT DISTINCT with GROUP BY or aggregates is not supported yet")
@@ -26,10 +27,12 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 			if it.Star {
 				for _, c := range from.sc.Cols {
 					groupBy = append(groupBy, &parser.Ident{Pos: it.Pos, Parts: []string{c.Name}})
+					distinctNames = append(distinctNames, "")
 				}
 				continue
 			}
 			groupBy = append(groupBy, it.Expr)
+			distinctNames = append(distinctNames, it.Alias)
 		}
 	}
 	ec := &expr.Compiler{Funcs: p.s.cat.functions(), Scope: from.sc, What: "GROUP BY"}
@@ -284,7 +287,11 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		// the keys, in order
 		items = nil
 		for i, k := range keys {
-			items = append(items, parser.SelectItem{Expr: k, Alias: out.Cols[i].Name})
+			name := out.Cols[i].Name
+			if i < len(distinctNames) && distinctNames[i] != "" {
+				name = distinctNames[i] // SELECT DISTINCT v AS w
+			}
+			items = append(items, parser.SelectItem{Expr: k, Alias: name})
 		}
 	}
 	pr, err := expandSelect(items, pec)
