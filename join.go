@@ -57,6 +57,13 @@ func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStre
 	return engine.Join[K, L, R, OUT](left, right, fn, opts...)
 }
 
+// JoinWith is Join with a function made once per parallel subtask by
+// newFn (as MapWith and FlatMapWith), so that it may keep memory of its
+// own between calls, such as a buffer it reuses.
+func JoinWith[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], newFn func() func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[OUT] {
+	return engine.JoinWith[K, L, R, OUT](left, right, newFn, opts...)
+}
+
 // OuterJoinKind says which sides of an outer join keep their events that
 // found no partner.
 type OuterJoinKind = engine.OuterJoinKind

@@ -219,10 +219,18 @@ func (f *intervalJoin[K, L, R, OUT]) OnTimer(ctx *KeyedContext[K, OUT], at time.
 // inputs with retractions use JoinChanges.
 func Join[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R],
 	fn func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[OUT] {
+	return JoinWith(left, right, func() func(K, L, R) (OUT, bool) { return fn }, opts...)
+}
+
+// JoinWith is Join with a function made once per parallel subtask by
+// newFn, so that it may keep memory of its own between calls (SQL's join
+// reuses the rows it lends to the operator after it).
+func JoinWith[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R],
+	newFn func() func(key K, l L, r R) (OUT, bool), opts ...RetentionOption) *Stream[OUT] {
 	ks := connectTwo(left, right, "Join")
 	rest, ttl := retention(ks.src.job, "Join", opts)
 	return ProcessWith(ks, func() KeyedProcessFunction[K, tagged[L, R], OUT] {
-		return &regularJoin[K, L, R, OUT]{fn: fn, ttl: ttl}
+		return &regularJoin[K, L, R, OUT]{fn: newFn(), ttl: ttl}
 	}, append([]OperatorOption{Name("Join")}, rest...)...)
 }
 

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir"
@@ -231,16 +232,42 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 			}
 			lks := weir.KeyBy(ls, func(row types.Row) string { return keyOf(lk, row.Values) })
 			rks := weir.KeyBy(rs, func(row types.Row) string { return rightKeyOf(rk, row.Values) })
-			return weir.Join(lks, rks, func(_ string, l, r types.Row) (types.Row, bool) {
-				vs := make([]types.Value, nl+nr)
-				copy(vs, l.Values)
-				copy(vs[nl:], r.Values)
-				if resEval != nil {
-					if v := resEval(vs); v.Null || !v.Bool() {
-						return types.Row{}, false
+			// rows lent to a chained operator that keeps nothing of them
+			// (a Calc, a two-phase aggregation's local phase) or to a
+			// lending sink reuse a ring (lend.go); a pair the residual
+			// condition refuses costs no allocation either way
+			lend, rows := b.lendRows(r), ringRows(b.job)
+			return weir.JoinWith(lks, rks, func() func(string, types.Row, types.Row) (types.Row, bool) {
+				var ring *rowRing
+				var scratch []types.Value
+				return func(_ string, l, r types.Row) (types.Row, bool) {
+					var vs []types.Value
+					switch {
+					case *lend:
+						if ring == nil {
+							ring = newRowRing(nl+nr, rows)
+						}
+						vs = ring.next()
+					case resEval != nil:
+						if scratch == nil {
+							scratch = make([]types.Value, nl+nr)
+						}
+						vs = scratch
+					default:
+						vs = make([]types.Value, nl+nr)
 					}
+					copy(vs, l.Values)
+					copy(vs[nl:], r.Values)
+					if resEval != nil {
+						if v := resEval(vs); v.Null || !v.Bool() {
+							return types.Row{}, false
+						}
+						if !*lend {
+							vs = slices.Clone(vs) // out of scratch
+						}
+					}
+					return types.Row{Values: vs}, true
 				}
-				return types.Row{Values: vs}, true
 			}, b.uid("join")), nil
 		}
 		// a changelog join: both sides in one keyed process function; the
