@@ -76,6 +76,24 @@ func allNotNull(xs []Expr) bool {
 
 // strFn builds a function of string arguments that is NULL when any
 // argument is NULL.
+// strFn1 is strFn of one argument, passed by value: strFn's argument
+// slice escapes to the heap through the call of fn (one allocation per
+// call; Nexmark q16 formats two dates a bid), this does not.
+func strFn1(xs []Expr, t types.Type, fn func(a0 types.Value) types.Value) Expr {
+	if len(xs) != 1 {
+		panic("strFn1 of several arguments")
+	}
+	f := xs[0].Eval
+	t.NotNull = allNotNull(xs)
+	return Expr{Type: t, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+		v := f(r)
+		if v.Null {
+			return v
+		}
+		return fn(v)
+	}}
+}
+
 func strFn(xs []Expr, t types.Type, fn func(args []types.Value) types.Value) Expr {
 	fs := make([]EvalFn, len(xs))
 	for i, x := range xs {
@@ -294,14 +312,14 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			"INITCAP": initCap,
 			"LTRIM":   func(s string) string { return strings.TrimLeft(s, " ") },
 			"RTRIM":   func(s string) string { return strings.TrimRight(s, " ") }}[e.Name]
-		return strFn(xs, types.StringType, func(a []types.Value) types.Value { return types.StringValue(fn(a[0].S)) }), nil
+		return strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(fn(a0.S)) }), nil
 	case "TRIM":
 		// TRIM(mode, chars, s) as the parser rewrote it, or TRIM(s)
 		if len(xs) == 1 {
 			if err := stringArgs(e, xs, 0); err != nil {
 				return Expr{}, err
 			}
-			return strFn(xs, types.StringType, func(a []types.Value) types.Value { return types.StringValue(strings.Trim(a[0].S, " ")) }), nil
+			return strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(strings.Trim(a0.S, " ")) }), nil
 		}
 		if err := wantArgs(e, xs, 3, 3); err != nil {
 			return Expr{}, err
@@ -460,7 +478,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		}
 		switch e.Name {
 		case "REGEXP":
-			return strFn(xs[:1], types.BooleanType, func(a []types.Value) types.Value { return types.BoolValue(re.MatchString(a[0].S)) }), nil
+			return strFn1(xs[:1], types.BooleanType, func(a0 types.Value) types.Value { return types.BoolValue(re.MatchString(a0.S)) }), nil
 		case "REGEXP_REPLACE":
 			if err := stringArgs(e, xs, 2); err != nil {
 				return Expr{}, err
@@ -507,8 +525,8 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			// mostly come in time order), formatted once per period
 			// (Nexmark q15/q16 format each bid's day and minute)
 			var last atomic.Pointer[formattedPeriod]
-			return strFn(xs[:1], types.StringType, func(a []types.Value) types.Value {
-				us := a[0].I
+			return strFn1(xs[:1], types.StringType, func(a0 types.Value) types.Value {
+				us := a0.I
 				if date {
 					us *= 86400e6
 				}
@@ -521,8 +539,8 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 				return types.StringValue(c.s)
 			}), nil
 		}
-		return strFn(xs[:1], types.StringType, func(a []types.Value) types.Value {
-			us := a[0].I
+		return strFn1(xs[:1], types.StringType, func(a0 types.Value) types.Value {
+			us := a0.I
 			if date {
 				us *= 86400e6
 			}
@@ -543,8 +561,8 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			return Expr{}, ErrAt(e, "TO_TIMESTAMP needs a constant format")
 		}
 		layout := javaLayout(xs[1].Eval(nil).S)
-		return strFn(xs[:1], t, func(a []types.Value) types.Value {
-			tm, err := time.Parse(layout, a[0].S)
+		return strFn1(xs[:1], t, func(a0 types.Value) types.Value {
+			tm, err := time.Parse(layout, a0.S)
 			if err != nil {
 				return types.NullValue
 			}
@@ -608,8 +626,8 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 				return Expr{}, ErrAt(e, "UNIX_TIMESTAMP needs a constant format")
 			}
 			layout := javaLayout(xs[1].Eval(nil).S)
-			return strFn(xs[:1], types.BigIntType, func(a []types.Value) types.Value {
-				tm, err := time.Parse(layout, a[0].S)
+			return strFn1(xs[:1], types.BigIntType, func(a0 types.Value) types.Value {
+				tm, err := time.Parse(layout, a0.S)
 				if err != nil {
 					return types.NullValue
 				}
