@@ -97,6 +97,10 @@ type builder struct {
 	// that only filters, or projects nothing), to that input: whoever may
 	// be lent the first's rows may be lent the second's (lend.go)
 	through map[*rel]*rel
+	// pebble: the job keeps keyed state in Pebble, so the window
+	// aggregations that would keep theirs on the heap run on keyed
+	// process functions (window_state.go)
+	pebble bool
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {

@@ -324,7 +324,8 @@ func legacyWindow(c *parser.Call, ec *expr.Compiler) (*windowSpec, error) {
 
 // rowAgg adapts an expr.AggLayout to weir's AggregateFunction, so window
 // aggregations run on weir's window operator (its state, its timers, its
-// snapshots). The accumulator is a types.Row: keys, count, slots.
+// snapshots). The accumulator is a types.Row: keys, count, slots; none
+// before the first row (nil, or empty as state decodes it).
 type rowAgg struct {
 	layout *expr.AggLayout
 	keys   []expr.EvalFn
@@ -333,7 +334,7 @@ type rowAgg struct {
 func (a rowAgg) Create() types.Row { return types.Row{} }
 
 func (a rowAgg) Add(acc types.Row, in types.Row) types.Row {
-	if acc.Values == nil {
+	if len(acc.Values) == 0 {
 		keys := make([]types.Value, len(a.keys))
 		for i, k := range a.keys {
 			keys[i] = k(in.Values)
@@ -345,10 +346,10 @@ func (a rowAgg) Add(acc types.Row, in types.Row) types.Row {
 }
 
 func (a rowAgg) Merge(x, y types.Row) types.Row {
-	if x.Values == nil {
+	if len(x.Values) == 0 {
 		return y
 	}
-	if y.Values == nil {
+	if len(y.Values) == 0 {
 		return x
 	}
 	a.layout.Merge(x.Values, y.Values)
@@ -358,7 +359,7 @@ func (a rowAgg) Merge(x, y types.Row) types.Row {
 func (a rowAgg) Result(acc types.Row) types.Row {
 	l := a.layout
 	vs := make([]types.Value, l.NKeys+len(l.Calls)+3)
-	if acc.Values == nil {
+	if len(acc.Values) == 0 {
 		return types.Row{Values: vs}
 	}
 	copy(vs, acc.Values[:l.NKeys])
@@ -369,7 +370,8 @@ func (a rowAgg) Result(acc types.Row) types.Row {
 }
 
 // windowAggRel is a window aggregation on weir's window operator (TUMBLE,
-// HOP, SESSION) or on a keyed process function (CUMULATE). Its result is
+// HOP, SESSION), or on a keyed process function (CUMULATE; TUMBLE, HOP and
+// SESSION too when the job's state is in Pebble: window_state.go). Its result is
 // insert-only: one row per key and window when the watermark passes the
 // window's end.
 func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string) *rel {
@@ -383,6 +385,11 @@ func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *
 		s, err := b.stream(in)
 		if err != nil {
 			return nil, err
+		}
+		if b.stateWindows(w) {
+			// the job keeps keyed state in Pebble: so do its windows
+			// (window_state.go)
+			return stateWindowAgg(b, s, w, keys, keyEvals, layout), nil
 		}
 		nk := len(keyEvals)
 		// the integer-key path is weir's event-time window operator: a

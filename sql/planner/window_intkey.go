@@ -1,8 +1,6 @@
 package planner
 
 import (
-	"time"
-
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/types"
@@ -178,18 +176,18 @@ func compactIntKeyWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec
 		// then ships keys only, not the rows (weir's keys-only edge)
 		res := weir.Aggregate(win, weir.Count[types.Row](), b.uid("window-agg"))
 		return weir.Map(res, func(wr weir.WindowResult[intKey, int64]) types.Row {
-			return compactRow(calls, wr.Key, intAcc{V: [maxCompactCalls]int64{wr.Value}}, wr.Start, wr.End)
+			return compactRow(calls, wr.Key, intAcc{V: [maxCompactCalls]int64{wr.Value}}, wr.Start.UnixMilli(), wr.End.UnixMilli())
 		}, b.uid("window-result"))
 	}
 	if len(calls) == 1 {
 		res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc1, intAcc1](intAgg1{intAgg{calls: calls}}), b.uid("window-agg"))
 		return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc1]) types.Row {
-			return compactRow(calls, wr.Key, intAcc{V: [maxCompactCalls]int64{wr.Value.V}, Set: b2u(wr.Value.Set)}, wr.Start, wr.End)
+			return compactRow(calls, wr.Key, intAcc{V: [maxCompactCalls]int64{wr.Value.V}, Set: b2u(wr.Value.Set)}, wr.Start.UnixMilli(), wr.End.UnixMilli())
 		}, b.uid("window-result"))
 	}
 	res := weir.Aggregate(win, weir.AggregateFunction[types.Row, intAcc, intAcc](intAgg{calls: calls}), b.uid("window-agg"))
 	return weir.Map(res, func(wr weir.WindowResult[intKey, intAcc]) types.Row {
-		return compactRow(calls, wr.Key, wr.Value, wr.Start, wr.End)
+		return compactRow(calls, wr.Key, wr.Value, wr.Start.UnixMilli(), wr.End.UnixMilli())
 	}, b.uid("window-result"))
 }
 
@@ -199,8 +197,9 @@ func countStarOnly(calls []*expr.AggCall) bool {
 	return len(calls) == 1 && calls[0].Kind == expr.AggCountStar && calls[0].Filter == nil
 }
 
-// compactRow is the output row of a window of a compact aggregation.
-func compactRow(calls []*expr.AggCall, key intKey, acc intAcc, startT, endT time.Time) types.Row {
+// compactRow is the output row of a window [start, end) (ms) of a compact
+// aggregation.
+func compactRow(calls []*expr.AggCall, key intKey, acc intAcc, start, end int64) types.Row {
 	base := 1 + len(calls)
 	vs := make([]types.Value, base+3)
 	if key.Null {
@@ -215,7 +214,6 @@ func compactRow(calls []*expr.AggCall, key intKey, acc intAcc, startT, endT time
 			vs[1+i] = types.IntValue(acc.V[i])
 		}
 	}
-	start, end := startT.UnixMicro(), endT.UnixMicro()
-	vs[base], vs[base+1], vs[base+2] = types.IntValue(start), types.IntValue(end), types.IntValue(end-1000)
+	vs[base], vs[base+1], vs[base+2] = types.IntValue(start*1000), types.IntValue(end*1000), types.IntValue((end-1)*1000)
 	return types.Row{Values: vs}
 }
