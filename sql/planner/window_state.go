@@ -174,21 +174,48 @@ func watermarkMillis(wm time.Time) int64 {
 // alignedStateFn is a TUMBLE or HOP aggregation per key: one accumulator
 // per open window in MapState, by window end (ms); an event-time timer at
 // end - 1 emits the window and removes its accumulator.
+//
+// The accumulators a batch of input touches are read from the state once
+// and written back once, when the batch ends (EndBatch, before the
+// batch's watermark and any checkpoint barrier): a key with several rows
+// in a batch (a global window's one key, a hot auction) costs a state
+// read and write for all of them, not for each. A timer that fires within
+// the batch (the watermark moves with its rows) finds its window there.
 type alignedStateFn[K comparable, ACC any] struct {
 	size, slide, off int64 // ms
 	agg              weir.AggregateFunction[types.Row, ACC, ACC]
 	render           func(K, ACC, int64, int64) types.Row
 	accs             *weir.MapState[K, int64, ACC]
+	// the batch's accumulators: cache indexes dirty
+	cache map[windowKey[K]]int32
+	dirty []dirtyWindow[K, ACC]
+}
+
+// windowKey is a key's window, by its end (ms).
+type windowKey[K comparable] struct {
+	key K
+	end int64
+}
+
+// dirtyWindow is an accumulator of the batch, to write back (gone: its
+// window fired and left the state).
+type dirtyWindow[K comparable, ACC any] struct {
+	ref  weir.KeyRef[K]
+	end  int64
+	acc  ACC
+	gone bool
 }
 
 func (f *alignedStateFn[K, ACC]) Open(rc *weir.RuntimeContext[K]) error {
 	f.accs = weir.NewMapState[int64, ACC](rc, "windows")
+	f.cache = map[windowKey[K]]int32{}
 	return nil
 }
 
 func (f *alignedStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.Row], in types.Row) error {
 	ts := ctx.Timestamp().UnixMilli()
 	wm := watermarkMillis(ctx.Watermark())
+	key := ctx.Key()
 	// the windows holding ts, latest first, as the heap operator assigns
 	// them; a row none of whose windows is open is late, and dropped
 	for s := ts - mod(ts-f.off, f.slide); s > ts-f.size; s -= f.slide {
@@ -196,24 +223,54 @@ func (f *alignedStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.
 		if end-1 <= wm {
 			break // this window fired, and every earlier one too
 		}
+		if i, ok := f.cache[windowKey[K]{key, end}]; ok {
+			d := &f.dirty[i]
+			d.acc = f.agg.Add(d.acc, in)
+			continue
+		}
 		acc, ok := f.accs.Get(end)
 		if !ok {
 			acc = f.agg.Create()
 			ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
 		}
-		f.accs.Put(end, f.agg.Add(acc, in))
+		f.cache[windowKey[K]{key, end}] = int32(len(f.dirty))
+		f.dirty = append(f.dirty, dirtyWindow[K, ACC]{ref: ctx.KeyRef(), end: end, acc: f.agg.Add(acc, in)})
 	}
 	return nil
 }
 
 func (f *alignedStateFn[K, ACC]) OnTimer(ctx *weir.KeyedContext[K, types.Row], t time.Time) error {
 	end := t.UnixMilli() + 1
-	acc, ok := f.accs.Get(end)
-	if !ok {
-		return nil
+	key := ctx.Key()
+	var acc ACC
+	if i, ok := f.cache[windowKey[K]{key, end}]; ok {
+		d := &f.dirty[i]
+		acc, d.gone = d.acc, true
+		delete(f.cache, windowKey[K]{key, end})
+	} else {
+		var ok bool
+		if acc, ok = f.accs.Get(end); !ok {
+			return nil
+		}
 	}
-	ctx.Emit(f.render(ctx.Key(), acc, end-f.size, end))
+	ctx.Emit(f.render(key, acc, end-f.size, end))
 	f.accs.Remove(end)
+	return nil
+}
+
+// EndBatch writes the batch's accumulators back to the state.
+func (f *alignedStateFn[K, ACC]) EndBatch(ctx *weir.KeyedContext[K, types.Row]) error {
+	ts := ctx.Timestamp()
+	for i := range f.dirty {
+		d := &f.dirty[i]
+		if !d.gone {
+			ctx.SetKey(d.ref, ts)
+			f.accs.Put(d.end, d.acc)
+		}
+		*d = dirtyWindow[K, ACC]{}
+	}
+	f.dirty = f.dirty[:0]
+	clear(f.cache)
 	return nil
 }
 
@@ -227,23 +284,48 @@ type sessionWin[ACC any] struct {
 // sessionStateFn is a SESSION aggregation per key: the key's open
 // sessions in one ValueState (a key has few open at a time: those the
 // watermark has not closed), each with an event-time timer at its end - 1.
+// As alignedStateFn, it reads a key's sessions once a batch and writes
+// them back when the batch ends.
 type sessionStateFn[K comparable, ACC any] struct {
 	gap    int64 // ms
 	agg    weir.AggregateFunction[types.Row, ACC, ACC]
 	render func(K, ACC, int64, int64) types.Row
 	wins   *weir.ValueState[K, []sessionWin[ACC]]
 	merged []int
+	// the batch's keys: cache indexes dirty
+	cache map[K]int32
+	dirty []dirtySessions[K, ACC]
+}
+
+// dirtySessions are a key's sessions in the batch, to write back.
+type dirtySessions[K comparable, ACC any] struct {
+	ref weir.KeyRef[K]
+	ws  []sessionWin[ACC]
 }
 
 func (f *sessionStateFn[K, ACC]) Open(rc *weir.RuntimeContext[K]) error {
 	f.wins = weir.NewValueState[[]sessionWin[ACC]](rc, "sessions")
+	f.cache = map[K]int32{}
 	return nil
+}
+
+// sessions returns the current key's sessions, the batch's: the caller
+// changes them in place, or sets the returned entry's.
+func (f *sessionStateFn[K, ACC]) sessions(ctx *weir.KeyedContext[K, types.Row]) (*dirtySessions[K, ACC], []sessionWin[ACC]) {
+	key := ctx.Key()
+	if i, ok := f.cache[key]; ok {
+		return &f.dirty[i], f.dirty[i].ws
+	}
+	ws, _ := f.wins.Value()
+	f.cache[key] = int32(len(f.dirty))
+	f.dirty = append(f.dirty, dirtySessions[K, ACC]{ref: ctx.KeyRef(), ws: ws})
+	return &f.dirty[len(f.dirty)-1], ws
 }
 
 func (f *sessionStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.Row], in types.Row) error {
 	ts := ctx.Timestamp().UnixMilli()
 	start, end := ts, ts+f.gap
-	ws, _ := f.wins.Value()
+	d, ws := f.sessions(ctx)
 	// the sessions that overlap or touch [ts, ts+gap) merge with it (open
 	// sessions are apart from one another, so one pass finds them all)
 	merged := f.merged[:0]
@@ -261,7 +343,6 @@ func (f *sessionStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.
 		// within a session: it stays where it is
 		w := &ws[merged[0]]
 		w.Acc = f.agg.Add(w.Acc, in)
-		f.wins.Update(ws)
 		return nil
 	}
 	// a new session, or the merge of those it touches: theirs leave the
@@ -280,26 +361,55 @@ func (f *sessionStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.
 			keep = append(keep, w)
 		}
 	}
-	ws = append(keep, sessionWin[ACC]{Start: start, End: end, Acc: f.agg.Add(acc, in)})
+	d.ws = append(keep, sessionWin[ACC]{Start: start, End: end, Acc: f.agg.Add(acc, in)})
 	ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
-	f.wins.Update(ws)
 	return nil
 }
 
 func (f *sessionStateFn[K, ACC]) OnTimer(ctx *weir.KeyedContext[K, types.Row], t time.Time) error {
 	end := t.UnixMilli() + 1
-	ws, _ := f.wins.Value()
-	for i, w := range ws {
+	// within a batch, the key's sessions may be the batch's; after it (the
+	// batch's watermark), they are in the state
+	var ws []sessionWin[ACC]
+	i, cached := f.cache[ctx.Key()]
+	if cached {
+		ws = f.dirty[i].ws
+	} else {
+		ws, _ = f.wins.Value()
+	}
+	for j, w := range ws {
 		if w.End != end {
 			continue
 		}
 		ctx.Emit(f.render(ctx.Key(), w.Acc, w.Start, w.End))
-		if ws = slices.Delete(ws, i, i+1); len(ws) == 0 {
+		ws = slices.Delete(ws, j, j+1)
+		switch {
+		case cached:
+			f.dirty[i].ws = ws
+		case len(ws) == 0:
 			f.wins.Clear()
-		} else {
+		default:
 			f.wins.Update(ws)
 		}
 		return nil
 	}
+	return nil
+}
+
+// EndBatch writes the batch's sessions back to the state.
+func (f *sessionStateFn[K, ACC]) EndBatch(ctx *weir.KeyedContext[K, types.Row]) error {
+	ts := ctx.Timestamp()
+	for i := range f.dirty {
+		d := &f.dirty[i]
+		ctx.SetKey(d.ref, ts)
+		if len(d.ws) == 0 {
+			f.wins.Clear()
+		} else {
+			f.wins.Update(d.ws)
+		}
+		*d = dirtySessions[K, ACC]{}
+	}
+	f.dirty = f.dirty[:0]
+	clear(f.cache)
 	return nil
 }
