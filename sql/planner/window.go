@@ -371,9 +371,9 @@ func (a rowAgg) Result(acc types.Row) types.Row {
 
 // windowAggRel is a window aggregation on weir's window operator (TUMBLE,
 // HOP, SESSION), or on a keyed process function (CUMULATE; TUMBLE, HOP and
-// SESSION too when the job's state is in Pebble: window_state.go). Its result is
-// insert-only: one row per key and window when the watermark passes the
-// window's end.
+// SESSION too when the job's state is in Pebble: window_state.go). Its
+// result is insert-only: one row per key and window when the watermark
+// passes the window's end.
 func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *expr.Scope, op string) *rel {
 	in := w.input
 	keyEvals := make([]expr.EvalFn, len(keys))
