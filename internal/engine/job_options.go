@@ -136,7 +136,9 @@ func HeapState() JobOption {
 // Pebble LSM under dir, so state can be larger than memory; memoryBudget
 // bounds the bytes each operator's Pebble keeps in memory (0: a default).
 // Checkpoints copy Pebble state by key group like heap state (not yet
-// incrementally); window operators keep their state on the heap.
+// incrementally); weir's window operators (Window, and what is built on
+// it) keep their state on the heap, which SQL's window aggregations avoid
+// by running on Process functions when the job uses Pebble.
 func PebbleState(dir string, memoryBudget int64) JobOption {
 	return jobOpt{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget
