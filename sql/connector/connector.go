@@ -309,6 +309,11 @@ type Sink struct {
 	// input): the planner may then reuse the rows' memory for the next
 	// rows instead of allocating each.
 	Lends bool
+	// DropsUpdateBefore says that the sink does nothing with -U rows
+	// (Flink's blackhole asks for none; an upsert sink, Accepts Upsert,
+	// ignores them too): the plan need not make them, as Flink's planner
+	// makes no UPDATE_BEFORE for such a sink.
+	DropsUpdateBefore bool
 }
 
 // Factory is a connector, known by its identifier: the value of the

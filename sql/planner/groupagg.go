@@ -362,8 +362,9 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		// call (a mini-batch's end), so a slot is written again only after
 		// the sink has had its row
 		lend, rows := b.lendRows(r), ringRows(b.job)
+		ub := b.needUB(r)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals, lend: lend, ringRows: rows}
+			fn := groupAggFn{layout: layout, keys: keyEvals, lend: lend, ringRows: rows, ub: ub}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -381,6 +382,8 @@ type groupAggFn struct {
 	lend     *bool
 	ring     *rowRing
 	ringRows int
+	// ub: an update emits its -U (ub.go); else +U alone
+	ub *bool
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -455,7 +458,9 @@ func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], prev, acc
 			ctx.Emit(types.Row{Kind: types.Insert, Values: next})
 		case types.EqualValues(prev, next):
 		default:
-			ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+			if f.ub == nil || *f.ub {
+				ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+			}
 			ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
 		}
 	}

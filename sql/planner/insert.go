@@ -154,6 +154,9 @@ func (s *Session) planInsert(ins *parser.Insert) (*Statement, error) {
 	root := &rel{op: fmt.Sprintf("Sink(table=[%s], fields=[%s])", td.ddl.Name, strings.Join((&expr.Scope{Cols: sinkCols}).Schema().Names(), ", ")),
 		sc: &expr.Scope{Cols: sinkCols}, mode: q.mode, inputs: []*rel{q}, updater: q.updater, bounded: q.bounded}
 	st := &Statement{root: root, text: parser.QueryString(ins.Query)}
+	if sink.DropsUpdateBefore || sink.Accepts == types.Upsert {
+		st.noUB = q
+	}
 	nq := len(sinkCols)
 	if sink.Lends || !identity {
 		// the cast, or else the sink, is done with q's rows when it returns

@@ -97,6 +97,9 @@ type builder struct {
 	// that only filters, or projects nothing), to that input: whoever may
 	// be lent the first's rows may be lent the second's (lend.go)
 	through map[*rel]*rel
+	// ub holds the flags of operators that may leave out -U rows when
+	// nothing after them needs them (ub.go).
+	ub map[*rel]*bool
 	// pebble: the job keeps keyed state in Pebble, so the window
 	// aggregations that would keep theirs on the heap run on keyed
 	// process functions (window_state.go)

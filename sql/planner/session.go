@@ -359,6 +359,13 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 		feeds[r.canonical()] = true
 	}
 	b.settleLending(feeds)
+	var noUB []*rel
+	for _, st := range stmts {
+		if st.noUB != nil {
+			noUB = append(noUB, st.noUB)
+		}
+	}
+	b.settleUpdateBefore(noUB)
 	return job, nil
 }
 

@@ -25,6 +25,10 @@ type Statement struct {
 	// cast ahead of it) reads and is done with when its call returns, so
 	// that feed's operator may lend it rows (lend.go).
 	feed *rel
+	// noUB, when set, is the rel whose stream goes to a sink that drops
+	// -U rows (connector.Sink.DropsUpdateBefore): the updating operator
+	// that makes it need not make them (ub.go).
+	noUB *rel
 }
 
 // IsQuery reports whether the statement is a SELECT, whose rows print as

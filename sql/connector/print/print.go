@@ -121,5 +121,5 @@ func (Blackhole) CreateSink(t *connector.Table) (*connector.Sink, error) {
 		return nil, err
 	}
 	return &connector.Sink{Sink: weir.SinkFunc[types.Row](func(context.Context, []types.Row) error { return nil }), Accepts: types.All,
-		Lends: true}, nil
+		Lends: true, DropsUpdateBefore: true}, nil
 }
