@@ -1,14 +1,10 @@
 package sql_test
 
 import (
-	"context"
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/weirstream/weir/sql"
 	"github.com/weirstream/weir/sql/nexmarksql"
-	"github.com/weirstream/weir/sql/types"
 )
 
 // TestGroupAggregationLendsRows: an updating GROUP BY (or Top-N, or
@@ -47,42 +43,7 @@ SET 'table.exec.mini-batch.size' = '1000';`); err != nil {
 							t.Fatal(err)
 						}
 					}
-					schema, st, err := s.Query(query)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var mu sync.Mutex
-					var kept []types.Row
-					var out []string
-					if lent {
-						st.SubscribeLent(func(rows []types.Row) error {
-							mu.Lock()
-							defer mu.Unlock()
-							for _, r := range rows {
-								out = append(out, sql.FormatRow(r, schema))
-							}
-							return nil
-						})
-					} else {
-						st.Subscribe(func(rows []types.Row) error {
-							mu.Lock()
-							defer mu.Unlock()
-							kept = append(kept, rows...)
-							return nil
-						})
-					}
-					job, err := s.Job([]*sql.Statement{st})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := job.Run(context.Background()); err != nil {
-						t.Fatal(err)
-					}
-					for _, r := range kept {
-						out = append(out, sql.FormatRow(r, schema))
-					}
-					slices.Sort(out)
-					return out
+					return subscribedRows(t, s, query, lent)
 				}
 				kept, lent := run(false), run(true)
 				join := name == "q4" || name == "q9" || name == "q20"

@@ -38,45 +38,7 @@ func TestLentRowsOnlyToSinksThatDoNotKeepThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := func(lent bool) []string {
-				s := nexmarkSession(t, 3000, p)
-				schema, st, err := s.Query(query)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var mu sync.Mutex
-				var kept []types.Row
-				var out []string
-				if lent {
-					st.SubscribeLent(func(rows []types.Row) error {
-						mu.Lock()
-						defer mu.Unlock()
-						for _, r := range rows {
-							out = append(out, sql.FormatRow(r, schema))
-						}
-						return nil
-					})
-				} else {
-					st.Subscribe(func(rows []types.Row) error {
-						mu.Lock()
-						defer mu.Unlock()
-						kept = append(kept, rows...) // kept past the call
-						return nil
-					})
-				}
-				job, err := s.Job([]*sql.Statement{st})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := job.Run(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range kept {
-					out = append(out, sql.FormatRow(r, schema))
-				}
-				slices.Sort(out)
-				return out
-			}
+			run := func(lent bool) []string { return subscribedRows(t, nexmarkSession(t, 3000, p), query, lent) }
 			kept, lent := run(false), run(true)
 			if len(kept) < 2000 || !slices.Equal(kept, lent) {
 				t.Fatalf("%s at p%d: %d rows kept from Subscribe, %d read in SubscribeLent; they differ", q, p, len(kept), len(lent))
@@ -141,4 +103,47 @@ func TestLentRowsAllocateNothingPerRow(t *testing.T) {
 			t.Errorf("%s's job file into blackhole: %.2f allocations per event, want < %.1f", q, a, want)
 		}
 	}
+}
+
+// subscribedRows runs query on s into Subscribe (kept rows: the plan may
+// not lend them) or SubscribeLent (read during the call), and returns its
+// rows formatted, sorted.
+func subscribedRows(t *testing.T, s *sql.Session, query string, lent bool) []string {
+	t.Helper()
+	schema, st, err := s.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var kept []types.Row
+	var out []string
+	if lent {
+		st.SubscribeLent(func(rows []types.Row) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range rows {
+				out = append(out, sql.FormatRow(r, schema))
+			}
+			return nil
+		})
+	} else {
+		st.Subscribe(func(rows []types.Row) error {
+			mu.Lock()
+			defer mu.Unlock()
+			kept = append(kept, rows...) // kept past the call
+			return nil
+		})
+	}
+	job, err := s.Job([]*sql.Statement{st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range kept {
+		out = append(out, sql.FormatRow(r, schema))
+	}
+	slices.Sort(out)
+	return out
 }
