@@ -365,6 +365,18 @@ func (j *Job) HeapStateOperators() []string {
 	return out
 }
 
+// StateBackend names the backend the job's keyed state is in: "pebble"
+// with PebbleState, "heap" otherwise (HeapState, the default), the last
+// of the two options winning. Code that builds operators for the job
+// (SQL's planner) reads it to choose operators whose state the backend
+// holds.
+func (j *Job) StateBackend() string {
+	if j.cfg.stateBackend == "pebble" {
+		return "pebble"
+	}
+	return "heap"
+}
+
 // RestoredFrom is the checkpoint or savepoint directory the job's last
 // attempt started from ("" if it started empty).
 func (j *Job) RestoredFrom() string {

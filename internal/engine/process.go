@@ -208,6 +208,16 @@ func (c *KeyedContext[K, OUT]) CurrentProcessingTime() time.Time {
 // Emit sends a record downstream with the current timestamp.
 func (c *KeyedContext[K, OUT]) Emit(v OUT) { c.op.add(v, c.op.curTS) }
 
+// DropLate counts the record being processed as dropped for being late,
+// where weir's window operators and joins count theirs: the operator's
+// late_records_dropped_total in /metrics, its late_records_dropped on the
+// dashboard, OperatorMetrics.LateDropped in Job.Metrics. It drops nothing
+// itself: a function that finds its record late (its Timestamp behind the
+// Watermark, or all its windows fired) drops it by not keeping or
+// emitting it, and calls DropLate once for it so that the drop shows.
+// Call it from ProcessElement.
+func (c *KeyedContext[K, OUT]) DropLate() { c.op.m.LateDropped.Add(1) }
+
 // emitAt sends a record with timestamp ts (ms), which must not be below the
 // current record's: the joins stamp a pair with the later of its two times.
 func (c *KeyedContext[K, OUT]) emitAt(v OUT, ts int64) { c.op.add(v, ts) }

@@ -3,7 +3,6 @@ package planner
 import (
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -44,35 +43,17 @@ import (
 // Everything the heap operators decide is decided alike: the record's
 // event time (not the time column) places it, window bounds are in
 // milliseconds from the epoch plus the offset (taken modulo the slide),
-// a row late for all its windows is dropped (allowed lateness is 0 in
-// SQL), and a window's row is stamped end - 1 ms and emitted when the
+// a row late for all its windows is dropped and counted in the operator's
+// late_records_dropped_total (KeyedContext.DropLate; allowed lateness is
+// 0 in SQL), and a window's row is stamped end - 1 ms and emitted when the
 // watermark reaches that, before the watermark is forwarded. Only the
 // order of rows emitted at one watermark differs: the heap operators walk
 // a window's keys in hash order, timers fire in registration order.
 //
-// What the heap operators do and these do not: count the late rows they
-// drop in the operator's late_records_dropped_total (a process function
-// has no way to yet). Slicing HOP windows (Flink's FLIP-145) was left out:
+// Slicing HOP windows (Flink's FLIP-145) was left out:
 // merging slices changes the order floating-point sums add in, and with
 // few rows per key and slice (Nexmark q5) it reads more state per window
 // fired than it saves per row.
-
-// pebbleBackend reports whether a job built with opts keeps its keyed
-// state in Pebble: the last of PebbleState and HeapState wins, as in the
-// job's options. The options say what they are only in their printed
-// form (weir.JobOption's String).
-func pebbleBackend(opts []weir.JobOption) bool {
-	pebble := false
-	for _, o := range opts {
-		switch s := o.String(); {
-		case strings.HasPrefix(s, "PebbleState("):
-			pebble = true
-		case strings.HasPrefix(s, "HeapState("):
-			pebble = false
-		}
-	}
-	return pebble
-}
 
 // stateWindows reports whether windowAggRel plans w on the process
 // functions of this file.
@@ -225,8 +206,14 @@ func (f *alignedStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.
 	wm := watermarkMillis(ctx.Watermark())
 	key := ctx.Key()
 	// the windows holding ts, latest first, as the heap operator assigns
-	// them; a row none of whose windows is open is late, and dropped
-	for s := ts - mod(ts-f.off, f.slide); s > ts-f.size; s -= f.slide {
+	// them; a row none of whose windows is open (its latest fired, and
+	// every earlier one with it) is late, dropped and counted
+	last := ts - mod(ts-f.off, f.slide)
+	if last+f.size-1 <= wm {
+		ctx.DropLate()
+		return nil
+	}
+	for s := last; s > ts-f.size; s -= f.slide {
 		end := s + f.size
 		if end-1 <= wm {
 			break // this window fired, and every earlier one too
@@ -345,7 +332,8 @@ func (f *sessionStateFn[K, ACC]) ProcessElement(ctx *weir.KeyedContext[K, types.
 	}
 	f.merged = merged
 	if end-1 <= watermarkMillis(ctx.Watermark()) {
-		return nil // late: the session it would be in has fired
+		ctx.DropLate() // the session it would be in has fired
+		return nil
 	}
 	if len(merged) == 1 && ws[merged[0]].Start == start && ws[merged[0]].End == end {
 		// within a session: it stays where it is

@@ -156,7 +156,10 @@ var trail = &expr.AggregateFunction{
 }
 
 // runWindowJob runs a SELECT over the generated rows and returns its
-// changelog, sorted, and the late rows the job's operators dropped.
+// changelog, sorted, and the late rows the job's operators dropped. It
+// checks that the job's window aggregations keep their state where the
+// job's backend says: on the heap's window operators, or, on Pebble, on
+// process functions, leaving no keyed operator's state on the heap.
 func runWindowJob(t *testing.T, query string, par int, opts ...Option) (rows []string, late int64) {
 	t.Helper()
 	var out syncBuffer
@@ -169,6 +172,9 @@ func runWindowJob(t *testing.T, query string, par int, opts ...Option) (rows []s
 	defer cancel()
 	if err := job.Run(ctx); err != nil {
 		t.Fatalf("%s: %v", query, err)
+	}
+	if heapOps := job.HeapStateOperators(); (job.StateBackend() == "pebble") != (len(heapOps) == 0) {
+		t.Fatalf("%s: state backend %s, operators with heap state %q", query, job.StateBackend(), heapOps)
 	}
 	for _, l := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(l, "+") || strings.HasPrefix(l, "-") {
@@ -186,8 +192,8 @@ func runWindowJob(t *testing.T, query string, par int, opts ...Option) (rows []s
 // ones, several keys (NULL among them), empty windows, overlapping HOP
 // windows and merging sessions on the heap and on Pebble, at parallelism
 // 1 and 2: the changelogs are the same, row for row (insert-only), the
-// window columns included, and the heap job did drop late rows, so the
-// Pebble job dropped the same.
+// window columns included, the heap job did drop late rows, and the
+// Pebble job counted as many in late_records_dropped_total.
 func TestStateWindowsMatchHeap(t *testing.T) {
 	values.mu.Lock()
 	values.data["window-state-rows"] = windowRows(7, 1500)
@@ -195,7 +201,7 @@ func TestStateWindowsMatchHeap(t *testing.T) {
 	for i, q := range stateWindowQueries {
 		par := 1 + i%2
 		heap, late := runWindowJob(t, q, par)
-		pebble, _ := runWindowJob(t, q, par, JobOptions(weir.PebbleState(t.TempDir(), 8<<20)))
+		pebble, pebbleLate := runWindowJob(t, q, par, JobOptions(weir.PebbleState(t.TempDir(), 8<<20)))
 		if len(heap) < 20 || !strings.HasPrefix(heap[0], "+I[") || !strings.HasPrefix(heap[len(heap)-1], "+I[") {
 			t.Fatalf("%s: %d rows on the heap, want an insert-only result of at least 20", q, len(heap))
 		}
@@ -204,6 +210,9 @@ func TestStateWindowsMatchHeap(t *testing.T) {
 		}
 		if !slices.Equal(heap, pebble) {
 			t.Errorf("%s (parallelism %d): %d rows on the heap, %d on Pebble:\n%s", q, par, len(heap), len(pebble), diffLines(heap, pebble))
+		}
+		if pebbleLate != late {
+			t.Errorf("%s (parallelism %d): %d late rows dropped on the heap, %d on Pebble", q, par, late, pebbleLate)
 		}
 	}
 }
@@ -229,8 +238,9 @@ func diffLines(a, b []string) string {
 	return out.String()
 }
 
-// TestPebbleBackendOption: the planner reads the backend from the job's
-// options by their printed form; a change of weir's names breaks it here.
+// TestPebbleBackendOption: the planner plans for the backend the job says
+// it has (weir.Job's StateBackend): the last of PebbleState and HeapState
+// wins, as in the job's options.
 func TestPebbleBackendOption(t *testing.T) {
 	for _, c := range []struct {
 		opts []weir.JobOption
@@ -242,8 +252,8 @@ func TestPebbleBackendOption(t *testing.T) {
 		{[]weir.JobOption{weir.PebbleState("/tmp/x", 0), weir.Parallelism(2), weir.HeapState()}, false},
 		{[]weir.JobOption{weir.HeapState(), weir.PebbleState("/tmp/x", 1<<20), weir.IncrementalCheckpoints()}, true},
 	} {
-		if got := pebbleBackend(c.opts); got != c.want {
-			t.Errorf("%v: pebble %v, want %v", c.opts, got, c.want)
+		if got := weir.NewJob("t", c.opts...).StateBackend(); (got == "pebble") != c.want || got != "pebble" && got != "heap" {
+			t.Errorf("%v: state backend %q, want pebble %v", c.opts, got, c.want)
 		}
 	}
 }
