@@ -24,7 +24,7 @@ import (
 // allocation count; at a million events its few thousand allocations are
 // below 0.01 per event.
 func BenchmarkNexmarkSQLPerEvent(b *testing.B) {
-	for _, q := range []string{"q0", "q1", "q2", "q11"} {
+	for _, q := range []string{"q0", "q1", "q2", "q11", "q15", "q16", "q18"} {
 		b.Run(q, func(b *testing.B) {
 			query, err := nexmarksql.Query(q)
 			if err != nil {

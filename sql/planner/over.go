@@ -20,9 +20,17 @@ type rankSpec struct {
 	partition []expr.EvalFn
 	order     []orderKey
 	items     []expr.EvalFn // the select list over the input; nil at the rank's place
+	// from: the input column that items[i] reads as it is (copied, not
+	// evaluated), or -1
+	from []int
 	rnPos     int
 	limit     int64
 	keepLast  bool // deduplication keeping the last row (ORDER BY time DESC, N = 1)
+	// dedup: Flink's Deduplicate (ROW_NUMBER ordered by a time attribute
+	// alone, N = 1), whose changes of a partition's row are updates: a
+	// -U of the old row (where read, ub.go) and a +U of the new one, where
+	// a Top-N's are a -D and a +I
+	dedup bool
 	text      string
 	kind      string // ROW_NUMBER, RANK or DENSE_RANK (rank_topn.go)
 }
@@ -31,6 +39,10 @@ type orderKey struct {
 	eval expr.EvalFn
 	cmp  func(a, b types.Value) int
 	desc bool
+	// timeAttr: the key is a time attribute (a rowtime or proctime column)
+	timeAttr bool
+	// col: the input column the key is, read without evaluating, or -1
+	col int
 }
 
 // planOver plans a select list with an OVER window: ROW_NUMBER for Top-N
@@ -78,7 +90,8 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 		if cmp == nil {
 			return nil, expr.ErrAt(o.Expr, "cannot order by %s", ce.Type)
 		}
-		spec.order = append(spec.order, orderKey{eval: ce.Eval, cmp: cmp, desc: o.Desc})
+		spec.order = append(spec.order, orderKey{eval: ce.Eval, cmp: cmp, desc: o.Desc,
+			timeAttr: ce.Type.TimeAttr != types.NoTimeAttr, col: expr.CopySource(ce, false)})
 		if len(rank.Over.OrderBy) == 1 && o.Desc && ce.Type.TimeAttr != types.NoTimeAttr && rank.Name == "ROW_NUMBER" {
 			spec.keepLast = true
 		}
@@ -118,8 +131,10 @@ func (p *planner) planOver(s *parser.Select, from *rel) (*rel, error) {
 		}
 		sc.Cols = append(sc.Cols, expr.Column{Name: n, Type: t})
 		spec.items = append(spec.items, pr.exprs[i].Eval)
+		spec.from = append(spec.from, expr.CopySource(pr.exprs[i], false))
 	}
 	spec.items[pos] = nil
+	spec.from[pos] = -1
 	r := &rel{op: "Rank(" + spec.text + ")", sc: sc, mode: types.All, inputs: []*rel{from}, bounded: from.bounded}
 	r.updater = r.op
 	r.rank = spec
@@ -203,8 +218,12 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 		// rows lent to a chained sink reuse a ring (lend.go, as the group
 		// aggregation's)
 		lend, rows := b.lendRows(r), ringRows(b.job)
+		ub := &alwaysUB
+		if spec.dedup {
+			ub = b.needUB(r)
+		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract, lend: lend, ringRows: rows}
+			return &topNFn{spec: spec, keep: keep, retract: retract, lend: lend, ringRows: rows, ub: ub}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -219,7 +238,13 @@ type topNFn struct {
 	lend     *bool
 	ring     *rowRing
 	ringRows int
+	// ub: a deduplication's -U rows are read (ub.go)
+	ub *bool
 }
+
+// alwaysUB is the needUB flag of the operators that always send their
+// retractions.
+var alwaysUB = true
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
 	f.rows = weir.NewValueState[types.Row](rc, "rows")
@@ -227,8 +252,14 @@ func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
 }
 
 func (f *topNFn) compare(a, b []types.Value) int {
-	for _, o := range f.spec.order {
-		x, y := o.eval(a), o.eval(b)
+	for i := range f.spec.order {
+		o := &f.spec.order[i]
+		var x, y types.Value
+		if o.col >= 0 {
+			x, y = a[o.col], b[o.col]
+		} else {
+			x, y = o.eval(a), o.eval(b)
+		}
 		var c int
 		switch {
 		case x.Null && y.Null:
@@ -261,9 +292,12 @@ func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
 		out = make([]types.Value, len(f.spec.items))
 	}
 	for i, ev := range f.spec.items {
-		if ev == nil {
+		switch j := f.spec.from[i]; {
+		case ev == nil:
 			out[i] = types.IntValue(rn)
-		} else {
+		case j >= 0:
+			out[i] = in[j]
+		default:
 			out[i] = ev(in)
 		}
 	}
@@ -287,9 +321,15 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 			f.rows.Update(st)
 			return nil
 		case len(was) == len(in.Values):
-			ctx.Emit(types.Row{Kind: types.Delete, Values: f.project(was, 1)})
+			before, after := types.Delete, types.Insert
+			if f.spec.dedup {
+				before, after = types.UpdateBefore, types.UpdateAfter
+			}
+			if !f.spec.dedup || *f.ub {
+				ctx.Emit(types.Row{Kind: before, Values: f.project(was, 1)})
+			}
 			copy(was, in.Values)
-			ctx.Emit(types.Row{Kind: types.Insert, Values: f.project(was, 1)})
+			ctx.Emit(types.Row{Kind: after, Values: f.project(was, 1)})
 			f.rows.Update(st)
 			return nil
 		}

@@ -519,6 +519,7 @@ func (p *planner) where(from *rel, w parser.Expr) (*rel, error) {
 			spec.limit = limit
 			op := fmt.Sprintf("Rank(%s, rankRange=[1..%d])", spec.text, limit)
 			if limit == 1 && len(spec.order) == 1 && spec.kind == "ROW_NUMBER" {
+				spec.dedup = spec.order[0].timeAttr
 				op = fmt.Sprintf("Deduplicate(keep=[%s], %s)", map[bool]string{true: "LastRow", false: "FirstRow"}[spec.keepLast], spec.text)
 			}
 			ranked := rankRel(&spec, from.sc, op)

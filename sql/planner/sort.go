@@ -110,7 +110,7 @@ func (p *planner) planSort(s *parser.Select, in *rel, orig []parser.OrderItem) (
 		if i == 0 && ce.Type.TimeAttr == types.ProctimeAttr {
 			return nil, expr.ErrAt(written, "ORDER BY a processing-time attribute is not supported yet")
 		}
-		keys = append(keys, orderKey{eval: ce.Eval, cmp: cmp, desc: o.Desc})
+		keys = append(keys, orderKey{eval: ce.Eval, cmp: cmp, desc: o.Desc, col: expr.CopySource(ce, false)})
 		t := parser.ExprString(written)
 		if o.Desc {
 			t += " DESC"
@@ -130,6 +130,7 @@ func (p *planner) planSort(s *parser.Select, in *rel, orig []parser.OrderItem) (
 		spec := &rankSpec{input: in, order: keys, limit: limit, kind: "ROW_NUMBER", text: "ORDER BY " + strings.Join(text, ", ")}
 		for i, c := range in.sc.Cols {
 			spec.items = append(spec.items, expr.ColRef(i, c.Type).Eval)
+			spec.from = append(spec.from, i)
 		}
 		sc := withoutWindowMarks(&expr.Scope{Cols: append([]expr.Column(nil), in.sc.Cols...)}, 0, len(in.sc.Cols))
 		for i := range sc.Cols {

@@ -144,6 +144,34 @@ func appendValues(b []byte, vs []Value) ([]byte, error) {
 	return b, nil
 }
 
+// appendFlat is appendValues for values of no composite (X nil), which
+// is not recursive and so does not make its buffer escape; ok is false
+// (and b to be dropped) at the first composite value.
+func appendFlat(b []byte, vs []Value) (_ []byte, ok bool) {
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for _, v := range vs {
+		switch {
+		case v.Null:
+			b = append(b, tagNull)
+		case v.X != nil:
+			return b, false
+		case v.S != "" && v.I != 0:
+			b = append(b, tagIntString)
+			b = binary.AppendVarint(b, v.I)
+			b = binary.AppendUvarint(b, uint64(len(v.S)))
+			b = append(b, v.S...)
+		case v.S != "":
+			b = append(b, tagString)
+			b = binary.AppendUvarint(b, uint64(len(v.S)))
+			b = append(b, v.S...)
+		default:
+			b = append(b, tagInt)
+			b = binary.AppendVarint(b, v.I)
+		}
+	}
+	return b, true
+}
+
 func appendValue(b []byte, v Value) ([]byte, error) {
 	switch {
 	case v.Null:
@@ -347,6 +375,12 @@ func (v Value) Equal(o Value) bool {
 // weir's operators that need comparable types): equal value lists give
 // equal keys.
 func Key(vs []Value) string {
+	// built on the stack: the string is the one allocation (most keys
+	// are a few integers)
+	var buf [64]byte
+	if b, ok := appendFlat(buf[:0], vs); ok {
+		return string(b)
+	}
 	b, err := appendValues(nil, vs)
 	if err != nil {
 		panic(err) // only values holding foreign types fail, which the planner never builds

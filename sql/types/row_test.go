@@ -87,3 +87,23 @@ func FuzzRowDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestKeyFlatAllocatesOnce: a key of plain values (no composite) is
+// built on the stack, the string its one allocation, and encodes as
+// AppendKey does (the form every key in state has).
+func TestKeyFlatAllocatesOnce(t *testing.T) {
+	for _, vs := range [][]Value{
+		{IntValue(1)},
+		{IntValue(-1234567), StringValue("a string key"), NullValue, {I: 3, S: "both"}, FloatValue(2.5)},
+		{StringValue(string(make([]byte, 100)))}, // longer than the stack buffer
+		{IntValue(1), ListValue([]Value{IntValue(2)})},
+	} {
+		if got, want := Key(vs), string(AppendKey(nil, vs)); got != want {
+			t.Fatalf("Key(%v) = %x, AppendKey %x", vs, got, want)
+		}
+	}
+	vs := []Value{IntValue(42), StringValue("bidder")}
+	if n := testing.AllocsPerRun(100, func() { _ = Key(vs) }); n != 1 {
+		t.Fatalf("Key of two plain values: %v allocations, want 1", n)
+	}
+}
