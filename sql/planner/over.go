@@ -22,17 +22,17 @@ type rankSpec struct {
 	items     []expr.EvalFn // the select list over the input; nil at the rank's place
 	// from: the input column that items[i] reads as it is (copied, not
 	// evaluated), or -1
-	from []int
-	rnPos     int
-	limit     int64
-	keepLast  bool // deduplication keeping the last row (ORDER BY time DESC, N = 1)
+	from     []int
+	rnPos    int
+	limit    int64
+	keepLast bool // deduplication keeping the last row (ORDER BY time DESC, N = 1)
 	// dedup: Flink's Deduplicate (ROW_NUMBER ordered by a time attribute
 	// alone, N = 1), whose changes of a partition's row are updates: a
 	// -U of the old row (where read, ub.go) and a +U of the new one, where
 	// a Top-N's are a -D and a +I
 	dedup bool
-	text      string
-	kind      string // ROW_NUMBER, RANK or DENSE_RANK (rank_topn.go)
+	text  string
+	kind  string // ROW_NUMBER, RANK or DENSE_RANK (rank_topn.go)
 }
 
 type orderKey struct {
