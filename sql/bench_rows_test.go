@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +25,11 @@ import (
 // allocation count; at a million events its few thousand allocations are
 // below 0.01 per event.
 func BenchmarkNexmarkSQLPerEvent(b *testing.B) {
-	for _, q := range []string{"q0", "q1", "q2", "q11", "q15", "q16", "q18"} {
+	// QUERY-mb: with mini-batch on, as `weir bench nexmark --sql
+	// --mini-batch 1000` runs the updating queries
+	for _, q := range []string{"q0", "q1", "q2", "q11", "q15", "q15-mb", "q16", "q16-mb", "q18"} {
 		b.Run(q, func(b *testing.B) {
+			q, mb := strings.CutSuffix(q, "-mb")
 			query, err := nexmarksql.Query(q)
 			if err != nil {
 				b.Fatal(err)
@@ -35,12 +39,18 @@ func BenchmarkNexmarkSQLPerEvent(b *testing.B) {
 			if _, err := s.Exec(nexmarksql.DDL()); err != nil {
 				b.Fatal(err)
 			}
+			if mb {
+				if _, err := s.Exec("SET 'table.exec.mini-batch.enabled' = 'true'; SET 'table.exec.mini-batch.allow-latency' = '1 s'; SET 'table.exec.mini-batch.size' = '1000';"); err != nil {
+					b.Fatal(err)
+				}
+			}
 			_, st, err := s.Query(query)
 			if err != nil {
 				b.Fatal(err)
 			}
 			rows := 0
 			st.SubscribeLent(func(rs []types.Row) error { rows += len(rs); return nil })
+			st.DropUpdateBefore() // as the query files' blackhole sink
 			job, err := s.Job([]*sql.Statement{st})
 			if err != nil {
 				b.Fatal(err)

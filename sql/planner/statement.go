@@ -79,7 +79,7 @@ func modeKinds(m types.ChangelogMode) string {
 // Subscribe sets fn as the statement's sink: it gets the result's rows
 // (changelog kinds included), from several goroutines at parallelism > 1.
 func (st *Statement) Subscribe(fn func(rows []types.Row) error) {
-	st.feed = nil
+	st.feed, st.noUB = nil, nil
 	st.sink = func(b *builder, s *weir.Stream[types.Row]) error {
 		weir.To(s, weir.SinkFunc[types.Row](func(_ context.Context, rows []types.Row) error { return fn(rows) }), b.uid("collect"))
 		return nil
@@ -95,6 +95,12 @@ func (st *Statement) SubscribeLent(fn func(rows []types.Row) error) {
 	st.Subscribe(fn)
 	st.feed = st.root
 }
+
+// DropUpdateBefore says that the subscriber (Subscribe, SubscribeLent)
+// does nothing with -U rows, as Flink's blackhole sink and upsert sinks:
+// the plan then need not make them (Flink's changelog mode inference),
+// and an update may reach fn as its +U alone. Call it after Subscribe.
+func (st *Statement) DropUpdateBefore() { st.noUB = st.root }
 
 // Schema is the statement's result columns.
 func (st *Statement) Schema() types.Schema { return st.root.sc.Schema() }
