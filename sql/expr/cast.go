@@ -53,7 +53,9 @@ func FormatValue(v types.Value, t types.Type) string {
 			return fmt.Sprintf("+%d-%02d", v.I/12, v.I%12)
 		}
 		return (time.Duration(v.I) * time.Millisecond).String()
-	case types.Array, types.Multiset:
+	case types.Multiset:
+		return formatMultiset(v.List(), *t.Elem) // funcs_collections.go
+	case types.Array:
 		var b strings.Builder
 		b.WriteByte('[')
 		for i, e := range v.List() {
