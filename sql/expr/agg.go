@@ -60,6 +60,8 @@ type AggCall struct {
 	uTs   []types.Type
 	// sep is LISTAGG's separator
 	sep string
+	// respectNulls: ARRAY_AGG keeps NULL values (agg_collect.go)
+	respectNulls bool
 	// hashed: a DISTINCT COUNT, SUM or AVG whose values compare by their
 	// bits keeps them in a types.CountedSet (of strings if hashStrs), not
 	// a sorted list
@@ -477,7 +479,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		} else {
 			v = c.Arg(in)
 		}
-		if v.Null {
+		if v.Null && !c.respectNulls {
 			continue
 		}
 		if c.Distinct {
@@ -493,7 +495,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		switch c.Kind {
 		case AggCount:
 			acc[c.slot].I += sign
-		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject:
+		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject, aggCollect, aggArrayAgg:
 			c.accumulateMore(acc, v, sign)
 		case aggSum, aggSum0, aggAvg:
 			s := c.toS(v)

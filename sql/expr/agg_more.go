@@ -51,6 +51,9 @@ func compileMoreAgg(a *AggCall, c *parser.Call, ec *Compiler) (*AggCall, bool, e
 	if m, ok, err := compileJSONAgg(a, c, ec); ok {
 		return m, true, err
 	}
+	if m, ok, err := compileCollectAgg(a, c, ec); ok {
+		return m, true, err // agg_collect.go
+	}
 	kind, ok := moreAggKinds[c.Name]
 	if !ok {
 		return nil, false, nil
@@ -137,6 +140,8 @@ func (a *AggCall) moreSlots() int {
 	switch {
 	case isJSONAgg(a.Kind):
 		return 1 // the values' JSON texts (json_agg.go)
+	case isCollectAgg(a.Kind):
+		return a.collectSlots() // agg_collect.go
 	case isVariance(a.Kind):
 		if a.Distinct {
 			return 4 // the multiset of values, then sum, sum of squares, count
@@ -163,6 +168,10 @@ func (a *AggCall) accumulateMore(acc []types.Value, v types.Value, sign int64) {
 	s := a.slot
 	if isJSONAgg(a.Kind) {
 		a.accumulateJSON(acc, v, sign)
+		return
+	}
+	if isCollectAgg(a.Kind) {
+		a.accumulateCollect(acc, v, sign)
 		return
 	}
 	if isVariance(a.Kind) {
@@ -219,6 +228,10 @@ func (a *AggCall) mergeMore(dst, src []types.Value) {
 		a.mergeJSON(dst, src)
 		return
 	}
+	if isCollectAgg(a.Kind) {
+		a.mergeCollect(dst, src)
+		return
+	}
 	if isVariance(a.Kind) {
 		if a.Distinct {
 			for _, e := range pairs(src[s]) {
@@ -258,6 +271,9 @@ func (a *AggCall) resultMore(acc []types.Value) types.Value {
 	s := a.slot
 	if isJSONAgg(a.Kind) {
 		return a.resultJSON(acc)
+	}
+	if isCollectAgg(a.Kind) {
+		return a.resultCollect(acc)
 	}
 	if isVariance(a.Kind) {
 		return a.variance(acc[a.varSlot()], acc[a.varSlot()+1], acc[a.varSlot()+2].I)

@@ -349,6 +349,9 @@ type (
 		Star     bool // COUNT(*)
 		Over     *Over
 		Filter   Expr
+		// Nulls is "RESPECT" or "IGNORE" when the arguments end with
+		// RESPECT NULLS or IGNORE NULLS (ARRAY_AGG)
+		Nulls string
 	}
 	// Case is CASE [operand] WHEN ... THEN ... [ELSE ...] END.
 	Case struct {

@@ -422,6 +422,12 @@ func (p *parser) maybeCall(t token) Expr {
 			} else {
 				c.Args = append(c.Args, a)
 			}
+			if p.isKw("RESPECT") || p.isKw("IGNORE") {
+				c.Nulls = strings.ToUpper(p.next().text)
+				p.wantKw("NULLS")
+				p.wantOp(")")
+				break
+			}
 			if p.acceptOp(")") {
 				break
 			}

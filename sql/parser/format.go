@@ -108,6 +108,9 @@ func writeExpr(b *strings.Builder, e Expr) {
 		if !writeJSONArgs(b, e) {
 			writeList(b, e.Args)
 		}
+		if e.Nulls != "" {
+			b.WriteString(" " + e.Nulls + " NULLS")
+		}
 		b.WriteByte(')')
 		if e.Filter != nil {
 			b.WriteString(" FILTER (WHERE ")
