@@ -60,8 +60,13 @@ type AggCall struct {
 	uTs   []types.Type
 	// sep is LISTAGG's separator
 	sep string
-	// respectNulls: ARRAY_AGG keeps NULL values (agg_collect.go)
+	// respectNulls: ARRAY_AGG and LAG keep NULL values (agg_collect.go)
 	respectNulls bool
+	// LAG's offset and constant default; lagPair: its argument is the
+	// pair (value, default) (agg_lag.go)
+	lagOffset  int
+	lagDefault types.Value
+	lagPair    bool
 	// hashed: a DISTINCT COUNT, SUM or AVG whose values compare by their
 	// bits keeps them in a types.CountedSet (of strings if hashStrs), not
 	// a sorted list
@@ -495,7 +500,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		switch c.Kind {
 		case AggCount:
 			acc[c.slot].I += sign
-		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject, aggCollect, aggArrayAgg:
+		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject, aggCollect, aggArrayAgg, aggLag:
 			c.accumulateMore(acc, v, sign)
 		case aggSum, aggSum0, aggAvg:
 			s := c.toS(v)

@@ -32,7 +32,8 @@ const (
 	aggArrayAgg
 )
 
-func isCollectAgg(k AggKind) bool { return k == aggCollect || k == aggArrayAgg }
+// isCollectAgg reports the kinds of this file and of agg_lag.go.
+func isCollectAgg(k AggKind) bool { return k == aggCollect || k == aggArrayAgg || k == aggLag }
 
 func init() {
 	AggregateNames["COLLECT"] = true
@@ -50,6 +51,8 @@ func compileCollectAgg(a *AggCall, c *parser.Call, ec *Compiler) (*AggCall, bool
 		}
 	case "ARRAY_AGG":
 		kind = aggArrayAgg
+	case "LAG":
+		return compileLag(a, c, ec) // agg_lag.go
 	default:
 		return nil, false, nil
 	}
@@ -107,7 +110,7 @@ func (a *AggCall) collectSlot() int {
 }
 
 func (a *AggCall) collectSlots() int {
-	if a.Distinct {
+	if a.Distinct || a.Kind == aggLag {
 		return 2
 	}
 	return 1
@@ -117,8 +120,12 @@ func (a *AggCall) collectSlots() int {
 // only for ARRAY_AGG RESPECT NULLS).
 func (a *AggCall) accumulateCollect(acc []types.Value, v types.Value, sign int64) {
 	s := a.collectSlot()
-	if a.Kind == aggCollect {
+	switch a.Kind {
+	case aggCollect:
 		acc[s], _ = multisetAdd(acc[s], v, sign, a.cmp)
+		return
+	case aggLag:
+		a.accumulateLag(acc, v) // never retracted
 		return
 	}
 	l := acc[s].List()
@@ -135,6 +142,9 @@ func (a *AggCall) accumulateCollect(acc []types.Value, v types.Value, sign int64
 // aggregation's global phase): src's values after dst's.
 func (a *AggCall) mergeCollect(dst, src []types.Value) {
 	s := a.collectSlot()
+	if a.Kind == aggLag {
+		return // an OVER aggregation's, which never merges
+	}
 	if !a.Distinct {
 		if a.Kind == aggCollect {
 			for _, e := range pairs(src[s]) {
@@ -172,6 +182,9 @@ func (a *AggCall) mergeCollect(dst, src []types.Value) {
 // resultCollect is the multiset or the array: a copy, as the accumulator
 // changes in place.
 func (a *AggCall) resultCollect(acc []types.Value) types.Value {
+	if a.Kind == aggLag {
+		return a.resultLag(acc)
+	}
 	l := acc[a.collectSlot()].List()
 	if a.Kind == aggArrayAgg {
 		if len(l) == 0 {

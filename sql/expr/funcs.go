@@ -788,7 +788,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			return types.IntValue(int64(h))
 		}}, nil
 	}
-	if collectionFuncs[e.Name] {
+	if collectionFuncs[e.Name] || overOnlyFuncs[e.Name] {
 		return c.collectionCall(e, xs) // funcs_collections.go
 	}
 	return Expr{}, ErrAt(e, "no function named %s", e.Name)

@@ -29,6 +29,10 @@ var collectionFuncs = map[string]bool{
 	"MAP_UNION": true, "MAP_FROM_ARRAYS": true,
 }
 
+// overOnlyFuncs are the OVER functions that are no aggregates: called
+// without OVER, they are an error (agg_lag.go, planner/over_lag.go).
+var overOnlyFuncs = map[string]bool{"LAG": true, "LEAD": true, "CUME_DIST": true, "PERCENT_RANK": true, "NTILE": true}
+
 func init() {
 	// listed for SHOW FUNCTIONS and IsBuiltin here, not in ScalarFunctions'
 	// literal, so that this file stays apart from funcs.go
@@ -41,6 +45,9 @@ func init() {
 // collectionCall compiles a function of collectionFuncs; xs are its
 // compiled arguments.
 func (c *Compiler) collectionCall(e *parser.Call, xs []Expr) (Expr, error) {
+	if overOnlyFuncs[e.Name] {
+		return Expr{}, ErrAt(e, "%s needs an OVER window: %s(...) OVER (PARTITION BY ... ORDER BY ...)", e.Name, e.Name)
+	}
 	switch e.Name {
 	case "ELEMENT", "ARRAY_DISTINCT", "ARRAY_REVERSE", "ARRAY_MAX", "ARRAY_MIN":
 		if err := wantArgs(e, xs, 1, 1); err != nil {

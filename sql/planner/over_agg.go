@@ -46,7 +46,12 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 			if !ok || c.Over == nil || err != nil {
 				return err == nil
 			}
-			if !expr.IsAggregate(c.Name, p.s.cat.functions()) {
+			isFn, ferr := overFunctionErr(c) // over_lag.go
+			if ferr != nil {
+				err = ferr
+				return false
+			}
+			if !isFn && !expr.IsAggregate(c.Name, p.s.cat.functions()) {
 				err = expr.ErrAt(c, "%s OVER is not supported (aggregates and ROW_NUMBER are)", c.Name)
 				return false
 			}
