@@ -215,6 +215,9 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 	if err != nil {
 		return Expr{}, err
 	}
+	if x, ok, err := c.moreCall(e, xs); ok { // funcs_flink_*.go
+		return x, err
+	}
 	switch e.Name {
 	case "JSON_EXISTS", "JSON_VALUE", "JSON_QUERY", "JSON_STRING", "JSON_OBJECT", "JSON_ARRAY", "IS JSON", "IS NOT JSON":
 		return c.jsonCall(e, xs) // json_funcs.go

@@ -118,6 +118,14 @@ func (p *parser) predicate() Expr {
 				p.wantOp(",")
 			}
 			l = in
+		case !not && p.isKw("OVERLAPS") && isPeriod(l):
+			// (s1, e1) OVERLAPS (s2, e2): OVERLAPS(s1, e1, s2, e2)
+			p.next()
+			r := p.additive()
+			if !isPeriod(r) {
+				p.fail("a period (start, end) after OVERLAPS")
+			}
+			l = &Call{Pos: t.pos, Name: "OVERLAPS", Args: append(append([]Expr{}, l.(*Call).Args...), r.(*Call).Args...)}
 		case p.acceptKw("LIKE"), p.acceptKw("SIMILAR", "TO"):
 			lk := &Like{Pos: t.pos, X: l, Not: not, Similar: strings.EqualFold(p.toks[p.i-1].text, "TO")}
 			lk.Pattern = p.additive()
@@ -132,6 +140,13 @@ func (p *parser) predicate() Expr {
 			return l
 		}
 	}
+}
+
+// isPeriod reports whether e is a row constructor of two values, the
+// operand of OVERLAPS.
+func isPeriod(e Expr) bool {
+	c, ok := e.(*Call)
+	return ok && c.Name == "ROW" && len(c.Args) == 2
 }
 
 func (p *parser) additive() Expr {
@@ -447,6 +462,11 @@ func (p *parser) maybeCall(t token) Expr {
 	return c
 }
 
+// timeUnits are the units of FLOOR/CEIL(timepoint TO unit), TIMESTAMPADD
+// and TIMESTAMPDIFF.
+var timeUnits = map[string]bool{"YEAR": true, "QUARTER": true, "MONTH": true, "WEEK": true, "DAY": true,
+	"HOUR": true, "MINUTE": true, "SECOND": true, "MILLISECOND": true}
+
 // callArg reads a function argument; TRIM and SUBSTRING/POSITION/OVERLAY's
 // keyword forms are rewritten to plain arguments.
 func (p *parser) callArg(fn string) Expr {
@@ -469,6 +489,42 @@ func (p *parser) callArg(fn string) Expr {
 			return &Call{Pos: e.ExprPos(), Name: "$ARGS", Args: []Expr{e, p.expr()}}
 		}
 		return e
+	case "OVERLAY":
+		// OVERLAY(s PLACING r FROM i [FOR n])
+		e := p.expr()
+		if p.acceptKw("PLACING") {
+			args := []Expr{e, p.expr()}
+			p.wantKw("FROM")
+			args = append(args, p.expr())
+			if p.acceptKw("FOR") {
+				args = append(args, p.expr())
+			}
+			return &Call{Pos: e.ExprPos(), Name: "$ARGS", Args: args}
+		}
+		return e
+	case "FLOOR", "CEIL", "CEILING":
+		// FLOOR(timepoint TO unit): the unit as a string argument
+		e := p.expr()
+		if p.acceptKw("TO") {
+			u := p.tok()
+			unit := strings.ToUpper(u.text)
+			if u.kind != tIdent || !timeUnits[unit] {
+				p.fail("a time unit (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND)")
+			}
+			p.next()
+			return &Call{Pos: e.ExprPos(), Name: "$ARGS", Args: []Expr{e, &Literal{Pos: u.pos, Kind: StringLit, Text: unit}}}
+		}
+		return e
+	case "TIMESTAMPADD", "TIMESTAMPDIFF":
+		// the unit, a bare word first, as a string argument
+		if u := p.tok(); u.kind == tIdent && p.toks[p.i-1].kind == tOp && p.toks[p.i-1].text == "(" &&
+			p.peek(1).kind == tOp && p.peek(1).text == "," {
+			unit := strings.TrimPrefix(strings.ToUpper(u.text), "SQL_TSI_")
+			if timeUnits[unit] {
+				p.next()
+				return &Literal{Pos: u.pos, Kind: StringLit, Text: unit}
+			}
+		}
 	case "TRIM":
 		mode := "BOTH"
 		t := p.tok()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
+	"github.com/weirstream/weir/sql/types"
 )
 
 // The session's catalogs, after Flink's CatalogManager: catalogs by name,
@@ -297,6 +298,12 @@ func (c *catalog) functions() map[string]expr.Function {
 	for id, d := range c.tempFuncs {
 		c.addFunction(m, id, d)
 	}
+	// CURRENT_DATABASE() is the database names resolve against: a
+	// function of the session's state, so bound here (a system function
+	// of the name replaces it)
+	db := c.res.db
+	m["CURRENT_DATABASE"] = &expr.ScalarFunction{Returns: types.Type{Kind: types.Varchar, Length: types.MaxLength, NotNull: true},
+		Eval: func([]types.Value) (types.Value, error) { return types.StringValue(db), nil }}
 	for k, d := range c.sysFuncs {
 		m[k] = d.fn
 	}
