@@ -899,9 +899,13 @@ func isClassCall(name string, x Expr) Expr {
 	case !t.IsString():
 		test = func(types.Value) bool { return false }
 	case name == "IS_ALPHA":
-		test = func(v types.Value) bool { return v.S != "" && strings.IndexFunc(v.S, func(r rune) bool { return !unicode.IsLetter(r) }) < 0 }
+		test = func(v types.Value) bool {
+			return v.S != "" && strings.IndexFunc(v.S, func(r rune) bool { return !unicode.IsLetter(r) }) < 0
+		}
 	case name == "IS_DIGIT":
-		test = func(v types.Value) bool { return v.S != "" && strings.IndexFunc(v.S, func(r rune) bool { return !unicode.IsDigit(r) }) < 0 }
+		test = func(v types.Value) bool {
+			return v.S != "" && strings.IndexFunc(v.S, func(r rune) bool { return !unicode.IsDigit(r) }) < 0
+		}
 	default:
 		test = func(v types.Value) bool { return isJavaDouble(v.S) }
 	}

@@ -184,7 +184,7 @@ func overlaps(e *parser.Call, xs []Expr) (Expr, error) {
 	if err := wantArgs(e, xs, 4, 4); err != nil {
 		return Expr{}, err
 	}
-	type end func(r []types.Value, start int64) (int64, bool)
+	type end func(r []types.Value, start int64, startOK bool) (int64, bool)
 	point := func(i int) (func(r []types.Value) (int64, bool), error) {
 		x := xs[i]
 		if !isDateTime(x.Type) {
@@ -200,9 +200,9 @@ func overlaps(e *parser.Call, xs []Expr) (Expr, error) {
 		x := xs[i]
 		if x.Type.Kind == types.Interval {
 			f, months := x.Eval, x.Type.Months
-			return func(r []types.Value, start int64) (int64, bool) {
+			return func(r []types.Value, start int64, startOK bool) (int64, bool) {
 				v := f(r)
-				if v.Null {
+				if v.Null || !startOK {
 					return 0, false
 				}
 				if months {
@@ -215,7 +215,7 @@ func overlaps(e *parser.Call, xs []Expr) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(r []types.Value, _ int64) (int64, bool) { return p(r) }, nil
+		return func(r []types.Value, _ int64, _ bool) (int64, bool) { return p(r) }, nil
 	}
 	s1, err := point(0)
 	if err != nil {
@@ -233,24 +233,34 @@ func overlaps(e *parser.Call, xs []Expr) (Expr, error) {
 	if err != nil {
 		return Expr{}, err
 	}
-	period := func(r []types.Value, s func([]types.Value) (int64, bool), e end) (int64, int64, bool) {
-		a, ok := s(r)
-		if !ok {
-			return 0, 0, false
-		}
-		b, ok := e(r, a)
-		if !ok {
-			return 0, 0, false
-		}
-		return min(a, b), max(a, b), true
+	// as Calcite's convertOverlaps: the ends of each period put in order
+	// (s <= e, else swapped, which a NULL also does), then
+	// (e1 >= s2) AND (e2 >= s1) in three-valued logic
+	type pt struct {
+		v  int64
+		ok bool
 	}
-	return Expr{Type: types.Type{Kind: types.Boolean, NotNull: allNotNull(xs)}, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
-		a1, b1, ok1 := period(r, s1, e1)
-		a2, b2, ok2 := period(r, s2, e2)
-		if !ok1 || !ok2 {
-			return types.NullValue
+	period := func(r []types.Value, s func([]types.Value) (int64, bool), e end) (lo, hi pt) {
+		a, aok := s(r)
+		b, bok := e(r, a, aok)
+		if aok && bok && a <= b {
+			return pt{a, true}, pt{b, true}
 		}
-		return types.BoolValue(a1 <= b2 && a2 <= b1)
+		return pt{b, bok}, pt{a, aok}
+	}
+	ge := func(x, y pt) (val, known bool) { return x.v >= y.v, x.ok && y.ok }
+	return Expr{Type: types.Type{Kind: types.Boolean, NotNull: allNotNull(xs)}, Const: allKonst(xs), Col: -1, Eval: func(r []types.Value) types.Value {
+		a1, b1 := period(r, s1, e1)
+		a2, b2 := period(r, s2, e2)
+		c1, k1 := ge(b1, a2)
+		c2, k2 := ge(b2, a1)
+		switch {
+		case k1 && !c1, k2 && !c2:
+			return types.BoolValue(false)
+		case k1 && k2:
+			return types.BoolValue(true)
+		}
+		return types.NullValue
 	}}, nil
 }
 

@@ -519,11 +519,9 @@ func (p *parser) callArg(fn string) Expr {
 		// the unit, a bare word first, as a string argument
 		if u := p.tok(); u.kind == tIdent && p.toks[p.i-1].kind == tOp && p.toks[p.i-1].text == "(" &&
 			p.peek(1).kind == tOp && p.peek(1).text == "," {
-			unit := strings.TrimPrefix(strings.ToUpper(u.text), "SQL_TSI_")
-			if timeUnits[unit] {
-				p.next()
-				return &Literal{Pos: u.pos, Kind: StringLit, Text: unit}
-			}
+			// a unit the compiler does not know is its error there
+			p.next()
+			return &Literal{Pos: u.pos, Kind: StringLit, Text: strings.TrimPrefix(strings.ToUpper(u.text), "SQL_TSI_")}
 		}
 	case "TRIM":
 		mode := "BOTH"
