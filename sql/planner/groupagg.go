@@ -118,6 +118,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	// aggregate calls, in order of appearance, deduplicated
 	var calls []*expr.AggCall
 	var callText []string
+	var callASTs []*parser.Call // as written, for the split of distinct aggregates
 	callIdx := map[string]int{}
 	collect := func(e parser.Expr) error {
 		var err error
@@ -138,6 +139,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 			}
 			callIdx[key] = len(calls)
 			calls = append(calls, a)
+			callASTs = append(callASTs, c)
 			callText = append(callText, key)
 			return false
 		})
@@ -170,7 +172,17 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	for i, k := range keys {
 		keyText[i] = parser.ExprString(k)
 	}
-	if win != nil {
+	// table.optimizer.distinct-agg.split.enabled (distinct_split.go)
+	var split *rel
+	if win == nil && attached == nil {
+		var err error
+		if split, err = p.splitDistinctAgg(s.Pos, from, keyExprs, keyText, callASTs, calls, out); err != nil {
+			return nil, err
+		}
+	}
+	if split != nil {
+		agg = split
+	} else if win != nil {
 		if win.kind == "SESSION" {
 			if err := layout.MergeErr(); err != nil {
 				return nil, parser.Errorf(s.Pos, "%v", err)
@@ -594,7 +606,7 @@ func (p *planner) twoPhase(in *rel, layout *expr.AggLayout, miniBatch int) bool 
 	if strategy == "AUTO" {
 		// a DISTINCT aggregate's partials are multisets of values, whose
 		// merge costs more than it saves (Flink splits them instead:
-		// table.optimizer.distinct-agg.split.enabled, not yet in weir)
+		// table.optimizer.distinct-agg.split.enabled, distinct_split.go)
 		for _, c := range layout.Calls {
 			if c.Distinct {
 				return false
