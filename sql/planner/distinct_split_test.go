@@ -42,8 +42,8 @@ func TestDistinctSplitPlan(t *testing.T) {
 		{on, "SELECT COUNT(DISTINCT v), SUM(v) FROM t", 2, false},
 		{on, "SELECT k, COUNT(DISTINCT v), COUNT(DISTINCT s) FILTER (WHERE v > 1) FROM t GROUP BY k", 2, true},
 		{on, "SELECT k, SUM(DISTINCT v), AVG(v), MIN(s) FROM t GROUP BY k", 2, true},
-		{on, "SELECT k, COUNT(v) FROM t GROUP BY k", 1, false},                            // no DISTINCT
-		{on, "SELECT k, COUNT(DISTINCT v), LAST_VALUE(s) FROM t GROUP BY k", 1, false},    // LAST_VALUE does not split
+		{on, "SELECT k, COUNT(v) FROM t GROUP BY k", 1, false},                         // no DISTINCT
+		{on, "SELECT k, COUNT(DISTINCT v), LAST_VALUE(s) FROM t GROUP BY k", 1, false}, // LAST_VALUE does not split
 		{on + "SET 'table.optimizer.distinct-agg.split.bucket-num' = '7';", "SELECT k, COUNT(DISTINCT v) FROM t GROUP BY k", 2, false},
 	} {
 		plan := explain(c.sets, c.query)
