@@ -109,6 +109,9 @@ func newBenchNexmark() *cobra.Command {
 		// miniBatch > 0 adds a run of the SQL plan with Flink's
 		// table.exec.mini-batch options, that size
 		miniBatch int
+		// distinctSplit adds runs of the SQL plans with Flink's
+		// table.optimizer.distinct-agg.split.enabled
+		distinctSplit bool
 	)
 	cmd := &cobra.Command{
 		Use:   "nexmark",
@@ -184,12 +187,19 @@ temporary directory, as in the published figures.`,
 					fmt.Fprintf(out, "      %s\n", benchRunsLine(res))
 				}
 				if withSQL {
-					if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON, 0); err != nil {
-						return fmt.Errorf("%s (sql): %w", q, err)
+					splits := []bool{false}
+					if distinctSplit {
+						splits = append(splits, true)
 					}
-					if miniBatch > 0 {
-						if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON, miniBatch); err != nil {
-							return fmt.Errorf("%s (sql, mini-batch): %w", q, err)
+					for _, split := range splits {
+						what := map[bool]string{false: "sql", true: "sql, distinct split"}[split]
+						if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON, 0, split); err != nil {
+							return fmt.Errorf("%s (%s): %w", q, what, err)
+						}
+						if miniBatch > 0 {
+							if err := benchNexmarkSQLLine(cmd.Context(), out, q, o, res, asJSON, miniBatch, split); err != nil {
+								return fmt.Errorf("%s (%s, mini-batch): %w", q, what, err)
+							}
 						}
 					}
 				}
@@ -202,6 +212,7 @@ temporary directory, as in the published figures.`,
 	f.BoolVar(&asJSON, "json", false, "one JSON object per query per line")
 	f.BoolVar(&withSQL, "sql", false, "also run each query's Flink SQL (weir sql's plan, throughput only) and print it beside the hand-written query")
 	f.IntVar(&miniBatch, "mini-batch", 0, "with --sql: also run the SQL plan with 'table.exec.mini-batch.enabled' and this 'table.exec.mini-batch.size' (updating GROUP BY aggregations fold each batch's rows per key), printed as QUERY/sql-mb")
+	f.BoolVar(&distinctSplit, "distinct-split", false, "with --sql: also run the SQL plans with 'table.optimizer.distinct-agg.split.enabled' (a DISTINCT aggregation becomes a partial one per bucket of the distinct values and a final one), printed as QUERY/sql-ds and QUERY/sql-mb-ds")
 	f.Int64Var(&o.events, "events", 10_000_000, "events of the throughput run")
 	f.Float64Var(&o.eventRate, "event-rate", nexmark.DefaultEventRate, "event-time rate of the throughput run (events per second of date_time)")
 	f.IntVar(&o.parallelism, "parallelism", 2, "job parallelism (and generator splits)")

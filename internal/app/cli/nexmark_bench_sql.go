@@ -34,11 +34,16 @@ type nexmarkSQLResult struct {
 
 // benchNexmarkSQLLine runs query q's Flink SQL over the 'nexmark'
 // connector with the throughput run's settings and prints its rate beside
-// the hand-written query's.
-func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmarkBenchOpts, goRes nexmarkBenchResult, asJSON bool, miniBatch int) error {
+// the hand-written query's. miniBatch > 0 runs it with Flink's
+// table.exec.mini-batch options, that size; split with
+// table.optimizer.distinct-agg.split.enabled.
+func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmarkBenchOpts, goRes nexmarkBenchResult, asJSON bool, miniBatch int, split bool) error {
 	label, plan := q+"/sql", "sql"
 	if miniBatch > 0 {
 		label, plan = q+"/sql-mb", "sql-mini-batch"
+	}
+	if split {
+		label, plan = label+"-ds", plan+"-distinct-split"
 	}
 	query, err := nexmarksql.Query(q)
 	if err != nil {
@@ -79,6 +84,11 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 	s := sql.NewSession(opts...)
 	if miniBatch > 0 {
 		if _, err := s.Exec(fmt.Sprintf("SET 'table.exec.mini-batch.enabled' = 'true'; SET 'table.exec.mini-batch.allow-latency' = '1 s'; SET 'table.exec.mini-batch.size' = '%d';", miniBatch)); err != nil {
+			return err
+		}
+	}
+	if split {
+		if _, err := s.Exec("SET 'table.optimizer.distinct-agg.split.enabled' = 'true';"); err != nil {
 			return err
 		}
 	}
