@@ -47,9 +47,9 @@ func TestDistinctSplitPlan(t *testing.T) {
 		{on + "SET 'table.optimizer.distinct-agg.split.bucket-num' = '7';", "SELECT k, COUNT(DISTINCT v) FROM t GROUP BY k", 2, false},
 	} {
 		plan := explain(c.sets, c.query)
-		aggs := strings.Count(plan, "GroupAggregate(")
-		if aggs != c.aggs || strings.Contains(plan, "Expand(") != c.expand {
-			t.Errorf("%s %s: %d aggregations (want %d), Expand %v (want %v):\n%s", c.sets, c.query, aggs, c.aggs, !c.expand, c.expand, plan)
+		aggs, expand := strings.Count(plan, "GroupAggregate("), strings.Contains(plan, "Expand(")
+		if aggs != c.aggs || expand != c.expand {
+			t.Errorf("%s %s: %d aggregations (want %d), Expand %v (want %v):\n%s", c.sets, c.query, aggs, c.aggs, expand, c.expand, plan)
 		}
 		if c.aggs == 2 && (!strings.Contains(plan, "partialFinalType=[PARTIAL]") || !strings.Contains(plan, "partialFinalType=[FINAL]")) {
 			t.Errorf("%s: no partial and final aggregation:\n%s", c.query, plan)
