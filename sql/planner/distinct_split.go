@@ -46,9 +46,13 @@ import (
 // Expand, Flink's $e): the bucket columns the grouping does not use are
 // NULL, $e numbers the grouping, and each call counts only its grouping's
 // rows (its FILTER is ANDed with $e = n). The split applies when every
-// call is one of those functions; any other (FIRST_VALUE, LISTAGG, a
-// user-defined aggregate...) leaves the plan unchanged, as Flink's rule
-// does not match then. Window aggregations are not split.
+// call is one of those functions; any other leaves the plan unchanged, as
+// Flink's rule does not match a user-defined aggregate either. Flink also
+// splits FIRST_VALUE, LAST_VALUE, LISTAGG and SINGLE_VALUE (a first value
+// per bucket, then the first of those: another row than the unsplit
+// aggregation's; LISTAGG's order follows the buckets); weir does not, so
+// that the split never changes a result. Window aggregations are not
+// split (Flink splits those of event-time window TVFs).
 //
 // Where weir differs from Flink: the inner aggregation's group includes
 // $e (Flink relies on the filters alone); a bucket is a hash of weir's
