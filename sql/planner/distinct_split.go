@@ -48,10 +48,10 @@ import (
 // rows (its FILTER is ANDed with $e = n). The split applies when every
 // call is one of those functions; any other leaves the plan unchanged, as
 // Flink's rule does not match a user-defined aggregate either. Flink also
-// splits FIRST_VALUE, LAST_VALUE, LISTAGG and SINGLE_VALUE (a first value
-// per bucket, then the first of those: another row than the unsplit
-// aggregation's; LISTAGG's order follows the buckets); weir does not, so
-// that the split never changes a result. Window aggregations are not
+// splits FIRST_VALUE, LAST_VALUE, LISTAGG and SINGLE_VALUE (the final
+// FIRST_VALUE is the first partial to arrive, which over parallel
+// subtasks need not be the first row's; LISTAGG's order follows the
+// buckets); weir does not, so that the split does not change a result. Window aggregations are not
 // split (Flink splits those of event-time window TVFs).
 //
 // Where weir differs from Flink: the inner aggregation's group includes
