@@ -44,6 +44,8 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	heapFloor := root.PersistentFlags().Int("heap-floor-mib", 128, "MiB the garbage collector's heap goal never falls below twice of (allocated, never touched; 0: off; ignored when GOGC or GOMEMLIMIT is set)")
+	root.PersistentPreRun = func(*cobra.Command, []string) { setHeapFloor(*heapFloor) }
 	demo := group("demo", "Run a built-in demo job")
 	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC(), newDemoBroker())
 	bench := group("bench", "Run a built-in benchmark")
