@@ -149,6 +149,8 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		// rows lent to a sink reuse a ring (lend.go); the ring is made on
 		// the first lent row, one per subtask
 		lend := b.lendRows(out)
+		// or made in slabs (lend.go) when every consumer copies them
+		slab := b.slabRowsOf(out)
 		// chained to its input, the Calc keeps nothing of an input row once
 		// it has made its own (it copies values): the input may lend its
 		// rows (an aggregation's changes, lend.go)
@@ -157,17 +159,24 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
 		return weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
 			var ring *rowRing
+			var free []types.Value // the slab's rows not made yet
 			return func(row types.Row, emit func(types.Row)) {
 				if f != nil && !f(row.Values) {
 					return
 				}
 				var vs []types.Value
-				if *lend {
+				switch {
+				case *lend:
 					if ring == nil {
 						ring = newRowRing(n, rows)
 					}
 					vs = ring.next()
-				} else {
+				case *slab:
+					if len(free) < n {
+						free = make([]types.Value, n*slabRows)
+					}
+					vs, free = free[:n:n], free[n:]
+				default:
 					vs = make([]types.Value, n)
 				}
 				for i, ev := range evals {

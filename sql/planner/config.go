@@ -18,4 +18,7 @@ type Config struct {
 	// DisableJoinPrune keeps every column of a join's inputs
 	// (join_prune.go).
 	DisableJoinPrune bool
+	// DisableSlabRows makes every Calc row on its own, where every
+	// consumer copies them (lend.go's slabs).
+	DisableSlabRows bool
 }

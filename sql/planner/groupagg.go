@@ -342,6 +342,9 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		if err != nil {
 			return nil, err
 		}
+		// it keeps accumulators, and a mini-batch its rows until the
+		// batch ends: nothing of a row after that (lend.go's slabs)
+		b.copies(in)
 		key := func(row types.Row) string {
 			if nk == 0 {
 				return ""

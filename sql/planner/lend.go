@@ -92,3 +92,41 @@ func (b *builder) borrow(r *rel) {
 	}
 	b.borrowed[r.canonical()] = true
 }
+
+// Rows in slabs. A Calc whose rows cross a shuffle cannot lend them (the
+// consumer reads them on another goroutine, later), and makes a new row
+// for each. When every consumer of its stream copies what it keeps of a
+// row (a group aggregation keeps accumulators, a Top-N copies the row it
+// ranks), the Calc makes its rows out of a slab of slabRows rows
+// instead: one allocation for many, and a slab that no state holds on to
+// is garbage once its rows have been processed.
+
+// slabRows is the number of rows a Calc makes out of one slab.
+const slabRows = 64
+
+// copies records that an operator reading r's stream copies what it keeps
+// of a row.
+func (b *builder) copies(r *rel) {
+	if b.copying == nil {
+		b.copying = map[*rel]int{}
+	}
+	b.copying[r.canonical()]++
+}
+
+// slabRowsOf returns a flag that Job sets when r's rows may be made in
+// slabs: every consumer of its stream copies them.
+func (b *builder) slabRowsOf(r *rel) *bool {
+	if b.slab == nil {
+		b.slab = map[*rel]*bool{}
+	}
+	f := new(bool)
+	b.slab[r.canonical()] = f
+	return f
+}
+
+// settleSlabs sets the slab flags, once every statement is built.
+func (b *builder) settleSlabs() {
+	for r, f := range b.slab {
+		*f = !b.noSlabs && b.reads[r] > 0 && b.copying[r] == b.reads[r]
+	}
+}

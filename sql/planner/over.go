@@ -214,6 +214,7 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 		if err != nil {
 			return nil, err
 		}
+		b.copies(in) // the rows it keeps are copies
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
 		// rows lent to a chained sink reuse a ring (lend.go, as the group
 		// aggregation's)

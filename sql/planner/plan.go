@@ -100,6 +100,12 @@ type builder struct {
 	// ub holds the flags of operators that may leave out -U rows when
 	// nothing after them needs them (ub.go).
 	ub map[*rel]*bool
+	// copying counts, per rel, its consumers that copy what they keep of
+	// a row (lend.go's slabs); slab holds the flags of Calcs that may
+	// then make their rows in slabs.
+	copying map[*rel]int
+	slab    map[*rel]*bool
+	noSlabs bool // Config.DisableSlabRows
 	// pebble: the job keeps keyed state in Pebble, so the window
 	// aggregations that would keep theirs on the heap run on keyed
 	// process functions (window_state.go)
