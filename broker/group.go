@@ -2,10 +2,9 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"log/slog"
 	"sync"
 	"time"
@@ -256,25 +255,11 @@ func groupClientFrom(ctx context.Context) groupClient {
 // groupNewMemberID returns a new member id, Kafka's way: the instance id
 // (static members) or the client id, '-' and a random UUID.
 func groupNewMemberID(clientID string, instanceID *string) string {
-	var u [16]byte
-	rand.Read(u[:]) // never fails (Go 1.24+)
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
 	prefix := clientID
 	if instanceID != nil {
 		prefix = *instanceID
 	}
-	return prefix + "-" + string(b[:])
+	return prefix + "-" + uuid.NewString()
 }
 
 // handle serves one request whose key is 8 OffsetCommit, 9 OffsetFetch,

@@ -9,11 +9,11 @@ package expr
 
 import (
 	"crypto/md5"
-	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/hex"
+	"github.com/google/uuid"
 	"math"
 	randv2 "math/rand/v2"
 	"strconv"
@@ -134,7 +134,7 @@ func mathCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 				return Expr{}, err
 			}
 			return nonDeterministic(types.Type{Kind: types.Varchar, Length: types.MaxLength, NotNull: true}, func([]types.Value) types.Value {
-				return types.StringValue(randomUUID())
+				return types.StringValue(uuid.NewString())
 			}), nil
 		case "BIN":
 			if err := wantArgs(e, xs, 1, 1); err != nil {
@@ -165,10 +165,7 @@ func mathCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 				return types.StringValue(strings.ToUpper(hex.EncodeToString([]byte(a0.S))))
 			}), nil
 		case "UNHEX":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			return strFn1(xs, types.BytesType, func(a0 types.Value) types.Value {
@@ -181,10 +178,7 @@ func mathCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 		case "TRUNCATE":
 			return truncateCall(e, xs)
 		case "MD5", "SHA1", "SHA224", "SHA256", "SHA384", "SHA512":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			h := hashFns[e.Name]
@@ -260,25 +254,6 @@ func unhex(s string) ([]byte, bool) {
 	}
 	b, err := hex.DecodeString(s)
 	return b, err == nil
-}
-
-// randomUUID is a version 4 UUID, as Java's UUID.randomUUID.
-func randomUUID() string {
-	var u [16]byte
-	_, _ = rand.Read(u[:])
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
 }
 
 // javaRandom is java.util.Random: the same seed gives the same sequence

@@ -140,10 +140,7 @@ func (c *Compiler) stringCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 				return types.StringValue(base64.StdEncoding.EncodeToString([]byte(a0.S)))
 			}), nil
 		case "ASCII":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			// Flink's: the first byte of the UTF-8 encoding, as a Java byte
@@ -235,10 +232,7 @@ func (c *Compiler) stringCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 				return types.StringValue(s[runeOffset(s, int(count-n)):])
 			}), nil
 		case "URL_DECODE":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			return strFn1(xs, types.StringType, func(a0 types.Value) types.Value {
@@ -249,10 +243,7 @@ func (c *Compiler) stringCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 				return types.StringValue(s)
 			}).nullable(), nil
 		case "URL_ENCODE":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			return strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(urlEncode(a0.S)) }), nil
@@ -275,10 +266,7 @@ func (c *Compiler) stringCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 				return types.StringValue(s)
 			}).nullable(), nil
 		case "REVERSE":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			return strFn1(xs, types.StringType, func(a0 types.Value) types.Value {
@@ -291,18 +279,12 @@ func (c *Compiler) stringCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 		case "STR_TO_MAP":
 			return strToMapCall(e, xs)
 		case "JSON_QUOTE":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			return strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(jsonQuote(a0.S)) }), nil
 		case "JSON_UNQUOTE":
-			if err := wantArgs(e, xs, 1, 1); err != nil {
-				return Expr{}, err
-			}
-			if err := stringArgs(e, xs, 0); err != nil {
+			if err := oneStringArg(e, xs); err != nil {
 				return Expr{}, err
 			}
 			return strFn1(xs, types.StringType, func(a0 types.Value) types.Value {
@@ -1200,4 +1182,13 @@ func printfOne(b *strings.Builder, s printfSpec, v types.Value, t types.Type) er
 	}
 	b.WriteString(text)
 	return nil
+}
+
+// oneStringArg checks a call of one string argument (wantArgs and
+// stringArgs at once).
+func oneStringArg(e *parser.Call, xs []Expr) error {
+	if err := wantArgs(e, xs, 1, 1); err != nil {
+		return err
+	}
+	return stringArgs(e, xs, 0)
 }

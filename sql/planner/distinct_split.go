@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/weirstream/weir/internal/keygroup"
 	"math"
 	"slices"
 	"strconv"
@@ -451,7 +452,7 @@ func bucketFn(arg expr.EvalFn, t types.Type, n int) expr.EvalFn {
 			case f != f:
 				f = math.NaN()
 			}
-			return types.IntValue(int64(mix64(math.Float64bits(f)) % un))
+			return types.IntValue(int64(keygroup.Mix64(math.Float64bits(f)) % un))
 		}
 	case t.BigDecimal(), t.Kind == types.Array, t.Kind == types.Structured:
 		// two forms of a big decimal, composites: their encoding
@@ -460,7 +461,7 @@ func bucketFn(arg expr.EvalFn, t types.Type, n int) expr.EvalFn {
 			if v.Null {
 				return types.NullValue
 			}
-			return types.IntValue(int64(mix64(strHash(types.Key([]types.Value{v}))) % un))
+			return types.IntValue(int64(keygroup.Mix64(strHash(types.Key([]types.Value{v}))) % un))
 		}
 	}
 	return func(r []types.Value) types.Value {
@@ -468,7 +469,7 @@ func bucketFn(arg expr.EvalFn, t types.Type, n int) expr.EvalFn {
 		if v.Null {
 			return types.NullValue
 		}
-		return types.IntValue(int64(mix64(uint64(v.I)^strHash(v.S)) % un))
+		return types.IntValue(int64(keygroup.Mix64(uint64(v.I)^strHash(v.S)) % un))
 	}
 }
 
@@ -480,14 +481,4 @@ func strHash(s string) uint64 {
 		h *= 1099511628211
 	}
 	return h
-}
-
-// mix64 is splitmix64's finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

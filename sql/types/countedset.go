@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/weirstream/weir/internal/hashtable"
+	"github.com/weirstream/weir/internal/keygroup"
 )
 
 // The sets' hash tables are internal/hashtable's, keyed state's: open
@@ -15,14 +16,7 @@ import (
 
 var strSeed = maphash.MakeSeed()
 
-func hashInt(x int64) uint64 {
-	h := uint64(x)
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	return h ^ h>>33
-}
+func hashInt(x int64) uint64 { return keygroup.Mix64(uint64(x)) }
 
 func hashStr(s string) uint64 { return maphash.String(strSeed, s) }
 
