@@ -1,15 +1,11 @@
 package planner
 
 import (
-	"context"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	_ "github.com/weirstream/weir/sql/connector/builtin"
-	"github.com/weirstream/weir/sql/types"
 )
 
 // maxPruneNexmarkDDL is the Nexmark source (a projecting scan) and a bid
@@ -39,28 +35,7 @@ func runMaxPruneNexmark(t *testing.T, p int, prune, below bool) (out []string, r
 	if _, err := s.Exec(maxPruneNexmarkDDL); err != nil {
 		t.Fatal(err)
 	}
-	schema, st, err := s.Query(strings.Replace(maxPruneQuery, "SELECT B.auction, B.price, B.ts", "SELECT B.auction, B.price, B.url, B.ts", 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // the sink's subtasks call it concurrently
-	st.Subscribe(func(rs []types.Row) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range rs {
-			out = append(out, FormatRow(types.Row{Values: r.Values}, schema))
-		}
-		return nil
-	})
-	job, err := s.Job([]*Statement{st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	out, job, _ := runQuery(t, s, strings.Replace(maxPruneQuery, "SELECT B.auction, B.price, B.ts", "SELECT B.auction, B.price, B.url, B.ts", 1), false)
 	for _, m := range job.Metrics().Operators {
 		if strings.Contains(m.Name, "MaxPrune") {
 			read += m.RecordsIn

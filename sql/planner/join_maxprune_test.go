@@ -83,25 +83,7 @@ func runMaxPrune(t *testing.T, rows []string, prune bool) (out []string, dropped
 	if _, err := s.Exec(maxPruneDDL); err != nil {
 		t.Fatal(err)
 	}
-	schema, st, err := s.Query(maxPruneQuery)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Subscribe(func(rs []types.Row) error {
-		for _, r := range rs {
-			out = append(out, FormatRow(types.Row{Values: r.Values}, schema))
-		}
-		return nil
-	})
-	job, err := s.Job([]*Statement{st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	out, job, _ := runQuery(t, s, maxPruneQuery, false)
 	sawPrune := false
 	for _, m := range job.Metrics().Operators {
 		if strings.Contains(m.Name, "MaxPrune") {

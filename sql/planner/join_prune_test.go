@@ -1,13 +1,9 @@
 package planner
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/weirstream/weir/sql/types"
 )
 
 const joinPruneDDL = `
@@ -42,26 +38,7 @@ func runJoinPrune(t *testing.T, query string, prune bool) ([]string, string) {
 	if _, err := s.Exec(joinPruneDDL); err != nil {
 		t.Fatal(err)
 	}
-	schema, st, err := s.Query(query)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	var out []string
-	st.Subscribe(func(rs []types.Row) error {
-		for _, r := range rs {
-			out = append(out, FormatRow(r, schema))
-		}
-		return nil
-	})
-	job, err := s.Job([]*Statement{st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	out, _, st := runQuery(t, s, query, true)
 	// an outer join's changelog depends on which side's row came first
 	// (two sources interleave): compare the table it makes
 	n := map[string]int{}

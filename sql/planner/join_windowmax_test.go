@@ -52,26 +52,7 @@ func runWindowMax(t *testing.T, query string, rows []string, rule bool) ([]strin
 	if _, err := s.Exec(windowMaxDDL); err != nil {
 		t.Fatal(err)
 	}
-	schema, st, err := s.Query(query)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, query)
-	}
-	var out []string
-	st.Subscribe(func(rs []types.Row) error {
-		for _, r := range rs {
-			out = append(out, FormatRow(types.Row{Values: r.Values}, schema))
-		}
-		return nil
-	})
-	job, err := s.Job([]*Statement{st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := job.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
+	out, _, st := runQuery(t, s, query, false)
 	sort.Strings(out)
 	return out, st.Explain()
 }

@@ -1,15 +1,10 @@
 package planner
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/weirstream/weir/sql/types"
 )
 
 // TestCalcRowsInSlabs: a Calc whose rows cross a shuffle into operators
@@ -40,31 +35,9 @@ CREATE TABLE slab_dim (k INT, name STRING) WITH ('connector' = 'values', 'data-i
 		if _, err := s.Exec(ddl); err != nil {
 			t.Fatal(err)
 		}
-		schema, st, err := s.Query(query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var out []string
-		st.Subscribe(func(rs []types.Row) error {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, r := range rs {
-				out = append(out, FormatRow(r, schema))
-			}
-			return nil
-		})
-		job, err := s.Job([]*Statement{st})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		if err := job.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
+		out, _, _ := runQuery(t, s, query, true)
 		runtime.ReadMemStats(&m1)
 		slices.Sort(out)
 		return out, float64(m1.Mallocs-m0.Mallocs) / n
