@@ -143,6 +143,13 @@ func parseTimestamp(s string) (int64, bool) {
 	return us, err == nil
 }
 
+// parseTime reads a string 'HH:mm:ss[.fraction]' around white space as
+// microseconds of the day.
+func parseTime(s string) (int64, bool) {
+	us, err := datetime.ParseTime(strings.TrimSpace(s), datetime.SQL)
+	return us, err == nil
+}
+
 // parseDate reads a string 'yyyy-MM-dd' around white space as days since
 // 1970-01-01.
 func parseDate(s string) (int64, bool) {
@@ -406,6 +413,35 @@ func CastFn(from, to types.Type) (func(types.Value) types.Value, error) {
 					return types.NullValue
 				}
 				return types.IntValue(d)
+			}, nil
+		}
+	case to.Kind == types.Time:
+		trunc := func(us int64) int64 { return us - us%pow10[6-min(max(to.Precision, 0), 6)] }
+		switch {
+		case from.Kind == types.Time:
+			return func(v types.Value) types.Value {
+				if v.Null {
+					return v
+				}
+				return types.IntValue(trunc(v.I))
+			}, nil
+		case from.Kind == types.Timestamp || from.Kind == types.TimestampLTZ:
+			return func(v types.Value) types.Value {
+				if v.Null {
+					return v
+				}
+				return types.IntValue(trunc(v.I - FloorDiv(v.I, 86400e6)*86400e6))
+			}, nil
+		case from.IsString():
+			return func(v types.Value) types.Value {
+				if v.Null {
+					return v
+				}
+				us, ok := parseTime(v.S)
+				if !ok {
+					return types.NullValue
+				}
+				return types.IntValue(trunc(us))
 			}, nil
 		}
 	case to.Kind == types.Varbinary || to.Kind == types.Binary:

@@ -345,6 +345,18 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 				return Expr{}, ErrAt(e, "invalid DATE literal '%s'", e.Text)
 			}
 			return konst(types.IntValue(d), types.Type{Kind: types.Date, NotNull: true}, c.GenericOnly), nil
+		case "TIME":
+			// Flink's TIME literal: precision from the fraction written,
+			// 0 without one (TIME '12:34:56' is a TIME(0))
+			us, ok := parseTime(e.Text)
+			if !ok {
+				return Expr{}, ErrAt(e, "invalid TIME literal '%s'", e.Text)
+			}
+			p := 0
+			if i := strings.IndexByte(e.Text, '.'); i >= 0 {
+				p = min(len(strings.TrimSpace(e.Text[i+1:])), 9)
+			}
+			return konst(types.IntValue(us), types.Type{Kind: types.Time, Precision: p, NotNull: true}, c.GenericOnly), nil
 		case "TIMESTAMP", "TIMESTAMP_LTZ":
 			us, ok := parseTimestamp(e.Text)
 			if !ok {
@@ -821,7 +833,10 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 	// time arithmetic
 	lt, rt := l.Type.Kind, r.Type.Kind
 	isTS := func(k types.Kind) bool { return k == types.Timestamp || k == types.TimestampLTZ }
-	if (isTS(lt) || lt == types.Date) && rt == types.Interval && (op == "+" || op == "-") {
+	if (isTS(lt) || lt == types.Date || lt == types.Time) && rt == types.Interval && (op == "+" || op == "-") {
+		if r.Type.Months && lt == types.Time {
+			return Expr{}, ErrAt(at, "cannot apply '%s' to TIME and a year-month interval", op)
+		}
 		if r.Type.Months {
 			return Expr{}, ErrAt(at, "year-month intervals on timestamps are not supported yet")
 		}
@@ -838,6 +853,19 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 				return types.IntValue(a.I + sign*b.I/86400000)
 			}}, nil
 		}
+		if lt == types.Time {
+			// the time of day wraps around, as Flink's
+			t := l.Type
+			t.NotNull = nn
+			return Expr{Type: t, Const: k, Col: -1, Eval: func(row []types.Value) types.Value {
+				a, b := f(row), g(row)
+				if a.Null || b.Null {
+					return types.NullValue
+				}
+				us := a.I + sign*b.I*1000
+				return types.IntValue(us - FloorDiv(us, 86400e6)*86400e6)
+			}}, nil
+		}
 		t := l.Type
 		t.TimeAttr = types.NoTimeAttr
 		t.NotNull = nn
@@ -849,7 +877,7 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 			return types.IntValue(a.I + sign*b.I*1000)
 		}}, nil
 	}
-	if lt == types.Interval && isTS(rt) && op == "+" {
+	if lt == types.Interval && (isTS(rt) || rt == types.Time) && op == "+" {
 		return arith(op, r, l, at, generic)
 	}
 	if lt == types.Interval && rt == types.Interval && (op == "+" || op == "-") {
@@ -1521,8 +1549,15 @@ func likeMatcher(p string, escape byte) func(string) bool {
 }
 
 func extract(unit string, x Expr, at parser.Expr) (Expr, error) {
-	if !isTimestamp(x.Type) && x.Type.Kind != types.Date {
-		return Expr{}, ErrAt(at, "EXTRACT needs a DATE or TIMESTAMP, not %s", x.Type)
+	if !isTimestamp(x.Type) && x.Type.Kind != types.Date && x.Type.Kind != types.Time {
+		return Expr{}, ErrAt(at, "EXTRACT needs a DATE, TIME or TIMESTAMP, not %s", x.Type)
+	}
+	if x.Type.Kind == types.Time {
+		switch unit {
+		case "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND":
+		default:
+			return Expr{}, ErrAt(at, "EXTRACT(%s FROM a TIME) is not defined (HOUR, MINUTE, SECOND)", unit)
+		}
 	}
 	f := x.Eval
 	date := x.Type.Kind == types.Date

@@ -50,6 +50,16 @@ func unitArg(e *parser.Call, x Expr, i int) (string, error) {
 func timeCall(e *parser.Call, xs []Expr) (Expr, bool, error) {
 	x, err := func() (Expr, error) {
 		switch e.Name {
+		case "CURRENT_TIME", "LOCALTIME":
+			// the time of day of the session's zone (UTC) as TIME(0), as
+			// Flink's; evaluated per row in streaming, as CURRENT_DATE
+			if err := wantArgs(e, xs, 0, 0); err != nil {
+				return Expr{}, err
+			}
+			return nonDeterministic(types.Type{Kind: types.Time, NotNull: true}, func([]types.Value) types.Value {
+				s := time.Now().Unix()
+				return types.IntValue((s - FloorDiv(s, 86400)*86400) * 1e6)
+			}), nil
 		case "CURRENT_DATE":
 			if err := wantArgs(e, xs, 0, 0); err != nil {
 				return Expr{}, err
