@@ -189,7 +189,7 @@ type (
 		Items    []SelectItem
 		From     TableExpr // nil for SELECT without FROM
 		Where    Expr
-		GroupBy  []Expr
+		GroupBy  []Expr // a *GroupingSets is GROUPING SETS, ROLLUP or CUBE
 		Having   Expr
 		OrderBy  []OrderItem
 		Limit    Expr
@@ -438,6 +438,15 @@ type (
 		X     Expr   // IN's operand
 		Not   bool   // NOT IN
 	}
+	// GroupingSets is GROUPING SETS (...), ROLLUP (...) or CUBE (...), an
+	// item of GROUP BY. Each element is a parenthesized list of
+	// expressions (one expression unparenthesized, () empty); an element
+	// of GROUPING SETS may instead be one nested *GroupingSets.
+	GroupingSets struct {
+		Pos   Pos
+		Kind  string // GROUPING SETS, ROLLUP, CUBE
+		Elems [][]Expr
+	}
 )
 
 func (e *Ident) ExprPos() Pos        { return e.Pos }
@@ -460,6 +469,7 @@ func (e *Descriptor) ExprPos() Pos   { return e.Pos }
 func (e *TableArg) ExprPos() Pos     { return e.Pos }
 func (e *NamedArg) ExprPos() Pos     { return e.Pos }
 func (e *Subquery) ExprPos() Pos     { return e.Pos }
+func (e *GroupingSets) ExprPos() Pos { return e.Pos }
 
 // LitKind is the kind of a Literal.
 type LitKind uint8

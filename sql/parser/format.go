@@ -45,6 +45,8 @@ func writeExpr(b *strings.Builder, e Expr) {
 	switch e := e.(type) {
 	case nil:
 		b.WriteString("<nil>")
+	case *GroupingSets:
+		writeGroupingSets(b, e)
 	case *Ident:
 		for i, p := range e.Parts {
 			if i > 0 {

@@ -890,7 +890,7 @@ func (p *parser) selectBlock1() *Select {
 	}
 	if p.acceptKwThen("GROUP", "BY") {
 		for {
-			s.GroupBy = append(s.GroupBy, p.expr())
+			s.GroupBy = append(s.GroupBy, p.groupItem())
 			if !p.acceptOp(",") {
 				break
 			}
