@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/expr"
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
@@ -184,7 +183,7 @@ func (p *planner) splitDistinctAgg(pos parser.Pos, from *rel, keys []expr.Expr, 
 		innerKeyText = append(innerKeyText, bucketText[0])
 		innerSc.Cols = append(innerSc.Cols, expr.Column{Name: fmt.Sprintf("$f%d", nIn), Type: bucketT})
 	} else {
-		in = expandRel(from, groupings, buckets, bucketT, bucketText)
+		in = splitExpandRel(from, groupings, buckets, bucketT, bucketText)
 		for j := range hf {
 			name := in.sc.Cols[nIn+j].Name
 			innerKeys = append(innerKeys, expr.ColRef(nIn+j, bucketT))
@@ -350,54 +349,29 @@ func argText(c *parser.Call) string {
 	return parser.ExprString(&parser.Call{Pos: c.Pos, Name: "ROW", Args: c.Args})
 }
 
-// expandRel is Flink's Expand for the split: each row of from once per
+// splitExpandRel is the split's Expand: each row of from once per
 // grouping (a hash field's index, -1: none), with the bucket columns (the
 // grouping's bucket, NULL for the others) and $e, the grouping's number.
-func expandRel(from *rel, groupings []int, buckets []expr.EvalFn, bucketT types.Type, bucketText []string) *rel {
-	nIn, nb := len(from.sc.Cols), len(buckets)
-	width := nIn + nb + 1
-	sc := &expr.Scope{Cols: slices.Clone(from.sc.Cols)}
+func splitExpandRel(from *rel, groupings []int, buckets []expr.EvalFn, bucketT types.Type, bucketText []string) *rel {
+	nIn := len(from.sc.Cols)
+	cols := make([]expr.Column, len(buckets))
 	var proj []string
 	for j := range buckets {
-		name := fmt.Sprintf("$f%d", nIn+j)
-		sc.Cols = append(sc.Cols, expr.Column{Name: name, Type: bucketT})
-		proj = append(proj, bucketText[j]+" AS "+name)
+		cols[j] = expr.Column{Name: fmt.Sprintf("$f%d", nIn+j), Type: bucketT}
+		proj = append(proj, bucketText[j]+" AS "+cols[j].Name)
 	}
-	sc.Cols = append(sc.Cols, expr.Column{Name: "$e", Type: types.Type{Kind: types.Int, NotNull: true}})
-	var sets []string
-	for _, j := range groupings {
+	sets := make([][]int, len(groupings))
+	var text []string
+	for e, j := range groupings {
 		if j < 0 {
-			sets = append(sets, "{}")
-		} else {
-			sets = append(sets, "{"+sc.Cols[nIn+j].Name+"}")
+			text = append(text, "{}")
+			continue
 		}
+		sets[e] = []int{j}
+		text = append(text, "{"+cols[j].Name+"}")
 	}
-	op := fmt.Sprintf("Expand(buckets=[%s], groupings=[%s])", strings.Join(proj, ", "), strings.Join(sets, ", "))
-	r := &rel{op: op, sc: sc, mode: from.mode, inputs: []*rel{from}, updater: from.updater, bounded: from.bounded}
-	r.build = func(b *builder) (*weir.Stream[types.Row], error) {
-		s, err := b.stream(from)
-		if err != nil {
-			return nil, err
-		}
-		return weir.FlatMap(s, func(row types.Row, emit func(types.Row)) {
-			// one allocation for all the row's copies; the input's values
-			// are copied, so nothing of a lent input row is kept
-			all := make([]types.Value, width*len(groupings))
-			for e, j := range groupings {
-				vs := all[e*width : (e+1)*width : (e+1)*width]
-				copy(vs, row.Values)
-				for k := range nb {
-					vs[nIn+k] = types.NullValue
-				}
-				if j >= 0 {
-					vs[nIn+j] = buckets[j](row.Values)
-				}
-				vs[nIn+nb] = types.IntValue(int64(e))
-				emit(types.Row{Kind: row.Kind, Values: vs})
-			}
-		}, b.uid("expand"), weir.Name("Expand")), nil
-	}
-	return r
+	op := fmt.Sprintf("Expand(buckets=[%s], groupings=[%s])", strings.Join(proj, ", "), strings.Join(text, ", "))
+	return expandRel(from, cols, buckets, sets, op)
 }
 
 // bucketable reports whether values of t that weir's DISTINCT, MIN and

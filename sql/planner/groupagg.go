@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,6 +74,12 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		}
 		keys = append(keys, g)
 	}
+	// GROUPING SETS, ROLLUP, CUBE: the distinct keys and the sets over
+	// them (grouping_sets.go)
+	keys, gsets, err := groupingSetsOf(keys)
+	if err != nil {
+		return nil, err
+	}
 	if from.win != nil && (tvfStart || tvfEnd) {
 		if !(tvfStart && tvfEnd) {
 			return nil, parser.Errorf(s.Pos, "a window aggregation must group by both window_start and window_end")
@@ -114,6 +121,29 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 			return nil, err
 		}
 		keyExprs[i] = ce
+	}
+	keyText := make([]string, len(keys))
+	for i, k := range keys {
+		keyText[i] = parser.ExprString(k)
+	}
+	// the keys as written, before an Expand makes them its columns
+	userKeys := keyExprs
+	var gsetsText string
+	if gsets != nil {
+		if attached != nil {
+			return nil, parser.Errorf(s.Pos, "GROUPING SETS, ROLLUP and CUBE over a window operator's output are not supported yet")
+		}
+		var exp *rel
+		exp, keyExprs = gsets.expand(aggScope, keyExprs, keyText)
+		gsetsText = exp.op
+		if win != nil {
+			w := *win
+			w.input = exp
+			win = &w
+		}
+		aggScope = exp
+		keys = append(slices.Clip(keys), &parser.Ident{Pos: s.Pos, Parts: []string{"$e"}})
+		keyText = append(keyText, "$e")
 	}
 	// aggregate calls, in order of appearance, deduplicated
 	var calls []*expr.AggCall
@@ -168,13 +198,9 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		out.Cols = append(out.Cols, expr.Column{Name: fmt.Sprintf("$agg%d", i), Type: a.OutT})
 	}
 	var agg *rel
-	keyText := make([]string, len(keys))
-	for i, k := range keys {
-		keyText[i] = parser.ExprString(k)
-	}
 	// table.optimizer.distinct-agg.split.enabled (distinct_split.go)
 	var split *rel
-	if win == nil && attached == nil {
+	if win == nil && attached == nil && gsets == nil {
 		var err error
 		if split, err = p.splitDistinctAgg(s.Pos, from, keyExprs, keyText, callASTs, calls, out); err != nil {
 			return nil, err
@@ -200,7 +226,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		op := fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), win, strings.Join(callText, ", "))
 		agg = windowAggRel(win, keyExprs, layout, out, op)
 		// the same aggregation of the same input is planned once (reuse.go)
-		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s", op, fullWin.input.canonical(), win.offset, win.proctime, scopeDigest(fullWin.input.sc)), agg)
+		agg = p.reuseRel(fmt.Sprintf("%s|%p|%s|%v|%s|%s", op, fullWin.input.canonical(), win.offset, win.proctime, scopeDigest(fullWin.input.sc), gsetsText), agg)
 	} else if attached != nil {
 		agg = attachedWindowAggRel(from, keyExprs, attached, layout, out,
 			fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], select=[%s])", strings.Join(keyText, ", "), attached.String(keyText), strings.Join(callText, ", ")))
@@ -213,20 +239,33 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 		if mb > 0 {
 			text = fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
 		}
-		two := p.twoPhase(from, layout, mb)
+		two := p.twoPhase(aggScope, layout, mb)
 		if two {
 			if mb <= 0 {
 				mb = 1024
 			}
 			text = fmt.Sprintf("GlobalGroupAggregate(groupBy=[%s], select=[%s], local=[LocalGroupAggregate], miniBatch=[size=%d])", strings.Join(keyText, ", "), strings.Join(callText, ", "), mb)
 		}
-		agg = groupAggRel(from, keyExprs, layout, out, text, mb, two)
+		agg = groupAggRel(aggScope, keyExprs, layout, out, text, mb, two)
 	}
 
 	// the select list and HAVING over the aggregation's output
 	nk := len(keys)
-	subst := func(e parser.Expr) (expr.Expr, bool, error) {
+	var subst func(e parser.Expr) (expr.Expr, bool, error)
+	// keyOf is the key that e is (-1: none), for GROUPING's arguments
+	keyOf := func(e parser.Expr) int {
+		x, ok, err := subst(e)
+		if !ok || err != nil || x.Col < 0 || x.Col >= len(userKeys) {
+			return -1
+		}
+		return x.Col
+	}
+	subst = func(e parser.Expr) (expr.Expr, bool, error) {
 		if c, ok := e.(*parser.Call); ok {
+			if c.Over == nil && isGroupingCall(c.Name) && !expr.IsAggregate(c.Name, p.s.cat.functions()) {
+				x, err := groupingFn(c, gsets, nk-1, keyOf)
+				return x, err == nil, err
+			}
 			if c.Over == nil && expr.IsAggregate(c.Name, p.s.cat.functions()) {
 				i := callIdx[parser.ExprString(c)]
 				return expr.ColRef(nk+i, out.Cols[nk+i].Type), true, nil
@@ -267,7 +306,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 						return expr.ColRef(base+2, out.Cols[base+2].Type), true, nil
 					}
 				}
-				for i, k := range keyExprs {
+				for i, k := range userKeys {
 					if k.Col >= 0 && win == nil && k.Col == idx {
 						return expr.ColRef(i, out.Cols[i].Type), true, nil
 					}

@@ -445,6 +445,12 @@ func walkExpr(e parser.Expr, fn func(parser.Expr) bool) {
 		walkExpr(e.X, fn)
 	case *parser.NamedArg:
 		walkExpr(e.X, fn)
+	case *parser.GroupingSets:
+		for _, el := range e.Elems {
+			for _, x := range el {
+				walkExpr(x, fn)
+			}
+		}
 	}
 }
 
