@@ -262,7 +262,7 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 	}
 	subst = func(e parser.Expr) (expr.Expr, bool, error) {
 		if c, ok := e.(*parser.Call); ok {
-			if c.Over == nil && isGroupingCall(c.Name) && !expr.IsAggregate(c.Name, p.s.cat.functions()) {
+			if c.Over == nil && isGroupingCall(c.Name) && p.s.cat.functions()[c.Name] == nil {
 				x, err := groupingFn(c, gsets, nk-1, keyOf)
 				return x, err == nil, err
 			}

@@ -261,6 +261,19 @@ func groupingFn(c *parser.Call, g *groupingSets, eCol int, keyOf func(parser.Exp
 	return expr.Expr{Type: bigint, Col: -1, Eval: func(r []types.Value) types.Value { return vals[r[eCol].I] }}, nil
 }
 
+// hasGroupingCall reports whether e calls GROUPING, GROUPING_ID or
+// GROUP_ID (which, as aggregates do, make a SELECT an aggregation).
+func hasGroupingCall(e parser.Expr, funcs map[string]expr.Function) bool {
+	found := false
+	walkExpr(e, func(x parser.Expr) bool {
+		if c, ok := x.(*parser.Call); ok && c.Over == nil && isGroupingCall(c.Name) && funcs[c.Name] == nil {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // isGroupingCall reports GROUPING, GROUPING_ID and GROUP_ID.
 func isGroupingCall(name string) bool {
 	return name == "GROUPING" || name == "GROUPING_ID" || name == "GROUP_ID"

@@ -499,7 +499,7 @@ func (p *planner) planSelect(s *parser.Select) (*rel, error) {
 	}
 	agg := len(s.GroupBy) > 0 || s.Having != nil || s.Distinct
 	for _, it := range s.Items {
-		if it.Expr != nil && hasAggregate(it.Expr, p.s.cat.functions()) {
+		if it.Expr != nil && (hasAggregate(it.Expr, p.s.cat.functions()) || hasGroupingCall(it.Expr, p.s.cat.functions())) {
 			agg = true
 		}
 	}
