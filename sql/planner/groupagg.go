@@ -281,9 +281,19 @@ func (p *planner) planAggregate(s *parser.Select, from *rel) (*rel, error) {
 				case strings.HasSuffix(c.Name, "_END"):
 					return expr.ColRef(base+1, out.Cols[base+1].Type), true, nil
 				case strings.HasSuffix(c.Name, "_ROWTIME"):
+					if win.proctime {
+						return expr.Expr{}, false, expr.ErrAt(c, "%s: a proctime window cannot provide a rowtime attribute", c.Name)
+					}
 					return expr.ColRef(base+2, out.Cols[base+2].Type), true, nil
 				}
-				return expr.Expr{}, false, expr.ErrAt(c, "%s is not supported (no processing-time windows yet)", c.Name)
+				// _PROCTIME: a processing-time attribute, as Flink's window
+				// property: a processing-time window's own (its
+				// window_time), else PROCTIME() of the result row
+				if win.proctime {
+					return expr.ColRef(base+2, out.Cols[base+2].Type), true, nil
+				}
+				x, err := (&expr.Compiler{Funcs: p.s.cat.functions(), Scope: out}).Compile(&parser.Call{Pos: c.Pos, Name: "PROCTIME"})
+				return x, err == nil, err
 			}
 		}
 		text := parser.ExprString(e)
