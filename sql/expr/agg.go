@@ -67,6 +67,8 @@ type AggCall struct {
 	lagOffset  int
 	lagDefault types.Value
 	lagPair    bool
+	// pctl is PERCENTILE's percentages (agg_percentile.go)
+	pctl *percentile
 	// hashed: a DISTINCT COUNT, SUM or AVG whose values compare by their
 	// bits keeps them in a types.CountedSet (of strings if hashStrs), not
 	// a sorted list
@@ -500,7 +502,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		switch c.Kind {
 		case AggCount:
 			acc[c.slot].I += sign
-		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject, aggCollect, aggArrayAgg, aggLag:
+		case aggFirst, aggLast, aggListAgg, aggVarPop, aggVarSamp, aggStddevPop, aggStddevSamp, aggJSONArray, aggJSONObject, aggCollect, aggArrayAgg, aggLag, aggPercentile:
 			c.accumulateMore(acc, v, sign)
 		case aggSum, aggSum0, aggAvg:
 			s := c.toS(v)

@@ -54,6 +54,9 @@ func compileMoreAgg(a *AggCall, c *parser.Call, ec *Compiler) (*AggCall, bool, e
 	if m, ok, err := compileCollectAgg(a, c, ec); ok {
 		return m, true, err // agg_collect.go
 	}
+	if m, ok, err := compilePercentile(a, c, ec); ok {
+		return m, true, err // agg_percentile.go
+	}
 	kind, ok := moreAggKinds[c.Name]
 	if !ok {
 		return nil, false, nil
@@ -142,6 +145,8 @@ func (a *AggCall) moreSlots() int {
 		return 1 // the values' JSON texts (json_agg.go)
 	case isCollectAgg(a.Kind):
 		return a.collectSlots() // agg_collect.go
+	case a.Kind == aggPercentile:
+		return a.percentileSlots() // agg_percentile.go
 	case isVariance(a.Kind):
 		if a.Distinct {
 			return 4 // the multiset of values, then sum, sum of squares, count
@@ -172,6 +177,10 @@ func (a *AggCall) accumulateMore(acc []types.Value, v types.Value, sign int64) {
 	}
 	if isCollectAgg(a.Kind) {
 		a.accumulateCollect(acc, v, sign)
+		return
+	}
+	if a.Kind == aggPercentile {
+		a.accumulatePercentile(acc, v, sign)
 		return
 	}
 	if isVariance(a.Kind) {
@@ -232,6 +241,10 @@ func (a *AggCall) mergeMore(dst, src []types.Value) {
 		a.mergeCollect(dst, src)
 		return
 	}
+	if a.Kind == aggPercentile {
+		a.mergePercentile(dst, src)
+		return
+	}
 	if isVariance(a.Kind) {
 		if a.Distinct {
 			for _, e := range pairs(src[s]) {
@@ -274,6 +287,9 @@ func (a *AggCall) resultMore(acc []types.Value) types.Value {
 	}
 	if isCollectAgg(a.Kind) {
 		return a.resultCollect(acc)
+	}
+	if a.Kind == aggPercentile {
+		return a.resultPercentile(acc)
 	}
 	if isVariance(a.Kind) {
 		return a.variance(acc[a.varSlot()], acc[a.varSlot()+1], acc[a.varSlot()+2].I)
