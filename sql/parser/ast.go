@@ -226,12 +226,16 @@ func (q *Values) QueryPos() Pos { return q.Pos }
 // SelectItem is one item of a select list: an expression with an optional
 // alias, or a star (`*`, `t.*`).
 type SelectItem struct {
-	Pos      Pos
-	Expr     Expr
-	Alias    string
-	Star     bool
-	StarOf   string // t in t.*
-	AliasPos Pos
+	Pos    Pos
+	Expr   Expr
+	Alias  string
+	Star   bool
+	StarOf string // t in t.*
+	// StarField is the rest of a composite's path: [r] in t.r.*, whose
+	// item is the fields of the ROW t.r (r.* alone is too when no table
+	// is called r)
+	StarField []string
+	AliasPos  Pos
 }
 
 // OrderItem is an ORDER BY item.

@@ -312,7 +312,11 @@ func writeQuery(b *strings.Builder, q Query) {
 			}
 			switch {
 			case it.Star && it.StarOf != "":
-				b.WriteString(quoteIdent(it.StarOf) + ".*")
+				b.WriteString(quoteIdent(it.StarOf))
+				for _, f := range it.StarField {
+					b.WriteString("." + quoteIdent(f))
+				}
+				b.WriteString(".*")
 			case it.Star:
 				b.WriteByte('*')
 			default:

@@ -907,12 +907,26 @@ func (p *parser) selectItem() SelectItem {
 	if p.acceptOp("*") {
 		return SelectItem{Pos: t.pos, Star: true}
 	}
-	if (t.kind == tIdent || t.kind == tQuotedIdent) && p.peek(1).kind == tOp && p.peek(1).text == "." &&
-		p.peek(2).kind == tOp && p.peek(2).text == "*" {
-		p.next()
-		p.next()
-		p.next()
-		return SelectItem{Pos: t.pos, Star: true, StarOf: t.text}
+	// t.*, or t.r.* (or r.*) for the fields of a ROW column r
+	n := 0
+	for {
+		if k := p.peek(n); k.kind != tIdent && k.kind != tQuotedIdent {
+			break
+		}
+		if dot := p.peek(n + 1); dot.kind != tOp || dot.text != "." {
+			break
+		}
+		if star := p.peek(n + 2); star.kind == tOp && star.text == "*" {
+			it := SelectItem{Pos: t.pos, Star: true, StarOf: t.text}
+			for i := 1; i <= n; i += 2 {
+				it.StarField = append(it.StarField, p.peek(i+1).text)
+			}
+			for range n + 3 {
+				p.next()
+			}
+			return it
+		}
+		n += 2
 	}
 	it := SelectItem{Pos: t.pos, Expr: p.expr()}
 	if p.acceptKw("AS") {

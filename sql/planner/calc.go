@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir"
@@ -38,6 +39,12 @@ type projection struct {
 func expandSelect(items []parser.SelectItem, ec *expr.Compiler) (*projection, error) {
 	pr := &projection{}
 	for i, it := range items {
+		if it.Star && len(it.StarField) > 0 {
+			if err := expandFieldStar(pr, it, ec); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if it.Star {
 			n := 0
 			for j, c := range ec.Scope.Cols {
@@ -52,6 +59,10 @@ func expandSelect(items []parser.SelectItem, ec *expr.Compiler) (*projection, er
 				n++
 			}
 			if n == 0 && it.StarOf != "" {
+				// r.*: the fields of a ROW column r
+				if err := expandFieldStar(pr, it, ec); err == nil {
+					continue
+				}
 				return nil, parser.Errorf(it.Pos, "unknown table '%s' in %s.*", it.StarOf, it.StarOf)
 			}
 			continue
@@ -68,6 +79,30 @@ func expandSelect(items []parser.SelectItem, ec *expr.Compiler) (*projection, er
 		pr.exprs = append(pr.exprs, ce)
 	}
 	return pr, nil
+}
+
+// expandFieldStar adds the fields of the ROW that it (t.r.* or r.*)
+// names to pr, each named as its field (Flink: `SELECT t.r.*` gives the
+// columns of r's fields).
+func expandFieldStar(pr *projection, it parser.SelectItem, ec *expr.Compiler) error {
+	path := append([]string{it.StarOf}, it.StarField...)
+	text := strings.Join(path, ".") + ".*"
+	row, err := ec.Compile(&parser.Ident{Pos: it.Pos, Parts: path})
+	if err != nil {
+		return err
+	}
+	if row.Type.Kind != types.Structured {
+		return parser.Errorf(it.Pos, "%s needs a table or a ROW, not %s", text, row.Type)
+	}
+	for _, f := range row.Type.Fields {
+		fe, err := ec.Compile(&parser.Ident{Pos: it.Pos, Parts: append(slices.Clip(path), f.Name)})
+		if err != nil {
+			return err
+		}
+		pr.names = append(pr.names, f.Name)
+		pr.exprs = append(pr.exprs, fe)
+	}
+	return nil
 }
 
 // derivedName is the column name of an unaliased select item: a column's
