@@ -47,6 +47,12 @@ import (
 // without aggregates is NULL where it has no row, and fails the job with
 // more than one row per outer value, as Flink's SINGLE_VALUE does.
 //
+// HAVING without GROUP BY filters the subquery's one group: it is
+// evaluated over the joined row too, so an outer row that met no row has
+// that group over no rows (HAVING COUNT(*) = 0 holds there). GROUP BY, and
+// DISTINCT without aggregates, may give more than one row per outer row:
+// see planCorrelatedGroups.
+//
 // IN and EXISTS over a correlated subquery with aggregates, GROUP BY or
 // DISTINCT share the decorrelation (planGroupedSubqueryJoin).
 
@@ -130,35 +136,40 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 	switch {
 	case sel.Limit != nil:
 		return nil, nil, errCorrelatedLimit(sq)
-	case sel.Distinct || len(sel.GroupBy) > 0 || sel.Having != nil:
-		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with GROUP BY, HAVING or DISTINCT is not supported yet")
 	case hasOver(item):
-		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with OVER is not supported")
+		return nil, nil, parser.Errorf(sq.Pos, "a correlated scalar subquery with OVER is not supported yet")
+	case sel.Having != nil && hasSubquery(sel.Having):
+		return nil, nil, parser.Errorf(sq.Pos, "a correlated subquery with a subquery in its HAVING is not supported yet")
+	case len(sel.GroupBy) > 0 || sel.Distinct && !hasAggregate(item, funcs) && sel.Having == nil:
+		return p.planCorrelatedGroups(from, innerFrom, sq, sel, n, qual)
 	}
 
-	// the select list: aggregated, or a row's value; where it reads the
-	// outer row
-	grouped := hasAggregate(item, funcs)
+	// the select list (and HAVING): aggregated, or a row's value; where
+	// it reads the outer row. Without GROUP BY, an aggregated subquery
+	// has one row (DISTINCT changes nothing).
+	grouped := hasAggregate(item, funcs) || sel.Having != nil
 	aggOuter := false
 	var aggs []parser.Expr
 	if grouped {
 		var bad parser.Expr
-		outside := mapExpr(item, func(x parser.Expr) (parser.Expr, bool) {
-			if c, ok := isAggCall(x, funcs); ok {
-				aggs = append(aggs, c)
-				if n.reads(c)&1 != 0 {
-					aggOuter = true
+		for _, e := range []parser.Expr{item, sel.Having} {
+			outside := mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
+				if c, ok := isAggCall(x, funcs); ok {
+					aggs = append(aggs, c)
+					if n.reads(c)&1 != 0 {
+						aggOuter = true
+					}
+					return &parser.Literal{Pos: c.Pos, Kind: parser.NullLit, Text: "NULL"}, true
 				}
-				return &parser.Literal{Pos: c.Pos, Kind: parser.NullLit, Text: "NULL"}, true
-			}
-			return nil, false
-		})
-		walkExpr(outside, func(x parser.Expr) bool {
-			if id, ok := x.(*parser.Ident); ok && bad == nil && n.reads(id) == 2 {
-				bad = id
-			}
-			return bad == nil
-		})
+				return nil, false
+			})
+			walkExpr(outside, func(x parser.Expr) bool {
+				if id, ok := x.(*parser.Ident); ok && bad == nil && n.reads(id) == 2 {
+					bad = id
+				}
+				return bad == nil
+			})
+		}
 		if bad != nil {
 			return nil, nil, expr.ErrAt(bad, "expression '%s' is not being grouped", parser.ExprString(bad))
 		}
@@ -169,14 +180,6 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 		return nil, nil, err
 	}
 	inner, keys, rewrite := d.rows, d.keys, d.rewrite
-	var outerKeys []expr.Expr
-	for _, k := range d.outerKeys {
-		c, err := n.outer.Compile(k)
-		if err != nil {
-			return nil, nil, err
-		}
-		outerKeys = append(outerKeys, c)
-	}
 
 	// the subquery's rows per key: its aggregates, or its row
 	aSel := &parser.Select{Pos: sel.Pos}
@@ -190,24 +193,33 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 	case grouped:
 		aSel.GroupBy = keys
 		byText := map[string]string{}
-		val = mapExpr(item, func(x parser.Expr) (parser.Expr, bool) {
-			c, ok := isAggCall(x, funcs)
-			if !ok {
-				return nil, false
-			}
-			text := parser.ExprString(c)
-			col, ok := byText[text]
-			if !ok {
-				col = fmt.Sprintf("$a%d", len(byText))
-				byText[text] = col
-				aSel.Items = append(aSel.Items, parser.SelectItem{Pos: c.Pos, Expr: rewrite(c), Alias: col})
-			}
-			if c.Name == "COUNT" {
-				// no group: a COUNT of no rows
-				return &parser.Call{Pos: c.Pos, Name: "COALESCE", Args: []parser.Expr{ref(col), &parser.Literal{Pos: c.Pos, Kind: parser.NumberLit, Text: "0"}}}, true
-			}
-			return ref(col), true
-		})
+		pull := func(e parser.Expr) parser.Expr {
+			return mapExpr(e, func(x parser.Expr) (parser.Expr, bool) {
+				c, ok := isAggCall(x, funcs)
+				if !ok {
+					return nil, false
+				}
+				text := parser.ExprString(c)
+				col, ok := byText[text]
+				if !ok {
+					col = fmt.Sprintf("$a%d", len(byText))
+					byText[text] = col
+					aSel.Items = append(aSel.Items, parser.SelectItem{Pos: c.Pos, Expr: rewrite(c), Alias: col})
+				}
+				if c.Name == "COUNT" {
+					// no group: a COUNT of no rows
+					return &parser.Call{Pos: c.Pos, Name: "COALESCE", Args: []parser.Expr{ref(col), &parser.Literal{Pos: c.Pos, Kind: parser.NumberLit, Text: "0"}}}, true
+				}
+				return ref(col), true
+			})
+		}
+		val = pull(item)
+		if sel.Having != nil {
+			// the one group's HAVING, evaluated over the joined row too:
+			// where the outer row met no row, over the aggregates of no
+			// rows (HAVING COUNT(*) = 0 holds there)
+			val = &parser.Case{Pos: sel.Having.ExprPos(), Whens: []parser.When{{Cond: pull(sel.Having), Then: val}}}
+		}
 		if agg, err = p.planAggregate(aSel, inner); err != nil {
 			return nil, nil, err
 		}
@@ -247,10 +259,94 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 		agg = calcRel(input, filter, pr, "Calc(select=["+strings.Join(pr.names, ", ")+"])")
 	}
 	agg = requalify(agg, qual)
-	var lkeys, rkeys []expr.Expr
-	for i, lc := range outerKeys {
-		rc := expr.ColRef(i, agg.sc.Cols[i].Type)
-		at := keys[i]
+	lkeys, rkeys, err := joinBackKeys(n, d, agg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return scalarJoinRel(from, agg, sq, lkeys, rkeys, !grouped, "correlated"), val, nil
+}
+
+// planCorrelatedGroups plans a correlated scalar subquery with GROUP BY
+// (and HAVING), or with DISTINCT and no aggregates: one that may have
+// more than one row per outer row. As Calcite's decorrelator does it, the
+// correlation keys join its groups: the subquery is grouped by its GROUP
+// BY and the keys, HAVING filters those groups, and the select list is
+// evaluated per group; DISTINCT groups the keys and the value. The left
+// join back checks that an outer value meets one row at most (Flink's
+// SINGLE_VALUE over the subquery): more fails the job, none is NULL (a
+// COUNT too: there is no group to count in).
+//
+// The select list, GROUP BY and HAVING are evaluated inside the
+// aggregation, so where they read the outer row the value generator
+// stands for it (its columns are keys, so grouped), also when the
+// correlated conditions are equalities.
+func (p *planner) planCorrelatedGroups(from, innerFrom *rel, sq *parser.Subquery, sel *parser.Select, n corrNames, qual string) (*rel, parser.Expr, error) {
+	item := sel.Items[0].Expr
+	var also []parser.Expr
+	for _, e := range append([]parser.Expr{item, sel.Having}, sel.GroupBy...) {
+		if e != nil && n.reads(e)&1 != 0 {
+			also = append(also, e)
+		}
+	}
+	d, err := p.decorrelate(from, innerFrom, sq, sel, n, also, len(also) > 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	aSel := &parser.Select{Pos: sel.Pos}
+	for i, k := range d.keys {
+		aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: k, Alias: fmt.Sprintf("$k%d", i)})
+	}
+	aSel.Items = append(aSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: d.rewrite(item), Alias: "$v"})
+	var rows *rel
+	if len(sel.GroupBy) > 0 {
+		for _, g := range sel.GroupBy {
+			aSel.GroupBy = append(aSel.GroupBy, d.rewrite(g))
+		}
+		aSel.GroupBy = append(aSel.GroupBy, d.keys...)
+		if sel.Having != nil {
+			aSel.Having = d.rewrite(sel.Having)
+		}
+		if rows, err = p.planAggregate(aSel, d.rows); err != nil {
+			return nil, nil, err
+		}
+		if sel.Distinct {
+			// DISTINCT over the groups' values: one row per (keys, value)
+			rows = requalify(rows, qual)
+			dSel := &parser.Select{Pos: sel.Pos, Distinct: true}
+			for _, c := range rows.sc.Cols {
+				dSel.Items = append(dSel.Items, parser.SelectItem{Pos: sel.Pos, Expr: &parser.Ident{Pos: sel.Pos, Parts: []string{qual, c.Name}}, Alias: c.Name})
+			}
+			if rows, err = p.planAggregate(dSel, rows); err != nil {
+				return nil, nil, err
+			}
+		}
+	} else {
+		// DISTINCT without aggregates: grouped by the keys and the value
+		aSel.GroupBy = append(append([]parser.Expr(nil), d.keys...), d.rewrite(item))
+		if rows, err = p.planAggregate(aSel, d.rows); err != nil {
+			return nil, nil, err
+		}
+	}
+	rows = requalify(rows, qual)
+	lkeys, rkeys, err := joinBackKeys(n, d, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	val := &parser.Ident{Pos: sq.Pos, Parts: []string{qual, "$v"}}
+	return scalarJoinRel(from, rows, sq, lkeys, rkeys, true, "correlated"), val, nil
+}
+
+// joinBackKeys compiles the keys of the left join of the outer rows with
+// a decorrelated subquery's rows (its first columns, one per key), cast
+// to a common type.
+func joinBackKeys(n corrNames, d *decorrelated, rows *rel) (lkeys, rkeys []expr.Expr, err error) {
+	for i, k := range d.outerKeys {
+		lc, err := n.outer.Compile(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		rc := expr.ColRef(i, rows.sc.Cols[i].Type)
+		at := d.keys[i]
 		ct, ok := expr.CommonType([]types.Type{lc.Type, rc.Type})
 		if !ok {
 			return nil, nil, expr.ErrAt(at, "%s and the subquery's %s do not compare", lc.Type, rc.Type)
@@ -263,7 +359,7 @@ func (p *planner) planCorrelatedScalar(from *rel, sq *parser.Subquery, qual stri
 		}
 		lkeys, rkeys = append(lkeys, lc), append(rkeys, rc)
 	}
-	return scalarJoinRel(from, agg, sq, lkeys, rkeys, !grouped, "correlated"), val, nil
+	return lkeys, rkeys, nil
 }
 
 // errCorrelatedLimit refuses a correlated subquery with LIMIT. A scalar
