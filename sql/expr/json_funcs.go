@@ -257,6 +257,8 @@ func appendJSON(b []byte, v any) []byte {
 		return strconv.AppendBool(b, v)
 	case json.Number:
 		return append(b, canonicalJSONNumber(string(v))...)
+	case jsonDouble:
+		return append(b, formatDouble(float64(v))...)
 	case string:
 		return appendJSONString(b, v)
 	case []any:
@@ -386,397 +388,12 @@ func jsonScalarText(v any) string {
 		return v
 	case json.Number:
 		return canonicalJSONNumber(string(v))
+	case jsonDouble:
+		return formatDouble(float64(v))
 	case bool:
 		return strconv.FormatBool(v)
 	}
 	return jsonText(v)
-}
-
-// A JSON path, Jayway's syntax as Flink reads it.
-
-type jsonStepKind uint8
-
-const (
-	stepKey      jsonStepKind = iota // .key, ['key'], ["key"], ."key"
-	stepWildcard                     // .*, [*]: an object's values or an array's elements
-	stepIndex                        // [n], n < 0 counting from the end
-	stepIndexes                      // [n, m, ...]
-	stepSlice                        // [from:to]
-)
-
-type jsonStep struct {
-	kind           jsonStepKind
-	key            string
-	idx            []int
-	from, to       int
-	hasFrom, hasTo bool
-}
-
-type jsonPath struct {
-	spec     string
-	lax      bool
-	steps    []jsonStep
-	definite bool  // no wildcard, index list or slice: one match at most
-	err      error // a malformed path: evaluating it is an error
-}
-
-func isJSONSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-// parseJSONPath reads a path with its mode. A malformed path is returned
-// with err set (Flink finds it when it evaluates); unsupported names a
-// feature of Jayway's paths that weir does not evaluate.
-func parseJSONPath(spec string) (p *jsonPath, unsupported string) {
-	p = &jsonPath{spec: spec, definite: true}
-	path := spec
-	// Flink's '^\s*(strict|lax)\s+(.+)$'; anything else is a strict path
-	rest := strings.TrimLeft(spec, " \t\n\v\f\r")
-	for _, m := range []string{"strict", "lax"} {
-		if len(rest) > len(m)+1 && strings.EqualFold(rest[:len(m)], m) && isJSONSpace(rest[len(m)]) {
-			p.lax = m == "lax"
-			path = rest[len(m):]
-			break
-		}
-	}
-	s := strings.Trim(path, " \t\n\v\f\r")
-	fail := func(format string, args ...any) (*jsonPath, string) {
-		p.err = fmt.Errorf("invalid JSON path '%s': %s", spec, fmt.Sprintf(format, args...))
-		return p, ""
-	}
-	if s == "" || s[0] != '$' {
-		return fail("a path starts with '$'")
-	}
-	for i := 1; i < len(s); {
-		switch s[i] {
-		case '.':
-			i++
-			if i < len(s) && s[i] == '.' {
-				return p, "the deep scan '..'"
-			}
-			if i >= len(s) {
-				return fail("a path must not end with '.'")
-			}
-			switch c := s[i]; {
-			case c == '*':
-				p.steps = append(p.steps, jsonStep{kind: stepWildcard})
-				i++
-			case c == '[':
-				// $.['key']: the bracket follows
-			case c == '"':
-				key, n, ok := readQuoted(s[i:])
-				if !ok {
-					return fail("an unterminated quoted key")
-				}
-				p.steps = append(p.steps, jsonStep{kind: stepKey, key: key})
-				i += n
-			default:
-				j := i
-				for j < len(s) && s[j] != '.' && s[j] != '[' && !isJSONSpace(s[j]) && s[j] != '(' {
-					j++
-				}
-				if j < len(s) && s[j] == '(' {
-					return p, "functions such as " + s[i:j] + "()"
-				}
-				if j == i {
-					return fail("a key is missing at position %d", i)
-				}
-				p.steps = append(p.steps, jsonStep{kind: stepKey, key: s[i:j]})
-				i = j
-			}
-		case '[':
-			j := i + 1
-			for j < len(s) && isJSONSpace(s[j]) {
-				j++
-			}
-			if j >= len(s) {
-				return fail("an unterminated '['")
-			}
-			var st jsonStep
-			switch c := s[j]; {
-			case c == '?' || c == '(':
-				return p, "filter and script expressions [?(...)]"
-			case c == '*':
-				st.kind = stepWildcard
-				j++
-			case c == '\'' || c == '"':
-				key, n, ok := readQuoted(s[j:])
-				if !ok {
-					return fail("an unterminated quoted key")
-				}
-				st = jsonStep{kind: stepKey, key: key}
-				j += n
-				for j < len(s) && isJSONSpace(s[j]) {
-					j++
-				}
-				if j < len(s) && s[j] == ',' {
-					return p, "several keys in one bracket"
-				}
-			default:
-				k := strings.IndexByte(s[j:], ']')
-				if k < 0 {
-					return fail("an unterminated '['")
-				}
-				var ok bool
-				if st, ok = parseIndexes(s[j : j+k]); !ok {
-					return fail("an invalid index [%s]", s[j:j+k])
-				}
-				j += k
-			}
-			for j < len(s) && isJSONSpace(s[j]) {
-				j++
-			}
-			if j >= len(s) || s[j] != ']' {
-				return fail("']' expected at position %d", j)
-			}
-			p.steps = append(p.steps, st)
-			i = j + 1
-		default:
-			return fail("unexpected '%c' at position %d", s[i], i)
-		}
-	}
-	for _, st := range p.steps {
-		if st.kind != stepKey && st.kind != stepIndex {
-			p.definite = false
-		}
-	}
-	return p, ""
-}
-
-// readQuoted reads a key quoted with s[0] (' or "), a backslash escaping
-// the next character; n is the length read.
-func readQuoted(s string) (key string, n int, ok bool) {
-	q := s[0]
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		switch s[i] {
-		case '\\':
-			if i+1 < len(s) {
-				i++
-				b.WriteByte(s[i])
-			}
-		case q:
-			return b.String(), i + 1, true
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return "", 0, false
-}
-
-// parseIndexes reads n, n,m,... or from:to.
-func parseIndexes(s string) (jsonStep, bool) {
-	atoi := func(t string) (int, bool) {
-		n, err := strconv.Atoi(strings.TrimSpace(t))
-		return n, err == nil
-	}
-	if from, to, ok := strings.Cut(s, ":"); ok {
-		st := jsonStep{kind: stepSlice}
-		if strings.TrimSpace(from) != "" {
-			if st.from, ok = atoi(from); !ok {
-				return st, false
-			}
-			st.hasFrom = true
-		}
-		if strings.TrimSpace(to) != "" {
-			if st.to, ok = atoi(to); !ok {
-				return st, false
-			}
-			st.hasTo = true
-		}
-		return st, true
-	}
-	parts := strings.Split(s, ",")
-	st := jsonStep{kind: stepIndex}
-	if len(parts) > 1 {
-		st.kind = stepIndexes
-	}
-	for _, part := range parts {
-		n, ok := atoi(part)
-		if !ok {
-			return st, false
-		}
-		st.idx = append(st.idx, n)
-	}
-	return st, true
-}
-
-// jayway prints the path as Jayway does in its messages: $['a'][0][*].
-func (p *jsonPath) jayway(upto int) string {
-	var b strings.Builder
-	b.WriteByte('$')
-	for _, st := range p.steps[:upto] {
-		switch st.kind {
-		case stepKey:
-			b.WriteString("['" + st.key + "']")
-		case stepWildcard:
-			b.WriteString("[*]")
-		case stepIndex, stepIndexes:
-			b.WriteByte('[')
-			for i, n := range st.idx {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(strconv.Itoa(n))
-			}
-			b.WriteByte(']')
-		case stepSlice:
-			b.WriteByte('[')
-			if st.hasFrom {
-				b.WriteString(strconv.Itoa(st.from))
-			}
-			b.WriteByte(':')
-			if st.hasTo {
-				b.WriteString(strconv.Itoa(st.to))
-			}
-			b.WriteByte(']')
-		}
-	}
-	return b.String()
-}
-
-// query evaluates the path over the JSON text s as Flink's
-// jsonApiCommonSyntax does: the value matched (nil for no match, or a JSON
-// null; a list of the matches for an indefinite path), or an error for
-// ON ERROR.
-func (p *jsonPath) query(s string) (any, error) {
-	doc, err := parseJSON(s)
-	if err != nil {
-		if p.lax {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	if doc == nil {
-		return nil, errors.New("json can not be null") // Jayway refuses a null document
-	}
-	if p.err != nil {
-		return nil, p.err
-	}
-	var out []any
-	if err := p.collect(doc, 0, true, &out); err != nil {
-		return nil, err
-	}
-	if !p.definite {
-		if out == nil {
-			out = []any{}
-		}
-		return out, nil
-	}
-	if len(out) == 0 {
-		if p.lax {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("No results for path: %s", p.jayway(len(p.steps)))
-	}
-	return out[0], nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case *jsonObject:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	}
-	return "a number"
-}
-
-// collect appends the matches of steps[i:] in v. upstream says the steps
-// before i are all definite: there (in strict mode) a step that cannot
-// apply is an error, as in Jayway; after a wildcard it is skipped. A
-// missing key at the end, or an index out of bounds, matches nothing.
-func (p *jsonPath) collect(v any, i int, upstream bool, out *[]any) error {
-	if i == len(p.steps) {
-		*out = append(*out, v)
-		return nil
-	}
-	st := &p.steps[i]
-	strict := !p.lax && upstream
-	switch st.kind {
-	case stepKey:
-		o, ok := v.(*jsonObject)
-		if !ok {
-			if strict {
-				return fmt.Errorf("Expected to find an object with property ['%s'] in path %s but found %s", st.key, p.jayway(i), jsonKind(v))
-			}
-			return nil
-		}
-		x, ok := o.get(st.key)
-		if !ok {
-			if strict && i < len(p.steps)-1 {
-				return fmt.Errorf("Missing property in path %s", p.jayway(i+1))
-			}
-			return nil
-		}
-		return p.collect(x, i+1, upstream, out)
-	case stepWildcard:
-		switch x := v.(type) {
-		case *jsonObject:
-			for _, e := range x.vals {
-				if err := p.collect(e, i+1, false, out); err != nil {
-					return err
-				}
-			}
-		case []any:
-			for _, e := range x {
-				if err := p.collect(e, i+1, false, out); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	a, ok := v.([]any)
-	if !ok {
-		if strict {
-			return fmt.Errorf("Filter: %s can only be applied to arrays, found %s", p.jayway(i + 1)[len(p.jayway(i)):], jsonKind(v))
-		}
-		return nil
-	}
-	down := upstream && st.kind == stepIndex
-	visit := func(j int) error {
-		if j < 0 {
-			j += len(a)
-		}
-		if j < 0 || j >= len(a) {
-			return nil
-		}
-		return p.collect(a[j], i+1, down, out)
-	}
-	if st.kind == stepSlice {
-		from, to := 0, len(a)
-		if st.hasFrom {
-			from = st.from
-			if from < 0 {
-				from = max(0, len(a)+from)
-			}
-		}
-		if st.hasTo {
-			to = st.to
-			if to < 0 {
-				to = len(a) + to
-			}
-		}
-		for j := from; j < min(to, len(a)); j++ {
-			if err := visit(j); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, j := range st.idx {
-		if err := visit(j); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // The compiler's side.
@@ -1068,19 +685,32 @@ func (c *Compiler) jsonCall(e *parser.Call, xs []Expr) (Expr, error) {
 			}
 		}
 		wrapper, onEmpty, onError := cl[0], cl[1], cl[2]
+		ret, array, err := jsonQueryReturning(e, xs)
+		if err != nil {
+			return Expr{}, err
+		}
+		emptyArray, emptyObject := types.StringValue("[]"), types.StringValue("{}")
+		if array {
+			emptyArray = types.ListValue([]types.Value{})
+			for i, mode := range []string{onEmpty, onError} {
+				if mode == "EMPTY OBJECT" {
+					return Expr{}, ErrAt(e.Args[3+i], "JSON_QUERY: EMPTY OBJECT ON %s is not allowed with RETURNING %s", []string{"EMPTY", "ERROR"}[i], ret)
+				}
+			}
+		}
 		behave := func(mode string, err error) types.Value {
 			switch mode {
 			case "ERROR":
 				fail(err)
 			case "EMPTY ARRAY":
-				return types.StringValue("[]")
+				return emptyArray
 			case "EMPTY OBJECT":
-				return types.StringValue("{}")
+				return emptyObject
 			}
 			return types.NullValue
 		}
 		errEmpty := errors.New("Empty result of JSON_QUERY function is not allowed")
-		return Expr{Type: types.StringType, Const: konst, Col: -1, Eval: func(r []types.Value) types.Value {
+		return Expr{Type: ret, Const: konst, Col: -1, Eval: func(r []types.Value) types.Value {
 			v := f(r)
 			if v.Null {
 				return types.NullValue
@@ -1102,10 +732,58 @@ func (c *Compiler) jsonCall(e *parser.Call, xs []Expr) (Expr, error) {
 				}
 				return behave(onError, fmt.Errorf("Strict jsonpath mode requires array or object value, and the actual value is: '%s'", jsonScalarText(obj)))
 			}
+			if array {
+				list, ok := obj.([]any)
+				if !ok {
+					return behave(onError, fmt.Errorf("RETURNING %s needs an array, and the actual value is: '%s'", ret, jsonText(obj)))
+				}
+				return jsonStringArray(list)
+			}
 			return types.StringValue(jsonText(obj))
 		}}, nil
 	}
 	return Expr{}, ErrAt(e, "no function named %s", e.Name)
+}
+
+// jsonQueryReturning is the type of JSON_QUERY: STRING, or its RETURNING
+// clause (the sixth argument, see parser.jsonArgs), which Flink allows to
+// be a string type or ARRAY<STRING> (array true).
+func jsonQueryReturning(e *parser.Call, xs []Expr) (t types.Type, array bool, err error) {
+	switch len(xs) {
+	case 5:
+		return types.StringType, false, nil
+	case 6:
+	default:
+		return types.Type{}, false, ErrAt(e, "JSON_QUERY: malformed call (its clauses are missing)")
+	}
+	t = xs[5].Type.Nullable()
+	t.TimeAttr = 0
+	switch {
+	case t.IsString():
+		return t, false, nil
+	case t.Kind == types.Array && t.Elem != nil && t.Elem.IsString():
+		return t, true, nil
+	}
+	return types.Type{}, false, ErrAt(e.Args[5], "RETURNING %s is not supported in JSON_QUERY (STRING or ARRAY<STRING> are)", t)
+}
+
+// jsonStringArray is JSON_QUERY's ARRAY<STRING> of a JSON array, as
+// Flink's SqlJsonUtils makes it: a scalar element as JSON_VALUE gives it
+// (a string without its quotes), an array or object element as JSON text,
+// a JSON null a NULL element.
+func jsonStringArray(list []any) types.Value {
+	out := make([]types.Value, len(list))
+	for i, el := range list {
+		switch {
+		case el == nil:
+			out[i] = types.NullValue
+		case isJSONScalar(el):
+			out[i] = types.StringValue(strings.Clone(jsonScalarText(el)))
+		default:
+			out[i] = types.StringValue(jsonText(el))
+		}
+	}
+	return types.ListValue(out)
 }
 
 // jsonValue compiles JSON_VALUE(json, path, CAST(NULL AS returning),
@@ -1237,6 +915,10 @@ func jsonScalarConverter(t types.Type) (func(v any) (types.Value, bool), error) 
 		case json.Number:
 			if t.IsInteger() {
 				return jsonInteger(string(x), bits)
+			}
+		case jsonDouble:
+			if t.IsInteger() {
+				return jsonInteger(formatDouble(float64(x)), bits)
 			}
 		}
 		text := jsonScalarText(v)

@@ -620,7 +620,8 @@ func (p *parser) bound() Bound {
 //	JSON_VALUE(json, path, CAST(NULL AS returning),
 //	           emptyMode, emptyDefault, errorMode, errorDefault)
 //	                                                 modes: NULL ERROR DEFAULT; defaults NULL unless DEFAULT
-//	JSON_QUERY(json, path, wrapper, onEmpty, onError) wrapper: WITHOUT ARRAY, WITH CONDITIONAL ARRAY,
+//	JSON_QUERY(json, path, wrapper, onEmpty, onError [, CAST(NULL AS returning)])
+//	                                                 wrapper: WITHOUT ARRAY, WITH CONDITIONAL ARRAY,
 //	                                                 WITH UNCONDITIONAL ARRAY; on*: NULL ERROR EMPTY ARRAY EMPTY OBJECT
 //	JSON_OBJECT(onNull, key, value, key, value...)   onNull: NULL ABSENT
 //	JSON_ARRAY(onNull, value...)
@@ -709,6 +710,19 @@ func (p *parser) jsonArgs(c *Call) {
 				c.Args[at], c.Args[at+1] = flag(bpos, mode), def
 			}
 		case "JSON_QUERY":
+			var ret Expr // RETURNING: a sixth argument, CAST(NULL AS type)
+			if p.acceptKw("RETURNING") {
+				rpos := p.tok().pos
+				t := p.dataType()
+				if prev := p.toks[p.i-1]; p.isKw("ON") && prev.kind == tIdent && strings.EqualFold(prev.text, "NULL") && !t.NotNull {
+					// the type read NULL ON EMPTY's NULL as its nullability
+					p.i--
+				}
+				if t.NotNull {
+					panic(bail{Errorf(rpos, "the RETURNING type of JSON_QUERY cannot be NOT NULL")})
+				}
+				ret = &Cast{Pos: rpos, X: null(rpos), Type: t}
+			}
 			wrapper := "WITHOUT ARRAY"
 			switch {
 			case p.acceptKw("WITHOUT"):
@@ -741,6 +755,9 @@ func (p *parser) jsonArgs(c *Call) {
 					at = 4
 				}
 				c.Args[at] = flag(bpos, mode)
+			}
+			if ret != nil {
+				c.Args = append(c.Args, ret)
 			}
 		}
 	case "JSON_OBJECT", "JSON_OBJECTAGG":

@@ -533,10 +533,17 @@ func writeJSONArgs(b *strings.Builder, c *Call) bool {
 		}
 	case "JSON_QUERY":
 		f, ok := flags(2, 3, 4)
-		if !ok || len(c.Args) != 5 {
+		if !ok || len(c.Args) != 5 && len(c.Args) != 6 {
 			return false
 		}
 		writeList(b, c.Args[:2])
+		if len(c.Args) == 6 {
+			ret, ok := c.Args[5].(*Cast)
+			if !ok {
+				return false
+			}
+			b.WriteString(" RETURNING " + ret.Type.String())
+		}
 		if f[0] != "WITHOUT ARRAY" {
 			b.WriteString(" " + f[0] + " WRAPPER")
 		}
