@@ -23,8 +23,9 @@ import (
 //     makes a path that does not match an error, which the ON ERROR clause
 //     handles; lax mode makes it an empty result (ON EMPTY), and invalid
 //     JSON text empty too. A malformed path is an error of every row (ON
-//     ERROR), as Flink reads it per row; path features weir lacks (deep
-//     scan, filters, functions) are planning errors.
+//     ERROR), as Flink reads it per row; path features weir lacks (see
+//     json_path.go: functions with arguments, some filter operators) are
+//     planning errors.
 //   - A path with a wildcard, an index list or a slice matches a list,
 //     which is never a scalar: JSON_VALUE of one is empty (lax) or an error
 //     (strict), JSON_QUERY gives the list as an array, and JSON_EXISTS is

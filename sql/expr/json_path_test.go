@@ -261,3 +261,34 @@ func TestJSONQueryReturningPrints(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJSONPath parses and evaluates any path over a few documents: no
+// panics, and a path either evaluates, is malformed (an error naming it)
+// or is refused.
+func FuzzJSONPath(f *testing.F) {
+	for _, s := range []string{"$..a", "$[?(@.a > 1 && (@.b || !@.c))]", "$.a.length()", "$..p.max()",
+		"$[?(@.t =~ /x.*/i)]", "$[?(@.a in [1, 'b', {'c': [2]}])]", "$[?(@ == $.x)].y[0:2]", "$..[1].z", "lax $.a[?(@.b)]..c"} {
+		f.Add(s)
+	}
+	docs := []string{storeDoc, `[1,[2,{"a":[3]}],{"p":4,"a":{"b":null}}]`, `{"a":{"a":{"c":"x"}}}`}
+	f.Fuzz(func(t *testing.T, spec string) {
+		if strings.Count(spec, "..")+strings.Count(spec, "?") > 3 {
+			// scans nested in filters multiply the work (as in Jayway):
+			// the document's size to the power of the nesting
+			t.Skip()
+		}
+		p, unsupported := parseJSONPath(spec)
+		if unsupported != "" {
+			return
+		}
+		if p.err != nil {
+			if !strings.Contains(p.err.Error(), spec) {
+				t.Errorf("%q: the error does not name the path: %v", spec, p.err)
+			}
+			return
+		}
+		for _, d := range docs {
+			_, _ = p.query(d)
+		}
+	})
+}
