@@ -79,6 +79,14 @@ func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), o
 	return engine.FlatMapWith[T, U](s, newFn, opts...)
 }
 
+// FlatMapWatermarkWith is FlatMapWith whose function is also given the
+// watermark the operator had received before each record, in Unix
+// milliseconds (math.MinInt64 before the first): SQL's
+// CURRENT_WATERMARK, a filter of late records.
+func FlatMapWatermarkWith[T, U any](s *Stream[T], newFn func() func(v T, wm int64, emit func(U)), opts ...OperatorOption) *Stream[U] {
+	return engine.FlatMapWatermarkWith[T, U](s, newFn, opts...)
+}
+
 // FlatMapFlushWith is FlatMapWith whose function per subtask comes with a
 // flush, called after the records of each input batch, before the batch's
 // watermark goes on and before any checkpoint barrier after it: a function

@@ -59,6 +59,9 @@ func (op *filterOp[T]) finish() error { return op.out.finish() }
 
 type flatMapOp[T, U any] struct {
 	fn func(T, func(U))
+	// fnWM, when set, is called instead of fn with the watermark before
+	// the record (FlatMapWatermarkWith)
+	fnWM func(T, int64, func(U))
 	// flush, when set, runs after each input batch's records, before the
 	// batch goes on (FlatMapFlushWith)
 	flush  func(func(U))
@@ -91,7 +94,11 @@ func (op *flatMapOp[T, U]) push(b *batch[T]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
 	for i := range b.data {
 		op.ts, op.wm = b.ts[i], b.wm[i]
-		op.fn(b.data[i], op.emit)
+		if op.fnWM != nil {
+			op.fnWM(b.data[i], op.wm, op.emit)
+		} else {
+			op.fn(b.data[i], op.emit)
+		}
 		if op.err != nil {
 			return op.err
 		}

@@ -151,6 +151,22 @@ func FlatMapFlushWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit fu
 	return out
 }
 
+// FlatMapWatermarkWith is FlatMapWith whose function is also given the
+// watermark the operator had received before each record (Unix
+// milliseconds, math.MinInt64 before the first).
+func FlatMapWatermarkWith[T, U any](s *Stream[T], newFn func() func(v T, wm int64, emit func(U)), opts ...OperatorOption) *Stream[U] {
+	cfg := s.job.opConfig(opts)
+	out, n := newStream[U](s.job, "flatmap", cfg)
+	connect(s, n, forward)
+	n.build = func(st *subtask, o any) ([]any, error) {
+		op := &flatMapOp[T, U]{fnWM: newFn(), out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
+		op.emit = op.add
+		return []any{consumer[T](op)}, nil
+	}
+	return out
+}
+
+// FlatMapWith: see weir.FlatMapWith.
 func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
 	cfg := s.job.opConfig(opts)
 	out, n := newStream[U](s.job, "flatmap", cfg)

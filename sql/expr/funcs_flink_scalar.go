@@ -33,7 +33,7 @@ var moreScalarNames = []string{
 	"REGEXP_INSTR", "REGEXP_SUBSTR", "TRANSLATE", "LPAD", "RPAD", "FROM_BASE64", "TO_BASE64", "ASCII",
 	"CHR", "DECODE", "ENCODE", "INSTR", "LEFT", "RIGHT", "URL_DECODE", "URL_ENCODE", "PARSE_URL",
 	"REVERSE", "STR_TO_MAP", "JSON_QUOTE", "JSON_UNQUOTE", "ELT", "SPLIT", "IS_ALPHA", "IS_DECIMAL",
-	"IS_DIGIT", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "QUARTER", "WEEK", "DAYOFYEAR", "DAYOFWEEK", "OVERLAPS",
+	"IS_DIGIT", "CURRENT_DATE", "CURRENT_TIME", "LOCALTIME", "CURRENT_WATERMARK", "QUARTER", "WEEK", "DAYOFYEAR", "DAYOFWEEK", "OVERLAPS",
 	"TIMESTAMPADD", "TIMESTAMPDIFF", "CONVERT_TZ",
 	"CURRENT_DATABASE", // bound by the planner (it knows the session's database)
 }
@@ -48,6 +48,10 @@ func (c *Compiler) moreCall(e *parser.Call, xs []Expr) (x Expr, ok bool, err err
 	}
 	if x, ok, err = c.stringCall(e, xs); ok {
 		return x, ok, err
+	}
+	if e.Name == "CURRENT_WATERMARK" {
+		x, err := c.currentWatermark(e, xs)
+		return x, true, err
 	}
 	return timeCall(e, xs)
 }

@@ -40,12 +40,15 @@ type leafRef struct {
 type DepSet struct {
 	leaves  []*leafRef
 	Unknown bool
+	// watermarks are the CURRENT_WATERMARK calls it makes (watermark.go)
+	watermarks []*WatermarkRef
 }
 
 func (d *DepSet) add(o *DepSet) {
 	if o != nil {
 		d.leaves = append(d.leaves, o.leaves...)
 		d.Unknown = d.Unknown || o.Unknown
+		d.watermarks = append(d.watermarks, o.watermarks...)
 	}
 }
 

@@ -162,6 +162,27 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		if err != nil {
 			return nil, err
 		}
+		// CURRENT_WATERMARK: each row's watermark in a slot after its
+		// values (expr/watermark.go)
+		es := []*expr.Expr{filter}
+		for i := range spec.exprs {
+			es = append(es, &spec.exprs[i])
+		}
+		wms := expr.Watermarks(es...)
+		if len(wms) > 0 {
+			width := len(r.sc.Cols)
+			if r.push != nil {
+				width = len(r.push.Paths)
+			}
+			for _, w := range wms {
+				w.Slot = width
+			}
+			if evals == nil { // a filter alone: it projects every column
+				for _, e := range spec.exprs {
+					evals = append(evals, e.Eval)
+				}
+			}
+		}
 		switch {
 		case filter != nil && evals == nil:
 			b.passThrough(out, r)
@@ -178,7 +199,7 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		n := len(evals)
 		// plain reads are copied, not evaluated
 		from := make([]int, n)
-		for i, e := range pr.exprs {
+		for i, e := range spec.exprs {
 			from[i] = expr.CopySource(e, r.push != nil)
 		}
 		// rows lent to a sink reuse a ring (lend.go); the ring is made on
@@ -192,7 +213,7 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		b.borrow(r)
 		rows := ringRows(b.job)
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
-		return weir.FlatMapWith(in, func() func(types.Row, func(types.Row)) {
+		calc := func() func(types.Row, func(types.Row)) {
 			var ring *rowRing
 			var free []types.Value // the slab's rows not made yet
 			return func(row types.Row, emit func(types.Row)) {
@@ -223,7 +244,18 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 				}
 				emit(types.Row{Kind: row.Kind, Values: vs})
 			}
-		}, b.uid("calc")), nil
+		}
+		if len(wms) > 0 {
+			return weir.FlatMapWatermarkWith(in, func() func(types.Row, int64, func(types.Row)) {
+				fn := calc()
+				var withWM []types.Value
+				return func(row types.Row, wm int64, emit func(types.Row)) {
+					withWM = append(append(withWM[:0], row.Values...), expr.WatermarkValue(wm))
+					fn(types.Row{Kind: row.Kind, Values: withWM}, emit)
+				}
+			}, b.uid("calc")), nil
+		}
+		return weir.FlatMapWith(in, calc, b.uid("calc")), nil
 	}
 	return out
 }
