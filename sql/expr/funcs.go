@@ -424,11 +424,11 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			if a[2].I < 0 {
 				return types.NullValue
 			}
-			parts := strings.Split(a[0].S, a[1].S)
-			if int(a[2].I) >= len(parts) {
+			part, ok := splitIndex(a[0].S, a[1].S, a[2].I)
+			if !ok {
 				return types.NullValue
 			}
-			return types.StringValue(parts[a[2].I])
+			return types.StringValue(part)
 		}).nullable(), nil
 	case "REPLACE":
 		if err := wantArgs(e, xs, 3, 3); err != nil {
@@ -475,10 +475,11 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		if pat.Null {
 			return konst(types.NullValue, types.StringType, c.GenericOnly), nil
 		}
-		re, err := regexp.Compile(pat.S)
+		compiled, err := regexp.Compile(pat.S)
 		if err != nil {
 			return Expr{}, ErrAt(e.Args[1], "invalid regular expression: %v", err)
 		}
+		re := newLiteralRegexp(compiled, pat.S) // regexp_literal.go
 		switch e.Name {
 		case "REGEXP":
 			return strFn1(xs[:1], types.BooleanType, func(a0 types.Value) types.Value { return types.BoolValue(re.MatchString(a0.S)) }), nil
@@ -1062,4 +1063,27 @@ func constructor(e *parser.Call, xs []Expr) (Expr, error) {
 		}
 		return types.ListValue(vs)
 	}}, nil
+}
+
+// splitIndex is strings.Split(s, sep)[n] without the slice of every
+// part: the part is a substring of s (ok false past the last part).
+func splitIndex(s, sep string, n int64) (string, bool) {
+	if sep == "" {
+		parts := strings.Split(s, sep)
+		if n >= int64(len(parts)) {
+			return "", false
+		}
+		return parts[n], true
+	}
+	for ; n > 0; n-- {
+		i := strings.Index(s, sep)
+		if i < 0 {
+			return "", false
+		}
+		s = s[i+len(sep):]
+	}
+	if i := strings.Index(s, sep); i >= 0 {
+		s = s[:i]
+	}
+	return s, true
 }

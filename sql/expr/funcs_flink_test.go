@@ -1,6 +1,9 @@
 package expr
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestJavaRandom checks javaRandom against java.util.Random's values for
 // the same seeds (new Random(0).nextDouble(), new Random(42).nextInt(),
@@ -46,5 +49,27 @@ func TestTruncateFloat(t *testing.T) {
 		if got := truncateFloat(c.f, c.d, 64); got != c.want {
 			t.Errorf("truncateFloat(%v, %d) = %v, want %v", c.f, c.d, got, c.want)
 		}
+	}
+}
+
+// TestSplitIndex: splitIndex is strings.Split's part n, without
+// allocating.
+func TestSplitIndex(t *testing.T) {
+	for _, s := range []string{"", "/", "a", "a/b", "/a//b/", "https://www.nexmark.com/x/y/z/item.htm", "ab::cd::::ef"} {
+		for _, sep := range []string{"/", "::", "", "x"} {
+			parts := strings.Split(s, sep)
+			for n := int64(0); n < 8; n++ {
+				got, ok := splitIndex(s, sep, n)
+				if want, wok := "", n < int64(len(parts)); ok != wok || (ok && got != parts[n]) {
+					if wok {
+						want = parts[n]
+					}
+					t.Fatalf("splitIndex(%q, %q, %d) = %q, %v; want %q, %v", s, sep, n, got, ok, want, wok)
+				}
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { splitIndex("https://www.nexmark.com/x/y/z/item.htm", "/", 4) }); n != 0 {
+		t.Fatalf("%v allocations", n)
 	}
 }
