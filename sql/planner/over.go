@@ -335,6 +335,9 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 			return nil
 		}
 	}
+	if !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() && !(f.spec.keepLast && f.keep == 1) {
+		return f.insertRowNumber(ctx, st, in)
+	}
 	rows := append([]types.Value(nil), old...)
 	if in.Kind.IsRetraction() {
 		found := -1
@@ -397,5 +400,51 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 	} else {
 		f.rows.Update(types.Row{Values: rows})
 	}
+	return nil
+}
+
+// insertRowNumber is ProcessElement of an insert-only ROW_NUMBER Top-N
+// (Nexmark q19's ten best bids of an auction): a row that does not enter
+// the partition's top N changes nothing and copies nothing; one that
+// enters at rank i moves the rows from i on down one rank, in the state's
+// list itself (a snapshot encodes the state at the barrier, on this
+// goroutine: nothing else reads the list meanwhile), after emitting the
+// changes of those ranks (-D of the old row, +I of the new, rank by rank,
+// as the general path does).
+func (f *topNFn) insertRowNumber(ctx *weir.KeyedContext[string, types.Row], st types.Row, in types.Row) error {
+	old := st.Values
+	i := sort.Search(len(old), func(i int) bool {
+		c := f.compare(old[i].List(), in.Values)
+		if f.spec.keepLast {
+			return c >= 0
+		}
+		return c > 0
+	})
+	if int64(i) >= f.keep {
+		f.rows.Update(st) // (its TTL restarts, as with any row)
+		return nil
+	}
+	x := append([]types.Value(nil), in.Values...)
+	n := min(len(old)+1, int(f.keep)) // the partition's rows after
+	for j := i; j < n; j++ {
+		is := x
+		if j > i {
+			is = old[j-1].List()
+		}
+		if j < len(old) {
+			was := old[j].List()
+			if types.EqualValues(was, is) {
+				continue
+			}
+			ctx.Emit(types.Row{Kind: types.Delete, Values: f.project(was, int64(j+1))})
+		}
+		ctx.Emit(types.Row{Kind: types.Insert, Values: f.project(is, int64(j+1))})
+	}
+	if len(old) < n {
+		old = append(old, types.Value{})
+	}
+	copy(old[i+1:], old[i:n-1])
+	old[i] = types.ListValue(x)
+	f.rows.Update(types.Row{Values: old})
 	return nil
 }
