@@ -27,7 +27,21 @@ func init() {
 	}
 }
 
+// bigPow10s are the powers of ten up to twice the greatest precision,
+// computed once: bigPow10 copies one (its callers may change what it
+// returns) instead of computing it per call.
+var bigPow10s [2*maxPrecision + 1]*big.Int
+
+func init() {
+	for i := range bigPow10s {
+		bigPow10s[i] = new(big.Int).Exp(bigTen, big.NewInt(int64(i)), nil)
+	}
+}
+
 func bigPow10(n int) *big.Int {
+	if n >= 0 && n < len(bigPow10s) {
+		return new(big.Int).Set(bigPow10s[n])
+	}
 	return new(big.Int).Exp(bigTen, big.NewInt(int64(n)), nil)
 }
 

@@ -3,6 +3,8 @@ package expr
 import (
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/sql/types"
 )
 
 // TestJavaRandom checks javaRandom against java.util.Random's values for
@@ -71,5 +73,22 @@ func TestSplitIndex(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { splitIndex("https://www.nexmark.com/x/y/z/item.htm", "/", 4) }); n != 0 {
 		t.Fatalf("%v allocations", n)
+	}
+}
+
+// TestExtractTimeOfDay: HOUR, MINUTE and SECOND by arithmetic equal
+// time.Time's, before 1970 too.
+func TestExtractTimeOfDay(t *testing.T) {
+	for _, us := range []int64{0, 1, -1, 86399999999, -86400000001, 1717171717171717, -1717171717171717, 3600e6 - 1, 59999999} {
+		tm := microsToTime(us)
+		for unit, want := range map[string]int{"HOUR": tm.Hour(), "MINUTE": tm.Minute(), "SECOND": tm.Second()} {
+			x, err := extract(unit, konst(types.IntValue(us), types.Timestamp3, false), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := x.Eval(nil).I; got != int64(want) {
+				t.Errorf("EXTRACT(%s) of %d us = %d, want %d", unit, us, got, want)
+			}
+		}
 	}
 }
