@@ -20,6 +20,8 @@ func TestGroupAggregationLendsRows(t *testing.T) {
 		"count": "SELECT auction, COUNT(*) AS n, MAX(price) AS top, MIN(channel) AS ch FROM bid GROUP BY auction",
 		"top3":  `SELECT * FROM (SELECT auction, bidder, price, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC) AS rn FROM bid) WHERE rn <= 3`,
 		"first": `SELECT auction, bidder, price FROM (SELECT auction, bidder, price, ROW_NUMBER() OVER (PARTITION BY MOD(bidder, 10) ORDER BY price DESC, auction DESC, bidder DESC, dateTime DESC) AS rn FROM bid) WHERE rn = 1`,
+		// a lookup join into a bounded table (q13's shape) lends its joined rows
+		"lookup": `SELECT B.auction, B.price, S.v FROM (SELECT *, PROCTIME() AS p FROM bid) AS B JOIN side FOR SYSTEM_TIME AS OF B.p AS S ON MOD(B.auction, 50) = S.k`,
 	}
 	for _, q := range []string{"q15", "q16", "q18", "q4", "q9", "q20"} {
 		text, err := nexmarksql.Query(q)
@@ -36,6 +38,12 @@ func TestGroupAggregationLendsRows(t *testing.T) {
 				}
 				run := func(lent bool) []string {
 					s := nexmarkSession(t, 4000, p)
+					if name == "lookup" {
+						if _, err := s.Exec(`CREATE TABLE side (k BIGINT, v STRING) WITH ('connector' = 'datagen', 'number-of-rows' = '50',
+  'fields.k.kind' = 'sequence', 'fields.k.start' = '0', 'fields.k.end' = '49', 'fields.v.length' = '5');`); err != nil {
+							t.Fatal(err)
+						}
+					}
 					if miniBatch {
 						if _, err := s.Exec(`SET 'table.exec.mini-batch.enabled' = 'true';
 SET 'table.exec.mini-batch.allow-latency' = '1 s';
@@ -46,7 +54,7 @@ SET 'table.exec.mini-batch.size' = '1000';`); err != nil {
 					return subscribedRows(t, s, query, lent)
 				}
 				kept, lent := run(false), run(true)
-				join := name == "q4" || name == "q9" || name == "q20"
+				join := name == "q4" || name == "q9" || name == "q20" || name == "lookup"
 				if p > 1 || miniBatch || join {
 					// (a join's two inputs interleave run by run too)
 					// two subtasks interleave differently from run to run
