@@ -73,3 +73,26 @@ func TestOneArgumentFunctionsDoNotAllocate(t *testing.T) {
 		t.Errorf("DATE_FORMAT of a day already formatted: %.1f allocations, want 0", n)
 	}
 }
+
+// TestConstantArgumentFunctionsDoNotAllocate: SPLIT_INDEX with a constant
+// separator and index (Nexmark q22) and REGEXP_EXTRACT of a string
+// without the pattern's required literal (most of q21's) read their one
+// variable argument without an argument slice, and allocate nothing.
+func TestConstantArgumentFunctionsDoNotAllocate(t *testing.T) {
+	sc := &Scope{Cols: []Column{{Name: "url", Type: types.StringType}}}
+	row := []types.Value{types.StringValue("https://www.nexmark.com/abc/def/ghi/item.htm?query=1")}
+	for _, src := range []string{"SPLIT_INDEX(url, '/', 4)", "REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)"} {
+		e, err := parser.ParseExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := (&Compiler{Scope: sc}).Compile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Eval(row)
+		if n := testing.AllocsPerRun(100, func() { x.Eval(row) }); n != 0 {
+			t.Errorf("%s: %.1f allocations, want 0", src, n)
+		}
+	}
+}

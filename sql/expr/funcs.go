@@ -420,6 +420,21 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			return Expr{}, err
 		}
 		t := types.StringType
+		if xs[1].Const && xs[2].Const {
+			// the usual call, SPLIT_INDEX(url, '/', 3): one argument read
+			// per row (strFn1: no argument slice)
+			sep, n := xs[1].Eval(nil), xs[2].Eval(nil)
+			if sep.Null || n.Null || n.I < 0 {
+				return konst(types.NullValue, t, c.GenericOnly), nil
+			}
+			return strFn1(xs[:1], t, func(a0 types.Value) types.Value {
+				part, ok := splitIndex(a0.S, sep.S, n.I)
+				if !ok {
+					return types.NullValue
+				}
+				return types.StringValue(part)
+			}).nullable(), nil
+		}
 		return strFn(xs, t, func(a []types.Value) types.Value {
 			if a[2].I < 0 {
 				return types.NullValue
@@ -491,10 +506,25 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 				return types.StringValue(re.ReplaceAllString(a[0].S, javaReplacement(a[1].S)))
 			}), nil
 		}
-		group := xs[:1]
-		if len(xs) == 3 {
-			group = []Expr{xs[0], xs[2]}
+		if len(xs) == 2 || xs[2].Const {
+			// a constant group (Nexmark q21's 2): one argument read per row
+			idx := int64(0)
+			if len(xs) == 3 {
+				g := xs[2].Eval(nil)
+				if g.Null {
+					return konst(types.NullValue, types.StringType, c.GenericOnly), nil
+				}
+				idx = g.I
+			}
+			return strFn1(xs[:1], types.StringType, func(a0 types.Value) types.Value {
+				m := re.FindStringSubmatch(a0.S)
+				if m == nil || idx < 0 || int(idx) >= len(m) {
+					return types.NullValue
+				}
+				return types.StringValue(m[idx])
+			}).nullable(), nil
 		}
+		group := []Expr{xs[0], xs[2]}
 		return strFn(group, types.StringType, func(a []types.Value) types.Value {
 			idx := int64(0)
 			if len(a) == 2 {
