@@ -134,7 +134,11 @@ func HeapState() JobOption {
 
 // PebbleState keeps the keyed state and timers of Process operators in a
 // Pebble LSM under dir, so state can be larger than memory; memoryBudget
-// bounds the bytes each operator's Pebble keeps in memory (0: a default).
+// bounds the bytes Pebble keeps in memory in the process, for all the
+// job's operators and subtasks together (0: 64 MiB): one block cache of
+// half of it that every database shares, and memtables that add up to the
+// other half. Go's heap (the operators' buffers, records in flight) comes
+// on top: under a memory limit, set GOMEMLIMIT to what is left.
 // Checkpoints copy Pebble state by key group like heap state (not yet
 // incrementally); weir's window operators (Window, and what is built on
 // it) keep their state on the heap, which SQL's window aggregations avoid

@@ -41,21 +41,33 @@ func newPebbleBackend(st *subtask, n *node, cfg state.Config) (state.Backend, er
 }
 
 func openPebbleBackend(st *subtask, n *node, cfg state.Config, dir string) (*incremental.Backend, error) {
-	budget := st.cfg().stateMemory
-	if budget <= 0 {
-		budget = pebblestate.DefaultMemoryBudget
-	}
 	r := st.plan.restored
 	ds, err := restoredDescs(r, n.uid)
 	if err != nil {
 		return nil, err
 	}
 	opts := incremental.Options{Dir: dir, UID: n.uid, Subtask: st.index, Incremental: st.cfg().incremental,
-		MemoryBudget: budget / int64(max(n.parallelism, 1)), Descs: ds}
+		Memory: st.plan.pebbleMemory, MemoryBudget: st.cfg().stateMemory, Descs: ds}
 	if r != nil {
 		opts.Restore, opts.RestoreID = r.Checkpoint, r.ID
 	}
 	return incremental.Open(opts, cfg)
+}
+
+// pebbleMemory is the memory budget of an attempt's Pebble databases:
+// the job's (PebbleState's memoryBudget) for all of them, one per subtask
+// of each operator that keeps its state in the backend. nil on the heap.
+func (j *Job) pebbleMemory() *pebblestate.Memory {
+	if j.cfg.stateBackend != "pebble" {
+		return nil
+	}
+	databases := 0
+	for _, n := range j.nodes {
+		if n.backendState {
+			databases += n.parallelism
+		}
+	}
+	return pebblestate.NewMemory(j.cfg.stateMemory, databases)
 }
 
 // restoredDescs returns the Pebble databases that operator uid has in the

@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/internal/coordinator"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/metrics"
+	"github.com/weirstream/weir/internal/state/pebblestate"
 	"github.com/weirstream/weir/internal/watermark"
 )
 
@@ -24,6 +25,9 @@ type plan struct {
 	restored *restoredState
 	// coord is the checkpoint coordinator (nil: checkpointing is off)
 	coord *coordinator.Coordinator
+	// pebbleMemory is the memory budget the attempt's Pebble databases
+	// share (nil: heap state)
+	pebbleMemory *pebblestate.Memory
 }
 
 // subtask is the per-goroutine context handed to operators as they are
@@ -261,6 +265,11 @@ func (j *Job) execute(parent context.Context, ckpt *ckstore.Store, restored *res
 	}
 	j.noteGraph() // parallelism and edges as resolved, for the web server
 	p.restored = restored
+	if p.pebbleMemory = j.pebbleMemory(); p.pebbleMemory != nil {
+		// after g.Wait below: every database is closed by then (each
+		// keeps the cache until it closes anyway)
+		defer p.pebbleMemory.Close()
+	}
 	if restored != nil {
 		if err := p.checkRestore(ctx, ckpt); err != nil {
 			g.Wait()

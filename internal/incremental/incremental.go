@@ -442,6 +442,9 @@ type Options struct {
 	Subtask      int
 	Incremental  bool
 	MemoryBudget int64
+	// Memory, when set, is the process's budget that the database shares
+	// with the others (MemoryBudget is then ignored).
+	Memory *pebblestate.Memory
 	// Restore is the checkpoint to restore from (nil: none), RestoreID its
 	// id, and Descs the databases it holds for this operator (Descs).
 	Restore   *checkpoint.Checkpoint
@@ -466,7 +469,7 @@ func Open(opts Options, cfg state.Config) (*Backend, error) {
 			}
 		}
 	}
-	be, err := pebblestate.Open(pebblestate.Options{Dir: dbDir, MemoryBudget: opts.MemoryBudget}, cfg)
+	be, err := pebblestate.Open(pebblestate.Options{Dir: dbDir, MemoryBudget: opts.MemoryBudget, Memory: opts.Memory}, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (s *Session) parallelism() int {
 // (weir.PebbleState) under 'state.backend.rocksdb.localdir' (else the
 // session's StateDir, else a new directory in the temporary directory)
 // with 'state.backend.rocksdb.memory.fixed-per-slot' as the memory budget
-// of each operator; 'hashmap' (and the older 'filesystem' and
+// of the process (all its operators: a weir process is one slot); 'hashmap' (and the older 'filesystem' and
 // 'jobmanager') and weir's 'heap' keep it in memory.
 // 'execution.checkpointing.incremental' (or the older
 // 'state.backend.incremental') = 'true' makes Pebble's checkpoints

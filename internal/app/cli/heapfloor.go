@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"runtime/debug"
 	"sync"
 )
 
@@ -25,13 +26,18 @@ var (
 	floor     []byte
 )
 
-// setHeapFloor allocates the floor, once per process.
+// setHeapFloor allocates the floor, once per process, and, under a
+// cgroup's memory limit, sets Go's soft memory limit (memlimit.go).
 func setHeapFloor(mib int) {
-	n := heapFloorBytes(mib, os.Getenv)
-	if n == 0 {
-		return
-	}
 	floorOnce.Do(func() {
+		limit := cgroupMemoryLimit(rootFS)
+		if m := goMemoryLimit(limit, os.Getenv); m > 0 {
+			debug.SetMemoryLimit(m)
+		}
+		n := heapFloorBytes(mib, limit, os.Getenv)
+		if n == 0 {
+			return
+		}
 		// a large pointer-free allocation: its own span, fresh from the
 		// OS (already zero, so not written), never scanned
 		floor = make([]byte, n)
@@ -39,10 +45,16 @@ func setHeapFloor(mib int) {
 }
 
 // heapFloorBytes is the floor's size: none when the user tunes the
-// collector through the environment.
-func heapFloorBytes(mib int, getenv func(string) string) int {
+// collector through the environment; under a cgroup memory limit of limit
+// bytes (0: none), at most a sixteenth of it, so that the garbage it lets
+// pile up (as much as the floor) stays a small part of the limit.
+func heapFloorBytes(mib int, limit int64, getenv func(string) string) int {
 	if mib <= 0 || getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return 0
 	}
-	return mib << 20
+	n := int64(mib) << 20
+	if limit > 0 {
+		n = min(n, limit/16)
+	}
+	return int(n)
 }

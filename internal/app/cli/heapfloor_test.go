@@ -13,17 +13,22 @@ import (
 func TestHeapFloor(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	for _, c := range []struct {
-		mib  int
-		env  map[string]string
-		want int
+		mib   int
+		limit int64
+		env   map[string]string
+		want  int
 	}{
-		{128, nil, 128 << 20},
-		{0, nil, 0},
-		{128, map[string]string{"GOGC": "200"}, 0},
-		{128, map[string]string{"GOMEMLIMIT": "1GiB"}, 0},
+		{128, 0, nil, 128 << 20},
+		{0, 0, nil, 0},
+		{128, 0, map[string]string{"GOGC": "200"}, 0},
+		{128, 0, map[string]string{"GOMEMLIMIT": "1GiB"}, 0},
+		// under a cgroup memory limit: a sixteenth of it at most
+		{128, 8 << 30, nil, 128 << 20},
+		{128, 160 << 20, nil, 10 << 20},
+		{128, 160 << 20, map[string]string{"GOMEMLIMIT": "100MiB"}, 0},
 	} {
-		if got := heapFloorBytes(c.mib, env(c.env)); got != c.want {
-			t.Errorf("heapFloorBytes(%d, %v) = %d, want %d", c.mib, c.env, got, c.want)
+		if got := heapFloorBytes(c.mib, c.limit, env(c.env)); got != c.want {
+			t.Errorf("heapFloorBytes(%d, %d, %v) = %d, want %d", c.mib, c.limit, c.env, got, c.want)
 		}
 	}
 	t.Setenv("GOGC", "")

@@ -36,6 +36,10 @@ type Options struct {
 	// Index and filter blocks count too (they live in the block cache);
 	// iterators, compactions and Go's own overhead come on top.
 	MemoryBudget int64
+	// Memory, when set, is a budget shared with other databases (the
+	// process's): the database reads through its block cache and takes its
+	// memtable size, and MemoryBudget is ignored.
+	Memory *Memory
 	// RemoveOnClose removes Dir when the backend is closed: for a working
 	// copy that nothing reopens.
 	RemoveOnClose bool
@@ -48,6 +52,7 @@ type Backend struct {
 	*state.Serial
 	db   *pebble.DB
 	opts Options
+	mem  *Memory
 }
 
 // Open opens (or creates) the database in o.Dir and returns a backend
@@ -58,16 +63,16 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	budget := o.MemoryBudget
-	if budget <= 0 {
-		budget = DefaultMemoryBudget
+	mem := o.Memory
+	if mem == nil {
+		// a budget of its own
+		mem = NewMemory(o.MemoryBudget, 1)
+		defer mem.Close() // the database holds its own reference to the cache
 	}
-	cache := pebble.NewCache(max(budget/2, 1<<20))
-	defer cache.Unref() // the database holds its own reference
 	popts := &pebble.Options{
 		FS:                          o.FS,
-		Cache:                       cache,
-		MemTableSize:                uint64(max(budget/4, 256<<10)),
+		Cache:                       mem.cache,
+		MemTableSize:                mem.memtable,
 		MemTableStopWritesThreshold: 2,
 		DisableWAL:                  true,
 		Merger:                      listMerger,
@@ -87,7 +92,7 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Backend{Serial: s, db: db, opts: o}, nil
+	return &Backend{Serial: s, db: db, opts: o, mem: mem}, nil
 }
 
 // Close closes the database and, with RemoveOnClose, removes its
@@ -99,6 +104,10 @@ func (b *Backend) Close() error {
 	}
 	return err
 }
+
+// Memory is the memory budget the database is in: Options.Memory, or one
+// of its own.
+func (b *Backend) Memory() *Memory { return b.mem }
 
 // DB is the Pebble database.
 func (b *Backend) DB() *pebble.DB { return b.db }
