@@ -100,6 +100,15 @@ func TestCDCResumesInsideATransaction(t *testing.T) {
 	}
 	weirtest.WaitFor(t, "the slot acknowledged", time.Minute, func() bool { return slotLSN() >= p.LSN })
 	r.Close()
+	// the server ends the closed reader's replication session on its own
+	// time (a busy machine: after the next open tried the slot)
+	weirtest.WaitFor(t, "the slot released", time.Minute, func() bool {
+		var active bool
+		if err := conn.QueryRow(ctx, "SELECT active FROM pg_replication_slots WHERE slot_name = $1", cfg.SlotName).Scan(&active); err != nil {
+			t.Fatal(err)
+		}
+		return !active
+	})
 	_, err = src.OpenAt(ctx, splits[0], pos)
 	wantErr(t, err, "beyond the checkpoint's position")
 }

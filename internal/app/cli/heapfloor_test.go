@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -33,6 +34,8 @@ func TestHeapFloor(t *testing.T) {
 	}
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMEMLIMIT", "")
+	// another test's command may have set the floor (once a process)
+	floorOnce, floor = sync.Once{}, nil
 	var out, errOut bytes.Buffer
 	// a command that runs (--help runs no hooks); its result does not
 	// matter here
