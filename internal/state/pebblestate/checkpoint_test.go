@@ -1,6 +1,8 @@
 package pebblestate_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,6 +57,16 @@ func TestCheckpointReopens(t *testing.T) {
 		s.l.Add(hash(k), k, v0, fmt.Sprint(i))
 		s.m.Put(hash(k), k, v0, i%5, fmt.Sprint(i))
 		s.tq.Register(hash(k), k, v0, int64(i%100))
+	}
+	// settle the tree first (its writes in one level): the one small file
+	// the second checkpoint flushes then starts no compaction between the
+	// two, which could rewrite every file and leave none to share (it did,
+	// now and then: "3 SST files, 0 shared")
+	if err := be.DB().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.DB().Compact(context.Background(), []byte{}, bytes.Repeat([]byte{0xff}, 64), false); err != nil {
+		t.Fatal(err)
 	}
 	ck1 := filepath.Join(root, "ck1")
 	if err := be.Checkpoint(ck1); err != nil {
