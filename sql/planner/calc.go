@@ -202,39 +202,23 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		for i, e := range spec.exprs {
 			from[i] = expr.CopySource(e, r.push != nil)
 		}
-		// rows lent to a sink reuse a ring (lend.go); the ring is made on
-		// the first lent row, one per subtask
-		lend := b.lendRows(out)
-		// or made in slabs (lend.go) when every consumer copies them
-		slab := b.slabRowsOf(out)
+		// rows lent to a sink reuse a ring, one per subtask made on the
+		// first lent row; rows that every consumer copies come from slabs
+		// (lend.go)
+		rm := b.rowMaker(out, n)
+		rm.slab = b.slabRowsOf(out)
 		// chained to its input, the Calc keeps nothing of an input row once
 		// it has made its own (it copies values): the input may lend its
 		// rows (an aggregation's changes, lend.go)
 		b.borrow(r)
-		rows := ringRows(b.job)
 		// one Calc operator: filter and project in a FlatMap, as Flink's Calc
 		calc := func() func(types.Row, func(types.Row)) {
-			var ring *rowRing
-			var free []types.Value // the slab's rows not made yet
+			rm := rm
 			return func(row types.Row, emit func(types.Row)) {
 				if f != nil && !f(row.Values) {
 					return
 				}
-				var vs []types.Value
-				switch {
-				case *lend:
-					if ring == nil {
-						ring = newRowRing(n, rows)
-					}
-					vs = ring.next()
-				case *slab:
-					if len(free) < n {
-						free = make([]types.Value, n*slabRows)
-					}
-					vs, free = free[:n:n], free[n:]
-				default:
-					vs = make([]types.Value, n)
-				}
+				vs := rm.next()
 				for i, ev := range evals {
 					if j := from[i]; j >= 0 {
 						vs[i] = row.Values[j]

@@ -425,10 +425,10 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		// sends its output on whenever a batch is full, even within one
 		// call (a mini-batch's end), so a slot is written again only after
 		// the sink has had its row
-		lend, rows := b.lendRows(r), ringRows(b.job)
+		rm := b.rowMaker(r, layout.NKeys+len(layout.Calls))
 		ub := b.needUB(r)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals, lend: lend, ringRows: rows, ub: ub}
+			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -442,10 +442,8 @@ type groupAggFn struct {
 	layout *expr.AggLayout
 	keys   []expr.EvalFn
 	acc    *weir.ValueState[string, types.Row]
-	// lend: the output rows are lent (lend.go), from ring
-	lend     *bool
-	ring     *rowRing
-	ringRows int
+	// rows makes the output rows (lent from a ring where they may be)
+	rows rowMaker
 	// ub: an update emits its -U (ub.go); else +U alone
 	ub *bool
 }
@@ -457,15 +455,7 @@ func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
 
 func (f *groupAggFn) output(acc []types.Value) []types.Value {
 	l := f.layout
-	var vs []types.Value
-	if f.lend != nil && *f.lend {
-		if f.ring == nil {
-			f.ring = newRowRing(l.NKeys+len(l.Calls), f.ringRows)
-		}
-		vs = f.ring.next()
-	} else {
-		vs = make([]types.Value, l.NKeys+len(l.Calls))
-	}
+	vs := f.rows.next()
 	copy(vs, acc[:l.NKeys])
 	for i, c := range l.Calls {
 		vs[l.NKeys+i] = l.Result(acc, c)

@@ -129,9 +129,9 @@ func (p *planner) planProctimeTemporalJoin(j *parser.Join, ref *parser.TableRef,
 			f = res.Eval
 		}
 		// joined rows lent to a chained Calc or sink reuse a ring (lend.go)
-		lend, ringN := b.lendRows(out), ringRows(b.job)
+		rm := b.rowMaker(out, nl+nr)
 		return weir.ProcessWith(keyed, func() weir.KeyedProcessFunction[string, lookupIn, types.Row] {
-			return &boundedLookupFn{lk: lk, rk: rk, nl: nl, nr: nr, inner: inner, residual: f, lend: lend, ringRows: ringN}
+			return &boundedLookupFn{lk: lk, rk: rk, nl: nl, nr: nr, inner: inner, residual: f, out: rm}
 		}, b.uid("lookup-join")), nil
 	}
 	return out, nil
@@ -193,21 +193,8 @@ type boundedLookupFn struct {
 	residual expr.EvalFn
 	rows     *weir.ListState[string, types.Row] // the key's table rows
 	waiting  *weir.ListState[string, types.Row] // probe rows that came before the table ended
-	// lend: the joined rows are lent (lend.go), from ring
-	lend     *bool
-	ring     *rowRing
-	ringRows int
-}
-
-// joined returns the values of a joined row: from the ring when lent.
-func (f *boundedLookupFn) joined() []types.Value {
-	if *f.lend {
-		if f.ring == nil {
-			f.ring = newRowRing(f.nl+f.nr, f.ringRows)
-		}
-		return f.ring.next()
-	}
-	return make([]types.Value, f.nl+f.nr)
+	// out makes the joined rows (lent from a ring where they may be)
+	out rowMaker
 }
 
 func (f *boundedLookupFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -247,7 +234,7 @@ func (f *boundedLookupFn) join(ctx *weir.KeyedContext[string, types.Row], probe 
 	matched := false
 	if _, ok := nonNullKey(f.lk, probe.Values); ok {
 		for r := range f.rows.All() {
-			vs := f.joined()
+			vs := f.out.next()
 			copy(vs, probe.Values)
 			copy(vs[f.nl:], r.Values)
 			if f.residual != nil {

@@ -130,3 +130,39 @@ func (b *builder) settleSlabs() {
 		*f = !b.noSlabs && b.reads[r] > 0 && b.copying[r] == b.reads[r]
 	}
 }
+
+// rowMaker makes an operator's output rows of one width: from a ring when
+// they are lent (lendRows), out of slabs when every consumer copies them
+// (slabRowsOf), else one by one. The flags are set once every statement
+// is built; each subtask copies the maker into its function, so the ring
+// and the slab are its own.
+type rowMaker struct {
+	width, ringRows int
+	lend, slab      *bool // nil: never
+	ring            *rowRing
+	free            []types.Value // the slab's rows not made yet
+}
+
+// rowMaker returns the maker of r's rows, which may be lent.
+func (b *builder) rowMaker(r *rel, width int) rowMaker {
+	return rowMaker{width: width, ringRows: ringRows(b.job), lend: b.lendRows(r)}
+}
+
+// next returns the values of a new row; the caller sets all of them.
+func (m *rowMaker) next() []types.Value {
+	switch {
+	case m.lend != nil && *m.lend:
+		if m.ring == nil {
+			m.ring = newRowRing(m.width, m.ringRows)
+		}
+		return m.ring.next()
+	case m.slab != nil && *m.slab:
+		if len(m.free) < m.width {
+			m.free = make([]types.Value, m.width*slabRows)
+		}
+		vs := m.free[:m.width:m.width]
+		m.free = m.free[m.width:]
+		return vs
+	}
+	return make([]types.Value, m.width)
+}

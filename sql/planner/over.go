@@ -218,13 +218,13 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
 		// rows lent to a chained sink reuse a ring (lend.go, as the group
 		// aggregation's)
-		lend, rows := b.lendRows(r), ringRows(b.job)
-		ub := &alwaysUB
+		rm := b.rowMaker(r, len(spec.items))
+		var ub *bool // a Top-N always sends its -D rows
 		if spec.dedup {
 			ub = b.needUB(r)
 		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract, lend: lend, ringRows: rows, ub: ub}
+			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -235,17 +235,11 @@ type topNFn struct {
 	keep    int64
 	retract bool // keep every row (an updating input can retract a top row)
 	rows    *weir.ValueState[string, types.Row]
-	// lend: the output rows are lent (lend.go), from ring
-	lend     *bool
-	ring     *rowRing
-	ringRows int
-	// ub: a deduplication's -U rows are read (ub.go)
+	// out makes the output rows (lent from a ring where they may be)
+	out rowMaker
+	// ub: a deduplication's -U rows are read (ub.go); nil: always
 	ub *bool
 }
-
-// alwaysUB is the needUB flag of the operators that always send their
-// retractions.
-var alwaysUB = true
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
 	f.rows = weir.NewValueState[types.Row](rc, "rows")
@@ -282,16 +276,21 @@ func (f *topNFn) compare(a, b []types.Value) int {
 	return 0
 }
 
-func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
-	var out []types.Value
-	if f.lend != nil && *f.lend {
-		if f.ring == nil {
-			f.ring = newRowRing(len(f.spec.items), f.ringRows)
+// position is where row x goes among the sorted rows: after the rows
+// that rank before it or tie with it (the earlier arrival first), before
+// the ties when the deduplication keeps the last row.
+func (f *topNFn) position(rows []types.Value, x []types.Value) int {
+	return sort.Search(len(rows), func(i int) bool {
+		c := f.compare(rows[i].List(), x)
+		if f.spec.keepLast {
+			return c >= 0
 		}
-		out = f.ring.next()
-	} else {
-		out = make([]types.Value, len(f.spec.items))
-	}
+		return c > 0
+	})
+}
+
+func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
+	out := f.out.next()
 	for i, ev := range f.spec.items {
 		switch j := f.spec.from[i]; {
 		case ev == nil:
@@ -326,7 +325,7 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 			if f.spec.dedup {
 				before, after = types.UpdateBefore, types.UpdateAfter
 			}
-			if !f.spec.dedup || *f.ub {
+			if f.ub == nil || *f.ub {
 				ctx.Emit(types.Row{Kind: before, Values: f.project(was, 1)})
 			}
 			copy(was, in.Values)
@@ -353,13 +352,7 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 		rows = append(rows[:found], rows[found+1:]...)
 	} else {
 		x := append([]types.Value(nil), in.Values...)
-		i := sort.Search(len(rows), func(i int) bool {
-			c := f.compare(rows[i].List(), x)
-			if f.spec.keepLast {
-				return c >= 0
-			}
-			return c > 0
-		})
+		i := f.position(rows, x)
 		if f.spec.keepLast && f.keep == 1 && i < len(rows) && f.compare(rows[i].List(), x) == 0 {
 			rows[i] = types.ListValue(x) // a later row with the same time replaces
 		} else {
@@ -413,13 +406,7 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 // as the general path does).
 func (f *topNFn) insertRowNumber(ctx *weir.KeyedContext[string, types.Row], st types.Row, in types.Row) error {
 	old := st.Values
-	i := sort.Search(len(old), func(i int) bool {
-		c := f.compare(old[i].List(), in.Values)
-		if f.spec.keepLast {
-			return c >= 0
-		}
-		return c > 0
-	})
+	i := f.position(old, in.Values)
 	if int64(i) >= f.keep {
 		f.rows.Update(st) // (its TTL restarts, as with any row)
 		return nil
