@@ -194,73 +194,19 @@ func (s *CountedSets) View(i int) *CountedSetsView { return s.views[i] }
 // i), and returns the sets v appeared in or disappeared from. A set that
 // does not hold v is not changed by a removal.
 func (s *CountedSets) Add(v Value, mask uint64, n int64) (changed uint64) {
-	if s.width <= 4 {
-		if s.isStr {
-			return add4(&s.strs4, hashStr(v.S), v.S, mask, n, s.lens)
-		}
+	switch {
+	case s.width <= 4 && s.isStr:
+		return add4(&s.strs4, hashStr(v.S), v.S, mask, n, s.lens)
+	case s.width <= 4:
 		return add4(&s.ints4, hashInt(v.I), v.I, mask, n, s.lens)
+	case s.isStr:
+		return addWide(s, &s.strs, hashStr(v.S), v.S, mask, n)
 	}
-	var h uint64
-	var p *uint32
-	if s.isStr {
-		h = hashStr(v.S)
-		p = s.strs.Get(h, v.S)
-	} else {
-		h = hashInt(v.I)
-		p = s.ints.Get(h, v.I)
-	}
-	var e uint32
-	if p != nil {
-		e = *p
-	} else {
-		if n <= 0 {
-			return 0
-		}
-		if k := len(s.free); k > 0 {
-			e, s.free = s.free[k-1], s.free[:k-1]
-		} else {
-			e = uint32(len(s.counts) / s.width)
-			s.counts = append(s.counts, make([]int64, s.width)...)
-		}
-		if s.isStr {
-			p, _ = s.strs.Upsert(h, v.S)
-		} else {
-			p, _ = s.ints.Upsert(h, v.I)
-		}
-		*p = e
-	}
-	cs := s.counts[int(e)*s.width : int(e+1)*s.width]
-	live := false
-	for i := range cs {
-		if mask&(1<<i) != 0 {
-			switch c := cs[i]; {
-			case c == 0 && n > 0:
-				cs[i] = n
-				s.lens[i]++
-				changed |= 1 << i
-			case c > 0 && c+n <= 0:
-				cs[i] = 0
-				s.lens[i]--
-				changed |= 1 << i
-			case c > 0:
-				cs[i] = c + n
-			}
-		}
-		live = live || cs[i] > 0
-	}
-	if !live {
-		if s.isStr {
-			s.strs.Delete(h, v.S)
-		} else {
-			s.ints.Delete(h, v.I)
-		}
-		s.free = append(s.free, e)
-	}
-	return changed
+	return addWide(s, &s.ints, hashInt(v.I), v.I, mask, n)
 }
 
 // add4 is Add for sets with their counts inline.
-func add4[K comparable](t *hashtable.Table[K, [4]int64], h uint64, k K, mask uint64, n int64, lens []int) (changed uint64) {
+func add4[K comparable](t *hashtable.Table[K, [4]int64], h uint64, k K, mask uint64, n int64, lens []int) uint64 {
 	var cs *[4]int64
 	at := t.Find(h, k)
 	switch {
@@ -271,8 +217,48 @@ func add4[K comparable](t *hashtable.Table[K, [4]int64], h uint64, k K, mask uin
 	default:
 		cs, _ = t.Upsert(h, k)
 	}
-	live := false
-	for i := range lens {
+	changed, live := count(cs[:len(lens)], mask, n, lens)
+	if !live {
+		if at < 0 {
+			at = t.Find(h, k)
+		}
+		t.DeleteAt(at)
+	}
+	return changed
+}
+
+// addWide is Add for more than 4 sets: each value's counts in an entry
+// of s.counts.
+func addWide[K comparable](s *CountedSets, t *hashtable.Table[K, uint32], h uint64, k K, mask uint64, n int64) uint64 {
+	var e uint32
+	switch p := t.Get(h, k); {
+	case p != nil:
+		e = *p
+	case n <= 0:
+		return 0
+	default:
+		if m := len(s.free); m > 0 {
+			e, s.free = s.free[m-1], s.free[:m-1]
+		} else {
+			e = uint32(len(s.counts) / s.width)
+			s.counts = append(s.counts, make([]int64, s.width)...)
+		}
+		p, _ = t.Upsert(h, k)
+		*p = e
+	}
+	changed, live := count(s.counts[int(e)*s.width:int(e+1)*s.width], mask, n, s.lens)
+	if !live {
+		t.Delete(h, k)
+		s.free = append(s.free, e)
+	}
+	return changed
+}
+
+// count adds n to the counts cs of the sets of mask (lens: the sets'
+// sizes) and returns the sets the value appeared in or disappeared from,
+// and whether any set still holds it.
+func count(cs []int64, mask uint64, n int64, lens []int) (changed uint64, live bool) {
+	for i := range cs {
 		if mask&(1<<i) != 0 {
 			switch c := cs[i]; {
 			case c == 0 && n > 0:
@@ -289,13 +275,7 @@ func add4[K comparable](t *hashtable.Table[K, [4]int64], h uint64, k K, mask uin
 		}
 		live = live || cs[i] > 0
 	}
-	if !live {
-		if at < 0 {
-			at = t.Find(h, k)
-		}
-		t.DeleteAt(at)
-	}
-	return changed
+	return changed, live
 }
 
 // Len is the number of distinct values of set i.
