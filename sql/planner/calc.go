@@ -148,11 +148,11 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 	}
 	out.calc = spec
 	out.build = func(b *builder) (*weir.Stream[types.Row], error) {
+		es := []*expr.Expr{filter} // what the Calc evaluates
+		for i := range spec.exprs {
+			es = append(es, &spec.exprs[i])
+		}
 		if r.push != nil {
-			es := []*expr.Expr{filter}
-			for i := range spec.exprs {
-				es = append(es, &spec.exprs[i])
-			}
 			if err := r.push.RegisterDeps(es...); err != nil {
 				return nil, err
 			}
@@ -164,10 +164,6 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		}
 		// CURRENT_WATERMARK: each row's watermark in a slot after its
 		// values (expr/watermark.go)
-		es := []*expr.Expr{filter}
-		for i := range spec.exprs {
-			es = append(es, &spec.exprs[i])
-		}
 		wms := expr.Watermarks(es...)
 		if len(wms) > 0 {
 			width := len(r.sc.Cols)
