@@ -49,7 +49,7 @@ func setHeapFloor(mib int) {
 // bytes (0: none), at most a sixteenth of it, so that the garbage it lets
 // pile up (as much as the floor) stays a small part of the limit.
 func heapFloorBytes(mib int, limit int64, getenv func(string) string) int {
-	if mib <= 0 || getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+	if mib <= 0 || userTunesGC(getenv) {
 		return 0
 	}
 	n := int64(mib) << 20

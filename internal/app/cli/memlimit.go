@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -49,7 +50,7 @@ func cgroupMemoryLimit(root fs.FS) int64 {
 			if _, err := fs.Stat(root, "sys/fs/cgroup/cgroup.controllers"); err != nil {
 				continue // v2 mounted elsewhere (hybrid): v1's line counts
 			}
-		case hasController(parts[1], "memory"):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			dir, file = "sys/fs/cgroup/memory", "memory.limit_in_bytes"
 		default:
 			continue
@@ -64,15 +65,6 @@ func cgroupMemoryLimit(root fs.FS) int64 {
 		}
 	}
 	return limit
-}
-
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // readLimit reads a limit file: 0 for none ("max", or v1's "unlimited",
@@ -93,7 +85,7 @@ func readLimit(root fs.FS, name string) int64 {
 // under a cgroup limit of limit bytes (0: none), unless the user set
 // GOMEMLIMIT or GOGC.
 func goMemoryLimit(limit int64, getenv func(string) string) int64 {
-	if limit <= 0 || getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+	if limit <= 0 || userTunesGC(getenv) {
 		return 0
 	}
 	return limit / 4 * 3
@@ -101,3 +93,9 @@ func goMemoryLimit(limit int64, getenv func(string) string) int64 {
 
 // rootFS is the file system cgroupMemoryLimit reads.
 var rootFS = os.DirFS("/")
+
+// userTunesGC reports whether the environment sets the collector's knobs
+// (GOGC or GOMEMLIMIT), which the command then leaves alone.
+func userTunesGC(getenv func(string) string) bool {
+	return getenv("GOGC") != "" || getenv("GOMEMLIMIT") != ""
+}
