@@ -150,26 +150,31 @@ func appendValues(b []byte, vs []Value) ([]byte, error) {
 func appendFlat(b []byte, vs []Value) (_ []byte, ok bool) {
 	b = binary.AppendUvarint(b, uint64(len(vs)))
 	for _, v := range vs {
-		switch {
-		case v.Null:
-			b = append(b, tagNull)
-		case v.X != nil:
+		if v.X != nil && !v.Null {
 			return b, false
-		case v.S != "" && v.I != 0:
-			b = append(b, tagIntString)
-			b = binary.AppendVarint(b, v.I)
-			b = binary.AppendUvarint(b, uint64(len(v.S)))
-			b = append(b, v.S...)
-		case v.S != "":
-			b = append(b, tagString)
-			b = binary.AppendUvarint(b, uint64(len(v.S)))
-			b = append(b, v.S...)
-		default:
-			b = append(b, tagInt)
-			b = binary.AppendVarint(b, v.I)
 		}
+		b = appendScalar(b, v)
 	}
 	return b, true
+}
+
+// appendScalar appends a value of no composite (X nil).
+func appendScalar(b []byte, v Value) []byte {
+	switch {
+	case v.Null:
+		return append(b, tagNull)
+	case v.S != "" && v.I != 0:
+		b = append(b, tagIntString)
+		b = binary.AppendVarint(b, v.I)
+		b = binary.AppendUvarint(b, uint64(len(v.S)))
+		return append(b, v.S...)
+	case v.S != "":
+		b = append(b, tagString)
+		b = binary.AppendUvarint(b, uint64(len(v.S)))
+		return append(b, v.S...)
+	}
+	b = append(b, tagInt)
+	return binary.AppendVarint(b, v.I)
 }
 
 func appendValue(b []byte, v Value) ([]byte, error) {
@@ -204,19 +209,8 @@ func appendValue(b []byte, v Value) ([]byte, error) {
 		default:
 			return nil, fmt.Errorf("types: cannot encode a value holding %T", v.X)
 		}
-	case v.S != "" && v.I != 0:
-		b = append(b, tagIntString)
-		b = binary.AppendVarint(b, v.I)
-		b = binary.AppendUvarint(b, uint64(len(v.S)))
-		return append(b, v.S...), nil
-	case v.S != "":
-		b = append(b, tagString)
-		b = binary.AppendUvarint(b, uint64(len(v.S)))
-		return append(b, v.S...), nil
-	default:
-		b = append(b, tagInt)
-		return binary.AppendVarint(b, v.I), nil
 	}
+	return appendScalar(b, v), nil
 }
 
 var errShort = errors.New("types: row encoding is truncated")
