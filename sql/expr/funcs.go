@@ -2,7 +2,6 @@ package expr
 
 import (
 	"math"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -490,11 +489,10 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 		if pat.Null {
 			return konst(types.NullValue, types.StringType, c.GenericOnly), nil
 		}
-		compiled, err := regexp.Compile(pat.S)
+		re, err := compileLiteral(pat.S) // regexp_literal.go
 		if err != nil {
 			return Expr{}, ErrAt(e.Args[1], "invalid regular expression: %v", err)
 		}
-		re := newLiteralRegexp(compiled, pat.S) // regexp_literal.go
 		switch e.Name {
 		case "REGEXP":
 			return strFn1(xs[:1], types.BooleanType, func(a0 types.Value) types.Value { return types.BoolValue(re.MatchString(a0.S)) }), nil

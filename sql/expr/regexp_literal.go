@@ -82,12 +82,21 @@ type submatches struct {
 	m  []string
 }
 
-// lastSubmatches holds the one-entry cache of each pattern.
-var lastSubmatches sync.Map // pattern -> *atomic.Pointer[submatches]
+// literalRegexps holds each pattern's literalRegexp: compiled, its literal
+// found and its cache made once, shared by every call of the pattern.
+var literalRegexps sync.Map // pattern -> literalRegexp
 
-func newLiteralRegexp(re *regexp.Regexp, pattern string) literalRegexp {
-	last, _ := lastSubmatches.LoadOrStore(pattern, new(atomic.Pointer[submatches]))
-	return literalRegexp{re, requiredLiteral(pattern), last.(*atomic.Pointer[submatches])}
+// compileLiteral returns the shared literalRegexp of pattern.
+func compileLiteral(pattern string) (literalRegexp, error) {
+	if r, ok := literalRegexps.Load(pattern); ok {
+		return r.(literalRegexp), nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return literalRegexp{}, err
+	}
+	r, _ := literalRegexps.LoadOrStore(pattern, literalRegexp{re, requiredLiteral(pattern), new(atomic.Pointer[submatches])})
+	return r.(literalRegexp), nil
 }
 
 // cannot reports whether s certainly has no match.

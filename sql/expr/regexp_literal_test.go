@@ -30,7 +30,10 @@ func TestRequiredLiteral(t *testing.T) {
 	alphabet := []string{"a", "b", "c", "&", "=", "channel_id=", "x", "y", "d", "ab", "abc"}
 	for _, p := range []string{`(&|^)channel_id=([^&]*)`, `x(ab)+y`, `a*b`, `(abc){2,}`, `(abc)?d`, `a.b`} {
 		re := regexp.MustCompile(p)
-		lr := newLiteralRegexp(re, p)
+		lr, err := compileLiteral(p)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i := 0; i < 3000; i++ {
 			s := ""
 			for n := r.IntN(8); n > 0; n-- {
