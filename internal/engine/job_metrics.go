@@ -61,6 +61,13 @@ type OperatorMetrics struct {
 	Watermark int64
 	// Backpressure is the time spent blocked sending to a full queue.
 	Backpressure time.Duration
+	// StateKeys and StateBytes are the subtask's keyed state on the heap at
+	// its last sample (keys, estimated bytes; docs/performance.md),
+	// StatePeakKeys and StatePeakBytes the sample with the most keys.
+	// Operators built on Process report them (every SQL operator that
+	// keeps keyed state); the others report zero.
+	StateKeys, StateBytes         int64
+	StatePeakKeys, StatePeakBytes int64
 }
 
 // Metrics returns a copy of the job's metrics (records in and out,
@@ -103,6 +110,10 @@ func copyOperator(o *metrics.Operator) OperatorMetrics {
 		NotifyErrors:      o.NotifyErrors.Load(),
 		Watermark:         o.Watermark.Load(),
 		Backpressure:      time.Duration(o.BackpressureNanos.Load()),
+		StateKeys:         o.StateKeys.Load(),
+		StateBytes:        o.StateBytes.Load(),
+		StatePeakKeys:     o.StatePeakKeys.Load(),
+		StatePeakBytes:    o.StatePeakBytes.Load(),
 	}
 }
 

@@ -129,6 +129,7 @@ func (op *processOp[K, T, OUT]) open(st *subtask, n *node) error {
 	}
 	st.closers = append(st.closers, be.Close)
 	op.backend = be
+	op.usage, _ = be.(state.UsageReporter)
 	if op.event, err = state.NewTimerQueue[K, state.VoidNamespace](be, eventTimersName); err != nil {
 		return err
 	}
@@ -311,10 +312,32 @@ type processOp[K comparable, T, OUT any] struct {
 	size    int
 	m       *metrics.Operator
 	info    opInfo // identity in snapshots
+	// usage reports the backend's state for the metrics (nil: it cannot),
+	// every usageEvery records (sinceUsage), at barriers and at the end
+	usage      state.UsageReporter
+	sinceUsage int
+}
+
+// usageEvery is how many records a process operator handles between
+// samples of its state's size: a sample reads the size of each key
+// group's tables and a few entries of each, a few microseconds per
+// store, so this many records make its cost vanish.
+const usageEvery = 1 << 16
+
+// sampleUsage records the state's keys and bytes in the metrics.
+func (op *processOp[K, T, OUT]) sampleUsage() {
+	op.sinceUsage = 0
+	if op.usage != nil {
+		u := op.usage.Usage()
+		op.m.SetState(u.Keys, u.Bytes)
+	}
 }
 
 func (op *processOp[K, T, OUT]) push(b *batch[keyed[K, T]]) error {
 	op.m.RecordsIn.Add(int64(len(b.data)))
+	if op.sinceUsage += len(b.data); op.sinceUsage >= usageEvery {
+		op.sampleUsage()
+	}
 	for i := range b.data {
 		if w := b.wm[i]; w > op.wm {
 			if err := op.advance(w); err != nil {
@@ -439,4 +462,7 @@ func (op *processOp[K, T, OUT]) emit(wm int64) error {
 	return err
 }
 
-func (op *processOp[K, T, OUT]) finish() error { return op.out.finish() }
+func (op *processOp[K, T, OUT]) finish() error {
+	op.sampleUsage()
+	return op.out.finish()
+}

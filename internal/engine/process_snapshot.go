@@ -25,6 +25,7 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 		}
 	}
 	op.nowOK = false // expiry is judged at the time of the snapshot
+	op.sampleUsage()
 	st := op.info.state(op.wm)
 	if pb, ok := op.backend.(*incremental.Backend); ok && pb.Incremental() {
 		token, err := pb.Snapshot(b.ID, b.Final || b.Stop, op.procNow())

@@ -39,6 +39,7 @@ import (
 	"reflect"
 	"runtime/trace"
 	"strconv"
+	"unsafe"
 )
 
 // Table maps keys of type K to values of type V. The zero value is an empty
@@ -524,4 +525,13 @@ func PointerFree(t reflect.Type) bool {
 		return true
 	}
 	return false
+}
+
+// Bytes is the size of the table's arrays (slots and control bytes, and
+// the old ones of a doubling that migrates): what the table itself takes
+// on the heap, not what its keys and values point to.
+func (t *Table[K, V]) Bytes() int {
+	var s slot[K, V]
+	n := len(t.slots) + len(t.old.slots)
+	return n*int(unsafe.Sizeof(s)) + len(t.ctrl) + len(t.old.ctrl)
 }

@@ -415,3 +415,18 @@ func TestReserveSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestBytes(t *testing.T) {
+	var tb Table[uint64, uint64]
+	if tb.Bytes() != 0 {
+		t.Fatalf("empty table: %d bytes", tb.Bytes())
+	}
+	for i := range uint64(1000) {
+		v, _ := tb.Upsert(mix64(i), i)
+		*v = i
+	}
+	// 24-byte slots and a control byte each
+	if want := tb.Cap() * 25; tb.Bytes() != want {
+		t.Fatalf("%d slots: %d bytes, want %d", tb.Cap(), tb.Bytes(), want)
+	}
+}

@@ -40,6 +40,25 @@ type Operator struct {
 	Watermark atomic.Int64
 	// BackpressureNanos is the time spent blocked sending to a full queue.
 	BackpressureNanos atomic.Int64
+	// StateKeys and StateBytes are the subtask's keyed state at its last
+	// sample (keys, and an estimate of its bytes on the heap: see
+	// internal/state's Usage); StatePeakKeys and StatePeakBytes are the
+	// sample with the most keys, which outlives the state (a bounded job's
+	// operators free theirs at the end). Zero for operators that keep no
+	// keyed state on the heap, or do not report it.
+	StateKeys, StateBytes         atomic.Int64
+	StatePeakKeys, StatePeakBytes atomic.Int64
+}
+
+// SetState records a sample of the subtask's keyed state. Only the
+// subtask's own goroutine calls it.
+func (o *Operator) SetState(keys, bytes int64) {
+	o.StateKeys.Store(keys)
+	o.StateBytes.Store(bytes)
+	if keys >= o.StatePeakKeys.Load() && keys > 0 {
+		o.StatePeakKeys.Store(keys)
+		o.StatePeakBytes.Store(bytes)
+	}
 }
 
 // Checkpoints are the job's checkpoint metrics.

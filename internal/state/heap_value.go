@@ -2,7 +2,6 @@ package state
 
 import (
 	"iter"
-	"math"
 )
 
 // ttlVal is a value with its expiry time (NoExpiry without TTL).
@@ -12,12 +11,17 @@ type ttlVal[V any] struct {
 }
 
 // heapValue is the heap's value store, and the base of its reducing and
-// aggregating stores.
+// aggregating stores. A store with TTL keeps each value with its expiry
+// time (g); one without keeps the values alone (plain), 8 bytes less a
+// slot: for the millions of small values of a large key space (a SQL
+// group aggregation's accumulators are one pointer each) that is a fifth
+// of the table. Exactly one of the two is used, by s.ttl.
 type heapValue[K, N comparable, V any] struct {
 	base
-	nsh nsHasher[N]
-	g   groups[nsKey[N, K], ttlVal[V]]
-	ef  lazy[entryFormat[K, N, V]]
+	nsh   nsHasher[N]
+	g     groups[nsKey[N, K], ttlVal[V]]
+	plain groups[nsKey[N, K], V]
+	ef    lazy[entryFormat[K, N, V]]
 }
 
 func newHeapValue[K, N comparable, V any](h *Heap, name string, kind Kind, o Options) (*heapValue[K, N, V], error) {
@@ -29,21 +33,34 @@ func newHeapValue[K, N comparable, V any](h *Heap, name string, kind Kind, o Opt
 	if err != nil {
 		return nil, err
 	}
-	return &heapValue[K, N, V]{base: bs, nsh: nsh, g: newGroups[nsKey[N, K], ttlVal[V]](h.cfg.KeyGroups, h.cfg.MaxParallelism)}, nil
+	s := &heapValue[K, N, V]{base: bs, nsh: nsh}
+	if s.ttl == 0 {
+		s.plain = newGroups[nsKey[N, K], V](h.cfg.KeyGroups, h.cfg.MaxParallelism)
+	} else {
+		s.g = newGroups[nsKey[N, K], ttlVal[V]](h.cfg.KeyGroups, h.cfg.MaxParallelism)
+	}
+	return s, nil
+}
+
+// check is the key-group range check of a restore.
+func (s *heapValue[K, N, V]) check(hash uint64) error {
+	if s.ttl == 0 {
+		return s.plain.check(hash)
+	}
+	return s.g.check(hash)
 }
 
 // Get implements ValueStore.
 func (s *heapValue[K, N, V]) Get(hash uint64, key K, ns N) (V, bool) {
-	t := s.g.of(hash)
-	i := t.Find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	if s.ttl != 0 {
-		return s.getTTL(t, i)
-	}
-	if i < 0 {
+	if s.ttl == 0 {
+		if p := s.plain.of(hash).Get(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key}); p != nil {
+			return *p, true
+		}
 		var zero V
 		return zero, false
 	}
-	return t.At(i).v, true
+	t := s.g.of(hash)
+	return s.getTTL(t, t.Find(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key}))
 }
 
 // getTTL is Get's path for stores with TTL: expired values are deleted
@@ -70,14 +87,14 @@ func (s *heapValue[K, N, V]) getTTL(t *table[nsKey[N, K], ttlVal[V]], i int) (v 
 
 // Put implements ValueStore.
 func (s *heapValue[K, N, V]) Put(hash uint64, key K, ns N, v V) {
-	t := s.g.of(hash)
-	p, _ := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-
-	p.v = v
 	if s.ttl == 0 {
-		p.exp = NoExpiry
+		p, _ := upsert(s.plain.of(hash), s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+		*p = v
 		return
 	}
+	t := s.g.of(hash)
+	p, _ := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	p.v = v
 	now := s.now()
 	p.exp = now + s.ttl
 	s.sweep(now)
@@ -85,10 +102,12 @@ func (s *heapValue[K, N, V]) Put(hash uint64, key K, ns N, v V) {
 
 // Delete implements ValueStore.
 func (s *heapValue[K, N, V]) Delete(hash uint64, key K, ns N) {
-	s.g.of(hash).Delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
-	if s.ttl != 0 {
-		s.sweep(s.now())
+	if s.ttl == 0 {
+		s.plain.of(hash).Delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+		return
 	}
+	s.g.of(hash).Delete(s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+	s.sweep(s.now())
 }
 
 // sweep advances the incremental cleanup.
@@ -99,14 +118,19 @@ func (s *heapValue[K, N, V]) sweep(now int64) {
 // Entries implements ValueStore.
 func (s *heapValue[K, N, V]) Entries(kg int) iter.Seq[Entry[K, N, V]] {
 	return func(yield func(Entry[K, N, V]) bool) {
+		if s.ttl == 0 {
+			if t := s.plain.group(kg); t != nil {
+				t.Walk(func(h uint64, k nsKey[N, K], v *V) bool {
+					return yield(Entry[K, N, V]{Hash: s.nsh.mix(h, k.ns), Key: k.key, NS: k.ns, Value: *v, Expires: NoExpiry})
+				})
+			}
+			return
+		}
 		t := s.g.group(kg)
 		if t == nil {
 			return
 		}
-		now := int64(math.MinInt64)
-		if s.ttl != 0 {
-			now = s.now()
-		}
+		now := s.now()
 		t.Walk(func(h uint64, k nsKey[N, K], v *ttlVal[V]) bool {
 			if now >= v.exp {
 				return true
@@ -117,7 +141,7 @@ func (s *heapValue[K, N, V]) Entries(kg int) iter.Seq[Entry[K, N, V]] {
 }
 
 // len is the number of entries, expired ones not yet removed included.
-func (s *heapValue[K, N, V]) len() int { return s.g.len() }
+func (s *heapValue[K, N, V]) len() int { return s.g.len() + s.plain.len() }
 
 // heapReducing is the heap's reducing store.
 type heapReducing[K, N comparable, V any] struct {
@@ -127,6 +151,15 @@ type heapReducing[K, N comparable, V any] struct {
 
 // Add implements ReducingStore.
 func (s *heapReducing[K, N, V]) Add(hash uint64, key K, ns N, v V) {
+	if s.ttl == 0 {
+		p, fresh := upsert(s.plain.of(hash), s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+		if fresh {
+			*p = v
+		} else {
+			*p = s.reduce(*p, v)
+		}
+		return
+	}
 	t := s.g.of(hash)
 	p, fresh := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	var now int64
@@ -164,6 +197,14 @@ func (s *heapAggregating[K, N, IN, ACC, OUT]) Get(hash uint64, key K, ns N) (OUT
 
 // Add implements AggregatingStore.
 func (s *heapAggregating[K, N, IN, ACC, OUT]) Add(hash uint64, key K, ns N, in IN) {
+	if s.ttl == 0 {
+		p, fresh := upsert(s.plain.of(hash), s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
+		if fresh {
+			*p = s.agg.Create()
+		}
+		*p = s.agg.Add(*p, in)
+		return
+	}
 	t := s.g.of(hash)
 	p, fresh := upsert(t, s.nsh.mix(hash, ns), nsKey[N, K]{ns, key})
 	var now int64

@@ -459,14 +459,15 @@ func (s *heapValue[K, N, V]) appendGroup(dst []byte, kg int) ([]byte, int, error
 }
 
 func (s *heapValue[K, N, V]) restore(sections [][]byte) error {
-	return restoreEntries(s.format, sections, s.g.check, func(e *Entry[K, N, V]) {
+	return restoreEntries(s.format, sections, s.check, func(e *Entry[K, N, V]) {
+		if s.ttl == 0 {
+			p, _ := upsert(s.plain.of(e.Hash), s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
+			*p = e.Value
+			return
+		}
 		t := s.g.of(e.Hash)
 		p, _ := upsert(t, s.nsh.mix(e.Hash, e.NS), nsKey[N, K]{e.NS, e.Key})
-		exp := e.Expires
-		if s.ttl == 0 {
-			exp = NoExpiry
-		}
-		*p = ttlVal[V]{e.Value, exp}
+		*p = ttlVal[V]{e.Value, e.Expires}
 	})
 }
 

@@ -441,7 +441,11 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 type groupAggFn struct {
 	layout *expr.AggLayout
 	keys   []expr.EvalFn
-	acc    *weir.ValueState[string, types.Row]
+	// acc is each group's accumulator, packed (groupagg_state.go)
+	acc *weir.ValueState[string, packedAcc]
+	// scratch holds an unpacked accumulator during a call; keyBuf a new
+	// group's keys (Create copies them)
+	scratch, keyBuf []types.Value
 	// rows makes the output rows (lent from a ring where they may be)
 	rows rowMaker
 	// ub: an update emits its -U (ub.go); else +U alone
@@ -449,8 +453,18 @@ type groupAggFn struct {
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
-	f.acc = weir.NewValueState[types.Row](rc, "acc")
+	f.acc = weir.NewValueState[packedAcc](rc, "acc")
 	return nil
+}
+
+// create makes a new group's accumulator for its first row in (not yet
+// accumulated).
+func (f *groupAggFn) create(in []types.Value) []types.Value {
+	f.keyBuf = f.keyBuf[:0]
+	for _, k := range f.keys {
+		f.keyBuf = append(f.keyBuf, k(in))
+	}
+	return f.layout.Create(f.keyBuf)
 }
 
 func (f *groupAggFn) output(acc []types.Value) []types.Value {
@@ -478,25 +492,22 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 	var prev []types.Value
 	var acc []types.Value
 	if ok {
-		prev = f.output(st.Values)
-		acc = st.Values
+		acc, f.scratch = st.unpack(f.scratch)
+		prev = f.output(acc)
 	} else {
-		keys := make([]types.Value, len(f.keys))
-		for i, k := range f.keys {
-			keys[i] = k(in.Values)
-		}
-		acc = l.Create(keys)
+		acc = f.create(in.Values)
 	}
 	l.Accumulate(acc, in.Values, sign)
-	f.settle(ctx, prev, acc)
+	f.settle(ctx, st, prev, acc, !ok)
 	return nil
 }
 
-// settle keeps the group's new accumulator (acc nil: the group was not
-// touched) and emits its change from prev, the result before (nil: a new
-// group): -D when the group empties, +I for a new one, -U/+U for a changed
-// result, nothing for an unchanged one (as Flink).
-func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], prev, acc []types.Value) {
+// settle keeps the group's new accumulator acc in st, its state before
+// (acc nil: the group was not touched; owned: acc is not f.scratch), and
+// emits its change from prev, the result before (nil: a new group): -D
+// when the group empties, +I for a new one, -U/+U for a changed result,
+// nothing for an unchanged one (as Flink).
+func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], st packedAcc, prev, acc []types.Value, owned bool) {
 	switch {
 	case acc == nil:
 	case f.layout.Count(acc) <= 0:
@@ -505,7 +516,7 @@ func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], prev, acc
 		}
 		f.acc.Clear()
 	default:
-		f.acc.Update(types.Row{Values: acc})
+		f.acc.Update(st.store(acc, owned))
 		next := f.output(acc)
 		switch {
 		case prev == nil:
@@ -578,13 +589,13 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 		st, ok := f.acc.Value()
 		var prev, acc []types.Value
 		if ok {
-			prev = f.output(st.Values)
-			acc = st.Values
+			acc, f.scratch = st.unpack(f.scratch)
+			prev = f.output(acc)
 		}
 		acc = f.fold(acc, p.rows)
 		clear(p.rows)
 		p.rows = p.rows[:0]
-		f.settle(ctx, prev, acc)
+		f.settle(ctx, st, prev, acc, !ok)
 	}
 	f.pending = f.pending[:0]
 	clear(f.index)
@@ -606,11 +617,7 @@ func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value
 			// a retraction of a group never seen
 		default:
 			if acc == nil {
-				keys := make([]types.Value, len(f.keys))
-				for j, k := range f.keys {
-					keys[j] = k(in.Values)
-				}
-				acc = l.Create(keys)
+				acc = f.create(in.Values)
 			}
 			sign := int64(1)
 			if in.Kind.IsRetraction() {
