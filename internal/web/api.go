@@ -66,6 +66,14 @@ type OperatorJSON struct {
 	LateRecordsDropped int64    `json:"late_records_dropped"`
 	DeadLetters        int64    `json:"dead_letters"`
 	BadRecordsSkipped  int64    `json:"bad_records_skipped"`
+	// StateKeys and StateBytes are the operator's keyed state on the heap
+	// at its subtasks' last samples: keys, and an estimate of the bytes
+	// (internal/state's Usage); StateBytesPerKey divides them (null
+	// without keys). Zero for operators that keep no keyed state on the
+	// heap or do not report it (operators built on Process do).
+	StateKeys        int64    `json:"state_keys"`
+	StateBytes       int64    `json:"state_bytes"`
+	StateBytesPerKey *float64 `json:"state_bytes_per_key"`
 }
 
 // EdgeJSON is an edge of the job graph.
@@ -156,6 +164,8 @@ func (s *Server) job() *JobJSON {
 			if m.Subtask < 0 || m.Subtask >= op.Parallelism {
 				continue // a subtask of an earlier attempt at a higher parallelism
 			}
+			o.StateKeys += m.StateKeys.Load()
+			o.StateBytes += m.StateBytes.Load()
 			if wm := m.Watermark.Load(); wm != math.MinInt64 {
 				o.WatermarkMs[m.Subtask] = &wm
 				if wm != math.MaxInt64 {
@@ -177,6 +187,10 @@ func (s *Server) job() *JobJSON {
 			o.RecordsPerSec = o.RecordsOutPerSec
 		}
 		o.Backpressure = level(o.BackpressureRatio)
+		if o.StateKeys > 0 {
+			bpk := round(float64(o.StateBytes) / float64(o.StateKeys))
+			o.StateBytesPerKey = &bpk
+		}
 		out.Operators[i] = o
 	}
 	for i, e := range j.Edges {

@@ -64,9 +64,30 @@ func (s *syncBuffer) String() string {
 
 var listening = regexp.MustCompile(`msg="web dashboard listening" url=http://([^/]+)/ token_file=(\S+)`)
 
-// start runs the job with the web server on a free loopback port and
-// waits until it answers. ckpt: with checkpointing (and so savepoints).
+// start runs the demo-like job with the web server on a free loopback
+// port and waits until it answers. ckpt: with checkpointing (and so
+// savepoints).
 func start(t *testing.T, ckpt bool, opts ...weir.JobOption) *running {
+	t.Helper()
+	return startJob(t, ckpt, demoJob, opts...)
+}
+
+// demoJob builds the demo-like job: clicks, valid-clicks,
+// count-per-second, print.
+func demoJob(j *weir.Job) {
+	src := weir.FromSource(j, "clicks", weir.GeneratorSource(weir.GeneratorConfig{Count: -1, Seed: 1, Rate: 5000},
+		func(i int64, rng *rand.Rand) click {
+			return click{Ad: fmt.Sprintf("ad-%d", rng.IntN(20)), TS: 1_700_000_000_000 + i}
+		}), weir.BoundedOutOfOrderness(100*time.Millisecond, func(c click) time.Time { return time.UnixMilli(c.TS) }), weir.Parallelism(1))
+	valid := weir.Filter(src, func(c click) bool { return c.Ad != "" }, weir.Name("valid-clicks"))
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(valid, func(c click) string { return c.Ad }), weir.Tumbling(time.Second)),
+		weir.Count[click](), weir.Name("count-per-second"))
+	weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(context.Context, []weir.WindowResult[string, int64]) error { return nil }),
+		weir.Name("print"), weir.Parallelism(1))
+}
+
+// startJob is start with the job's operators built by build.
+func startJob(t *testing.T, ckpt bool, build func(*weir.Job), opts ...weir.JobOption) *running {
 	t.Helper()
 	r := &running{log: &syncBuffer{}, done: make(chan error, 1)}
 	r.tokenFile = filepath.Join(t.TempDir(), "web.token")
@@ -77,15 +98,7 @@ func start(t *testing.T, ckpt bool, opts ...weir.JobOption) *running {
 		opts = append(opts, weir.Checkpointing(50*time.Millisecond, r.ckDir))
 	}
 	r.job = weir.NewJob("web-test", opts...)
-	src := weir.FromSource(r.job, "clicks", weir.GeneratorSource(weir.GeneratorConfig{Count: -1, Seed: 1, Rate: 5000},
-		func(i int64, rng *rand.Rand) click {
-			return click{Ad: fmt.Sprintf("ad-%d", rng.IntN(20)), TS: 1_700_000_000_000 + i}
-		}), weir.BoundedOutOfOrderness(100*time.Millisecond, func(c click) time.Time { return time.UnixMilli(c.TS) }), weir.Parallelism(1))
-	valid := weir.Filter(src, func(c click) bool { return c.Ad != "" }, weir.Name("valid-clicks"))
-	counts := weir.Aggregate(weir.Window(weir.KeyBy(valid, func(c click) string { return c.Ad }), weir.Tumbling(time.Second)),
-		weir.Count[click](), weir.Name("count-per-second"))
-	weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(context.Context, []weir.WindowResult[string, int64]) error { return nil }),
-		weir.Name("print"), weir.Parallelism(1))
+	build(r.job)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { r.done <- r.job.Run(ctx) }()
 	t.Cleanup(func() {

@@ -81,6 +81,9 @@ type nexmarkBenchResult struct {
 	// PacingWindowRows are the pacing run's rows fired by the watermark
 	// before the end of its input (its windows that closed during it).
 	PacingWindowRows int64 `json:"pacing_window_rows,omitempty"`
+	// the throughput run's operators' keyed state
+	// (nexmark_bench_state.go)
+	stateReport
 }
 
 type nexmarkBenchOpts struct {
@@ -304,6 +307,7 @@ func benchNexmarkQuery(ctx context.Context, name string, o nexmarkBenchOpts) (ne
 	res.EventsPerSecPerCore = float64(o.events) / cpu.Seconds()
 	res.PeakRSSBytes = peakRSS()
 	res.Checkpoints = job.Metrics().Checkpoints.Completed
+	res.stateReport = stateReportOf(job.Metrics())
 
 	// Latency, at a fraction of that rate, with event time = wall time.
 	if o.latencyDuration <= 0 {

@@ -30,6 +30,8 @@ type nexmarkSQLResult struct {
 	// PerCoreOfGo is the SQL plan's events/s per core over the hand-written
 	// query's.
 	PerCoreOfGo float64 `json:"per_core_of_go"`
+	// the operators' keyed state (nexmark_bench_state.go)
+	stateReport
 }
 
 // benchNexmarkSQLLine runs query q's Flink SQL over the 'nexmark'
@@ -130,7 +132,7 @@ func benchNexmarkSQLLine(ctx context.Context, out io.Writer, q string, o nexmark
 		return err
 	}
 	res := nexmarkSQLResult{Query: q, Plan: plan, EventsPerSec: float64(o.events) / el.Seconds(),
-		EventsPerSecPerCore: float64(o.events) / cpu.Seconds(), Rows: rows.Load()}
+		EventsPerSecPerCore: float64(o.events) / cpu.Seconds(), Rows: rows.Load(), stateReport: stateReportOf(job.Metrics())}
 	if goRes.EventsPerSecPerCore > 0 {
 		res.PerCoreOfGo = res.EventsPerSecPerCore / goRes.EventsPerSecPerCore
 	}

@@ -49,6 +49,11 @@
     return n + " B";
   }
   function pct(r) { return Math.round(r * 100) + "%"; }
+  // An operator's keyed state on the heap: keys, bytes, bytes a key.
+  function stateText(o) {
+    if (!o.state_keys) return "–";
+    return `${num(o.state_keys)} keys, ${bytes(o.state_bytes)}, ${Math.round(o.state_bytes_per_key)} B/key`;
+  }
   function time(iso) {
     const d = new Date(iso);
     return isNaN(d) ? "–" : clock(d);
@@ -197,8 +202,8 @@
 
     replaceRows($("operators").tBodies[0], job.operators.map((o) => row([
       o.name, String(o.parallelism), num(o.records_in), num(o.records_out), num(o.records_per_sec),
-      `${pct(o.backpressure_ratio)} ${o.backpressure}`, num(o.late_records_dropped), num(o.dead_letters),
-    ], ["name", "", "", "", "", "bp bp-" + o.backpressure.toLowerCase(), o.late_records_dropped ? "warn" : "", o.dead_letters ? "warn" : ""])));
+      `${pct(o.backpressure_ratio)} ${o.backpressure}`, num(o.late_records_dropped), num(o.dead_letters), stateText(o),
+    ], ["name", "", "", "", "", "bp bp-" + o.backpressure.toLowerCase(), o.late_records_dropped ? "warn" : "", o.dead_letters ? "warn" : "", "state"])));
 
     const wm = [];
     for (const o of job.operators) {
