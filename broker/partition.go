@@ -241,24 +241,28 @@ func (s *producerState) push(b seqBatch) {
 // producer's sequence as Kafka does: a batch already appended (a retry)
 // is answered with its first offset and not appended again; a gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch INVALID_PRODUCER_EPOCH.
-func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
+//
+// With a SyncGroup g the batch's fsync is started in g: the append is
+// durable, and is published (the high watermark moved past it) by
+// publish, only once g's Wait has returned. The returned deferral says
+// what to publish; a batch appended without g (or a retry) is published
+// here.
+func (p *partition) appendBatch(pb *producedBatch, g *wlog.SyncGroup) (int64, deferral, int16, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, err := p.writerLocked()
 	if err != nil {
-		return -1, codeKafkaStorageError, err
+		return -1, deferral{}, codeKafkaStorageError, err
 	}
 	if pb.ProducerID < 0 {
-		off, err := appendProduced(w, pb, "", wlog.ProducerSeq{})
+		off, err := appendProduced(w, pb, "", wlog.ProducerSeq{}, g)
 		if err != nil {
-			return -1, codeKafkaStorageError, err
+			return -1, deferral{}, codeKafkaStorageError, err
 		}
-		p.hwm.Store(w.NextOffset())
-		p.wake()
-		return off, codeNone, nil
+		return off, p.appendedLocked(w, g), codeNone, nil
 	}
 	if err := p.loadProducersLocked(); err != nil {
-		return -1, codeKafkaStorageError, fmt.Errorf("read the producers of %s/%d: %w", p.t.Name, p.p, err)
+		return -1, deferral{}, codeKafkaStorageError, fmt.Errorf("read the producers of %s/%d: %w", p.t.Name, p.p, err)
 	}
 	first := pb.BaseSequence
 	l := int64(first) + int64(pb.NumRecords) - 1
@@ -272,18 +276,21 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 		if first != 0 {
 			// Kafka (KIP-360) accepts an unknown producer's sequence
 			// only from 0: its state may have been lost to retention.
-			return -1, codeUnknownProducerID, nil
+			return -1, deferral{}, codeUnknownProducerID, nil
 		}
 	case pb.ProducerEpoch < st.epoch:
-		return -1, codeInvalidProducerEpoch, nil
+		return -1, deferral{}, codeInvalidProducerEpoch, nil
 	case pb.ProducerEpoch > st.epoch:
 		if first != 0 {
-			return -1, codeOutOfOrderSequence, nil
+			return -1, deferral{}, codeOutOfOrderSequence, nil
 		}
 	default:
 		for _, b := range st.batches {
 			if b.first == first && b.last == last {
-				return b.offset, codeNone, nil // a retry: already in the log
+				// A retry: already in the log. Its first attempt's
+				// answer may still wait for its fsync, so this one
+				// waits for the writer's next.
+				return b.offset, p.retriedLocked(w, g), codeNone, nil
 			}
 		}
 		if n := len(st.batches); n > 0 {
@@ -293,25 +300,77 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 			}
 			if first != want {
 				if seqBefore(first, st.batches[0].first) {
-					return -1, codeDuplicateSequence, nil
+					return -1, deferral{}, codeDuplicateSequence, nil
 				}
-				return -1, codeOutOfOrderSequence, nil
+				return -1, deferral{}, codeOutOfOrderSequence, nil
 			}
 		}
 	}
 	off, err := appendProduced(w, pb, producerName(pb.ProducerID),
-		wlog.ProducerSeq{Epoch: uint64(uint16(pb.ProducerEpoch)), Checkpoint: int64(first), Index: uint32(last)})
+		wlog.ProducerSeq{Epoch: uint64(uint16(pb.ProducerEpoch)), Checkpoint: int64(first), Index: uint32(last)}, g)
 	if err != nil {
-		return -1, codeKafkaStorageError, err
+		return -1, deferral{}, codeKafkaStorageError, err
 	}
 	if st == nil || pb.ProducerEpoch != st.epoch {
 		st = &producerState{epoch: pb.ProducerEpoch}
 		p.producers[pb.ProducerID] = st
 	}
 	st.push(seqBatch{first: first, last: last, offset: off})
-	p.hwm.Store(w.NextOffset())
-	p.wake()
-	return off, codeNone, nil
+	return off, p.appendedLocked(w, g), codeNone, nil
+}
+
+// A deferral is an append whose fsync a SyncGroup started: once the
+// group's Wait has returned, publish checks the writer and moves the high
+// watermark to end.
+type deferral struct {
+	w   *wlog.Writer // nil: nothing deferred
+	end int64
+}
+
+// appendedLocked publishes an append made without g, or returns its
+// deferral.
+func (p *partition) appendedLocked(w *wlog.Writer, g *wlog.SyncGroup) deferral {
+	end := w.NextOffset()
+	if g == nil {
+		p.hwm.Store(end)
+		p.wake()
+		return deferral{}
+	}
+	return deferral{w: w, end: end}
+}
+
+// retriedLocked is appendedLocked for a retried batch already in the log:
+// with g, its answer waits for an fsync of the writer (Sync started in g
+// by an empty append would do; the writer's Sync is simplest).
+func (p *partition) retriedLocked(w *wlog.Writer, g *wlog.SyncGroup) deferral {
+	if g == nil {
+		return deferral{}
+	}
+	return deferral{w: w, end: -1}
+}
+
+// publish ends a deferred append once its SyncGroup's Wait has returned:
+// if the writer failed (its fsync did), the append is not acknowledged
+// (the error is returned) and not published; otherwise the high
+// watermark moves to d.end. A retry's deferral (end -1) syncs the writer,
+// so that its answer does not come before its first attempt's fsync.
+func (p *partition) publish(d deferral) error {
+	if d.w == nil {
+		return nil
+	}
+	if d.end < 0 {
+		return d.w.Sync()
+	}
+	if err := d.w.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.w == d.w && d.end > p.hwm.Load() {
+		p.hwm.Store(d.end)
+		p.wake()
+	}
+	return nil
 }
 
 // appendProduced appends a produced batch (with the producer section of
@@ -321,11 +380,11 @@ func (p *partition) appendBatch(pb *producedBatch) (int64, int16, error) {
 // compressed one encoded uncompressed. Batches that the log would not
 // keep so (LogAppendTime, a zero timestamp, which the log replaces with
 // its clock's time) are appended as records.
-func appendProduced(w *wlog.Writer, pb *producedBatch, producer string, seq wlog.ProducerSeq) (int64, error) {
+func appendProduced(w *wlog.Writer, pb *producedBatch, producer string, seq wlog.ProducerSeq, g *wlog.SyncGroup) (int64, error) {
 	if kb := kafkaForm(pb); kb != nil {
 		// decodeProduce checked the batch's CRC; appendFetchBatch computed
 		// the one of a decompressed batch.
-		off, err := w.AppendKafkaChecked(kb, producer, seq)
+		off, err := w.AppendKafkaTo(g, kb, producer, seq)
 		if !errors.Is(err, wlog.ErrKafkaBatch) {
 			return off, err
 		}

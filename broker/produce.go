@@ -18,12 +18,24 @@ import (
 // leaves room for compressed batches of well-compressible data).
 const maxDecompressed = 64 << 20
 
-func (b *Broker) produce(r *kmsg.ProduceRequest, scratch *[]wlog.Record) kmsg.Response {
+// produce serves a produce request. The partitions' appends go on at the
+// same time (their writers are independent), and their fsyncs are
+// started in the connection's SyncGroup g and waited for together before
+// any partition's answer is sent or its records are published to
+// fetches.
+//
+// A large request streams (produceStream): the appends of its first
+// partitions started while the rest arrived, and their results are
+// taken from stream.
+func (b *Broker) produce(r *kmsg.ProduceRequest, scratch *[]wlog.Record, g *wlog.SyncGroup, stream *produceStream) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
 	type job struct {
 		topic string
 		p     *kmsg.ProduceRequestTopicPartition
 		rp    *kmsg.ProduceResponseTopicPartition
+		part  *partition
+		d     []deferral
+		sj    *streamJob // started by the stream
 	}
 	var jobs []job
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
@@ -35,34 +47,55 @@ func (b *Broker) produce(r *kmsg.ProduceRequest, scratch *[]wlog.Record) kmsg.Re
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for pi := range t.Partitions {
 			rp := &rt.Partitions[pi]
-			*rp = kmsg.NewProduceResponseTopicPartition()
-			rp.Partition = t.Partitions[pi].Partition
-			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			jobs = append(jobs, job{t.Topic, &t.Partitions[pi], rp})
+			*rp = newProduceResponsePartition(t.Partitions[pi].Partition)
+			jobs = append(jobs, job{topic: t.Topic, p: &t.Partitions[pi], rp: rp})
 		}
 	}
-	run := func(j job, recs *[]wlog.Record) {
-		code, msg := b.producePartition(r, j.topic, j.p, j.rp, recs)
+	run := func(j *job, recs *[]wlog.Record) {
+		code, msg := b.producePartition(r, j.topic, j.p, j.rp, recs, g, &j.part, &j.d)
 		j.rp.ErrorCode = code
 		if msg != "" {
 			j.rp.ErrorMessage = &msg
 		}
 	}
-	if len(jobs) == 1 {
-		run(jobs[0], scratch)
-	} else {
-		// The partitions' appends (and fsyncs) go on at the same time, as
-		// their writers are independent.
+	unstarted := 0
+	for i := range jobs {
+		if jobs[i].sj = stream.take(jobs[i].topic, jobs[i].p); jobs[i].sj == nil {
+			unstarted++
+		}
+	}
+	if len(jobs) == 1 && unstarted == 1 {
+		run(&jobs[0], scratch)
+	} else if unstarted > 0 {
 		var wg sync.WaitGroup
-		for _, j := range jobs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var recs []wlog.Record
-				run(j, &recs)
-			}()
+		for i := range jobs {
+			if jobs[i].sj == nil {
+				wg.Go(func() {
+					var recs []wlog.Record
+					run(&jobs[i], &recs)
+				})
+			}
 		}
 		wg.Wait()
+	}
+	for i := range jobs {
+		if sj := jobs[i].sj; sj != nil {
+			<-sj.done
+			*jobs[i].rp, jobs[i].part, jobs[i].d = sj.rp, sj.part, sj.d
+		}
+	}
+	// Every fsync started; a failed one failed its writer, which publish
+	// reports for the partitions it wrote.
+	g.Wait()
+	for i := range jobs {
+		j := &jobs[i]
+		for _, d := range j.d {
+			if err := j.part.publish(d); err != nil && j.rp.ErrorCode == codeNone {
+				b.log.Error("weir broker: append", "topic", j.topic, "partition", j.p.Partition, "err", err)
+				msg := err.Error()
+				j.rp.ErrorCode, j.rp.ErrorMessage, j.rp.BaseOffset = codeKafkaStorageError, &msg, -1
+			}
+		}
 	}
 	if r.Acks == 0 {
 		return nil
@@ -70,7 +103,7 @@ func (b *Broker) produce(r *kmsg.ProduceRequest, scratch *[]wlog.Record) kmsg.Re
 	return resp
 }
 
-func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition, recs *[]wlog.Record) (int16, string) {
+func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition, recs *[]wlog.Record, g *wlog.SyncGroup, partOut **partition, ds *[]deferral) (int16, string) {
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return codeInvalidRequiredAcks, fmt.Sprintf("acks %d: want 0, 1 or -1", r.Acks)
 	}
@@ -81,6 +114,7 @@ func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.
 	if code != codeNone {
 		return code, ""
 	}
+	*partOut = part
 	batches, rs, err := decodeProduce(p.Records, (*recs)[:0], maxDecompressed)
 	*recs = rs
 	if err != nil {
@@ -113,7 +147,10 @@ func (b *Broker) producePartition(r *kmsg.ProduceRequest, topic string, p *kmsg.
 			}
 			continue
 		}
-		off, code, err := part.appendBatch(pb)
+		off, d, code, err := part.appendBatch(pb, g)
+		if d.w != nil {
+			*ds = append(*ds, d)
+		}
 		if err != nil {
 			b.log.Error("weir broker: append", "topic", topic, "partition", p.Partition, "err", err)
 			return code, err.Error()
@@ -226,4 +263,11 @@ func syncDir(dir string) {
 		d.Sync()
 		d.Close()
 	}
+}
+
+func newProduceResponsePartition(p int32) kmsg.ProduceResponseTopicPartition {
+	rp := kmsg.NewProduceResponseTopicPartition()
+	rp.Partition = p
+	rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+	return rp
 }

@@ -293,6 +293,8 @@ type conn struct {
 	cmu      sync.Mutex     // guards cursors: a fetch reads partitions in parallel
 	cursors  map[tp]*cursor // fetch positions kept between requests
 	recs     []wlog.Record  // a produce's decoded records, reused
+	syncs    wlog.SyncGroup // a produce's fsyncs
+	stream   *produceStream // of the request being handled, if it streamed
 	clientID string
 }
 
@@ -304,6 +306,7 @@ func (b *Broker) serve(nc net.Conn) {
 	defer nc.Close()
 	c := &conn{b: b, c: nc, ctx: ctx, authed: len(b.cfg.Users) == 0, cursors: map[tp]*cursor{}}
 	defer c.closeCursors()
+	defer c.syncs.Close()
 	go func() {
 		// A request blocked in a long poll or a rebalance ends with the
 		// connection.
@@ -331,10 +334,15 @@ func (b *Broker) serve(nc net.Conn) {
 			body = make([]byte, n)
 		}
 		body = body[:n]
-		if _, err := io.ReadFull(r, body); err != nil {
+		stream, err := c.readBody(r, body)
+		if err != nil {
+			stream.finish()
 			return
 		}
+		c.stream = stream
 		resp, corr, flexibleHeader, err := c.handle(body)
+		c.stream = nil
+		stream.finish() // what a refused request did not take
 		if err != nil {
 			b.log.Warn("weir broker: bad request, closing the connection", "client", nc.RemoteAddr().String(), "err", err)
 			return
@@ -520,7 +528,7 @@ func (c *conn) serveRequest(req kmsg.Request) kmsg.Response {
 	case *kmsg.ListOffsetsRequest:
 		return b.listOffsets(r)
 	case *kmsg.ProduceRequest:
-		return b.produce(r, &c.recs)
+		return b.produce(r, &c.recs, &c.syncs, c.stream)
 	case *kmsg.FetchRequest:
 		return c.fetch(r)
 	case *kmsg.FindCoordinatorRequest:

@@ -81,7 +81,7 @@ func kafkaBody(b []byte, h batchHeader, prod []byte) []byte {
 // a producer id (not "") the batch carries the producer section, as
 // AppendAs. Readers see the records as any others.
 func (w *Writer) AppendKafka(kb []byte, producer string, seq ProducerSeq) (int64, error) {
-	return w.appendKafka(kb, producer, seq, true)
+	return w.appendKafka(kb, producer, seq, true, nil)
 }
 
 // AppendKafkaChecked is AppendKafka for a caller that has just checked
@@ -91,10 +91,18 @@ func (w *Writer) AppendKafka(kb []byte, producer string, seq ProducerSeq) (int64
 // derived from kb's, so a batch whose CRC did not match its bytes would
 // read back as damaged (ErrCorrupt), never as other records.
 func (w *Writer) AppendKafkaChecked(kb []byte, producer string, seq ProducerSeq) (int64, error) {
-	return w.appendKafka(kb, producer, seq, false)
+	return w.appendKafka(kb, producer, seq, false, nil)
 }
 
-func (w *Writer) appendKafka(kb []byte, producer string, seq ProducerSeq, crc bool) (int64, error) {
+// AppendKafkaTo is AppendKafkaChecked whose fsync is left to g: under
+// SyncEveryBatch the batch is written and its segment's fdatasync
+// started in g, and the batch is durable once g.Wait returns nil (see
+// SyncGroup). Under other policies it is AppendKafkaChecked.
+func (w *Writer) AppendKafkaTo(g *SyncGroup, kb []byte, producer string, seq ProducerSeq) (int64, error) {
+	return w.appendKafka(kb, producer, seq, false, g)
+}
+
+func (w *Writer) appendKafka(kb []byte, producer string, seq ProducerSeq, crc bool, g *SyncGroup) (int64, error) {
 	var prod []byte
 	if producer != "" {
 		if len(producer) > MaxProducerName {
@@ -122,7 +130,7 @@ func (w *Writer) appendKafka(kb []byte, producer string, seq ProducerSeq, crc bo
 		flags |= flagProducer
 	}
 	sealKafkaBatch(head, kb, flags, count, first, last, maxTS)
-	if err := w.writeLocked(head, kb, first, last, maxTS); err != nil {
+	if err := w.writeLocked(head, kb, first, last, maxTS, g); err != nil {
 		return 0, err
 	}
 	return first, nil

@@ -107,6 +107,7 @@ type Writer struct {
 		lastIndexed int64 // position of the last index entry
 		dirty       bool  // written since the last fsync
 		rpSeq       uint64
+		rpPos       int64 // pos of the last recovery point written (in segment base)
 		err         error // sticky: a failed write or fsync
 		closed      bool
 		buf         []byte
@@ -256,12 +257,18 @@ func (w *Writer) recover() error {
 // writeRecoveryLocked records that the active segment is on disk up to
 // w.mu.pos; call it only after an fsync (or a roll) made that true. A
 // failed write leaves an older recovery point, which is safe.
-func (w *Writer) writeRecoveryLocked() {
+func (w *Writer) writeRecoveryLocked() { w.writeRecoveryAtLocked(w.mu.pos, w.mu.next) }
+
+// writeRecoveryAtLocked records that the active segment is on disk up to
+// pos, where offset next begins (a SyncGroup's fsync that ended after
+// later writes).
+func (w *Writer) writeRecoveryAtLocked(pos, next int64) {
+	w.mu.rpPos = pos
 	if w.rpFile == nil {
 		return
 	}
 	w.mu.rpSeq++
-	b := encodeRecovery(recoveryPoint{seq: w.mu.rpSeq, base: w.mu.base, pos: w.mu.pos, next: w.mu.next})
+	b := encodeRecovery(recoveryPoint{seq: w.mu.rpSeq, base: w.mu.base, pos: pos, next: next})
 	w.rpFile.WriteAt(b, int64(w.mu.rpSeq%2)*recoverySlot)
 }
 
@@ -322,7 +329,7 @@ func (w *Writer) appendRecords(recs []Record, prod []byte) (int64, error) {
 	} else {
 		w.mu.buf = appendBatchProducer(w.mu.buf[:0], recs, prod)
 	}
-	if err := w.writeLocked(w.mu.buf, nil, first, recs[len(recs)-1].Offset, maxTS); err != nil {
+	if err := w.writeLocked(w.mu.buf, nil, first, recs[len(recs)-1].Offset, maxTS, nil); err != nil {
 		return 0, err
 	}
 	return first, nil
@@ -338,7 +345,7 @@ func (w *Writer) appendEncoded(b []byte, h batchHeader) (int64, error) {
 	}
 	first := w.mu.next
 	rebase(b, first)
-	if err := w.writeLocked(b, nil, first, first+h.lastOffset-h.baseOffset, h.maxTimestamp); err != nil {
+	if err := w.writeLocked(b, nil, first, first+h.lastOffset-h.baseOffset, h.maxTimestamp, nil); err != nil {
 		return 0, err
 	}
 	return first, nil
@@ -357,7 +364,10 @@ func (w *Writer) usableLocked() error {
 // bytes are batch followed by rest, which may be nil): rolls the segment
 // if it is full, adds an index entry, writes the batch with one write(2)
 // (pwritev(2) if rest is not nil) and fsyncs it if the policy says so.
-func (w *Writer) writeLocked(batch, rest []byte, first, last, maxTS int64) error {
+//
+// With a SyncGroup g (AppendKafkaTo), the fsync the policy asks for is
+// started in g rather than waited for.
+func (w *Writer) writeLocked(batch, rest []byte, first, last, maxTS int64, g *SyncGroup) error {
 	size := int64(len(batch) + len(rest))
 	if size-4 > maxBatchBytes {
 		return fmt.Errorf("wlog: batch of %d bytes is larger than %d", size, maxBatchBytes)
@@ -393,6 +403,10 @@ func (w *Writer) writeLocked(batch, rest []byte, first, last, maxTS int64) error
 	w.mu.maxTS = max(w.mu.maxTS, maxTS)
 	w.mu.dirty = true
 	if w.wcfg.sync.every == 0 && !w.wcfg.callerSyncs {
+		if g != nil {
+			g.start(w)
+			return nil
+		}
 		if err := w.syncLocked(); err != nil {
 			return err
 		}
