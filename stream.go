@@ -87,6 +87,15 @@ func FlatMapWatermarkWith[T, U any](s *Stream[T], newFn func() func(v T, wm int6
 	return engine.FlatMapWatermarkWith[T, U](s, newFn, opts...)
 }
 
+// FlatMapCloseWith is FlatMapWith whose function per subtask comes with a
+// close, called once the input has ended (after its last record, before
+// the end goes on downstream): a function that holds a connection (SQL's
+// lookup join, a client per subtask) closes it there. An error of close
+// fails the job. It is not called when the job fails or is cancelled.
+func FlatMapCloseWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit func(U)), close func() error), opts ...OperatorOption) *Stream[U] {
+	return engine.FlatMapCloseWith[T, U](s, newFn, opts...)
+}
+
 // FlatMapFlushWith is FlatMapWith whose function per subtask comes with a
 // flush, called after the records of each input batch, before the batch's
 // watermark goes on and before any checkpoint barrier after it: a function

@@ -64,14 +64,17 @@ type flatMapOp[T, U any] struct {
 	fnWM func(T, int64, func(U))
 	// flush, when set, runs after each input batch's records, before the
 	// batch goes on (FlatMapFlushWith)
-	flush  func(func(U))
-	emit   func(U)
-	out    consumer[U]
-	ob     *batch[U]
-	size   int
-	ts, wm int64
-	err    error
-	m      *metrics.Operator
+	flush func(func(U))
+	// closeFn, when set, runs once the input has ended, before the end
+	// goes on (FlatMapCloseWith)
+	closeFn func() error
+	emit    func(U)
+	out     consumer[U]
+	ob      *batch[U]
+	size    int
+	ts, wm  int64
+	err     error
+	m       *metrics.Operator
 }
 
 // add is the emit callback: it appends to the output batch and pushes it
@@ -116,7 +119,14 @@ func (op *flatMapOp[T, U]) push(b *batch[T]) error {
 	return err
 }
 
-func (op *flatMapOp[T, U]) finish() error { return op.out.finish() }
+func (op *flatMapOp[T, U]) finish() error {
+	if op.closeFn != nil {
+		if err := op.closeFn(); err != nil {
+			return err
+		}
+	}
+	return op.out.finish()
+}
 
 // passOp counts the records of a node that has no operator of its own
 // (Union, whose inputs the task loop has already merged with their

@@ -166,6 +166,20 @@ func FlatMapWatermarkWith[T, U any](s *Stream[T], newFn func() func(v T, wm int6
 	return out
 }
 
+// FlatMapCloseWith: see weir.FlatMapCloseWith.
+func FlatMapCloseWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit func(U)), close func() error), opts ...OperatorOption) *Stream[U] {
+	cfg := s.job.opConfig(opts)
+	out, n := newStream[U](s.job, "flatmap", cfg)
+	connect(s, n, forward)
+	n.build = func(st *subtask, o any) ([]any, error) {
+		fn, closeFn := newFn()
+		op := &flatMapOp[T, U]{fn: fn, closeFn: closeFn, out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
+		op.emit = op.add
+		return []any{consumer[T](op)}, nil
+	}
+	return out
+}
+
 // FlatMapWith: see weir.FlatMapWith.
 func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
 	cfg := s.job.opConfig(opts)

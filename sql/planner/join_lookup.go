@@ -3,9 +3,7 @@ package planner
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
@@ -20,8 +18,9 @@ import (
 // queries t by the ON equalities when it arrives (through the connector's
 // cache, if its options set one) and is joined with the rows found then;
 // a LEFT join pads a row that finds none. Later changes of t do not
-// change results already emitted. The probe rows are keyed by the lookup
-// key, so that each subtask's cache holds its share of the keys. ok is
+// change results already emitted. As in Flink, the probe rows are looked
+// up where they are (no shuffle by the lookup key: each subtask has its
+// own client and cache; Flink's LOOKUP hint with 'shuffle' is not read). ok is
 // false when the join is not a lookup join (a temporal join by event time,
 // or a table that cannot look up).
 func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bool, error) {
@@ -141,20 +140,23 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 			return nil, err
 		}
 		lk := evals(lkeys)
-		ks := weir.KeyBy(in, func(row types.Row) string { return keyOf(lk, row.Values) })
 		var resEval expr.EvalFn
 		if res != nil {
 			resEval = res.Eval
 		}
-		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &lookupJoinFn{src: ls, keys: lk, nl: nl, nr: nr, outer: outer, residual: resEval}
+		// joined rows lent to a chained Calc or sink reuse a ring (lend.go)
+		rm := b.rowMaker(out, nl+nr)
+		return weir.FlatMapCloseWith(in, func() (func(types.Row, func(types.Row)), func() error) {
+			f := &lookupJoinFn{src: ls, keys: lk, nl: nl, nr: nr, outer: outer, residual: resEval, out: rm}
+			return f.process, f.close
 		}, b.uid("lookup-join")), nil
 	}
 	return out, true, nil
 }
 
-// lookupJoinFn looks each probe row up. Its client connects on the first
-// row and closes at the end of the input (the final watermark).
+// lookupJoinFn looks each probe row up, in the probe row's subtask (as
+// Flink's LookupJoin: no shuffle). Its client connects on the first row
+// and closes at the end of the input. A failed lookup fails the job.
 type lookupJoinFn struct {
 	src      *connector.LookupSource
 	client   connector.LookupClient
@@ -163,9 +165,11 @@ type lookupJoinFn struct {
 	outer    bool
 	residual expr.EvalFn
 	key      []types.Value
+	// out makes the joined rows (lent from a ring where they may be)
+	out rowMaker
 }
 
-func (f *lookupJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+func (f *lookupJoinFn) process(in types.Row, emit func(types.Row)) {
 	f.key = f.key[:0]
 	null := false
 	for _, k := range f.keys {
@@ -178,18 +182,18 @@ func (f *lookupJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row],
 		if f.client == nil {
 			c, err := f.src.Open(context.Background())
 			if err != nil {
-				return err
+				panic(lookupError(err))
 			}
 			f.client = c
 		}
 		var err error
 		if found, err = f.client.Lookup(context.Background(), f.key); err != nil {
-			return err
+			panic(lookupError(err))
 		}
 	}
 	matched := false
 	for _, r := range found {
-		vs := make([]types.Value, f.nl+f.nr)
+		vs := f.out.next()
 		copy(vs, in.Values)
 		copy(vs[f.nl:], r.Values)
 		if f.residual != nil {
@@ -198,20 +202,23 @@ func (f *lookupJoinFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row],
 			}
 		}
 		matched = true
-		ctx.Emit(types.Row{Kind: in.Kind, Values: vs})
+		emit(types.Row{Kind: in.Kind, Values: vs})
 	}
 	if !matched && f.outer {
-		ctx.Emit(types.Row{Kind: in.Kind, Values: joinedValues(f.nl, f.nr, in.Values, nil)})
+		emit(types.Row{Kind: in.Kind, Values: joinedValues(f.nl, f.nr, in.Values, nil)})
 	}
-	return nil
 }
 
-// OnWatermark closes the client at the end of the input.
-func (f *lookupJoinFn) OnWatermark(_ *weir.KeyedContext[string, types.Row], wm time.Time) error {
-	if f.client != nil && wm.UnixMilli() >= math.MaxInt64/1000 {
-		err := f.client.Close()
-		f.client = nil
-		return err
+// close closes the client at the end of the input.
+func (f *lookupJoinFn) close() error {
+	if f.client == nil {
+		return nil
 	}
-	return nil
+	err := f.client.Close()
+	f.client = nil
+	return err
 }
+
+// lookupError is a lookup join's failed lookup, which fails the job (the
+// task's panic becomes its error).
+func lookupError(err error) error { return fmt.Errorf("lookup join: %w", err) }

@@ -85,7 +85,8 @@ func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
 	// the partition options are the sink's, and accepted (and checked)
 	// here too: one table is read and written
 	part := partitionOptions(t, o)
-	o.Declare("sink.rolling-policy.file-size", "sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval")
+	o.Declare("sink.rolling-policy.file-size", "sink.rolling-policy.rollover-interval", "sink.rolling-policy.check-interval",
+		lookupTTLKey) // read by CreateLookup
 	if o.String("format", "") == "avro" {
 		return createAvroSource(t, o, path, part)
 	}
