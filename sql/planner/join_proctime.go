@@ -12,14 +12,12 @@ import (
 	"github.com/weirstream/weir/sql/types"
 )
 
-// Processing-time temporal joins against a bounded table: `probe [LEFT]
-// JOIN t FOR SYSTEM_TIME AS OF probe.p_time ON ...` where p_time is
-// PROCTIME() and t is a bounded, insert-only table without a watermark (a
-// 'filesystem' table: Nexmark q13's side input).
-//
-// Flink runs this as a lookup join: the filesystem connector's lookup
-// function loads the whole file into a cache at the first lookup, so every
-// probe row sees the whole table. weir does the same with streams: the
+// Processing-time temporal joins against a bounded table that cannot look
+// up: `probe [LEFT] JOIN t FOR SYSTEM_TIME AS OF probe.p_time ON ...`
+// where p_time is PROCTIME() and t is a bounded, insert-only table without
+// a watermark. A 'filesystem' table (Nexmark q13's side input) looks up
+// (join_lookup.go), as Flink's filesystem lookup function loads the whole
+// file at the first lookup; other bounded tables are joined with streams: the
 // table is read as a bounded source, and its rows and the probe rows meet,
 // keyed by the join key, in a keyed process function that keeps the
 // table's rows in keyed state (so checkpoints, rescaling and restores hold
