@@ -59,6 +59,9 @@ func (p *planner) planLookupJoin(j *parser.Join, ref *parser.TableRef) (*rel, bo
 	if j.Kind != parser.InnerJoin && j.Kind != parser.LeftJoin {
 		return nil, true, parser.Errorf(j.Pos, "a lookup join (FOR SYSTEM_TIME AS OF) must be an inner or LEFT join, not %s", j.Kind)
 	}
+	// the probe side carries only the columns the statement reads; its
+	// AS OF attribute is not one of them unless read elsewhere
+	left = pruneJoinInput(left, p.joinNeed[j].forLookup())
 	if len(td.computed) > 0 {
 		return nil, true, parser.Errorf(ref.Pos, "the lookup table '%s' has computed columns, which a lookup join does not compute (yet)", ref.Name)
 	}

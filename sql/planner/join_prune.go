@@ -26,6 +26,24 @@ type colNeed struct {
 	all    bool            // SELECT *
 	starOf map[string]bool // t.* (lower-case qualifiers)
 	names  map[string]bool // every name written in the SELECT (lower case)
+	// valueNames are the names written outside the FOR SYSTEM_TIME AS OF
+	// clauses of the joins: a lookup join reads its AS OF attribute's
+	// column only as a time attribute (processing time), not as a value
+	valueNames map[string]bool
+}
+
+// forLookup is need for the probe side of a lookup join, whose AS OF
+// column (a PROCTIME() attribute) is not read as a value: the Calc that
+// makes the probe rows leaves it out unless the statement reads it
+// elsewhere, as Flink leaves an unmaterialized proctime attribute out
+// (no clock read per row: Nexmark q13).
+func (need *colNeed) forLookup() *colNeed {
+	if need == nil {
+		return nil
+	}
+	n := *need
+	n.names = need.valueNames
+	return &n
 }
 
 // noteJoinNeed records, for each join of s's FROM tree (not inside
@@ -45,6 +63,8 @@ func (p *planner) noteJoinNeed(s *parser.Select) {
 		}
 	}
 	collectNames(reflect.ValueOf(s), need.names)
+	need.valueNames = map[string]bool{}
+	withoutAsOf(j, func() { collectNames(reflect.ValueOf(s), need.valueNames) })
 	if p.joinNeed == nil {
 		p.joinNeed = map[*parser.Join]*colNeed{}
 	}
@@ -57,6 +77,26 @@ func (p *planner) noteJoinNeed(s *parser.Select) {
 		}
 	}
 	mark(j)
+}
+
+// withoutAsOf runs f with the FOR SYSTEM_TIME AS OF clauses of the
+// table references of j's tree taken out (and puts them back).
+func withoutAsOf(t parser.TableExpr, f func()) {
+	switch t := t.(type) {
+	case *parser.Join:
+		withoutAsOf(t.Left, func() { withoutAsOf(t.Right, f) })
+	case *parser.TableRef:
+		if t.AsOf == nil {
+			f()
+			return
+		}
+		asOf := t.AsOf
+		t.AsOf = nil
+		defer func() { t.AsOf = asOf }()
+		f()
+	default:
+		f()
+	}
 }
 
 // collectNames adds every string held in the syntax tree v to names (lower
