@@ -27,8 +27,10 @@ type colNeed struct {
 	starOf map[string]bool // t.* (lower-case qualifiers)
 	names  map[string]bool // every name written in the SELECT (lower case)
 	// valueNames are the names written outside the FOR SYSTEM_TIME AS OF
-	// clauses of the joins: a lookup join reads its AS OF attribute's
-	// column only as a time attribute (processing time), not as a value
+	// clauses of the joins and outside the derived tables they join
+	// (whose names define their columns, not read the join's): a lookup
+	// join reads its AS OF attribute's column only as a time attribute
+	// (processing time), not as a value
 	valueNames map[string]bool
 }
 
@@ -64,7 +66,7 @@ func (p *planner) noteJoinNeed(s *parser.Select) {
 	}
 	collectNames(reflect.ValueOf(s), need.names)
 	need.valueNames = map[string]bool{}
-	withoutAsOf(j, func() { collectNames(reflect.ValueOf(s), need.valueNames) })
+	withoutDefinitions(j, func() { collectNames(reflect.ValueOf(s), need.valueNames) })
 	if p.joinNeed == nil {
 		p.joinNeed = map[*parser.Join]*colNeed{}
 	}
@@ -79,12 +81,18 @@ func (p *planner) noteJoinNeed(s *parser.Select) {
 	mark(j)
 }
 
-// withoutAsOf runs f with the FOR SYSTEM_TIME AS OF clauses of the
-// table references of j's tree taken out (and puts them back).
-func withoutAsOf(t parser.TableExpr, f func()) {
+// withoutDefinitions runs f with the FOR SYSTEM_TIME AS OF clauses of the
+// table references of j's tree and the queries of its derived tables taken
+// out (and puts them back).
+func withoutDefinitions(t parser.TableExpr, f func()) {
 	switch t := t.(type) {
 	case *parser.Join:
-		withoutAsOf(t.Left, func() { withoutAsOf(t.Right, f) })
+		withoutDefinitions(t.Left, func() { withoutDefinitions(t.Right, f) })
+	case *parser.SubqueryTable:
+		q := t.Query
+		t.Query = nil
+		defer func() { t.Query = q }()
+		f()
 	case *parser.TableRef:
 		if t.AsOf == nil {
 			f()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -46,7 +47,7 @@ func (f Factory) CreateLookup(t *connector.Table, keys []int) (*connector.Lookup
 	return &connector.LookupSource{Open: func(context.Context) (connector.LookupClient, error) {
 		// one integer key (Nexmark q13's): a map by the integer
 		intKey := len(keys) == 1 && t.Schema[keys[0]].Type.IsInteger()
-		return &fsLookup{name: t.Name, src: src.Source, keys: keys, intKey: intKey, ttl: ttl, now: time.Now}, nil
+		return &fsLookup{name: t.Name, src: src.Source, keys: keys, intKey: intKey, ttl: ttl, afterFunc: afterFunc}, nil
 	}}, nil
 }
 
@@ -61,20 +62,24 @@ func allOptions(t *connector.Table) []string {
 
 // fsLookup is one subtask's client: the table's rows by key.
 type fsLookup struct {
-	name   string
-	src    weir.Source[types.Row]
-	keys   []int
-	ttl    time.Duration
-	now    func() time.Time
-	loaded time.Time
-	rows   map[string][]types.Row
-	intKey bool // one integer key column: byInt, not rows
-	byInt  map[int64][]types.Row
-	buf    []byte
+	name string
+	src  weir.Source[types.Row]
+	keys []int
+	ttl  time.Duration
+	// afterFunc starts the TTL's timer (time.AfterFunc outside tests):
+	// a lookup reads a flag the timer sets, not the clock
+	afterFunc func(time.Duration, func()) func() bool
+	expired   atomic.Bool
+	stop      func() bool // the TTL timer's
+	loaded    bool
+	rows      map[string][]types.Row
+	intKey    bool // one integer key column: byInt, not rows
+	byInt     map[int64][]types.Row
+	buf       []byte
 }
 
 func (l *fsLookup) Lookup(ctx context.Context, key []types.Value) ([]types.Row, error) {
-	if l.loaded.IsZero() || l.now().Sub(l.loaded) >= l.ttl {
+	if !l.loaded || l.expired.Load() {
 		if err := l.load(ctx); err != nil {
 			return nil, err
 		}
@@ -132,8 +137,18 @@ func (l *fsLookup) load(ctx context.Context) error {
 			return fmt.Errorf("table '%s': %w", l.name, err)
 		}
 	}
-	l.rows, l.byInt, l.loaded = rows, byInt, l.now()
+	l.rows, l.byInt, l.loaded = rows, byInt, true
+	l.expired.Store(false)
+	l.stop = l.afterFunc(l.ttl, func() { l.expired.Store(true) })
 	return nil
 }
 
-func (l *fsLookup) Close() error { return nil }
+func (l *fsLookup) Close() error {
+	if l.stop != nil {
+		l.stop()
+	}
+	return nil
+}
+
+// afterFunc is time.AfterFunc, returning the timer's Stop.
+func afterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

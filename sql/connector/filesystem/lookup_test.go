@@ -60,8 +60,13 @@ func TestLookupLoadsTheTableAndReloadsAfterTTL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		now := time.Unix(1000, 0)
-		c.(*fsLookup).now = func() time.Time { return now }
+		// the TTL's timer, fired by the test
+		var fire func()
+		var after time.Duration
+		c.(*fsLookup).afterFunc = func(d time.Duration, f func()) func() bool {
+			after, fire = d, f
+			return func() bool { return true }
+		}
 		key := func(id int64, name string) types.Value {
 			if keyCol == 0 {
 				return types.Value{I: id}
@@ -74,12 +79,14 @@ func TestLookupLoadsTheTableAndReloadsAfterTTL(t *testing.T) {
 		if got := lookupNames(t, c, key(3, "three")); got != "" {
 			t.Fatalf("key column %d: a missing key finds %q", keyCol, got)
 		}
+		if after != 10*time.Minute {
+			t.Fatalf("key column %d: the TTL timer is set to %s, want 10m", keyCol, after)
+		}
 		writeLookupFile(t, filepath.Join(dir, "c.csv"), "3,three,2024-01-01 00:00:00\n")
-		now = now.Add(9 * time.Minute)
 		if got := lookupNames(t, c, key(3, "three")); got != "" {
 			t.Fatalf("key column %d: a row added before the TTL passed is found (%q): want the table as loaded", keyCol, got)
 		}
-		now = now.Add(time.Minute)
+		fire()
 		if got := lookupNames(t, c, key(3, "three")); got != "three" {
 			t.Fatalf("key column %d: after the TTL the added row is not found (%q): want the table read again", keyCol, got)
 		}
