@@ -56,8 +56,12 @@ func (a *aioContext) submitFdatasync(f *os.File, tag uint64) error {
 	for {
 		n, _, e := syscall.Syscall(unix.SYS_IO_SUBMIT, a.id, 1, uintptr(unsafe.Pointer(&cbs[0])))
 		switch {
-		case e == syscall.EINTR || e == syscall.EAGAIN:
+		case e == syscall.EINTR:
 			continue
+		case e == syscall.EAGAIN:
+			// The context's ring is full (more fsyncs in flight than
+			// it has events): this one goes to a goroutine.
+			return fmt.Errorf("%w: io_submit: %v", errAIOUnavailable, e)
 		case e != 0:
 			return fmt.Errorf("%w: io_submit: %v", errAIOUnavailable, e)
 		case n != 1:

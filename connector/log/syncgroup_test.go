@@ -160,3 +160,30 @@ func TestSyncGroupFailedFsync(t *testing.T) {
 		t.Fatal("partition 1 took an append after its fsync failed")
 	}
 }
+
+// TestSyncGroupMoreThanItsRing: a round with more fsyncs than the kernel
+// context has room for (the kernel rounds a small context up to a page
+// of events, about 127: 300 partitions) sends the rest to goroutines; it
+// does not wait for room that only its own Wait would make (it hung so).
+func TestSyncGroupMoreThanItsRing(t *testing.T) {
+	defer func(n int) { aioEvents = n }(aioEvents)
+	aioEvents = 2
+	_, ws := syncGroupWriters(t, 300, TopicConfig{})
+	var g SyncGroup
+	defer g.Close()
+	for round := range 2 {
+		for _, w := range ws {
+			if _, err := w.AppendKafkaTo(&g, kafkaBatch(kafkaRecs(round, 2)), "", ProducerSeq{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for p, w := range ws {
+			if dirty, rp, pos := syncedState(w); dirty || rp != pos {
+				t.Fatalf("round %d, partition %d: dirty %v, recovery point %d of %d: want durable", round, p, dirty, rp, pos)
+			}
+		}
+	}
+}
