@@ -42,7 +42,13 @@ func openWriter(t testing.TB, tp *Topic, opts ...WriterOption) *Writer {
 
 func readAll(t testing.TB, tp *Topic, start StartAt) []Record {
 	t.Helper()
-	r, err := tp.OpenReader(0, start)
+	return readPartition(t, tp, 0, start)
+}
+
+// readPartition reads partition p of tp from start to its end.
+func readPartition(t testing.TB, tp *Topic, p int, start StartAt) []Record {
+	t.Helper()
+	r, err := tp.OpenReader(p, start)
 	if err != nil {
 		t.Fatal(err)
 	}

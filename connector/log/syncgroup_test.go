@@ -1,9 +1,7 @@
 package wlog
 
 import (
-	"context"
 	"errors"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -26,27 +24,6 @@ func syncGroupWriters(t *testing.T, n int, cfg TopicConfig) (*Topic, []*Writer) 
 		t.Cleanup(func() { ws[p].Close() })
 	}
 	return topic, ws
-}
-
-// readPartition reads partition p of tp from its start.
-func readPartition(t *testing.T, tp *Topic, p int) []Record {
-	t.Helper()
-	r, err := tp.OpenReader(p, Earliest())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var all []Record
-	for {
-		recs, err := r.Read(context.Background(), 7)
-		if err == io.EOF {
-			return all
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, recs...)
-	}
 }
 
 // synced reports whether w's active segment is recorded durable to its
@@ -115,7 +92,7 @@ func TestSyncGroup(t *testing.T) {
 					r.Offset = int64(i)
 					offs = append(offs, r)
 				}
-				sameRecords(t, readPartition(t, tp, p), offs)
+				sameRecords(t, readPartition(t, tp, p, Earliest()), offs)
 			}
 		})
 	}

@@ -58,11 +58,18 @@ func Filter[T any](s *Stream[T], fn func(T) bool, opts ...OperatorOption) *Strea
 // FlatMap calls fn for every record; fn emits zero or more records through
 // emit. Emitted records keep the input record's timestamp.
 func FlatMap[T, U any](s *Stream[T], fn func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
+	return flatMapNode(s, opts, func(op *flatMapOp[T, U]) { op.fn = fn })
+}
+
+// flatMapNode adds a flatMapOp over s, which set fills in per subtask
+// (its function, and its flush or close if any).
+func flatMapNode[T, U any](s *Stream[T], opts []OperatorOption, set func(op *flatMapOp[T, U])) *Stream[U] {
 	cfg := s.job.opConfig(opts)
 	out, n := newStream[U](s.job, "flatmap", cfg)
 	connect(s, n, forward)
 	n.build = func(st *subtask, o any) ([]any, error) {
-		op := &flatMapOp[T, U]{fn: fn, out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
+		op := &flatMapOp[T, U]{out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
+		set(op)
 		op.emit = op.add
 		return []any{consumer[T](op)}, nil
 	}
@@ -139,56 +146,22 @@ func Union[T any](s *Stream[T], others ...*Stream[T]) *Stream[T] {
 // gathered there, so nothing it holds is ever in a checkpoint. The records
 // flush emits carry the timestamp and watermark of the batch's last record.
 func FlatMapFlushWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit func(U)), flush func(emit func(U))), opts ...OperatorOption) *Stream[U] {
-	cfg := s.job.opConfig(opts)
-	out, n := newStream[U](s.job, "flatmap", cfg)
-	connect(s, n, forward)
-	n.build = func(st *subtask, o any) ([]any, error) {
-		fn, flush := newFn()
-		op := &flatMapOp[T, U]{fn: fn, flush: flush, out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
-		op.emit = op.add
-		return []any{consumer[T](op)}, nil
-	}
-	return out
+	return flatMapNode(s, opts, func(op *flatMapOp[T, U]) { op.fn, op.flush = newFn() })
 }
 
 // FlatMapWatermarkWith is FlatMapWith whose function is also given the
 // watermark the operator had received before each record (Unix
 // milliseconds, math.MinInt64 before the first).
 func FlatMapWatermarkWith[T, U any](s *Stream[T], newFn func() func(v T, wm int64, emit func(U)), opts ...OperatorOption) *Stream[U] {
-	cfg := s.job.opConfig(opts)
-	out, n := newStream[U](s.job, "flatmap", cfg)
-	connect(s, n, forward)
-	n.build = func(st *subtask, o any) ([]any, error) {
-		op := &flatMapOp[T, U]{fnWM: newFn(), out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
-		op.emit = op.add
-		return []any{consumer[T](op)}, nil
-	}
-	return out
+	return flatMapNode(s, opts, func(op *flatMapOp[T, U]) { op.fnWM = newFn() })
 }
 
 // FlatMapCloseWith: see weir.FlatMapCloseWith.
 func FlatMapCloseWith[T, U any](s *Stream[T], newFn func() (fn func(v T, emit func(U)), close func() error), opts ...OperatorOption) *Stream[U] {
-	cfg := s.job.opConfig(opts)
-	out, n := newStream[U](s.job, "flatmap", cfg)
-	connect(s, n, forward)
-	n.build = func(st *subtask, o any) ([]any, error) {
-		fn, closeFn := newFn()
-		op := &flatMapOp[T, U]{fn: fn, closeFn: closeFn, out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
-		op.emit = op.add
-		return []any{consumer[T](op)}, nil
-	}
-	return out
+	return flatMapNode(s, opts, func(op *flatMapOp[T, U]) { op.fn, op.closeFn = newFn() })
 }
 
 // FlatMapWith: see weir.FlatMapWith.
 func FlatMapWith[T, U any](s *Stream[T], newFn func() func(v T, emit func(U)), opts ...OperatorOption) *Stream[U] {
-	cfg := s.job.opConfig(opts)
-	out, n := newStream[U](s.job, "flatmap", cfg)
-	connect(s, n, forward)
-	n.build = func(st *subtask, o any) ([]any, error) {
-		op := &flatMapOp[T, U]{fn: newFn(), out: o.(consumer[U]), ob: newBatch[U](st.cfg().batchSize), size: st.cfg().batchSize, m: st.metrics(n)}
-		op.emit = op.add
-		return []any{consumer[T](op)}, nil
-	}
-	return out
+	return flatMapNode(s, opts, func(op *flatMapOp[T, U]) { op.fn = newFn() })
 }
