@@ -13,7 +13,11 @@ import (
 // row: the aggregation's expressions are then compiled against that row
 // (the spec's input scope), so each input row allocates and copies those
 // values only (q5 reads auction and dateTime of the bid view's seven
-// columns, q11 bidder and dateTime). Over a projecting scan this also
+// columns, q11 bidder and dateTime). A processing-time window does not
+// read its time column (it reads the job's clock: window_proctime.go), so
+// the narrow Calc leaves the PROCTIME() column out, as Flink's Calc leaves
+// an unmaterialized proctime attribute null: no clock read per row (q12).
+// Over a projecting scan this also
 // keeps the scan from generating the unread columns. It applies when the
 // input is a Calc directly over a rel that is not a Calc (the narrow Calc
 // replaces it); else it returns w. The narrow spec's narrow field maps the
@@ -25,7 +29,7 @@ func narrowWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr,
 	}
 	ec := &expr.Compiler{Scope: in.sc}
 	used := make([]bool, len(in.sc.Cols))
-	used[w.tsCol] = true
+	used[w.tsCol] = !w.proctime
 	ok := true
 	mark := func(e parser.Expr) {
 		walkExpr(e, func(x parser.Expr) bool {
@@ -75,7 +79,8 @@ func narrowWindowInput(w *windowSpec, keys []parser.Expr, selects []parser.Expr,
 	r.sc = sc
 	out := *w
 	out.input = r
-	out.tsCol = narrow[w.tsCol]
+	out.tsCol = narrow[w.tsCol] // -1 for a processing-time window's
+	out.tsName = in.sc.Cols[w.tsCol].Name
 	out.ninput = len(sc.Cols)
 	out.narrow = narrow
 	return &out

@@ -18,6 +18,10 @@ type windowSpec struct {
 	offset           time.Duration
 	input            *rel
 	tsCol            int // the time attribute's index in input
+	// tsName is the time attribute's name when the input is narrowed
+	// (prune.go), which may leave a processing-time attribute out (tsCol
+	// -1)
+	tsName           string
 	timeType         types.Type
 	startCol, endCol int // window_start/window_end/window_time in the TVF's output
 	timeCol          int
@@ -31,7 +35,10 @@ type windowSpec struct {
 }
 
 func (w *windowSpec) String() string {
-	col := w.input.sc.Cols[w.tsCol].Name
+	col := w.tsName
+	if col == "" {
+		col = w.input.sc.Cols[w.tsCol].Name
+	}
 	switch w.kind {
 	case "TUMBLE":
 		return fmt.Sprintf("TUMBLE(time_col=[%s], size=[%s])", col, w.size)
@@ -406,6 +413,25 @@ func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *
 			}
 			return intKeyWindowAgg(b, s, w, keyEvals[0], layout, keyEvals), nil
 		}
+		agg := rowAgg{layout: layout, keys: keyEvals}
+		base := nk + len(layout.Calls)
+		if w.proctime {
+			// it keeps accumulators (rowAgg copies the keys and
+			// arguments it reads), nothing of a row: the input's rows may
+			// come from slabs (lend.go)
+			b.copies(in)
+		}
+		if w.proctime && w.kind != "SESSION" && nk == 1 && keys[0].Type.IsInteger() {
+			// keyed by the integer itself, as intKeyWindowAgg
+			key := keyEvals[0]
+			ks := weir.KeyBy(s, func(row types.Row) intKey {
+				v := key(row.Values)
+				return intKey{V: v.I, Null: v.Null}
+			})
+			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[intKey, types.Row, types.Row] {
+				return &procWindowFn[intKey]{w: w, agg: agg, base: base}
+			}, b.uid("proctime-window-agg")), nil
+		}
 		ks := weir.KeyBy(s, func(row types.Row) string {
 			if nk == 0 {
 				return ""
@@ -417,14 +443,12 @@ func windowAggRel(w *windowSpec, keys []expr.Expr, layout *expr.AggLayout, out *
 			}
 			return types.Key(vs)
 		})
-		agg := rowAgg{layout: layout, keys: keyEvals}
-		base := nk + len(layout.Calls)
 		if w.proctime {
 			return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 				if w.kind == "SESSION" {
 					return &procSessionFn{gap: w.gap.Microseconds(), agg: agg, base: base}
 				}
-				return &procWindowFn{w: w, agg: agg, base: base}
+				return &procWindowFn[string]{w: w, agg: agg, base: base}
 			}, b.uid("proctime-window-agg")), nil
 		}
 		if w.kind == "CUMULATE" {

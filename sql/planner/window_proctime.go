@@ -54,20 +54,22 @@ func windowTimeAttr(e parser.Expr, sc *expr.Scope, name string) (idx int, procti
 var endOfInput = time.UnixMilli(math.MaxInt64)
 
 // procWindowFn is a processing-time window aggregation per key: one
-// accumulator per open window in MapState, by window end (µs).
-type procWindowFn struct {
+// accumulator per open window in MapState, by window end (µs). The key is
+// the encoded group keys (string), or an intKey when the aggregation
+// groups by one integer (q12's bidder: no key string per row).
+type procWindowFn[K comparable] struct {
 	w    *windowSpec
 	agg  rowAgg
 	base int
-	accs *weir.MapState[string, int64, types.Row]
+	accs *weir.MapState[K, int64, types.Row]
 }
 
-func (f *procWindowFn) Open(rc *weir.RuntimeContext[string]) error {
+func (f *procWindowFn[K]) Open(rc *weir.RuntimeContext[K]) error {
 	f.accs = weir.NewMapState[int64, types.Row](rc, "proctime-windows")
 	return nil
 }
 
-func (f *procWindowFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+func (f *procWindowFn[K]) ProcessElement(ctx *weir.KeyedContext[K, types.Row], in types.Row) error {
 	now := ctx.CurrentProcessingTime().UnixMicro()
 	f.w.assign(now, func(_, end int64) {
 		acc, ok := f.accs.Get(end)
@@ -83,7 +85,7 @@ func (f *procWindowFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row],
 	return nil
 }
 
-func (f *procWindowFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time.Time) error {
+func (f *procWindowFn[K]) OnTimer(ctx *weir.KeyedContext[K, types.Row], t time.Time) error {
 	if ctx.TimeDomain() == weir.EventTime {
 		// the end of the input: every open window fires, in order
 		var ends []int64
@@ -100,7 +102,7 @@ func (f *procWindowFn) OnTimer(ctx *weir.KeyedContext[string, types.Row], t time
 	return nil
 }
 
-func (f *procWindowFn) fire(ctx *weir.KeyedContext[string, types.Row], end int64) {
+func (f *procWindowFn[K]) fire(ctx *weir.KeyedContext[K, types.Row], end int64) {
 	acc, ok := f.accs.Get(end)
 	if !ok {
 		return
