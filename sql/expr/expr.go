@@ -43,6 +43,9 @@ type Expr struct {
 	ival IntFn
 	pred predFn
 	filt FilterFn
+	// dec is the typed form of a DECIMAL expression whose unscaled value
+	// usually fits an int64 (decimal_typed.go)
+	dec decimalFn
 	// bounds, on a BOOLEAN over a projecting scan, are conjuncts it implies
 	// (a column of the scan compared with a constant): the expression is
 	// TRUE only where each holds (filter push-down: Bounds).
@@ -998,7 +1001,13 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 		if ci != 0 && ci != math.MinInt64 && scale == out.Scale && out.Precision > 18 {
 			lim = math.MaxInt64 / max(ci, -ci)
 		}
-		return Expr{Type: t, Col: -1, Eval: func(row []types.Value) types.Value {
+		slow := func(b int64) types.Value {
+			if v, ok := decMul64(ci, b, scale, out); ok {
+				return v
+			}
+			return decArithBig(op, c, types.Value{I: b}, cv.Type, x.Type, da, db, out)
+		}
+		ce := Expr{Type: t, Col: -1, Eval: func(row []types.Value) types.Value {
 			b, ok := xi(row)
 			if !ok {
 				return types.NullValue
@@ -1006,11 +1015,22 @@ func arith(op string, l, r Expr, at parser.Expr, generic bool) (Expr, error) {
 			if b <= lim && b >= -lim {
 				return types.Value{I: ci * b}
 			}
-			if v, ok := decMul64(ci, b, scale, out); ok {
-				return v
+			return slow(b)
+		}}
+		if !generic {
+			// the typed form (decimal_typed.go): the product as an int64
+			ce.dec = func(row []types.Value) (int64, *big.Int, bool) {
+				b, ok := xi(row)
+				if !ok {
+					return 0, nil, false
+				}
+				if b <= lim && b >= -lim {
+					return ci * b, nil, true
+				}
+				return decParts(slow(b), t)
 			}
-			return decArithBig(op, c, types.Value{I: b}, cv.Type, x.Type, da, db, out)
-		}}, nil
+		}
+		return ce, nil
 	}
 	ev := func(row []types.Value) types.Value {
 		a, b := f(row), g(row)
@@ -1227,6 +1247,11 @@ func compareExpr(op string, l, r Expr, at parser.Expr, generic bool) (Expr, erro
 	if intComparable(l.Type, r.Type) && !generic {
 		// integers, times, booleans: the typed form (expr_typed.go)
 		p, fl := intCompare(op, l, r)
+		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), pred: p, filt: fl}, nil
+	}
+	if isDecOrInt(l.Type) && isDecOrInt(r.Type) && (l.Type.Kind == types.Decimal || r.Type.Kind == types.Decimal) && !generic {
+		// decimals: int64s when the values fit (decimal_typed.go)
+		p, fl := decCompare(op, l, r)
 		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), pred: p, filt: fl}, nil
 	}
 	if ((l.Type.IsString() && r.Type.IsString()) || (isBytes(l.Type) && isBytes(r.Type))) && !generic {
@@ -1585,7 +1610,7 @@ func extract(unit string, x Expr, at parser.Expr) (Expr, error) {
 	if get == nil {
 		return Expr{}, ErrAt(at, "unsupported EXTRACT unit %s", unit)
 	}
-	return Expr{Type: types.Type{Kind: types.BigInt, NotNull: x.Type.NotNull}, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
+	out := Expr{Type: types.Type{Kind: types.BigInt, NotNull: x.Type.NotNull}, Const: x.Const, Col: -1, Eval: func(r []types.Value) types.Value {
 		v := f(r)
 		if v.Null {
 			return v
@@ -1595,7 +1620,23 @@ func extract(unit string, x Expr, at parser.Expr) (Expr, error) {
 			us *= 86400e6
 		}
 		return types.IntValue(get(us))
-	}}, nil
+	}}
+	if x.ival != nil {
+		// the typed form (expr_typed.go), when x has one (not in
+		// GenericOnly): q14's CASE compares HOUR(dateTime) four times
+		xi := x.ival
+		out.ival = func(r []types.Value) (int64, bool) {
+			us, ok := xi(r)
+			if !ok {
+				return 0, false
+			}
+			if date {
+				us *= 86400e6
+			}
+			return get(us), true
+		}
+	}
+	return out, nil
 }
 
 // intSwitch recognises a searched CASE whose conditions all compare one

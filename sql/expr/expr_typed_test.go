@@ -40,6 +40,28 @@ var typedExprs = []string{
 	"s = 'x'", "s <> 'x'", "s < 'y'", "s >= 'x'", "s = u", "s > u", "'x' = s", "s IN ('x', 'z')",
 	"s = CAST(NULL AS STRING)", "s LIKE 'x%'", "s NOT LIKE '%z'", "s IS NULL", "s IS NOT NULL",
 	"a IS NULL", "a IS NOT NULL", "(a + 1) IS NULL", "c IS NOT NULL AND s = 'y'", "NOT (s LIKE 'y%') OR a IS NULL",
+	// q14's CASE over HOUR (timestamps of -4..4 µs: the hours of the day
+	// before and after the epoch), MINUTE, SECOND, EXTRACT of a date
+	"HOUR(ts) >= 8", "HOUR(ts) = 23 OR HOUR(ts) = 0", "MINUTE(ts) + SECOND(ts) * 100", "EXTRACT(DAY FROM ts)",
+	"CASE WHEN HOUR(ts) >= 8 AND HOUR(ts) <= 18 THEN 'dayTime' WHEN HOUR(ts) <= 6 OR HOUR(ts) >= 20 THEN 'nightTime' ELSE 'otherTime' END",
+}
+
+// TestTypedExtract: HOUR, MINUTE, SECOND and EXTRACT of a column have the
+// typed integer form, so that comparisons of them (q14's CASE) run typed.
+func TestTypedExtract(t *testing.T) {
+	for _, text := range []string{"HOUR(ts)", "MINUTE(ts)", "SECOND(ts)", "EXTRACT(YEAR FROM ts)"} {
+		e, err := parser.ParseExpr(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := (&Compiler{Scope: typedScope()}).Compile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x.ival == nil {
+			t.Errorf("%s has no typed form", text)
+		}
+	}
 }
 
 // TestTypedEvaluationMatchesGeneric compiles each expression twice, with

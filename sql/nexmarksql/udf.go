@@ -1,6 +1,7 @@
 package nexmarksql
 
 import (
+	"strings"
 	"unicode/utf16"
 
 	"github.com/weirstream/weir/sql/expr"
@@ -25,6 +26,12 @@ var CountChar = &expr.ScalarFunction{
 		s, c := args[0], args[1]
 		if s.Null || c.Null || c.S == "" {
 			return types.IntValue(0), nil
+		}
+		if c.S[0] < 0x80 {
+			// an ASCII character: a UTF-8 byte below 0x80 is that
+			// character and no other's part, and a character above
+			// U+FFFF is two surrogates (0xD800 and up): count bytes
+			return types.IntValue(int64(strings.Count(s.S, c.S[:1]))), nil
 		}
 		want := firstUnit(c.S)
 		var n int64
