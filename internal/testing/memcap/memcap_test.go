@@ -100,21 +100,29 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 //
 //	WEIR_MEMCAP_KEYS=30000000 WEIR_MEMCAP_LIMIT_MIB=1024 go test -run BoundedMemory -v -timeout 3h ./internal/testing/memcap
 //
-// Under the race detector (the test command) the window job is left out
-// and the join runs 200,000 keys under 320 MiB: the race build of weir
-// runs Pebble about ten times slower and its heap is larger (the join's
-// Pebble run peaked at 210 MiB, its heap run at 450 MiB unlimited), so the
-// default scale would take minutes.
+// Under the race detector (the test command) it is skipped: a race build
+// of weir does not bound its memory the way a release build does. Measured
+// without a limit (2026-12-07, 200,000 join keys): the heap run peaked at
+// 732 MiB and the Pebble run at 553 MiB of anonymous memory while the Go
+// heap stayed under 80 MiB (GODEBUG=gctrace=1) — the race runtime's own
+// memory, outside Go's heap and Pebble's budget, which a smaller Pebble
+// budget or a lower soft limit did not reduce. Under 320 MiB the Pebble
+// run was killed in about half of the runs (it had passed by that margin
+// before). The release build, the one users run, keeps the claim with room
+// (`go test -run TestBoundedMemory ./internal/testing/memcap`, 28 s: Pebble
+// 80 and 102 MiB anonymous under 160 MiB, the heap runs killed within
+// 1.4 s); the test command cannot build weir without -race in its time
+// (a second compile of the module).
 func TestBoundedMemory(t *testing.T) {
 	if err := memcap.Available(); err != nil {
 		t.Skipf("no memory cgroups here, so no memory limit to run under: %v", err)
 	}
+	if crashtest.Race {
+		t.Skip("a race build's memory is not what a release build's is (see the comment): run without -race")
+	}
 	limit := int64(160) << 20
 	windowKeys, joinKeys := int64(600_000), int64(500_000)
 	jobs := []string{"window", "join"}
-	if crashtest.Race {
-		limit, joinKeys, jobs = 320<<20, 200_000, []string{"join"}
-	}
 	if v := os.Getenv("WEIR_MEMCAP_KEYS"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
