@@ -32,20 +32,18 @@ type SyncGroup struct {
 	aio     *aioContext // nil until needed, or where unavailable
 	noAIO   bool        // io_setup failed: goroutines only
 	wg      sync.WaitGroup
-	errs    []error // of the goroutine fallback, by token
 }
 
 // A syncToken is one started fsync: the writer, the segment and how much
 // of it the fsync makes durable.
 type syncToken struct {
-	w          *Writer
-	f          *os.File
-	base, pos  int64
-	next       int64
-	aio        bool // started with io_submit (else a goroutine)
-	err        error
-	done       bool
-	goroutineI int // index in errs for the fallback
+	w         *Writer
+	f         *os.File
+	base, pos int64
+	next      int64
+	aio       bool // started with io_submit (else a goroutine)
+	err       error
+	done      bool
 }
 
 // start starts the fsync of w's active segment as it is now. w.mu is
@@ -71,16 +69,14 @@ func (g *SyncGroup) start(w *Writer) {
 		// Refused (a file system without asynchronous fsync): this one
 		// in a goroutine.
 	}
-	t.goroutineI = len(g.errs)
-	g.errs = append(g.errs, nil)
+	i, f := len(g.pending), t.f
 	g.pending = append(g.pending, t)
-	i, f := t.goroutineI, t.f
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		err := groupFdatasync(f)
-		g.mu.Lock()
-		g.errs[i] = err
+		g.mu.Lock() // g.pending's array may have grown meanwhile
+		g.pending[i].err, g.pending[i].done = err, true
 		g.mu.Unlock()
 	}()
 }
@@ -98,15 +94,15 @@ func (g *SyncGroup) Wait() error {
 	g.mu.Lock()
 	pending := g.pending
 	aio := g.aio
+	inFlight := 0
+	for i := range pending {
+		if pending[i].aio {
+			inFlight++
+		}
+	}
 	g.mu.Unlock()
 	if len(pending) == 0 {
 		return nil
-	}
-	inFlight := 0
-	for _, t := range pending {
-		if t.aio {
-			inFlight++
-		}
 	}
 	var waitErr error
 	if inFlight > 0 {
@@ -124,14 +120,9 @@ func (g *SyncGroup) Wait() error {
 			g.mu.Unlock()
 		}
 	}
-	g.wg.Wait()
+	g.wg.Wait() // the goroutines wrote their results into pending
 	g.mu.Lock()
-	for i := range pending {
-		if !pending[i].aio {
-			pending[i].err, pending[i].done = g.errs[pending[i].goroutineI], true
-		}
-	}
-	g.pending, g.errs = g.pending[:0], g.errs[:0]
+	g.pending = g.pending[:0]
 	g.mu.Unlock()
 	var first error
 	for _, t := range pending {
