@@ -64,9 +64,9 @@ func (p *planner) noteJoinNeed(s *parser.Select) {
 			need.starOf[strings.ToLower(it.StarOf)] = true
 		}
 	}
-	collectNames(reflect.ValueOf(s), need.names)
+	collectNames(reflect.ValueOf(s), need.names, nil)
 	need.valueNames = map[string]bool{}
-	withoutDefinitions(j, func() { collectNames(reflect.ValueOf(s), need.valueNames) })
+	collectNames(reflect.ValueOf(s), need.valueNames, definitions(j, map[any]bool{}))
 	if p.joinNeed == nil {
 		p.joinNeed = map[*parser.Join]*colNeed{}
 	}
@@ -81,54 +81,55 @@ func (p *planner) noteJoinNeed(s *parser.Select) {
 	mark(j)
 }
 
-// withoutDefinitions runs f with the FOR SYSTEM_TIME AS OF clauses of the
-// table references of j's tree and the queries of its derived tables taken
-// out (and puts them back).
-func withoutDefinitions(t parser.TableExpr, f func()) {
+// definitions are the table expressions of j's tree whose FOR SYSTEM_TIME
+// AS OF clause (a TableRef's AsOf) or query (a SubqueryTable's Query)
+// defines rather than reads: collectNames leaves those fields out.
+func definitions(t parser.TableExpr, skip map[any]bool) map[any]bool {
 	switch t := t.(type) {
 	case *parser.Join:
-		withoutDefinitions(t.Left, func() { withoutDefinitions(t.Right, f) })
-	case *parser.SubqueryTable:
-		q := t.Query
-		t.Query = nil
-		defer func() { t.Query = q }()
-		f()
-	case *parser.TableRef:
-		if t.AsOf == nil {
-			f()
-			return
-		}
-		asOf := t.AsOf
-		t.AsOf = nil
-		defer func() { t.AsOf = asOf }()
-		f()
-	default:
-		f()
+		definitions(t.Right, definitions(t.Left, skip))
+	case *parser.SubqueryTable, *parser.TableRef:
+		skip[t] = true
 	}
+	return skip
 }
 
+// definingFields are the fields collectNames leaves out of the nodes in
+// its skip set.
+var definingFields = map[string]bool{"AsOf": true, "Query": true}
+
 // collectNames adds every string held in the syntax tree v to names (lower
-// case).
-func collectNames(v reflect.Value, names map[string]bool) {
+// case), but for the defining fields of the nodes in skip (definitions).
+func collectNames(v reflect.Value, names map[string]bool, skip map[any]bool) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			collectNames(v.Elem(), names)
+		if v.IsNil() {
+			return
 		}
+		if v.Kind() == reflect.Pointer && skip[v.Interface()] {
+			e := v.Elem()
+			for i := range e.NumField() {
+				if f := e.Type().Field(i); f.IsExported() && !definingFields[f.Name] {
+					collectNames(e.Field(i), names, skip)
+				}
+			}
+			return
+		}
+		collectNames(v.Elem(), names, skip)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
-				collectNames(v.Field(i), names)
+				collectNames(v.Field(i), names, skip)
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			collectNames(v.Index(i), names)
+			collectNames(v.Index(i), names, skip)
 		}
 	case reflect.Map:
 		for it := v.MapRange(); it.Next(); {
-			collectNames(it.Key(), names)
-			collectNames(it.Value(), names)
+			collectNames(it.Key(), names, skip)
+			collectNames(it.Value(), names, skip)
 		}
 	case reflect.String:
 		names[strings.ToLower(v.String())] = true
