@@ -139,8 +139,10 @@ func HeapState() JobOption {
 // Pebble LSM under dir, so state can be larger than memory; memoryBudget
 // bounds the bytes Pebble keeps in memory in the process, for all the
 // job's operators and subtasks together (0: 64 MiB): one block cache of
-// half of it that every database shares, and memtables that add up to the
-// other half. Go's heap (the operators' buffers, records in flight) comes
+// three eighths of it that every database shares, memtables that add up
+// to half of it, and an eighth for the record caches: each database's
+// state entries in memory in front of it, written back to it when evicted
+// and at checkpoints (Kafka Streams' record cache). Go's heap (the operators' buffers, records in flight) comes
 // on top: under a memory limit, set GOMEMLIMIT to what is left.
 // Checkpoints copy Pebble state by key group like heap state (not yet
 // incrementally); window operators keep their state on the heap.

@@ -75,9 +75,9 @@ func TestPebbleMemoryPerProcess(t *testing.T) {
 			caches[m] = true
 			total += m.CacheSize()
 		}
-		total += 2 * m.MemTableSize()
+		total += 2*m.MemTableSize() + m.RecordCacheSize()
 	}
 	if len(caches) != 1 || total > budget {
-		t.Fatalf("%d block caches; caches and memtables add up to %d bytes, over the budget of %d", len(caches), total, budget)
+		t.Fatalf("%d block caches; caches, memtables and record caches add up to %d bytes, over the budget of %d", len(caches), total, budget)
 	}
 }

@@ -62,7 +62,7 @@ func TestCheckpointReopens(t *testing.T) {
 	// the second checkpoint flushes then starts no compaction between the
 	// two, which could rewrite every file and leave none to share (it did,
 	// now and then: "3 SST files, 0 shared")
-	if err := be.DB().Flush(); err != nil {
+	if err := be.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if err := be.DB().Compact(context.Background(), []byte{}, bytes.Repeat([]byte{0xff}, 64), false); err != nil {
@@ -161,7 +161,9 @@ func TestCopyKeyGroupsMergesByName(t *testing.T) {
 				}
 			}
 		}
-		be.DB().Flush()
+		if err := be.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		be.Close()
 		srcs = append(srcs, dir)
 	}

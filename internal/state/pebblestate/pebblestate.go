@@ -30,16 +30,22 @@ const DefaultMemoryBudget = 64 << 20
 type Options struct {
 	// Dir is the database's directory, created if missing.
 	Dir string
-	// MemoryBudget bounds the memory Pebble uses, in bytes: half for the
-	// block cache, a quarter for each of the two memtables (a memtable
-	// being written, one being flushed). 0 means DefaultMemoryBudget.
+	// MemoryBudget bounds the memory Pebble uses, in bytes: three eighths
+	// for the block cache, a quarter for each of the two memtables (a
+	// memtable being written, one being flushed), an eighth for the record
+	// cache (RecordCache). 0 means DefaultMemoryBudget.
 	// Index and filter blocks count too (they live in the block cache);
 	// iterators, compactions and Go's own overhead come on top.
 	MemoryBudget int64
 	// Memory, when set, is a budget shared with other databases (the
 	// process's): the database reads through its block cache and takes its
-	// memtable size, and MemoryBudget is ignored.
+	// memtable size and record cache size, and MemoryBudget is ignored.
 	Memory *Memory
+	// RecordCache is the size in bytes of the write-back cache of state
+	// entries in front of the database (state.CachedKV): 0 takes the
+	// memory budget's share (Memory.RecordCacheSize), a negative size
+	// disables it.
+	RecordCache int64
 	// RemoveOnClose removes Dir when the backend is closed: for a working
 	// copy that nothing reopens.
 	RemoveOnClose bool
@@ -50,9 +56,10 @@ type Options struct {
 // Backend is a state.Backend over a Pebble database.
 type Backend struct {
 	*state.Serial
-	db   *pebble.DB
-	opts Options
-	mem  *Memory
+	db    *pebble.DB
+	opts  Options
+	mem   *Memory
+	cache *state.CachedKV // nil if disabled
 }
 
 // Open opens (or creates) the database in o.Dir and returns a backend
@@ -87,12 +94,21 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblestate: open %s: %w", o.Dir, err)
 	}
-	s, err := state.NewSerial("pebble", cfg, &kv{db: db})
+	var store state.KVStore = &kv{db: db}
+	var cache *state.CachedKV
+	if size := o.RecordCache; size >= 0 {
+		if size == 0 {
+			size = mem.recordCache
+		}
+		cache = state.NewCachedKV(store, size)
+		store = cache
+	}
+	s, err := state.NewSerial("pebble", cfg, store)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Backend{Serial: s, db: db, opts: o, mem: mem}, nil
+	return &Backend{Serial: s, db: db, opts: o, mem: mem, cache: cache}, nil
 }
 
 // Close closes the database and, with RemoveOnClose, removes its
@@ -117,10 +133,41 @@ func (b *Backend) DB() *pebble.DB { return b.db }
 // unchanged files are shared between checkpoints. Open on dir resumes from
 // it.
 func (b *Backend) Checkpoint(dir string) error {
+	if err := b.FlushCache(); err != nil {
+		return err
+	}
 	if err := b.db.Flush(); err != nil {
 		return err
 	}
 	return b.db.Checkpoint(dir)
+}
+
+// FlushCache writes the record cache's dirty entries into the database,
+// which then holds all the state.
+func (b *Backend) FlushCache() error {
+	if b.cache == nil {
+		return nil
+	}
+	return b.cache.Flush()
+}
+
+// Flush writes the record cache's dirty entries into the database and
+// its memtables into files: the database then holds all the state, on
+// disk (it has no write-ahead log).
+func (b *Backend) Flush() error {
+	if err := b.FlushCache(); err != nil {
+		return err
+	}
+	return b.db.Flush()
+}
+
+// CacheCounters are the record cache's hits, misses, evictions and
+// writes (zero if it is disabled).
+func (b *Backend) CacheCounters() state.CacheCounters {
+	if b.cache == nil {
+		return state.CacheCounters{}
+	}
+	return b.cache.Counters()
 }
 
 // DiskUsage is the bytes of the database's files.
