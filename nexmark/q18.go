@@ -1,8 +1,6 @@
 package nexmark
 
 import (
-	"strings"
-
 	"github.com/weirstream/weir"
 )
 
@@ -12,27 +10,6 @@ type Q18Row struct{ Bid }
 
 type q18Key struct{ Bidder, Auction int64 }
 
-// q18Later reports whether x ranks before y in q18: the later date_time.
-// ROW_NUMBER() leaves a tie unspecified (Flink keeps the later arrival,
-// which over parallel sources is not deterministic): here the rest of the
-// row decides, higher price, then channel, url and extra in byte order, so
-// that the result is a function of the input at any parallelism.
-func q18Later(x, y *Bid) bool {
-	if x.DateTime != y.DateTime {
-		return x.DateTime > y.DateTime
-	}
-	if x.Price != y.Price {
-		return x.Price > y.Price
-	}
-	if c := strings.Compare(x.Channel, y.Channel); c != 0 {
-		return c < 0
-	}
-	if c := strings.Compare(x.URL, y.URL); c != 0 {
-		return c < 0
-	}
-	return x.Extra < y.Extra
-}
-
 // Q18 is query 18, find last bid (ref queries/q18.sql): for each bidder
 // and auction, its latest bid (ROW_NUMBER() OVER (PARTITION BY bidder,
 // auction ORDER BY dateTime DESC) ≤ 1, Flink's deduplication keeping the
@@ -40,8 +17,15 @@ func q18Later(x, y *Bid) bool {
 // Process keeping the pair's latest bid in value state (one bid per pair:
 // AggregateChanges would keep the accumulator and the last result, two),
 // +I for the pair's first bid, −U/+U when a later one arrives (a bid older
-// than the one kept changes nothing). Ties on date_time: see q18Later. The
-// upsert view, keyed by (auction, bidder), is the query's answer.
+// than the one kept changes nothing). A bid with the same date_time as
+// the one kept replaces it, as in Flink's deduplication (its
+// RowTimeDeduplicateFunction keeping the last row replaces when the new
+// row's rowtime is >= the kept one's): of tied bids the last to arrive is
+// the answer. ROW_NUMBER() leaves the tie unspecified, and over parallel
+// sources the arrival order of bids of one pair from two splits is not
+// deterministic (in Flink as here); what this computes is what the SQL
+// plan of q18.sql computes (docs/sql.md). The upsert view, keyed by
+// (auction, bidder), is the query's answer.
 func Q18(events *weir.Stream[Event]) *weir.Stream[weir.Change[Q18Row]] {
 	return weir.ProcessWith(weir.KeyBy(Bids(events), func(b Bid) q18Key { return q18Key{b.Bidder, b.Auction} }),
 		func() weir.KeyedProcessFunction[q18Key, Bid, weir.Change[Q18Row]] { return &q18Keep{} }, weir.Name("q18-last"))
@@ -61,7 +45,7 @@ func (f *q18Keep) ProcessElement(ctx *weir.KeyedContext[q18Key, weir.Change[Q18R
 	switch {
 	case !ok:
 		ctx.Emit(weir.Change[Q18Row]{Kind: weir.Insert, Value: Q18Row{b}})
-	case q18Later(&b, &old):
+	case b.DateTime >= old.DateTime:
 		ctx.Emit(weir.Change[Q18Row]{Kind: weir.UpdateBefore, Value: Q18Row{old}})
 		ctx.Emit(weir.Change[Q18Row]{Kind: weir.UpdateAfter, Value: Q18Row{b}})
 	default:

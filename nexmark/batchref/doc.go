@@ -189,10 +189,9 @@
 //
 // q18 Per (bidder, auction) the bid ranked first by dateTime DESC
 // (ROW_NUMBER() ... <= 1: deduplication keeping the last row). A tie on
-// dateTime is unspecified in SQL (Flink keeps the later arrival); this
-// oracle, as weir, takes the higher price, then the smaller channel, url,
-// extra in byte order, which makes the result a function of the input.
-// Final upsert view. Columns: auction, bidder, price, channel, url,
+// dateTime is unspecified in SQL; this oracle, as Flink (whose
+// deduplication replaces the kept row by one with the same rowtime) and
+// weir, takes the last of the tied bids in input order. Final upsert view. Columns: auction, bidder, price, channel, url,
 // datetime, extra.
 //
 // q19 Per auction its 10 bids ranked first by price DESC, with

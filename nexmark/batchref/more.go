@@ -132,16 +132,16 @@ func bidRow(b *Bid) row {
 }
 
 // q18: per (bidder, auction) the bid with the latest dateTime. ROW_NUMBER()
-// leaves a tie unspecified; this oracle, like weir, takes the higher price,
-// then the smaller channel, url, extra (byte order). Final upsert view.
+// leaves a tie unspecified; this oracle, as Flink's deduplication keeping
+// the last row (a row replaces the kept one when its rowtime is >=), takes
+// the last of the tied bids in input order. Final upsert view.
 func q18(events []event) []row {
 	type key struct{ bidder, auction int64 }
 	last := map[key]*Bid{}
 	for _, e := range bids(events) {
 		b := e.bid
 		k := key{b.Bidder, b.Auction}
-		cur := last[k]
-		if cur == nil || later(b, cur) {
+		if cur := last[k]; cur == nil || b.DateTime >= cur.DateTime {
 			last[k] = b
 		}
 	}
@@ -150,20 +150,6 @@ func q18(events []event) []row {
 		out = append(out, bidRow(b))
 	}
 	return out
-}
-
-func later(x, y *Bid) bool {
-	switch {
-	case x.DateTime != y.DateTime:
-		return x.DateTime > y.DateTime
-	case x.Price != y.Price:
-		return x.Price > y.Price
-	case x.Channel != y.Channel:
-		return x.Channel < y.Channel
-	case x.URL != y.URL:
-		return x.URL < y.URL
-	}
-	return x.Extra < y.Extra
 }
 
 // q19: per auction its 10 highest-priced bids with rank_number 1..10.

@@ -51,15 +51,16 @@ func TestQ16(t *testing.T) {
 }
 
 // q18: the latest bid per (bidder, auction), whatever the arrival order;
-// a date_time tie goes to the higher price, then the smaller channel.
+// of bids tied on date_time the last in the input (Flink's deduplication
+// keeping the last row), even at a lower price or a larger channel.
 func TestQ18(t *testing.T) {
 	expect(t, "q18", []string{
 		bidOn(1, 7, 5, 20, "a", "u", "x"), bidOn(1, 7, 6, 10, "a", "u", "x"), // later first
-		bidOn(2, 7, 5, 10, "a", "u", "x"), bidOn(2, 7, 9, 10, "z", "u", "x"), bidOn(2, 7, 9, 10, "b", "u", "x"),
+		bidOn(2, 7, 5, 10, "a", "u", "x"), bidOn(2, 7, 9, 10, "b", "u", "x"), bidOn(2, 7, 3, 10, "z", "u", "x"),
 		bidOn(1, 8, 1, 0, "a", "u", "x"),
 	},
 		`{"auction":1,"bidder":7,"channel":"a","datetime":20,"extra":"x","price":5,"url":"u"}`,
-		`{"auction":2,"bidder":7,"channel":"b","datetime":10,"extra":"x","price":9,"url":"u"}`,
+		`{"auction":2,"bidder":7,"channel":"z","datetime":10,"extra":"x","price":3,"url":"u"}`,
 		`{"auction":1,"bidder":8,"channel":"a","datetime":0,"extra":"x","price":1,"url":"u"}`)
 }
 
