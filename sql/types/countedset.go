@@ -150,19 +150,26 @@ func (s *CountedSet) equal(o *CountedSet) bool {
 // that set's list [v0, n0, v1, n1, ...] (as a CountedSet does), so state
 // and savepoints do not depend on the sharing.
 type CountedSets struct {
-	width int
-	isStr bool
+	// The fields an Add reads, and the views a Value holds, are in this
+	// one object, first: a row's Add of a group the caches have lost
+	// (most of q16's ten thousand channels) follows a Value's view to
+	// its sets, their table and their sizes; as separate objects those
+	// were a cache miss each.
+	views4 [4]CountedSetsView // views[i] is &views4[i] when width <= 4
+	width  int
+	isStr  bool
+	lens4  [4]int // lens is lens4[:width] when width <= 4
 	// up to 4 sets (the common case): each value's counts inline in its
 	// slot, one cache miss an Add
 	ints4 hashtable.Table[int64, [4]int64]
 	strs4 hashtable.Table[string, [4]int64]
+	lens  []int // distinct values of each set
+	views []*CountedSetsView
 	// more: each value's entry in counts
 	ints   hashtable.Table[int64, uint32] // value -> entry
 	strs   hashtable.Table[string, uint32]
 	counts []int64 // width per entry
 	free   []uint32
-	lens   []int // distinct values of each set
-	views  []*CountedSetsView
 }
 
 // A CountedSetsView is one set of a CountedSets.
@@ -175,9 +182,20 @@ type CountedSetsView struct {
 // (strs) or in I, set i holding the list lists[i] ([v0, n0, ...], nil:
 // empty).
 func NewCountedSetsOf(strs bool, width int, lists [][]Value) *CountedSets {
-	s := &CountedSets{width: width, isStr: strs, lens: make([]int, width), views: make([]*CountedSetsView, width)}
-	for i := range s.views {
-		s.views[i] = &CountedSetsView{Sets: s, Set: i}
+	s := &CountedSets{width: width, isStr: strs}
+	if width <= len(s.lens4) {
+		s.lens = s.lens4[:width]
+		s.views = make([]*CountedSetsView, width)
+		for i := range s.views {
+			s.views4[i] = CountedSetsView{Sets: s, Set: i}
+			s.views[i] = &s.views4[i]
+		}
+	} else {
+		s.lens = make([]int, width)
+		s.views = make([]*CountedSetsView, width)
+		for i := range s.views {
+			s.views[i] = &CountedSetsView{Sets: s, Set: i}
+		}
 	}
 	for i, l := range lists {
 		for j := 0; j+1 < len(l); j += 2 {
@@ -196,9 +214,9 @@ func (s *CountedSets) View(i int) *CountedSetsView { return s.views[i] }
 func (s *CountedSets) Add(v Value, mask uint64, n int64) (changed uint64) {
 	switch {
 	case s.width <= 4 && s.isStr:
-		return add4(&s.strs4, hashStr(v.S), v.S, mask, n, s.lens)
+		return add4(&s.strs4, hashStr(v.S), v.S, mask, n, s.lens4[:s.width])
 	case s.width <= 4:
-		return add4(&s.ints4, hashInt(v.I), v.I, mask, n, s.lens)
+		return add4(&s.ints4, hashInt(v.I), v.I, mask, n, s.lens4[:s.width])
 	case s.isStr:
 		return addWide(s, &s.strs, hashStr(v.S), v.S, mask, n)
 	}
@@ -207,21 +225,22 @@ func (s *CountedSets) Add(v Value, mask uint64, n int64) (changed uint64) {
 
 // add4 is Add for sets with their counts inline.
 func add4[K comparable](t *hashtable.Table[K, [4]int64], h uint64, k K, mask uint64, n int64, lens []int) uint64 {
-	var cs *[4]int64
-	at := t.Find(h, k)
-	switch {
-	case at >= 0:
-		cs = t.At(at)
-	case n <= 0:
-		return 0
-	default:
-		cs, _ = t.Upsert(h, k)
-	}
-	changed, live := count(cs[:len(lens)], mask, n, lens)
-	if !live {
-		if at < 0 {
-			at = t.Find(h, k)
+	if n > 0 {
+		// one probe, whether v is new or not (counts only grow: the
+		// value stays)
+		cs, _ := t.Upsert(h, k)
+		changed, live := count(cs[:len(lens)], mask, n, lens)
+		if !live { // a mask of none of the sets: nothing to keep
+			t.Delete(h, k)
 		}
+		return changed
+	}
+	at := t.Find(h, k)
+	if at < 0 {
+		return 0
+	}
+	changed, live := count(t.At(at)[:len(lens)], mask, n, lens)
+	if !live {
 		t.DeleteAt(at)
 	}
 	return changed

@@ -83,6 +83,17 @@ func TestCountedSetsModel(t *testing.T) {
 						t.Fatalf("set %d: list differs from the single set's", i)
 					}
 				}
+				// the table holds the values some set holds, no more (an
+				// addition under a mask of no set keeps nothing)
+				union := map[int64]bool{}
+				for i := range model {
+					for x := range model[i] {
+						union[x] = true
+					}
+				}
+				if got := s.ints4.Len() + s.strs4.Len() + s.ints.Len() + s.strs.Len(); got != len(union) {
+					t.Fatalf("the table holds %d values, the sets %d", got, len(union))
+				}
 			})
 		}
 	}
