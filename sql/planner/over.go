@@ -315,7 +315,9 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 		was := old[0].List()
 		c := f.compare(was, in.Values)
 		switch {
-		case c < 0 || (c == 0 && !f.spec.keepLast), types.EqualValues(was, in.Values):
+		case c < 0 || (c == 0 && !f.spec.keepLast), c == 0 && types.EqualValues(was, in.Values):
+			// (rows that differ in the order differ: only a tie can be
+			// the same row again)
 			// the partition's row stays first, or comes again: no change
 			// (the state is written, as by any row: its TTL restarts)
 			f.rows.Update(st)
