@@ -427,8 +427,9 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		// the sink has had its row
 		rm := b.rowMaker(r, layout.NKeys+len(layout.Calls))
 		ub := b.needUB(r)
+		grows := !twoPhase && in.mode == types.InsertOnly && countsEveryRow(layout)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub}
+			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -448,6 +449,13 @@ type groupAggFn struct {
 	scratch, keyBuf []types.Value
 	// rows makes the output rows (lent from a ring where they may be)
 	rows rowMaker
+	// before holds a group's results before a change (results): compared
+	// with the results after, and made a row only for a -U or -D sent
+	before []types.Value
+	// grows: every input row changes its group's result (an insert-only
+	// input and an unfiltered COUNT(*) in the results): where the -U rows
+	// are not read either, the results before a change are not needed
+	grows bool
 	// ub: an update emits its -U (ub.go); else +U alone
 	ub *bool
 }
@@ -477,6 +485,47 @@ func (f *groupAggFn) output(acc []types.Value) []types.Value {
 	return vs
 }
 
+// results returns acc's aggregate results in f.before (no keys): a
+// group's result before a change, which is only compared with the one
+// after unless a -U or -D carries it (a row from f.rows, beforeRow). An
+// output row per group and change went unused where the -U rows are not
+// read (a sink that drops them, mini-batch's unchanged groups), and its
+// key copy into a ring of output rows too large for the cache was a
+// cache miss (Nexmark q16: 18 columns, a change per channel and batch).
+func (f *groupAggFn) results(acc []types.Value) []types.Value {
+	l := f.layout
+	f.before = f.before[:0]
+	for _, c := range l.Calls {
+		f.before = append(f.before, l.Result(acc, c))
+	}
+	return f.before
+}
+
+// countsEveryRow reports whether the results of layout include an
+// unfiltered COUNT(*), which an inserted row always changes.
+func countsEveryRow(layout *expr.AggLayout) bool {
+	for _, c := range layout.Calls {
+		if c.Kind == expr.AggCountStar && c.Filter == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// needBefore reports whether a change of an existing group needs its
+// results before (results): for the -U row, or to tell whether the
+// result changed at all.
+func (f *groupAggFn) needBefore() bool { return !f.grows || f.ub == nil || *f.ub }
+
+// beforeRow is the output row of the group of acc with the results
+// before (from results).
+func (f *groupAggFn) beforeRow(acc, before []types.Value) []types.Value {
+	vs := f.rows.next()
+	n := copy(vs, acc[:f.layout.NKeys])
+	copy(vs[n:], before)
+	return vs
+}
+
 func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	l := f.layout
 	st, ok := f.acc.Value()
@@ -493,38 +542,44 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 	var acc []types.Value
 	if ok {
 		acc, f.scratch = st.unpack(f.scratch)
-		prev = f.output(acc)
+		if f.needBefore() {
+			prev = f.results(acc)
+		}
 	} else {
 		acc = f.create(in.Values)
 	}
 	l.Accumulate(acc, in.Values, sign)
-	f.settle(ctx, st, prev, acc, !ok)
+	f.settle(ctx, st, ok, prev, acc, !ok)
 	return nil
 }
 
 // settle keeps the group's new accumulator acc in st, its state before
 // (acc nil: the group was not touched; owned: acc is not f.scratch), and
-// emits its change from prev, the result before (nil: a new group): -D
-// when the group empties, +I for a new one, -U/+U for a changed result,
-// nothing for an unchanged one (as Flink).
-func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], st packedAcc, prev, acc []types.Value, owned bool) {
+// emits its change from prev, the results before (results; had: the
+// group existed before; nil for an existing group where !needBefore: the
+// result changed, and no -U is sent): -D when the group empties, +I for
+// a new one, -U/+U for a changed result, nothing for an unchanged one (as
+// Flink).
+func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], st packedAcc, had bool, prev, acc []types.Value, owned bool) {
 	switch {
 	case acc == nil:
 	case f.layout.Count(acc) <= 0:
-		if prev != nil {
-			ctx.Emit(types.Row{Kind: types.Delete, Values: prev})
+		if had {
+			ctx.Emit(types.Row{Kind: types.Delete, Values: f.beforeRow(acc, prev)})
 		}
 		f.acc.Clear()
 	default:
 		f.acc.Update(st.store(acc, owned))
 		next := f.output(acc)
 		switch {
-		case prev == nil:
+		case !had:
 			ctx.Emit(types.Row{Kind: types.Insert, Values: next})
-		case types.EqualValues(prev, next):
+		case prev == nil && !f.needBefore():
+			ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
+		case types.EqualValues(prev, next[f.layout.NKeys:]):
 		default:
 			if f.ub == nil || *f.ub {
-				ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: prev})
+				ctx.Emit(types.Row{Kind: types.UpdateBefore, Values: f.beforeRow(acc, prev)})
 			}
 			ctx.Emit(types.Row{Kind: types.UpdateAfter, Values: next})
 		}
@@ -590,12 +645,14 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 		var prev, acc []types.Value
 		if ok {
 			acc, f.scratch = st.unpack(f.scratch)
-			prev = f.output(acc)
+			if f.needBefore() {
+				prev = f.results(acc)
+			}
 		}
 		acc = f.fold(acc, p.rows)
 		clear(p.rows)
 		p.rows = p.rows[:0]
-		f.settle(ctx, st, prev, acc, !ok)
+		f.settle(ctx, st, ok, prev, acc, !ok)
 	}
 	f.pending = f.pending[:0]
 	clear(f.index)
