@@ -1508,7 +1508,7 @@ func (c *Compiler) like(e *parser.Like) (Expr, error) {
 	}
 	var match func(string) bool
 	if e.Similar {
-		re, err := regexp.Compile("^(?:" + similarRegexp(pv.S, escape) + ")$")
+		re, err := compileLiteral("^(?:" + similarRegexp(pv.S, escape) + ")$") // regexp_literal.go
 		if err != nil {
 			return Expr{}, ErrAt(e.Pattern, "invalid SIMILAR TO pattern: %v", err)
 		}
