@@ -50,6 +50,10 @@ type Expr struct {
 	// (a column of the scan compared with a constant): the expression is
 	// TRUE only where each holds (filter push-down: Bounds).
 	bounds []bound
+	// fold is set on LOWER(x) and UPPER(x): a comparison with a constant
+	// compares x by bytes, without making the folded string
+	// (fold_compare.go). Whoever replaces eval clears it.
+	fold *foldOf
 }
 
 // bound is a conjunct of a filter: a predicate on a projecting scan's

@@ -314,7 +314,11 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			"INITCAP": initCap,
 			"LTRIM":   func(s string) string { return strings.TrimLeft(s, " ") },
 			"RTRIM":   func(s string) string { return strings.TrimRight(s, " ") }}[e.Name]
-		return strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(fn(a0.S)) }), nil
+		out := strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(fn(a0.S)) })
+		if (e.Name == "LOWER" || e.Name == "UPPER") && !c.GenericOnly {
+			out.fold = &foldOf{arg: xs[0].Eval, upper: e.Name == "UPPER"} // fold_compare.go
+		}
+		return out, nil
 	case "TRIM":
 		// TRIM(mode, chars, s) as the parser rewrote it, or TRIM(s)
 		if len(xs) == 1 {
