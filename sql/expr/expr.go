@@ -1449,6 +1449,10 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 			return ef(r)
 		}}, nil
 	}
+	if x, keys, ok := c.stringSwitch(e); ok && !k {
+		// WHEN x = 'a' THEN ... WHEN x = 'b' THEN ...: x once (case_string.go)
+		return Expr{Type: t, Col: -1, Eval: stringSwitchEval(x, keys, tf, ef)}, nil
+	}
 	if !c.GenericOnly {
 		// the conditions' typed truth (expr_typed.go)
 		ps := make([]predFn, len(conds))

@@ -24,10 +24,8 @@ type foldOf struct {
 // foldCompare is LOWER/UPPER(x) = c (<> when not), or nil when c is not
 // ASCII.
 func foldCompare(f *foldOf, c string, not bool) predFn {
-	for i := 0; i < len(c); i++ {
-		if c[i] >= 0x80 {
-			return nil
-		}
+	if !allASCII([]string{c}) {
+		return nil
 	}
 	arg, upper := f.arg, f.upper
 	eq, ne := triTrue, triFalse

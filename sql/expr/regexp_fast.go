@@ -150,6 +150,7 @@ type fastMatcher struct {
 	// lit is in every match, after a part of minPre to maxPre bytes
 	lit            string
 	minPre, maxPre int
+	rareOff        int // the literal's byte least likely in text (rarestByte)
 	anchored       bool // the pattern starts with ^: it matches at 0 only
 	// scan: no literal; a match starts at a rune of start (or anywhere:
 	// startAll), or at 0 or len(s)
@@ -223,6 +224,9 @@ func compileFast(pattern string) *fastMatcher {
 			break
 		}
 		lo, hi = lo+a, hi+b
+	}
+	if m.lit != "" {
+		m.rareOff = rarestByte(m.lit)
 	}
 	if m.lit == "" && !m.anchored {
 		// no literal: try the positions where a rune the pattern can
@@ -492,12 +496,10 @@ func (m *fastMatcher) find(s string, from int, caps []int, budget *int) bool {
 	}
 	tried := from - 1 // start positions up to tried have no match
 	for at := from + m.minPre; at <= len(s); {
-		i := strings.Index(s[at:], m.lit)
+		i := m.index(s, at, budget)
 		if i < 0 {
 			return false
 		}
-		i += at
-		*budget -= i - at + 1
 		for p := max(i-m.maxPre, tried+1); p <= i-m.minPre; p++ {
 			if runeStart(s, p) && m.matchAt(s, p, caps, budget) {
 				return true
@@ -517,6 +519,65 @@ func (m *fastMatcher) canStart(s string, p int) bool {
 		return m.start.byteIn[b]
 	}
 	return m.startHigh && runeStart(s, p)
+}
+
+// index is the first occurrence of lit in s at or after at, or -1. It
+// looks for the literal's rarest byte with IndexByte and compares the
+// literal around it (the rare-byte prefilter of Rust's memchr and regex
+// crates): strings.Index looks for its first byte, and a url's "c" or
+// "/" occurs on every few bytes where "channel_id="'s "_" seldom does.
+func (m *fastMatcher) index(s string, at int, budget *int) int {
+	rare := m.lit[m.rareOff]
+	for from := at + m.rareOff; from < len(s); {
+		j := strings.IndexByte(s[from:], rare)
+		if j < 0 {
+			*budget -= len(s) - from
+			return -1
+		}
+		j += from
+		*budget -= j - from + 1
+		if i := j - m.rareOff; strings.HasPrefix(s[i:], m.lit) {
+			return i
+		}
+		from = j + 1
+	}
+	return -1
+}
+
+// rarestByte is the offset of the byte of lit least likely in text: a
+// byte's rank is a guess of its frequency in text, urls and logs
+// (lower-case letters and digits most frequent, then the separators of
+// paths and query strings; other punctuation, control and non-ASCII bytes
+// least).
+func rarestByte(lit string) int {
+	rank := func(b byte) int {
+		switch {
+		case b == ' ':
+			return 255
+		case 'a' <= b && b <= 'z':
+			return 200 + strings.IndexByte("zqjxkvbpgwyfmculdrhsnioate", b)
+		case '0' <= b && b <= '9':
+			return 190
+		case 'A' <= b && b <= 'Z':
+			return 170
+		case strings.IndexByte("/.=&:-,\t\n", b) >= 0:
+			return 160
+		case b == '_' || b == '?' || b == ';' || b == '"' || b == '\'':
+			return 120
+		case b < 0x20 || b == 0x7f:
+			return 20
+		case b >= 0x80:
+			return 60
+		}
+		return 100
+	}
+	best := 0
+	for i := 1; i < len(lit); i++ {
+		if rank(lit[i]) < rank(lit[best]) {
+			best = i
+		}
+	}
+	return best
 }
 
 func (m *fastMatcher) matchAt(s string, p int, caps []int, budget *int) bool {
