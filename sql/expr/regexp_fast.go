@@ -150,7 +150,7 @@ type fastMatcher struct {
 	// lit is in every match, after a part of minPre to maxPre bytes
 	lit            string
 	minPre, maxPre int
-	rareOff        int // the literal's byte least likely in text (rarestByte)
+	rareOff        int  // the literal's byte least likely in text (rarestByte)
 	anchored       bool // the pattern starts with ^: it matches at 0 only
 	// scan: no literal; a match starts at a rune of start (or anywhere:
 	// startAll), or at 0 or len(s)

@@ -127,25 +127,24 @@ func newLiteralRegexp(pattern string) (literalRegexp, error) {
 	return literalRegexp{re, requiredLiteral(pattern), new(atomic.Pointer[submatches]), compileFast(pattern)}, nil
 }
 
-// cannot reports whether s certainly has no match.
+// cannot reports whether s certainly has no match. A fastMatcher looks
+// for its literal itself: for its pattern, cannot is asked only when it
+// gave up.
 func (r literalRegexp) cannot(s string) bool { return r.lit != "" && !strings.Contains(s, r.lit) }
 
 func (r literalRegexp) MatchString(s string) bool {
-	if r.cannot(s) {
-		return false
-	}
 	if r.fast != nil {
 		if m, ok := r.fast.matchString(s); ok {
 			return m
 		}
 	}
-	return r.Regexp.MatchString(s)
+	return !r.cannot(s) && r.Regexp.MatchString(s)
 }
 
 // Group is FindStringSubmatch(s)[g], found false when s has no match or
 // the pattern no group g.
 func (r literalRegexp) Group(s string, g int) (v string, found bool) {
-	if g < 0 || g > r.NumSubexp() || r.cannot(s) {
+	if g < 0 || g > r.NumSubexp() {
 		return "", false
 	}
 	if r.fast != nil {
@@ -153,7 +152,7 @@ func (r literalRegexp) Group(s string, g int) (v string, found bool) {
 			return v, found
 		}
 	}
-	m := r.FindStringSubmatch(s)
+	m := r.FindStringSubmatch(s) // cannot first
 	if m == nil {
 		return "", false
 	}
@@ -161,37 +160,37 @@ func (r literalRegexp) Group(s string, g int) (v string, found bool) {
 }
 
 func (r literalRegexp) FindStringIndex(s string) []int {
-	if r.cannot(s) {
-		return nil
-	}
 	if r.fast != nil {
 		if loc, ok := r.fast.findIndex(s, false); ok {
 			return loc
 		}
 	}
+	if r.cannot(s) {
+		return nil
+	}
 	return r.Regexp.FindStringIndex(s)
 }
 
 func (r literalRegexp) FindAllStringIndex(s string, n int) [][]int {
-	if r.cannot(s) {
-		return nil
-	}
 	if r.fast != nil && n < 0 {
 		if all, ok := r.fast.allIndex(s, false); ok {
 			return all
 		}
 	}
+	if r.cannot(s) {
+		return nil
+	}
 	return r.Regexp.FindAllStringIndex(s, n)
 }
 
 func (r literalRegexp) FindAllStringSubmatchIndex(s string, n int) [][]int {
-	if r.cannot(s) {
-		return nil
-	}
 	if r.fast != nil && n < 0 {
 		if all, ok := r.fast.allIndex(s, true); ok {
 			return all
 		}
+	}
+	if r.cannot(s) {
+		return nil
 	}
 	return r.Regexp.FindAllStringSubmatchIndex(s, n)
 }
@@ -209,9 +208,6 @@ func (r literalRegexp) FindStringSubmatch(s string) []string {
 }
 
 func (r literalRegexp) ReplaceAllString(s, repl string) string {
-	if r.cannot(s) {
-		return s
-	}
 	if r.fast != nil {
 		expand := func(dst []byte, m []int) []byte { return append(dst, repl...) }
 		if strings.Contains(repl, "$") {
@@ -220,6 +216,9 @@ func (r literalRegexp) ReplaceAllString(s, repl string) string {
 		if out, ok := r.fast.replaceAll(s, expand); ok {
 			return out
 		}
+	}
+	if r.cannot(s) {
+		return s
 	}
 	return r.Regexp.ReplaceAllString(s, repl)
 }
