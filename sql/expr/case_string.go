@@ -109,3 +109,69 @@ func allASCII(ss []string) bool {
 	}
 	return true
 }
+
+// stringIn is x [NOT] IN ('a', 'b', ...) over one string x of the same
+// kind (a column, or LOWER/UPPER of one: q21's lower(channel) IN (...)):
+// x once, where the OR of comparisons evaluated it per constant. ok is
+// false for other shapes.
+func (c *Compiler) stringIn(e *parser.In) (Expr, bool) {
+	if c.GenericOnly || len(e.List) < 2 || !c.plainString(e.X) {
+		return Expr{}, false
+	}
+	keys := make([]string, len(e.List))
+	for i, item := range e.List {
+		lit, ok := item.(*parser.Literal)
+		if !ok || lit.Kind != parser.StringLit {
+			return Expr{}, false
+		}
+		k, err := c.Compile(lit)
+		if err != nil || !k.Const || !k.Type.IsString() {
+			return Expr{}, false
+		}
+		v := k.Eval(nil)
+		if v.Null {
+			return Expr{}, false
+		}
+		keys[i] = v.S
+	}
+	x, err := c.Compile(e.X)
+	if err != nil || !x.Type.IsString() || x.Const {
+		return Expr{}, false
+	}
+	in, out := triTrue, triFalse
+	if e.Not {
+		in, out = out, in
+	}
+	var p predFn
+	if f := x.fold; f != nil && allASCII(keys) {
+		arg, upper := f.arg, f.upper
+		p = func(r []types.Value) tri {
+			a := arg(r)
+			if a.Null {
+				return triNull
+			}
+			for _, key := range keys {
+				if foldEqual(a.S, key, upper) {
+					return in
+				}
+			}
+			return out
+		}
+	} else {
+		xf := x.Eval
+		p = func(r []types.Value) tri {
+			a := xf(r)
+			if a.Null {
+				return triNull
+			}
+			for _, key := range keys {
+				if a.S == key {
+					return in
+				}
+			}
+			return out
+		}
+	}
+	t := types.Type{Kind: types.Boolean, NotNull: x.Type.NotNull}
+	return Expr{Type: t, Col: -1, Eval: evalOfPred(p), pred: p, filt: func(r []types.Value) bool { return p(r) == triTrue }}, true
+}

@@ -8,10 +8,10 @@ import (
 	"github.com/weirstream/weir/sql/types"
 )
 
-// TestStringSwitch: a CASE of WHEN x = 'constant' over one string x
-// evaluates x once per row (Subst counts the reads of the column), and
-// gives what the generic compilation gives, NULL x and the Kelvin sign
-// included.
+// TestStringSwitch: a CASE of WHEN x = 'constant', and x IN ('constant',
+// ...), over one string x evaluate x once per row (Subst counts the reads
+// of the column), and give what the generic compilation gives, NULL x
+// and the Kelvin sign included.
 func TestStringSwitch(t *testing.T) {
 	sc := &Scope{Cols: []Column{{Name: "channel", Type: types.StringType}}}
 	ins := []string{"Apple", "apple", "Google", "baidu", "FACEBOOK", "channel-1", "", "\u212a", "k", "K"}
@@ -19,6 +19,9 @@ func TestStringSwitch(t *testing.T) {
 		"CASE WHEN lower(channel) = 'apple' THEN '0' WHEN lower(channel) = 'google' THEN '1' WHEN lower(channel) = 'k' THEN 'k' ELSE channel END",
 		"CASE WHEN upper(channel) = 'BAIDU' THEN 3 WHEN upper(channel) = 'FACEBOOK' THEN 2 END",
 		"CASE WHEN channel = 'apple' THEN 'a' WHEN channel = 'Apple' THEN 'A' WHEN channel = 'apple' THEN 'x' ELSE 'z' END",
+		"lower(channel) IN ('apple', 'google', 'k')",
+		"upper(channel) NOT IN ('APPLE', 'BAIDU')",
+		"channel IN ('Apple', 'k', '')",
 	} {
 		e, err := parser.ParseExpr(src)
 		if err != nil {

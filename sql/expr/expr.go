@@ -440,6 +440,10 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		}
 		return r, nil
 	case *parser.In:
+		if in, ok := c.stringIn(e); ok {
+			// constants of one string x: x once (case_string.go)
+			return in, nil
+		}
 		x, err := c.Compile(e.X)
 		if err != nil {
 			return Expr{}, err
