@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"math/bits"
+
 	"github.com/weirstream/weir/sql/parser"
 	"github.com/weirstream/weir/sql/types"
 )
@@ -70,29 +72,89 @@ func (c *Compiler) plainString(x parser.Expr) bool {
 	return false
 }
 
+// keyMatcher finds the first of keys that x equals (folded: LOWER or
+// UPPER of x) without comparing with every key: the keys by their first
+// byte (most rows of q21 have a channel whose first byte starts none of
+// the four names).
+type keyMatcher struct {
+	keys   []string
+	fold   bool
+	upper  bool
+	first  [256]uint64 // bit i: keys[i] starts with the byte; keys[i] == "" in none
+	empty  int         // the first key that is "", or -1
+	sparse bool        // at most 64 keys: first is set
+}
+
+func newKeyMatcher(keys []string, fold, upper bool) *keyMatcher {
+	m := &keyMatcher{keys: keys, fold: fold, upper: upper, empty: -1, sparse: len(keys) <= 64}
+	for i, k := range keys {
+		if k == "" {
+			if m.empty < 0 {
+				m.empty = i
+			}
+			continue
+		}
+		if m.sparse {
+			m.first[k[0]] |= 1 << i
+		}
+	}
+	return m
+}
+
+// find returns the index of the first key s (folded) equals, or -1.
+func (m *keyMatcher) find(s string) int {
+	if len(s) == 0 {
+		return m.empty // only "" folds to ""
+	}
+	b := s[0]
+	if !m.sparse || (m.fold && b >= 0x80) {
+		// a non-ASCII first rune may fold to an ASCII one (the Kelvin
+		// sign): every key
+		for i, k := range m.keys {
+			if m.equal(s, k) {
+				return i
+			}
+		}
+		return -1
+	}
+	if m.fold {
+		if m.upper && 'a' <= b && b <= 'z' || !m.upper && 'A' <= b && b <= 'Z' {
+			b ^= 0x20
+		}
+	}
+	for set := m.first[b]; set != 0; set &= set - 1 {
+		i := bits.TrailingZeros64(set)
+		if m.equal(s, m.keys[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m *keyMatcher) equal(s, k string) bool {
+	if m.fold {
+		return foldEqual(s, k, m.upper)
+	}
+	return s == k
+}
+
+// keysOf is x's value to compare (x's argument when x folds it) and the
+// matcher of keys.
+func keysOf(x Expr, keys []string) (EvalFn, *keyMatcher) {
+	if f := x.fold; f != nil && allASCII(keys) {
+		return f.arg, newKeyMatcher(keys, true, f.upper)
+	}
+	return x.Eval, newKeyMatcher(keys, false, false)
+}
+
 // stringSwitchEval is the CASE's evaluation: thens[i] for the first key
 // x equals, else els.
 func stringSwitchEval(x Expr, keys []string, thens []EvalFn, els EvalFn) EvalFn {
-	if f := x.fold; f != nil && allASCII(keys) {
-		arg, upper := f.arg, f.upper
-		return func(r []types.Value) types.Value {
-			if a := arg(r); !a.Null {
-				for i, key := range keys {
-					if foldEqual(a.S, key, upper) {
-						return thens[i](r)
-					}
-				}
-			}
-			return els(r)
-		}
-	}
-	xf := x.Eval
+	xf, m := keysOf(x, keys)
 	return func(r []types.Value) types.Value {
 		if a := xf(r); !a.Null {
-			for i, key := range keys {
-				if a.S == key {
-					return thens[i](r)
-				}
+			if i := m.find(a.S); i >= 0 {
+				return thens[i](r)
 			}
 		}
 		return els(r)
@@ -142,35 +204,16 @@ func (c *Compiler) stringIn(e *parser.In) (Expr, bool) {
 	if e.Not {
 		in, out = out, in
 	}
-	var p predFn
-	if f := x.fold; f != nil && allASCII(keys) {
-		arg, upper := f.arg, f.upper
-		p = func(r []types.Value) tri {
-			a := arg(r)
-			if a.Null {
-				return triNull
-			}
-			for _, key := range keys {
-				if foldEqual(a.S, key, upper) {
-					return in
-				}
-			}
-			return out
+	xf, m := keysOf(x, keys)
+	p := func(r []types.Value) tri {
+		a := xf(r)
+		if a.Null {
+			return triNull
 		}
-	} else {
-		xf := x.Eval
-		p = func(r []types.Value) tri {
-			a := xf(r)
-			if a.Null {
-				return triNull
-			}
-			for _, key := range keys {
-				if a.S == key {
-					return in
-				}
-			}
-			return out
+		if m.find(a.S) >= 0 {
+			return in
 		}
+		return out
 	}
 	t := types.Type{Kind: types.Boolean, NotNull: x.Type.NotNull}
 	return Expr{Type: t, Col: -1, Eval: evalOfPred(p), pred: p, filt: func(r []types.Value) bool { return p(r) == triTrue }}, true

@@ -62,3 +62,30 @@ func TestStringSwitch(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyMatcher: the first-byte dispatch finds the key a linear scan
+// finds, folded or not, for the Kelvin sign, "" and keys sharing a first
+// byte.
+func TestKeyMatcher(t *testing.T) {
+	keys := []string{"apple", "ab", "k", "", "Apple", "kk", "b", "ab"}
+	ins := []string{"Apple", "apple", "APPLE", "ab", "AB", "k", "K", "\u212a", "kK", "", "b", "B", "x", "\xff", "é"}
+	r := rand.New(rand.NewPCG(5, 8))
+	for _, fold := range []bool{false, true} {
+		for _, upper := range []bool{false, true} {
+			m := newKeyMatcher(keys, fold, upper)
+			for range 2000 {
+				s := ins[r.IntN(len(ins))] + []string{"", "a", "P", "pple"}[r.IntN(4)]
+				want := -1
+				for i, k := range keys {
+					if m.equal(s, k) {
+						want = i
+						break
+					}
+				}
+				if got := m.find(s); got != want {
+					t.Fatalf("fold %v upper %v: find(%q) = %d, want %d", fold, upper, s, got, want)
+				}
+			}
+		}
+	}
+}
