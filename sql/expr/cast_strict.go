@@ -28,7 +28,7 @@ func strictCast(x Expr, e *parser.Cast) (Expr, error) {
 		return ce, nil
 	}
 	f := x.Eval
-	ce.ival, ce.pred, ce.filt, ce.dec = nil, nil, nil, nil // eval is replaced
+	ce.ival, ce.pred, ce.filt, ce.dec, ce.fold = nil, nil, nil, nil, nil // eval is replaced
 	ce.Eval = func(r []types.Value) types.Value {
 		v := f(r)
 		out := fn(v)

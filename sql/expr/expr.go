@@ -50,6 +50,10 @@ type Expr struct {
 	// (a column of the scan compared with a constant): the expression is
 	// TRUE only where each holds (filter push-down: Bounds).
 	bounds []bound
+	// fold is set on LOWER(x) and UPPER(x): a comparison with a constant
+	// compares x by bytes, without making the folded string
+	// (fold_compare.go). Whoever replaces eval clears it.
+	fold *foldOf
 }
 
 // bound is a conjunct of a filter: a predicate on a projecting scan's
@@ -436,6 +440,10 @@ func (c *Compiler) compile1(e parser.Expr) (Expr, error) {
 		}
 		return r, nil
 	case *parser.In:
+		if in, ok := c.stringIn(e); ok {
+			// constants of one string x: x once (case_string.go)
+			return in, nil
+		}
 		x, err := c.Compile(e.X)
 		if err != nil {
 			return Expr{}, err
@@ -1445,6 +1453,10 @@ func (c *Compiler) caseExpr(e *parser.Case) (Expr, error) {
 			return ef(r)
 		}}, nil
 	}
+	if x, keys, ok := c.stringSwitch(e); ok && !k {
+		// WHEN x = 'a' THEN ... WHEN x = 'b' THEN ...: x once (case_string.go)
+		return Expr{Type: t, Col: -1, Eval: stringSwitchEval(x, keys, tf, ef)}, nil
+	}
 	if !c.GenericOnly {
 		// the conditions' typed truth (expr_typed.go)
 		ps := make([]predFn, len(conds))
@@ -1508,7 +1520,7 @@ func (c *Compiler) like(e *parser.Like) (Expr, error) {
 	}
 	var match func(string) bool
 	if e.Similar {
-		re, err := regexp.Compile("^(?:" + similarRegexp(pv.S, escape) + ")$")
+		re, err := compileLiteral("^(?:" + similarRegexp(pv.S, escape) + ")$") // regexp_literal.go
 		if err != nil {
 			return Expr{}, ErrAt(e.Pattern, "invalid SIMILAR TO pattern: %v", err)
 		}

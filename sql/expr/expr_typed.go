@@ -375,6 +375,11 @@ func stringCompare(op string, l, r Expr) predFn {
 			return func(row []types.Value) tri { f(row); return triNull }
 		}
 		cs := c.S
+		if (op == "=" || op == "<>") && l.fold != nil {
+			if p := foldCompare(l.fold, cs, op == "<>"); p != nil {
+				return p
+			}
+		}
 		if op == "=" || op == "<>" {
 			eq := tri(1)
 			if op == "<>" {

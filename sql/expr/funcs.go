@@ -314,7 +314,11 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			"INITCAP": initCap,
 			"LTRIM":   func(s string) string { return strings.TrimLeft(s, " ") },
 			"RTRIM":   func(s string) string { return strings.TrimRight(s, " ") }}[e.Name]
-		return strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(fn(a0.S)) }), nil
+		out := strFn1(xs, types.StringType, func(a0 types.Value) types.Value { return types.StringValue(fn(a0.S)) })
+		if (e.Name == "LOWER" || e.Name == "UPPER") && !c.GenericOnly {
+			out.fold = &foldOf{arg: xs[0].Eval, upper: e.Name == "UPPER"} // fold_compare.go
+		}
+		return out, nil
 	case "TRIM":
 		// TRIM(mode, chars, s) as the parser rewrote it, or TRIM(s)
 		if len(xs) == 1 {
@@ -514,12 +518,15 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 				}
 				idx = g.I
 			}
+			if idx < 0 || idx > int64(re.NumSubexp()) {
+				return konst(types.NullValue, types.StringType, c.GenericOnly), nil
+			}
 			return strFn1(xs[:1], types.StringType, func(a0 types.Value) types.Value {
-				m := re.FindStringSubmatch(a0.S)
-				if m == nil || idx < 0 || int(idx) >= len(m) {
+				v, ok := re.Group(a0.S, int(idx))
+				if !ok {
 					return types.NullValue
 				}
-				return types.StringValue(m[idx])
+				return types.StringValue(v)
 			}).nullable(), nil
 		}
 		group := []Expr{xs[0], xs[2]}
@@ -528,11 +535,14 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			if len(a) == 2 {
 				idx = a[1].I
 			}
-			m := re.FindStringSubmatch(a[0].S)
-			if m == nil || idx < 0 || int(idx) >= len(m) {
+			if idx < 0 || idx > int64(re.NumSubexp()) {
 				return types.NullValue
 			}
-			return types.StringValue(m[idx])
+			v, ok := re.Group(a[0].S, int(idx))
+			if !ok {
+				return types.NullValue
+			}
+			return types.StringValue(v)
 		}).nullable(), nil
 	case "DATE_FORMAT":
 		if err := wantArgs(e, xs, 2, 2); err != nil {

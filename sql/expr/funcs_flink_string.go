@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -413,29 +412,29 @@ func pad(s string, n int, p string, left bool) string {
 // patternOf is how a regular-expression function gets its pattern: a
 // constant compiled once at planning (a pattern Go cannot compile is a
 // planning error), or a row's, compiled when it changes.
-func patternOf(e *parser.Call, x Expr) (func(p string) (*regexp.Regexp, error), error) {
+func patternOf(e *parser.Call, x Expr) (func(p string) (literalRegexp, error), error) {
 	if x.Const {
 		v := x.Eval(nil)
 		if v.Null {
-			return func(string) (*regexp.Regexp, error) { return nil, nil }, nil
+			return func(string) (literalRegexp, error) { return literalRegexp{}, nil }, nil
 		}
-		re, err := regexp.Compile(v.S)
+		re, err := compileLiteral(v.S) // regexp_literal.go
 		if err != nil {
 			return nil, ErrAt(e.Args[1], "invalid regular expression: %v", err)
 		}
-		return func(string) (*regexp.Regexp, error) { return re, nil }, nil
+		return func(string) (literalRegexp, error) { return re, nil }, nil
 	}
 	type compiled struct {
 		pat string
-		re  *regexp.Regexp
+		re  literalRegexp
 		err error
 	}
 	var last atomic.Pointer[compiled]
-	return func(p string) (*regexp.Regexp, error) {
+	return func(p string) (literalRegexp, error) {
 		if c := last.Load(); c != nil && c.pat == p {
 			return c.re, c.err
 		}
-		re, err := regexp.Compile(p)
+		re, err := newLiteralRegexp(p)
 		last.Store(&compiled{pat: p, re: re, err: err})
 		return re, err
 	}, nil
