@@ -35,6 +35,7 @@ type CachedKV struct {
 	buckets  map[uint64]*cbucket // the entries by their keys' first 4 bytes
 	lru      centry              // sentinel: lru.next is the most recently used entry
 	inRange  []*centry
+	keyBuf   []byte // write's key
 	counters CacheCounters
 	// admission: Gets, their hits and the evictions in this period, and
 	// whether keys not cached are cached (see above)
@@ -132,8 +133,7 @@ func NewCachedKV(kv KVStore, maxBytes int64) *CachedKV {
 // Counters returns what the cache did so far.
 func (c *CachedKV) Counters() CacheCounters { return c.counters }
 
-// Len is the number of entries cached; Bytes their estimated size.
-func (c *CachedKV) Len() int     { return len(c.m) }
+// Bytes is the estimated size of the entries cached.
 func (c *CachedKV) Bytes() int64 { return c.bytes }
 
 // Get implements KVStore.
@@ -195,14 +195,10 @@ func (c *CachedKV) Merge(key, operand []byte) error {
 		return c.kv.Merge(key, operand)
 	}
 	c.bytes -= int64(cap(e.val))
-	if !e.present {
-		e.val = append(e.val[:0], operand...)
+	if e.present {
+		e.val = appendListOperand(e.val, operand)
 	} else {
-		// as MergeList: the operand without its header
-		if len(operand) >= ListHeader {
-			operand = operand[ListHeader:]
-		}
-		e.val = append(e.val, operand...)
+		e.val = append(e.val[:0], operand...)
 	}
 	c.bytes += int64(cap(e.val))
 	e.present, e.dirty = true, true
@@ -229,8 +225,8 @@ func (c *CachedKV) Scan(start, end []byte, fn func(key, value []byte) bool) erro
 	return c.kv.Scan(start, end, fn)
 }
 
-// Flush writes every dirty entry to the store, in key order; the cache
-// keeps them, clean.
+// Flush writes every dirty entry to the store; the cache keeps them,
+// clean.
 func (c *CachedKV) Flush() error {
 	for e := c.lru.next; e != &c.lru; e = e.next {
 		if err := c.write(e); err != nil {
@@ -289,11 +285,13 @@ func (c *CachedKV) write(e *centry) error {
 	if !e.dirty {
 		return nil
 	}
+	// (the store copies the key: one buffer for every write)
+	c.keyBuf = append(c.keyBuf[:0], e.key...)
 	var err error
 	if e.present {
-		err = c.kv.Set([]byte(e.key), e.val)
+		err = c.kv.Set(c.keyBuf, e.val)
 	} else {
-		err = c.kv.Delete([]byte(e.key))
+		err = c.kv.Delete(c.keyBuf)
 	}
 	if err != nil {
 		return err

@@ -43,12 +43,22 @@ func MergeList(operands ...[]byte) []byte {
 	}
 	out := make([]byte, 0, n)
 	for i, o := range operands {
-		if i > 0 && len(o) >= ListHeader {
-			o = o[ListHeader:]
+		if i == 0 {
+			out = append(out, o...)
+		} else {
+			out = appendListOperand(out, o)
 		}
-		out = append(out, o...)
 	}
 	return out
+}
+
+// appendListOperand appends a newer list operand to a list value, as
+// MergeList merges it: without its header.
+func appendListOperand(list, operand []byte) []byte {
+	if len(operand) >= ListHeader {
+		operand = operand[ListHeader:]
+	}
+	return append(list, operand...)
 }
 
 // Serial is a serializing backend: its stores keep entries as bytes in an

@@ -133,41 +133,22 @@ func (b *Backend) DB() *pebble.DB { return b.db }
 // unchanged files are shared between checkpoints. Open on dir resumes from
 // it.
 func (b *Backend) Checkpoint(dir string) error {
-	if err := b.FlushCache(); err != nil {
-		return err
-	}
-	if err := b.db.Flush(); err != nil {
+	if err := b.Flush(); err != nil {
 		return err
 	}
 	return b.db.Checkpoint(dir)
-}
-
-// FlushCache writes the record cache's dirty entries into the database,
-// which then holds all the state.
-func (b *Backend) FlushCache() error {
-	if b.cache == nil {
-		return nil
-	}
-	return b.cache.Flush()
 }
 
 // Flush writes the record cache's dirty entries into the database and
 // its memtables into files: the database then holds all the state, on
 // disk (it has no write-ahead log).
 func (b *Backend) Flush() error {
-	if err := b.FlushCache(); err != nil {
-		return err
+	if b.cache != nil {
+		if err := b.cache.Flush(); err != nil {
+			return err
+		}
 	}
 	return b.db.Flush()
-}
-
-// CacheCounters are the record cache's hits, misses, evictions and
-// writes (zero if it is disabled).
-func (b *Backend) CacheCounters() state.CacheCounters {
-	if b.cache == nil {
-		return state.CacheCounters{}
-	}
-	return b.cache.Counters()
 }
 
 // DiskUsage is the bytes of the database's files.
