@@ -28,19 +28,9 @@ func (c *Compiler) stringSwitch(e *parser.Case) (Expr, []string, bool) {
 		if !ok || b.Op != "=" {
 			return Expr{}, nil, false
 		}
-		lit, ok := b.R.(*parser.Literal)
-		if !ok || lit.Kind != parser.StringLit {
+		if keys[i], ok = c.stringLiteral(b.R); !ok {
 			return Expr{}, nil, false
 		}
-		k, err := c.Compile(lit)
-		if err != nil || !k.Const || !k.Type.IsString() {
-			return Expr{}, nil, false
-		}
-		v := k.Eval(nil)
-		if v.Null {
-			return Expr{}, nil, false
-		}
-		keys[i] = v.S
 		if i == 0 {
 			text = parser.ExprString(b.L)
 		} else if parser.ExprString(b.L) != text {
@@ -56,6 +46,20 @@ func (c *Compiler) stringSwitch(e *parser.Case) (Expr, []string, bool) {
 		return Expr{}, nil, false
 	}
 	return x, keys, true
+}
+
+// stringLiteral is the value of x when x is a string literal.
+func (c *Compiler) stringLiteral(x parser.Expr) (string, bool) {
+	lit, ok := x.(*parser.Literal)
+	if !ok || lit.Kind != parser.StringLit {
+		return "", false
+	}
+	k, err := c.Compile(lit)
+	if err != nil || !k.Const || !k.Type.IsString() {
+		return "", false
+	}
+	v := k.Eval(nil)
+	return v.S, !v.Null
 }
 
 // plainString reports whether x is a column or field, or LOWER/UPPER of
@@ -182,19 +186,10 @@ func (c *Compiler) stringIn(e *parser.In) (Expr, bool) {
 	}
 	keys := make([]string, len(e.List))
 	for i, item := range e.List {
-		lit, ok := item.(*parser.Literal)
-		if !ok || lit.Kind != parser.StringLit {
+		var ok bool
+		if keys[i], ok = c.stringLiteral(item); !ok {
 			return Expr{}, false
 		}
-		k, err := c.Compile(lit)
-		if err != nil || !k.Const || !k.Type.IsString() {
-			return Expr{}, false
-		}
-		v := k.Eval(nil)
-		if v.Null {
-			return Expr{}, false
-		}
-		keys[i] = v.S
 	}
 	x, err := c.Compile(e.X)
 	if err != nil || !x.Type.IsString() || x.Const {
@@ -216,5 +211,5 @@ func (c *Compiler) stringIn(e *parser.In) (Expr, bool) {
 		return out
 	}
 	t := types.Type{Kind: types.Boolean, NotNull: x.Type.NotNull}
-	return Expr{Type: t, Col: -1, Eval: evalOfPred(p), pred: p, filt: func(r []types.Value) bool { return p(r) == triTrue }}, true
+	return Expr{Type: t, Col: -1, Eval: evalOfPred(p), pred: p}, true // (FilterOf: p == TRUE)
 }

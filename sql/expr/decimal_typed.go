@@ -65,8 +65,9 @@ func isDecOrInt(t types.Type) bool { return t.Kind == types.Decimal || t.IsInteg
 
 // decCompare is the typed form of a comparison of two decimals (or a
 // decimal and an integer): both operands evaluated in order, NULL wins,
-// then what Comparator(l.Type, r.Type) gives.
-func decCompare(op string, l, r Expr) (predFn, FilterFn) {
+// then what Comparator(l.Type, r.Type) gives. (Its filter is FilterOf's:
+// p == TRUE.)
+func decCompare(op string, l, r Expr) predFn {
 	cmp := Comparator(l.Type, r.Type)
 	f, g := decimalOfExpr(l), decimalOfExpr(r)
 	sa, sb := decimalOf(l.Type).Scale, decimalOf(r.Type).Scale
@@ -75,8 +76,7 @@ func decCompare(op string, l, r Expr) (predFn, FilterFn) {
 	if r.Const && !l.Const {
 		c := r.Eval(nil)
 		if c.Null {
-			return func(row []types.Value) tri { f(row); return triNull },
-				func(row []types.Value) bool { f(row); return false }
+			return func(row []types.Value) tri { f(row); return triNull }
 		}
 		if y, yw, _ := decParts(c, r.Type); yw == nil {
 			if q, ok := rescale64(y, sb, s); ok {
@@ -94,11 +94,11 @@ func decCompare(op string, l, r Expr) (predFn, FilterFn) {
 					}
 					return tri(m >> (cmp(decValueOf(x, xw), c) + 1) & 1)
 				}
-				return p, func(row []types.Value) bool { return p(row) == triTrue }
+				return p
 			}
 		}
 	}
-	p := func(row []types.Value) tri {
+	return func(row []types.Value) tri {
 		x, xw, ok1 := f(row)
 		y, yw, ok2 := g(row)
 		if !ok1 || !ok2 {
@@ -113,5 +113,4 @@ func decCompare(op string, l, r Expr) (predFn, FilterFn) {
 		}
 		return tri(m >> (cmp(decValueOf(x, xw), decValueOf(y, yw)) + 1) & 1)
 	}
-	return p, func(row []types.Value) bool { return p(row) == triTrue }
 }

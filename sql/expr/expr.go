@@ -1259,8 +1259,8 @@ func compareExpr(op string, l, r Expr, at parser.Expr, generic bool) (Expr, erro
 	}
 	if isDecOrInt(l.Type) && isDecOrInt(r.Type) && (l.Type.Kind == types.Decimal || r.Type.Kind == types.Decimal) && !generic {
 		// decimals: int64s when the values fit (decimal_typed.go)
-		p, fl := decCompare(op, l, r)
-		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), pred: p, filt: fl}, nil
+		p := decCompare(op, l, r)
+		return Expr{Type: t, Const: l.Const && r.Const, Col: -1, Eval: evalOfPred(p), pred: p}, nil
 	}
 	if ((l.Type.IsString() && r.Type.IsString()) || (isBytes(l.Type) && isBytes(r.Type))) && !generic {
 		p := stringCompare(op, l, r)

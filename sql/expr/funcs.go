@@ -535,10 +535,7 @@ func (c *Compiler) call(e *parser.Call) (Expr, error) {
 			if len(a) == 2 {
 				idx = a[1].I
 			}
-			if idx < 0 || idx > int64(re.NumSubexp()) {
-				return types.NullValue
-			}
-			v, ok := re.Group(a[0].S, int(idx))
+			v, ok := re.Group(a[0].S, int(idx)) // (NULL for no group idx)
 			if !ok {
 				return types.NullValue
 			}

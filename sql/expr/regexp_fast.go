@@ -357,7 +357,7 @@ func fastFlatten(re *syntax.Regexp, items []fastItem, top bool) ([]fastItem, boo
 			}
 		}
 		for _, r := range re.Rune {
-			if r == utf8.RuneError || !utf8.ValidRune(r) {
+			if !spellableRune(r) {
 				flush()
 				items = append(items, fastItem{op: fastClass, cls: newFastClass([]rune{r, r}), min: 1, max: 1})
 				continue

@@ -65,16 +65,20 @@ func mustLiteral(re *syntax.Regexp) string {
 }
 
 // spellable reports whether the runes match exactly the bytes of their
-// UTF-8 encoding: not U+FFFD, which Go's regexp matches on an invalid
-// byte too, nor a rune no string decodes to (a surrogate).
+// UTF-8 encoding (spellableRune).
 func spellable(rs []rune) bool {
 	for _, r := range rs {
-		if r == utf8.RuneError || !utf8.ValidRune(r) {
+		if !spellableRune(r) {
 			return false
 		}
 	}
 	return true
 }
+
+// spellableRune reports whether r matches exactly the bytes of its UTF-8
+// encoding: not U+FFFD, which Go's regexp matches on an invalid byte too,
+// nor a rune no string decodes to (a surrogate).
+func spellableRune(r rune) bool { return r != utf8.RuneError && utf8.ValidRune(r) }
 
 // literalRegexp is a compiled pattern with its required literal, and the
 // last submatches found with the pattern. A statement that calls
@@ -172,27 +176,27 @@ func (r literalRegexp) FindStringIndex(s string) []int {
 }
 
 func (r literalRegexp) FindAllStringIndex(s string, n int) [][]int {
-	if r.fast != nil && n < 0 {
-		if all, ok := r.fast.allIndex(s, false); ok {
-			return all
-		}
-	}
-	if r.cannot(s) {
-		return nil
-	}
-	return r.Regexp.FindAllStringIndex(s, n)
+	return r.findAll(s, n, false)
 }
 
 func (r literalRegexp) FindAllStringSubmatchIndex(s string, n int) [][]int {
+	return r.findAll(s, n, true)
+}
+
+// findAll is FindAllStringSubmatchIndex (groups) or FindAllStringIndex.
+func (r literalRegexp) findAll(s string, n int, groups bool) [][]int {
 	if r.fast != nil && n < 0 {
-		if all, ok := r.fast.allIndex(s, true); ok {
+		if all, ok := r.fast.allIndex(s, groups); ok {
 			return all
 		}
 	}
-	if r.cannot(s) {
+	switch {
+	case r.cannot(s):
 		return nil
+	case groups:
+		return r.Regexp.FindAllStringSubmatchIndex(s, n)
 	}
-	return r.Regexp.FindAllStringSubmatchIndex(s, n)
+	return r.Regexp.FindAllStringIndex(s, n)
 }
 
 func (r literalRegexp) FindStringSubmatch(s string) []string {

@@ -182,20 +182,22 @@ type CountedSetsView struct {
 // (strs) or in I, set i holding the list lists[i] ([v0, n0, ...], nil:
 // empty).
 func NewCountedSetsOf(strs bool, width int, lists [][]Value) *CountedSets {
-	s := &CountedSets{width: width, isStr: strs}
-	if width <= len(s.lens4) {
+	s := &CountedSets{width: width, isStr: strs, views: make([]*CountedSetsView, width)}
+	inline := width <= len(s.lens4)
+	if inline {
 		s.lens = s.lens4[:width]
-		s.views = make([]*CountedSetsView, width)
-		for i := range s.views {
-			s.views4[i] = CountedSetsView{Sets: s, Set: i}
-			s.views[i] = &s.views4[i]
-		}
 	} else {
 		s.lens = make([]int, width)
-		s.views = make([]*CountedSetsView, width)
-		for i := range s.views {
-			s.views[i] = &CountedSetsView{Sets: s, Set: i}
+	}
+	for i := range s.views {
+		var v *CountedSetsView
+		if inline {
+			v = &s.views4[i]
+		} else {
+			v = new(CountedSetsView)
 		}
+		*v = CountedSetsView{Sets: s, Set: i}
+		s.views[i] = v
 	}
 	for i, l := range lists {
 		for j := 0; j+1 < len(l); j += 2 {
