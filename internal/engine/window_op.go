@@ -64,7 +64,20 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	if w.kind == slidingWindows && (cfg.trigger != nil || cfg.lateness != 0 || !results) {
 		j.fail(fmt.Errorf("weir: %v windows take no trigger or allowed lateness and work with Aggregate and Reduce", w))
 	}
+	// On PebbleState the aggregation runs on a process function with its
+	// state in the backend (window_state.go). The backend is read when the
+	// job builds its subtasks, so that it may be set after the operator.
+	if onStateWindows(w, trig, results) {
+		n.stateWindow = true
+		n.stateErr = stateCodecErr[K, ACC]()
+	}
 	n.build = func(st *subtask, o any) ([]any, error) {
+		if n.inBackend(st.cfg().stateBackend) {
+			if keysOnly {
+				return buildStateWindow[K, struct{}, int64, int64](st, n, o, w, countAgg[struct{}]{}, 0, false)
+			}
+			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, agg, cfg.lateness, cfg.retract)
+		}
 		var op interface {
 			consumer[keyed[K, T]]
 			restore(wm int64, groups [][]byte) error
