@@ -100,6 +100,11 @@ func TestMetamorphic(t *testing.T) {
 			// incremental Pebble checkpoints that fails and restarts.
 			c.kind, c.pebble, c.incremental, c.failAt = "process", true, true, len(evs)/2+r.IntN(len(evs)/4)
 		}
+		if i == 1 {
+			// and its window counterpart: the window's state is in Pebble
+			// too (a process function, window_state.go)
+			c.kind, c.pebble, c.incremental, c.failAt = "window", true, true, len(evs)/2+r.IntN(len(evs)/4)
+		}
 		ref := c.reference()
 		want, ok := refs[ref]
 		if !ok {
@@ -171,7 +176,7 @@ func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
 	if n := job.Metrics().Checkpoints.Restarts; (c.failAt >= 0) != (n == 1) || n > 1 {
 		t.Fatalf("%v: %d restarts (failure injected: %v)", c, n, failed.Load())
 	}
-	if c.incremental && c.kind == "process" { // window state stays on the heap
+	if c.incremental { // the window's state is in Pebble too (window_state.go)
 		if shared, _ := os.ReadDir(filepath.Join(ckDir, "shared")); len(shared) == 0 {
 			t.Errorf("%v: no shared files after incremental checkpoints", c)
 		}
