@@ -480,26 +480,23 @@ func (f *sessionStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K,
 		}
 		acc = f.agg.Merge(acc, m.Acc)
 	}
-	gone := make([]stateSession[ACC], 0, len(merged))
-	keep := ws[:0]
-	for i, w := range ws {
-		if slices.Contains(merged, i) {
-			gone = append(gone, w)
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	nw := stateSession[ACC]{Start: start, End: end, Acc: f.agg.Add(acc, in)}
-	d.ws = append(keep, nw)
 	// the timers of the merged sessions that no session needs any more
-	for _, m := range gone {
-		if m.End-1 > wm && !f.needs(d.ws, m.End-1) {
+	for _, i := range merged {
+		m := &ws[i]
+		if m.End-1 > wm && !f.needs(ws, merged, end, m.End-1) {
 			ctx.DeleteEventTimeTimer(time.UnixMilli(m.End - 1))
 		}
-		if late > 0 && !f.needs(d.ws, m.End-1+late) {
+		if late > 0 && !f.needs(ws, merged, end, m.End-1+late) {
 			ctx.DeleteEventTimeTimer(time.UnixMilli(m.End - 1 + late))
 		}
 	}
+	keep := ws[:0]
+	for i, w := range ws {
+		if !slices.Contains(merged, i) {
+			keep = append(keep, w)
+		}
+	}
+	d.ws = append(keep, stateSession[ACC]{Start: start, End: end, Acc: f.agg.Add(acc, in)})
 	if !fired {
 		ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
 	}
@@ -513,10 +510,15 @@ func (f *sessionStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K,
 	return nil
 }
 
-// needs reports whether one of ws has a timer at t.
-func (f *sessionStateWindow[K, T, ACC, OUT]) needs(ws []stateSession[ACC], t int64) bool {
-	for _, w := range ws {
-		if w.End-1 == t || f.lateness > 0 && w.End-1+f.lateness == t {
+// needs reports whether a session has a timer at t once those of ws at
+// merged merge into one ending at end.
+func (f *sessionStateWindow[K, T, ACC, OUT]) needs(ws []stateSession[ACC], merged []int, end, t int64) bool {
+	at := func(e int64) bool { return e-1 == t || f.lateness > 0 && e-1+f.lateness == t }
+	if at(end) {
+		return true
+	}
+	for i, w := range ws {
+		if at(w.End) && !slices.Contains(merged, i) {
 			return true
 		}
 	}
