@@ -3,6 +3,7 @@ package weir_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -155,5 +156,44 @@ func TestStateWindowUnencodableAccumulator(t *testing.T) {
 	err := run(weir.PebbleState(t.TempDir(), 4<<20))
 	if err == nil || !strings.Contains(err.Error(), `"chan-counts"`) || !strings.Contains(err.Error(), "accumulator") {
 		t.Fatalf("on Pebble: %v; want an error naming the operator and its accumulator", err)
+	}
+}
+
+// A window aggregation's state does not move between the backends: a
+// savepoint of its windows on one restores on the other with an error that
+// says which backend to restore with, at once (not after every restart).
+func TestStateWindowRestoreOtherBackendFails(t *testing.T) {
+	w := weir.Tumbling(time.Second)
+	for _, from := range []string{"heap", "pebble"} {
+		backend := func(name string) []weir.JobOption {
+			if name == "pebble" {
+				return []weir.JobOption{weir.PebbleState(t.TempDir(), 4<<20)}
+			}
+			return nil
+		}
+		first := newMemSink()
+		job := windowJobHeld(w, -1, 100_000, 2000, 2, t.TempDir(), first, backend(from)...)
+		done := make(chan error, 1)
+		go func() { done <- job.Run(context.Background()) }()
+		waitFor(t, "first results", func() bool { return len(first.output()) > 50 })
+		path, err := job.Savepoint(context.Background(), filepath.Join(t.TempDir(), "sp"), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		to, want := "pebble", "restore it with HeapState"
+		if from == "pebble" {
+			to, want = "heap", "restore it with PebbleState"
+		}
+		job = windowJobOf(w, 30000, 0, 2, t.TempDir(), first, append(backend(to), weir.RestoreFrom(path))...)
+		err = job.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), want) || !weir.IsPermanent(err) {
+			t.Fatalf("a savepoint on %s restored on %s: %v; want a permanent error saying %q", from, to, err, want)
+		}
+		if n := job.Metrics().Checkpoints.Restarts; n != 0 {
+			t.Fatalf("%d restarts before the error", n)
+		}
 	}
 }

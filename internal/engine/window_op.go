@@ -78,6 +78,11 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 			}
 			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, agg, cfg.lateness, cfg.retract)
 		}
+		if n.stateWindow {
+			if err := checkWindowRestore(st, n, false); err != nil {
+				return nil, err
+			}
+		}
 		var op interface {
 			consumer[keyed[K, T]]
 			restore(wm int64, groups [][]byte) error

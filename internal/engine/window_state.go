@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/codec"
+	"github.com/weirstream/weir/internal/state"
 )
 
 // Window aggregations with their state in the job's state backend.
@@ -79,9 +80,48 @@ func stateCodecErr[K comparable, ACC any]() error {
 	return nil
 }
 
+// checkWindowRestore fails the build of window node n (onState: on a
+// process function) when the checkpoint it restores holds its windows as
+// the other implementation keeps them: a window aggregation's state does
+// not move between HeapState and PebbleState (the heap's window operators
+// write their own format, the process functions keyed state). Without
+// this, the restore would fail on the format after every restart.
+func checkWindowRestore(st *subtask, n *node, onState bool) error {
+	r := st.plan.restored
+	if r == nil {
+		return nil
+	}
+	ds, err := restoredDescs(r, n.uid)
+	if err != nil {
+		return err
+	}
+	keyed, found := len(ds) > 0, len(ds) > 0
+	if !found {
+		if _, groups, ok := st.restoreKeyed(n); ok {
+			for _, g := range groups {
+				if len(g) > 0 {
+					keyed, found = state.IsKeyGroupSnapshot(g), true
+					break
+				}
+			}
+		}
+	}
+	switch {
+	case !found || keyed == onState:
+		return nil
+	case keyed:
+		return Permanent(fmt.Errorf("weir: window operator %q: %s holds its windows as PebbleState keeps them: restore it with PebbleState (a window aggregation's state does not move between the backends yet)", n.name, r.Path))
+	default:
+		return Permanent(fmt.Errorf("weir: window operator %q: %s holds its windows as HeapState keeps them: restore it with HeapState (a window aggregation's state does not move between the backends yet)", n.name, r.Path))
+	}
+}
+
 // buildStateWindow builds the window node n for one subtask on a process
 // operator whose function keeps the windows in keyed state.
 func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any, w Windows, agg AggregateFunction[T, ACC, OUT], lateness int64, retract bool) ([]any, error) {
+	if err := checkWindowRestore(st, n, true); err != nil {
+		return nil, err
+	}
 	out := &stateWindowOut[K, T, WindowResult[K, OUT]]{out: o.(consumer[WindowResult[K, OUT]])}
 	if n.side != nil {
 		lo, err := st.plan.output(n.side, st)
