@@ -143,7 +143,20 @@ func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any
 	if err != nil {
 		return nil, err
 	}
-	return []any{consumer[keyed[K, T]](op)}, nil
+	return []any{consumer[keyed[K, T]](&stateWindowIn[K, T, WindowResult[K, OUT]]{processOp: op, out: out})}, nil
+}
+
+// stateWindowIn is the input of a window on state: the process operator,
+// noting whether each input batch says its sender went idle, for the
+// batches of results to say it on, as the window operators' do.
+type stateWindowIn[K comparable, T, R any] struct {
+	*processOp[K, T, R]
+	out *stateWindowOut[K, T, R]
+}
+
+func (in *stateWindowIn[K, T, R]) push(b *batch[keyed[K, T]]) error {
+	in.out.idle = b.idle
+	return in.processOp.push(b)
 }
 
 // stateWindowOut is the output of a window on state: its results, and in
@@ -156,6 +169,7 @@ type stateWindowOut[K comparable, T, R any] struct {
 	lb     *batch[LateEvent[K, T]]
 	sentWM int64 // of out: an empty batch that does not move it is not sent
 	sent   bool
+	idle   bool // the last input batch's sender went idle
 }
 
 // pending reports whether late events wait to be sent.
@@ -165,7 +179,7 @@ func (o *stateWindowOut[K, T, R]) pushLate(wm int64) error {
 	if o.lb == nil || len(o.lb.data) == 0 && wm <= o.lb.watermark {
 		return nil
 	}
-	o.lb.watermark = max(wm, o.lb.watermark)
+	o.lb.watermark, o.lb.idle = max(wm, o.lb.watermark), o.idle
 	err := o.late.push(o.lb)
 	o.lb.reset()
 	return err
@@ -179,6 +193,7 @@ func (o *stateWindowOut[K, T, R]) push(b *batch[R]) error {
 		return nil // only flushed the late events
 	}
 	o.sent, o.sentWM = true, b.watermark
+	b.idle = o.idle
 	return o.out.push(b)
 }
 
