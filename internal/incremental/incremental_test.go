@@ -26,6 +26,7 @@ type incHarness struct {
 	val   state.ValueStore[string, state.VoidNamespace, []byte]
 	store *checkpoint.Store
 	hash  func(string) uint64
+	now   int64 // the processing time of the barriers, ms
 }
 
 func newIncHarness(t *testing.T, store *checkpoint.Store, r state.KeyGroupRange) *incHarness {
@@ -71,7 +72,7 @@ func blobValue(k string, version int) []byte {
 // coordinator would, and returns its metadata.
 func (h *incHarness) checkpoint(id int64) *checkpoint.Metadata {
 	h.t.Helper()
-	token, err := h.be.Snapshot(id, false, 0)
+	token, err := h.be.Snapshot(id, false, false, h.now)
 	if err != nil {
 		h.t.Fatal(err)
 	}

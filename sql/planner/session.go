@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
@@ -68,7 +69,10 @@ func (s *Session) parallelism() int {
 // 'jobmanager') and weir's 'heap' keep it in memory.
 // 'execution.checkpointing.incremental' (or the older
 // 'state.backend.incremental') = 'true' makes Pebble's checkpoints
-// incremental.
+// incremental; 'state.backend.changelog.enabled' = 'true' makes them
+// changelog checkpoints (weir.StateChangelog), materialized at most
+// 'state.backend.changelog.periodic-materialize.interval' apart (Flink's
+// default, 10 min; '0' or a negative interval: by size alone).
 func (s *Session) stateBackend() ([]weir.JobOption, error) {
 	var opts []weir.JobOption
 	typ, ok := s.sets["state.backend.type"]
@@ -115,6 +119,28 @@ func (s *Session) stateBackend() ([]weir.JobOption, error) {
 				return nil, fmt.Errorf("SET '%s' = '%s': want true or false", k, v)
 			}
 			break
+		}
+	}
+	if v, ok := s.sets["state.backend.changelog.enabled"]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			interval := 10 * time.Minute
+			if iv, ok := s.sets["state.backend.changelog.periodic-materialize.interval"]; ok {
+				d, err := connector.ParseDuration(iv)
+				if err != nil {
+					if n, perr := strconv.ParseInt(strings.TrimSpace(iv), 10, 64); perr == nil && n <= 0 {
+						d, err = 0, nil
+					}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("SET 'state.backend.changelog.periodic-materialize.interval' = '%s': %w", iv, err)
+				}
+				interval = max(d, 0)
+			}
+			opts = append(opts, weir.StateChangelog(interval))
+		case "false":
+		default:
+			return nil, fmt.Errorf("SET 'state.backend.changelog.enabled' = '%s': want true or false", v)
 		}
 	}
 	return opts, nil
