@@ -146,24 +146,47 @@ func (b *Backend) rotate(id int64) error {
 }
 
 // logSnapshot is what a log checkpoint lists: the base and the segments
-// after it, up to the barrier.
+// after it, up to the barrier, and the materialization being uploaded
+// (nil: none).
 type logSnapshot struct {
 	base base
 	segs []segment
+	next *nextBase
 }
 
-// chain returns what a checkpoint at the barrier of id (now in ms) lists
-// if it can be a log checkpoint: there is a completed base, and the log
-// since it is within MaxLogRatio of it and MaterializeInterval.
+// nextBase is a materialization being uploaded: a local Pebble checkpoint
+// of the database taken at the barrier of checkpoint id, whose files the
+// log checkpoints after it upload a few at a time, listing those
+// uploaded, until all are; the next barrier then makes it the base.
+type nextBase struct {
+	id    int64
+	taken int64
+	dir   string
+	files []nextFile // in the order they are uploaded
+}
+
+type nextFile struct {
+	local string
+	size  int64
+	fi    checkpoint.FileInfo
+	done  bool // uploaded in a completed checkpoint: fi is set
+}
+
+// MaxUploadShare is the share of the state that a log checkpoint uploads
+// of the next base's files, its segments included; at least one file is
+// uploaded, so that the materialization ends.
+const MaxUploadShare = 0.04
+
+// chain returns what a log checkpoint at the barrier of id (now in ms)
+// lists, nil if there is no completed base, and whether a new
+// materialization is due: the log since the base passed MaxLogRatio of
+// it, or MaterializeInterval passed.
 func (b *Backend) chain(id, now int64) (*logSnapshot, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	bs := b.mu.base
 	if bs == nil {
-		return nil, false
-	}
-	if b.interval > 0 && now-bs.taken >= b.interval {
-		return nil, false
+		return nil, true
 	}
 	ls := &logSnapshot{base: *bs}
 	var n int64
@@ -173,24 +196,97 @@ func (b *Backend) chain(id, now int64) (*logSnapshot, bool) {
 			n += s.size
 		}
 	}
-	if float64(n) > MaxLogRatio*float64(bs.size) {
-		return nil, false
+	if nb := b.mu.next; nb != nil {
+		c := *nb
+		c.files = append([]nextFile(nil), nb.files...)
+		ls.next = &c
 	}
-	return ls, true
+	due := float64(n) > MaxLogRatio*float64(bs.size) || (b.interval > 0 && now-bs.taken >= b.interval)
+	return ls, due
+}
+
+// startNext takes the local Pebble checkpoint of a new materialization at
+// the barrier of id, unless one is being uploaded.
+func (b *Backend) startNext(id, now int64) error {
+	b.mu.Lock()
+	busy := b.mu.next != nil
+	b.mu.Unlock()
+	if busy {
+		return nil
+	}
+	dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-base-%s-%d", checkpoint.SafeName(b.uid), b.subtask, b.instance, id))
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := b.Backend.Checkpoint(dir); err != nil {
+		return fmt.Errorf("pebble checkpoint: %w", err)
+	}
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	nb := &nextBase{id: id, taken: now, dir: dir}
+	for _, de := range des {
+		if !de.Type().IsRegular() {
+			return fmt.Errorf("weir: Pebble checkpoint %s: %s is not a regular file", dir, de.Name())
+		}
+		info, err := de.Info()
+		if err != nil {
+			return err
+		}
+		nb.files = append(nb.files, nextFile{local: de.Name(), size: info.Size()})
+	}
+	b.mu.Lock()
+	b.mu.next = nb
+	b.mu.Unlock()
+	return nil
+}
+
+// promote makes the next base, once all its files are uploaded, the base:
+// the segments it covers are dropped, and its SST files are those later
+// materializations list again rather than upload.
+func (b *Backend) promote() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	nb := b.mu.next
+	if nb == nil {
+		return
+	}
+	bs := &base{id: nb.id, taken: nb.taken}
+	confirmed := map[string]checkpoint.FileInfo{}
+	for _, f := range nb.files {
+		if !f.done {
+			return
+		}
+		bs.files = append(bs.files, File{Local: f.local, Ref: f.fi.Name, Shared: true})
+		bs.infos = append(bs.infos, f.fi)
+		bs.size += f.fi.Size
+		if pebblestate.IsSharedFile(f.local) {
+			confirmed[f.local] = f.fi
+		}
+	}
+	b.mu.next = nil
+	os.RemoveAll(nb.dir)
+	b.mu.confirmed = confirmed
+	b.setBaseLocked(bs)
 }
 
 // writeLog writes a log checkpoint into p: the base's files and the
 // segments uploaded before listed again, the new segments uploaded.
-func (ls *localSnap) writeLog(p *checkpoint.Pending, uid string, subtask int) (Desc, []checkpoint.FileInfo, map[int64]checkpoint.FileInfo, error) {
+func (ls *localSnap) writeLog(p *checkpoint.Pending, uid string, subtask int) (Desc, []checkpoint.FileInfo, map[int64]checkpoint.FileInfo, map[string]checkpoint.FileInfo, error) {
 	desc := ls.desc
 	var files []checkpoint.FileInfo
 	for i, f := range ls.log.base.files {
 		fi := ls.log.base.infos[i]
 		if err := p.ReuseShared(fi); err != nil {
-			return desc, nil, nil, fmt.Errorf("state changelog: the base of checkpoint %d: %w", ls.log.base.id, err)
+			return desc, nil, nil, nil, fmt.Errorf("state changelog: the base of checkpoint %d: %w", ls.log.base.id, err)
 		}
 		desc.Files = append(desc.Files, f)
 		files = append(files, fi)
+	}
+	var state, spent int64 = ls.log.base.size, 0
+	for _, s := range ls.log.segs {
+		state += s.size
 	}
 	uploaded := map[int64]checkpoint.FileInfo{}
 	for _, s := range ls.log.segs {
@@ -199,28 +295,91 @@ func (ls *localSnap) writeLog(p *checkpoint.Pending, uid string, subtask int) (D
 			ref := path.Join(checkpoint.SafeName(uid), desc.Instance, fmt.Sprintf("changelog-%d", s.id))
 			var err error
 			if fi, err = copyInto(p.CreateShared(ref))(s.path); err != nil {
-				return desc, nil, nil, err
+				return desc, nil, nil, nil, err
 			}
 			uploaded[s.id] = fi
+			spent += fi.Size
 		}
 		desc.Log = append(desc.Log, File{Local: fmt.Sprintf("changelog-%d", s.id), Ref: fi.Name, Shared: true})
 		files = append(files, fi)
+	}
+	// The next base: its files uploaded so far are listed (so that
+	// retention keeps them), and more are uploaded, up to MaxUploadShare
+	// of the state with the segments, one at least. They are not part of
+	// this checkpoint's state (desc).
+	next := map[string]checkpoint.FileInfo{}
+	if nb := ls.log.next; nb != nil {
+		listed := map[string]bool{}
+		for _, fi := range files {
+			listed[fi.Name] = true
+		}
+		// reuse lists fi again, once (the next base shares SST files
+		// with the base)
+		reuse := func(fi checkpoint.FileInfo) bool {
+			if listed[fi.Name] {
+				return true
+			}
+			if p.ReuseShared(fi) != nil {
+				return false
+			}
+			listed[fi.Name] = true
+			files = append(files, fi)
+			return true
+		}
+		quota := int64(MaxUploadShare * float64(state))
+		one := false
+		for _, f := range nb.files {
+			if f.done && reuse(f.fi) {
+				continue
+			}
+			if pebblestate.IsSharedFile(f.local) {
+				// an SST file the base has too
+				if fi, ok := ls.be.confirmedFile(f.local); ok && reuse(fi) {
+					next[f.local] = fi
+					continue
+				}
+			}
+			if one && spent+f.size > quota {
+				continue
+			}
+			ref := path.Join(checkpoint.SafeName(uid), desc.Instance, f.local)
+			if !pebblestate.IsSharedFile(f.local) {
+				ref = path.Join(checkpoint.SafeName(uid), desc.Instance, fmt.Sprintf("%d-%s", nb.id, f.local))
+			}
+			fi, err := copyInto(p.CreateShared(ref))(filepath.Join(nb.dir, f.local))
+			if err != nil {
+				return desc, nil, nil, nil, err
+			}
+			next[f.local] = fi
+			listed[fi.Name] = true
+			files = append(files, fi)
+			spent += fi.Size
+			one = true
+		}
 	}
 	for i := range files {
 		files[i].Subtask = subtask
 		files[i].KeyGroups = &checkpoint.KeyGroupRange{Start: desc.Start, End: desc.End}
 	}
-	return desc, files, uploaded, nil
+	return desc, files, uploaded, next, nil
 }
 
-// confirmLog records the segments checkpoint id uploaded, so that later
-// checkpoints list them rather than upload them again.
-func (b *Backend) confirmLog(uploaded map[int64]checkpoint.FileInfo) {
+// confirmLog records the segments and the next base's files that a
+// completed checkpoint uploaded (or listed), so that later checkpoints
+// list them rather than upload them again.
+func (b *Backend) confirmLog(uploaded map[int64]checkpoint.FileInfo, nextID int64, next map[string]checkpoint.FileInfo) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range b.mu.segs {
 		if fi, ok := uploaded[s.id]; ok {
 			s.fi, s.done = fi, true
+		}
+	}
+	if nb := b.mu.next; nb != nil && nb.id == nextID {
+		for i := range nb.files {
+			if fi, ok := next[nb.files[i].local]; ok {
+				nb.files[i].fi, nb.files[i].done = fi, true
+			}
 		}
 	}
 }
@@ -233,6 +392,10 @@ func (b *Backend) confirmBase(nb *base) {
 	if b.mu.closed || (b.mu.base != nil && b.mu.base.id >= nb.id) {
 		return
 	}
+	b.setBaseLocked(nb)
+}
+
+func (b *Backend) setBaseLocked(nb *base) {
 	b.mu.base = nb
 	keep := b.mu.segs[:0]
 	for _, s := range b.mu.segs {

@@ -139,34 +139,60 @@ func TestChangelogCheckpoints(t *testing.T) {
 		}
 	}
 
-	// Rewrite 60% of the keys: the log passes half of the base, so this
-	// checkpoint materializes, and the next is a log checkpoint over it.
+	// Rewrite 60% of the keys: the log passes half of the base, so a new
+	// base is taken at this barrier and uploaded a few files at a time by
+	// the checkpoints after it, each a log checkpoint over the old base,
+	// until all its files are up; the next barrier makes it the base.
 	for i := range keys * 6 / 10 {
 		h.put(i, 7)
 		version[i] = 7
 	}
-	m7 := h.checkpoint(7)
-	if _, ds := latestDesc(t, store); len(ds[0].Log) != 0 {
-		t.Fatalf("checkpoint 7, after 60%% of the keys changed: %d log segments, want a materialization", len(ds[0].Log))
+	h.checkpoint(7)
+	c, ds := latestDesc(t, store)
+	if len(ds[0].Log) != 6 {
+		t.Fatalf("checkpoint 7, after 60%% of the keys changed: %d log segments, want 6 over the old base", len(ds[0].Log))
 	}
-	t.Logf("checkpoint 7 (materializes): wrote %d of %d bytes", m7.WrittenSize(), m7.TotalSize())
+	h.be.mu.Lock()
+	started := h.be.mu.next != nil
+	h.be.mu.Unlock()
+	if !started {
+		t.Fatal("checkpoint 7: no next base started")
+	}
+	promoted := int64(0)
+	for id := int64(8); id <= 40 && promoted == 0; id++ {
+		h.put(int(id), int(id))
+		version[int(id)] = int(id)
+		m := h.checkpoint(id)
+		c, ds = latestDesc(t, store)
+		t.Logf("checkpoint %d: wrote %d of %d bytes, %d log segments", id, m.WrittenSize(), m.TotalSize(), len(ds[0].Log))
+		if len(ds[0].Log) == int(id-7) {
+			promoted = id // the base of checkpoint 7, and a segment for each after it
+		} else if len(ds[0].Log) != int(id-1) {
+			t.Fatalf("checkpoint %d: %d log segments", id, len(ds[0].Log))
+		}
+		if id == 8 {
+			checkRestore(t, c, ds, h, keys, version)
+		}
+	}
+	if promoted == 0 {
+		t.Fatal("the base taken at checkpoint 7 was not promoted in 33 checkpoints")
+	}
+	checkRestore(t, c, ds, h, keys, version)
 	h.be.mu.Lock()
 	segs := len(h.be.mu.segs)
 	h.be.mu.Unlock()
-	if segs != 0 {
-		t.Errorf("%d log segments kept after the new base completed, want 0", segs)
+	if want := int(promoted - 7); segs != want {
+		t.Errorf("%d log segments kept after the new base, want %d", segs, want)
 	}
-	if left, _ := filepath.Glob(filepath.Join(h.be.root, "changelog-*")); len(left) != 1 {
-		t.Errorf("local segment files %v, want the open one alone", left)
+	if left, _ := filepath.Glob(filepath.Join(h.be.root, "changelog-*")); len(left) != segs+1 {
+		t.Errorf("local segment files %v, want %d and the open one", left, segs)
 	}
-	h.put(1, 8)
-	version[1] = 8
-	h.checkpoint(8)
-	c, ds := latestDesc(t, store)
-	if len(ds[0].Log) != 1 {
-		t.Fatalf("checkpoint 8 lists %d log segments, want 1", len(ds[0].Log))
+	if left, _ := filepath.Glob(filepath.Join(h.be.snapRoot, "*-base-*")); len(left) != 0 {
+		t.Errorf("the next base's local copy is left: %v", left)
 	}
-	checkRestore(t, c, ds, h, keys, version)
+	h.put(2, 9)
+	version[2] = 9
+	h.checkpoint(promoted + 1)
 	// retention (2 retained) deleted the segments only the dropped
 	// checkpoints listed
 	for _, f := range sharedFiles(t, dir) {
@@ -189,9 +215,11 @@ func TestChangelogMaterializeInterval(t *testing.T) {
 	}
 	h.now = 1_000
 	h.checkpoint(1)
-	want := map[int64]int{2: 1, 3: 0, 4: 1} // log segments listed
-	for _, id := range []int64{2, 3, 4} {
-		h.now = map[int64]int64{2: 30_000, 3: 61_000, 4: 62_000}[id]
+	// log segments listed: checkpoint 3 takes the next base, 4 uploads
+	// its files (one at a time, at least), 5 promotes it
+	want := map[int64]int{2: 1, 3: 2, 4: 3, 5: 2}
+	for _, id := range []int64{2, 3, 4, 5} {
+		h.now = map[int64]int64{2: 30_000, 3: 61_000, 4: 62_000, 5: 63_000}[id]
 		h.put(int(id), int(id))
 		h.checkpoint(id)
 		if _, ds := latestDesc(t, store); len(ds[0].Log) != want[id] {

@@ -106,10 +106,11 @@ type Backend struct {
 		confirmed   map[string]checkpoint.FileInfo
 		confirmedID int64
 		closed      bool
-		// the changelog's completed base and the closed segments not
-		// covered by it, oldest first
+		// the changelog's completed base, the closed segments not
+		// covered by it, oldest first, and the next base, being uploaded
 		base *base
 		segs []*segment
+		next *nextBase
 	}
 }
 
@@ -133,6 +134,12 @@ func (b *Backend) Close() error {
 		b.Backend.SetRecorder(nil)
 		err = b.log.close()
 	}
+	b.mu.Lock()
+	if nb := b.mu.next; nb != nil {
+		os.RemoveAll(nb.dir)
+		b.mu.next = nil
+	}
+	b.mu.Unlock()
 	return errors.Join(err, b.Backend.Close(), os.RemoveAll(b.root))
 }
 
@@ -239,9 +246,18 @@ func (b *Backend) Snapshot(id int64, last, savepoint bool, now int64) ([]byte, e
 		if err := b.rotate(id); err != nil {
 			return nil, err
 		}
+		b.promote()
 		// a final checkpoint's is written after the subtask closed and
 		// removed its segments: it materializes
-		if chain, ok := b.chain(id, now); ok && !last {
+		if chain, due := b.chain(id, now); chain != nil && !last {
+			if due {
+				if err := b.startNext(id, now); err != nil {
+					return nil, err
+				}
+				if chain.next == nil {
+					chain, _ = b.chain(id, now)
+				}
+			}
 			ls = &localSnap{log: chain}
 		} else {
 			materialize = true
@@ -299,7 +315,7 @@ func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.S
 	}
 	st.Meta = meta
 	if ls.log != nil {
-		desc, files, uploaded, err := ls.writeLog(p, st.UID, st.Subtask)
+		desc, files, uploaded, next, err := ls.writeLog(p, st.UID, st.Subtask)
 		if err != nil {
 			return st, nil, nil, err
 		}
@@ -308,8 +324,11 @@ func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.S
 			return st, nil, nil, err
 		}
 		st.Meta[MetaKey] = data
-		be := ls.be
-		return st, files, func() { be.confirmLog(uploaded) }, nil
+		be, nextID := ls.be, int64(0)
+		if ls.log.next != nil {
+			nextID = ls.log.next.id
+		}
+		return st, files, func() { be.confirmLog(uploaded, nextID, next) }, nil
 	}
 	if p.Kind() == checkpoint.KindSavepoint {
 		if ls.view == nil {

@@ -41,8 +41,13 @@ type MeasureRound struct {
 	Mode       string        `json:"mode"`
 	Checkpoint int64         `json:"checkpoint"`
 	Changed    int           `json:"changed_keys"`
-	StateBytes int64         `json:"state_bytes"`   // the files the checkpoint lists
-	Written    int64         `json:"written_bytes"` // the files it wrote
+	// StateBytes are the files a restore reads (with the changelog: the
+	// base and the log segments); ListedBytes all the files the
+	// checkpoint lists (with the changelog, the next base's files
+	// uploaded so far too); Written the files it wrote.
+	StateBytes  int64         `json:"state_bytes"`
+	ListedBytes int64         `json:"listed_bytes"`
+	Written     int64         `json:"written_bytes"`
 	Duration   time.Duration `json:"duration_ns"`   // its synchronous and asynchronous parts
 	// Log segments it lists (changelog mode; 0 for a materialization).
 	LogSegments int `json:"log_segments"`
@@ -115,12 +120,24 @@ func Measure(ctx context.Context, o MeasureOptions, report func(MeasureRound)) e
 			return err
 		}
 		start := time.Now()
-		m, logs, err := measureCheckpoint(store, be, id, o.Mode == "full")
+		m, d, err := measureCheckpoint(store, be, id, o.Mode == "full")
 		if err != nil {
 			return fmt.Errorf("checkpoint %d: %w", id, err)
 		}
-		report(MeasureRound{Mode: o.Mode, Checkpoint: id, Changed: n, StateBytes: m.TotalSize(), Written: m.WrittenSize(),
-			Duration: time.Since(start), LogSegments: logs})
+		r := MeasureRound{Mode: o.Mode, Checkpoint: id, Changed: n, StateBytes: m.TotalSize(), ListedBytes: m.TotalSize(),
+			Written: m.WrittenSize(), Duration: time.Since(start)}
+		if d != nil {
+			r.LogSegments = len(d.Log)
+			sizes := map[string]int64{}
+			for _, f := range m.Operators[0].Files {
+				sizes[f.Name] = f.Size
+			}
+			r.StateBytes = sizes["op000-measure-0.state"]
+			for _, f := range append(d.Files, d.Log...) {
+				r.StateBytes += sizes[f.Ref]
+			}
+		}
+		report(r)
 	}
 	return nil
 }
@@ -141,7 +158,7 @@ func fillValue(v []byte, key, version uint64) {
 
 // measureCheckpoint takes checkpoint id of be into store, as a job does:
 // by key group (full), or a local snapshot written by WriteLocal.
-func measureCheckpoint(store *checkpoint.Store, be *Backend, id int64, full bool) (*checkpoint.Metadata, int, error) {
+func measureCheckpoint(store *checkpoint.Store, be *Backend, id int64, full bool) (*checkpoint.Metadata, *Desc, error) {
 	st := codec.StateFile{UID: "measure", Name: "measure", Parallelism: 1}
 	var files []checkpoint.FileInfo
 	var confirm func()
@@ -151,7 +168,7 @@ func measureCheckpoint(store *checkpoint.Store, be *Backend, id int64, full bool
 		for kg := r.Start; kg < r.End; kg++ {
 			data, err := state.SnapshotKeyGroup(be, kg)
 			if err != nil {
-				return nil, 0, err
+				return nil, nil, err
 			}
 			if data != nil {
 				st.Groups[kg] = data
@@ -160,46 +177,45 @@ func measureCheckpoint(store *checkpoint.Store, be *Backend, id int64, full bool
 	} else {
 		token, err := be.Snapshot(id, false, false, 0)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		st.Meta = map[string][]byte{LocalKey: token}
 	}
 	p, err := store.Begin(id, checkpoint.KindCheckpoint)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	defer p.Abort()
-	logs := 0
+	var d *Desc
 	if !full {
 		if st, files, confirm, err = WriteLocal(p, st, 0); err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
-		var d Desc
-		if err := codec.Unmarshal(st.Meta[MetaKey], &d); err != nil {
-			return nil, 0, err
+		d = new(Desc)
+		if err := codec.Unmarshal(st.Meta[MetaKey], d); err != nil {
+			return nil, nil, err
 		}
-		logs = len(d.Log)
 	}
 	data, err := codec.Marshal(st)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	w, err := p.Create("op000-measure-0.state")
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	w.Write(data)
 	fi, err := w.Close()
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	c, err := p.Commit(checkpoint.Metadata{Job: "measure", MaxParallelism: 128, Operators: []checkpoint.OperatorState{
 		{UID: "measure", Name: "measure", Parallelism: 1, Files: append(files, fi)}}})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if confirm != nil {
 		confirm()
 	}
-	return c.Metadata(), logs, nil
+	return c.Metadata(), d, nil
 }

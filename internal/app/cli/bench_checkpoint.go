@@ -43,8 +43,9 @@ func newBenchCheckpoint() *cobra.Command {
 operator subtask, then takes --checkpoints checkpoints as a job does (a
 barrier's snapshot, the coordinator's upload and commit), with --change of
 the keys (a fraction, spread over all of them) rewritten before each but the
-first. It prints, per checkpoint, the state's size (the files the checkpoint
-lists) and the bytes it wrote, for each of --modes: full (by key group, as
+first. It prints, per checkpoint, the state's size (the files a restore
+reads), the files it lists (with the changelog, the next base's files
+uploaded so far too) and the bytes it wrote, for each of --modes: full (by key group, as
 without IncrementalCheckpoints), incremental (IncrementalCheckpoints: the
 new SST files) and changelog (StateChangelog: the new log segment; a
 checkpoint materializes when the log passes half of the base).`,
@@ -59,7 +60,7 @@ checkpoint materializes when the log passes half of the base).`,
 			tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', tabwriter.AlignRight)
 			if !asJSON {
 				fmt.Fprintf(out, "%d keys of %d bytes, %.2f%% of them rewritten between checkpoints\n", keys, valueBytes, 100*change)
-				fmt.Fprintln(tw, "mode\tcheckpoint\tchanged keys\tstate MB\twritten MB\twritten/state\tlog segments\ttime\t")
+				fmt.Fprintln(tw, "mode\tcheckpoint\tchanged keys\tstate MB\tlisted MB\twritten MB\twritten/state\tlog segments\ttime\t")
 			}
 			for _, mode := range strings.Split(modes, ",") {
 				mode = strings.TrimSpace(mode)
@@ -74,8 +75,8 @@ checkpoint materializes when the log passes half of the base).`,
 						res.MaxWrittenRatio[mode] = max(res.MaxWrittenRatio[mode], ratio)
 					}
 					if !asJSON {
-						fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.2f\t%.1f%%\t%d\t%v\t\n", mode, r.Checkpoint, r.Changed,
-							float64(r.StateBytes)/1e6, float64(r.Written)/1e6, 100*ratio, r.LogSegments, r.Duration.Round(time.Millisecond))
+						fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f%%\t%d\t%v\t\n", mode, r.Checkpoint, r.Changed,
+							float64(r.StateBytes)/1e6, float64(r.ListedBytes)/1e6, float64(r.Written)/1e6, 100*ratio, r.LogSegments, r.Duration.Round(time.Millisecond))
 					}
 				})
 				if err != nil {

@@ -86,6 +86,14 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 		Merger:                      listMerger,
 		Logger:                      quiet{},
 	}
+	// Files of at most 8 MiB (Pebble's default doubles per level from
+	// 2 MiB, to 128 MiB at L6): a changelog checkpoint uploads the next
+	// base a few files at a time, within a share of the state
+	// (internal/incremental), and an incremental one re-uploads whole
+	// files.
+	for i := range popts.TargetFileSizes {
+		popts.TargetFileSizes[i] = min(int64(2<<20)<<i, 8<<20)
+	}
 	for i := range popts.Levels {
 		// Bloom filters: a lookup of an absent key (a new key's state, a
 		// timer not registered yet) reads no data block.
