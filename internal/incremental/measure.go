@@ -38,9 +38,9 @@ type MeasureOptions struct {
 
 // MeasureRound is one checkpoint's figures.
 type MeasureRound struct {
-	Mode       string        `json:"mode"`
-	Checkpoint int64         `json:"checkpoint"`
-	Changed    int           `json:"changed_keys"`
+	Mode       string `json:"mode"`
+	Checkpoint int64  `json:"checkpoint"`
+	Changed    int    `json:"changed_keys"`
 	// StateBytes are the files a restore reads (with the changelog: the
 	// base and the log segments); ListedBytes all the files the
 	// checkpoint lists (with the changelog, the next base's files
@@ -48,7 +48,7 @@ type MeasureRound struct {
 	StateBytes  int64         `json:"state_bytes"`
 	ListedBytes int64         `json:"listed_bytes"`
 	Written     int64         `json:"written_bytes"`
-	Duration   time.Duration `json:"duration_ns"`   // its synchronous and asynchronous parts
+	Duration    time.Duration `json:"duration_ns"` // its synchronous and asynchronous parts
 	// Log segments it lists (changelog mode; 0 for a materialization).
 	LogSegments int `json:"log_segments"`
 }
