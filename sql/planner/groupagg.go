@@ -429,7 +429,7 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		ub := b.needUB(r)
 		grows := !twoPhase && in.mode == types.InsertOnly && countsEveryRow(layout)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows}
+			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows, storeDistinct: b.storesDistinct(layout)}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -458,11 +458,39 @@ type groupAggFn struct {
 	grows bool
 	// ub: an update emits its -U (ub.go); else +U alone
 	ub *bool
+	// storeDistinct: the DISTINCT sets are in map state (distinct, nil
+	// on the heap: groupagg_distinct.go), the accumulators hold their
+	// sizes
+	storeDistinct bool
+	distinct      *distinctState
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
 	f.acc = weir.NewValueState[packedAcc](rc, "acc")
+	if f.storeDistinct {
+		f.distinct = newDistinctState(rc, f.layout)
+	}
 	return nil
+}
+
+// unpack returns the values of the current group's accumulator st (in
+// f.scratch when packed): with f.distinct, without sets of its own.
+func (f *groupAggFn) unpack(st packedAcc) []types.Value {
+	var acc []types.Value
+	acc, f.scratch = st.unpack(f.scratch)
+	if f.distinct != nil {
+		f.layout.Externalize(acc, f.distinct)
+	}
+	return acc
+}
+
+// accumulate adds (sign 1) or retracts a row in the group's accumulator.
+func (f *groupAggFn) accumulate(acc, in []types.Value, sign int64) {
+	if f.distinct != nil {
+		f.layout.AccumulateWith(acc, in, sign, f.distinct)
+		return
+	}
+	f.layout.Accumulate(acc, in, sign)
 }
 
 // create makes a new group's accumulator for its first row in (not yet
@@ -527,7 +555,6 @@ func (f *groupAggFn) beforeRow(acc, before []types.Value) []types.Value {
 }
 
 func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
-	l := f.layout
 	st, ok := f.acc.Value()
 	sign := int64(1)
 	if in.Kind.IsRetraction() {
@@ -541,14 +568,14 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 	var prev []types.Value
 	var acc []types.Value
 	if ok {
-		acc, f.scratch = st.unpack(f.scratch)
+		acc = f.unpack(st)
 		if f.needBefore() {
 			prev = f.results(acc)
 		}
 	} else {
 		acc = f.create(in.Values)
 	}
-	l.Accumulate(acc, in.Values, sign)
+	f.accumulate(acc, in.Values, sign)
 	f.settle(ctx, st, ok, prev, acc, !ok)
 	return nil
 }
@@ -568,6 +595,11 @@ func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], st packed
 			ctx.Emit(types.Row{Kind: types.Delete, Values: f.beforeRow(acc, prev)})
 		}
 		f.acc.Clear()
+		if f.distinct != nil && f.layout.HoldsDistinct(acc) {
+			// values left by retractions of rows never added: the heap
+			// drops them with the accumulator
+			f.distinct.m.Clear()
+		}
 	default:
 		f.acc.Update(st.store(acc, owned))
 		next := f.output(acc)
@@ -644,7 +676,7 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 		st, ok := f.acc.Value()
 		var prev, acc []types.Value
 		if ok {
-			acc, f.scratch = st.unpack(f.scratch)
+			acc = f.unpack(st)
 			if f.needBefore() {
 				prev = f.results(acc)
 			}
@@ -668,6 +700,11 @@ func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value
 		switch {
 		case f.merge && acc == nil:
 			acc = append([]types.Value(nil), in.Values...)
+			if f.distinct != nil {
+				l.Externalize(acc, f.distinct)
+			}
+		case f.merge && f.distinct != nil:
+			l.MergeWith(acc, in.Values, f.distinct)
 		case f.merge:
 			l.Merge(acc, in.Values)
 		case in.Kind.IsRetraction() && acc == nil:
@@ -680,7 +717,7 @@ func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value
 			if in.Kind.IsRetraction() {
 				sign = -1
 			}
-			l.Accumulate(acc, in.Values, sign)
+			f.accumulate(acc, in.Values, sign)
 		}
 	}
 	return acc
