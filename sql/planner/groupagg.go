@@ -473,25 +473,6 @@ func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
 	return nil
 }
 
-// unpack returns the values of the current group's accumulator st (in
-// f.scratch when packed): with f.distinct, without sets of its own.
-func (f *groupAggFn) unpack(st packedAcc) []types.Value {
-	var acc []types.Value
-	acc, f.scratch = st.unpack(f.scratch)
-	if f.distinct != nil {
-		f.layout.Externalize(acc, f.distinct)
-	}
-	return acc
-}
-
-// accumulate adds (sign 1) or retracts a row in the group's accumulator.
-func (f *groupAggFn) accumulate(acc, in []types.Value, sign int64) {
-	if f.distinct != nil {
-		f.layout.AccumulateWith(acc, in, sign, f.distinct)
-		return
-	}
-	f.layout.Accumulate(acc, in, sign)
-}
 
 // create makes a new group's accumulator for its first row in (not yet
 // accumulated).
@@ -568,14 +549,23 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 	var prev []types.Value
 	var acc []types.Value
 	if ok {
-		acc = f.unpack(st)
+		// (written out here and in EndBatch, not a method: the heap's
+		// path is as it was, measured)
+		acc, f.scratch = st.unpack(f.scratch)
+		if f.distinct != nil {
+			f.layout.Externalize(acc, f.distinct)
+		}
 		if f.needBefore() {
 			prev = f.results(acc)
 		}
 	} else {
 		acc = f.create(in.Values)
 	}
-	f.accumulate(acc, in.Values, sign)
+	if f.distinct != nil {
+		f.layout.AccumulateWith(acc, in.Values, sign, f.distinct)
+	} else {
+		f.layout.Accumulate(acc, in.Values, sign)
+	}
 	f.settle(ctx, st, ok, prev, acc, !ok)
 	return nil
 }
@@ -676,7 +666,10 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 		st, ok := f.acc.Value()
 		var prev, acc []types.Value
 		if ok {
-			acc = f.unpack(st)
+			acc, f.scratch = st.unpack(f.scratch)
+			if f.distinct != nil {
+				f.layout.Externalize(acc, f.distinct)
+			}
 			if f.needBefore() {
 				prev = f.results(acc)
 			}
@@ -717,7 +710,11 @@ func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value
 			if in.Kind.IsRetraction() {
 				sign = -1
 			}
-			f.accumulate(acc, in.Values, sign)
+			if f.distinct != nil {
+				l.AccumulateWith(acc, in.Values, sign, f.distinct)
+			} else {
+				l.Accumulate(acc, in.Values, sign)
+			}
 		}
 	}
 	return acc
