@@ -473,7 +473,6 @@ func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
 	return nil
 }
 
-
 // create makes a new group's accumulator for its first row in (not yet
 // accumulated).
 func (f *groupAggFn) create(in []types.Value) []types.Value {
