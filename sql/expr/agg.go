@@ -371,9 +371,12 @@ type AggLayout struct {
 	Calls []*AggCall
 	size  int
 	// units are the hashed DISTINCT calls' sets as a DistinctStore keeps
-	// them, unitCalls those calls (agg_distinct_store.go)
+	// them, unitCalls those calls (a unit's together, in the order of its
+	// sets), unitFirst the index in unitCalls of each unit's first
+	// (agg_distinct_store.go)
 	units     []DistinctUnit
 	unitCalls []*AggCall
+	unitFirst []int
 }
 
 // NewAggLayout lays out the accumulator of nkeys group keys and calls,

@@ -1,7 +1,9 @@
 package expr
 
 import (
+	"cmp"
 	"math/bits"
+	"slices"
 
 	"github.com/weirstream/weir/sql/types"
 )
@@ -51,7 +53,7 @@ func (l *AggLayout) DistinctUnits() []DistinctUnit { return l.units }
 
 // numberUnits gives each hashed DISTINCT call its unit.
 func (l *AggLayout) numberUnits() {
-	l.units, l.unitCalls = nil, nil
+	l.units, l.unitCalls, l.unitFirst = nil, nil, nil
 	for _, c := range l.Calls {
 		c.unit = -1
 	}
@@ -60,6 +62,7 @@ func (l *AggLayout) numberUnits() {
 			continue
 		}
 		u := len(l.units)
+		l.unitFirst = append(l.unitFirst, len(l.unitCalls))
 		if g := c.group; g != nil {
 			g.unit = u
 			for _, gc := range g.calls {
@@ -155,4 +158,69 @@ func (l *AggLayout) HoldsDistinct(acc []types.Value) bool {
 		}
 	}
 	return false
+}
+
+// SizesOnly reports whether acc holds sizes of sets it does not hold
+// (an accumulator of AccumulateWith) where Accumulate keeps them. An
+// accumulator of Accumulate holds a unit's sets in all its calls' slots
+// (X) from the unit's first value on, so a first call's slot with an X
+// answers for its unit: one test a unit.
+func (l *AggLayout) SizesOnly(acc []types.Value) bool {
+	for u, k := range l.unitFirst {
+		if acc[l.unitCalls[k].slot].X != nil {
+			continue
+		}
+		for _, c := range l.unitCalls[k:] {
+			if c.unit != u {
+				break
+			}
+			if acc[c.slot].I != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Internalize gives back to acc, an accumulator of AccumulateWith whose
+// sets are in a store (restored from a savepoint taken on Pebble onto the
+// heap), its sets as Accumulate keeps them: each calls fn once for every
+// entry of the store's group, its unit, value and count in each set of
+// the unit.
+func (l *AggLayout) Internalize(acc []types.Value, each func(fn func(u int, v types.Value, counts []int64))) {
+	first := l.unitFirst
+	lists := make([][]types.Value, len(l.unitCalls))
+	each(func(u int, v types.Value, counts []int64) {
+		if u < 0 || u >= len(first) {
+			return
+		}
+		for i, n := range counts {
+			if k := first[u] + i; n > 0 && k < len(lists) && l.unitCalls[k].unit == u {
+				lists[k] = append(lists[k], v, types.IntValue(n))
+			}
+		}
+	})
+	for k, c := range l.unitCalls {
+		acc[c.slot] = types.ListValue(sortedPairs(lists[k], c.hashStrs))
+	}
+}
+
+// sortedPairs sorts the list [v0, n0, v1, n1, ...] by value, as a set
+// encodes (types.CountedSet).
+func sortedPairs(l []types.Value, strs bool) []types.Value {
+	ps := make([][2]types.Value, 0, len(l)/2)
+	for i := 0; i+1 < len(l); i += 2 {
+		ps = append(ps, [2]types.Value{l[i], l[i+1]})
+	}
+	slices.SortFunc(ps, func(a, b [2]types.Value) int {
+		if strs {
+			return cmp.Compare(a[0].S, b[0].S)
+		}
+		return cmp.Compare(a[0].I, b[0].I)
+	})
+	out := make([]types.Value, 0, len(l))
+	for _, p := range ps {
+		out = append(out, p[0], p[1])
+	}
+	return out
 }

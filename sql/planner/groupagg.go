@@ -463,12 +463,18 @@ type groupAggFn struct {
 	// sizes
 	storeDistinct bool
 	distinct      *distinctState
+	// restored: on the heap, the same map state, which holds entries only
+	// when restored from a savepoint taken on Pebble (internalize)
+	restored *distinctState
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
 	f.acc = weir.NewValueState[packedAcc](rc, "acc")
-	if f.storeDistinct {
+	switch {
+	case f.storeDistinct:
 		f.distinct = newDistinctState(rc, f.layout)
+	case len(f.layout.DistinctUnits()) > 0:
+		f.restored = newDistinctState(rc, f.layout)
 	}
 	return nil
 }
@@ -553,6 +559,8 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 		acc, f.scratch = st.unpack(f.scratch)
 		if f.distinct != nil {
 			f.layout.Externalize(acc, f.distinct)
+		} else if f.restored != nil && f.layout.SizesOnly(acc) {
+			acc = f.restored.internalize(f.layout, acc)
 		}
 		if f.needBefore() {
 			prev = f.results(acc)
@@ -668,6 +676,8 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 			acc, f.scratch = st.unpack(f.scratch)
 			if f.distinct != nil {
 				f.layout.Externalize(acc, f.distinct)
+			} else if f.restored != nil && f.layout.SizesOnly(acc) {
+				acc = f.restored.internalize(f.layout, acc)
 			}
 			if f.needBefore() {
 				prev = f.results(acc)

@@ -24,12 +24,14 @@ import (
 //
 // Both backends give the same rows: the sizes are what the heap's sets
 // count, a value whose counts all fall to 0 is removed, and a group that
-// empties takes its entries with it. A savepoint taken on the heap
-// restores onto Pebble (an accumulator that still holds its sets moves
-// them into the map when first read, expr.AggLayout.Externalize); one
-// taken on Pebble holds the map state, which the heap's operator does not
-// create, and is refused there by name rather than restored without its
-// values.
+// empties takes its entries with it. Savepoints move between the
+// backends: on Pebble, an accumulator restored from the heap still holds
+// its sets and moves them into the map when first read
+// (expr.AggLayout.Externalize); on the heap, where the operator creates
+// the map state too but leaves it empty, an accumulator restored from
+// Pebble holds only sizes, and takes its values out of the map when first
+// read (internalize). Telling the two apart costs the heap's rows a test
+// of one slot per unit (expr.AggLayout.SizesOnly).
 
 // distinctKey is a map entry's key: the unit and the value (Value.I, or
 // Value.S for strings).
@@ -102,4 +104,27 @@ func (d *distinctState) Add(u int, v types.Value, mask uint64, n int64) (changed
 		d.m.Remove(k)
 	}
 	return changed
+}
+
+// internalize returns acc, which holds only the sizes of its DISTINCT
+// sets (SizesOnly: restored on the heap from a savepoint taken on
+// Pebble), with its sets taken out of the map state, and removes the
+// group's entries.
+func (d *distinctState) internalize(layout *expr.AggLayout, acc []types.Value) []types.Value {
+	acc = append([]types.Value(nil), acc...) // not the caller's scratch: it will hold the sets
+	layout.Internalize(acc, func(fn func(u int, v types.Value, counts []int64)) {
+		for k, cs := range d.m.All() {
+			u := int(k.U)
+			if u >= len(d.units) {
+				continue
+			}
+			v := types.Value{I: k.I}
+			if d.units[u].Strs {
+				v = types.Value{S: k.S}
+			}
+			fn(u, v, cs)
+		}
+	})
+	d.m.Clear()
+	return acc
 }
