@@ -228,3 +228,25 @@ func TestDistinctAccumulatorSizeOnPebble(t *testing.T) {
 		t.Fatalf("the accumulator of a group of %d distinct values encodes to %d bytes: it holds the values", n, largest)
 	}
 }
+
+// A group aggregation keeps its DISTINCT sets in map state on Pebble
+// (the builder's pebble: weir.Job's StateBackend, TestPebbleBackendOption),
+// when it has hashed DISTINCT calls, and in the accumulator on the heap.
+func TestStoresDistinct(t *testing.T) {
+	for _, c := range []struct {
+		sel    string
+		pebble bool
+		want   bool
+	}{
+		{"COUNT(DISTINCT b), SUM(p)", true, true},
+		{"COUNT(DISTINCT b), SUM(p)", false, false},
+		{"SUM(DISTINCT p), COUNT(DISTINCT s) FILTER (WHERE p > 1)", true, true},
+		{"COUNT(*), SUM(p), MIN(b)", true, false},
+		{"MAX(DISTINCT b)", true, false}, // a sorted list, in the accumulator
+	} {
+		b := &builder{pebble: c.pebble}
+		if got := b.storesDistinct(distinctLayout(t, c.sel, true)); got != c.want {
+			t.Errorf("%s on pebble=%v: map state %v, want %v", c.sel, c.pebble, got, c.want)
+		}
+	}
+}
