@@ -429,7 +429,7 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		ub := b.needUB(r)
 		grows := !twoPhase && in.mode == types.InsertOnly && countsEveryRow(layout)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows, storeDistinct: b.storesDistinct(layout)}
+			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows, storeDistinct: b.storesDistinct(layout), opts: b.stateOpts()}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -466,17 +466,34 @@ type groupAggFn struct {
 	// restored: on the heap, the same map state, which holds entries only
 	// when restored from a savepoint taken on Pebble (internalize)
 	restored *distinctState
+	// opts: the state's TTL ('table.exec.state.ttl', builder.stateOpts)
+	opts []weir.StateOption
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
-	f.acc = weir.NewValueState[packedAcc](rc, "acc")
+	f.acc = weir.NewValueState[packedAcc](rc, "acc", f.opts...)
 	switch {
 	case f.storeDistinct:
-		f.distinct = newDistinctState(rc, f.layout)
+		f.distinct = newDistinctState(rc, f.layout, f.opts...)
 	case len(f.layout.DistinctUnits()) > 0:
-		f.restored = newDistinctState(rc, f.layout)
+		f.restored = newDistinctState(rc, f.layout, f.opts...)
 	}
 	return nil
+}
+
+// expired clears what is left of a group whose accumulator is gone, when
+// the state has a TTL: its DISTINCT entries, which expire one by one, so
+// some may outlive the accumulator (the group starts over).
+func (f *groupAggFn) expired() {
+	if len(f.opts) == 0 {
+		return
+	}
+	if f.distinct != nil {
+		f.distinct.m.Clear()
+	}
+	if f.restored != nil {
+		f.restored.m.Clear()
+	}
 }
 
 // create makes a new group's accumulator for its first row in (not yet
@@ -566,6 +583,7 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 			prev = f.results(acc)
 		}
 	} else {
+		f.expired()
 		acc = f.create(in.Values)
 	}
 	if f.distinct != nil {
@@ -682,6 +700,8 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 			if f.needBefore() {
 				prev = f.results(acc)
 			}
+		} else {
+			f.expired()
 		}
 		acc = f.fold(acc, p.rows)
 		clear(p.rows)

@@ -58,8 +58,8 @@ func (b *builder) storesDistinct(layout *expr.AggLayout) bool {
 	return b.pebble && n > 0 && n <= maxDistinctUnits
 }
 
-func newDistinctState(rc *weir.RuntimeContext[string], layout *expr.AggLayout) *distinctState {
-	return &distinctState{m: weir.NewMapState[distinctKey, []int64](rc, "distinct"), units: layout.DistinctUnits()}
+func newDistinctState(rc *weir.RuntimeContext[string], layout *expr.AggLayout, opts ...weir.StateOption) *distinctState {
+	return &distinctState{m: weir.NewMapState[distinctKey, []int64](rc, "distinct", opts...), units: layout.DistinctUnits()}
 }
 
 // Add implements expr.DistinctStore: the entry's counts change as a

@@ -357,7 +357,11 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 	}
 	opts = append(opts, backend...) // a SET in the script wins over the command line's
 	job := weir.NewJob(name, opts...)
-	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows}
+	ttl, err := s.stateTTL()
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows, ttl: ttl}
 	for _, st := range stmts {
 		if err := b.prepare(st.root); err != nil {
 			return nil, err
@@ -425,6 +429,24 @@ const (
 	miniBatchLatency = "table.exec.mini-batch.allow-latency"
 	miniBatchSize    = "table.exec.mini-batch.size"
 )
+
+// stateTTL is Flink's 'table.exec.state.ttl' (idle state retention): how
+// long the state of a group aggregation, a regular join, a Top-N or
+// deduplication and a changelog normalization keeps a key's entry after
+// it was last written, in processing time (0, the default: for ever). As
+// Flink's, it is a state TTL (weir.TTL): an expired entry is never read
+// again, and a key that comes back starts over.
+func (s *Session) stateTTL() (time.Duration, error) {
+	v, ok := s.sets["table.exec.state.ttl"]
+	if !ok {
+		return 0, nil
+	}
+	d, err := connector.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("SET 'table.exec.state.ttl' = '%s': want a duration ('1 h', '30 min', '0 ms' for none)", v)
+	}
+	return d, nil
+}
 
 // miniBatch is the mini-batch size of group aggregations: 0 when
 // 'table.exec.mini-batch.enabled' is not 'true'. As Flink, enabled needs
