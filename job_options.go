@@ -177,6 +177,21 @@ func IncrementalCheckpoints() JobOption {
 	return engine.IncrementalCheckpoints()
 }
 
+// StateChangelog makes checkpoints of PebbleState state write the changes
+// since the checkpoint before, as Flink's changelog state backend does
+// (`state.backend.changelog.enabled: true`): a checkpoint uploads the new
+// segment of a log of Pebble's writes and lists the last materialization
+// (an incremental checkpoint) and the earlier segments again, so its size
+// follows the change, not Pebble's compactions. A checkpoint materializes
+// when there is no base yet, when the log passes half of the base, or when
+// materializeInterval (0: none; Flink's
+// `state.backend.changelog.periodic-materialize.interval`) has passed
+// since the base. It implies IncrementalCheckpoints; without PebbleState
+// it does nothing. See docs/operations.md.
+func StateChangelog(materializeInterval time.Duration) JobOption {
+	return engine.StateChangelog(materializeInterval)
+}
+
 // ControlAddr serves the job's control endpoint on addr while it runs
 // (loopback unless addr names a host; ":0" picks a free port):
 // POST /v1/savepoint {"path": NAME, "stop": false} takes a savepoint into

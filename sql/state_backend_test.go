@@ -72,6 +72,14 @@ func TestStateBackendSetting(t *testing.T) {
 		t.Fatalf("the GROUP BY job is not on Pebble, or warns of heap state:\n%s", log.String())
 	}
 	log.Reset()
+	// Flink's changelog state backend: changelog checkpoints of the
+	// Pebble state (weir.StateChangelog)
+	changelog := lines(t, "SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.changelog.enabled' = 'true';\n"+
+		"SET 'state.backend.changelog.periodic-materialize.interval' = '1 min';\n"+backendSource+query, sql.JobOptions(weir.Logger(logger)), sql.StateDir(t.TempDir()))
+	if !slices.Equal(heap, changelog) || !strings.Contains(log.String(), "changelog=true") || !strings.Contains(log.String(), "materialize-interval=1m0s") {
+		t.Fatalf("with the state changelog: %d rows (heap %d), or not in the job's options:\n%s", len(changelog), len(heap), log.String())
+	}
+	log.Reset()
 	// a window aggregation runs on a process function with Pebble state:
 	// the same rows as on the heap, and no warning
 	window := `SELECT window_start, id, COUNT(*) FROM TABLE(TUMBLE(TABLE src, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY window_start, window_end, id;`
@@ -118,7 +126,9 @@ func TestStateBackendSetting(t *testing.T) {
 		t.Fatalf("on the heap backend, a window aggregation's operator is not weir's window operator: %v, %v", heapOps, err)
 	}
 	for _, bad := range []string{"SET 'state.backend.type' = 'leveldb';", "SET 'execution.checkpointing.incremental' = 'yes';",
-		"SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.rocksdb.memory.fixed-per-slot' = '12 parsecs';"} {
+		"SET 'state.backend.type' = 'rocksdb';\nSET 'state.backend.rocksdb.memory.fixed-per-slot' = '12 parsecs';",
+		"SET 'state.backend.changelog.enabled' = 'yes';",
+		"SET 'state.backend.changelog.enabled' = 'true';\nSET 'state.backend.changelog.periodic-materialize.interval' = 'soon';"} {
 		if _, err := plan(bad + "\n" + backendSource + query); err == nil || !strings.Contains(err.Error(), "SET '") {
 			t.Errorf("%s: %v", bad, err)
 		}

@@ -25,7 +25,9 @@ import (
 // per-task watermarks committed in the same transactions). The output,
 // read read_committed, must equal a one-process run's exactly. (With the
 // restore disabled, the running counts start again from zero after a
-// move, and the test fails.)
+// move, and the test fails.) The group's processes keep their keyed state
+// in Pebble (Kafka Streams' RocksDB stores with their changelogs), each
+// in a state directory of its own; the reference run keeps it on the heap.
 func TestGroupStatefulRepartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -42,7 +44,8 @@ func TestGroupStatefulRepartition(t *testing.T) {
 	brokers := strings.Join(addrs, ",")
 	group := func(name string) *groupProc {
 		return startGroupProc(t, bin, name, "--brokers", brokers, "--app-id", "sg", "--in", "sin", "--out", "sout",
-			"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "-v")
+			"--keyed", "state", "--bounded", "--session-timeout", "1500ms", "--pace", "1", "-v",
+			"--state-backend", "pebble", "--state-dir", t.TempDir())
 	}
 	counts := func() int {
 		c := 0

@@ -17,6 +17,8 @@ type Barrier struct {
 	// Stop: a stop-with-savepoint. Sources emit nothing after it; the job
 	// ends once the savepoint is complete.
 	Stop bool
+	// Savepoint: the barrier is a savepoint's (Stop or not).
+	Savepoint bool
 }
 
 // TaskSnapshot collects one task's part of a checkpoint while its barrier

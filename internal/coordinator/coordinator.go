@@ -263,7 +263,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	triggerSP := func(req *savepointReq) {
 		c.nextID++
-		begin(&inflight{id: c.nextID, sp: req, started: c.time.Now()}, &Barrier{ID: c.nextID, Stop: req.stop})
+		begin(&inflight{id: c.nextID, sp: req, started: c.time.Now()}, &Barrier{ID: c.nextID, Stop: req.stop, Savepoint: true})
 	}
 	// next starts what waits once no checkpoint is in flight: a queued
 	// request, else the final checkpoint if the input is done.

@@ -86,8 +86,8 @@ func (j *Job) runGroup(ctx context.Context) error {
 			// a changelog topic, partitioned as the repartition topic
 			// that feeds it (its exchange), so a process owns the key
 			// groups of the repartition partitions it is assigned.
-			if j.cfg.incremental && j.cfg.stateBackend == "pebble" {
-				return fmt.Errorf("weir: AppID: operator %q is keyed: group mode writes keyed state to changelog topics by key group, which IncrementalCheckpoints does not produce", n.name)
+			if (j.cfg.incremental || j.cfg.changelog) && j.cfg.stateBackend == "pebble" {
+				return fmt.Errorf("weir: AppID: operator %q is keyed: group mode writes keyed state to changelog topics by key group, which IncrementalCheckpoints and StateChangelog do not produce", n.name)
 			}
 			op := group.KeyedOp{UID: n.uid, Name: n.name}
 			for _, s := range j.upstreamSources(n) {

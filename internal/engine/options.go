@@ -141,6 +141,10 @@ type config struct {
 	stateDir     string
 	stateMemory  int64 // bytes of memory budget for the pebble backend (block cache + memtables); 0: default
 	incremental  bool  // incremental checkpoints of pebble state
+	// changelog checkpoints of pebble state (StateChangelog), and the
+	// time between materializations (0: by size alone)
+	changelog           bool
+	materializeInterval time.Duration
 
 	// operator
 	name string
@@ -203,7 +207,10 @@ func (c *config) String() string {
 	s := fmt.Sprintf("parallelism=%d max-parallelism=%d batch-size=%d buffer-timeout=%v queue-capacity=%d metrics=%q checkpoint-interval=%v checkpoint-dir=%q",
 		c.parallelism, c.maxParallelism, c.batchSize, c.bufferTimeout, c.queueCapacity, c.metricsAddr, c.ckInterval, c.ckDir)
 	if c.stateBackend == "pebble" {
-		s += fmt.Sprintf(" state-backend=pebble state-dir=%q state-memory=%d incremental=%t", c.stateDir, c.stateMemory, c.incremental)
+		s += fmt.Sprintf(" state-backend=pebble state-dir=%q state-memory=%d incremental=%t changelog=%t", c.stateDir, c.stateMemory, c.incremental, c.changelog)
+		if c.changelog {
+			s += fmt.Sprintf(" materialize-interval=%v", c.materializeInterval)
+		}
 	}
 	return s
 }

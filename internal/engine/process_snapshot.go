@@ -28,7 +28,7 @@ func (op *processOp[K, T, OUT]) barrier(b *barrierMsg, s *taskSnapshot) error {
 	op.sampleUsage()
 	st := op.info.state(op.wm)
 	if pb, ok := op.backend.(*incremental.Backend); ok && pb.Incremental() {
-		token, err := pb.Snapshot(b.ID, b.Final || b.Stop, op.procNow())
+		token, err := pb.Snapshot(b.ID, b.Final || b.Stop, b.Savepoint, op.procNow())
 		if err != nil {
 			return fmt.Errorf("weir: operator %q: checkpoint %d: %w", op.info.name, b.ID, err)
 		}

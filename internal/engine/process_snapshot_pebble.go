@@ -47,6 +47,7 @@ func openPebbleBackend(st *subtask, n *node, cfg state.Config, dir string) (*inc
 		return nil, err
 	}
 	opts := incremental.Options{Dir: dir, UID: n.uid, Subtask: st.index, Incremental: st.cfg().incremental,
+		Changelog: st.cfg().changelog, MaterializeInterval: st.cfg().materializeInterval.Milliseconds(),
 		Memory: st.plan.pebbleMemory, MemoryBudget: st.cfg().stateMemory, Descs: ds}
 	if r != nil {
 		opts.Restore, opts.RestoreID = r.Checkpoint, r.ID

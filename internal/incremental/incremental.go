@@ -62,6 +62,9 @@ type Desc struct {
 	NonEmpty   []int // those with entries
 	Stores     []state.StoreLayout
 	Files      []File
+	// Log lists the state changelog's segments to replay, in order, over
+	// the database of Files (changelog.go); none without the changelog.
+	Log []File
 }
 
 // File is one file of the database: its name in the database
@@ -85,6 +88,12 @@ type Backend struct {
 	subtask     int
 	incremental bool
 	instance    string
+	// the state changelog (changelog.go): on with changelog, the open
+	// segment log, interval the ms after which a checkpoint materializes
+	changelog bool
+	interval  int64
+	log       *logWriter
+	logSeq    int
 	// restored are the layouts of the stores of the databases restored
 	// from files, checked once Open created the stores.
 	restored [][]state.StoreLayout
@@ -97,6 +106,11 @@ type Backend struct {
 		confirmed   map[string]checkpoint.FileInfo
 		confirmedID int64
 		closed      bool
+		// the changelog's completed base, the closed segments not
+		// covered by it, oldest first, and the next base, being uploaded
+		base *base
+		segs []*segment
+		next *nextBase
 	}
 }
 
@@ -115,7 +129,18 @@ func (b *Backend) Close() error {
 	b.mu.closed = true
 	b.mu.Unlock()
 	localSnaps.drop(func(o *localSnap) bool { return o.be == b && !o.last })
-	return errors.Join(b.Backend.Close(), os.RemoveAll(b.root))
+	var err error
+	if b.log != nil {
+		b.Backend.SetRecorder(nil)
+		err = b.log.close()
+	}
+	b.mu.Lock()
+	if nb := b.mu.next; nb != nil {
+		os.RemoveAll(nb.dir)
+		b.mu.next = nil
+	}
+	b.mu.Unlock()
+	return errors.Join(err, b.Backend.Close(), os.RemoveAll(b.root))
 }
 
 // lineage names the operator subtask across restarts within the process.
@@ -149,6 +174,10 @@ type localSnap struct {
 	desc Desc // without Files
 	view *state.View
 	now  int64
+	// log: a changelog checkpoint's base and segments (no dir, no view);
+	// materialize: a Pebble checkpoint that starts a new changelog base
+	log         *logSnapshot
+	materialize bool
 }
 
 // localSnaps holds the local snapshots taken at barriers and not yet
@@ -201,14 +230,52 @@ func (r *snapRegistry) drop(match func(*localSnap) bool) {
 
 // Snapshot is the synchronous part of an incremental checkpoint: a local
 // Pebble checkpoint of the database, and the token that names it (the
-// state file carries it under LocalKey until WriteLocal replaces it).
-func (b *Backend) Snapshot(id int64, last bool, now int64) ([]byte, error) {
-	dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-snap-%s-%d", checkpoint.SafeName(b.uid), b.subtask, b.instance, id))
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+// state file carries it under LocalKey until WriteLocal replaces it). With
+// the changelog, it closes the open log segment and, unless the
+// checkpoint materializes, takes no Pebble checkpoint: the state is the
+// base and the segments (changelog.go). A savepoint's snapshot is always
+// a Pebble checkpoint (written by key group), and leaves the log alone.
+func (b *Backend) Snapshot(id int64, last, savepoint bool, now int64) ([]byte, error) {
+	var ls *localSnap
+	materialize := false
+	if b.changelog && !savepoint {
+		// the record cache's writes reach the log before it is closed
+		if err := b.Backend.FlushCache(); err != nil {
+			return nil, err
+		}
+		if err := b.rotate(id); err != nil {
+			return nil, err
+		}
+		b.promote()
+		// a final checkpoint's is written after the subtask closed and
+		// removed its segments: it materializes
+		if chain, due := b.chain(id, now); chain != nil && !last {
+			if due {
+				if err := b.startNext(id, now); err != nil {
+					return nil, err
+				}
+				if chain.next == nil {
+					chain, _ = b.chain(id, now)
+				}
+			}
+			ls = &localSnap{log: chain}
+		} else {
+			materialize = true
+		}
 	}
-	if err := b.Backend.Checkpoint(dir); err != nil {
-		return nil, fmt.Errorf("pebble checkpoint: %w", err)
+	if ls == nil {
+		dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-snap-%s-%d", checkpoint.SafeName(b.uid), b.subtask, b.instance, id))
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		if err := b.Backend.Checkpoint(dir); err != nil {
+			return nil, fmt.Errorf("pebble checkpoint: %w", err)
+		}
+		view, err := state.NewView(b.Backend)
+		if err != nil {
+			return nil, err
+		}
+		ls = &localSnap{dir: dir, view: view, materialize: materialize}
 	}
 	lays, err := state.Layouts(b)
 	if err != nil {
@@ -219,13 +286,10 @@ func (b *Backend) Snapshot(id int64, last bool, now int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	view, err := state.NewView(b.Backend)
-	if err != nil {
-		return nil, err
-	}
+	ls.be, ls.id, ls.last, ls.now = b, id, last, now
+	ls.desc = Desc{Instance: b.instance, Start: r.Start, End: r.End, NonEmpty: nonEmpty, Stores: lays}
 	token := fmt.Sprintf("%s/%d", b.instance, id)
-	localSnaps.put(token, &localSnap{be: b, id: id, last: last, dir: dir, view: view, now: now,
-		desc: Desc{Instance: b.instance, Start: r.Start, End: r.End, NonEmpty: nonEmpty, Stores: lays}})
+	localSnaps.put(token, ls)
 	return []byte(token), nil
 }
 
@@ -240,7 +304,9 @@ func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.S
 	if ls == nil {
 		return st, nil, nil, fmt.Errorf("weir: operator %q subtask %d: the local Pebble snapshot %s is gone (the subtask ended)", st.Name, st.Subtask, token)
 	}
-	defer os.RemoveAll(ls.dir)
+	if ls.dir != "" {
+		defer os.RemoveAll(ls.dir)
+	}
 	meta := map[string][]byte{}
 	for k, v := range st.Meta {
 		if k != LocalKey {
@@ -248,7 +314,26 @@ func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.S
 		}
 	}
 	st.Meta = meta
+	if ls.log != nil {
+		desc, files, uploaded, next, err := ls.writeLog(p, st.UID, st.Subtask)
+		if err != nil {
+			return st, nil, nil, err
+		}
+		data, err := codec.Marshal(desc)
+		if err != nil {
+			return st, nil, nil, err
+		}
+		st.Meta[MetaKey] = data
+		be, nextID := ls.be, int64(0)
+		if ls.log.next != nil {
+			nextID = ls.log.next.id
+		}
+		return st, files, func() { be.confirmLog(uploaded, nextID, next) }, nil
+	}
 	if p.Kind() == checkpoint.KindSavepoint {
+		if ls.view == nil {
+			return st, nil, nil, fmt.Errorf("weir: operator %q subtask %d: savepoint %d was taken as a changelog checkpoint", st.Name, st.Subtask, p.ID())
+		}
 		groups, err := ls.keyGroups()
 		if err != nil {
 			return st, nil, nil, fmt.Errorf("weir: operator %q subtask %d: savepoint of Pebble state: %w", st.Name, st.Subtask, err)
@@ -269,7 +354,15 @@ func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.S
 			return st, nil, nil, fmt.Errorf("weir: Pebble checkpoint %s: %s is not a regular file", ls.dir, local)
 		}
 		var fi checkpoint.FileInfo
-		if pebblestate.IsSharedFile(local) {
+		if ls.materialize && !pebblestate.IsSharedFile(local) {
+			// a changelog base: its small files are shared too, so that
+			// the log checkpoints after it list them again
+			ref := path.Join(checkpoint.SafeName(st.UID), desc.Instance, fmt.Sprintf("%d-%s", ls.id, local))
+			if fi, err = copyInto(p.CreateShared(ref))(filepath.Join(ls.dir, local)); err != nil {
+				return st, nil, nil, err
+			}
+			shared[local] = fi
+		} else if pebblestate.IsSharedFile(local) {
 			var ok bool
 			if fi, ok = ls.be.confirmedFile(local); !ok || p.ReuseShared(fi) != nil {
 				ref := path.Join(checkpoint.SafeName(st.UID), desc.Instance, local)
@@ -295,7 +388,18 @@ func WriteLocal(p *checkpoint.Pending, st codec.StateFile, opIndex int) (codec.S
 	}
 	st.Meta[MetaKey] = data
 	id, be := p.ID(), ls.be
-	return st, files, func() { be.confirm(id, shared) }, nil
+	if !ls.materialize {
+		return st, files, func() { be.confirm(id, shared) }, nil
+	}
+	nb := &base{id: ls.id, taken: ls.now, files: desc.Files}
+	for _, fi := range files {
+		nb.infos = append(nb.infos, fi)
+		nb.size += fi.Size
+	}
+	return st, files, func() {
+		be.confirm(id, shared)
+		be.confirmBase(nb)
+	}, nil
 }
 
 // copyInto returns a function that copies the file src into w.
@@ -402,7 +506,19 @@ func restorePebble(c *checkpoint.Checkpoint, ds []Desc, r state.KeyGroupRange, r
 	// databases hold other key groups.
 	for i := range ds {
 		if ds[i].Start == r.Start && ds[i].End == r.End {
-			return &ds[i], materialize(c, ds[i], dbDir)
+			if err := materialize(c, ds[i], dbDir); err != nil {
+				return nil, err
+			}
+			if len(ds[i].Log) > 0 {
+				kv, err := pebblestate.OpenKV(dbDir, false, nil)
+				if err != nil {
+					return nil, err
+				}
+				if err := errors.Join(replay(c, ds[i], kv), kv.Close()); err != nil {
+					return nil, err
+				}
+			}
+			return &ds[i], nil
 		}
 	}
 	dst, err := pebblestate.OpenKV(dbDir, false, nil)
@@ -418,7 +534,13 @@ func restorePebble(c *checkpoint.Checkpoint, ds []Desc, r state.KeyGroupRange, r
 		err := materialize(c, d, tmp)
 		var src *pebblestate.KV
 		if err == nil {
-			src, err = pebblestate.OpenKV(tmp, true, nil)
+			// read-only, unless its log is to be replayed over it
+			src, err = pebblestate.OpenKV(tmp, len(d.Log) == 0, nil)
+		}
+		if err == nil && len(d.Log) > 0 {
+			if err = replay(c, d, src); err != nil {
+				src.Close()
+			}
 		}
 		if err == nil {
 			_, err = state.CopyKeyGroups(dst, src, state.KeyGroupRange{Start: lo, End: hi})
@@ -437,11 +559,16 @@ func restorePebble(c *checkpoint.Checkpoint, ds []Desc, r state.KeyGroupRange, r
 type Options struct {
 	// Dir is the subtask's own directory (removed on Close): the database
 	// is in Dir/db, local snapshots next to Dir.
-	Dir          string
-	UID          string
-	Subtask      int
-	Incremental  bool
-	MemoryBudget int64
+	Dir         string
+	UID         string
+	Subtask     int
+	Incremental bool
+	// Changelog makes the incremental checkpoints changelog checkpoints
+	// (changelog.go); MaterializeInterval (ms, 0: none) bounds the time
+	// between materializations.
+	Changelog           bool
+	MaterializeInterval int64
+	MemoryBudget        int64
 	// Memory, when set, is the process's budget that the database shares
 	// with the others (MemoryBudget is then ignored).
 	Memory *pebblestate.Memory
@@ -455,7 +582,9 @@ type Options struct {
 // Open opens the Pebble backend of one operator subtask, restoring the
 // databases of opts.Descs that overlap its key groups.
 func Open(opts Options, cfg state.Config) (*Backend, error) {
-	b := &Backend{root: opts.Dir, snapRoot: filepath.Dir(opts.Dir), uid: opts.UID, subtask: opts.Subtask, incremental: opts.Incremental, instance: newInstanceID()}
+	b := &Backend{root: opts.Dir, snapRoot: filepath.Dir(opts.Dir), uid: opts.UID, subtask: opts.Subtask,
+		incremental: opts.Incremental || opts.Changelog, changelog: opts.Changelog, interval: opts.MaterializeInterval,
+		instance: newInstanceID()}
 	dbDir := filepath.Join(opts.Dir, "db")
 	var same *Desc
 	if len(opts.Descs) > 0 {
@@ -484,6 +613,12 @@ func Open(opts Options, cfg state.Config) (*Backend, error) {
 			}
 		}
 		b.confirm(opts.RestoreID, shared)
+	}
+	if b.changelog {
+		if err := b.openLog(); err != nil {
+			be.Close()
+			return nil, err
+		}
 	}
 	return b, nil
 }

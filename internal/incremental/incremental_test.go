@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/codec"
@@ -26,6 +25,7 @@ type incHarness struct {
 	val   state.ValueStore[string, state.VoidNamespace, []byte]
 	store *checkpoint.Store
 	hash  func(string) uint64
+	now   int64 // the processing time of the barriers, ms
 }
 
 func newIncHarness(t *testing.T, store *checkpoint.Store, r state.KeyGroupRange) *incHarness {
@@ -71,7 +71,7 @@ func blobValue(k string, version int) []byte {
 // coordinator would, and returns its metadata.
 func (h *incHarness) checkpoint(id int64) *checkpoint.Metadata {
 	h.t.Helper()
-	token, err := h.be.Snapshot(id, false, 0)
+	token, err := h.be.Snapshot(id, false, false, h.now)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -310,91 +310,6 @@ func sharedBytes(t *testing.T, dir string) int64 {
 		n += st.Size()
 	}
 	return n
-}
-
-// TestMeasureIncrementalCheckpoints measures checkpoints of 1 M keys of
-// Pebble state (100-byte values), full (by key group) against
-// incremental, with 1% of the keys changed between checkpoints. It runs
-// with WEIR_MEASURE=1 (docs/operations.md has the numbers):
-//
-//	WEIR_MEASURE=1 go test -run TestMeasureIncrementalCheckpoints -v .
-func TestMeasureIncrementalCheckpoints(t *testing.T) {
-	if os.Getenv("WEIR_MEASURE") == "" {
-		t.Skip("set WEIR_MEASURE=1")
-	}
-	const keys, rounds = 1_000_000, 5
-	for _, incremental := range []bool{false, true} {
-		dir := filepath.Join(t.TempDir(), "ck")
-		store, err := checkpoint.Open(dir, checkpoint.WithLogger(slog.New(slog.DiscardHandler)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newIncHarness(t, store, state.KeyGroupRange{Start: 0, End: 128})
-		val := h.val
-		put := func(i, v int) {
-			k := fmt.Sprintf("key-%07d", i)
-			val.Put(h.hash(k), k, state.VoidNamespace{}, blobValue(k, v)[:100])
-		}
-		for i := range keys {
-			put(i, 0)
-		}
-		for round := 1; round <= rounds; round++ {
-			if round > 1 {
-				for i := range keys / 100 {
-					put((i*7919+round)%keys, round)
-				}
-			}
-			start := time.Now()
-			var m *checkpoint.Metadata
-			if incremental {
-				m = h.checkpoint(int64(round))
-			} else {
-				m = h.fullCheckpoint(int64(round))
-			}
-			t.Logf("incremental=%t checkpoint %d: wrote %d bytes (state %d bytes) in %v",
-				incremental, round, m.WrittenSize(), m.TotalSize(), time.Since(start).Round(time.Millisecond))
-		}
-	}
-}
-
-// fullCheckpoint is a checkpoint by key group, as a Process operator takes
-// it without IncrementalCheckpoints.
-func (h *incHarness) fullCheckpoint(id int64) *checkpoint.Metadata {
-	h.t.Helper()
-	st := codec.StateFile{UID: "proc", Name: "proc", Parallelism: 1, Groups: map[int][]byte{}}
-	for kg := range 128 {
-		data, err := state.SnapshotKeyGroup(h.be, kg)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if data != nil {
-			st.Groups[kg] = data
-		}
-	}
-	p, err := h.store.Begin(id, checkpoint.KindCheckpoint)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer p.Abort()
-	data, err := codec.Marshal(st)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	w, err := p.Create("op000-proc-0.state")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	w.Write(data)
-	fi, err := w.Close()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	c, err := p.Commit(checkpoint.Metadata{Job: "t", MaxParallelism: 128, Operators: []checkpoint.OperatorState{
-		{UID: "proc", Name: "proc", Parallelism: 1, Files: []checkpoint.FileInfo{fi}}}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return c.Metadata()
 }
 
 // stateFiles reads the state files of operator uid in checkpoint c (not

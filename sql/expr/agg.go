@@ -77,6 +77,9 @@ type AggCall struct {
 	// one hash table with this one (nil: none)
 	group    *distinctGroup
 	groupIdx int // of this call's set in group
+	// unit is the call's DISTINCT unit (DistinctUnits; -1: none): its
+	// values may live in a DistinctStore
+	unit int
 }
 
 func (a *AggCall) slots() int {
@@ -256,6 +259,7 @@ type distinctGroup struct {
 	calls []*AggCall // calls[0] accumulates the row for all
 	col   int
 	strs  bool
+	unit  int // DistinctUnits
 }
 
 // sets returns the group's sets in acc, made from the calls' lists if acc
@@ -285,7 +289,7 @@ func (g *distinctGroup) add(acc []types.Value, v types.Value, mask uint64, n int
 	}
 }
 
-func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filterState) {
+func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filterState, ds DistinctStore) {
 	v := in[g.col]
 	if v.Null {
 		return
@@ -296,7 +300,11 @@ func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filter
 			mask |= 1 << i
 		}
 	}
-	if mask != 0 {
+	switch {
+	case mask == 0:
+	case ds != nil:
+		g.addTo(ds, acc, v, mask, sign)
+	default:
 		g.add(acc, v, mask, sign)
 	}
 }
@@ -304,7 +312,10 @@ func (g *distinctGroup) accumulate(acc, in []types.Value, sign int64, fs *filter
 // distinctAdd adds n (negative: removes) copies of v to the multiset of
 // distinct values (or, for a retracting MIN/MAX, of all values) in
 // acc[c.slot]; first reports whether v appeared or disappeared.
-func (c *AggCall) distinctAdd(acc []types.Value, v types.Value, n int64) (first bool) {
+func (c *AggCall) distinctAdd(acc []types.Value, v types.Value, n int64, ds DistinctStore) (first bool) {
+	if ds != nil && c.unit >= 0 {
+		return c.addTo(ds, acc, v, n)
+	}
 	if !c.hashed {
 		acc[c.slot], first = multisetAdd(acc[c.slot], v, n, c.cmp)
 		return first
@@ -347,7 +358,8 @@ func eachCounted(set types.Value, fn func(v types.Value, n int64)) {
 // result does not reach into the set.
 func countedLen(set types.Value) int {
 	switch set.X.(type) {
-	case *types.CountedSet, *types.CountedSetsView:
+	case *types.CountedSet, *types.CountedSetsView, nil:
+		// nil: a set in a DistinctStore (its size), or an empty one
 		return int(set.I)
 	}
 	return len(set.List()) / 2
@@ -358,6 +370,13 @@ type AggLayout struct {
 	NKeys int
 	Calls []*AggCall
 	size  int
+	// units are the hashed DISTINCT calls' sets as a DistinctStore keeps
+	// them, unitCalls those calls (a unit's together, in the order of its
+	// sets), unitFirst the index in unitCalls of each unit's first
+	// (agg_distinct_store.go)
+	units     []DistinctUnit
+	unitCalls []*AggCall
+	unitFirst []int
 }
 
 // NewAggLayout lays out the accumulator of nkeys group keys and calls,
@@ -408,6 +427,7 @@ func NewAggLayout(nkeys int, calls []*AggCall) *AggLayout {
 			}
 		}
 	}
+	l.numberUnits()
 	return l
 }
 
@@ -460,12 +480,22 @@ func (l *AggLayout) Count(acc []types.Value) int64 { return acc[l.NKeys].I }
 
 // Accumulate adds (sign 1) or retracts (sign -1) one input row.
 func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) {
+	l.accumulate(acc, in, sign, nil)
+}
+
+// AccumulateWith is Accumulate with the values of the DISTINCT units in
+// ds (DistinctStore): acc holds their sizes only.
+func (l *AggLayout) AccumulateWith(acc []types.Value, in []types.Value, sign int64, ds DistinctStore) {
+	l.accumulate(acc, in, sign, ds)
+}
+
+func (l *AggLayout) accumulate(acc []types.Value, in []types.Value, sign int64, ds DistinctStore) {
 	acc[l.NKeys].I += sign
 	var fs filterState
 	for _, c := range l.Calls {
 		if c.group != nil {
 			if c.group.calls[0] == c {
-				c.group.accumulate(acc, in, sign, &fs)
+				c.group.accumulate(acc, in, sign, &fs, ds)
 			}
 			continue // done by its group's first call
 		}
@@ -492,7 +522,7 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 		if c.Distinct {
 			// a multiset of values; the aggregate sees a value when its
 			// count goes 0 -> 1 (add) or 1 -> 0 (retract)
-			if !c.distinctAdd(acc, v, sign) {
+			if !c.distinctAdd(acc, v, sign, ds) {
 				continue
 			}
 			if c.Kind == AggCount {
@@ -525,7 +555,13 @@ func (l *AggLayout) Accumulate(acc []types.Value, in []types.Value, sign int64) 
 }
 
 // Merge folds src into dst (session windows merging).
-func (l *AggLayout) Merge(dst, src []types.Value) {
+func (l *AggLayout) Merge(dst, src []types.Value) { l.merge(dst, src, nil) }
+
+// MergeWith is Merge into a dst whose DISTINCT units' values are in ds
+// (src's are its own, a local phase's partial).
+func (l *AggLayout) MergeWith(dst, src []types.Value, ds DistinctStore) { l.merge(dst, src, ds) }
+
+func (l *AggLayout) merge(dst, src []types.Value, ds DistinctStore) {
 	dst[l.NKeys].I += src[l.NKeys].I
 	for _, c := range l.Calls {
 		if c.Kind == aggUser {
@@ -536,8 +572,12 @@ func (l *AggLayout) Merge(dst, src []types.Value) {
 			c.mergeMore(dst, src)
 			continue
 		}
+		if ds != nil && c.unit >= 0 {
+			c.mergeTo(ds, dst, src)
+			continue
+		}
 		if c.Distinct || ((c.Kind == AggMin || c.Kind == AggMax) && c.Retract) {
-			eachCounted(src[c.slot], func(v types.Value, n int64) { c.distinctAdd(dst, v, n) })
+			eachCounted(src[c.slot], func(v types.Value, n int64) { c.distinctAdd(dst, v, n, nil) })
 			if c.Distinct && (c.Kind == aggSum || c.Kind == aggSum0 || c.Kind == aggAvg) {
 				// recompute the sum of the merged distinct values
 				var sum types.Value

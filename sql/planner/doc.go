@@ -7,7 +7,12 @@
 // as Flink's planner), and each rel builds its operator on a job through
 // weir's public API (FromSource, Map, Filter, KeyBy, Window/Aggregate,
 // keyed Process functions with weir state), so that checkpoints,
-// savepoints, rescaling and Pebble state hold for SQL jobs.
+// savepoints, rescaling and Pebble state hold for SQL jobs. Where the job
+// keeps keyed state in Pebble, some operators keep it in another shape
+// than on the heap, so that a row reads and writes what it changes and no
+// more: event-time window aggregations run on Process functions
+// (window_state.go), and a group aggregation's DISTINCT sets are map state,
+// an entry per value (groupagg_distinct.go).
 //
 // The rules live one per file (join_windowmax.go, join_maxprune.go,
 // reuse.go, prune.go...), each beside the operator it plans; Config

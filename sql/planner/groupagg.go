@@ -429,7 +429,7 @@ func groupAggRel(in *rel, keys []expr.Expr, layout *expr.AggLayout, out *expr.Sc
 		ub := b.needUB(r)
 		grows := !twoPhase && in.mode == types.InsertOnly && countsEveryRow(layout)
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows}
+			fn := groupAggFn{layout: layout, keys: keyEvals, rows: rm, ub: ub, grows: grows, storeDistinct: b.storesDistinct(layout), opts: b.stateOpts()}
 			if miniBatch > 0 {
 				return &miniBatchAggFn{groupAggFn: fn, size: miniBatch, merge: twoPhase}
 			}
@@ -458,11 +458,42 @@ type groupAggFn struct {
 	grows bool
 	// ub: an update emits its -U (ub.go); else +U alone
 	ub *bool
+	// storeDistinct: the DISTINCT sets are in map state (distinct, nil
+	// on the heap: groupagg_distinct.go), the accumulators hold their
+	// sizes
+	storeDistinct bool
+	distinct      *distinctState
+	// restored: on the heap, the same map state, which holds entries only
+	// when restored from a savepoint taken on Pebble (internalize)
+	restored *distinctState
+	// opts: the state's TTL ('table.exec.state.ttl', builder.stateOpts)
+	opts []weir.StateOption
 }
 
 func (f *groupAggFn) Open(rc *weir.RuntimeContext[string]) error {
-	f.acc = weir.NewValueState[packedAcc](rc, "acc")
+	f.acc = weir.NewValueState[packedAcc](rc, "acc", f.opts...)
+	switch {
+	case f.storeDistinct:
+		f.distinct = newDistinctState(rc, f.layout, f.opts...)
+	case len(f.layout.DistinctUnits()) > 0:
+		f.restored = newDistinctState(rc, f.layout, f.opts...)
+	}
 	return nil
+}
+
+// expired clears what is left of a group whose accumulator is gone, when
+// the state has a TTL: its DISTINCT entries, which expire one by one, so
+// some may outlive the accumulator (the group starts over).
+func (f *groupAggFn) expired() {
+	if len(f.opts) == 0 {
+		return
+	}
+	if f.distinct != nil {
+		f.distinct.m.Clear()
+	}
+	if f.restored != nil {
+		f.restored.m.Clear()
+	}
 }
 
 // create makes a new group's accumulator for its first row in (not yet
@@ -527,7 +558,6 @@ func (f *groupAggFn) beforeRow(acc, before []types.Value) []types.Value {
 }
 
 func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
-	l := f.layout
 	st, ok := f.acc.Value()
 	sign := int64(1)
 	if in.Kind.IsRetraction() {
@@ -541,14 +571,26 @@ func (f *groupAggFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], i
 	var prev []types.Value
 	var acc []types.Value
 	if ok {
+		// (written out here and in EndBatch, not a method: the heap's
+		// path is as it was, measured)
 		acc, f.scratch = st.unpack(f.scratch)
+		if f.distinct != nil {
+			f.layout.Externalize(acc, f.distinct)
+		} else if f.restored != nil && f.layout.SizesOnly(acc) {
+			acc = f.restored.internalize(f.layout, acc)
+		}
 		if f.needBefore() {
 			prev = f.results(acc)
 		}
 	} else {
+		f.expired()
 		acc = f.create(in.Values)
 	}
-	l.Accumulate(acc, in.Values, sign)
+	if f.distinct != nil {
+		f.layout.AccumulateWith(acc, in.Values, sign, f.distinct)
+	} else {
+		f.layout.Accumulate(acc, in.Values, sign)
+	}
 	f.settle(ctx, st, ok, prev, acc, !ok)
 	return nil
 }
@@ -568,6 +610,11 @@ func (f *groupAggFn) settle(ctx *weir.KeyedContext[string, types.Row], st packed
 			ctx.Emit(types.Row{Kind: types.Delete, Values: f.beforeRow(acc, prev)})
 		}
 		f.acc.Clear()
+		if f.distinct != nil && f.layout.HoldsDistinct(acc) {
+			// values left by retractions of rows never added: the heap
+			// drops them with the accumulator
+			f.distinct.m.Clear()
+		}
 	default:
 		f.acc.Update(st.store(acc, owned))
 		next := f.output(acc)
@@ -645,9 +692,16 @@ func (f *miniBatchAggFn) EndBatch(ctx *weir.KeyedContext[string, types.Row]) err
 		var prev, acc []types.Value
 		if ok {
 			acc, f.scratch = st.unpack(f.scratch)
+			if f.distinct != nil {
+				f.layout.Externalize(acc, f.distinct)
+			} else if f.restored != nil && f.layout.SizesOnly(acc) {
+				acc = f.restored.internalize(f.layout, acc)
+			}
 			if f.needBefore() {
 				prev = f.results(acc)
 			}
+		} else {
+			f.expired()
 		}
 		acc = f.fold(acc, p.rows)
 		clear(p.rows)
@@ -668,6 +722,11 @@ func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value
 		switch {
 		case f.merge && acc == nil:
 			acc = append([]types.Value(nil), in.Values...)
+			if f.distinct != nil {
+				l.Externalize(acc, f.distinct)
+			}
+		case f.merge && f.distinct != nil:
+			l.MergeWith(acc, in.Values, f.distinct)
 		case f.merge:
 			l.Merge(acc, in.Values)
 		case in.Kind.IsRetraction() && acc == nil:
@@ -680,7 +739,11 @@ func (f *miniBatchAggFn) fold(acc []types.Value, rows []types.Row) []types.Value
 			if in.Kind.IsRetraction() {
 				sign = -1
 			}
-			l.Accumulate(acc, in.Values, sign)
+			if f.distinct != nil {
+				l.AccumulateWith(acc, in.Values, sign, f.distinct)
+			} else {
+				l.Accumulate(acc, in.Values, sign)
+			}
 		}
 	}
 	return acc

@@ -237,6 +237,12 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 			// lending sink reuse a ring (lend.go); a pair the residual
 			// condition refuses costs no allocation either way
 			lend, rows := b.lendRows(r), ringRows(b.job)
+			jopts := []weir.RetentionOption{b.uid("join")}
+			if b.ttl > 0 {
+				// 'table.exec.state.ttl': a row expires that long after
+				// it arrived
+				jopts = append(jopts, weir.StateRetention(b.ttl))
+			}
 			return weir.JoinWith(lks, rks, func() func(string, types.Row, types.Row) (types.Row, bool) {
 				var ring *rowRing
 				var scratch []types.Value
@@ -268,13 +274,13 @@ func (p *planner) planJoin(j *parser.Join) (*rel, error) {
 					}
 					return types.Row{Values: vs}, true
 				}
-			}, b.uid("join")), nil
+			}, jopts...), nil
 		}
 		// a changelog join: both sides in one keyed process function; the
 		// right side's rows are tagged in their kind's high bit
 		ks := sidesKeyed(b, ls, rs, lk, rk, "join-tag")
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &joinFn{nl: nl, nr: nr, residual: resEval, outer: [2]bool{leftOuter, rightOuter}}
+			return &joinFn{nl: nl, nr: nr, residual: resEval, outer: [2]bool{leftOuter, rightOuter}, opts: b.stateOpts()}
 		}, b.uid("changelog-join")), nil
 	}
 	return r, nil
@@ -355,14 +361,15 @@ type joinFn struct {
 	residual expr.EvalFn
 	outer    [2]bool // left, right side preserved
 	side     [2]*weir.MapState[string, string, types.Row]
+	opts     []weir.StateOption // 'table.exec.state.ttl'
 }
 
 // A stored row's Values are the row's values followed by two counters:
 // its multiplicity and its number of matches on the other side.
 
 func (f *joinFn) Open(rc *weir.RuntimeContext[string]) error {
-	f.side[0] = weir.NewMapState[string, types.Row](rc, "left")
-	f.side[1] = weir.NewMapState[string, types.Row](rc, "right")
+	f.side[0] = weir.NewMapState[string, types.Row](rc, "left", f.opts...)
+	f.side[1] = weir.NewMapState[string, types.Row](rc, "right", f.opts...)
 	return nil
 }
 

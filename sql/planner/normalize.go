@@ -39,7 +39,7 @@ func normalizeRel(r *rel, td *tableDef) (*rel, error) {
 			return types.Key(k)
 		})
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &normalizeFn{}
+			return &normalizeFn{opts: b.stateOpts()}
 		}, b.uid("normalize")), nil
 	}
 	return out, nil
@@ -47,10 +47,11 @@ func normalizeRel(r *rel, td *tableDef) (*rel, error) {
 
 type normalizeFn struct {
 	last *weir.ValueState[string, types.Row]
+	opts []weir.StateOption // 'table.exec.state.ttl'
 }
 
 func (f *normalizeFn) Open(rc *weir.RuntimeContext[string]) error {
-	f.last = weir.NewValueState[types.Row](rc, "last")
+	f.last = weir.NewValueState[types.Row](rc, "last", f.opts...)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
@@ -110,6 +111,17 @@ type builder struct {
 	// aggregations that would keep theirs on the heap run on keyed
 	// process functions (window_state.go)
 	pebble bool
+	// ttl: 'table.exec.state.ttl' (Session.stateTTL), 0 for none
+	ttl time.Duration
+}
+
+// stateOpts are the state options of an operator's keyed state under
+// 'table.exec.state.ttl': weir.TTL, or none.
+func (b *builder) stateOpts() []weir.StateOption {
+	if b.ttl <= 0 {
+		return nil
+	}
+	return []weir.StateOption{weir.TTL(b.ttl)}
 }
 
 func (b *builder) stream(r *rel) (*weir.Stream[types.Row], error) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/sql/connector"
@@ -68,7 +69,10 @@ func (s *Session) parallelism() int {
 // 'jobmanager') and weir's 'heap' keep it in memory.
 // 'execution.checkpointing.incremental' (or the older
 // 'state.backend.incremental') = 'true' makes Pebble's checkpoints
-// incremental.
+// incremental; 'state.backend.changelog.enabled' = 'true' makes them
+// changelog checkpoints (weir.StateChangelog), materialized at most
+// 'state.backend.changelog.periodic-materialize.interval' apart (Flink's
+// default, 10 min; '0' or a negative interval: by size alone).
 func (s *Session) stateBackend() ([]weir.JobOption, error) {
 	var opts []weir.JobOption
 	typ, ok := s.sets["state.backend.type"]
@@ -115,6 +119,28 @@ func (s *Session) stateBackend() ([]weir.JobOption, error) {
 				return nil, fmt.Errorf("SET '%s' = '%s': want true or false", k, v)
 			}
 			break
+		}
+	}
+	if v, ok := s.sets["state.backend.changelog.enabled"]; ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true":
+			interval := 10 * time.Minute
+			if iv, ok := s.sets["state.backend.changelog.periodic-materialize.interval"]; ok {
+				d, err := connector.ParseDuration(iv)
+				if err != nil {
+					if n, perr := strconv.ParseInt(strings.TrimSpace(iv), 10, 64); perr == nil && n <= 0 {
+						d, err = 0, nil
+					}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("SET 'state.backend.changelog.periodic-materialize.interval' = '%s': %w", iv, err)
+				}
+				interval = max(d, 0)
+			}
+			opts = append(opts, weir.StateChangelog(interval))
+		case "false":
+		default:
+			return nil, fmt.Errorf("SET 'state.backend.changelog.enabled' = '%s': want true or false", v)
 		}
 	}
 	return opts, nil
@@ -331,7 +357,11 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 	}
 	opts = append(opts, backend...) // a SET in the script wins over the command line's
 	job := weir.NewJob(name, opts...)
-	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows}
+	ttl, err := s.stateTTL()
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows, ttl: ttl}
 	for _, st := range stmts {
 		if err := b.prepare(st.root); err != nil {
 			return nil, err
@@ -399,6 +429,24 @@ const (
 	miniBatchLatency = "table.exec.mini-batch.allow-latency"
 	miniBatchSize    = "table.exec.mini-batch.size"
 )
+
+// stateTTL is Flink's 'table.exec.state.ttl' (idle state retention): how
+// long the state of a group aggregation, a regular join, a Top-N or
+// deduplication and a changelog normalization keeps a key's entry after
+// it was last written, in processing time (0, the default: for ever). As
+// Flink's, it is a state TTL (weir.TTL): an expired entry is never read
+// again, and a key that comes back starts over.
+func (s *Session) stateTTL() (time.Duration, error) {
+	v, ok := s.sets["table.exec.state.ttl"]
+	if !ok {
+		return 0, nil
+	}
+	d, err := connector.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("SET 'table.exec.state.ttl' = '%s': want a duration ('1 h', '30 min', '0 ms' for none)", v)
+	}
+	return d, nil
+}
 
 // miniBatch is the mini-batch size of group aggregations: 0 when
 // 'table.exec.mini-batch.enabled' is not 'true'. As Flink, enabled needs

@@ -49,7 +49,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	demo := group("demo", "Run a built-in demo job")
 	demo.AddCommand(newDemoAdclicks(), newDemoFraud(), newDemoCDC(), newDemoBroker())
 	bench := group("bench", "Run a built-in benchmark")
-	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP(), newBenchGroup(), newBenchBroker())
+	bench.AddCommand(newBenchAdclicks(), newBenchLog(), newBenchNexmark(), newBenchCEP(), newBenchGroup(), newBenchBroker(), newBenchCheckpoint())
 	root.AddCommand(demo, bench, newCheckpoints(), newSavepoint(), newNexmark(), newSQL(), newGroup(), newBroker())
 	root.AddCommand(newTopicCommands()...)
 	checkFlagsTree(root)

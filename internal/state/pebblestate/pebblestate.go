@@ -57,6 +57,7 @@ type Options struct {
 type Backend struct {
 	*state.Serial
 	db    *pebble.DB
+	kv    *kv
 	opts  Options
 	mem   *Memory
 	cache *state.CachedKV // nil if disabled
@@ -85,6 +86,14 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 		Merger:                      listMerger,
 		Logger:                      quiet{},
 	}
+	// Files of at most 8 MiB (Pebble's default doubles per level from
+	// 2 MiB, to 128 MiB at L6): a changelog checkpoint uploads the next
+	// base a few files at a time, within a share of the state
+	// (internal/incremental), and an incremental one re-uploads whole
+	// files.
+	for i := range popts.TargetFileSizes {
+		popts.TargetFileSizes[i] = min(int64(2<<20)<<i, 8<<20)
+	}
 	for i := range popts.Levels {
 		// Bloom filters: a lookup of an absent key (a new key's state, a
 		// timer not registered yet) reads no data block.
@@ -94,7 +103,8 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblestate: open %s: %w", o.Dir, err)
 	}
-	var store state.KVStore = &kv{db: db}
+	base := &kv{db: db}
+	var store state.KVStore = base
 	var cache *state.CachedKV
 	if size := o.RecordCache; size >= 0 {
 		if size == 0 {
@@ -108,7 +118,7 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Backend{Serial: s, db: db, opts: o, mem: mem, cache: cache}, nil
+	return &Backend{Serial: s, db: db, kv: base, opts: o, mem: mem, cache: cache}, nil
 }
 
 // Close closes the database and, with RemoveOnClose, removes its
@@ -139,6 +149,54 @@ func (b *Backend) Checkpoint(dir string) error {
 	return b.db.Checkpoint(dir)
 }
 
+// SetRecorder makes r receive every write that reaches the database from
+// now on, in order (nil: none): the changes a changelog checkpoint saves
+// (internal/incremental). Writes the record cache holds reach r when they
+// reach the database: FlushCache before reading what r has.
+func (b *Backend) SetRecorder(r Recorder) { b.kv.rec = r }
+
+// FlushCache writes the record cache's dirty entries into the database
+// (its memtable), not the memtable into files.
+func (b *Backend) FlushCache() error {
+	if b.cache == nil {
+		return nil
+	}
+	return b.cache.Flush()
+}
+
+// Op is the kind of a write a Recorder receives.
+type Op byte
+
+// The writes a Recorder receives. For OpDeleteRange, the value is the
+// range's end (exclusive); for OpDelete, it is empty.
+const (
+	OpSet Op = 1 + iota
+	OpDelete
+	OpDeleteRange
+	OpMerge
+)
+
+// Recorder receives the writes that reach a database, in the order they
+// reach it. An error fails the write.
+type Recorder interface {
+	Record(op Op, key, value []byte) error
+}
+
+// Apply applies a recorded write to kv.
+func Apply(kv state.KVStore, op Op, key, value []byte) error {
+	switch op {
+	case OpSet:
+		return kv.Set(key, value)
+	case OpDelete:
+		return kv.Delete(key)
+	case OpDeleteRange:
+		return kv.DeleteRange(key, value)
+	case OpMerge:
+		return kv.Merge(key, value)
+	}
+	return fmt.Errorf("pebblestate: unknown write %d", op)
+}
+
 // Flush writes the record cache's dirty entries into the database and
 // its memtables into files: the database then holds all the state, on
 // disk (it has no write-ahead log).
@@ -157,6 +215,7 @@ func (b *Backend) DiskUsage() uint64 { return b.db.Metrics().DiskSpaceUsage() }
 // kv adapts a Pebble database to state.KVStore.
 type kv struct {
 	db     *pebble.DB
+	rec    Recorder // nil: none
 	closed bool
 }
 
@@ -172,12 +231,41 @@ func (k *kv) Get(dst, key []byte) ([]byte, bool, error) {
 	return dst, true, c.Close()
 }
 
-func (k *kv) Set(key, value []byte) error { return k.db.Set(key, value, pebble.NoSync) }
-func (k *kv) Delete(key []byte) error     { return k.db.Delete(key, pebble.NoSync) }
+func (k *kv) Set(key, value []byte) error {
+	if k.rec != nil {
+		if err := k.rec.Record(OpSet, key, value); err != nil {
+			return err
+		}
+	}
+	return k.db.Set(key, value, pebble.NoSync)
+}
+
+func (k *kv) Delete(key []byte) error {
+	if k.rec != nil {
+		if err := k.rec.Record(OpDelete, key, nil); err != nil {
+			return err
+		}
+	}
+	return k.db.Delete(key, pebble.NoSync)
+}
+
 func (k *kv) DeleteRange(start, end []byte) error {
+	if k.rec != nil {
+		if err := k.rec.Record(OpDeleteRange, start, end); err != nil {
+			return err
+		}
+	}
 	return k.db.DeleteRange(start, end, pebble.NoSync)
 }
-func (k *kv) Merge(key, operand []byte) error { return k.db.Merge(key, operand, pebble.NoSync) }
+
+func (k *kv) Merge(key, operand []byte) error {
+	if k.rec != nil {
+		if err := k.rec.Record(OpMerge, key, operand); err != nil {
+			return err
+		}
+	}
+	return k.db.Merge(key, operand, pebble.NoSync)
+}
 
 func (k *kv) Scan(start, end []byte, fn func(key, value []byte) bool) (err error) {
 	// The iterator keeps its bounds: they are copied, as callers reuse

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,6 +113,11 @@ func TestKillAndRestartPebbleIncremental(t *testing.T) {
 		// across a restart: here only the checkpoints retained when a
 		// start ends are seen, so it is counted, not required).
 		par := []string{"--parallelism", strconv.Itoa(2 - (rounds+1)%2)}
+		if rounds%2 == 0 {
+			// even rounds with the state changelog: checkpoints list a
+			// base and log segments, a restore replays them
+			par = append(par, "--changelog")
+		}
 		killed := 0
 		seen := map[int64]use{}
 		for a := 0; ; a++ {
@@ -167,8 +173,12 @@ func TestKillAndRestartPebbleIncremental(t *testing.T) {
 		sum.checkpoints += st.checkpoints
 		sum.reusing += st.reusing
 		sum.acrossRestart += st.acrossRestart
-		t.Logf("round %d (%s %s): %d kills, %v; %d checkpoints seen, %d reusing shared files (%d reusing files of an earlier start), %d retained",
-			rounds, par[0], par[1], killed, time.Since(roundStart).Round(time.Millisecond), st.checkpoints, st.reusing, st.acrossRestart, retained)
+		sum.logging += st.logging
+		t.Logf("round %d (%v): %d kills, %v; %d checkpoints seen, %d reusing shared files (%d reusing files of an earlier start), %d listing log segments, %d retained",
+			rounds, par, killed, time.Since(roundStart).Round(time.Millisecond), st.checkpoints, st.reusing, st.acrossRestart, st.logging, retained)
+	}
+	if rounds >= 2 && sum.logging == 0 {
+		t.Fatalf("of %d checkpoints, none listed a state changelog segment: the changelog path was not exercised", sum.checkpoints)
 	}
 	if sum.reusing == 0 {
 		t.Fatalf("of %d checkpoints, none listed a shared file that an earlier one uploaded: the incremental path was not exercised", sum.checkpoints)
@@ -179,12 +189,15 @@ func TestKillAndRestartPebbleIncremental(t *testing.T) {
 
 // use says whether a checkpoint listed shared files that earlier
 // checkpoints uploaded: of the same start of the job, or of an earlier one.
-type use struct{ reuses, acrossRestart bool }
+type use struct{ reuses, acrossRestart, logs bool }
 
-type useStats struct{ checkpoints, reusing, acrossRestart int }
+type useStats struct{ checkpoints, reusing, acrossRestart, logging int }
 
 func (s *useStats) add(u use) {
 	s.checkpoints++
+	if u.logs {
+		s.logging++
+	}
 	if u.reuses {
 		s.reusing++
 	}
@@ -262,6 +275,9 @@ func observe(t *testing.T, dir string, before int64, seen map[int64]use) {
 			for _, f := range op.Files {
 				if !f.Shared {
 					continue
+				}
+				if strings.Contains(f.Name, "/changelog-") {
+					u.logs = true
 				}
 				switch {
 				case f.UploadedIn < 1 || f.UploadedIn > m.ID:

@@ -68,6 +68,8 @@ func main() {
 		in2     = flag.String("in2", "in2", "second input topic (--keyed join)")
 		lag     = flag.Duration("lag", 0, `--keyed chain: sleep this long per first-stage result (this process's first stage lags behind the others')`)
 		batch   = flag.Int("batch-size", 0, "the job's batch size (0: weir's default); small batches with --pace let barriers, and so commits with open state, come often")
+		backend = flag.String("state-backend", "heap", "keyed state backend: heap or pebble (in --state-dir)")
+		sdir    = flag.String("state-dir", "", "directory of the Pebble state (--state-backend pebble; default: the temporary directory)")
 	)
 	flag.Parse()
 	if *brokers == "" {
@@ -84,6 +86,14 @@ func main() {
 	}
 	if *batch > 0 {
 		opts = append(opts, weir.BatchSize(*batch))
+	}
+	switch *backend {
+	case "heap":
+	case "pebble":
+		opts = append(opts, weir.PebbleState(*sdir, 0))
+	default:
+		fmt.Fprintf(os.Stderr, "groupjob: --state-backend %q: want heap or pebble\n", *backend)
+		os.Exit(2)
 	}
 	job := weir.NewJob("groupjob", opts...)
 	seeds := strings.Split(*brokers, ",")

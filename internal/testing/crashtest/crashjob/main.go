@@ -44,6 +44,7 @@ func main() {
 		stateDir  = flag.String("state-dir", "", "directory of the Pebble state (--state pebble; default: the system's temporary directory)")
 		stateMem  = flag.Int64("state-memory", 0, "memory budget of the Pebble state in bytes (0: the default)")
 		incr      = flag.Bool("incremental", false, "incremental checkpoints (of Pebble state)")
+		changelog = flag.Bool("changelog", false, "changelog checkpoints (of Pebble state; weir.StateChangelog, materialized by size alone)")
 	)
 	flag.Parse()
 	if *ckDir == "" || *out == "" {
@@ -66,6 +67,9 @@ func main() {
 	}
 	if *incr {
 		opts = append(opts, weir.IncrementalCheckpoints())
+	}
+	if *changelog {
+		opts = append(opts, weir.StateChangelog(0))
 	}
 	if *failpoint != "" {
 		opts = append(opts, engine.CheckpointHook(func(stage engine.CheckpointStage, id int64) {
