@@ -123,8 +123,8 @@ func TestMetamorphic(t *testing.T) {
 }
 
 // runMeta runs c's job over evs into an exactly-once sink and returns the
-// committed output.
-func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
+// committed output; extra options come after c's.
+func runMeta(t *testing.T, evs []ev, c metaConfig, extra ...weir.JobOption) []string {
 	t.Helper()
 	ckDir := t.TempDir()
 	opts := []weir.JobOption{weir.Parallelism(c.p), weir.BatchSize(c.batch), weir.BufferTimeout(c.buffer),
@@ -138,7 +138,7 @@ func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
 			opts = append(opts, weir.IncrementalCheckpoints())
 		}
 	}
-	job := weir.NewJob("meta", opts...)
+	job := weir.NewJob("meta", append(opts, extra...)...)
 	var in weir.Source[ev] = weir.SliceSource(evs)
 	if c.ckEvery > 0 {
 		in = weirtest.CheckpointEvery(func() *weir.Job { return job }, in.(weir.RestorableSource[ev]), c.ckEvery)

@@ -197,3 +197,16 @@ func TestStateWindowRestoreOtherBackendFails(t *testing.T) {
 		}
 	}
 }
+
+// A window aggregation on Pebble with changelog checkpoints (its writes
+// logged per checkpoint), checkpointed often, failing once and restarting
+// from the latest checkpoint: the output of a plain heap run.
+func TestStateWindowChangelogRestart(t *testing.T) {
+	evs := randomEvents(newRand(5), 8000, 200, 3000)
+	c := metaConfig{kind: "window", p: 2, batch: 64, pebble: true, ckEvery: 500, failAt: 5000}
+	want := runMeta(t, evs, c.reference())
+	got := runMeta(t, evs, c, weir.StateChangelog(0))
+	if len(want) < 100 || !slices.Equal(got, want) {
+		t.Fatalf("%d records with changelog checkpoints, %d on the heap:\n%s", len(got), len(want), firstDiff(want, got))
+	}
+}
