@@ -17,6 +17,11 @@ import (
 // WindowResult per key and window when the watermark passes the window's
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
+//
+// On PebbleState, over event-time Tumbling, Hopping and Session windows
+// with the default trigger, the windows and their timers are keyed state
+// in Pebble (see PebbleState); the key and accumulator types must then be
+// encodable.
 func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...WindowOption) *Stream[WindowResult[K, OUT]] {
 	render := func(emit func(WindowResult[K, OUT]), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error {
 		emit(WindowResult[K, OUT]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
