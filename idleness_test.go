@@ -52,11 +52,18 @@ func (r *twoReader) Close() error { return nil }
 // Without idleness, the test waits until the window operator took all 100
 // records and checks that its watermark is still "none" (nothing can
 // fire); it does not wait some time for a wrong firing to show.
+// The window runs on the heap's window operator, and on PebbleState's
+// process function (window_state.go).
 func TestIdleSplitStopsHoldingTheWatermark(t *testing.T) {
-	for _, idle := range []bool{false, true} {
+	for _, c := range []struct{ idle, pebble bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		idle := c.idle
 		var clock atomic.Int64 // a fake clock that moves 10ms per reading
 		now := func() time.Time { return time.UnixMilli(clock.Add(10)) }
-		job := weir.NewJob("idle", weir.Clock(now))
+		opts := []weir.JobOption{weir.Clock(now)}
+		if c.pebble {
+			opts = append(opts, weir.PebbleState(t.TempDir(), 4<<20))
+		}
+		job := weir.NewJob("idle", opts...)
 		ws := weir.BoundedOutOfOrderness(0, func(e ev) time.Time { return time.UnixMilli(e.TS) })
 		if idle {
 			ws = ws.WithIdleness(time.Second)

@@ -135,17 +135,30 @@ func HeapState() JobOption {
 	return engine.HeapState()
 }
 
-// PebbleState keeps the keyed state and timers of Process operators in a
-// Pebble LSM under dir, so state can be larger than memory; memoryBudget
-// bounds the bytes Pebble keeps in memory in the process, for all the
-// job's operators and subtasks together (0: 64 MiB): one block cache of
-// three eighths of it that every database shares, memtables that add up
-// to half of it, and an eighth for the record caches: each database's
-// state entries in memory in front of it, written back to it when evicted
-// and at checkpoints (Kafka Streams' record cache). Go's heap (the operators' buffers, records in flight) comes
-// on top: under a memory limit, set GOMEMLIMIT to what is left.
-// Checkpoints copy Pebble state by key group like heap state (not yet
-// incrementally); window operators keep their state on the heap.
+// PebbleState keeps the keyed state and timers of Process operators and
+// of window aggregations (below) in a Pebble LSM under dir, so state can
+// be larger than memory; memoryBudget bounds the bytes Pebble keeps in
+// memory in the process, for all the job's operators and subtasks
+// together (0: 64 MiB): one block cache of three eighths of it that every
+// database shares, memtables that add up to half of it, and an eighth for
+// the record caches: each database's state entries in memory in front of
+// it, written back to it when evicted and at checkpoints (Kafka Streams'
+// record cache). Go's heap (the operators' buffers, records in flight)
+// comes on top: under a memory limit, set GOMEMLIMIT to what is left.
+// Checkpoints copy Pebble state by key group like heap state (see
+// IncrementalCheckpoints for SST files instead).
+//
+// Besides Process, Aggregate and Reduce over event-time Tumbling, Hopping
+// and Session windows with the default trigger (AllowedLateness,
+// Retracting and LateEvents included) keep their windows and timers in
+// Pebble: on PebbleState they run on keyed process functions, with the
+// results of the heap's window operators (docs/time-and-windows.md,
+// "Window state in Pebble"); their key and accumulator types must then be
+// encodable (no channels, functions or interfaces), or Run fails naming
+// the operator. The other keyed operators (other triggers, Global and
+// Sliding windows, ProcessWindow, CoGroup, joins, CEP...) keep their state
+// on the heap: Job.HeapStateOperators names them, and the job logs them
+// when it starts.
 func PebbleState(dir string, memoryBudget int64) JobOption {
 	return engine.PebbleState(dir, memoryBudget)
 }

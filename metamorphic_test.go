@@ -100,6 +100,11 @@ func TestMetamorphic(t *testing.T) {
 			// incremental Pebble checkpoints that fails and restarts.
 			c.kind, c.pebble, c.incremental, c.failAt = "process", true, true, len(evs)/2+r.IntN(len(evs)/4)
 		}
+		if i == 1 {
+			// and its window counterpart: the window's state is in Pebble
+			// too (a process function, window_state.go)
+			c.kind, c.pebble, c.incremental, c.failAt = "window", true, true, len(evs)/2+r.IntN(len(evs)/4)
+		}
 		ref := c.reference()
 		want, ok := refs[ref]
 		if !ok {
@@ -118,8 +123,8 @@ func TestMetamorphic(t *testing.T) {
 }
 
 // runMeta runs c's job over evs into an exactly-once sink and returns the
-// committed output.
-func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
+// committed output; extra options come after c's.
+func runMeta(t *testing.T, evs []ev, c metaConfig, extra ...weir.JobOption) []string {
 	t.Helper()
 	ckDir := t.TempDir()
 	opts := []weir.JobOption{weir.Parallelism(c.p), weir.BatchSize(c.batch), weir.BufferTimeout(c.buffer),
@@ -133,7 +138,7 @@ func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
 			opts = append(opts, weir.IncrementalCheckpoints())
 		}
 	}
-	job := weir.NewJob("meta", opts...)
+	job := weir.NewJob("meta", append(opts, extra...)...)
 	var in weir.Source[ev] = weir.SliceSource(evs)
 	if c.ckEvery > 0 {
 		in = weirtest.CheckpointEvery(func() *weir.Job { return job }, in.(weir.RestorableSource[ev]), c.ckEvery)
@@ -171,7 +176,7 @@ func runMeta(t *testing.T, evs []ev, c metaConfig) []string {
 	if n := job.Metrics().Checkpoints.Restarts; (c.failAt >= 0) != (n == 1) || n > 1 {
 		t.Fatalf("%v: %d restarts (failure injected: %v)", c, n, failed.Load())
 	}
-	if c.incremental && c.kind == "process" { // window state stays on the heap
+	if c.incremental { // the window's state is in Pebble too (window_state.go)
 		if shared, _ := os.ReadDir(filepath.Join(ckDir, "shared")); len(shared) == 0 {
 			t.Errorf("%v: no shared files after incremental checkpoints", c)
 		}

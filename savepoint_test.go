@@ -54,10 +54,21 @@ func windowJobFrom(w weir.Windows, gen weir.Source[ev], p int, dir string, sink 
 // Stop-with-savepoint at parallelism 2, restore at 1 and at 4: the output
 // before the stop plus the output after the restore equals one
 // uninterrupted run — for the aligned (tumbling), general (session) and
-// sliding window operators.
+// sliding window operators, and for tumbling and session windows on
+// PebbleState (process functions with their state in Pebble).
 func TestStopWithSavepointAndRescale(t *testing.T) {
 	const n = 30000
-	for _, w := range []weir.Windows{weir.Tumbling(time.Second), weir.Session(150 * time.Millisecond), weir.Sliding(500 * time.Millisecond)} {
+	type windowCase struct {
+		w      weir.Windows
+		pebble bool
+	}
+	for _, c := range []windowCase{{weir.Tumbling(time.Second), false}, {weir.Session(150 * time.Millisecond), false}, {weir.Sliding(500 * time.Millisecond), false},
+		{weir.Tumbling(time.Second), true}, {weir.Session(150 * time.Millisecond), true}} {
+		w := c.w
+		var opts []weir.JobOption
+		if c.pebble {
+			opts = append(opts, weir.PebbleState(t.TempDir(), 4<<20))
+		}
 		ref := newMemSink()
 		if err := windowJobOf(w, n, 0, 2, t.TempDir(), ref).Run(context.Background()); err != nil {
 			t.Fatal(err)
@@ -67,7 +78,10 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 			first := newMemSink()
 			// Each of the two readers stops after n/4 events, so the stop
 			// comes before the input's end however slow the machine.
-			job := windowJobHeld(w, -1, 100_000, n/4, 2, t.TempDir(), first)
+			job := windowJobHeld(w, -1, 100_000, n/4, 2, t.TempDir(), first, opts...)
+			if c.pebble && len(job.HeapStateOperators()) != 0 {
+				t.Fatalf("%v on Pebble: operators with heap state %q", w, job.HeapStateOperators())
+			}
 			done := make(chan error, 1)
 			go func() { done <- job.Run(context.Background()) }()
 			waitFor(t, "first results", func() bool { return len(first.output()) > 50 })
@@ -88,12 +102,12 @@ func TestStopWithSavepointAndRescale(t *testing.T) {
 			}
 			// The same sink: committing the savepoint's output again on
 			// restore must be a no-op (idempotent commit).
-			if err := windowJobOf(w, n, 0, p, t.TempDir(), first, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
+			if err := windowJobOf(w, n, 0, p, t.TempDir(), first, append(opts, weir.RestoreFrom(path))...).Run(context.Background()); err != nil {
 				t.Fatalf("%v: restore at p=%d: %v", w, p, err)
 			}
 			got := first.output()
 			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("%v p=%d: %d results before the savepoint, %d in all; want %d as one run", w, p, before, len(got), len(want))
+				t.Fatalf("%v (Pebble: %v) p=%d: %d results before the savepoint, %d in all; want %d as one run", w, c.pebble, p, before, len(got), len(want))
 			}
 		}
 	}

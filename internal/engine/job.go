@@ -114,6 +114,12 @@ type node struct {
 	// backendState: the operator keeps its keyed state in the job's state
 	// backend (Process), so PebbleState moves it out of memory.
 	backendState bool
+	// stateWindow: a window aggregation that runs on a process function,
+	// its state in the backend, when the backend is Pebble
+	// (window_state.go); stateErr is why it cannot (its key or
+	// accumulator type has no encoding), which fails a job on Pebble.
+	stateWindow bool
+	stateErr    error
 
 	// committer of a two-phase-commit sink
 	committer Committer
@@ -234,8 +240,12 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 	defer stopServers()
 	j.cfg.logger.Info("job starting", "job", j.name, "options", j.cfg.String())
+	if err := j.checkStateTypes(); err != nil {
+		j.run.setState(web.StateFailed)
+		return err
+	}
 	if heap := j.HeapStateOperators(); j.cfg.stateBackend == "pebble" && len(heap) > 0 {
-		j.cfg.logger.Warn("PebbleState covers Process operators only: these keep their keyed state in memory",
+		j.cfg.logger.Warn("PebbleState does not cover these operators: they keep their keyed state in memory",
 			"job", j.name, "operators", heap)
 	}
 	if j.cfg.appID != "" {
@@ -344,15 +354,19 @@ func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, er
 }
 
 // HeapStateOperators names the keyed operators of the job whose state
-// stays in Go memory whatever the state backend: every keyed operator but
-// Process (windows, joins, changelog aggregations, CEP...), which
-// PebbleState does not cover yet. A job with PebbleState logs them as a
-// warning when it starts; `weir sql` prints them when 'state.backend.type'
-// asks for RocksDB.
+// stays in Go memory, out of the job's state backend. Process keeps its
+// state in the backend; so do, on PebbleState, Aggregate and Reduce over
+// event-time Tumbling, Hopping and Session windows with the default
+// trigger (AllowedLateness, Retracting and LateEvents included: they run on
+// process functions, window_state.go). The others (those windows with
+// another trigger, Global and Sliding windows, ProcessWindow, CoGroup,
+// window and interval joins, changelog aggregations, CEP...) are named. A
+// job with PebbleState logs them as a warning when it starts; `weir sql`
+// prints them when 'state.backend.type' asks for RocksDB.
 func (j *Job) HeapStateOperators() []string {
 	var out []string
 	for _, n := range j.nodes {
-		if n.backendState {
+		if n.inBackend(j.cfg.stateBackend) {
 			continue
 		}
 		for _, e := range n.inputs {
@@ -363,6 +377,28 @@ func (j *Job) HeapStateOperators() []string {
 		}
 	}
 	return out
+}
+
+// inBackend reports whether n keeps its keyed state in the state backend
+// named backend ("heap", "pebble"; "" is the heap).
+func (n *node) inBackend(backend string) bool {
+	return n.backendState || n.stateWindow && n.stateErr == nil && backend == "pebble"
+}
+
+// checkStateTypes fails a job on Pebble whose window aggregations would
+// keep their state there but whose types cannot be encoded: before it
+// starts, naming the operator, rather than when a subtask opens.
+func (j *Job) checkStateTypes() error {
+	if j.cfg.stateBackend != "pebble" {
+		return nil
+	}
+	var errs []error
+	for _, n := range j.nodes {
+		if n.stateWindow && n.stateErr != nil {
+			errs = append(errs, fmt.Errorf("weir: window operator %q cannot keep its state in PebbleState: %w", n.name, n.stateErr))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // StateBackend names the backend the job's keyed state is in: "pebble"

@@ -132,19 +132,30 @@ func HeapState() JobOption {
 	return jobOpt{"HeapState()", func(c *config) { c.stateBackend = "heap" }}
 }
 
-// PebbleState keeps the keyed state and timers of Process operators in a
-// Pebble LSM under dir, so state can be larger than memory; memoryBudget
-// bounds the bytes Pebble keeps in memory in the process, for all the
-// job's operators and subtasks together (0: 64 MiB): one block cache of
-// three eighths of it that every database shares, memtables that add up
-// to half of it, and an eighth for the record caches: each database's
-// state entries in memory in front of it, written back to it when evicted
-// and at checkpoints (Kafka Streams' record cache). Go's heap (the operators' buffers, records in flight) comes
-// on top: under a memory limit, set GOMEMLIMIT to what is left.
-// Checkpoints copy Pebble state by key group like heap state (not yet
-// incrementally); weir's window operators (Window, and what is built on
-// it) keep their state on the heap, which SQL's window aggregations avoid
-// by running on Process functions when the job uses Pebble.
+// PebbleState keeps the keyed state and timers of Process operators and
+// of window aggregations (below) in a Pebble LSM under dir, so state can
+// be larger than memory; memoryBudget bounds the bytes Pebble keeps in
+// memory in the process, for all the job's operators and subtasks
+// together (0: 64 MiB): one block cache of three eighths of it that every
+// database shares, memtables that add up to half of it, and an eighth for
+// the record caches: each database's state entries in memory in front of
+// it, written back to it when evicted and at checkpoints (Kafka Streams'
+// record cache). Go's heap (the operators' buffers, records in flight)
+// comes on top: under a memory limit, set GOMEMLIMIT to what is left.
+// Checkpoints copy Pebble state by key group like heap state (see
+// IncrementalCheckpoints for SST files instead).
+//
+// Besides Process, Aggregate and Reduce over event-time Tumbling, Hopping
+// and Session windows with the default trigger (AllowedLateness,
+// Retracting and LateEvents included) keep their windows and timers in
+// Pebble: on PebbleState they run on keyed process functions, with the
+// results of the heap's window operators (docs/time-and-windows.md,
+// "Window state in Pebble"); their key and accumulator types must then be
+// encodable (no channels, functions or interfaces), or Run fails naming
+// the operator. The other keyed operators (other triggers, Global and
+// Sliding windows, ProcessWindow, CoGroup, joins, CEP...) keep their state
+// on the heap: Job.HeapStateOperators names them, and the job logs them
+// when it starts.
 func PebbleState(dir string, memoryBudget int64) JobOption {
 	return jobOpt{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget

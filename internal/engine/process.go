@@ -81,27 +81,38 @@ func ProcessWith[K comparable, T, OUT any](ks *KeyedStream[K, T], newFn func() K
 	connectKeyed(ks, n)
 	n.backendState = true
 	n.build = func(st *subtask, o any) ([]any, error) {
-		size := st.cfg().batchSize
-		op := &processOp[K, T, OUT]{
-			fn: newFn(), out: o.(consumer[OUT]), size: size, m: st.metrics(n),
-			procCore: procCore[K, OUT]{
-				ob: newBatch[OUT](size), wm: watermark.Min, emitWM: watermark.Min, sentWM: watermark.Min,
-				clock: st.now,
-			},
-		}
-		op.procCore.m = op.m
-		op.procCore.size, op.procCore.flush = size, op.emit
-		if err := op.open(st, n); err != nil {
-			return nil, fmt.Errorf("weir: operator %q: %w", n.name, err)
-		}
-		if wm, groups, ok := st.restoreKeyed(n); ok {
-			if err := op.restore(wm, groups); err != nil {
-				return nil, fmt.Errorf("weir: operator %q: restore: %w", n.name, err)
-			}
+		op, err := buildProcess(st, n, o.(consumer[OUT]), newFn())
+		if err != nil {
+			return nil, err
 		}
 		return []any{consumer[keyed[K, T]](op)}, nil
 	}
 	return out
+}
+
+// buildProcess builds the process operator of node n running fn for one
+// subtask, with its state restored: Process's, and that of the window
+// aggregations whose state is in the backend (window_state.go).
+func buildProcess[K comparable, T, OUT any](st *subtask, n *node, out consumer[OUT], fn KeyedProcessFunction[K, T, OUT]) (*processOp[K, T, OUT], error) {
+	size := st.cfg().batchSize
+	op := &processOp[K, T, OUT]{
+		fn: fn, out: out, size: size, m: st.metrics(n),
+		procCore: procCore[K, OUT]{
+			ob: newBatch[OUT](size), wm: watermark.Min, emitWM: watermark.Min, sentWM: watermark.Min,
+			clock: st.now,
+		},
+	}
+	op.procCore.m = op.m
+	op.procCore.size, op.procCore.flush = size, op.emit
+	if err := op.open(st, n); err != nil {
+		return nil, fmt.Errorf("weir: operator %q: %w", n.name, err)
+	}
+	if wm, groups, ok := st.restoreKeyed(n); ok {
+		if err := op.restore(wm, groups); err != nil {
+			return nil, fmt.Errorf("weir: operator %q: restore: %w", n.name, err)
+		}
+	}
+	return op, nil
 }
 
 // Names of the timer queues in the state backend (Flink's), so that a

@@ -64,7 +64,7 @@ func (j *Job) pebbleMemory() *pebblestate.Memory {
 	}
 	databases := 0
 	for _, n := range j.nodes {
-		if n.backendState {
+		if n.inBackend(j.cfg.stateBackend) {
 			databases += n.parallelism
 		}
 	}

@@ -17,6 +17,11 @@ import (
 // WindowResult per key and window when the watermark passes the window's
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
+//
+// On PebbleState, over event-time Tumbling, Hopping and Session windows
+// with the default trigger, the windows and their timers are keyed state
+// in Pebble (see PebbleState); the key and accumulator types must then be
+// encodable.
 func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...WindowOption) *Stream[WindowResult[K, OUT]] {
 	render := func(emit func(WindowResult[K, OUT]), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error {
 		emit(WindowResult[K, OUT]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
@@ -64,7 +69,25 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	if w.kind == slidingWindows && (cfg.trigger != nil || cfg.lateness != 0 || !results) {
 		j.fail(fmt.Errorf("weir: %v windows take no trigger or allowed lateness and work with Aggregate and Reduce", w))
 	}
+	// On PebbleState the aggregation runs on a process function with its
+	// state in the backend (window_state.go). The backend is read when the
+	// job builds its subtasks, so that it may be set after the operator.
+	if onStateWindows(w, trig, results) {
+		n.stateWindow = true
+		n.stateErr = stateCodecErr[K, ACC]()
+	}
 	n.build = func(st *subtask, o any) ([]any, error) {
+		if n.inBackend(st.cfg().stateBackend) {
+			if keysOnly {
+				return buildStateWindow[K, struct{}, int64, int64](st, n, o, w, countAgg[struct{}]{}, 0, false)
+			}
+			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, agg, cfg.lateness, cfg.retract)
+		}
+		if n.stateWindow {
+			if err := checkWindowRestore(st, n, false); err != nil {
+				return nil, err
+			}
+		}
 		var op interface {
 			consumer[keyed[K, T]]
 			restore(wm int64, groups [][]byte) error

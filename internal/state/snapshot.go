@@ -23,6 +23,12 @@ import (
 
 const snapshotVersion = 1
 
+// IsKeyGroupSnapshot reports whether data looks like a key group's
+// snapshot (SnapshotKeyGroup's version byte) rather than an operator's own
+// format: a window aggregation restores either (internal/engine,
+// window_state.go) and tells a checkpoint of the other kind by it.
+func IsKeyGroupSnapshot(data []byte) bool { return len(data) > 0 && data[0] == snapshotVersion }
+
 // snapshotter is implemented by every store: the untyped access to its
 // entries that snapshots need.
 type snapshotter interface {

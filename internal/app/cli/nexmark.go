@@ -213,7 +213,7 @@ Prints a summary on stdout (stderr when the rows go to stdout).`,
 				q.Build(nexmark.Events(job, src), out)
 			}
 			if heap := job.HeapStateOperators(); state.backend == "pebble" && len(heap) > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "--state-backend pebble covers Process operators only: %s keep their keyed state in memory\n", strings.Join(heap, ", "))
+				fmt.Fprintf(cmd.ErrOrStderr(), "--state-backend pebble does not cover %s: they keep their keyed state in memory\n", strings.Join(heap, ", "))
 			}
 			start := time.Now()
 			if err := job.Run(cmd.Context()); err != nil {

@@ -18,7 +18,7 @@ type stateFlags struct {
 }
 
 func (s *stateFlags) add(f *pflag.FlagSet) {
-	f.StringVar(&s.backend, "state-backend", "heap", "where keyed state lives: heap (memory) or pebble (on disk, larger than memory: the operators built on Process, and so every SQL operator that keeps keyed state (aggregations, window aggregations, Top-N, joins); the job names those that stay in memory when it starts)")
+	f.StringVar(&s.backend, "state-backend", "heap", "where keyed state lives: heap (memory) or pebble (on disk, larger than memory: the operators built on Process, and so every SQL operator that keeps keyed state (aggregations, window aggregations, Top-N, joins), and the Go API's Aggregate and Reduce over event-time tumbling, hopping and session windows; the job names those that stay in memory when it starts)")
 	f.StringVar(&s.dir, "state-dir", "", "directory of Pebble's state with --state-backend pebble (default: a new temporary directory, removed afterwards)")
 }
 

@@ -1,0 +1,61 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+)
+
+// BenchmarkStateWindows is a tumbling count and a session count per key
+// over the same events on the heap (weir's window operators) and on
+// PebbleState (process functions with the windows in Pebble,
+// window_state.go): b.N events, 100 a millisecond over 10 K keys, so a key
+// has 10 events in a 1 s tumbling window and one in each 50 ms session;
+// parallelism 1. ns/op is per event.
+//
+//	go test -run XXX -bench StateWindows -benchtime 1000000x .
+func BenchmarkStateWindows(b *testing.B) {
+	for _, w := range []weir.Windows{weir.Tumbling(time.Second), weir.Session(50 * time.Millisecond)} {
+		for _, backend := range []string{"heap", "pebble"} {
+			b.Run(fmt.Sprintf("%v/%s", w, backend), func(b *testing.B) {
+				opts := []weir.JobOption{weir.Parallelism(1)}
+				if backend == "pebble" {
+					opts = append(opts, weir.PebbleState(b.TempDir(), 64<<20))
+				}
+				job := weir.NewJob("bench", opts...)
+				gen := weir.GeneratorSource(weir.GeneratorConfig{Count: int64(b.N), Seed: 1}, func(i int64, _ *rand.Rand) ev {
+					return ev{Key: keyNames[i*7919%int64(len(keyNames))], TS: i / 100}
+				})
+				src := weir.FromSource(job, "gen", gen, weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+				counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w), weir.Count[ev]())
+				var n int64
+				weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(_ context.Context, rs []weir.WindowResult[string, int64]) error {
+					for _, r := range rs {
+						n += r.Value
+					}
+					return nil
+				}))
+				b.ResetTimer()
+				if err := job.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if n != int64(b.N) {
+					b.Fatalf("counted %d events of %d", n, b.N)
+				}
+			})
+		}
+	}
+}
+
+// keyNames are the benchmark's 10 K keys.
+var keyNames = func() []string {
+	ks := make([]string, 10_000)
+	for i := range ks {
+		ks[i] = fmt.Sprintf("key-%05d", i)
+	}
+	return ks
+}()
