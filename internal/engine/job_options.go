@@ -143,7 +143,8 @@ func HeapState() JobOption {
 // record cache). Go's heap (the operators' buffers, records in flight)
 // comes on top: under a memory limit, set GOMEMLIMIT to what is left.
 // Checkpoints copy Pebble state by key group like heap state (see
-// IncrementalCheckpoints for SST files instead).
+// IncrementalCheckpoints for SST files instead, StateChangelog for logs of
+// the changes).
 //
 // Besides Process, Aggregate and Reduce over event-time Tumbling, Hopping
 // and Session windows with the default trigger (AllowedLateness,
