@@ -39,14 +39,19 @@ func latestDesc(t *testing.T, store *checkpoint.Store) (*checkpoint.Checkpoint, 
 	return c, ds
 }
 
-// checkRestore restores checkpoint c into backends of key groups rs and
-// compares every value with version.
+// checkRestore restores checkpoint c with the same key groups (its files)
+// and into two backends of half the key groups (copying entries), and
+// compares every value with version (a key missing from it: deleted).
 func checkRestore(t *testing.T, c *checkpoint.Checkpoint, ds []Desc, h *incHarness, keys int, version map[int]int) {
 	t.Helper()
 	for _, kr := range []state.KeyGroupRange{{Start: 0, End: 128}, {Start: 0, End: 64}, {Start: 64, End: 128}} {
 		root := t.TempDir()
-		if _, err := restorePebble(c, ds, kr, root, filepath.Join(root, "db")); err != nil {
+		same, err := restorePebble(c, ds, kr, root, filepath.Join(root, "db"))
+		if err != nil {
 			t.Fatal(err)
+		}
+		if (same != nil) != (kr.Len() == 128) {
+			t.Errorf("%v: restored from the files: %t", kr, same != nil)
 		}
 		pb, err := pebblestate.Open(pebblestate.Options{Dir: filepath.Join(root, "db")}, state.Config{MaxParallelism: 128, KeyGroups: kr})
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,21 +51,9 @@ func TestStateTTL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var mu sync.Mutex
-			var got []string
-			st.Subscribe(func(rows []types.Row) error {
-				mu.Lock()
-				defer mu.Unlock()
-				for _, r := range rows {
-					got = append(got, fmt.Sprintf("%s %d %d %d", r.Kind, r.Values[0].I, r.Values[1].I, r.Values[2].I))
-				}
-				return nil
+			rows := collect(st, func(r types.Row) string {
+				return fmt.Sprintf("%s %d %d %d", r.Kind, r.Values[0].I, r.Values[1].I, r.Values[2].I)
 			})
-			rows := func() []string {
-				mu.Lock()
-				defer mu.Unlock()
-				return slices.Clone(got)
-			}
 			job, err := s.Job([]*Statement{st})
 			if err != nil {
 				t.Fatal(err)

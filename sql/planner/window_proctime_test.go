@@ -66,6 +66,26 @@ func (f rowFeed) Close() error { return nil }
 
 type testClock struct{ ms, reads atomic.Int64 }
 
+// collect subscribes to st and returns what it has emitted so far, each
+// row as format writes it, in order.
+func collect(st *Statement, format func(types.Row) string) func() []string {
+	var mu sync.Mutex
+	var got []string
+	st.Subscribe(func(rows []types.Row) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range rows {
+			got = append(got, format(r))
+		}
+		return nil
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
 func (c *testClock) now() time.Time {
 	c.reads.Add(1)
 	return time.UnixMilli(c.ms.Load())
@@ -90,20 +110,11 @@ FROM TABLE(TUMBLE(TABLE B, DESCRIPTOR(p_time), INTERVAL '10' SECOND)) GROUP BY b
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var got []string
-	st.Subscribe(func(rows []types.Row) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range rows {
-			got = append(got, fmt.Sprintf("%s %d %d %d %d", r.Kind, r.Values[0].I, r.Values[1].I, r.Values[2].I/1000, r.Values[3].I/1000))
-		}
-		return nil
+	got := collect(st, func(r types.Row) string {
+		return fmt.Sprintf("%s %d %d %d %d", r.Kind, r.Values[0].I, r.Values[1].I, r.Values[2].I/1000, r.Values[3].I/1000)
 	})
 	rows := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := slices.Clone(got)
+		out := got()
 		slices.Sort(out)
 		return out
 	}
