@@ -305,38 +305,13 @@ func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
 }
 
 func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() {
+		// deduplication, or a Top-1 (rank_dedup.go)
+		return f.topOne(ctx, in)
+	}
 	st, _ := f.rows.Value()
 	old := st.Values // each a ListValue of an input row, sorted
-	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && len(old) == 1 && !in.Kind.IsRetraction() {
-		// deduplication (ROW_NUMBER() ... = 1 over an insert-only input)
-		// of a partition that has its row: a row that takes first place
-		// replaces it, written over it (the state's row is the
-		// partition's only reference to it; the -D is a copy)
-		was := old[0].List()
-		c := f.compare(was, in.Values)
-		switch {
-		case c < 0 || (c == 0 && !f.spec.keepLast), c == 0 && types.EqualValues(was, in.Values):
-			// (rows that differ in the order differ: only a tie can be
-			// the same row again)
-			// the partition's row stays first, or comes again: no change
-			// (the state is written, as by any row: its TTL restarts)
-			f.rows.Update(st)
-			return nil
-		case len(was) == len(in.Values):
-			before, after := types.Delete, types.Insert
-			if f.spec.dedup {
-				before, after = types.UpdateBefore, types.UpdateAfter
-			}
-			if f.ub == nil || *f.ub {
-				ctx.Emit(types.Row{Kind: before, Values: f.project(was, 1)})
-			}
-			copy(was, in.Values)
-			ctx.Emit(types.Row{Kind: after, Values: f.project(was, 1)})
-			f.rows.Update(st)
-			return nil
-		}
-	}
-	if !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() && !(f.spec.keepLast && f.keep == 1) {
+	if !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() {
 		return f.insertRowNumber(ctx, st, in)
 	}
 	rows := append([]types.Value(nil), old...)
