@@ -21,4 +21,7 @@ type Config struct {
 	// DisableSlabRows makes every Calc row on its own, where every
 	// consumer copies them (lend.go's slabs).
 	DisableSlabRows bool
+	// DisableRowRecycling leaves a Calc's slab rows to the collector
+	// where its consumer could hand them back (recycle.go).
+	DisableRowRecycling bool
 }

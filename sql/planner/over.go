@@ -215,6 +215,8 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			return nil, err
 		}
 		b.copies(in) // the rows it keeps are copies
+		// and it is done with a row once it returns (recycle.go)
+		pool := b.recycles(in)
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
 		// rows lent to a chained sink reuse a ring (lend.go, as the group
 		// aggregation's)
@@ -224,7 +226,7 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			ub = b.needUB(r)
 		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub}
+			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -239,6 +241,9 @@ type topNFn struct {
 	out rowMaker
 	// ub: a deduplication's -U rows are read (ub.go); nil: always
 	ub *bool
+	// recycle hands the input rows back to the Calc that made them: each
+	// path copies what it keeps of a row, and emits rows of its own
+	recycle rowRecycler
 }
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -305,6 +310,12 @@ func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
 }
 
 func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	err := f.process(ctx, in)
+	f.recycle.release(in.Values)
+	return err
+}
+
+func (f *topNFn) process(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() {
 		// deduplication, or a Top-1 (rank_dedup.go)
 		return f.topOne(ctx, in)
