@@ -226,7 +226,7 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			ub = b.needUB(r)
 		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}}
+			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}, topNForm: b.noTopOne}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -244,6 +244,8 @@ type topNFn struct {
 	// recycle hands the input rows back to the Calc that made them: each
 	// path copies what it keeps of a row, and emits rows of its own
 	recycle rowRecycler
+	// topNForm: a Top-1 too keeps the Top-N's form (Config.DisableTopOneState)
+	topNForm bool
 }
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -316,7 +318,7 @@ func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in ty
 }
 
 func (f *topNFn) process(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
-	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() {
+	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() && !f.topNForm {
 		// deduplication, or a Top-1 (rank_dedup.go)
 		return f.topOne(ctx, in)
 	}

@@ -111,6 +111,7 @@ type builder struct {
 	pools     map[*rel]*rowPool
 	recycling map[*rel]int
 	noRecycle bool // Config.DisableRowRecycling
+	noTopOne  bool // Config.DisableTopOneState
 	// pebble: the job keeps keyed state in Pebble, so the window
 	// aggregations that would keep theirs on the heap run on keyed
 	// process functions (window_state.go)

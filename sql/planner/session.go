@@ -332,7 +332,7 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 	opts = append(opts, backend...) // a SET in the script wins over the command line's
 	job := weir.NewJob(name, opts...)
 	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows,
-		noRecycle: s.plan.DisableRowRecycling}
+		noRecycle: s.plan.DisableRowRecycling, noTopOne: s.plan.DisableTopOneState}
 	for _, st := range stmts {
 		if err := b.prepare(st.root); err != nil {
 			return nil, err
