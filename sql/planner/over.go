@@ -226,7 +226,8 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			ub = b.needUB(r)
 		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}, topNForm: b.noTopOne}
+			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}, topNForm: b.noTopOne,
+				inPlace: !b.pebble}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -246,6 +247,10 @@ type topNFn struct {
 	recycle rowRecycler
 	// topNForm: a Top-1 too keeps the Top-N's form (Config.DisableTopOneState)
 	topNForm bool
+	// inPlace: the state is on the heap, where a value read is the
+	// state's own (Pebble's is a decoded copy), and has no TTL to restart:
+	// a Top-1's row written over in place needs no Update (rank_dedup.go)
+	inPlace bool
 }
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
