@@ -329,7 +329,7 @@ func (f *topNFn) process(ctx *weir.KeyedContext[string, types.Row], in types.Row
 	}
 	st, _ := f.rows.Value()
 	old := st.Values // each a ListValue of an input row, sorted
-	if !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() {
+	if !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() && !(f.spec.keepLast && f.keep == 1) {
 		return f.insertRowNumber(ctx, st, in)
 	}
 	rows := append([]types.Value(nil), old...)
