@@ -32,10 +32,14 @@ const oneRow = types.UpdateAfter
 func (f *topNFn) topOne(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
 	st, ok := f.rows.Value()
 	var was []types.Value
+	// written: the state holds was in the one-row form already, and it
+	// is the state's own
+	written := false
 	switch {
 	case !ok || len(st.Values) == 0:
 	case st.Kind == oneRow:
 		was = st.Values
+		written = f.inPlace
 	default: // the Top-N form, restored from a savepoint
 		was = st.Values[0].List()
 		st = types.Row{Kind: oneRow, Values: was}
@@ -46,9 +50,6 @@ func (f *topNFn) topOne(ctx *weir.KeyedContext[string, types.Row], in types.Row)
 		f.rows.Update(types.Row{Kind: oneRow, Values: x})
 		return nil
 	}
-	// written: the state holds was in the one-row form already, and it
-	// is the state's own
-	written := f.inPlace && st.Kind == oneRow
 	c := f.compare(was, in.Values)
 	if c < 0 || (c == 0 && !f.spec.keepLast) || (c == 0 && types.EqualValues(was, in.Values)) {
 		// (rows that differ in the order differ: only a tie can be the
