@@ -27,7 +27,7 @@ import (
 func BenchmarkNexmarkSQLPerEvent(b *testing.B) {
 	// QUERY-mb: with mini-batch on, as `weir bench nexmark --sql
 	// --mini-batch 1000` runs the updating queries
-	for _, q := range []string{"q0", "q1", "q2", "q11", "q12", "q12-mb", "q14", "q15", "q15-mb", "q16", "q16-mb", "q18", "q19", "q21", "q22"} {
+	for _, q := range []string{"q0", "q1", "q2", "q11", "q12", "q12-mb", "q14", "q15", "q15-mb", "q9", "q16", "q16-mb", "q18", "q19", "q21", "q22"} {
 		b.Run(q, func(b *testing.B) {
 			q, mb := strings.CutSuffix(q, "-mb")
 			query, err := nexmarksql.Query(q)

@@ -203,6 +203,7 @@ func calcRel(r *rel, filter *expr.Expr, pr *projection, desc string) *rel {
 		// (lend.go)
 		rm := b.rowMaker(out, n)
 		rm.slab = b.slabRowsOf(out)
+		rm.pool = b.rowPoolOf(out, n)
 		// chained to its input, the Calc keeps nothing of an input row once
 		// it has made its own (it copies values): the input may lend its
 		// rows (an aggregation's changes, lend.go)

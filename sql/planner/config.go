@@ -21,4 +21,12 @@ type Config struct {
 	// DisableSlabRows makes every Calc row on its own, where every
 	// consumer copies them (lend.go's slabs).
 	DisableSlabRows bool
+	// DisableRowRecycling leaves a Calc's slab rows to the collector
+	// where its consumer could hand them back (recycle.go).
+	DisableRowRecycling bool
+	// DisableTopOneState keeps a ROW_NUMBER Top-1's state in the Top-N's
+	// form, a list of one ListValue, as weir did before rank_dedup.go
+	// (what a savepoint taken then holds), and runs it on the Top-N's
+	// paths.
+	DisableTopOneState bool
 }

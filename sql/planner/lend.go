@@ -129,6 +129,12 @@ func (b *builder) settleSlabs() {
 	for r, f := range b.slab {
 		*f = !b.noSlabs && b.reads[r] > 0 && b.copying[r] == b.reads[r]
 	}
+	// rows recycled (recycle.go): the one consumer of a Calc's slab rows
+	// hands them back
+	for r, p := range b.pools {
+		f := b.slab[r]
+		p.on = !b.noRecycle && f != nil && *f && b.reads[r] == 1 && b.recycling[r] == 1
+	}
 }
 
 // rowMaker makes an operator's output rows of one width: from a ring when
@@ -141,6 +147,10 @@ type rowMaker struct {
 	lend, slab      *bool // nil: never
 	ring            *rowRing
 	free            []types.Value // the slab's rows not made yet
+	// pool: rows the consumer hands back (recycle.go), taken a chunk at
+	// a time into recycled; nil: none
+	pool     *rowPool
+	recycled [][]types.Value
 }
 
 // rowMaker returns the maker of r's rows, which may be lent.
@@ -157,7 +167,22 @@ func (m *rowMaker) next() []types.Value {
 		}
 		return m.ring.next()
 	case m.slab != nil && *m.slab:
+		if n := len(m.recycled); n > 0 {
+			vs := m.recycled[n-1]
+			m.recycled = m.recycled[:n-1]
+			return vs
+		}
 		if len(m.free) < m.width {
+			// a slab's worth of rows made: rows handed back, if any,
+			// before a new slab
+			if m.pool != nil && m.pool.on {
+				if m.recycled != nil {
+					m.pool.emptied(m.recycled)
+				}
+				if m.recycled = m.pool.take(); len(m.recycled) > 0 {
+					return m.next()
+				}
+			}
 			m.free = make([]types.Value, m.width*slabRows)
 		}
 		vs := m.free[:m.width:m.width]

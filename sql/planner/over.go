@@ -215,6 +215,8 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			return nil, err
 		}
 		b.copies(in) // the rows it keeps are copies
+		// and it is done with a row once it returns (recycle.go)
+		pool := b.recycles(in)
 		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
 		// rows lent to a chained sink reuse a ring (lend.go, as the group
 		// aggregation's)
@@ -224,7 +226,8 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 			ub = b.needUB(r)
 		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
-			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub}
+			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}, topNForm: b.noTopOne,
+				inPlace: !b.pebble}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -239,6 +242,15 @@ type topNFn struct {
 	out rowMaker
 	// ub: a deduplication's -U rows are read (ub.go); nil: always
 	ub *bool
+	// recycle hands the input rows back to the Calc that made them: each
+	// path copies what it keeps of a row, and emits rows of its own
+	recycle rowRecycler
+	// topNForm: a Top-1 too keeps the Top-N's form (Config.DisableTopOneState)
+	topNForm bool
+	// inPlace: the state is on the heap, where a value read is the
+	// state's own (Pebble's is a decoded copy), and has no TTL to restart:
+	// a Top-1's row written over in place needs no Update (rank_dedup.go)
+	inPlace bool
 }
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
@@ -305,37 +317,18 @@ func (f *topNFn) project(in []types.Value, rn int64) []types.Value {
 }
 
 func (f *topNFn) ProcessElement(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	err := f.process(ctx, in)
+	f.recycle.release(in.Values)
+	return err
+}
+
+func (f *topNFn) process(ctx *weir.KeyedContext[string, types.Row], in types.Row) error {
+	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() && !f.topNForm {
+		// deduplication, or a Top-1 (rank_dedup.go)
+		return f.topOne(ctx, in)
+	}
 	st, _ := f.rows.Value()
 	old := st.Values // each a ListValue of an input row, sorted
-	if f.keep == 1 && !f.retract && f.spec.kind == "ROW_NUMBER" && len(old) == 1 && !in.Kind.IsRetraction() {
-		// deduplication (ROW_NUMBER() ... = 1 over an insert-only input)
-		// of a partition that has its row: a row that takes first place
-		// replaces it, written over it (the state's row is the
-		// partition's only reference to it; the -D is a copy)
-		was := old[0].List()
-		c := f.compare(was, in.Values)
-		switch {
-		case c < 0 || (c == 0 && !f.spec.keepLast), c == 0 && types.EqualValues(was, in.Values):
-			// (rows that differ in the order differ: only a tie can be
-			// the same row again)
-			// the partition's row stays first, or comes again: no change
-			// (the state is written, as by any row: its TTL restarts)
-			f.rows.Update(st)
-			return nil
-		case len(was) == len(in.Values):
-			before, after := types.Delete, types.Insert
-			if f.spec.dedup {
-				before, after = types.UpdateBefore, types.UpdateAfter
-			}
-			if f.ub == nil || *f.ub {
-				ctx.Emit(types.Row{Kind: before, Values: f.project(was, 1)})
-			}
-			copy(was, in.Values)
-			ctx.Emit(types.Row{Kind: after, Values: f.project(was, 1)})
-			f.rows.Update(st)
-			return nil
-		}
-	}
 	if !f.retract && f.spec.kind == "ROW_NUMBER" && !in.Kind.IsRetraction() && !(f.spec.keepLast && f.keep == 1) {
 		return f.insertRowNumber(ctx, st, in)
 	}

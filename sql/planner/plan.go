@@ -107,6 +107,12 @@ type builder struct {
 	copying map[*rel]int
 	slab    map[*rel]*bool
 	noSlabs bool // Config.DisableSlabRows
+	// pools holds the pools of Calcs' rows, recycling counts the
+	// consumers that hand rows back (recycle.go)
+	pools     map[*rel]*rowPool
+	recycling map[*rel]int
+	noRecycle bool // Config.DisableRowRecycling
+	noTopOne  bool // Config.DisableTopOneState
 	// pebble: the job keeps keyed state in Pebble, so the window
 	// aggregations that would keep theirs on the heap run on keyed
 	// process functions (window_state.go)

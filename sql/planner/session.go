@@ -361,7 +361,8 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows, ttl: ttl}
+	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows,
+		noRecycle: s.plan.DisableRowRecycling, noTopOne: s.plan.DisableTopOneState, ttl: ttl}
 	for _, st := range stmts {
 		if err := b.prepare(st.root); err != nil {
 			return nil, err
