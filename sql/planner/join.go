@@ -338,6 +338,22 @@ func keyOf(fs []expr.EvalFn, vs []types.Value) string {
 	return types.Key(k)
 }
 
+// partitionKeyOf is the key of a PARTITION BY (Top-N and deduplication,
+// OVER, MATCH_RECOGNIZE): as a GROUP BY key, a NULL is a value equal to
+// itself, so (NULL, 1) and (NULL, 2) are two partitions. (keyOf, a join
+// key, gives every key with a NULL one key, since NULL matches nothing.)
+func partitionKeyOf(fs []expr.EvalFn, vs []types.Value) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	var buf [4]types.Value
+	k := buf[:0]
+	for _, f := range fs {
+		k = append(k, f(vs))
+	}
+	return types.Key(k)
+}
+
 // nullKey is the key of a row whose key has a NULL. In a join such a row
 // matches no row of the other side (NULL = x is not true), so the right
 // side's NULL-keyed rows are keyed apart (rightKeyOf): the two sides'

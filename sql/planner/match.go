@@ -525,7 +525,7 @@ func (p *planner) planMatchRecognize(m *parser.MatchRecognize) (*rel, error) {
 			return nil, err
 		}
 		kf := evals(keys)
-		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(kf, row.Values) })
+		ks := weir.KeyBy(s, func(row types.Row) string { return partitionKeyOf(kf, row.Values) })
 		if m.AllRows {
 			matches := detectMatches(ks, build(), mp, numbered, func(n int64, all []types.Row, labels []string) []types.Row {
 				outRows := make([]types.Row, len(all))

@@ -217,7 +217,7 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 		b.copies(in) // the rows it keeps are copies
 		// and it is done with a row once it returns (recycle.go)
 		pool := b.recycles(in)
-		ks := weir.KeyBy(s, func(row types.Row) string { return keyOf(spec.partition, row.Values) })
+		ks := weir.KeyBy(s, func(row types.Row) string { return partitionKeyOf(spec.partition, row.Values) })
 		// rows lent to a chained sink reuse a ring (lend.go, as the group
 		// aggregation's)
 		rm := b.rowMaker(r, len(spec.items))
@@ -227,7 +227,7 @@ func rankRel(spec *rankSpec, sc *expr.Scope, op string) *rel {
 		}
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &topNFn{spec: spec, keep: keep, retract: retract, out: rm, ub: ub, recycle: rowRecycler{pool: pool}, topNForm: b.noTopOne,
-				inPlace: !b.pebble}
+				inPlace: !b.pebble && b.ttl <= 0, opts: b.stateOpts()}
 		}, b.uid("rank")), nil
 	}
 	return r
@@ -251,10 +251,12 @@ type topNFn struct {
 	// state's own (Pebble's is a decoded copy), and has no TTL to restart:
 	// a Top-1's row written over in place needs no Update (rank_dedup.go)
 	inPlace bool
+	// opts: the state's TTL ('table.exec.state.ttl')
+	opts []weir.StateOption
 }
 
 func (f *topNFn) Open(rc *weir.RuntimeContext[string]) error {
-	f.rows = weir.NewValueState[types.Row](rc, "rows")
+	f.rows = weir.NewValueState[types.Row](rc, "rows", f.opts...)
 	return nil
 }
 

@@ -147,7 +147,7 @@ func (p *planner) planOverAgg(s *parser.Select, from *rel) (*rel, error) {
 		if err != nil {
 			return nil, err
 		}
-		ks := weir.KeyBy(in, func(row types.Row) string { return keyOf(part, row.Values) })
+		ks := weir.KeyBy(in, func(row types.Row) string { return partitionKeyOf(part, row.Values) })
 		return weir.ProcessWith(ks, func() weir.KeyedProcessFunction[string, types.Row, types.Row] {
 			return &overFn{spec: spec, layout: layout, width: n}
 		}, b.uid("over-agg")), nil

@@ -78,6 +78,60 @@ func TestStateTTL(t *testing.T) {
 	}
 }
 
+// A deduplication (a Top-1) under 'table.exec.state.ttl': a partition
+// whose row was last written longer ago than the TTL starts over, its
+// next row an insert, not an update; the heap's Top-1, which writes its
+// row over in place, refreshes the TTL all the same.
+func TestStateTTLDeduplication(t *testing.T) {
+	for _, pebble := range []bool{false, true} {
+		t.Run(fmt.Sprint("pebble=", pebble), func(t *testing.T) {
+			ch := make(chan int64, 16)
+			feeds.Store(t.Name(), ch)
+			clock := &testClock{}
+			clock.ms.Store(1_000)
+			opts := []weir.JobOption{weir.Clock(clock.now)}
+			if pebble {
+				opts = append(opts, weir.PebbleState(t.TempDir(), 0))
+			}
+			s := NewSession(JobOptions(opts...))
+			if _, err := s.Exec(fmt.Sprintf(`SET 'table.exec.state.ttl' = '10 s';
+CREATE TABLE bid (b BIGINT) WITH ('connector' = 'test-feed', 'feed-id' = '%s');`, t.Name())); err != nil {
+				t.Fatal(err)
+			}
+			// the last row per parity, by arrival
+			_, st, err := s.Query(`SELECT k, b FROM (SELECT MOD(b, 2) AS k, b, ROW_NUMBER() OVER (PARTITION BY MOD(b, 2) ORDER BY PROCTIME() DESC) AS rn FROM bid) WHERE rn = 1`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := collect(st, func(r types.Row) string { return fmt.Sprintf("%s %d %d", r.Kind, r.Values[0].I, r.Values[1].I) })
+			job, err := s.Job([]*Statement{st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- job.Run(context.Background()) }()
+			ch <- 1
+			weirtest.WaitFor(t, "the first row", 30*time.Second, func() bool { return len(rows()) == 1 })
+			clock.ms.Store(8_000)
+			ch <- 3 // refreshes the partition's TTL
+			weirtest.WaitFor(t, "the second row", 30*time.Second, func() bool { return len(rows()) >= 2 })
+			clock.ms.Store(16_000) // 8 s after the last write: alive
+			ch <- 5
+			weirtest.WaitFor(t, "the third row", 30*time.Second, func() bool { return len(rows()) >= 4 })
+			clock.ms.Store(27_000) // 11 s after the last write: gone
+			ch <- 7
+			close(ch)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"+I 1 1", "-U 1 1", "+U 1 3", "-U 1 3", "+U 1 5", "+I 1 7"}
+			if r := rows(); !slices.Equal(r, want) {
+				t.Fatalf("changes %v, want %v", r, want)
+			}
+		})
+	}
+}
+
 // A malformed 'table.exec.state.ttl' is an error naming the setting.
 func TestStateTTLMalformed(t *testing.T) {
 	s := NewSession()
