@@ -30,18 +30,7 @@ func TestDistinctConformanceOnPebble(t *testing.T) {
 			datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 				switch d.Cmd {
 				case "rows":
-					var id string
-					d.ScanArgs(t, "id", &id)
-					var lines []string
-					for _, l := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-						if l = strings.TrimSpace(l); l != "" {
-							lines = append(lines, l)
-						}
-					}
-					values.mu.Lock()
-					values.data[filepath.Base(path)+"/"+id] = lines
-					values.data[id] = lines
-					values.mu.Unlock()
+					storeRows(t, path, d)
 					return ""
 				case "exec":
 					if !distinctQuery.MatchString(d.Input) {
