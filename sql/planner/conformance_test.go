@@ -153,23 +153,6 @@ func materialize(lines []string) ([]string, error) {
 //	                        and the printed SELECT results; with wasm, the
 //	                        WebAssembly test functions' module (wasmtest) is
 //	                        udfs.wasm in the function directory
-//
-// storeRows keeps a "rows id=NAME" block's lines as the 'values' table
-// data NAME (and FILE/NAME, for the file at path).
-func storeRows(t *testing.T, path string, d *datadriven.TestData) {
-	var id string
-	d.ScanArgs(t, "id", &id)
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	values.mu.Lock()
-	values.data[filepath.Base(path)+"/"+id] = lines
-	values.data[id] = lines
-	values.mu.Unlock()
-}
 
 func TestConformance(t *testing.T) {
 	datadriven.Walk(t, "testdata/conformance", func(t *testing.T, path string) {
@@ -279,4 +262,21 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// storeRows keeps a "rows id=NAME" block's lines as the 'values' table
+// data NAME (and FILE/NAME, for the file at path).
+func storeRows(t *testing.T, path string, d *datadriven.TestData) {
+	var id string
+	d.ScanArgs(t, "id", &id)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	values.mu.Lock()
+	values.data[filepath.Base(path)+"/"+id] = lines
+	values.data[id] = lines
+	values.mu.Unlock()
 }
