@@ -153,7 +153,6 @@ func materialize(lines []string) ([]string, error) {
 //	                        and the printed SELECT results; with wasm, the
 //	                        WebAssembly test functions' module (wasmtest) is
 //	                        udfs.wasm in the function directory
-
 func TestConformance(t *testing.T) {
 	datadriven.Walk(t, "testdata/conformance", func(t *testing.T, path string) {
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
