@@ -187,7 +187,7 @@ func IncrementalCheckpoints() JobOption {
 // checkpoint after 1% of the keys changed writes about 1% of the state,
 // where an incremental one writes whatever Pebble's compactions rewrote.
 // A checkpoint materializes when there is no base yet (the first, the
-// first after a restore), when the log since the base passes half of its
+// first after a restore at another parallelism), when the log since the base passes half of its
 // size, or when materializeInterval (Flink's
 // `state.backend.changelog.periodic-materialize.interval`; 0: none) has
 // passed since the base was taken. A restore replays the segments over

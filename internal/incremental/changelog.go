@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/weirstream/weir/internal/checkpoint"
 	"github.com/weirstream/weir/internal/state"
@@ -34,7 +36,10 @@ import (
 //
 // A checkpoint materializes (takes an incremental checkpoint, and starts
 // a new chain once it completes) when there is no completed base yet (the
-// first checkpoint, the first after a restore), when the segments since
+// first checkpoint; the first after a restore at other key groups, or
+// from a checkpoint that was not a changelog one: a restore with the same
+// key groups carries on with the restored base and segments, adoptChain),
+// when the segments since
 // the base add up to more than MaxLogRatio of its size (bounding what a
 // restore replays), or when MaterializeInterval has passed since the base
 // was taken. Flink materializes in the background, outside checkpoints;
@@ -279,7 +284,8 @@ func (ls *localSnap) writeLog(p *checkpoint.Pending, uid string, subtask int) (D
 	for i, f := range ls.log.base.files {
 		fi := ls.log.base.infos[i]
 		if err := p.ReuseShared(fi); err != nil {
-			return desc, nil, nil, nil, fmt.Errorf("state changelog: the base of checkpoint %d: %w", ls.log.base.id, err)
+			ls.be.dropChain()
+			return desc, nil, nil, nil, fmt.Errorf("state changelog: the base of the log: %w", err)
 		}
 		desc.Files = append(desc.Files, f)
 		files = append(files, fi)
@@ -292,6 +298,11 @@ func (ls *localSnap) writeLog(p *checkpoint.Pending, uid string, subtask int) (D
 	for _, s := range ls.log.segs {
 		fi := s.fi
 		if !s.done || p.ReuseShared(fi) != nil {
+			if s.path == "" {
+				// a restored segment, gone from the store
+				ls.be.dropChain()
+				return desc, nil, nil, nil, fmt.Errorf("state changelog: segment %s is not in the checkpoint store", fi.Name)
+			}
 			ref := path.Join(checkpoint.SafeName(uid), desc.Instance, fmt.Sprintf("changelog-%d", s.id))
 			var err error
 			if fi, err = copyInto(p.CreateShared(ref))(s.path); err != nil {
@@ -406,6 +417,44 @@ func (b *Backend) setBaseLocked(nb *base) {
 		keep = append(keep, s)
 	}
 	b.mu.segs = keep
+}
+
+// adoptChain makes the base and the log segments of d, restored from
+// checkpoint c with the same key groups, the chain that the next
+// checkpoints list, so that the first checkpoint after a restore is a log
+// checkpoint too. d must be a changelog checkpoint's (all its files
+// shared); else the chain stays empty and that checkpoint materializes.
+func (b *Backend) adoptChain(c *checkpoint.Checkpoint, d Desc) {
+	bs := &base{}
+	for _, f := range d.Files {
+		fi, ok := c.File(f.Ref)
+		if !ok || !f.Shared {
+			return
+		}
+		bs.files = append(bs.files, f)
+		bs.infos = append(bs.infos, fi)
+		bs.size += fi.Size
+	}
+	var segs []*segment
+	for _, f := range d.Log {
+		fi, ok := c.File(f.Ref)
+		id, err := strconv.ParseInt(strings.TrimPrefix(f.Local, "changelog-"), 10, 64)
+		if !ok || err != nil {
+			return
+		}
+		segs = append(segs, &segment{id: id, size: fi.Size, fi: fi, done: true})
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.base, b.mu.segs = bs, segs
+}
+
+// dropChain forgets the base and the segments uploaded (a file of theirs
+// is gone from the store): the next checkpoint materializes.
+func (b *Backend) dropChain() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.base = nil
 }
 
 // replay applies the log segments of d, in order, to kv.

@@ -282,3 +282,57 @@ func TestChangelogCorruptSegmentAndSavepoint(t *testing.T) {
 		t.Fatalf("savepoint: %d key groups, files %t; want key groups", len(st.Groups), st.Meta[MetaKey] != nil)
 	}
 }
+
+// A backend restored from a changelog checkpoint with the same key groups
+// takes the restored base and segments as its chain: its first checkpoint
+// is a log checkpoint (the restored segments listed again, a new one
+// uploaded), not a materialization, and restores to the state.
+func TestChangelogRestoreKeepsTheChain(t *testing.T) {
+	const keys = 2000
+	dir := filepath.Join(t.TempDir(), "ck")
+	store, err := checkpoint.Open(dir, checkpoint.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newIncHarness(t, store, state.KeyGroupRange{Start: 0, End: 128}).withChangelog(0)
+	version := map[int]int{}
+	for i := range keys {
+		h.put(i, 0)
+		version[i] = 0
+	}
+	h.checkpoint(1)
+	for id := int64(2); id <= 3; id++ {
+		h.put(int(id), int(id))
+		version[int(id)] = int(id)
+		h.checkpoint(id)
+	}
+	c, ds := latestDesc(t, store)
+	if len(ds[0].Log) != 2 {
+		t.Fatalf("checkpoint 3 lists %d segments, want 2", len(ds[0].Log))
+	}
+	root := t.TempDir()
+	be, err := Open(Options{Dir: filepath.Join(root, "subtask"), UID: "proc", Changelog: true, MemoryBudget: 4 << 20,
+		Restore: c, RestoreID: c.ID(), Descs: ds}, state.Config{MaxParallelism: 128, KeyGroups: state.KeyGroupRange{Start: 0, End: 128}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2 := &incHarness{t: t, be: be, store: store, hash: h.hash}
+	t.Cleanup(func() { be.Close() })
+	if h2.val, err = state.NewValueStore[string, state.VoidNamespace, []byte](be, "blob", state.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.CheckRestored(); err != nil {
+		t.Fatal(err)
+	}
+	h2.put(7, 4)
+	version[7] = 4
+	m := h2.checkpoint(4)
+	c, ds = latestDesc(t, store)
+	if len(ds[0].Log) != 3 {
+		t.Fatalf("the first checkpoint after the restore lists %d segments, want 3 (a log checkpoint)", len(ds[0].Log))
+	}
+	if m.WrittenSize() > m.TotalSize()/20 {
+		t.Fatalf("the first checkpoint after the restore wrote %d of %d bytes", m.WrittenSize(), m.TotalSize())
+	}
+	checkRestore(t, c, ds, h, keys, version)
+}

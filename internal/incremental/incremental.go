@@ -613,6 +613,9 @@ func Open(opts Options, cfg state.Config) (*Backend, error) {
 			}
 		}
 		b.confirm(opts.RestoreID, shared)
+		if b.changelog {
+			b.adoptChain(opts.Restore, *same)
+		}
 	}
 	if b.changelog {
 		if err := b.openLog(); err != nil {
