@@ -88,25 +88,30 @@ func (l *logWriter) Record(op pebblestate.Op, key, value []byte) error {
 	if l.err != nil {
 		return l.err
 	}
-	h := l.hdr[:0]
-	h = append(h, byte(op))
-	h = binary.AppendUvarint(h, uint64(len(key)))
-	l.w.Write(h)
-	l.w.Write(key)
-	h = binary.AppendUvarint(l.hdr[:0], uint64(len(value)))
-	l.w.Write(h)
-	_, err := l.w.Write(value)
+	// bufio.Writer's errors stick: the last Write reports any
+	h := binary.AppendUvarint(append(l.hdr[:0], byte(op)), uint64(len(key)))
+	n1, _ := l.w.Write(h)
+	n2, _ := l.w.Write(key)
+	n3, _ := l.w.Write(binary.AppendUvarint(l.hdr[:0], uint64(len(value))))
+	n4, err := l.w.Write(value)
 	if err != nil {
 		l.err = fmt.Errorf("state changelog %s: %w", l.path, err)
 		return l.err
 	}
-	l.n += int64(1 + len(h) + len(key) + len(value) + uvarintLen(len(key)))
+	l.n += int64(n1 + n2 + n3 + n4)
 	return nil
 }
 
-func uvarintLen(n int) int {
-	var b [binary.MaxVarintLen64]byte
-	return len(binary.AppendUvarint(b[:0], uint64(n)))
+// countingReader counts the bytes read through it (a segment's offsets).
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // close flushes and closes the segment file; it is not synced: the
@@ -477,9 +482,10 @@ func replaySegment(c *checkpoint.Checkpoint, f File, kv state.KVStore) error {
 		return err
 	}
 	defer rc.Close()
-	r := bufio.NewReaderSize(rc, 256<<10)
+	cr := &countingReader{r: rc}
+	r := bufio.NewReaderSize(cr, 256<<10)
 	var key, value []byte
-	var off int64
+	var off int64 // the record's
 	bad := func(what string) error {
 		return fmt.Errorf("weir: %s: state changelog segment %s: %s at offset %d", c.Path(), f.Ref, what, off)
 	}
@@ -501,6 +507,7 @@ func replaySegment(c *checkpoint.Checkpoint, f File, kv state.KVStore) error {
 		return dst, nil
 	}
 	for {
+		off = cr.n - int64(r.Buffered())
 		op, err := r.ReadByte()
 		if err == io.EOF {
 			return nil
@@ -522,6 +529,5 @@ func replaySegment(c *checkpoint.Checkpoint, f File, kv state.KVStore) error {
 		if err := pebblestate.Apply(kv, pebblestate.Op(op), key, value); err != nil {
 			return err
 		}
-		off += int64(1+uvarintLen(len(key))+uvarintLen(len(value))) + int64(len(key)+len(value))
 	}
 }
