@@ -206,50 +206,50 @@ func (b *Backend) chain(id, now int64) (*logSnapshot, bool) {
 			n += s.size
 		}
 	}
-	if nb := b.mu.next; nb != nil {
-		c := *nb
-		c.files = append([]nextFile(nil), nb.files...)
-		ls.next = &c
+	if b.mu.next != nil {
+		ls.next = b.mu.next.clone()
 	}
 	due := float64(n) > MaxLogRatio*float64(bs.size) || (b.interval > 0 && now-bs.taken >= b.interval)
 	return ls, due
 }
 
+// clone copies nb for a checkpoint to upload from, while confirmations
+// change nb's files.
+func (nb *nextBase) clone() *nextBase {
+	c := *nb
+	c.files = append([]nextFile(nil), nb.files...)
+	return &c
+}
+
 // startNext takes the local Pebble checkpoint of a new materialization at
-// the barrier of id, unless one is being uploaded.
-func (b *Backend) startNext(id, now int64) error {
-	b.mu.Lock()
-	busy := b.mu.next != nil
-	b.mu.Unlock()
-	if busy {
-		return nil
-	}
+// the barrier of id (none is being uploaded), and returns a copy of it.
+func (b *Backend) startNext(id, now int64) (*nextBase, error) {
 	dir := filepath.Join(b.snapRoot, fmt.Sprintf("%s-%d-base-%s-%d", checkpoint.SafeName(b.uid), b.subtask, b.instance, id))
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.Backend.Checkpoint(dir); err != nil {
-		return fmt.Errorf("pebble checkpoint: %w", err)
+		return nil, fmt.Errorf("pebble checkpoint: %w", err)
 	}
 	des, err := os.ReadDir(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	nb := &nextBase{id: id, taken: now, dir: dir}
 	for _, de := range des {
 		if !de.Type().IsRegular() {
-			return fmt.Errorf("weir: Pebble checkpoint %s: %s is not a regular file", dir, de.Name())
+			return nil, fmt.Errorf("weir: Pebble checkpoint %s: %s is not a regular file", dir, de.Name())
 		}
 		info, err := de.Info()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		nb.files = append(nb.files, nextFile{local: de.Name(), size: info.Size()})
 	}
 	b.mu.Lock()
 	b.mu.next = nb
 	b.mu.Unlock()
-	return nil
+	return nb.clone(), nil
 }
 
 // promote makes the next base, once all its files are uploaded, the base:

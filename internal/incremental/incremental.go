@@ -250,13 +250,12 @@ func (b *Backend) Snapshot(id int64, last, savepoint bool, now int64) ([]byte, e
 		// a final checkpoint's is written after the subtask closed and
 		// removed its segments: it materializes
 		if chain, due := b.chain(id, now); chain != nil && !last {
-			if due {
-				if err := b.startNext(id, now); err != nil {
+			if due && chain.next == nil {
+				nb, err := b.startNext(id, now)
+				if err != nil {
 					return nil, err
 				}
-				if chain.next == nil {
-					chain, _ = b.chain(id, now)
-				}
+				chain.next = nb
 			}
 			ls = &localSnap{log: chain}
 		} else {
