@@ -74,24 +74,35 @@ func parseRowLine(line string, schema types.Schema) (types.Row, error) {
 	return types.Row{Kind: kind, Values: vs}, nil
 }
 
-func (valuesFactory) CreateSource(t *connector.Table) (*connector.Source, error) {
+// valuesRows parses the rows of the test data t's 'data-id' names.
+func valuesRows(t *connector.Table) ([]types.Row, error) {
 	values.mu.Lock()
 	lines, ok := values.data[t.Options["data-id"]]
 	values.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("table '%s': no test data '%s'", t.Name, t.Options["data-id"])
 	}
-	mode := types.InsertOnly
 	var rows []types.Row
 	for _, l := range lines {
 		r, err := parseRowLine(l, t.Schema)
 		if err != nil {
 			return nil, err
 		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (valuesFactory) CreateSource(t *connector.Table) (*connector.Source, error) {
+	rows, err := valuesRows(t)
+	if err != nil {
+		return nil, err
+	}
+	mode := types.InsertOnly
+	for _, r := range rows {
 		if r.Kind != types.Insert {
 			mode = types.All
 		}
-		rows = append(rows, r)
 	}
 	if t.Options["changelog-mode"] == "upsert" {
 		mode = types.Upsert

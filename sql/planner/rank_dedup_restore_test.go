@@ -27,16 +27,9 @@ func (heldValuesFactory) Identifier() string { return "held-values" }
 func init() { connector.Register(heldValuesFactory{}) }
 
 func (heldValuesFactory) CreateSource(t *connector.Table) (*connector.Source, error) {
-	values.mu.Lock()
-	lines := values.data[t.Options["data-id"]]
-	values.mu.Unlock()
-	var rows []types.Row
-	for _, l := range lines {
-		r, err := parseRowLine(l, t.Schema)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, r)
+	rows, err := valuesRows(t)
+	if err != nil {
+		return nil, err
 	}
 	var hold int
 	if _, err := fmt.Sscan(t.Options["hold-after"], &hold); err != nil {

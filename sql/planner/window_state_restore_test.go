@@ -35,16 +35,9 @@ func (pacedValuesFactory) Identifier() string { return "paced-values" }
 func init() { connector.Register(pacedValuesFactory{}) }
 
 func (pacedValuesFactory) CreateSource(t *connector.Table) (*connector.Source, error) {
-	values.mu.Lock()
-	lines := values.data[t.Options["data-id"]]
-	values.mu.Unlock()
-	var rows []types.Row
-	for _, l := range lines {
-		r, err := parseRowLine(l, t.Schema)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, r)
+	rows, err := valuesRows(t)
+	if err != nil {
+		return nil, err
 	}
 	var every int
 	if _, err := fmt.Sscan(t.Options["checkpoint-every"], &every); err != nil || every <= 0 {
