@@ -176,6 +176,50 @@ type cdcReader[T any] struct {
 	tup     [][]byte // the values of a WAL tuple (snapshot rows use the query's)
 }
 
+// freeSlot looks up the job's slot: whether it exists and its confirmed
+// position. A slot that another connection holds is looked at again until
+// it is free or SlotMaxRetries times SlotRetryDelay have passed (the
+// session of a reader that a restart replaces ends on the server's time).
+func (r *cdcReader[T]) freeSlot(ctx context.Context) (exists bool, confirmed *LSN, err error) {
+	c := r.s.cfg
+	wait := time.Duration(max(c.SlotMaxRetries, 0)) * c.SlotRetryDelay
+	deadline := time.Now().Add(wait)
+	poll := min(c.SlotRetryDelay, 100*time.Millisecond)
+	for {
+		var active bool
+		var plugin, db string
+		var pid *int32
+		err := r.conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text, plugin, database, active, active_pid FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'logical'",
+			c.SlotName).Scan(&lsnText{&confirmed}, &plugin, &db, &active, &pid)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return false, nil, nil
+		case err != nil:
+			return false, nil, fmt.Errorf("postgres-cdc: look up slot %s: %w", c.SlotName, err)
+		case plugin != "pgoutput":
+			return false, nil, fmt.Errorf("postgres-cdc: slot %s uses plugin %s, not pgoutput", c.SlotName, plugin)
+		case db != r.conn.Config().Database:
+			return false, nil, fmt.Errorf("postgres-cdc: slot %s belongs to database %s, the job reads %s", c.SlotName, db, r.conn.Config().Database)
+		case !active:
+			return true, confirmed, nil
+		}
+		if !time.Now().Before(deadline) {
+			p := int32(0)
+			if pid != nil {
+				p = *pid
+			}
+			return false, nil, fmt.Errorf("postgres-cdc: replication slot %s is in use by another connection (pid %d), still after %v ('debezium.slot.max.retries' times 'debezium.slot.retry.delay.ms'): another job reads it, or a killed one's session has not ended yet", c.SlotName, p, wait)
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, nil, fmt.Errorf("postgres-cdc: waiting for replication slot %s, held by another connection: %w", c.SlotName, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
 func (s *CDCSource[T]) open(ctx context.Context, at *cdcPosition) (_ *cdcReader[T], err error) {
 	if s.err != nil {
 		return nil, s.err
@@ -199,31 +243,9 @@ func (s *CDCSource[T]) open(ctx context.Context, at *cdcPosition) (_ *cdcReader[
 	if err := r.ensurePublication(ctx); err != nil {
 		return nil, err
 	}
-	var slotExists, active bool
-	var confirmed *LSN
-	var plugin, db string
-	var pid *int32
-	err = r.conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text, plugin, database, active, active_pid FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'logical'",
-		c.SlotName).Scan(&lsnText{&confirmed}, &plugin, &db, &active, &pid)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
-		return nil, fmt.Errorf("postgres-cdc: look up slot %s: %w", c.SlotName, err)
-	default:
-		slotExists = true
-		if plugin != "pgoutput" {
-			return nil, fmt.Errorf("postgres-cdc: slot %s uses plugin %s, not pgoutput", c.SlotName, plugin)
-		}
-		if db != r.conn.Config().Database {
-			return nil, fmt.Errorf("postgres-cdc: slot %s belongs to database %s, the job reads %s", c.SlotName, db, r.conn.Config().Database)
-		}
-		if active {
-			p := int32(0)
-			if pid != nil {
-				p = *pid
-			}
-			return nil, fmt.Errorf("postgres-cdc: replication slot %s is in use by another connection (pid %d): another job reads it, or a killed one's session has not ended yet", c.SlotName, p)
-		}
+	slotExists, confirmed, err := r.freeSlot(ctx)
+	if err != nil {
+		return nil, err
 	}
 	rcfg, err := pgconn.ParseConfig(c.dsn(true))
 	if err != nil {

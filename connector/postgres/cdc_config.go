@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CDCConfig configures the CDC source (CDC, CDCRows). The fields carry the
@@ -51,6 +52,19 @@ type CDCConfig struct {
 	// tables, then their changes) or "latest-offset" (changes only, from
 	// the slot's position; a slot is created if missing).
 	StartupMode string `option:"scan.startup.mode"`
+	// SlotMaxRetries and SlotRetryDelay say how long to wait for a slot
+	// that another connection holds (Debezium's slot.max.retries, default
+	// 6, and slot.retry.delay.ms, default 10 s, passed through Flink CDC
+	// as 'debezium.slot.max.retries' and 'debezium.slot.retry.delay.ms'):
+	// the reader of a job that restarts after a failure often finds its
+	// slot still held by the session of the reader it replaces, which
+	// the server ends on its own time. The slot is looked at again every
+	// 100 ms (or every SlotRetryDelay, if shorter) until it is free or
+	// SlotMaxRetries times SlotRetryDelay have passed; then opening fails,
+	// naming the process that holds it. A negative SlotMaxRetries does
+	// not wait.
+	SlotMaxRetries int           `option:"debezium.slot.max.retries"`
+	SlotRetryDelay time.Duration `option:"debezium.slot.retry.delay.ms"`
 	// DSN, when set, is a libpq connection string used instead of
 	// Hostname, Port, Username, Password and DatabaseName (not a Flink
 	// option).
@@ -62,12 +76,18 @@ var cdcOptionNames = []string{
 	"hostname", "port", "username", "password", "database-name", "schema-name", "table-name",
 	"slot.name", "decoding.plugin.name", "debezium.publication.name",
 	"debezium.publication.autocreate.mode", "scan.startup.mode", "dsn",
+	"debezium.slot.max.retries", "debezium.slot.retry.delay.ms",
 }
+
+// CDCOptionNames are the option keys FromOptions accepts ('connector'
+// aside), for a SQL table factory to hand over.
+func CDCOptionNames() []string { return slices.Clone(cdcOptionNames) }
 
 // FromOptions builds a CDCConfig from Flink CDC's postgres-cdc option
 // names ('hostname', 'port', 'username', 'password', 'database-name',
 // 'schema-name', 'table-name', 'slot.name', 'decoding.plugin.name',
 // 'debezium.publication.name', 'debezium.publication.autocreate.mode',
+// 'debezium.slot.max.retries', 'debezium.slot.retry.delay.ms',
 // 'scan.startup.mode', and weir's 'dsn'). 'connector' is ignored. An
 // unknown option or a malformed value is an error naming it, and the
 // result is validated.
@@ -112,6 +132,21 @@ func FromOptions(opts map[string]string) (CDCConfig, error) {
 			c.StartupMode = v
 		case "dsn":
 			c.DSN = v
+		case "debezium.slot.max.retries":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return c, fmt.Errorf("postgres-cdc: option '%s' = '%s': want a number of retries", k, v)
+			}
+			c.SlotMaxRetries = n
+			if n == 0 {
+				c.SlotMaxRetries = -1 // 0 in Debezium: no retries
+			}
+		case "debezium.slot.retry.delay.ms":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				return c, fmt.Errorf("postgres-cdc: option '%s' = '%s': want a positive number of milliseconds", k, v)
+			}
+			c.SlotRetryDelay = time.Duration(n) * time.Millisecond
 		default:
 			return c, fmt.Errorf("postgres-cdc: unknown option '%s' (known: %s)", k, strings.Join(cdcOptionNames, ", "))
 		}
@@ -141,6 +176,12 @@ func (c CDCConfig) withDefaults() CDCConfig {
 	}
 	if c.StartupMode == "" {
 		c.StartupMode = "initial"
+	}
+	if c.SlotMaxRetries == 0 {
+		c.SlotMaxRetries = 6
+	}
+	if c.SlotRetryDelay <= 0 {
+		c.SlotRetryDelay = 10 * time.Second
 	}
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,4 +112,79 @@ func TestCDCResumesInsideATransaction(t *testing.T) {
 	})
 	_, err = src.OpenAt(ctx, splits[0], pos)
 	wantErr(t, err, "beyond the checkpoint's position")
+}
+
+// A reader reopened while the session of the one it replaces still holds
+// the slot (a job restarting after a failure) waits for the slot, as
+// Debezium does ('debezium.slot.max.retries' times
+// 'debezium.slot.retry.delay.ms'), and goes on where the checkpoint left.
+func TestCDCWaitsForAHeldSlot(t *testing.T) {
+	conn := connect(t)
+	ctx := context.Background()
+	tbl := table(t, conn, "(id int PRIMARY KEY)")
+	cfg := cdcConfig(t, tbl)
+	cfg.SlotMaxRetries, cfg.SlotRetryDelay = 1200, 50*time.Millisecond // up to a minute
+	src := postgres.CDCRows(cfg)
+	splits, _ := src.Splits(ctx)
+	r1, err := src.Open(ctx, splits[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r1.Close()
+	sqlExec(t, conn, "INSERT INTO "+tbl+" SELECT g FROM generate_series(1, 10) g")
+	first := readN(t, r1.(cdcReader), 4, 5)
+	pos, err := r1.(cdcReader).Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the backends of r1, before r2 starts
+	app := "weir cdc " + cfg.SlotName
+	before := map[string]bool{}
+	for _, pid := range rows(t, conn, "SELECT pid::text FROM pg_stat_activity WHERE application_name = $1", app) {
+		before[pid] = true
+	}
+	type opened struct {
+		r   weir.SplitReader[weir.Change[postgres.Row]]
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		r, err := src.OpenAt(ctx, splits[0], pos)
+		done <- opened{r, err}
+	}()
+	// r2 has looked at the slot while r1 holds it, and again: its backend
+	// started the slot's query three times (pg_stat_activity shows the
+	// last query and when it started; the first is pgx preparing it, the
+	// second its first run, which found the slot held)
+	starts := map[string]bool{}
+	weirtest.WaitFor(t, "the second reader looking at the held slot twice", time.Minute, func() bool {
+		select {
+		case o := <-done:
+			t.Fatalf("the second reader did not wait for the slot r1 holds: %v", o.err)
+		default:
+		}
+		for _, r := range rows(t, conn, "SELECT pid::text, query_start::text FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'SELECT confirmed_flush_lsn%'", app) {
+			if pid, start, _ := strings.Cut(r, " "); !before[pid] {
+				starts[start] = true
+			}
+		}
+		return len(starts) >= 3
+	})
+	r1.Close()
+	var o opened
+	select {
+	case o = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the second reader did not open within two minutes of the slot's release")
+	}
+	if o.err != nil {
+		t.Fatalf("the second reader, after the first one closed: %v", o.err)
+	}
+	defer o.r.Close()
+	got := append(first, readN(t, o.r.(cdcReader), 4, 5)...)
+	for i, g := range got {
+		if want := fmt.Sprintf("+I %d", i+1); g != want {
+			t.Fatalf("record %d is %q, want %q", i, g, want)
+		}
+	}
 }

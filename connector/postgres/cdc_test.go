@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -205,7 +206,11 @@ func TestCDCErrors(t *testing.T) {
 		}
 		return n == 0
 	})
-	wantErr(t, open(cfg), "replication slot "+cfg.SlotName+" is in use by another connection")
+	held := cfg
+	held.SlotMaxRetries = -1 // no waiting for it
+	wantErr(t, open(held), "replication slot "+cfg.SlotName+" is in use by another connection")
+	held.SlotMaxRetries, held.SlotRetryDelay = 3, 10*time.Millisecond
+	wantErr(t, open(held), "replication slot "+cfg.SlotName+" is in use by another connection", "still after 30ms")
 
 	// A restore whose slot is gone.
 	br.Close()
@@ -241,6 +246,23 @@ func TestCDCErrors(t *testing.T) {
 	if strings.Contains(c.String(), "secret") {
 		t.Fatalf("String shows the password: %s", c)
 	}
+	base := map[string]string{"hostname": "h", "database-name": "d", "table-name": "t", "slot.name": "s"}
+	with := func(k, v string) map[string]string {
+		m := maps.Clone(base)
+		m[k] = v
+		return m
+	}
+	c, err = postgres.FromOptions(with("debezium.slot.retry.delay.ms", "250"))
+	if err != nil || c.SlotRetryDelay != 250*time.Millisecond || c.SlotMaxRetries != 0 {
+		t.Fatalf("'debezium.slot.retry.delay.ms' = '250': %+v, %v", c, err)
+	}
+	if c, err = postgres.FromOptions(with("debezium.slot.max.retries", "0")); err != nil || c.SlotMaxRetries >= 0 {
+		t.Fatalf("'debezium.slot.max.retries' = '0' (no waiting): %+v, %v", c, err)
+	}
+	_, err = postgres.FromOptions(with("debezium.slot.max.retries", "many"))
+	wantErr(t, err, "'debezium.slot.max.retries' = 'many'")
+	_, err = postgres.FromOptions(with("debezium.slot.retry.delay.ms", "-5"))
+	wantErr(t, err, "'debezium.slot.retry.delay.ms' = '-5'")
 }
 
 // A server whose wal_level is not logical is refused with the fix.

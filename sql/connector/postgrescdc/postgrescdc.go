@@ -9,7 +9,10 @@
 //	'decoding.plugin.name' (pgoutput only), 'debezium.publication.name'
 //	(default: the slot's name), 'debezium.publication.autocreate.mode'
 //	(filtered, all_tables or disabled), 'scan.startup.mode' (initial or
-//	latest-offset), 'changelog-mode' (all or upsert; see below),
+//	latest-offset), 'debezium.slot.max.retries' (6) and
+//	'debezium.slot.retry.delay.ms' (10000: how long to wait for a slot
+//	that another connection still holds, as Debezium does),
+//	'changelog-mode' (all or upsert; see below),
 //
 // and one that is weir's only: 'dsn', a libpq connection string or URL used
 // instead of hostname, port, username, password and database-name.
@@ -81,11 +84,7 @@ type Factory struct{}
 func (Factory) Identifier() string { return "postgres-cdc" }
 
 // cdcOptions are the options handed to postgres.FromOptions.
-var cdcOptions = []string{
-	"hostname", "port", "username", "password", "database-name", "schema-name", "table-name",
-	"slot.name", "decoding.plugin.name", "debezium.publication.name",
-	"debezium.publication.autocreate.mode", "scan.startup.mode", "dsn",
-}
+var cdcOptions = postgres.CDCOptionNames()
 
 // CreateSource implements connector.SourceFactory.
 func (Factory) CreateSource(t *connector.Table) (*connector.Source, error) {
