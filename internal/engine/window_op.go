@@ -459,7 +459,9 @@ func processWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(k
 	if ws.w.kind == slidingWindows {
 		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
 	}
-	return windowOperator(ws, "process-window", agg, processRender(fn), false, opts)
+	s := windowOperator(ws, "process-window", agg, processRender(fn), false, opts)
+	onStateProcessWindow(ws, s, fn, opts) // on PebbleState: window_state_process.go
+	return s
 }
 
 // processRender renders a window's collected events through fn, the
