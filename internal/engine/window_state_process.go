@@ -159,7 +159,7 @@ func (l *windowEvents[K, T]) addAll(ns int64, es []T) {
 	l.st.AddAll(l.keys.hash, l.keys.key, ns, es)
 }
 func (l *windowEvents[K, T]) get(ns int64) []T { return l.st.Get(l.keys.hash, l.keys.key, ns) }
-func (l *windowEvents[K, T]) del(ns int64)      { l.st.Delete(l.keys.hash, l.keys.key, ns) }
+func (l *windowEvents[K, T]) del(ns int64)     { l.st.Delete(l.keys.hash, l.keys.key, ns) }
 
 // procWinBase is what the aligned and the session function share.
 type procWinBase[K comparable, T, OUT any] struct {
