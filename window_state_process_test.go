@@ -372,3 +372,21 @@ func TestStateProcessWindowUnencodableEvents(t *testing.T) {
 		t.Fatalf("on Pebble: %v; want an error naming the operator and its event type", err)
 	}
 }
+
+// ProcessWindow over sessions with allowed lateness on incremental Pebble
+// checkpoints, checkpointed often, failing once and restarting from the
+// latest checkpoint, at parallelism 2, then again with changelog
+// checkpoints: the output of a plain heap run.
+func TestStateProcessWindowRestart(t *testing.T) {
+	evs := randomEvents(newRand(6), 8000, 200, 3000)
+	c := metaConfig{kind: "pwindow", p: 2, batch: 64, pebble: true, incremental: true, ckEvery: 500, failAt: 5000}
+	want := runMeta(t, evs, c.reference())
+	got := runMeta(t, evs, c)
+	if len(want) < 100 || !slices.Equal(got, want) {
+		t.Fatalf("%d records on Pebble, %d on the heap:\n%s", len(got), len(want), firstDiff(want, got))
+	}
+	c.incremental = false
+	if got := runMeta(t, evs, c, weir.StateChangelog(0)); !slices.Equal(got, want) {
+		t.Fatalf("%d records with changelog checkpoints, %d on the heap:\n%s", len(got), len(want), firstDiff(want, got))
+	}
+}
