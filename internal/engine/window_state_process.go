@@ -152,9 +152,22 @@ func buildStateProcessWindow[K comparable, T, OUT any](st *subtask, n *node, o a
 type windowEvents[K comparable, T any] struct {
 	keys *currentKey[K]
 	st   state.ListStore[K, int64, T]
+	one  [1]T
 }
 
 func (l *windowEvents[K, T]) add(ns int64, e T) { l.st.Add(l.keys.hash, l.keys.key, ns, e) }
+
+// start makes e the list of ns, which has none: Add would do, but on
+// Pebble a merge into a list the record cache does not hold goes to the
+// database, where a new list's write stays in the cache, and so do the
+// merges into it that follow.
+func (l *windowEvents[K, T]) start(ns int64, e T) {
+	l.one[0] = e
+	l.st.Update(l.keys.hash, l.keys.key, ns, l.one[:])
+	var zero T
+	l.one[0] = zero
+}
+
 func (l *windowEvents[K, T]) addAll(ns int64, es []T) {
 	l.st.AddAll(l.keys.hash, l.keys.key, ns, es)
 }
@@ -253,17 +266,24 @@ func (f *alignedProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 			break // this window is gone, and every earlier one too
 		}
 		accepted = true
-		f.events.add(end, in)
 		fired := end-1 <= wm
+		added := false
 		if k := (stateWinKey[K]{ctx.Key(), end}); !mapHas(f.seen, k) {
 			f.seen[k] = struct{}{}
 			// Registering a timer that is there already changes nothing.
-			if !fired {
-				ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
+			// A window not fired has its timer at end-1 from its first
+			// event on (nothing deletes it before it fires): if this
+			// registers it, the window has no list yet.
+			if !fired && ctx.op.event.Register(ctx.op.cur.hash, ctx.op.cur.key, void, end-1) {
+				f.events.start(end, in)
+				added = true
 			}
 			if late > 0 {
 				ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1 + late))
 			}
+		}
+		if !added {
+			f.events.add(end, in)
 		}
 		if fired { // a late firing, with all the window's events so far
 			if err := f.fire(ctx, s, end, f.events.get(end)); err != nil {
@@ -391,8 +411,10 @@ func (f *sessionProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 			f.events.addAll(ns, f.events.get(m))
 			f.events.del(m)
 		}
+		f.events.add(ns, in)
+	} else {
+		f.events.start(ns, in) // a new session: its namespace has no list
 	}
-	f.events.add(ns, in)
 	// the timers of the merged sessions that no session needs any more
 	for _, i := range merged {
 		m := &ws[i]
