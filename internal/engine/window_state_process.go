@@ -59,6 +59,13 @@ import (
 // function are decoded for the call: changing them changes nothing kept
 // (on the heap, ProcessWindow's function is given the stored slice).
 //
+// After a restore at another parallelism whose watermark is behind the one
+// a window had fired at (the lowest of the old subtasks'), an event within
+// the allowed lateness registers the window's timer at end-1 again, and
+// the window fires again with all its events when the watermark gets
+// there (the heap operator, which keeps a fired flag, fires it at once
+// instead, window_state.go and docs/time-and-windows.md).
+//
 // Not covered (these stay on the heap, and HeapStateOperators names them):
 // other triggers (count, processing time, early or late firings,
 // purging) and Global windows.
@@ -271,15 +278,18 @@ func (f *alignedProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 		if k := (stateWinKey[K]{ctx.Key(), end}); !mapHas(f.seen, k) {
 			f.seen[k] = struct{}{}
 			// Registering a timer that is there already changes nothing.
-			// A window not fired has its timer at end-1 from its first
-			// event on (nothing deletes it before it fires): if this
-			// registers it, the window has no list yet.
-			if !fired && ctx.op.event.Register(ctx.op.cur.hash, ctx.op.cur.key, void, end-1) {
+			if late > 0 && !fired {
+				ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
+			}
+			// A window has its timer at end-1+lateness, which removes it,
+			// from its first event on, and nothing deletes it before it
+			// fires: if this registers it, the window has no list yet.
+			// (Not so for the timer at end-1 with allowed lateness: after a
+			// restore at another parallelism, the watermark may be behind
+			// the one that fired it, and the window still there.)
+			if ctx.op.event.Register(ctx.op.cur.hash, ctx.op.cur.key, void, end-1+late) {
 				f.events.start(end, in)
 				added = true
-			}
-			if late > 0 {
-				ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1 + late))
 			}
 		}
 		if !added {
