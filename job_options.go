@@ -149,17 +149,19 @@ func HeapState() JobOption {
 // IncrementalCheckpoints for SST files instead, StateChangelog for logs of
 // the changes).
 //
-// Besides Process, Aggregate and Reduce over event-time Tumbling, Hopping
-// and Session windows with the default trigger (AllowedLateness,
-// Retracting and LateEvents included) keep their windows and timers in
-// Pebble: on PebbleState they run on keyed process functions, with the
-// results of the heap's window operators (docs/time-and-windows.md,
-// "Window state in Pebble"); their key and accumulator types must then be
-// encodable (no channels, functions or interfaces), or Run fails naming
-// the operator. The other keyed operators (other triggers, Global and
-// Sliding windows, ProcessWindow, CoGroup, joins, CEP...) keep their state
-// on the heap: Job.HeapStateOperators names them, and the job logs them
-// when it starts.
+// Besides Process, Aggregate, Reduce, ProcessWindow, CoGroup and
+// WindowJoin over event-time Tumbling, Hopping and Session windows with the
+// default trigger (AllowedLateness, Retracting and LateEvents included)
+// keep their windows and timers in Pebble (ProcessWindow's each window's
+// events as a list): on PebbleState they run on keyed process functions,
+// with the results of the heap's window operators (docs/time-and-windows.md,
+// "Window state in Pebble"); their key and accumulator (ProcessWindow:
+// event) types must then be encodable (no channels, functions or
+// interfaces), or Run fails naming the operator. The other keyed window
+// operators (other triggers, Global and Sliding windows) keep their state
+// on the heap, as do changelog aggregations: Job.HeapStateOperators names
+// them, and the job logs them when it starts. (The joins other than
+// WindowJoin are built on Process.)
 func PebbleState(dir string, memoryBudget int64) JobOption {
 	return engine.PebbleState(dir, memoryBudget)
 }

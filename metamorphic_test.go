@@ -19,7 +19,7 @@ import (
 // metaConfig is one random configuration of the metamorphic test: how a
 // job runs, which must not change what it outputs.
 type metaConfig struct {
-	kind        string // "window": tumbling counts; "process": ckProc (every state kind, timers, TTL)
+	kind        string // "window": tumbling counts; "process": ckProc (every state kind, timers, TTL); "pwindow": ProcessWindow over sessions with lateness
 	p           int
 	batch       int
 	buffer      time.Duration
@@ -42,7 +42,7 @@ func (c metaConfig) String() string {
 
 func randomMetaConfig(r *rand.Rand, n int) metaConfig {
 	c := metaConfig{
-		kind:    []string{"window", "process"}[r.IntN(2)],
+		kind:    []string{"window", "process", "pwindow"}[r.IntN(3)],
 		p:       1 + r.IntN(3),
 		batch:   []int{1, 7, 64, 1024}[r.IntN(4)],
 		buffer:  []time.Duration{0, time.Millisecond, 10 * time.Millisecond}[r.IntN(3)],
@@ -165,6 +165,12 @@ func runMeta(t *testing.T, evs []ev, c metaConfig, extra ...weir.JobOption) []st
 		out = weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
 			return fmt.Sprintf("%s@%d=%d", r.Key, r.Start.UnixMilli(), r.Value)
 		})
+	case "pwindow": // on Pebble, its windows' events are lists in Pebble (window_state_process.go)
+		out = weir.ProcessWindow(weir.Window(keyed, weir.Session(300*time.Millisecond), weir.AllowedLateness(time.Second)),
+			func(k string, w weir.WindowInfo, evs []ev, emit func(string)) error {
+				emit(fmt.Sprintf("%s@%d-%d=%s", k, w.Start.UnixMilli(), w.End.UnixMilli(), tsList(evs)))
+				return nil
+			}, weir.UID("pwindow"))
 	case "process":
 		out = weir.ProcessWith(keyed, func() weir.KeyedProcessFunction[string, ev, string] { return &ckProc{showWM: c.p == 1} }, weir.UID("proc"))
 	}

@@ -66,7 +66,10 @@ func connectTwo[K comparable, L, R any](left *KeyedStream[K, L], right *KeyedStr
 // operator (Name, UID, Parallelism); events late for every window they
 // belong to are dropped and counted, as in a windowed aggregate. fn may
 // keep the slices it is given and append to them; a kept slice may keep
-// alive memory that other calls' slices were cut from (up to 16 KiB).
+// alive memory that other calls' slices were cut from (up to 16 KiB). On
+// PebbleState, over event-time Tumbling, Hopping and Session windows with
+// the default trigger, the windows' events are keyed state in Pebble, as
+// for ProcessWindow (and so for WindowJoin).
 func CoGroup[K comparable, L, R, OUT any](left *KeyedStream[K, L], right *KeyedStream[K, R], w Windows,
 	fn func(key K, win WindowInfo, l []L, r []R, emit func(OUT)) error, opts ...WindowOption) *Stream[OUT] {
 	ks := connectTwo(left, right, "CoGroup")

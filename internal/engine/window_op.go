@@ -447,6 +447,11 @@ func (op *alignedWindowOp[K, T, ACC, OUT]) fire(bk *bucket[K, ACC], wm int64) er
 // It supports every window kind but Sliding, triggers and allowed lateness
 // (a late firing calls fn again with all events so far). Prefer Aggregate
 // when an incremental aggregate will do: ProcessWindow keeps every event.
+//
+// On PebbleState, over event-time Tumbling, Hopping and Session windows
+// with the default trigger, each window's events and the timers are keyed
+// state in Pebble (window_state_process.go); the key and event types must
+// then be encodable.
 func ProcessWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(key K, w WindowInfo, events []T, emit func(OUT)) error, opts ...WindowOption) *Stream[OUT] {
 	return processWindow(ws, fn, AggregateFunction[T, []T, []T](collectAgg[T]{}), opts)
 }
@@ -459,7 +464,9 @@ func processWindow[K comparable, T, OUT any](ws *WindowedStream[K, T], fn func(k
 	if ws.w.kind == slidingWindows {
 		ws.ks.src.job.fail(fmt.Errorf("weir: ProcessWindow does not support %v", ws.w))
 	}
-	return windowOperator(ws, "process-window", agg, processRender(fn), false, opts)
+	s := windowOperator(ws, "process-window", agg, processRender(fn), false, opts)
+	onStateProcessWindow(ws, s, fn, opts) // on PebbleState: window_state_process.go
+	return s
 }
 
 // processRender renders a window's collected events through fn, the

@@ -51,8 +51,9 @@ import (
 //
 // Not covered (the operators stay on the heap, and HeapStateOperators
 // names them): Global and Sliding windows, other triggers (count,
-// processing time, early or late firings, purging), ProcessWindow,
-// CoGroup and the window joins.
+// processing time, early or late firings, purging). ProcessWindow, CoGroup
+// and WindowJoin over the same windows keep their windows' events in the
+// backend too: window_state_process.go.
 
 // onStateWindows reports whether an aggregation of w with trigger trig
 // can keep its state in the backend (the functions of this file).
