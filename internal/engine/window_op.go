@@ -74,14 +74,14 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	// job builds its subtasks, so that it may be set after the operator.
 	if onStateWindows(w, trig, results) {
 		n.stateWindow = true
-		n.stateErr = stateCodecErr[K, ACC]()
+		n.stateErr = stateWindowCodecErr[K, T, ACC, OUT](w, trig)
 	}
 	n.build = func(st *subtask, o any) ([]any, error) {
 		if n.inBackend(st.cfg().stateBackend) {
 			if keysOnly {
-				return buildStateWindow[K, struct{}, int64, int64](st, n, o, w, countAgg[struct{}]{}, 0, false)
+				return buildStateWindow[K, struct{}, int64, int64](st, n, o, w, trig, countAgg[struct{}]{}, 0, false)
 			}
-			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, agg, cfg.lateness, cfg.retract)
+			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, trig, agg, cfg.lateness, cfg.retract)
 		}
 		if n.stateWindow {
 			if err := checkWindowRestore(st, n, false); err != nil {

@@ -57,12 +57,12 @@ import (
 // onStateWindows reports whether an aggregation of w with trigger trig
 // can keep its state in the backend (the functions of this file).
 func onStateWindows(w Windows, trig WindowTrigger, results bool) bool {
-	if !results || trig != EventTimeTrigger() {
+	if !results {
 		return false
 	}
 	switch w.kind {
-	case tumblingWindows, hoppingWindows, sessionWindows:
-		return true
+	case tumblingWindows, hoppingWindows, sessionWindows, globalWindows:
+		return true // other triggers and Global: window_state_trigger.go
 	}
 	return false
 }
@@ -118,7 +118,7 @@ func checkWindowRestore(st *subtask, n *node, onState bool) error {
 
 // buildStateWindow builds the window node n for one subtask on a process
 // operator whose function keeps the windows in keyed state.
-func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any, w Windows, agg AggregateFunction[T, ACC, OUT], lateness int64, retract bool) ([]any, error) {
+func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any, w Windows, trig WindowTrigger, agg AggregateFunction[T, ACC, OUT], lateness int64, retract bool) ([]any, error) {
 	if err := checkWindowRestore(st, n, true); err != nil {
 		return nil, err
 	}
@@ -134,9 +134,12 @@ func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any
 	base := stateWindowBase[K, T, ACC, OUT]{w: w, agg: agg, lateness: lateness, retract: retract,
 		ident: identityResult[ACC, OUT](agg), out: out}
 	var fn KeyedProcessFunction[K, T, WindowResult[K, OUT]]
-	if w.kind == sessionWindows {
+	switch {
+	case trig != EventTimeTrigger() || w.kind == globalWindows:
+		fn = &trigStateWindow[K, T, ACC, OUT]{stateWindowBase: base, trig: trig}
+	case w.kind == sessionWindows:
 		fn = &sessionStateWindow[K, T, ACC, OUT]{stateWindowBase: base}
-	} else {
+	default:
 		fn = &alignedStateWindow[K, T, ACC, OUT]{stateWindowBase: base}
 	}
 	op, err := buildProcess(st, n, out, fn)
