@@ -1,0 +1,142 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/internal/testing/weirtest"
+)
+
+func trigger(t weir.WindowTrigger) *weir.WindowTrigger { return &t }
+
+// stateTriggerCases are window aggregations with other triggers than the
+// default, and over Global windows, which on PebbleState run on process
+// functions with their state in Pebble (window_state_trigger.go).
+// Processing-time triggers are in internal/engine's
+// TestTrigStateWindowMatchesHeap, with an injected clock.
+var stateTriggerCases = []stateWindowCase{
+	{"tumbling-count", weir.Tumbling(time.Second), 0, false, trigger(weir.CountTrigger(5))},
+	{"tumbling-count-lateness-retract", weir.Tumbling(time.Second), time.Second, true, trigger(weir.CountTrigger(3))},
+	{"hopping-count-purging-lateness", weir.Hopping(3*time.Second, time.Second), 300 * time.Millisecond, false, trigger(weir.CountTrigger(3).Purging())},
+	{"tumbling-purging-lateness-retract", weir.Tumbling(time.Second), 2 * time.Second, true, trigger(weir.EventTimeTrigger().Purging())},
+	{"session-count-lateness-retract", weir.Session(300 * time.Millisecond), time.Second, true, trigger(weir.CountTrigger(4))},
+	{"session-count-purging", weir.Session(300 * time.Millisecond), 0, false, trigger(weir.CountTrigger(2).Purging())},
+	{"global-count", weir.Global(), 0, false, trigger(weir.CountTrigger(7))},
+	{"global-count-purging-retract", weir.Global(), 0, true, trigger(weir.CountTrigger(5).Purging())},
+	{"global-count-retract", weir.Global(), 0, true, trigger(weir.CountTrigger(9))},
+}
+
+// Aggregate and Reduce with count triggers (accumulating, purging,
+// retracting), a purging event-time trigger, and over Global windows, give
+// on PebbleState what they give on the heap (weir's general window
+// operator): the same results, late events and drops, at parallelism 1
+// and 3; and on Pebble no operator is left with heap state.
+func TestStateWindowTriggersSameAsHeap(t *testing.T) {
+	r := newRand(41)
+	evs := randomEvents(r, 3000, 200, 3000)
+	for i, c := range stateTriggerCases {
+		p := 1 + 2*(i%2)
+		batch := []int{7, 64}[i/2%2]
+		heap := runStateWindows(t, evs, c, p, batch)
+		pebble := runStateWindows(t, evs, c, p, batch, weir.PebbleState(t.TempDir(), 8<<20))
+		global := strings.HasPrefix(c.name, "global")
+		if len(heap.results) < 100 || !global && (heap.dropped == 0 || len(heap.late) == 0) {
+			t.Fatalf("%s: a weak case: %d results, %d dropped, %d late events", c.name, len(heap.results), heap.dropped, len(heap.late))
+		}
+		if !slices.Equal(heap.results, pebble.results) {
+			t.Errorf("%s p=%d: results on Pebble differ from the heap's (%d vs %d):\n%s", c.name, p, len(pebble.results), len(heap.results), firstDiff(heap.results, pebble.results))
+		}
+		if !slices.Equal(heap.late, pebble.late) {
+			t.Errorf("%s p=%d: late events on Pebble differ from the heap's:\n%s", c.name, p, firstDiff(heap.late, pebble.late))
+		}
+		if heap.dropped != pebble.dropped {
+			t.Errorf("%s p=%d: %d dropped on Pebble, %d on the heap", c.name, p, pebble.dropped, heap.dropped)
+		}
+		if len(pebble.heapOps) != 0 {
+			t.Errorf("%s: on Pebble, operators with heap state: %q", c.name, pebble.heapOps)
+		}
+		if len(heap.heapOps) == 0 {
+			t.Errorf("%s: on the heap backend, HeapStateOperators names no window operator", c.name)
+		}
+	}
+}
+
+// windowJobWith is windowJobFrom (savepoint_test.go) with window options,
+// its results showing their kind.
+func windowJobWith(w weir.Windows, wopts []weir.WindowOption, gen weir.Source[ev], p int, dir string, sink *memSink, opts ...weir.JobOption) *weir.Job {
+	job := weir.NewJob("sp", append([]weir.JobOption{weir.Parallelism(p), weir.Checkpointing(20*time.Millisecond, dir)}, opts...)...)
+	src := weir.FromSource(job, "gen", gen,
+		weir.BoundedOutOfOrderness(200*time.Millisecond, func(e ev) time.Time { return time.UnixMilli(e.TS) }), weir.UID("gen"))
+	counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w, wopts...), weir.Count[ev](), weir.UID("counts"))
+	weir.To(weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
+		return fmt.Sprintf("%s@%d=%d %v", r.Key, r.Start.UnixMilli(), r.Value, r.Kind)
+	}), weir.Sink[string](sink), weir.UID("sink"))
+	return job
+}
+
+// Window aggregations on PebbleState with other triggers and over Global
+// (and Sliding) windows: stopped with a savepoint at parallelism 2 and
+// restored at 1 and at 3, the output before the stop and after the
+// restore is that of one uninterrupted run on the heap.
+func TestStateWindowTriggersRescale(t *testing.T) {
+	const n = 30000
+	type windowCase struct {
+		w     weir.Windows
+		wopts []weir.WindowOption
+	}
+	for _, c := range []windowCase{
+		{weir.Tumbling(time.Second), []weir.WindowOption{weir.Trigger(weir.CountTrigger(7)), weir.AllowedLateness(time.Second), weir.Retracting()}},
+		{weir.Session(150 * time.Millisecond), []weir.WindowOption{weir.Trigger(weir.CountTrigger(3).Purging()), weir.AllowedLateness(300 * time.Millisecond)}},
+		{weir.Global(), []weir.WindowOption{weir.Trigger(weir.CountTrigger(50))}},
+	} {
+		gen := func(count int64, rate float64, hold int) weir.Source[ev] {
+			g := weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents)
+			if hold > 0 {
+				g = weirtest.HoldAfter(g.(weir.RestorableSource[ev]), hold)
+			}
+			return g
+		}
+		ref := newMemSink()
+		if err := windowJobWith(c.w, c.wopts, gen(n, 0, 0), 2, t.TempDir(), ref).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := ref.output()
+		for _, p := range []int{1, 3} {
+			pebble := weir.PebbleState(t.TempDir(), 4<<20)
+			first := newMemSink()
+			// Each of the two readers stops after n/4 events, so the stop
+			// comes before the input's end however slow the machine.
+			job := windowJobWith(c.w, c.wopts, gen(-1, 100_000, n/4), 2, t.TempDir(), first, pebble)
+			if heap := job.HeapStateOperators(); len(heap) != 0 {
+				t.Fatalf("%v on Pebble: operators with heap state %q", c.w, heap)
+			}
+			done := make(chan error, 1)
+			go func() { done <- job.Run(context.Background()) }()
+			waitFor(t, "first results", func() bool { return len(first.output()) > 50 })
+			path, err := job.Savepoint(context.Background(), filepath.Join(t.TempDir(), "sp"), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("a job stopped with a savepoint must end cleanly: %v", err)
+			}
+			before := len(first.output())
+			if before >= len(want) {
+				t.Fatalf("%v: the first job ran to the end (%d results): the savepoint came too late", c.w, before)
+			}
+			if err := windowJobWith(c.w, c.wopts, gen(n, 0, 0), p, t.TempDir(), first, pebble, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
+				t.Fatalf("%v: restore at p=%d: %v", c.w, p, err)
+			}
+			if got := first.output(); !slices.Equal(got, want) {
+				t.Fatalf("%v %d options, restored at p=%d: %d results before the savepoint, %d in all; want %d as one run on the heap:\n%s",
+					c.w, len(c.wopts), p, before, len(got), len(want), firstDiff(want, got))
+			}
+		}
+	}
+}
