@@ -63,6 +63,8 @@ func onStateWindows(w Windows, trig WindowTrigger, results bool) bool {
 	switch w.kind {
 	case tumblingWindows, hoppingWindows, sessionWindows, globalWindows:
 		return true // other triggers and Global: window_state_trigger.go
+	case slidingWindows:
+		return true // window_state_sliding.go
 	}
 	return false
 }
@@ -135,6 +137,8 @@ func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any
 		ident: identityResult[ACC, OUT](agg), out: out}
 	var fn KeyedProcessFunction[K, T, WindowResult[K, OUT]]
 	switch {
+	case w.kind == slidingWindows:
+		fn = &slidingStateWindow[K, T, ACC, OUT]{stateWindowBase: base}
 	case trig != EventTimeTrigger() || w.kind == globalWindows:
 		fn = &trigStateWindow[K, T, ACC, OUT]{stateWindowBase: base, trig: trig}
 	case w.kind == sessionWindows:

@@ -414,8 +414,17 @@ func (f *trigStateWindow[K, T, ACC, OUT]) EndBatch(ctx *KeyedContext[K, WindowRe
 // its state in a serializing backend (nil if it can): the default trigger
 // over tumbling, hopping and session windows stores accumulators
 // (window_state.go); other triggers and Global windows their last results
-// too (trigWin.Last).
+// too (trigWin.Last); Sliding windows the events.
 func stateWindowCodecErr[K comparable, T, ACC, OUT any](w Windows, trig WindowTrigger) error {
+	if w.kind == slidingWindows { // stores the events (window_state_sliding.go)
+		if err := stateCodecErr[K, struct{}](); err != nil {
+			return err
+		}
+		if _, err := codec.For(reflect.TypeFor[T](), codec.Value); err != nil {
+			return fmt.Errorf("its input type %v cannot be stored: %w", reflect.TypeFor[T](), err)
+		}
+		return nil
+	}
 	if err := stateCodecErr[K, ACC](); err != nil {
 		return err
 	}

@@ -38,9 +38,25 @@ func newTestStateSumOp(t *testing.T, w Windows, trig WindowTrigger, lateness int
 	agg := Sum(func(v int64) int64 { return v })
 	fn := &trigStateWindow[int64, int64, int64, int64]{trig: trig, stateWindowBase: stateWindowBase[int64, int64, int64, int64]{
 		w: w, agg: agg, lateness: lateness, retract: true, ident: identityResult[int64, int64](agg), out: out}}
-	op := &processOp[int64, int64, WindowResult[int64, int64]]{fn: fn, out: out, size: 5, m: &metrics.Operator{},
+	return openTestStateOp(t, fn, out, now), sink
+}
+
+// stateWindowFn is a window function on state.
+type stateWindowFn[K comparable, T, R any] interface {
+	KeyedProcessFunction[K, T, R]
+	Opener[K]
+	TimerHandler[K, R]
+	BatchEndHandler[K, R]
+}
+
+// openTestStateOp is a process operator running fn on the heap state
+// backend (16 key groups, one subtask) with the clock at *now, as
+// buildProcess makes one in a job.
+func openTestStateOp[K comparable, T, R any](t *testing.T, fn stateWindowFn[K, T, R], out consumer[R], now *int64) *processOp[K, T, R] {
+	t.Helper()
+	op := &processOp[K, T, R]{fn: fn, out: out, size: 5, m: &metrics.Operator{},
 		info: opInfo{uid: "s", name: "s", maxP: 16},
-		procCore: procCore[int64, WindowResult[int64, int64]]{ob: newBatch[WindowResult[int64, int64]](5),
+		procCore: procCore[K, R]{ob: newBatch[R](5),
 			wm: watermark.Min, emitWM: watermark.Min, sentWM: watermark.Min, clock: func() int64 { return *now }}}
 	op.procCore.m, op.procCore.size, op.procCore.flush = op.m, 5, op.emit
 	be, err := state.NewHeap(state.Config{MaxParallelism: 16, KeyGroups: state.KeyGroupRange{Start: 0, End: 16}, Now: op.procNow})
@@ -48,20 +64,39 @@ func newTestStateSumOp(t *testing.T, w Windows, trig WindowTrigger, lateness int
 		t.Fatal(err)
 	}
 	op.backend = be
-	if op.event, err = state.NewTimerQueue[int64, state.VoidNamespace](be, eventTimersName); err != nil {
+	if op.event, err = state.NewTimerQueue[K, state.VoidNamespace](be, eventTimersName); err != nil {
 		t.Fatal(err)
 	}
-	if op.proc, err = state.NewTimerQueue[int64, state.VoidNamespace](be, procTimersName); err != nil {
+	if op.proc, err = state.NewTimerQueue[K, state.VoidNamespace](be, procTimersName); err != nil {
 		t.Fatal(err)
 	}
-	op.ctx = &KeyedContext[int64, WindowResult[int64, int64]]{op: &op.procCore}
+	op.ctx = &KeyedContext[K, R]{op: &op.procCore}
 	op.onTimer, op.onEnd = fn, fn
-	rc := &RuntimeContext[int64]{Parallelism: 1, keys: &op.cur, backend: be}
+	rc := &RuntimeContext[K]{Parallelism: 1, keys: &op.cur, backend: be}
 	if err := fn.Open(rc); err != nil || rc.err != nil {
 		t.Fatal(err, rc.err)
 	}
 	rc.closed = true
-	return op, sink
+	return op
+}
+
+// snapshotRestore checkpoints op and returns a new operator from newOp
+// restored from the checkpoint, as a restore reads it (by key group).
+func snapshotRestore[K comparable, T, R any](t *testing.T, op *processOp[K, T, R], newOp func() *processOp[K, T, R]) *processOp[K, T, R] {
+	t.Helper()
+	snap := &taskSnapshot{}
+	if err := op.barrier(&barrierMsg{ID: 1}, snap); err != nil {
+		t.Fatal(err)
+	}
+	var groups [][]byte
+	for _, kg := range slices.Sorted(maps.Keys(snap.States[0].Groups)) {
+		groups = append(groups, snap.States[0].Groups[kg])
+	}
+	op = newOp()
+	if err := op.restore(snap.States[0].Watermark, groups); err != nil {
+		t.Fatal(err)
+	}
+	return op
 }
 
 // The window functions on state with any trigger (window_state_trigger.go)
@@ -163,19 +198,12 @@ func runStateAgainstHeap(t *testing.T, name string, seed uint64, w Windows, trig
 		for i, s := range steps {
 			clock = s.now
 			if i == restoreAt {
-				snap := &taskSnapshot{}
-				if err := op.barrier(&barrierMsg{ID: 1}, snap); err != nil {
-					t.Fatal(err)
-				}
-				var groups [][]byte
-				for _, kg := range slices.Sorted(maps.Keys(snap.States[0].Groups)) {
-					groups = append(groups, snap.States[0].Groups[kg])
-				}
 				lines = append(lines, sink.lines...)
-				op, sink = newTestStateSumOp(t, w, trig, lateness, &clock)
-				if err := op.restore(snap.States[0].Watermark, groups); err != nil {
-					t.Fatal(err)
-				}
+				op = snapshotRestore(t, op, func() *processOp[int64, int64, WindowResult[int64, int64]] {
+					var o *processOp[int64, int64, WindowResult[int64, int64]]
+					o, sink = newTestStateSumOp(t, w, trig, lateness, &clock)
+					return o
+				})
 			}
 			if err := op.onProcessingTime(clock); err != nil {
 				t.Fatal(err)
