@@ -94,6 +94,7 @@ func TestStateWindowTriggersRescale(t *testing.T) {
 		{weir.Tumbling(time.Second), []weir.WindowOption{weir.Trigger(weir.CountTrigger(7)), weir.AllowedLateness(time.Second), weir.Retracting()}},
 		{weir.Session(150 * time.Millisecond), []weir.WindowOption{weir.Trigger(weir.CountTrigger(3).Purging()), weir.AllowedLateness(300 * time.Millisecond)}},
 		{weir.Global(), []weir.WindowOption{weir.Trigger(weir.CountTrigger(50))}},
+		{weir.Sliding(500 * time.Millisecond), nil},
 	} {
 		gen := func(count int64, rate float64, hold int) weir.Source[ev] {
 			g := weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genEvents)
@@ -136,6 +137,43 @@ func TestStateWindowTriggersRescale(t *testing.T) {
 			if got := first.output(); !slices.Equal(got, want) {
 				t.Fatalf("%v %d options, restored at p=%d: %d results before the savepoint, %d in all; want %d as one run on the heap:\n%s",
 					c.w, len(c.wopts), p, before, len(got), len(want), firstDiff(want, got))
+			}
+		}
+	}
+}
+
+// Properties of the windows on state with other triggers, Global and
+// Sliding windows, on PebbleState: sliding windows within the bound give
+// the batch answer; a Global window counted with a count trigger never
+// reached fires each key's count at the end of the input; a count trigger
+// with allowed lateness, retracting, leaves per window a signed sum equal
+// to the events the window accepted (the record-at-a-time model of
+// window_property_test.go), the others dropped.
+func TestPropertyStateWindows(t *testing.T) {
+	r := newRand(43)
+	pebble := func() []weir.JobOption { return []weir.JobOption{weir.PebbleState(t.TempDir(), 4<<20)} }
+	within := randomEvents(r, 1500, 400, 400) // disorder never beyond 400ms
+	perKey := map[spanKey]int64{}
+	for _, e := range within {
+		perKey[spanKey{e.Key, -1 << 63, 1<<63 - 1}]++
+	}
+	beyond := randomEvents(r, 2000, 300, 4000)
+	want, wantDropped := modelWindowsLateness(beyond, 300, 1000, 1000, 1000)
+	for _, p := range []int{1, 3} {
+		for _, bs := range []int{1, 64} {
+			name := fmt.Sprintf("p%d b%d", p, bs)
+			_, last, dropped := runSignedOn(t, within, weir.Sliding(time.Second), 400*time.Millisecond, p, bs, pebble())
+			if dropped != 0 {
+				t.Fatalf("sliding %s: %d dropped within the bound", name, dropped)
+			}
+			diffCounts(t, "sliding "+name, last, batchSliding(within, 1000))
+			_, last, _ = runSignedOn(t, within, weir.Global(), 400*time.Millisecond, p, bs, pebble(), weir.Trigger(weir.CountTrigger(1<<40)))
+			diffCounts(t, "global "+name, last, perKey)
+			signed, _, dropped := runSignedOn(t, beyond, weir.Tumbling(time.Second), 300*time.Millisecond, p, bs, pebble(),
+				weir.Trigger(weir.CountTrigger(3)), weir.AllowedLateness(time.Second), weir.Retracting())
+			diffCounts(t, "count trigger "+name, signed, want)
+			if dropped != wantDropped {
+				t.Fatalf("count trigger %s: dropped %d, model %d", name, dropped, wantDropped)
 			}
 		}
 	}
