@@ -163,10 +163,19 @@ func (f *trigStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, Wi
 		if f.isLate(end, wm) {
 			continue
 		}
-		i := f.findWin(ctx, d, start, end, merged)
+		i, created := f.findWin(ctx, d, start, end, merged)
 		w := &d.ws[i]
-		if w.Fired && !w.Dirty {
-			w.Last = f.result(&w.Acc) // what it fired with, before it changes
+		if !w.Dirty && !created { // it fired (and maybe purged)
+			if w.Fired {
+				w.Last = f.result(&w.Acc) // what it fired with, before it changes
+			}
+			if f.trig.kind == eventTimeTrigger && end != watermark.Max && end-1 > wm {
+				// fired before its end: by an early firing (its firing
+				// timer is pending), or before a restore whose watermark
+				// is behind the window's end (its timer ran): it fires
+				// again at its end, as genWindowOp's restored timer does
+				ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
+			}
 		}
 		w.Acc = f.agg.Add(w.Acc, in)
 		w.Dirty = true
@@ -182,20 +191,21 @@ func (f *trigStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, Wi
 
 // findWin returns the index in d of the window [start, end), creating it,
 // or merging the windows of d at merged into it (deleting the results
-// they emitted), as genWindowOp.findWin does.
-func (f *trigStateWindow[K, T, ACC, OUT]) findWin(ctx *KeyedContext[K, WindowResult[K, OUT]], d *trigKeyWins[K, ACC, OUT], start, end int64, merged []int) int {
+// they emitted), as genWindowOp.findWin does; created: a new window (new
+// or merged).
+func (f *trigStateWindow[K, T, ACC, OUT]) findWin(ctx *KeyedContext[K, WindowResult[K, OUT]], d *trigKeyWins[K, ACC, OUT], start, end int64, merged []int) (int, bool) {
 	if len(merged) == 1 && d.ws[merged[0]].Start == start && d.ws[merged[0]].End == end {
-		return merged[0]
+		return merged[0], false
 	}
 	if len(merged) == 0 {
 		for i := range d.ws {
 			if d.ws[i].Start == start && d.ws[i].End == end {
-				return i
+				return i, false
 			}
 		}
 		d.ws = append(d.ws, trigWin[ACC, OUT]{Start: start, End: end, Acc: f.agg.Create()})
 		f.addTimers(ctx, start, end)
-		return len(d.ws) - 1
+		return len(d.ws) - 1, true
 	}
 	acc, count, dirty := f.agg.Create(), int64(0), false
 	for _, i := range merged {
@@ -231,7 +241,7 @@ func (f *trigStateWindow[K, T, ACC, OUT]) findWin(ctx *KeyedContext[K, WindowRes
 		}
 	}
 	f.addTimers(ctx, start, end)
-	return len(d.ws) - 1
+	return len(d.ws) - 1, true
 }
 
 // needs reports whether a window of ws has an event-time timer at t.

@@ -245,3 +245,52 @@ func runStateAgainstHeap(t *testing.T, name string, seed uint64, w Windows, trig
 		}
 	}
 }
+
+// Restored with a watermark behind the end of a window that fired (a
+// restore at another parallelism takes the lowest of the old subtasks'),
+// a window on state with an event-time trigger fires again when the
+// watermark passes its end, as genWindowOp, whose restore sets the firing
+// timers again, does; not only when its lateness ends.
+func TestTrigStateWindowRestoreBehindWatermark(t *testing.T) {
+	for _, c := range []struct {
+		trig  WindowTrigger
+		after []string
+	}{
+		{EventTimeTrigger().Purging(), []string{"+I 1 [0,100) 5 ts=99 wm=60"}},
+		{EventTimeTrigger().WithLateFirings(30 * time.Millisecond), []string{"-U 1 [0,100) 5 ts=99 wm=60", "+U 1 [0,100) 10 ts=99 wm=60"}},
+	} {
+		var clock int64
+		op, sink := newTestStateSumOp(t, Tumbling(100*time.Millisecond), c.trig, 100, &clock)
+		push := func(op *processOp[int64, int64, WindowResult[int64, int64]], ts, wm int64) {
+			b := newBatch[keyed[int64, int64]](1)
+			if ts >= 0 {
+				b.add(keyed[int64, int64]{hash: 7, key: 1, val: 5}, ts, op.wm)
+			}
+			b.watermark = wm
+			if err := op.push(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		push(op, 10, 120) // fires [0,100) at 99
+		snap := &taskSnapshot{}
+		if err := op.barrier(&barrierMsg{ID: 1}, snap); err != nil {
+			t.Fatal(err)
+		}
+		var groups [][]byte
+		for _, kg := range slices.Sorted(maps.Keys(snap.States[0].Groups)) {
+			groups = append(groups, snap.States[0].Groups[kg])
+		}
+		var sink2 *resultLog
+		op, sink2 = newTestStateSumOp(t, Tumbling(100*time.Millisecond), c.trig, 100, &clock)
+		if err := op.restore(50, groups); err != nil { // behind the window's end
+			t.Fatal(err)
+		}
+		push(op, 60, 60)
+		push(op, -1, 100)
+		got := slices.DeleteFunc(append(sink.lines, sink2.lines...), func(l string) bool { return strings.HasPrefix(l, "batch ") })
+		want := append([]string{"+I 1 [0,100) 5 ts=99 wm=-9223372036854775808"}, c.after...)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%v: got\n%s\nwant\n%s", c.trig, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
