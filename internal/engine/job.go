@@ -356,11 +356,11 @@ func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, er
 // HeapStateOperators names the keyed operators of the job whose state
 // stays in Go memory, out of the job's state backend. Process keeps its
 // state in the backend; so do, on PebbleState, Aggregate and Reduce over
-// event-time Tumbling, Hopping and Session windows with the default
-// trigger (AllowedLateness, Retracting and LateEvents included: they run on
-// process functions, window_state.go). The others (those windows with
-// another trigger, Global and Sliding windows, ProcessWindow, CoGroup,
-// window and interval joins, changelog aggregations, CEP...) are named. A
+// every window with any trigger (AllowedLateness, Retracting and
+// LateEvents included: they run on process functions, window_state.go,
+// window_state_trigger.go, window_state_sliding.go). The others
+// (ProcessWindow, CoGroup, window and interval joins, changelog
+// aggregations, CEP...) are named. A
 // job with PebbleState logs them as a warning when it starts; `weir sql`
 // prints them when 'state.backend.type' asks for RocksDB.
 func (j *Job) HeapStateOperators() []string {

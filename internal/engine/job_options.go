@@ -146,17 +146,19 @@ func HeapState() JobOption {
 // IncrementalCheckpoints for SST files instead, StateChangelog for logs of
 // the changes).
 //
-// Besides Process, Aggregate and Reduce over event-time Tumbling, Hopping
-// and Session windows with the default trigger (AllowedLateness,
-// Retracting and LateEvents included) keep their windows and timers in
-// Pebble: on PebbleState they run on keyed process functions, with the
-// results of the heap's window operators (docs/time-and-windows.md,
-// "Window state in Pebble"); their key and accumulator types must then be
-// encodable (no channels, functions or interfaces), or Run fails naming
-// the operator. The other keyed operators (other triggers, Global and
-// Sliding windows, ProcessWindow, CoGroup, joins, CEP...) keep their state
-// on the heap: Job.HeapStateOperators names them, and the job logs them
-// when it starts.
+// Besides Process, Aggregate and Reduce over every window (Tumbling,
+// Hopping, Session, Global, Sliding) with any trigger (the default
+// event-time one, count, processing time, early and late firings,
+// purging; AllowedLateness, Retracting and LateEvents included) keep their
+// windows and timers in Pebble: on PebbleState they run on keyed process
+// functions, with the results of the heap's window operators
+// (docs/time-and-windows.md, "Window state in Pebble"); their key and
+// accumulator types (with another trigger or Global windows, their result
+// type too; Sliding windows: the input type instead of the accumulator's)
+// must then be encodable (no channels, functions or interfaces), or Run
+// fails naming the operator. The other keyed operators (ProcessWindow,
+// CoGroup, joins, CEP...) keep their state on the heap:
+// Job.HeapStateOperators names them, and the job logs them when it starts.
 func PebbleState(dir string, memoryBudget int64) JobOption {
 	return jobOpt{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget

@@ -15,12 +15,13 @@ import (
 // On the heap backend, Aggregate and Reduce run on the window operators of
 // window_op.go and window_general.go, the fast path, whose state is Go
 // memory whatever the backend. When the job keeps keyed state in Pebble
-// (PebbleState), an Aggregate or Reduce over event-time tumbling, hopping
-// or session windows (the default EventTimeTrigger, with or without
-// AllowedLateness, accumulating or retracting, with or without LateEvents)
-// runs instead on a keyed process function (Process's operator) whose
-// accumulators and timers are keyed state, so in Pebble, as
-// sql/planner/window_state.go does for SQL's TUMBLE, HOP and SESSION:
+// (PebbleState), an Aggregate or Reduce runs instead on a keyed process
+// function (Process's operator) whose windows and timers are keyed state,
+// so in Pebble, as sql/planner/window_state.go does for SQL's TUMBLE, HOP
+// and SESSION. Over event-time tumbling, hopping or session windows with
+// the default EventTimeTrigger (with or without AllowedLateness,
+// accumulating or retracting, with or without LateEvents), the functions
+// of this file:
 //
 //   - Tumbling and hopping: per key, a MapState from each open window's
 //     end to its accumulator, an event-time timer at end-1 that fires the
@@ -49,10 +50,12 @@ import (
 // results emitted at one watermark may differ: timers fire in time and
 // registration order, the heap operators walk windows in their own.
 //
+// Other triggers (count, processing time, early or late firings, purging)
+// and Global windows: window_state_trigger.go. Sliding windows:
+// window_state_sliding.go.
+//
 // Not covered (the operators stay on the heap, and HeapStateOperators
-// names them): Global and Sliding windows, other triggers (count,
-// processing time, early or late firings, purging), ProcessWindow,
-// CoGroup and the window joins.
+// names them): ProcessWindow, CoGroup and the window joins.
 
 // onStateWindows reports whether an aggregation of w with trigger trig
 // can keep its state in the backend (the functions of this file).
