@@ -3,6 +3,7 @@ package weir_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -175,6 +176,57 @@ func TestPropertyStateWindows(t *testing.T) {
 			if dropped != wantDropped {
 				t.Fatalf("count trigger %s: dropped %d, model %d", name, dropped, wantDropped)
 			}
+		}
+	}
+}
+
+// BenchmarkStateWindowTriggers is BenchmarkStateWindows (same events: 100
+// a millisecond over 10 K keys, parallelism 1) for the windows of
+// window_state_trigger.go and window_state_sliding.go, on the heap and on
+// PebbleState: a tumbling count with CountTrigger(5).Purging(), a Global
+// count with CountTrigger(10).Purging(), and a Sliding(100ms) count (a
+// key has one event in each range). ns/op is per event.
+//
+//	go test -run XXX -bench StateWindowTriggers -benchtime 1000000x .
+func BenchmarkStateWindowTriggers(b *testing.B) {
+	cases := []struct {
+		name  string
+		w     weir.Windows
+		wopts []weir.WindowOption
+	}{
+		{"tumbling-count-purging", weir.Tumbling(time.Second), []weir.WindowOption{weir.Trigger(weir.CountTrigger(5).Purging())}},
+		{"global-count-purging", weir.Global(), []weir.WindowOption{weir.Trigger(weir.CountTrigger(10).Purging())}},
+		{"sliding", weir.Sliding(100 * time.Millisecond), nil},
+	}
+	for _, c := range cases {
+		for _, backend := range []string{"heap", "pebble"} {
+			b.Run(c.name+"/"+backend, func(b *testing.B) {
+				opts := []weir.JobOption{weir.Parallelism(1)}
+				if backend == "pebble" {
+					opts = append(opts, weir.PebbleState(b.TempDir(), 64<<20))
+				}
+				job := weir.NewJob("bench", opts...)
+				gen := weir.GeneratorSource(weir.GeneratorConfig{Count: int64(b.N), Seed: 1}, func(i int64, _ *rand.Rand) ev {
+					return ev{Key: keyNames[i*7919%int64(len(keyNames))], TS: i / 100}
+				})
+				src := weir.FromSource(job, "gen", gen, weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+				counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), c.w, c.wopts...), weir.Count[ev]())
+				var n, results int64
+				weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(_ context.Context, rs []weir.WindowResult[string, int64]) error {
+					for _, r := range rs {
+						n += r.Value
+					}
+					results += int64(len(rs))
+					return nil
+				}))
+				b.ResetTimer()
+				if err := job.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				if c.w != weir.Sliding(100*time.Millisecond) && n != int64(b.N) || results == 0 {
+					b.Fatalf("counted %d events of %d in %d results", n, b.N, results)
+				}
+			})
 		}
 	}
 }
