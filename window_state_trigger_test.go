@@ -230,3 +230,69 @@ func BenchmarkStateWindowTriggers(b *testing.B) {
 		}
 	}
 }
+
+// On PebbleState, processing-time firings of windows on state run from
+// the job's clock through the process function's timer service: early
+// firings, ProcessingTimeTrigger and gathered late firings, as
+// TestEarlyFiringsAndProcessingTimeTrigger checks them on the heap.
+func TestStateWindowProcessingTimeOnPebble(t *testing.T) {
+	for _, mode := range []string{"early", "processing", "late"} {
+		clock := &fakeClock{}
+		job := weir.NewJob("early", weir.Clock(clock.now), weir.PebbleState(t.TempDir(), 4<<20))
+		in := make(feed, 16)
+		src := weir.FromSource(job, "feed", weir.Source[ev](in),
+			weir.BoundedOutOfOrderness(0, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
+		opts := []weir.WindowOption{weir.Trigger(weir.EventTimeTrigger().WithEarlyFirings(time.Second))}
+		switch mode {
+		case "processing":
+			opts = []weir.WindowOption{weir.Trigger(weir.ProcessingTimeTrigger())}
+		case "late":
+			opts = []weir.WindowOption{weir.Trigger(weir.EventTimeTrigger().WithLateFirings(time.Second)), weir.AllowedLateness(time.Minute)}
+		}
+		res := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), weir.Tumbling(10*time.Second), opts...), weir.Count[ev]())
+		out := weir.Collect(res)
+		if heap := job.HeapStateOperators(); len(heap) != 0 {
+			t.Fatalf("%s: operators with heap state on Pebble: %q", mode, heap)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- job.Run(ctx) }()
+		// settle waits until the job has looked at the clock many times
+		// since now (a count, not a duration): the events sent are in.
+		settle := func() {
+			seen := clock.reads.Load()
+			waitFor(t, "the job to read the clock", func() bool { return clock.reads.Load() >= seen+20 })
+		}
+		in <- ev{"a", 1000}
+		in <- ev{"a", 2000}
+		if mode == "late" {
+			in <- ev{"a", 11_000} // on-time firing of [0, 10 s)
+			waitFor(t, "on-time firing", func() bool { return len(out.Items()) == 1 })
+			in <- ev{"a", 3000} // late, within the lateness: gathered
+		}
+		clock.ms.Store(500)
+		settle()
+		if n, want := len(out.Items()), map[bool]int{true: 1}[mode == "late"]; n != want {
+			t.Fatalf("%s: %d results before the clock moved, want %d", mode, n, want)
+		}
+		clock.ms.Store(20_000) // past the intervals and past the window end
+		want := []weir.WindowResult[string, int64]{{Key: "a", Start: time.UnixMilli(0).UTC(), End: time.UnixMilli(10_000).UTC(), Value: 2, Kind: weir.Insert}}
+		if mode == "late" {
+			want = append(want, weir.WindowResult[string, int64]{Key: "a", Start: want[0].Start, End: want[0].End, Value: 3, Kind: weir.UpdateAfter})
+		}
+		waitFor(t, mode+" firing", func() bool { return len(out.Items()) == len(want) })
+		if got := out.Items(); !slices.Equal(got, want) {
+			t.Fatalf("%s: %+v, want %+v", mode, got, want)
+		}
+		if mode == "early" {
+			in <- ev{"a", 3000}
+			in <- ev{"a", 11_000} // the watermark passes the window: on-time firing
+			waitFor(t, "on-time firing", func() bool { return len(out.Items()) == 2 })
+			if r := out.Items()[1]; r.Value != 3 || r.Kind != weir.UpdateAfter {
+				t.Fatalf("on-time firing %+v, want UpdateAfter 3", r)
+			}
+		}
+		cancel()
+		<-done
+	}
+}
