@@ -296,3 +296,47 @@ func TestStateWindowProcessingTimeOnPebble(t *testing.T) {
 		<-done
 	}
 }
+
+// On PebbleState, a window with another trigger whose result type cannot
+// be stored, and a Sliding window whose input type cannot be stored, fail
+// the job before it starts, naming the operator and the type; on the heap
+// they run.
+func TestStateWindowUnencodableResultAndInput(t *testing.T) {
+	type res struct {
+		N    int64
+		Done chan struct{} // no encoding
+	}
+	type in struct {
+		Key  string
+		TS   int64
+		Done chan struct{}
+	}
+	count := weir.AggregateFuncs[in, int64, res]{
+		AddFn:    func(a int64, _ in) int64 { return a + 1 },
+		MergeFn:  func(a, b int64) int64 { return a + b },
+		ResultFn: func(a int64) res { return res{N: a} },
+	}
+	for _, c := range []struct {
+		w     weir.Windows
+		wopts []weir.WindowOption
+		what  string
+	}{
+		{weir.Global(), []weir.WindowOption{weir.Trigger(weir.CountTrigger(2))}, "result type"},
+		{weir.Sliding(time.Second), nil, "input type"},
+	} {
+		run := func(opts ...weir.JobOption) error {
+			job := weir.NewJob("chan-types", opts...)
+			src := weir.FromSource(job, "events", weir.SliceSource([]in{{"a", 1, nil}, {"a", 2, nil}}),
+				weir.MonotonousTimestamps(func(e in) time.Time { return time.UnixMilli(e.TS) }))
+			weir.Collect(weir.Aggregate(weir.Window(weir.KeyBy(src, func(e in) string { return e.Key }), c.w, c.wopts...), count, weir.Name("chan-window")))
+			return job.Run(context.Background())
+		}
+		if err := run(); err != nil {
+			t.Fatalf("%v on the heap: %v", c.w, err)
+		}
+		err := run(weir.PebbleState(t.TempDir(), 4<<20))
+		if err == nil || !strings.Contains(err.Error(), `"chan-window"`) || !strings.Contains(err.Error(), c.what) {
+			t.Fatalf("%v on Pebble: %v; want an error naming the operator and its %s", c.w, err, c.what)
+		}
+	}
+}
