@@ -19,7 +19,7 @@ import (
 // metaConfig is one random configuration of the metamorphic test: how a
 // job runs, which must not change what it outputs.
 type metaConfig struct {
-	kind        string // "window": tumbling counts; "process": ckProc (every state kind, timers, TTL); "pwindow": ProcessWindow over sessions with lateness
+	kind        string // "window": tumbling counts; "process": ckProc (every state kind, timers, TTL); "pwindow": ProcessWindow over sessions with lateness; "trigger-window": session counts with a count trigger, lateness and retractions; "sliding": sliding counts
 	p           int
 	batch       int
 	buffer      time.Duration
@@ -42,7 +42,7 @@ func (c metaConfig) String() string {
 
 func randomMetaConfig(r *rand.Rand, n int) metaConfig {
 	c := metaConfig{
-		kind:    []string{"window", "process", "pwindow"}[r.IntN(3)],
+		kind:    []string{"window", "process", "pwindow", "trigger-window", "sliding"}[r.IntN(5)],
 		p:       1 + r.IntN(3),
 		batch:   []int{1, 7, 64, 1024}[r.IntN(4)],
 		buffer:  []time.Duration{0, time.Millisecond, 10 * time.Millisecond}[r.IntN(3)],
@@ -104,6 +104,11 @@ func TestMetamorphic(t *testing.T) {
 			// and its window counterpart: the window's state is in Pebble
 			// too (a process function, window_state.go)
 			c.kind, c.pebble, c.incremental, c.failAt = "window", true, true, len(evs)/2+r.IntN(len(evs)/4)
+		}
+		if i == 2 {
+			// and a window with a count trigger or a sliding window, on
+			// Pebble too (window_state_trigger.go, window_state_sliding.go)
+			c.kind, c.pebble, c.failAt = []string{"trigger-window", "sliding"}[r.IntN(2)], true, len(evs)/2+r.IntN(len(evs)/4)
 		}
 		ref := c.reference()
 		want, ok := refs[ref]
@@ -171,6 +176,17 @@ func runMeta(t *testing.T, evs []ev, c metaConfig, extra ...weir.JobOption) []st
 				emit(fmt.Sprintf("%s@%d-%d=%s", k, w.Start.UnixMilli(), w.End.UnixMilli(), tsList(evs)))
 				return nil
 			}, weir.UID("pwindow"))
+	case "trigger-window": // on Pebble, window_state_trigger.go
+		counts := weir.Aggregate(weir.Window(keyed, weir.Session(300*time.Millisecond), weir.Trigger(weir.CountTrigger(3)),
+			weir.AllowedLateness(time.Second), weir.Retracting()), weir.Count[ev](), weir.UID("counts"))
+		out = weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("%s@%d-%d=%d %v", r.Key, r.Start.UnixMilli(), r.End.UnixMilli(), r.Value, r.Kind)
+		})
+	case "sliding": // on Pebble, window_state_sliding.go
+		counts := weir.Aggregate(weir.Window(keyed, weir.Sliding(500*time.Millisecond)), weir.Count[ev](), weir.UID("counts"))
+		out = weir.Map(counts, func(r weir.WindowResult[string, int64]) string {
+			return fmt.Sprintf("%s@%d=%d", r.Key, r.End.UnixMilli(), r.Value)
+		})
 	case "process":
 		out = weir.ProcessWith(keyed, func() weir.KeyedProcessFunction[string, ev, string] { return &ckProc{showWM: c.p == 1} }, weir.UID("proc"))
 	}

@@ -121,10 +121,10 @@ type LateEvent[K comparable, T any] = engine.LateEvent[K, T]
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
 //
-// On PebbleState, over event-time Tumbling, Hopping and Session windows
-// with the default trigger, the windows and their timers are keyed state
-// in Pebble (see PebbleState); the key and accumulator types must then be
-// encodable.
+// On PebbleState, the windows and their timers are keyed state in Pebble
+// (see PebbleState); the key and accumulator types (with another trigger
+// or Global windows, the result type too; Sliding windows: the input type
+// instead of the accumulator's) must then be encodable.
 func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...WindowOption) *Stream[WindowResult[K, OUT]] {
 	return engine.Aggregate[K, T, ACC, OUT](ws, agg, opts...)
 }

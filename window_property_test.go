@@ -74,7 +74,13 @@ func batchAligned(evs []ev, size, slide int64) map[spanKey]int64 {
 // and the last value, plus the number of dropped events.
 func runSigned(t *testing.T, evs []ev, w weir.Windows, bound time.Duration, p, bs int, opts ...weir.WindowOption) (signed, last map[spanKey]int64, dropped int64) {
 	t.Helper()
-	job := weir.NewJob("prop", weir.Parallelism(p), weir.BatchSize(bs))
+	return runSignedOn(t, evs, w, bound, p, bs, nil, opts...)
+}
+
+// runSignedOn is runSigned with job options (PebbleState).
+func runSignedOn(t *testing.T, evs []ev, w weir.Windows, bound time.Duration, p, bs int, jobOpts []weir.JobOption, opts ...weir.WindowOption) (signed, last map[spanKey]int64, dropped int64) {
+	t.Helper()
+	job := weir.NewJob("prop", append([]weir.JobOption{weir.Parallelism(p), weir.BatchSize(bs)}, jobOpts...)...)
 	src := weir.FromSource(job, "events", weir.SliceSource(evs),
 		weir.BoundedOutOfOrderness(bound, func(e ev) time.Time { return time.UnixMilli(e.TS) }))
 	res := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w, opts...), weir.Count[ev]())

@@ -19,17 +19,18 @@ type stateWindowCase struct {
 	w        weir.Windows
 	lateness time.Duration
 	retract  bool
+	trig     *weir.WindowTrigger // nil: the default
 }
 
 var stateWindowCases = []stateWindowCase{
-	{"tumbling", weir.Tumbling(time.Second), 0, false},
-	{"tumbling-offset-lateness", weir.Tumbling(time.Second).WithOffset(300 * time.Millisecond), 500 * time.Millisecond, false},
-	{"tumbling-lateness-retract", weir.Tumbling(time.Second), 2 * time.Second, true},
-	{"hopping", weir.Hopping(3*time.Second, time.Second), 0, false},
-	{"hopping-lateness", weir.Hopping(3*time.Second, time.Second), 300 * time.Millisecond, false},
-	{"session", weir.Session(300 * time.Millisecond), 0, false},
-	{"session-lateness", weir.Session(300 * time.Millisecond), time.Second, false},
-	{"session-lateness-retract", weir.Session(300 * time.Millisecond), 2 * time.Second, true},
+	{"tumbling", weir.Tumbling(time.Second), 0, false, nil},
+	{"tumbling-offset-lateness", weir.Tumbling(time.Second).WithOffset(300 * time.Millisecond), 500 * time.Millisecond, false, nil},
+	{"tumbling-lateness-retract", weir.Tumbling(time.Second), 2 * time.Second, true, nil},
+	{"hopping", weir.Hopping(3*time.Second, time.Second), 0, false, nil},
+	{"hopping-lateness", weir.Hopping(3*time.Second, time.Second), 300 * time.Millisecond, false, nil},
+	{"session", weir.Session(300 * time.Millisecond), 0, false, nil},
+	{"session-lateness", weir.Session(300 * time.Millisecond), time.Second, false, nil},
+	{"session-lateness-retract", weir.Session(300 * time.Millisecond), 2 * time.Second, true, nil},
 }
 
 // stateWindowRun is what a job of runStateWindows output.
@@ -54,6 +55,9 @@ func runStateWindows(t *testing.T, evs []ev, c stateWindowCase, p, batch int, op
 	}
 	if c.retract {
 		wopts = append(wopts, weir.Retracting())
+	}
+	if c.trig != nil {
+		wopts = append(wopts, weir.Trigger(*c.trig))
 	}
 	ws := weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), c.w, wopts...)
 	var outs []*weir.Stream[string]

@@ -355,13 +355,13 @@ func (j *Job) Savepoint(ctx context.Context, path string, stop bool) (string, er
 
 // HeapStateOperators names the keyed operators of the job whose state
 // stays in Go memory, out of the job's state backend. Process keeps its
-// state in the backend; so do, on PebbleState, Aggregate, Reduce,
-// ProcessWindow, CoGroup and WindowJoin over event-time Tumbling, Hopping
-// and Session windows with the default trigger (AllowedLateness,
-// Retracting and LateEvents included: they run on process functions,
-// window_state.go and window_state_process.go). The others (those windows
-// with another trigger, Global and Sliding windows, changelog
-// aggregations...) are named. A
+// state in the backend; so do, on PebbleState, Aggregate and Reduce over
+// every window with any trigger (AllowedLateness, Retracting and
+// LateEvents included: they run on process functions, window_state.go,
+// window_state_trigger.go, window_state_sliding.go), and ProcessWindow,
+// CoGroup and WindowJoin over event-time Tumbling, Hopping and Session
+// windows with the default trigger (window_state_process.go). The others
+// (ProcessWindow with another trigger or over Global windows) are named. A
 // job with PebbleState logs them as a warning when it starts; `weir sql`
 // prints them when 'state.backend.type' asks for RocksDB.
 func (j *Job) HeapStateOperators() []string {

@@ -146,19 +146,24 @@ func HeapState() JobOption {
 // IncrementalCheckpoints for SST files instead, StateChangelog for logs of
 // the changes).
 //
-// Besides Process, Aggregate, Reduce, ProcessWindow, CoGroup and
-// WindowJoin over event-time Tumbling, Hopping and Session windows with the
-// default trigger (AllowedLateness, Retracting and LateEvents included)
-// keep their windows and timers in Pebble (ProcessWindow's each window's
-// events as a list): on PebbleState they run on keyed process functions,
-// with the results of the heap's window operators (docs/time-and-windows.md,
-// "Window state in Pebble"); their key and accumulator (ProcessWindow:
-// event) types must then be encodable (no channels, functions or
-// interfaces), or Run fails naming the operator. The other keyed window
-// operators (other triggers, Global and Sliding windows) keep their state
-// on the heap, as do changelog aggregations: Job.HeapStateOperators names
-// them, and the job logs them when it starts. (The joins other than
-// WindowJoin are built on Process.)
+// Besides Process, Aggregate and Reduce over every window (Tumbling,
+// Hopping, Session, Global, Sliding) with any trigger (the default
+// event-time one, count, processing time, early and late firings,
+// purging; AllowedLateness, Retracting and LateEvents included), and
+// ProcessWindow, CoGroup and WindowJoin over event-time Tumbling, Hopping
+// and Session windows with the default trigger (each window's events as a
+// list), keep their windows and timers in Pebble: on PebbleState they run
+// on keyed process functions, with the results of the heap's window
+// operators (docs/time-and-windows.md, "Window state in Pebble"); their
+// key and accumulator types (with another trigger or Global windows, their
+// result type too; Sliding windows and ProcessWindow: the input type
+// instead of the accumulator's) must then be encodable (no channels,
+// functions or interfaces), or Run fails naming the operator. The joins
+// other than WindowJoin, AggregateChanges, NormalizeChanges, ToTable,
+// Fold and CEP are built on Process and keep their state in the backend
+// too. What stays on the heap (ProcessWindow with another trigger or over
+// Global windows) Job.HeapStateOperators names, and the job logs it when
+// it starts.
 func PebbleState(dir string, memoryBudget int64) JobOption {
 	return jobOpt{fmt.Sprintf("PebbleState(%q, %d)", dir, memoryBudget), func(c *config) {
 		c.stateBackend, c.stateDir, c.stateMemory = "pebble", dir, memoryBudget

@@ -18,10 +18,10 @@ import (
 // end. Events that arrive after their window fired are dropped and counted
 // in late_records_dropped_total.
 //
-// On PebbleState, over event-time Tumbling, Hopping and Session windows
-// with the default trigger, the windows and their timers are keyed state
-// in Pebble (see PebbleState); the key and accumulator types must then be
-// encodable.
+// On PebbleState, the windows and their timers are keyed state in Pebble
+// (see PebbleState); the key and accumulator types (with another trigger
+// or Global windows, the result type too; Sliding windows: the input type
+// instead of the accumulator's) must then be encodable.
 func Aggregate[K comparable, T, ACC, OUT any](ws *WindowedStream[K, T], agg AggregateFunction[T, ACC, OUT], opts ...WindowOption) *Stream[WindowResult[K, OUT]] {
 	render := func(emit func(WindowResult[K, OUT]), key K, w *gwin[ACC, OUT], kind ChangeKind, v OUT) error {
 		emit(WindowResult[K, OUT]{Key: key, Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end).UTC(), Value: v, Kind: kind})
@@ -74,14 +74,14 @@ func windowOperator[K comparable, T, ACC, OUT, R any](ws *WindowedStream[K, T], 
 	// job builds its subtasks, so that it may be set after the operator.
 	if onStateWindows(w, trig, results) {
 		n.stateWindow = true
-		n.stateErr = stateCodecErr[K, ACC]()
+		n.stateErr = stateWindowCodecErr[K, T, ACC, OUT](w, trig)
 	}
 	n.build = func(st *subtask, o any) ([]any, error) {
 		if n.inBackend(st.cfg().stateBackend) {
 			if keysOnly {
-				return buildStateWindow[K, struct{}, int64, int64](st, n, o, w, countAgg[struct{}]{}, 0, false)
+				return buildStateWindow[K, struct{}, int64, int64](st, n, o, w, trig, countAgg[struct{}]{}, 0, false)
 			}
-			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, agg, cfg.lateness, cfg.retract)
+			return buildStateWindow[K, T, ACC, OUT](st, n, o, w, trig, agg, cfg.lateness, cfg.retract)
 		}
 		if n.stateWindow {
 			if err := checkWindowRestore(st, n, false); err != nil {

@@ -15,12 +15,13 @@ import (
 // On the heap backend, Aggregate and Reduce run on the window operators of
 // window_op.go and window_general.go, the fast path, whose state is Go
 // memory whatever the backend. When the job keeps keyed state in Pebble
-// (PebbleState), an Aggregate or Reduce over event-time tumbling, hopping
-// or session windows (the default EventTimeTrigger, with or without
-// AllowedLateness, accumulating or retracting, with or without LateEvents)
-// runs instead on a keyed process function (Process's operator) whose
-// accumulators and timers are keyed state, so in Pebble, as
-// sql/planner/window_state.go does for SQL's TUMBLE, HOP and SESSION:
+// (PebbleState), an Aggregate or Reduce runs instead on a keyed process
+// function (Process's operator) whose windows and timers are keyed state,
+// so in Pebble, as sql/planner/window_state.go does for SQL's TUMBLE, HOP
+// and SESSION. Over event-time tumbling, hopping or session windows with
+// the default EventTimeTrigger (with or without AllowedLateness,
+// accumulating or retracting, with or without LateEvents), the functions
+// of this file:
 //
 //   - Tumbling and hopping: per key, a MapState from each open window's
 //     end to its accumulator, an event-time timer at end-1 that fires the
@@ -49,21 +50,26 @@ import (
 // results emitted at one watermark may differ: timers fire in time and
 // registration order, the heap operators walk windows in their own.
 //
+// Other triggers (count, processing time, early or late firings, purging)
+// and Global windows: window_state_trigger.go. Sliding windows:
+// window_state_sliding.go.
+//
 // Not covered (the operators stay on the heap, and HeapStateOperators
-// names them): Global and Sliding windows, other triggers (count,
-// processing time, early or late firings, purging). ProcessWindow, CoGroup
-// and WindowJoin over the same windows keep their windows' events in the
-// backend too: window_state_process.go.
+// names them): ProcessWindow with another trigger or over Global windows.
+// ProcessWindow, CoGroup and WindowJoin over this file's windows keep
+// their windows' events in the backend too: window_state_process.go.
 
 // onStateWindows reports whether an aggregation of w with trigger trig
 // can keep its state in the backend (the functions of this file).
 func onStateWindows(w Windows, trig WindowTrigger, results bool) bool {
-	if !results || trig != EventTimeTrigger() {
+	if !results {
 		return false
 	}
 	switch w.kind {
-	case tumblingWindows, hoppingWindows, sessionWindows:
-		return true
+	case tumblingWindows, hoppingWindows, sessionWindows, globalWindows:
+		return true // other triggers and Global: window_state_trigger.go
+	case slidingWindows:
+		return true // window_state_sliding.go
 	}
 	return false
 }
@@ -119,7 +125,7 @@ func checkWindowRestore(st *subtask, n *node, onState bool) error {
 
 // buildStateWindow builds the window node n for one subtask on a process
 // operator whose function keeps the windows in keyed state.
-func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any, w Windows, agg AggregateFunction[T, ACC, OUT], lateness int64, retract bool) ([]any, error) {
+func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any, w Windows, trig WindowTrigger, agg AggregateFunction[T, ACC, OUT], lateness int64, retract bool) ([]any, error) {
 	if err := checkWindowRestore(st, n, true); err != nil {
 		return nil, err
 	}
@@ -135,9 +141,14 @@ func buildStateWindow[K comparable, T, ACC, OUT any](st *subtask, n *node, o any
 	base := stateWindowBase[K, T, ACC, OUT]{w: w, agg: agg, lateness: lateness, retract: retract,
 		ident: identityResult[ACC, OUT](agg), out: out}
 	var fn KeyedProcessFunction[K, T, WindowResult[K, OUT]]
-	if w.kind == sessionWindows {
+	switch {
+	case w.kind == slidingWindows:
+		fn = &slidingStateWindow[K, T, ACC, OUT]{stateWindowBase: base}
+	case trig != EventTimeTrigger() || w.kind == globalWindows:
+		fn = &trigStateWindow[K, T, ACC, OUT]{stateWindowBase: base, trig: trig}
+	case w.kind == sessionWindows:
 		fn = &sessionStateWindow[K, T, ACC, OUT]{stateWindowBase: base}
-	} else {
+	default:
 		fn = &alignedStateWindow[K, T, ACC, OUT]{stateWindowBase: base}
 	}
 	op, err := buildProcess(st, n, out, fn)
