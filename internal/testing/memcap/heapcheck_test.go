@@ -25,9 +25,12 @@ import (
 // exceed the budget at least once, on Pebble it must stay under it
 // throughout and the result must be exact. It does not measure the race
 // runtime's own memory nor Pebble's memory outside Go's heap (its block
-// cache and memtables, bounded by its budget: TestPebbleMemoryPerProcess),
-// and there is no kernel limit: the release build's run (TestBoundedMemory
-// without -race) is the check of those.
+// cache and memtables, bounded by its budget: TestPebbleMemoryPerProcess;
+// a race build of Pebble puts them on the Go heap in half of the processes,
+// where they count, and in C memory in the others), and there is no kernel
+// limit: the release build's run (TestBoundedMemory without -race) is the
+// check of those. What makes up the Pebble run's 100-odd MiB of live heap
+// (rows in flight are wide here) was not broken down.
 //
 // The job is the join of TestBoundedMemory with wideCols BIGINT columns more
 // per row: the heap backend keeps each row as a Go value of 48 bytes per
