@@ -39,14 +39,13 @@ import (
 // Pebble, which the race build runs 15 to 50 times slower than a release
 // build (the race detector's instrumentation of Pebble itself, and Pebble's
 // race-only checks: it records a stack trace per table iterator), processes
-// them in about 30 s of CPU. Measured (2026-12-07, 2 cores, load 18-20):
+// them in about 30 s of CPU. Measured (2026-12-07, 2 cores, load 15-20):
 // on the heap 268 to 287 MiB live at most (3-4 s of CPU), on Pebble 109
-// and 135 MiB (31 and 35 s of CPU; 103 and 122 MiB at 50,000 rows a
-// side), against the
-// budget of 192 MiB; with Pebble's run switched to the heap backend the
-// check fails (286 MiB). The window job is not run here: its timers make
-// Pebble under -race several times slower again (50,000 keys took 23 to 80
-// s of CPU).
+// and 135 MiB (31 and 35 s of CPU; 103 and 122 MiB at 50,000 rows a side),
+// against the budget of 192 MiB; with Pebble's run switched to the heap
+// backend the check fails (286 MiB). The window job is not run here: its
+// timers make Pebble under -race several times slower again (50,000 keys
+// took 23 to 80 s of CPU).
 //
 // The scale: wideKeys rows per side under wideBudgetMiB, or
 // WEIR_MEMCAP_KEYS and WEIR_MEMCAP_LIMIT_MIB as for the kernel's check.
