@@ -116,9 +116,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 //     rows a side (heapcheck_test.go) on Pebble under a limit of 640 MiB
 //     with GOMEMLIMIT=160MiB finished once (493 MiB) and was killed once;
 //     the same on the heap without a limit (same GOMEMLIMIT) peaked at 778
-//     MiB. Under 320 MiB
-//     the Pebble run of 200,000 join keys was killed in about half of the
-//     runs (consistent with the coin flip; not verified run by run).
+//     MiB. Under 320 MiB the Pebble run of 200,000 join keys was killed in
+//     about half of the runs (consistent with the coin flip; not verified
+//     run by run).
 //   - Pebble under -race is 15 to 50 times slower than in a release build
 //     (50,000 window keys: 1.45 s of CPU released, 23 to 35 s raced; a wide
 //     join of 20,000 rows a side with 2,000-byte strings: 2 s against 96
