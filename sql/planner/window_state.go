@@ -94,6 +94,18 @@ func stateWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec, keys [
 			return intKey{V: v.I, Null: v.Null}
 		})
 		calls := layout.Calls
+		if pane, ok := slicedHop(w); ok && compactCalls(layout) {
+			// exact merges: one accumulator per slice, not per window
+			// (window_state_sliced.go)
+			if countStarOnly(calls) {
+				return stateSlicedProcess(b, ks, w, pane, weir.Count[types.Row](), func(k intKey, n int64, start, end int64) types.Row {
+					return compactRow(calls, k, intAcc{V: [maxCompactCalls]int64{n}}, start, end)
+				})
+			}
+			return stateSlicedProcess(b, ks, w, pane, weir.AggregateFunction[types.Row, intAcc, intAcc](intAgg{calls: calls}), func(k intKey, acc intAcc, start, end int64) types.Row {
+				return compactRow(calls, k, acc, start, end)
+			})
+		}
 		if w.kind != "SESSION" && compactCalls(layout) {
 			if countStarOnly(calls) {
 				return stateWindowProcess(b, ks, w, weir.Count[types.Row](), func(k intKey, n int64, start, end int64) types.Row {
