@@ -94,7 +94,7 @@ func stateWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec, keys [
 			return intKey{V: v.I, Null: v.Null}
 		})
 		calls := layout.Calls
-		if pane, ok := slicedHop(w); ok && compactCalls(layout) {
+		if pane, ok := slicedHop(w); ok && !b.noSlices && compactCalls(layout) {
 			// exact merges: one accumulator per slice, not per window
 			// (window_state_sliced.go)
 			if countStarOnly(calls) {
