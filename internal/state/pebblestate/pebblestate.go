@@ -300,25 +300,68 @@ func (k *kv) Close() error {
 var listMerger = &pebble.Merger{
 	Name: "weir.list.v1",
 	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
-		return &listValueMerger{ops: [][]byte{bytes.Clone(value)}}, nil
+		m := &listValueMerger{}
+		m.add(value, false)
+		return m, nil
 	},
 }
 
-// listValueMerger collects operands, oldest first.
-type listValueMerger struct{ ops [][]byte }
+// listValueMerger collects operands, the first one given and those newer
+// and older than all before (Pebble's MergeNewer and MergeOlder), in one
+// buffer in the order they came, and puts them in order, oldest first,
+// when it finishes: linear in the operands' bytes however many there are
+// (a hot key's list: a join side's rows).
+type listValueMerger struct {
+	buf []byte
+	ops []listOperand // in the order they came
+}
+
+// listOperand is an operand's bytes in the merger's buffer.
+type listOperand struct {
+	start, end int
+	older      bool // MergeOlder's
+}
+
+func (m *listValueMerger) add(v []byte, older bool) {
+	start := len(m.buf)
+	m.buf = append(m.buf, v...)
+	m.ops = append(m.ops, listOperand{start, len(m.buf), older})
+}
 
 func (m *listValueMerger) MergeNewer(v []byte) error {
-	m.ops = append(m.ops, bytes.Clone(v))
+	m.add(v, false)
 	return nil
 }
 
 func (m *listValueMerger) MergeOlder(v []byte) error {
-	m.ops = append([][]byte{bytes.Clone(v)}, m.ops...)
+	m.add(v, true)
 	return nil
 }
 
+// Finish merges the operands as state.MergeList does, oldest first: the
+// older ones in the reverse of the order they came, then the first and
+// the newer ones in theirs.
 func (m *listValueMerger) Finish(bool) ([]byte, io.Closer, error) {
-	return state.MergeList(m.ops...), nil, nil
+	out := make([]byte, 0, len(m.buf))
+	first := true
+	appendOp := func(o listOperand) {
+		v := m.buf[o.start:o.end]
+		if !first && len(v) >= state.ListHeader {
+			v = v[state.ListHeader:] // a newer operand's header goes
+		}
+		out, first = append(out, v...), false
+	}
+	for i := len(m.ops) - 1; i >= 0; i-- {
+		if m.ops[i].older {
+			appendOp(m.ops[i])
+		}
+	}
+	for _, o := range m.ops {
+		if !o.older {
+			appendOp(o)
+		}
+	}
+	return out, nil, nil
 }
 
 // quiet is Pebble's logger: informational messages are dropped, errors go
