@@ -50,10 +50,11 @@ import (
 // order of rows emitted at one watermark differs: the heap operators walk
 // a window's keys in hash order, timers fire in registration order.
 //
-// Slicing HOP windows (Flink's FLIP-145) was left out:
-// merging slices changes the order floating-point sums add in, and with
-// few rows per key and slice (Nexmark q5) it reads more state per window
-// fired than it saves per row.
+// HOP windows whose accumulators merge exactly (integer key; COUNT, MIN,
+// MAX of integers: Nexmark q5) are sliced instead (Flink's FLIP-145):
+// window_state_sliced.go. For the others, merging slices would change the
+// order floating-point sums add in, or which row a FIRST_VALUE keeps, so
+// they keep one accumulator per window here.
 
 // stateWindows reports whether windowAggRel plans w on the process
 // functions of this file.
