@@ -98,6 +98,7 @@ type builder struct {
 var (
 	binMarshaler   = reflect.TypeFor[encoding.BinaryMarshaler]()
 	binUnmarshaler = reflect.TypeFor[encoding.BinaryUnmarshaler]()
+	binAppender    = reflect.TypeFor[encoding.BinaryAppender]()
 	// A type with its own encoding for gob is left to gob by Compact.
 	gobOwn = []reflect.Type{reflect.TypeFor[gob.GobEncoder](), binMarshaler, reflect.TypeFor[encoding.TextMarshaler]()}
 )
@@ -758,16 +759,35 @@ func (b *builder) pointer(t reflect.Type) (*Codec, error) {
 }
 
 // marshalerCodec encodes a Value BinaryMarshaler: the length of its bytes,
-// then its bytes.
+// then its bytes. A type whose pointer is also an encoding.BinaryAppender with the same
+// bytes (sql's Row) appends them in place: no allocation per value.
 func marshalerCodec(t reflect.Type) *Codec {
-	return &Codec{Type: t, Fixed: -1, Sig: "bin",
-		enc: func(dst []byte, p unsafe.Pointer) []byte {
-			b, err := reflect.NewAt(t, p).Elem().Interface().(encoding.BinaryMarshaler).MarshalBinary()
+	enc := func(dst []byte, p unsafe.Pointer) []byte {
+		b, err := reflect.NewAt(t, p).Elem().Interface().(encoding.BinaryMarshaler).MarshalBinary()
+		if err != nil {
+			panic(fmt.Sprintf("codec: MarshalBinary of %s: %v", t, err))
+		}
+		return AppendBytes(dst, b)
+	}
+	if reflect.PointerTo(t).Implements(binAppender) {
+		enc = func(dst []byte, p unsafe.Pointer) []byte {
+			// the bytes, then their length moved in front of them
+			start := len(dst)
+			dst, err := reflect.NewAt(t, p).Interface().(encoding.BinaryAppender).AppendBinary(dst)
 			if err != nil {
-				panic(fmt.Sprintf("codec: MarshalBinary of %s: %v", t, err))
+				panic(fmt.Sprintf("codec: AppendBinary of %s: %v", t, err))
 			}
-			return AppendBytes(dst, b)
-		},
+			n := len(dst) - start
+			var lb [binary.MaxVarintLen64]byte
+			k := binary.PutUvarint(lb[:], uint64(n))
+			dst = append(dst, lb[:k]...)
+			copy(dst[start+k:], dst[start:start+n])
+			copy(dst[start:], lb[:k])
+			return dst
+		}
+	}
+	return &Codec{Type: t, Fixed: -1, Sig: "bin",
+		enc: enc,
 		dec: func(src []byte, p unsafe.Pointer) ([]byte, error) {
 			b, rest, err := ReadBytes(src)
 			if err != nil {

@@ -29,4 +29,8 @@ type Config struct {
 	// (what a savepoint taken then holds), and runs it on the Top-N's
 	// paths.
 	DisableTopOneState bool
+	// DisableSlicedWindows keeps one accumulator per window for every HOP
+	// aggregation on Pebble (window_state.go), as weir did before
+	// window_state_sliced.go (what a checkpoint taken then holds).
+	DisableSlicedWindows bool
 }

@@ -117,6 +117,8 @@ type builder struct {
 	// aggregations that would keep theirs on the heap run on keyed
 	// process functions (window_state.go)
 	pebble bool
+	// noSlices: Config.DisableSlicedWindows
+	noSlices bool
 	// ttl: 'table.exec.state.ttl' (Session.stateTTL), 0 for none
 	ttl time.Duration
 }

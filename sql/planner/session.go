@@ -362,7 +362,7 @@ func (s *Session) Job(stmts []*Statement) (*weir.Job, error) {
 		return nil, err
 	}
 	b := &builder{job: job, settings: s.settings(), built: map[*rel]*weir.Stream[types.Row]{}, pebble: job.StateBackend() == "pebble", noSlabs: s.plan.DisableSlabRows,
-		noRecycle: s.plan.DisableRowRecycling, noTopOne: s.plan.DisableTopOneState, ttl: ttl}
+		noRecycle: s.plan.DisableRowRecycling, noTopOne: s.plan.DisableTopOneState, noSlices: s.plan.DisableSlicedWindows, ttl: ttl}
 	for _, st := range stmts {
 		if err := b.prepare(st.root); err != nil {
 			return nil, err

@@ -50,10 +50,11 @@ import (
 // order of rows emitted at one watermark differs: the heap operators walk
 // a window's keys in hash order, timers fire in registration order.
 //
-// Slicing HOP windows (Flink's FLIP-145) was left out:
-// merging slices changes the order floating-point sums add in, and with
-// few rows per key and slice (Nexmark q5) it reads more state per window
-// fired than it saves per row.
+// HOP windows whose accumulators merge exactly (integer key; COUNT, MIN,
+// MAX of integers: Nexmark q5) are sliced instead (Flink's FLIP-145):
+// window_state_sliced.go. For the others, merging slices would change the
+// order floating-point sums add in, or which row a FIRST_VALUE keeps, so
+// they keep one accumulator per window here.
 
 // stateWindows reports whether windowAggRel plans w on the process
 // functions of this file.
@@ -94,6 +95,18 @@ func stateWindowAgg(b *builder, s *weir.Stream[types.Row], w *windowSpec, keys [
 			return intKey{V: v.I, Null: v.Null}
 		})
 		calls := layout.Calls
+		if pane, ok := slicedHop(w); ok && !b.noSlices && compactCalls(layout) {
+			// exact merges: one accumulator per slice, not per window
+			// (window_state_sliced.go)
+			if countStarOnly(calls) {
+				return stateSlicedProcess(b, ks, w, pane, weir.Count[types.Row](), func(k intKey, n int64, start, end int64) types.Row {
+					return compactRow(calls, k, intAcc{V: [maxCompactCalls]int64{n}}, start, end)
+				})
+			}
+			return stateSlicedProcess(b, ks, w, pane, weir.AggregateFunction[types.Row, intAcc, intAcc](intAgg{calls: calls}), func(k intKey, acc intAcc, start, end int64) types.Row {
+				return compactRow(calls, k, acc, start, end)
+			})
+		}
 		if w.kind != "SESSION" && compactCalls(layout) {
 			if countStarOnly(calls) {
 				return stateWindowProcess(b, ks, w, weir.Count[types.Row](), func(k intKey, n int64, start, end int64) types.Row {

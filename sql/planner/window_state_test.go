@@ -111,7 +111,7 @@ const windowRowsDDL = `CREATE TABLE w (k INT, s STRING, v BIGINT, d DOUBLE, ts T
 var stateWindowQueries = []string{
 	`SELECT k, window_start, window_end, window_time, COUNT(*) FROM TABLE(TUMBLE(TABLE w, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY k, window_start, window_end`,
 	`SELECT k, window_start, window_end, COUNT(*), MAX(v), MIN(v), COUNT(d) FROM TABLE(TUMBLE(TABLE w, DESCRIPTOR(ts), INTERVAL '5' SECOND)) GROUP BY k, window_start, window_end`,
-	`SELECT k, window_start, window_end, COUNT(*) AS n FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY k, window_start, window_end`,
+	`SELECT k, window_start, window_end, COUNT(*) AS n /* sliced */ FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY k, window_start, window_end`,
 	`SELECT k, window_start, window_end, window_time, SUM(d), AVG(v), MIN(s), MAX(s), COUNT(DISTINCT s), FIRST_VALUE(s), LAST_VALUE(v), LISTAGG(s)
 	   FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND)) GROUP BY k, window_start, window_end`,
 	`SELECT s, window_start, window_end, COUNT(*), SUM(v), SUM(d) FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '3' SECOND, INTERVAL '9' SECOND)) WHERE v % 3 <> 0 GROUP BY s, window_start, window_end`,
@@ -123,11 +123,23 @@ var stateWindowQueries = []string{
 	`SELECT window_start, window_end, COUNT(*), trail(s) FROM TABLE(SESSION(TABLE w, DESCRIPTOR(ts), INTERVAL '2' SECOND)) GROUP BY window_start, window_end`,
 	`SELECT k, TUMBLE_START(ts, INTERVAL '5' SECOND), TUMBLE_END(ts, INTERVAL '5' SECOND), COUNT(*), SUM(d) FROM w GROUP BY k, TUMBLE(ts, INTERVAL '5' SECOND)`,
 	`SELECT s, HOP_START(ts, INTERVAL '1' SECOND, INTERVAL '3' SECOND), COUNT(*), MAX(v) FROM w GROUP BY s, HOP(ts, INTERVAL '1' SECOND, INTERVAL '3' SECOND)`,
+	// sliced (window_state_sliced.go): integer key, exact accumulators;
+	// an offset, a size not a multiple of the slide (1 s slices), windows
+	// of 24 slices, and of 100 (per window again)
+	`SELECT k, window_start, window_end, window_time, COUNT(*), MAX(v), MIN(v), COUNT(d) /* sliced */
+	   FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '6' SECOND, INTERVAL '500' MILLISECOND)) GROUP BY k, window_start, window_end`,
+	`SELECT k, HOP_START(ts, INTERVAL '2' SECOND, INTERVAL '5' SECOND), HOP_END(ts, INTERVAL '2' SECOND, INTERVAL '5' SECOND), COUNT(*), MIN(v) /* sliced */
+	   FROM w GROUP BY k, HOP(ts, INTERVAL '2' SECOND, INTERVAL '5' SECOND)`,
+	`SELECT k, window_start, window_end, COUNT(*) AS n /* sliced */ FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '500' MILLISECOND, INTERVAL '12' SECOND)) GROUP BY k, window_start, window_end`,
+	`SELECT k, window_start, window_end, COUNT(*) AS n FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '100' MILLISECOND, INTERVAL '10' SECOND)) GROUP BY k, window_start, window_end`,
 	`SELECT k, SESSION_START(ts, INTERVAL '1' SECOND), SESSION_END(ts, INTERVAL '1' SECOND), COUNT(*) FROM w GROUP BY k, SESSION(ts, INTERVAL '1' SECOND)`,
 	`SELECT window_start, window_end, SUM(n), MAX(n) FROM TABLE(TUMBLE(TABLE (
 	   SELECT k, window_time AS wt, COUNT(*) AS n FROM TABLE(HOP(TABLE w, DESCRIPTOR(ts), INTERVAL '2' SECOND, INTERVAL '4' SECOND)) GROUP BY k, window_start, window_end
-	 ), DESCRIPTOR(wt), INTERVAL '10' SECOND)) GROUP BY window_start, window_end`,
+	 ), DESCRIPTOR(wt), INTERVAL '10' SECOND)) GROUP BY window_start, window_end /* sliced */`,
 }
+
+// slicedQuery matches the stateWindowQueries that take the sliced path.
+var slicedQuery = regexp.MustCompile(`/\* sliced \*/`)
 
 // trail is an aggregate whose result shows the order in which it saw the
 // rows and merged the accumulators: the values joined by ',', merged
@@ -190,7 +202,11 @@ func TestStateWindowsMatchHeap(t *testing.T) {
 	for i, q := range stateWindowQueries {
 		par := 1 + i%2
 		heap, late := runWindowJob(t, q, par)
+		before := slicedPlans.Load()
 		pebble, pebbleLate := runWindowJob(t, q, par, JobOptions(weir.PebbleState(t.TempDir(), 8<<20)))
+		if sliced, want := slicedPlans.Load() > before, slicedQuery.MatchString(q); sliced != want {
+			t.Errorf("%s: sliced %v, want %v", q, sliced, want)
+		}
 		if len(heap) < 20 || !strings.HasPrefix(heap[0], "+I[") || !strings.HasPrefix(heap[len(heap)-1], "+I[") {
 			t.Fatalf("%s: %d rows on the heap, want an insert-only result of at least 20", q, len(heap))
 		}

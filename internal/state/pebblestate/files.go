@@ -3,6 +3,7 @@ package pebblestate
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -34,13 +35,12 @@ func IsSharedFile(name string) bool {
 // old backend's files or filling a new one before Open.
 type KV struct {
 	kv
-	batch    *pebble.Batch
 	readOnly bool
 }
 
 // OpenKV opens the database in dir, read-only or for writing (created if
-// missing). Writes are batched; Close commits and flushes them, since the
-// database has no write-ahead log.
+// missing). Writes are batched (kv's batch, in bigger batches); Close
+// commits and flushes them, since the database has no write-ahead log.
 func OpenKV(dir string, readOnly bool, fs vfs.FS) (*KV, error) {
 	if fs == nil {
 		fs = vfs.Default
@@ -50,76 +50,42 @@ func OpenKV(dir string, readOnly bool, fs vfs.FS) (*KV, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblestate: open %s: %w", dir, err)
 	}
-	return &KV{kv: kv{db: db}, readOnly: readOnly}, nil
+	return &KV{kv: kv{db: db, maxOps: math.MaxInt, maxBytes: batchSize}, readOnly: readOnly}, nil
 }
 
 // batchSize is how many bytes of writes a KV batches before committing.
 const batchSize = 4 << 20
 
-// Set implements state.KVStore, batched.
+var errReadOnly = errors.New("pebblestate: read-only")
+
+// Set, Delete, DeleteRange and Merge implement state.KVStore, batched;
+// Get and Scan see the writes batched so far.
 func (k *KV) Set(key, value []byte) error {
 	if k.readOnly {
-		return errors.New("pebblestate: read-only")
+		return errReadOnly
 	}
-	if k.batch == nil {
-		k.batch = k.db.NewBatch()
-	}
-	if err := k.batch.Set(key, value, nil); err != nil {
-		return err
-	}
-	if k.batch.Len() >= batchSize {
-		return k.commit()
-	}
-	return nil
+	return k.kv.Set(key, value)
 }
 
-// Get implements state.KVStore; it sees the writes batched so far.
-func (k *KV) Get(dst, key []byte) ([]byte, bool, error) {
-	if err := k.commit(); err != nil {
-		return dst, false, err
-	}
-	return k.kv.Get(dst, key)
-}
-
-// Scan implements state.KVStore; it sees the writes batched so far.
-func (k *KV) Scan(start, end []byte, fn func(key, value []byte) bool) error {
-	if err := k.commit(); err != nil {
-		return err
-	}
-	return k.kv.Scan(start, end, fn)
-}
-
-// Delete, DeleteRange and Merge are not batched: they commit the batch
-// first, to keep the order of writes.
 func (k *KV) Delete(key []byte) error {
-	if err := k.commit(); err != nil {
-		return err
+	if k.readOnly {
+		return errReadOnly
 	}
 	return k.kv.Delete(key)
 }
 
 func (k *KV) DeleteRange(start, end []byte) error {
-	if err := k.commit(); err != nil {
-		return err
+	if k.readOnly {
+		return errReadOnly
 	}
 	return k.kv.DeleteRange(start, end)
 }
 
 func (k *KV) Merge(key, operand []byte) error {
-	if err := k.commit(); err != nil {
-		return err
+	if k.readOnly {
+		return errReadOnly
 	}
 	return k.kv.Merge(key, operand)
-}
-
-func (k *KV) commit() error {
-	if k.batch == nil {
-		return nil
-	}
-	err := k.batch.Commit(pebble.NoSync)
-	k.batch.Close()
-	k.batch = nil
-	return err
 }
 
 // Close commits pending writes, flushes them to files and closes the
@@ -131,8 +97,6 @@ func (k *KV) Close() error {
 		if err == nil {
 			err = k.db.Flush()
 		}
-	} else if k.batch != nil {
-		k.batch.Close()
 	}
 	return errors.Join(err, k.kv.Close())
 }

@@ -103,7 +103,7 @@ func Open(o Options, cfg state.Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblestate: open %s: %w", o.Dir, err)
 	}
-	base := &kv{db: db}
+	base := &kv{db: db, maxOps: batchOps, maxBytes: batchBytes}
 	var store state.KVStore = base
 	var cache *state.CachedKV
 	if size := o.RecordCache; size >= 0 {
@@ -135,8 +135,14 @@ func (b *Backend) Close() error {
 // of its own.
 func (b *Backend) Memory() *Memory { return b.mem }
 
-// DB is the Pebble database.
-func (b *Backend) DB() *pebble.DB { return b.db }
+// DB is the Pebble database, with every write made so far committed to
+// it.
+func (b *Backend) DB() *pebble.DB {
+	if err := b.kv.commit(); err != nil {
+		panic(fmt.Errorf("pebblestate: commit: %w", err))
+	}
+	return b.db
+}
 
 // Checkpoint writes a copy of the database into dir (which must not
 // exist): its SST files hard-linked where the file system allows, so that
@@ -158,10 +164,12 @@ func (b *Backend) SetRecorder(r Recorder) { b.kv.rec = r }
 // FlushCache writes the record cache's dirty entries into the database
 // (its memtable), not the memtable into files.
 func (b *Backend) FlushCache() error {
-	if b.cache == nil {
-		return nil
+	if b.cache != nil {
+		if err := b.cache.Flush(); err != nil {
+			return err
+		}
 	}
-	return b.cache.Flush()
+	return b.kv.commit()
 }
 
 // Op is the kind of a write a Recorder receives.
@@ -201,10 +209,8 @@ func Apply(kv state.KVStore, op Op, key, value []byte) error {
 // its memtables into files: the database then holds all the state, on
 // disk (it has no write-ahead log).
 func (b *Backend) Flush() error {
-	if b.cache != nil {
-		if err := b.cache.Flush(); err != nil {
-			return err
-		}
+	if err := b.FlushCache(); err != nil {
+		return err
 	}
 	return b.db.Flush()
 }
@@ -212,14 +218,64 @@ func (b *Backend) Flush() error {
 // DiskUsage is the bytes of the database's files.
 func (b *Backend) DiskUsage() uint64 { return b.db.Metrics().DiskSpaceUsage() }
 
-// kv adapts a Pebble database to state.KVStore.
+// kv adapts a Pebble database to state.KVStore. Writes go into a batch
+// that is committed before the next read (Get, Scan), when it holds
+// maxOps writes or maxBytes bytes, and before the database is
+// flushed, checkpointed or closed: a write costs an append to the batch,
+// not a commit of its own (Pebble's commit pipeline per Set took a third
+// of a write's time), and a read still sees every write before it.
 type kv struct {
 	db     *pebble.DB
-	rec    Recorder // nil: none
+	rec    Recorder      // nil: none
+	b      *pebble.Batch // pending writes; nil: none
 	closed bool
+	// the most writes and bytes the pending batch holds before it is
+	// committed
+	maxOps   int
+	maxBytes int
+}
+
+// A backend's batch limits: small, so that a batch stays well within a
+// memtable and a long run of writes reaches the database soon.
+const (
+	batchOps   = 256
+	batchBytes = 256 << 10
+)
+
+// pending is the batch to write into.
+func (k *kv) pending() *pebble.Batch {
+	if k.b == nil {
+		k.b = k.db.NewBatch()
+	}
+	return k.b
+}
+
+// wrote commits the pending batch if it is full; err is the write's.
+func (k *kv) wrote(err error) error {
+	if err != nil {
+		return err
+	}
+	if int(k.b.Count()) >= k.maxOps || k.b.Len() >= k.maxBytes {
+		return k.commit()
+	}
+	return nil
+}
+
+// commit commits the pending writes.
+func (k *kv) commit() error {
+	b := k.b
+	if b == nil {
+		return nil
+	}
+	k.b = nil
+	err := b.Commit(pebble.NoSync)
+	return errors.Join(err, b.Close())
 }
 
 func (k *kv) Get(dst, key []byte) ([]byte, bool, error) {
+	if err := k.commit(); err != nil {
+		return dst, false, err
+	}
 	v, c, err := k.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst, false, nil
@@ -237,7 +293,7 @@ func (k *kv) Set(key, value []byte) error {
 			return err
 		}
 	}
-	return k.db.Set(key, value, pebble.NoSync)
+	return k.wrote(k.pending().Set(key, value, nil))
 }
 
 func (k *kv) Delete(key []byte) error {
@@ -246,7 +302,7 @@ func (k *kv) Delete(key []byte) error {
 			return err
 		}
 	}
-	return k.db.Delete(key, pebble.NoSync)
+	return k.wrote(k.pending().Delete(key, nil))
 }
 
 func (k *kv) DeleteRange(start, end []byte) error {
@@ -255,7 +311,7 @@ func (k *kv) DeleteRange(start, end []byte) error {
 			return err
 		}
 	}
-	return k.db.DeleteRange(start, end, pebble.NoSync)
+	return k.wrote(k.pending().DeleteRange(start, end, nil))
 }
 
 func (k *kv) Merge(key, operand []byte) error {
@@ -264,10 +320,13 @@ func (k *kv) Merge(key, operand []byte) error {
 			return err
 		}
 	}
-	return k.db.Merge(key, operand, pebble.NoSync)
+	return k.wrote(k.pending().Merge(key, operand, nil))
 }
 
 func (k *kv) Scan(start, end []byte, fn func(key, value []byte) bool) (err error) {
+	if err := k.commit(); err != nil {
+		return err
+	}
 	// The iterator keeps its bounds: they are copied, as callers reuse
 	// their buffers.
 	it, err := k.db.NewIter(&pebble.IterOptions{LowerBound: bytes.Clone(start), UpperBound: bytes.Clone(end)})
@@ -292,7 +351,7 @@ func (k *kv) Close() error {
 		return nil
 	}
 	k.closed = true
-	return k.db.Close()
+	return errors.Join(k.commit(), k.db.Close())
 }
 
 // listMerger merges list values with state.MergeList. Its name is recorded
@@ -300,25 +359,68 @@ func (k *kv) Close() error {
 var listMerger = &pebble.Merger{
 	Name: "weir.list.v1",
 	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
-		return &listValueMerger{ops: [][]byte{bytes.Clone(value)}}, nil
+		m := &listValueMerger{}
+		m.add(value, false)
+		return m, nil
 	},
 }
 
-// listValueMerger collects operands, oldest first.
-type listValueMerger struct{ ops [][]byte }
+// listValueMerger collects operands, the first one given and those newer
+// and older than all before (Pebble's MergeNewer and MergeOlder), in one
+// buffer in the order they came, and puts them in order, oldest first,
+// when it finishes: linear in the operands' bytes however many there are
+// (a hot key's list: a join side's rows).
+type listValueMerger struct {
+	buf []byte
+	ops []listOperand // in the order they came
+}
+
+// listOperand is an operand's bytes in the merger's buffer.
+type listOperand struct {
+	start, end int
+	older      bool // MergeOlder's
+}
+
+func (m *listValueMerger) add(v []byte, older bool) {
+	start := len(m.buf)
+	m.buf = append(m.buf, v...)
+	m.ops = append(m.ops, listOperand{start, len(m.buf), older})
+}
 
 func (m *listValueMerger) MergeNewer(v []byte) error {
-	m.ops = append(m.ops, bytes.Clone(v))
+	m.add(v, false)
 	return nil
 }
 
 func (m *listValueMerger) MergeOlder(v []byte) error {
-	m.ops = append([][]byte{bytes.Clone(v)}, m.ops...)
+	m.add(v, true)
 	return nil
 }
 
+// Finish merges the operands as state.MergeList does, oldest first: the
+// older ones in the reverse of the order they came, then the first and
+// the newer ones in theirs.
 func (m *listValueMerger) Finish(bool) ([]byte, io.Closer, error) {
-	return state.MergeList(m.ops...), nil, nil
+	out := make([]byte, 0, len(m.buf))
+	first := true
+	appendOp := func(o listOperand) {
+		v := m.buf[o.start:o.end]
+		if !first && len(v) >= state.ListHeader {
+			v = v[state.ListHeader:] // a newer operand's header goes
+		}
+		out, first = append(out, v...), false
+	}
+	for i := len(m.ops) - 1; i >= 0; i-- {
+		if m.ops[i].older {
+			appendOp(m.ops[i])
+		}
+	}
+	for _, o := range m.ops {
+		if !o.older {
+			appendOp(o)
+		}
+	}
+	return out, nil, nil
 }
 
 // quiet is Pebble's logger: informational messages are dropped, errors go
