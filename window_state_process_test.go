@@ -277,7 +277,10 @@ func processWindowJob(w weir.Windows, gen weir.Source[ev], p int, dir string, si
 // A savepoint of them on one backend restored on the other fails at once
 // with an error that says which backend to restore with.
 func TestStateProcessWindowSavepointRescale(t *testing.T) {
-	const n = 20000
+	n := 20000
+	if raceEnabled {
+		n = 5000 // 41 s of the test command's root package at 20,000
+	}
 	for _, w := range []weir.Windows{weir.Hopping(time.Second, 500*time.Millisecond), weir.Session(150 * time.Millisecond)} {
 		gen := func(count int64, rate float64, hold int) weir.Source[ev] {
 			g := weir.GeneratorSource(weir.GeneratorConfig{Count: count, Seed: 3, Rate: rate}, genInBound)
@@ -287,7 +290,7 @@ func TestStateProcessWindowSavepointRescale(t *testing.T) {
 			return g
 		}
 		ref := newMemSink()
-		if err := processWindowJob(w, gen(n, 0, 0), 2, t.TempDir(), ref).Run(context.Background()); err != nil {
+		if err := processWindowJob(w, gen(int64(n), 0, 0), 2, t.TempDir(), ref).Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		want := ref.output()
@@ -303,7 +306,7 @@ func TestStateProcessWindowSavepointRescale(t *testing.T) {
 			if before >= len(want) {
 				t.Fatalf("%v: the first job ran to the end (%d results): the savepoint came too late", w, before)
 			}
-			if err := processWindowJob(w, gen(n, 0, 0), p, t.TempDir(), first, pebble(), weir.RestoreFrom(path)).Run(context.Background()); err != nil {
+			if err := processWindowJob(w, gen(int64(n), 0, 0), p, t.TempDir(), first, pebble(), weir.RestoreFrom(path)).Run(context.Background()); err != nil {
 				t.Fatalf("%v: restore at p=%d: %v", w, p, err)
 			}
 			if got := first.output(); !slices.Equal(got, want) {
@@ -320,7 +323,7 @@ func TestStateProcessWindowSavepointRescale(t *testing.T) {
 			}
 			first := newMemSink()
 			path := stopWithSavepoint(t, processWindowJob(w, gen(-1, 100_000, n/4), 2, t.TempDir(), first, fromOpts...), first)
-			job := processWindowJob(w, gen(n, 0, 0), 2, t.TempDir(), first, append(toOpts, weir.RestoreFrom(path))...)
+			job := processWindowJob(w, gen(int64(n), 0, 0), 2, t.TempDir(), first, append(toOpts, weir.RestoreFrom(path))...)
 			err := job.Run(context.Background())
 			if err == nil || !strings.Contains(err.Error(), want) || !weir.IsPermanent(err) {
 				t.Fatalf("%v: a savepoint on %s restored on %s: %v; want a permanent error saying %q", w, from, to, err, want)

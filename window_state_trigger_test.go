@@ -86,7 +86,10 @@ func windowJobWith(w weir.Windows, wopts []weir.WindowOption, gen weir.Source[ev
 // restored at 1 and at 3, the output before the stop and after the
 // restore is that of one uninterrupted run on the heap.
 func TestStateWindowTriggersRescale(t *testing.T) {
-	const n = 30000
+	n := 30000
+	if raceEnabled {
+		n = 16000 // 32 s of the test command's root package at 30,000
+	}
 	type windowCase struct {
 		w     weir.Windows
 		wopts []weir.WindowOption
@@ -105,7 +108,7 @@ func TestStateWindowTriggersRescale(t *testing.T) {
 			return g
 		}
 		ref := newMemSink()
-		if err := windowJobWith(c.w, c.wopts, gen(n, 0, 0), 2, t.TempDir(), ref).Run(context.Background()); err != nil {
+		if err := windowJobWith(c.w, c.wopts, gen(int64(n), 0, 0), 2, t.TempDir(), ref).Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		want := ref.output()
@@ -132,7 +135,7 @@ func TestStateWindowTriggersRescale(t *testing.T) {
 			if before >= len(want) {
 				t.Fatalf("%v: the first job ran to the end (%d results): the savepoint came too late", c.w, before)
 			}
-			if err := windowJobWith(c.w, c.wopts, gen(n, 0, 0), p, t.TempDir(), first, pebble, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
+			if err := windowJobWith(c.w, c.wopts, gen(int64(n), 0, 0), p, t.TempDir(), first, pebble, weir.RestoreFrom(path)).Run(context.Background()); err != nil {
 				t.Fatalf("%v: restore at p=%d: %v", c.w, p, err)
 			}
 			if got := first.output(); !slices.Equal(got, want) {
