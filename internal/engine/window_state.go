@@ -184,6 +184,30 @@ type stateWindowOut[K comparable, T, R any] struct {
 	idle   bool // the last input batch's sender went idle
 }
 
+// dropLate counts the event being processed as late and sends it to the
+// side output (LateEvents) with the window [start, end) it missed.
+func (o *stateWindowOut[K, T, R]) dropLate(ctx *KeyedContext[K, R], in T, start, end int64) {
+	ctx.DropLate()
+	if o.lb == nil {
+		return
+	}
+	ts, wm := ctx.op.curTS, ctx.op.wm
+	o.lb.add(LateEvent[K, T]{
+		Key: ctx.Key(), Value: in, Timestamp: time.UnixMilli(ts).UTC(),
+		Window:    WindowInfo{time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()},
+		Watermark: time.UnixMilli(wm).UTC(),
+	}, ts, wm)
+}
+
+// flushLate sends the batch's late events on at its end, as the heap
+// operators do, when no result or watermark would take them along.
+func (o *stateWindowOut[K, T, R]) flushLate(ctx *KeyedContext[K, R]) error {
+	if o.pending() && ctx.op.flush != nil {
+		return ctx.op.flush(ctx.op.wm)
+	}
+	return nil
+}
+
 // pending reports whether late events wait to be sent.
 func (o *stateWindowOut[K, T, R]) pending() bool { return o.lb != nil && len(o.lb.data) > 0 }
 
@@ -255,31 +279,6 @@ func (f *stateWindowBase[K, T, ACC, OUT]) refire(ctx *KeyedContext[K, WindowResu
 		f.emit(ctx, UpdateBefore, start, end, prev)
 	}
 	f.emit(ctx, UpdateAfter, start, end, v)
-}
-
-// dropLate counts the event being processed as late and sends it to the
-// side output with the window [start, end) it missed.
-func (f *stateWindowBase[K, T, ACC, OUT]) dropLate(ctx *KeyedContext[K, WindowResult[K, OUT]], in T, start, end int64) {
-	ctx.DropLate()
-	o := f.out
-	if o.lb == nil {
-		return
-	}
-	ts, wm := ctx.op.curTS, ctx.op.wm
-	o.lb.add(LateEvent[K, T]{
-		Key: ctx.Key(), Value: in, Timestamp: time.UnixMilli(ts).UTC(),
-		Window:    WindowInfo{time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()},
-		Watermark: time.UnixMilli(wm).UTC(),
-	}, ts, wm)
-}
-
-// flushLate sends the batch's late events on at its end, as the heap
-// operators do, when no result or watermark would take them along.
-func (f *stateWindowBase[K, T, ACC, OUT]) flushLate(ctx *KeyedContext[K, WindowResult[K, OUT]]) error {
-	if f.out.pending() && ctx.op.flush != nil {
-		return ctx.op.flush(ctx.op.wm)
-	}
-	return nil
 }
 
 func (f *stateWindowBase[K, T, ACC, OUT]) result(acc *ACC) OUT { return resultOf(f.agg, f.ident, acc) }
@@ -384,7 +383,7 @@ func (f *alignedStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K,
 		f.refire(ctx, s, end, prev, f.result(&d.acc))
 	}
 	if !accepted {
-		f.dropLate(ctx, in, last, last+size)
+		f.out.dropLate(ctx, in, last, last+size)
 	}
 	return nil
 }
@@ -455,7 +454,7 @@ func (f *alignedStateWindow[K, T, ACC, OUT]) EndBatch(ctx *KeyedContext[K, Windo
 	}
 	f.dirty = f.dirty[:0]
 	clear(f.cache)
-	return f.flushLate(ctx)
+	return f.out.flushLate(ctx)
 }
 
 // stateSession is an open session of a key: its bounds (ms) and
@@ -465,61 +464,32 @@ type stateSession[ACC any] struct {
 	Acc        ACC
 }
 
+func (s *stateSession[ACC]) bounds() (int64, int64) { return s.Start, s.End }
+
 // sessionStateWindow is a session window aggregation per key: the key's
 // open sessions in one ValueState (a key has few open at a time: those
 // whose lateness has not passed), each with an event-time timer at its
 // end-1 and, with allowed lateness, one at end-1+lateness.
 type sessionStateWindow[K comparable, T, ACC, OUT any] struct {
 	stateWindowBase[K, T, ACC, OUT]
-	wins   *ValueState[K, []stateSession[ACC]]
+	wins   keyWindows[K, stateSession[ACC]]
 	merged []int
-	// the batch's keys: cache indexes dirty
-	cache map[K]int32
-	dirty []stateSessions[K, ACC]
-}
-
-// stateSessions are a key's sessions in the batch, to write back.
-type stateSessions[K comparable, ACC any] struct {
-	ref KeyRef[K]
-	ws  []stateSession[ACC]
 }
 
 func (f *sessionStateWindow[K, T, ACC, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.wins = NewValueState[[]stateSession[ACC]](rc, "sessions")
-	f.cache = map[K]int32{}
+	f.wins.open(rc, "sessions")
 	return nil
-}
-
-// sessions returns the batch's entry of the current key's sessions,
-// reading them from the state the first time.
-func (f *sessionStateWindow[K, T, ACC, OUT]) sessions(ctx *KeyedContext[K, WindowResult[K, OUT]]) *stateSessions[K, ACC] {
-	key := ctx.Key()
-	if i, ok := f.cache[key]; ok {
-		return &f.dirty[i]
-	}
-	ws, _ := f.wins.Value()
-	f.cache[key] = int32(len(f.dirty))
-	f.dirty = append(f.dirty, stateSessions[K, ACC]{ref: ctx.KeyRef(), ws: ws})
-	return &f.dirty[len(f.dirty)-1]
 }
 
 func (f *sessionStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, WindowResult[K, OUT]], in T) error {
 	ts, wm, late := ctx.op.curTS, ctx.op.wm, f.lateness
-	start, end := ts, ts+f.w.size
-	d := f.sessions(ctx)
+	d := f.wins.of(ctx.KeyRef())
 	ws := d.ws
-	// the sessions that overlap or touch [ts, ts+gap) merge with it (open
-	// sessions are apart from one another, so one pass finds them all)
-	merged := f.merged[:0]
-	for i, w := range ws {
-		if w.Start <= end && start <= w.End {
-			merged = append(merged, i)
-			start, end = min(start, w.Start), max(end, w.End)
-		}
-	}
+	// the sessions that overlap or touch [ts, ts+gap) merge with it
+	merged, start, end := overlapping(ws, ts, ts+f.w.size, f.merged[:0])
 	f.merged = merged
 	if end-1+late <= wm {
-		f.dropLate(ctx, in, ts, ts+f.w.size)
+		f.out.dropLate(ctx, in, ts, ts+f.w.size)
 		return nil
 	}
 	fired := end-1 <= wm
@@ -547,23 +517,8 @@ func (f *sessionStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K,
 		}
 		acc = f.agg.Merge(acc, m.Acc)
 	}
-	// the timers of the merged sessions that no session needs any more
-	for _, i := range merged {
-		m := &ws[i]
-		if m.End-1 > wm && !f.needs(ws, merged, end, m.End-1) {
-			ctx.DeleteEventTimeTimer(time.UnixMilli(m.End - 1))
-		}
-		if late > 0 && !f.needs(ws, merged, end, m.End-1+late) {
-			ctx.DeleteEventTimeTimer(time.UnixMilli(m.End - 1 + late))
-		}
-	}
-	keep := ws[:0]
-	for i, w := range ws {
-		if !slices.Contains(merged, i) {
-			keep = append(keep, w)
-		}
-	}
-	d.ws = append(keep, stateSession[ACC]{Start: start, End: end, Acc: f.agg.Add(acc, in)})
+	dropMergedTimers(ctx, ws, merged, end, wm, late)
+	d.ws = append(withoutMerged(ws, merged), stateSession[ACC]{Start: start, End: end, Acc: f.agg.Add(acc, in)})
 	if !fired {
 		ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
 	}
@@ -577,34 +532,13 @@ func (f *sessionStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K,
 	return nil
 }
 
-// needs reports whether a session has a timer at t once those of ws at
-// merged merge into one ending at end.
-func (f *sessionStateWindow[K, T, ACC, OUT]) needs(ws []stateSession[ACC], merged []int, end, t int64) bool {
-	at := func(e int64) bool { return e-1 == t || f.lateness > 0 && e-1+f.lateness == t }
-	if at(end) {
-		return true
-	}
-	for i, w := range ws {
-		if at(w.End) && !slices.Contains(merged, i) {
-			return true
-		}
-	}
-	return false
-}
-
 // OnTimer fires the session ending at t+1 and, with allowed lateness,
 // removes the one whose lateness ends at t. Within a batch, the key's
 // sessions may be the batch's; after it (the batch's watermark), they are
 // in the state.
 func (f *sessionStateWindow[K, T, ACC, OUT]) OnTimer(ctx *KeyedContext[K, WindowResult[K, OUT]], t time.Time) error {
 	at := t.UnixMilli()
-	var ws []stateSession[ACC]
-	i, cached := f.cache[ctx.Key()]
-	if cached {
-		ws = f.dirty[i].ws
-	} else {
-		ws, _ = f.wins.Value()
-	}
+	ws, i, cached := f.wins.forTimer(ctx.Key())
 	changed := false
 	for j := 0; j < len(ws); j++ {
 		w := &ws[j]
@@ -617,32 +551,12 @@ func (f *sessionStateWindow[K, T, ACC, OUT]) OnTimer(ctx *KeyedContext[K, Window
 			changed = true
 		}
 	}
-	switch {
-	case cached:
-		f.dirty[i].ws = ws
-	case !changed:
-	case len(ws) == 0:
-		f.wins.Clear()
-	default:
-		f.wins.Update(ws)
-	}
+	f.wins.putForTimer(ws, i, cached, changed)
 	return nil
 }
 
 // EndBatch writes the batch's sessions back to the state.
 func (f *sessionStateWindow[K, T, ACC, OUT]) EndBatch(ctx *KeyedContext[K, WindowResult[K, OUT]]) error {
-	ts := time.UnixMilli(ctx.op.curTS)
-	for i := range f.dirty {
-		d := &f.dirty[i]
-		ctx.SetKey(d.ref, ts)
-		if len(d.ws) == 0 {
-			f.wins.Clear()
-		} else {
-			f.wins.Update(d.ws)
-		}
-		*d = stateSessions[K, ACC]{}
-	}
-	f.dirty = f.dirty[:0]
-	clear(f.cache)
-	return f.flushLate(ctx)
+	writeBackWindows(ctx, &f.wins)
+	return f.out.flushLate(ctx)
 }

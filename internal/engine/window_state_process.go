@@ -221,31 +221,6 @@ func (f *procWinBase[K, T, OUT]) fire(ctx *KeyedContext[K, OUT], start, end int6
 	return f.fn(ctx.Key(), WindowInfo{time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()}, evs, f.emitFn)
 }
 
-// dropLate counts the event being processed as late and sends it to the
-// side output with the window [start, end) it missed.
-func (f *procWinBase[K, T, OUT]) dropLate(ctx *KeyedContext[K, OUT], in T, start, end int64) {
-	ctx.DropLate()
-	o := f.out
-	if o.lb == nil {
-		return
-	}
-	ts, wm := ctx.op.curTS, ctx.op.wm
-	o.lb.add(LateEvent[K, T]{
-		Key: ctx.Key(), Value: in, Timestamp: time.UnixMilli(ts).UTC(),
-		Window:    WindowInfo{time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()},
-		Watermark: time.UnixMilli(wm).UTC(),
-	}, ts, wm)
-}
-
-// flushLate sends the batch's late events on at its end, when no result or
-// watermark would take them along.
-func (f *procWinBase[K, T, OUT]) flushLate(ctx *KeyedContext[K, OUT]) error {
-	if f.out.pending() && ctx.op.flush != nil {
-		return ctx.op.flush(ctx.op.wm)
-	}
-	return nil
-}
-
 // alignedProcWindow is a ProcessWindow over tumbling or hopping windows
 // per key: each open window's events in a list namespaced by its end (ms).
 type alignedProcWindow[K comparable, T, OUT any] struct {
@@ -275,7 +250,8 @@ func (f *alignedProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 		accepted = true
 		fired := end-1 <= wm
 		added := false
-		if k := (stateWinKey[K]{ctx.Key(), end}); !mapHas(f.seen, k) {
+		k := stateWinKey[K]{ctx.Key(), end}
+		if _, ok := f.seen[k]; !ok {
 			f.seen[k] = struct{}{}
 			// Registering a timer that is there already changes nothing.
 			if late > 0 && !fired {
@@ -302,14 +278,9 @@ func (f *alignedProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 		}
 	}
 	if !accepted {
-		f.dropLate(ctx, in, last, last+size)
+		f.out.dropLate(ctx, in, last, last+size)
 	}
 	return nil
-}
-
-func mapHas[M ~map[K]V, K comparable, V any](m M, k K) bool {
-	_, ok := m[k]
-	return ok
 }
 
 // OnTimer fires the window ending at t+1 and removes it (with allowed
@@ -333,7 +304,7 @@ func (f *alignedProcWindow[K, T, OUT]) OnTimer(ctx *KeyedContext[K, OUT], t time
 // EndBatch forgets the batch's registrations and sends its late events.
 func (f *alignedProcWindow[K, T, OUT]) EndBatch(ctx *KeyedContext[K, OUT]) error {
 	clear(f.seen)
-	return f.flushLate(ctx)
+	return f.out.flushLate(ctx)
 }
 
 // procSession is an open session of a key: its bounds (ms) and the
@@ -342,62 +313,33 @@ type procSession struct {
 	Start, End, NS int64
 }
 
+func (s *procSession) bounds() (int64, int64) { return s.Start, s.End }
+
 // sessionProcWindow is a ProcessWindow over session windows per key: the
 // key's open sessions in one ValueState, each session's events in a list,
 // an event-time timer at each session's end-1 and, with allowed lateness,
 // one at end-1+lateness.
 type sessionProcWindow[K comparable, T, OUT any] struct {
 	procWinBase[K, T, OUT]
-	wins   *ValueState[K, []procSession]
+	wins   keyWindows[K, procSession]
 	merged []int
-	// the batch's keys: cache indexes dirty
-	cache map[K]int32
-	dirty []procSessions[K]
-}
-
-// procSessions are a key's sessions in the batch, to write back.
-type procSessions[K comparable] struct {
-	ref KeyRef[K]
-	ws  []procSession
 }
 
 func (f *sessionProcWindow[K, T, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.wins = NewValueState[[]procSession](rc, "sessions")
+	f.wins.open(rc, "sessions")
 	f.open(rc, "session-events")
-	f.cache = map[K]int32{}
 	return nil
-}
-
-// sessions returns the batch's entry of the current key's sessions,
-// reading them from the state the first time.
-func (f *sessionProcWindow[K, T, OUT]) sessions(ctx *KeyedContext[K, OUT]) *procSessions[K] {
-	key := ctx.Key()
-	if i, ok := f.cache[key]; ok {
-		return &f.dirty[i]
-	}
-	ws, _ := f.wins.Value()
-	f.cache[key] = int32(len(f.dirty))
-	f.dirty = append(f.dirty, procSessions[K]{ref: ctx.KeyRef(), ws: ws})
-	return &f.dirty[len(f.dirty)-1]
 }
 
 func (f *sessionProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT], in T) error {
 	ts, wm, late := ctx.op.curTS, ctx.op.wm, f.lateness
-	start, end := ts, ts+f.w.size
-	d := f.sessions(ctx)
+	d := f.wins.of(ctx.KeyRef())
 	ws := d.ws
-	// the sessions that overlap or touch [ts, ts+gap) merge with it (open
-	// sessions are apart from one another, so one pass finds them all)
-	merged := f.merged[:0]
-	for i, w := range ws {
-		if w.Start <= end && start <= w.End {
-			merged = append(merged, i)
-			start, end = min(start, w.Start), max(end, w.End)
-		}
-	}
+	// the sessions that overlap or touch [ts, ts+gap) merge with it
+	merged, start, end := overlapping(ws, ts, ts+f.w.size, f.merged[:0])
 	f.merged = merged
 	if end-1+late <= wm {
-		f.dropLate(ctx, in, ts, ts+f.w.size)
+		f.out.dropLate(ctx, in, ts, ts+f.w.size)
 		return nil
 	}
 	fired := end-1 <= wm
@@ -425,23 +367,8 @@ func (f *sessionProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 	} else {
 		f.events.start(ns, in) // a new session: its namespace has no list
 	}
-	// the timers of the merged sessions that no session needs any more
-	for _, i := range merged {
-		m := &ws[i]
-		if m.End-1 > wm && !f.needs(ws, merged, end, m.End-1) {
-			ctx.DeleteEventTimeTimer(time.UnixMilli(m.End - 1))
-		}
-		if late > 0 && !f.needs(ws, merged, end, m.End-1+late) {
-			ctx.DeleteEventTimeTimer(time.UnixMilli(m.End - 1 + late))
-		}
-	}
-	keep := ws[:0]
-	for i, w := range ws {
-		if !slices.Contains(merged, i) {
-			keep = append(keep, w)
-		}
-	}
-	d.ws = append(keep, procSession{Start: start, End: end, NS: ns})
+	dropMergedTimers(ctx, ws, merged, end, wm, late)
+	d.ws = append(withoutMerged(ws, merged), procSession{Start: start, End: end, NS: ns})
 	if !fired {
 		ctx.RegisterEventTimeTimer(time.UnixMilli(end - 1))
 	}
@@ -454,34 +381,13 @@ func (f *sessionProcWindow[K, T, OUT]) ProcessElement(ctx *KeyedContext[K, OUT],
 	return nil
 }
 
-// needs reports whether a session has a timer at t once those of ws at
-// merged merge into one ending at end.
-func (f *sessionProcWindow[K, T, OUT]) needs(ws []procSession, merged []int, end, t int64) bool {
-	at := func(e int64) bool { return e-1 == t || f.lateness > 0 && e-1+f.lateness == t }
-	if at(end) {
-		return true
-	}
-	for i, w := range ws {
-		if at(w.End) && !slices.Contains(merged, i) {
-			return true
-		}
-	}
-	return false
-}
-
 // OnTimer fires the session ending at t+1 and removes the one whose
 // lateness ends at t (the same one, without allowed lateness). Within a
 // batch, the key's sessions may be the batch's; after it (the batch's
 // watermark), they are in the state.
 func (f *sessionProcWindow[K, T, OUT]) OnTimer(ctx *KeyedContext[K, OUT], t time.Time) error {
 	at := t.UnixMilli()
-	var ws []procSession
-	i, cached := f.cache[ctx.Key()]
-	if cached {
-		ws = f.dirty[i].ws
-	} else {
-		ws, _ = f.wins.Value()
-	}
+	ws, i, cached := f.wins.forTimer(ctx.Key())
 	changed := false
 	for j := 0; j < len(ws); j++ {
 		w := ws[j]
@@ -497,32 +403,12 @@ func (f *sessionProcWindow[K, T, OUT]) OnTimer(ctx *KeyedContext[K, OUT], t time
 			changed = true
 		}
 	}
-	switch {
-	case cached:
-		f.dirty[i].ws = ws
-	case !changed:
-	case len(ws) == 0:
-		f.wins.Clear()
-	default:
-		f.wins.Update(ws)
-	}
+	f.wins.putForTimer(ws, i, cached, changed)
 	return nil
 }
 
 // EndBatch writes the batch's sessions back to the state.
 func (f *sessionProcWindow[K, T, OUT]) EndBatch(ctx *KeyedContext[K, OUT]) error {
-	ts := time.UnixMilli(ctx.op.curTS)
-	for i := range f.dirty {
-		d := &f.dirty[i]
-		ctx.SetKey(d.ref, ts)
-		if len(d.ws) == 0 {
-			f.wins.Clear()
-		} else {
-			f.wins.Update(d.ws)
-		}
-		*d = procSessions[K]{}
-	}
-	f.dirty = f.dirty[:0]
-	clear(f.cache)
-	return f.flushLate(ctx)
+	writeBackWindows(ctx, &f.wins)
+	return f.out.flushLate(ctx)
 }

@@ -59,7 +59,7 @@ func (f *slidingStateWindow[K, T, ACC, OUT]) Open(rc *RuntimeContext[K]) error {
 func (f *slidingStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, WindowResult[K, OUT]], in T) error {
 	ts, rng := ctx.op.curTS, f.w.size
 	if ts <= ctx.op.wm {
-		f.dropLate(ctx, in, ts-rng, ts)
+		f.out.dropLate(ctx, in, ts-rng, ts)
 		return nil
 	}
 	key := ctx.Key()
@@ -173,5 +173,5 @@ func (f *slidingStateWindow[K, T, ACC, OUT]) EndBatch(ctx *KeyedContext[K, Windo
 	}
 	f.dirty = f.dirty[:0]
 	clear(f.cache)
-	return f.flushLate(ctx)
+	return f.out.flushLate(ctx)
 }

@@ -77,38 +77,15 @@ type trigWin[ACC, OUT any] struct {
 type trigStateWindow[K comparable, T, ACC, OUT any] struct {
 	stateWindowBase[K, T, ACC, OUT]
 	trig   WindowTrigger
-	wins   *ValueState[K, []trigWin[ACC, OUT]]
+	wins   keyWindows[K, trigWin[ACC, OUT]]
 	buf    [][2]int64
 	merged []int
 	ends   []int64
-	// the batch's keys: cache indexes dirty
-	cache map[K]int32
-	dirty []trigKeyWins[K, ACC, OUT]
-}
-
-// trigKeyWins are a key's windows in the batch, to write back.
-type trigKeyWins[K comparable, ACC, OUT any] struct {
-	ref KeyRef[K]
-	ws  []trigWin[ACC, OUT]
 }
 
 func (f *trigStateWindow[K, T, ACC, OUT]) Open(rc *RuntimeContext[K]) error {
-	f.wins = NewValueState[[]trigWin[ACC, OUT]](rc, "trigger-windows")
-	f.cache = map[K]int32{}
+	f.wins.open(rc, "trigger-windows")
 	return nil
-}
-
-// keyWins returns the batch's entry of the current key's windows, reading
-// them from the state the first time.
-func (f *trigStateWindow[K, T, ACC, OUT]) keyWins(ctx *KeyedContext[K, WindowResult[K, OUT]]) *trigKeyWins[K, ACC, OUT] {
-	key := ctx.Key()
-	if i, ok := f.cache[key]; ok {
-		return &f.dirty[i]
-	}
-	ws, _ := f.wins.Value()
-	f.cache[key] = int32(len(f.dirty))
-	f.dirty = append(f.dirty, trigKeyWins[K, ACC, OUT]{ref: ctx.KeyRef(), ws: ws})
-	return &f.dirty[len(f.dirty)-1]
 }
 
 // windowsOf lists the windows an event at ts belongs to, latest first
@@ -145,7 +122,7 @@ func (f *trigStateWindow[K, T, ACC, OUT]) isLate(end, wm int64) bool {
 func (f *trigStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, WindowResult[K, OUT]], in T) error {
 	ts, wm := ctx.op.curTS, ctx.op.wm
 	wins := f.windowsOf(ts)
-	d := f.keyWins(ctx)
+	d := f.wins.of(ctx.KeyRef())
 	accepted := false
 	for _, se := range wins {
 		start, end := se[0], se[1]
@@ -184,7 +161,7 @@ func (f *trigStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, Wi
 		f.onElement(ctx, w)
 	}
 	if !accepted {
-		f.dropLate(ctx, in, wins[0][0], wins[0][1])
+		f.out.dropLate(ctx, in, wins[0][0], wins[0][1])
 	}
 	return nil
 }
@@ -193,7 +170,7 @@ func (f *trigStateWindow[K, T, ACC, OUT]) ProcessElement(ctx *KeyedContext[K, Wi
 // or merging the windows of d at merged into it (deleting the results
 // they emitted), as genWindowOp.findWin does; created: a new window (new
 // or merged).
-func (f *trigStateWindow[K, T, ACC, OUT]) findWin(ctx *KeyedContext[K, WindowResult[K, OUT]], d *trigKeyWins[K, ACC, OUT], start, end int64, merged []int) (int, bool) {
+func (f *trigStateWindow[K, T, ACC, OUT]) findWin(ctx *KeyedContext[K, WindowResult[K, OUT]], d *keyWindowList[K, trigWin[ACC, OUT]], start, end int64, merged []int) (int, bool) {
 	if len(merged) == 1 && d.ws[merged[0]].Start == start && d.ws[merged[0]].End == end {
 		return merged[0], false
 	}
@@ -329,13 +306,7 @@ func (f *trigStateWindow[K, T, ACC, OUT]) fire(ctx *KeyedContext[K, WindowResult
 // windows may be the batch's; after it, they are in the state.
 func (f *trigStateWindow[K, T, ACC, OUT]) OnTimer(ctx *KeyedContext[K, WindowResult[K, OUT]], t time.Time) error {
 	at := t.UnixMilli()
-	var ws []trigWin[ACC, OUT]
-	i, cached := f.cache[ctx.Key()]
-	if cached {
-		ws = f.dirty[i].ws
-	} else {
-		ws, _ = f.wins.Value()
-	}
+	ws, i, cached := f.wins.forTimer(ctx.Key())
 	if len(ws) == 0 {
 		return nil
 	}
@@ -389,34 +360,14 @@ func (f *trigStateWindow[K, T, ACC, OUT]) OnTimer(ctx *KeyedContext[K, WindowRes
 			}
 		}
 	}
-	switch {
-	case cached:
-		f.dirty[i].ws = ws
-	case !changed:
-	case len(ws) == 0:
-		f.wins.Clear()
-	default:
-		f.wins.Update(ws)
-	}
+	f.wins.putForTimer(ws, i, cached, changed)
 	return nil
 }
 
 // EndBatch writes the batch's windows back to the state.
 func (f *trigStateWindow[K, T, ACC, OUT]) EndBatch(ctx *KeyedContext[K, WindowResult[K, OUT]]) error {
-	ts := time.UnixMilli(ctx.op.curTS)
-	for i := range f.dirty {
-		d := &f.dirty[i]
-		ctx.SetKey(d.ref, ts)
-		if len(d.ws) == 0 {
-			f.wins.Clear()
-		} else {
-			f.wins.Update(d.ws)
-		}
-		*d = trigKeyWins[K, ACC, OUT]{}
-	}
-	f.dirty = f.dirty[:0]
-	clear(f.cache)
-	return f.flushLate(ctx)
+	writeBackWindows(ctx, &f.wins)
+	return f.out.flushLate(ctx)
 }
 
 // stateWindowCodecErr is why a window aggregation of w with trigger trig,
