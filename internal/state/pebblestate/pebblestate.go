@@ -397,30 +397,22 @@ func (m *listValueMerger) MergeOlder(v []byte) error {
 	return nil
 }
 
-// Finish merges the operands as state.MergeList does, oldest first: the
+// Finish merges the operands with state.MergeList, oldest first: the
 // older ones in the reverse of the order they came, then the first and
 // the newer ones in theirs.
 func (m *listValueMerger) Finish(bool) ([]byte, io.Closer, error) {
-	out := make([]byte, 0, len(m.buf))
-	first := true
-	appendOp := func(o listOperand) {
-		v := m.buf[o.start:o.end]
-		if !first && len(v) >= state.ListHeader {
-			v = v[state.ListHeader:] // a newer operand's header goes
-		}
-		out, first = append(out, v...), false
-	}
+	ordered := make([][]byte, 0, len(m.ops))
 	for i := len(m.ops) - 1; i >= 0; i-- {
-		if m.ops[i].older {
-			appendOp(m.ops[i])
+		if o := m.ops[i]; o.older {
+			ordered = append(ordered, m.buf[o.start:o.end])
 		}
 	}
 	for _, o := range m.ops {
 		if !o.older {
-			appendOp(o)
+			ordered = append(ordered, m.buf[o.start:o.end])
 		}
 	}
-	return out, nil, nil
+	return state.MergeList(ordered...), nil, nil
 }
 
 // quiet is Pebble's logger: informational messages are dropped, errors go
