@@ -135,18 +135,7 @@ func TestStateProcessWindowsSameAsHeap(t *testing.T) {
 				t.Fatalf("%s: no output of %q", c.name, op)
 			}
 		}
-		if !slices.Equal(heap.results, pebble.results) {
-			t.Errorf("%s p=%d: results on Pebble differ from the heap's (%d vs %d):\n%s", c.name, p, len(pebble.results), len(heap.results), firstDiff(heap.results, pebble.results))
-		}
-		if !slices.Equal(heap.late, pebble.late) {
-			t.Errorf("%s p=%d: late events on Pebble differ from the heap's:\n%s", c.name, p, firstDiff(heap.late, pebble.late))
-		}
-		if heap.dropped != pebble.dropped {
-			t.Errorf("%s p=%d: %d dropped on Pebble, %d on the heap", c.name, p, pebble.dropped, heap.dropped)
-		}
-		if len(pebble.heapOps) != 0 {
-			t.Errorf("%s: on Pebble, operators with heap state: %q", c.name, pebble.heapOps)
-		}
+		checkSameAsHeap(t, c.name, p, heap, pebble)
 		if len(heap.heapOps) < 3 {
 			t.Errorf("%s: on the heap backend, HeapStateOperators names %q", c.name, heap.heapOps)
 		}

@@ -117,21 +117,29 @@ func TestStateWindowsSameAsHeap(t *testing.T) {
 		if c.lateness > 0 && !slices.ContainsFunc(heap.results, func(s string) bool { return strings.Contains(s, " +U ") }) {
 			t.Fatalf("%s: no late firing", c.name)
 		}
-		if !slices.Equal(heap.results, pebble.results) {
-			t.Errorf("%s p=%d: results on Pebble differ from the heap's (%d vs %d):\n%s", c.name, p, len(pebble.results), len(heap.results), firstDiff(heap.results, pebble.results))
-		}
-		if !slices.Equal(heap.late, pebble.late) {
-			t.Errorf("%s p=%d: late events on Pebble differ from the heap's:\n%s", c.name, p, firstDiff(heap.late, pebble.late))
-		}
-		if heap.dropped != pebble.dropped {
-			t.Errorf("%s p=%d: %d dropped on Pebble, %d on the heap", c.name, p, pebble.dropped, heap.dropped)
-		}
-		if len(pebble.heapOps) != 0 {
-			t.Errorf("%s: on Pebble, operators with heap state: %q", c.name, pebble.heapOps)
-		}
+		checkSameAsHeap(t, c.name, p, heap, pebble)
 		if len(heap.heapOps) == 0 {
 			t.Errorf("%s: on the heap backend, HeapStateOperators names no window operator", c.name)
 		}
+	}
+}
+
+// checkSameAsHeap checks that a window job's run on Pebble gave the heap
+// run's results, late events and drop count, and that on Pebble no
+// operator kept its state on the heap.
+func checkSameAsHeap(t *testing.T, name string, p int, heap, pebble stateWindowRun) {
+	t.Helper()
+	if !slices.Equal(heap.results, pebble.results) {
+		t.Errorf("%s p=%d: results on Pebble differ from the heap's (%d vs %d):\n%s", name, p, len(pebble.results), len(heap.results), firstDiff(heap.results, pebble.results))
+	}
+	if !slices.Equal(heap.late, pebble.late) {
+		t.Errorf("%s p=%d: late events on Pebble differ from the heap's:\n%s", name, p, firstDiff(heap.late, pebble.late))
+	}
+	if heap.dropped != pebble.dropped {
+		t.Errorf("%s p=%d: %d dropped on Pebble, %d on the heap", name, p, pebble.dropped, heap.dropped)
+	}
+	if len(pebble.heapOps) != 0 {
+		t.Errorf("%s: on Pebble, operators with heap state: %q", name, pebble.heapOps)
 	}
 }
 

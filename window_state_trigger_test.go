@@ -50,18 +50,7 @@ func TestStateWindowTriggersSameAsHeap(t *testing.T) {
 		if len(heap.results) < 100 || !global && (heap.dropped == 0 || len(heap.late) == 0) {
 			t.Fatalf("%s: a weak case: %d results, %d dropped, %d late events", c.name, len(heap.results), heap.dropped, len(heap.late))
 		}
-		if !slices.Equal(heap.results, pebble.results) {
-			t.Errorf("%s p=%d: results on Pebble differ from the heap's (%d vs %d):\n%s", c.name, p, len(pebble.results), len(heap.results), firstDiff(heap.results, pebble.results))
-		}
-		if !slices.Equal(heap.late, pebble.late) {
-			t.Errorf("%s p=%d: late events on Pebble differ from the heap's:\n%s", c.name, p, firstDiff(heap.late, pebble.late))
-		}
-		if heap.dropped != pebble.dropped {
-			t.Errorf("%s p=%d: %d dropped on Pebble, %d on the heap", c.name, p, pebble.dropped, heap.dropped)
-		}
-		if len(pebble.heapOps) != 0 {
-			t.Errorf("%s: on Pebble, operators with heap state: %q", c.name, pebble.heapOps)
-		}
+		checkSameAsHeap(t, c.name, p, heap, pebble)
 		if len(heap.heapOps) == 0 {
 			t.Errorf("%s: on the heap backend, HeapStateOperators names no window operator", c.name)
 		}
