@@ -148,22 +148,24 @@ func TestFixedTimersMatchHeap(t *testing.T) {
 	}
 }
 
-func runFixedAgainstHeap(t *testing.T, name string, seed uint64, w Windows, trig WindowTrigger, lateness int64) {
-	t.Helper()
+// fireStep is a batch of (key, value) events at times ts, then the
+// watermark wm, the processing time now, and maybe a barrier.
+type fireStep struct {
+	kv      [][2]int64
+	ts      []int64
+	wm, now int64
+	barrier bool
+}
+
+// randomFireSteps are 60 batches of events with disorder (some late), the
+// watermark trailing the largest time by a random bound, processing time
+// moving on.
+func randomFireSteps(seed uint64) []fireStep {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	// Batches of events with disorder (some late), the watermark trailing
-	// the largest time by a random bound, processing time moving on.
-	type step struct {
-		kv       [][2]int64
-		ts       []int64
-		wm, now  int64
-		barrier  bool
-		idleTail bool
-	}
-	var steps []step
+	var steps []fireStep
 	var maxTS, now int64 = 0, 1000
 	for i := 0; i < 60; i++ {
-		var s step
+		var s fireStep
 		for j := rng.IntN(12); j > 0; j-- {
 			ts := maxTS + rng.Int64N(40) - 25
 			if rng.IntN(10) == 0 {
@@ -179,6 +181,12 @@ func runFixedAgainstHeap(t *testing.T, name string, seed uint64, w Windows, trig
 		s.barrier = rng.IntN(8) == 0
 		steps = append(steps, s)
 	}
+	return steps
+}
+
+func runFixedAgainstHeap(t *testing.T, name string, seed uint64, w Windows, trig WindowTrigger, lateness int64) {
+	t.Helper()
+	steps := randomFireSteps(seed)
 	run := func(fixed bool, restoreAt int) []string {
 		clock := int64(0)
 		op, sink := newTestSumOp(w, trig, lateness, true, fixed, &clock)

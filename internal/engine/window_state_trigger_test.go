@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -136,32 +135,7 @@ func TestTrigStateWindowMatchesHeap(t *testing.T) {
 
 func runStateAgainstHeap(t *testing.T, name string, seed uint64, w Windows, trig WindowTrigger, lateness int64) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, 7))
-	type step struct {
-		kv      [][2]int64
-		ts      []int64
-		wm, now int64
-		barrier bool
-	}
-	var steps []step
-	var maxTS, now int64 = 0, 1000
-	for i := 0; i < 60; i++ {
-		var s step
-		for j := rng.IntN(12); j > 0; j-- {
-			ts := maxTS + rng.Int64N(40) - 25
-			if rng.IntN(10) == 0 {
-				ts -= 150 // late for its window, maybe within the lateness
-			}
-			maxTS = max(maxTS, ts)
-			s.kv = append(s.kv, [2]int64{rng.Int64N(6), rng.Int64N(100)})
-			s.ts = append(s.ts, ts)
-		}
-		s.wm = maxTS - 20 - rng.Int64N(20)
-		now += rng.Int64N(40)
-		s.now = now
-		s.barrier = rng.IntN(8) == 0
-		steps = append(steps, s)
-	}
+	steps := randomFireSteps(seed)
 	input := func(i int, wm int64) *batch[keyed[int64, int64]] {
 		s := steps[i]
 		b := newBatch[keyed[int64, int64]](len(s.kv))
