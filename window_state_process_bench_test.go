@@ -1,9 +1,7 @@
 package weir_test
 
 import (
-	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -22,31 +20,13 @@ func BenchmarkStateProcessWindows(b *testing.B) {
 	for _, w := range []weir.Windows{weir.Tumbling(time.Second), weir.Session(50 * time.Millisecond)} {
 		for _, backend := range []string{"heap", "pebble"} {
 			b.Run(fmt.Sprintf("%v/%s", w, backend), func(b *testing.B) {
-				opts := []weir.JobOption{weir.Parallelism(1)}
-				if backend == "pebble" {
-					opts = append(opts, weir.PebbleState(b.TempDir(), 64<<20))
-				}
-				job := weir.NewJob("bench", opts...)
-				gen := weir.GeneratorSource(weir.GeneratorConfig{Count: int64(b.N), Seed: 1}, func(i int64, _ *rand.Rand) ev {
-					return ev{Key: keyNames[i*7919%int64(len(keyNames))], TS: i / 100}
-				})
-				src := weir.FromSource(job, "gen", gen, weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
-				counts := weir.ProcessWindow(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), w),
-					func(_ string, _ weir.WindowInfo, evs []ev, emit func(int64)) error {
-						emit(int64(len(evs)))
-						return nil
-					})
-				var n int64
-				weir.To(counts, weir.SinkFunc[int64](func(_ context.Context, rs []int64) error {
-					for _, r := range rs {
-						n += r
-					}
-					return nil
-				}))
-				b.ResetTimer()
-				if err := job.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
+				n, _ := benchWindowCounts(b, backend, func(ks *weir.KeyedStream[string, ev]) *weir.Stream[int64] {
+					return weir.ProcessWindow(weir.Window(ks, w),
+						func(_ string, _ weir.WindowInfo, evs []ev, emit func(int64)) error {
+							emit(int64(len(evs)))
+							return nil
+						})
+				}, func(c int64) int64 { return c })
 				if n != int64(b.N) {
 					b.Fatalf("counted %d events of %d", n, b.N)
 				}

@@ -3,7 +3,6 @@ package weir_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,28 +192,9 @@ func BenchmarkStateWindowTriggers(b *testing.B) {
 	for _, c := range cases {
 		for _, backend := range []string{"heap", "pebble"} {
 			b.Run(c.name+"/"+backend, func(b *testing.B) {
-				opts := []weir.JobOption{weir.Parallelism(1)}
-				if backend == "pebble" {
-					opts = append(opts, weir.PebbleState(b.TempDir(), 64<<20))
-				}
-				job := weir.NewJob("bench", opts...)
-				gen := weir.GeneratorSource(weir.GeneratorConfig{Count: int64(b.N), Seed: 1}, func(i int64, _ *rand.Rand) ev {
-					return ev{Key: keyNames[i*7919%int64(len(keyNames))], TS: i / 100}
-				})
-				src := weir.FromSource(job, "gen", gen, weir.MonotonousTimestamps(func(e ev) time.Time { return time.UnixMilli(e.TS) }))
-				counts := weir.Aggregate(weir.Window(weir.KeyBy(src, func(e ev) string { return e.Key }), c.w, c.wopts...), weir.Count[ev]())
-				var n, results int64
-				weir.To(counts, weir.SinkFunc[weir.WindowResult[string, int64]](func(_ context.Context, rs []weir.WindowResult[string, int64]) error {
-					for _, r := range rs {
-						n += r.Value
-					}
-					results += int64(len(rs))
-					return nil
-				}))
-				b.ResetTimer()
-				if err := job.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
+				n, results := benchWindowCounts(b, backend, func(ks *weir.KeyedStream[string, ev]) *weir.Stream[weir.WindowResult[string, int64]] {
+					return weir.Aggregate(weir.Window(ks, c.w, c.wopts...), weir.Count[ev]())
+				}, windowCount)
 				if c.w != weir.Sliding(100*time.Millisecond) && n != int64(b.N) || results == 0 {
 					b.Fatalf("counted %d events of %d in %d results", n, b.N, results)
 				}
